@@ -1,0 +1,34 @@
+"""oidn-gpu: Intel Open Image Denoise's trained U-Nets, run natively from Python.
+
+The public face of the package; it defines nothing itself. Importing it needs
+only NumPy: wgpu, OpenImageIO and pyoidn are imported lazily where used.
+"""
+
+from oidn_gpu.errors import (
+    CancelledError,
+    InvalidArgumentError,
+    InvalidOperationError,
+    MissingDependencyError,
+    OIDNGPUError,
+    OutOfMemoryError,
+    ShaderCompileError,
+    UnsupportedDeviceError,
+    WeightsFormatError,
+    WeightsNotFoundError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CancelledError",
+    "InvalidArgumentError",
+    "InvalidOperationError",
+    "MissingDependencyError",
+    "OIDNGPUError",
+    "OutOfMemoryError",
+    "ShaderCompileError",
+    "UnsupportedDeviceError",
+    "WeightsFormatError",
+    "WeightsNotFoundError",
+    "__version__",
+]

@@ -1,0 +1,76 @@
+"""The exception hierarchy of oidn-gpu.
+
+Each class mirrors one of OIDN's error codes (``OIDNError`` in
+``include/OpenImageDenoise/oidn.h``: None 0, Unknown 1, InvalidArgument 2,
+InvalidOperation 3, OutOfMemory 4, UnsupportedHardware 5, Cancelled 6) and also
+subclasses the natural Python builtin, so callers can catch either.
+Messages are one lowercase sentence without a trailing period; where OIDN has
+a verbatim message for the same condition, that message starts ours.
+"""
+
+from __future__ import annotations
+
+
+class OIDNGPUError(Exception):
+    """Base class of every error raised by oidn-gpu."""
+
+    code: int = 1  # OIDN_ERROR_UNKNOWN
+
+
+class InvalidArgumentError(OIDNGPUError, ValueError):
+    """A value passed by the caller is invalid (OIDN_ERROR_INVALID_ARGUMENT)."""
+
+    code = 2
+
+
+class InvalidOperationError(OIDNGPUError, RuntimeError):
+    """The call is not valid in this state or combination (OIDN_ERROR_INVALID_OPERATION)."""
+
+    code = 3
+
+
+class OutOfMemoryError(OIDNGPUError, MemoryError):
+    """A host or device allocation failed (OIDN_ERROR_OUT_OF_MEMORY)."""
+
+    code = 4
+
+
+class UnsupportedDeviceError(OIDNGPUError, RuntimeError):
+    """The device lacks a needed feature or limit (OIDN_ERROR_UNSUPPORTED_HARDWARE)."""
+
+    code = 5
+
+
+class CancelledError(OIDNGPUError, RuntimeError):
+    """The progress callback asked to stop (OIDN_ERROR_CANCELLED)."""
+
+    code = 6
+
+
+class WeightsFormatError(InvalidArgumentError):
+    """A ``.tza`` blob is malformed or does not match a known U-Net descriptor."""
+
+
+class WeightsNotFoundError(InvalidArgumentError, FileNotFoundError):
+    """A weights file needed for the requested mode is not on disk."""
+
+
+class ShaderCompileError(OIDNGPUError, RuntimeError):
+    """A generated WGSL kernel failed to compile; carries the kernel name and spec."""
+
+
+class MissingDependencyError(OIDNGPUError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+def require(module: str, extra: str):  # noqa: ANN201 - returns a module
+    """Import an optional dependency or raise `MissingDependencyError` naming the extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"the optional dependency '{module}' is not installed; "
+            f"install it with: pip install 'oidn-gpu[{extra}]'"
+        ) from err
