@@ -17,10 +17,17 @@ from oidn_gpu.errors import (
     WeightsNotFoundError,
 )
 
+from oidn_gpu.filter import Denoiser, DenoiserInfo, RTFilter, RTLightmapFilter, denoise
+
 __version__ = "0.1.0"
 
 __all__ = [
     "CancelledError",
+    "Denoiser",
+    "DenoiserInfo",
+    "RTFilter",
+    "RTLightmapFilter",
+    "denoise",
     "InvalidArgumentError",
     "InvalidOperationError",
     "MissingDependencyError",

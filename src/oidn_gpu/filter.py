@@ -1,0 +1,565 @@
+"""OIDN-style facade: images and options in, the denoised image out.
+
+`Denoiser` reproduces what Intel OIDN 2.5.1's ``RT`` and ``RTLightmap``
+filters compute (see ``oidn-semantics.md``): it validates the images (OIDN's
+error messages), picks the weights (``model.weights``), computes the input
+scale (autoexposure for HDR), builds the network input in the transfer space
+(``image.process``), runs the network tile by tile (``image.tiling``) on a
+backend executor, stitches the kept rectangles and applies the output
+processing. A `Denoiser` caches loaded models and executors, so one object
+serves every frame of a sequence; `denoise` is the one-call form.
+
+The caller's output array is written only after every tile has finished, so a
+cancelled or failed execution leaves it untouched, and in-place use (output
+aliasing an input) is safe.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from oidn_gpu.errors import (
+    CancelledError,
+    InvalidArgumentError,
+    InvalidOperationError,
+)
+
+FilterType = Literal["RT", "RTLightmap"]
+Progress = Callable[[float], Any]
+
+# OIDN rejects images wider or taller than this (api/api.cpp, "image size is too large").
+MAX_IMAGE_DIM = 65536
+# Tile origins and the padded tile size are multiples of this (4 pooling levels).
+TILE_ALIGNMENT = 16
+# Rough bytes of activations per tile pixel of the base U-Net in fp32 (slots of the plan),
+# used only to turn max_memory_mb into a tile-pixel budget.
+_BYTES_PER_TILE_PX = 1100
+
+_FILTER_TYPES = ("RT", "RTLightmap")
+_PREFILTERS = ("none", "fast", "accurate")
+
+
+@dataclass(frozen=True)
+class DenoiserInfo:
+    """What ran (or will run) for the last denoise call."""
+
+    backend: str
+    device: str
+    precision: str
+    weights: str
+    weights_sha256: str | None
+    input_scale: float | None
+    tiles: int
+    kernels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Images:
+    """Validated inputs: float32 RGB-broadcastable arrays, plus the color's alpha."""
+
+    color: np.ndarray | None
+    albedo: np.ndarray | None
+    normal: np.ndarray | None
+    main_channels: int
+    alpha: np.ndarray | None
+    height: int
+    width: int
+    dtype: np.dtype
+
+
+def _check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Validate one image; returns (pixels with at most 3 channels, alpha or None)."""
+    if not isinstance(image, np.ndarray):
+        raise InvalidOperationError(
+            f"unsupported input image format: {name} is a {type(image).__name__}; "
+            "expected a numpy array"
+        )
+    if image.dtype not in (np.float32, np.float16):
+        raise InvalidOperationError(
+            f"unsupported input image format: {name} has dtype {image.dtype}; "
+            "expected float32 or float16"
+        )
+    if image.ndim == 2:
+        image = image[:, :, None]
+    if image.ndim != 3 or not 1 <= image.shape[2] <= 4:
+        raise InvalidOperationError(
+            f"unsupported input image format: {name} has shape {image.shape}; "
+            "expected HxW or HxWxC with C from 1 to 4"
+        )
+    h, w = image.shape[:2]
+    if h > MAX_IMAGE_DIM or w > MAX_IMAGE_DIM:
+        raise InvalidArgumentError(
+            f"image size is too large: {name} is {w}x{h}; at most {MAX_IMAGE_DIM} per side"
+        )
+    if image.shape[2] == 4:
+        return image[:, :, :3], image[:, :, 3]
+    return image, None
+
+
+def _validate_images(color: Any, albedo: Any, normal: Any) -> _Images:
+    given = {n: a for n, a in (("color", color), ("albedo", albedo), ("normal", normal)) if a is not None}
+    if not given:
+        raise InvalidOperationError("input image not specified")
+    checked = {n: _check_image(n, a) for n, a in given.items()}
+    main_name = next(iter(checked))
+    main, alpha = checked[main_name]
+    h, w = main.shape[:2]
+    for name, (pixels, _) in checked.items():
+        if pixels.shape[:2] != (h, w):
+            raise InvalidOperationError(
+                f"image size mismatch: {name} is {pixels.shape[1]}x{pixels.shape[0]}, "
+                f"{main_name} is {w}x{h}"
+            )
+    return _Images(
+        color=checked["color"][0] if "color" in checked else None,
+        albedo=checked["albedo"][0] if "albedo" in checked else None,
+        normal=checked["normal"][0] if "normal" in checked else None,
+        main_channels=main.shape[2] + (1 if alpha is not None else 0),
+        alpha=alpha,
+        height=h,
+        width=w,
+        dtype=given[main_name].dtype,
+    )
+
+
+def _check_output(output: Any, images: _Images) -> np.ndarray | None:
+    if output is None:
+        return None
+    if not isinstance(output, np.ndarray) or output.dtype not in (np.float32, np.float16):
+        raise InvalidOperationError(
+            "unsupported output image format: expected a float32 or float16 numpy array, "
+            f"got {getattr(output, 'dtype', type(output).__name__)}"
+        )
+    shape = output.shape if output.ndim == 3 else (*output.shape, 1)
+    if output.ndim not in (2, 3):
+        raise InvalidOperationError(f"unsupported output image format: shape {output.shape}")
+    if shape[:2] != (images.height, images.width):
+        raise InvalidOperationError(
+            f"image size mismatch: output is {shape[1]}x{shape[0]}, "
+            f"input is {images.width}x{images.height}"
+        )
+    if shape[2] != images.main_channels:
+        raise InvalidOperationError(
+            f"input/output image channel count mismatch: input has {images.main_channels}, "
+            f"output has {shape[2]}"
+        )
+    if not output.flags.writeable:
+        raise InvalidArgumentError("output array is read-only; pass a writeable array")
+    return output
+
+
+def _normalize_quality(quality: Any) -> str:
+    from oidn_gpu.model.weights import parse_quality
+
+    return parse_quality(quality).value
+
+
+class Denoiser:
+    """A reusable OIDN filter (``RT`` or ``RTLightmap``) over one backend.
+
+    Args:
+        filter_type: ``"RT"`` (renders) or ``"RTLightmap"`` (lightmaps).
+        hdr: the color image is HDR (RT only).
+        srgb: the LDR color image is sRGB-encoded already (RT only).
+        clean_aux: albedo and normal are noise-free (selects the ``calb_cnrm`` weights).
+        quality: ``"fast"``, ``"balanced"`` or ``"high"`` (OIDN's default).
+        input_scale: multiplies the main input; None means autoexposure for HDR, else 1.
+        directional: RTLightmap only: the input holds directional coefficients.
+        prefilter: ``"none"``; ``"fast"`` treats the aux images as clean;
+            ``"accurate"`` first denoises albedo and normal with OIDN's
+            ``rt_alb``/``rt_nrm`` networks, then the color with clean-aux weights.
+        weights: a custom ``.tza`` file (path or bytes) replacing the built-in choice.
+        weights_dir: where the large (quality ``high``) weights live; see
+            `oidn_gpu.model.weights.weights_path`.
+        backend: ``"auto"``, ``"reference"`` (NumPy) or ``"wgpu"``.
+        precision, kernel, gemm: wgpu backend options (``"auto"``, ``"fp16"``, ``"fp32"``; ...).
+        max_memory_mb: OIDN's memory budget; None or negative: at most 2160x2160 px per tile.
+        tile_size: if set, tiles of at most this edge (px) instead of OIDN's plan.
+        device: a ``wgpu.GPUDevice`` to run on (wgpu backend).
+    """
+
+    def __init__(
+        self,
+        *,
+        filter_type: FilterType = "RT",
+        hdr: bool = False,
+        srgb: bool = False,
+        clean_aux: bool = False,
+        quality: Any = "high",
+        input_scale: float | None = None,
+        directional: bool = False,
+        prefilter: str = "none",
+        weights: str | os.PathLike[str] | bytes | None = None,
+        weights_dir: str | os.PathLike[str] | None = None,
+        backend: str = "auto",
+        precision: str = "auto",
+        kernel: str = "auto",
+        gemm: Any = None,
+        max_memory_mb: int | None = None,
+        tile_size: int | None = None,
+        device: Any = None,
+    ) -> None:
+        if filter_type not in _FILTER_TYPES:
+            raise InvalidArgumentError(
+                f"unknown filter type: '{filter_type}'; expected 'RT' or 'RTLightmap'"
+            )
+        if prefilter not in _PREFILTERS:
+            raise InvalidArgumentError(
+                f"unknown prefilter '{prefilter}'; expected 'none', 'fast' or 'accurate'"
+            )
+        if tile_size is not None and (not isinstance(tile_size, int) or tile_size < 1):
+            raise InvalidArgumentError(f"tile_size must be a positive integer, got {tile_size!r}")
+        if input_scale is not None:
+            try:
+                input_scale = float(input_scale)
+            except (TypeError, ValueError):
+                raise InvalidArgumentError(
+                    f"input_scale must be a number or None, got {input_scale!r}"
+                ) from None
+            if math.isnan(input_scale):
+                input_scale = None
+        if filter_type == "RTLightmap" and (hdr or srgb):
+            warnings.warn(
+                "hdr and srgb are not parameters of the RTLightmap filter and are ignored",
+                stacklevel=2,
+            )
+            hdr = srgb = False
+        self.filter_type: FilterType = filter_type
+        self.hdr = bool(hdr)
+        self.srgb = bool(srgb)
+        self.clean_aux = bool(clean_aux)
+        self.quality = _normalize_quality(quality)
+        self.input_scale = input_scale
+        self.directional = bool(directional)
+        self.prefilter = prefilter
+        self.weights_dir = weights_dir
+        self.max_memory_mb = max_memory_mb
+        self.tile_size = tile_size
+        self._custom_weights = weights
+        self._backend_options = {
+            "backend": backend,
+            "precision": precision,
+            "kernel": kernel,
+            "gemm": gemm,
+            "device": device,
+        }
+        from oidn_gpu.backends import resolve_backend
+
+        self.backend = resolve_backend(backend)
+        self._models: dict[str, Any] = {}
+        self._executors: dict[str, Any] = {}
+        self._prefilters: dict[str, Denoiser] = {}
+        self._last_info: DenoiserInfo | None = None
+        self._closed = False
+
+    # -- lifetime -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release every executor (and its GPU resources); idempotent."""
+        for executor in self._executors.values():
+            executor.close()
+        self._executors.clear()
+        for sub in self._prefilters.values():
+            sub.close()
+        self._prefilters.clear()
+        self._closed = True
+
+    def __enter__(self) -> Denoiser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def info(self) -> DenoiserInfo | None:
+        """What the last `denoise` call ran: backend, device, precision, weights, tiles."""
+        return self._last_info
+
+    # -- model and executor ---------------------------------------------------
+
+    def _model(self, images: _Images):  # noqa: ANN202 - ValidatedModel
+        from oidn_gpu.model import unet, weights
+
+        count = sum(x is not None for x in (images.color, images.albedo, images.normal))
+        # Validates the combination of inputs and flags with OIDN's messages even when
+        # custom weights replace the built-in choice.
+        name: str | None = None
+        try:
+            name = weights.select_weights(
+                self.filter_type,
+                color=images.color is not None,
+                albedo=images.albedo is not None,
+                normal=images.normal is not None,
+                hdr=self.hdr,
+                srgb=self.srgb,
+                clean_aux=self.clean_aux,
+                quality=self.quality,
+                directional=self.directional,
+            )
+        except InvalidOperationError as err:
+            if self._custom_weights is None or "unsupported combination" not in str(err):
+                raise
+        if self._custom_weights is not None:
+            key = "custom"
+            if key not in self._models:
+                source = self._custom_weights
+                if isinstance(source, (str, os.PathLike)):
+                    source = Path(source)
+                self._models[key] = unet.load_model(source)
+            model = self._models[key]
+            if model.input_channels != 3 * count:
+                raise InvalidArgumentError(
+                    f"the custom weights take {model.input_channels} input channels but "
+                    f"{count} image(s) = {3 * count} channels were given"
+                )
+            return key, model
+        assert name is not None
+        if name not in self._models:
+            self._models[name] = weights.load_builtin(name, self.weights_dir)
+        return name, self._models[name]
+
+    def _executor(self, key: str, model: Any):  # noqa: ANN202 - NetworkExecutor
+        if key not in self._executors:
+            from oidn_gpu.backends import create_executor
+
+            self._executors[key] = create_executor(model, **self._backend_options)
+        return self._executors[key]
+
+    # -- denoising --------------------------------------------------------------
+
+    def denoise(
+        self,
+        color: np.ndarray | None = None,
+        albedo: np.ndarray | None = None,
+        normal: np.ndarray | None = None,
+        *,
+        output: np.ndarray | None = None,
+        progress: Progress | None = None,
+    ) -> np.ndarray:
+        """Denoise one image; see the class docstring for the options.
+
+        Args:
+            color, albedo, normal: HxW or HxWxC (C 1..4, a 4th channel is alpha and is
+                passed through) float32/float16 arrays of one size.
+            output: optional array to write into (may alias an input); same size and
+                channel count as the main input.
+            progress: called with the finished fraction (0..1) before the first and after
+                every tile; returning ``False`` cancels with `CancelledError` and leaves
+                ``output`` untouched.
+
+        Returns:
+            The denoised image (``output`` if given), with the main input's dtype.
+
+        Raises:
+            InvalidOperationError, InvalidArgumentError: OIDN's errors (section 9).
+            WeightsNotFoundError: a large weights file is not installed.
+            CancelledError: ``progress`` returned False.
+        """
+        if self._closed:
+            raise InvalidOperationError("the denoiser is closed")
+        if self.filter_type == "RTLightmap" and (albedo is not None or normal is not None):
+            warnings.warn(
+                "the RTLightmap filter takes only a color image; albedo and normal are ignored",
+                stacklevel=2,
+            )
+            albedo = normal = None
+        images = _validate_images(color, albedo, normal)
+        out = _check_output(output, images)
+        if self.filter_type == "RT" and images.color is not None and self.prefilter != "none":
+            return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
+        result = self._run(images, progress)
+        return _store(result, images, out)
+
+    def _denoise_prefiltered(
+        self,
+        images: _Images,
+        color: Any,
+        albedo: Any,
+        normal: Any,
+        out: np.ndarray | None,
+        progress: Progress | None,
+    ) -> np.ndarray:
+        """Blender-style prefiltering of noisy aux images, then clean-aux color denoising."""
+        if self.prefilter == "accurate":
+            stages = [n for n, a in (("albedo", albedo), ("normal", normal)) if a is not None]
+            total = len(stages) + 1
+            for index, name in enumerate(stages):
+                sub = self._prefilter_denoiser(name)
+                part = _scaled_progress(progress, index / total, 1 / total)
+                clean = sub.denoise(**{name: images.albedo if name == "albedo" else images.normal},
+                                    progress=part)
+                if name == "albedo":
+                    albedo = clean
+                else:
+                    normal = clean
+            progress = _scaled_progress(progress, len(stages) / total, 1 / total)
+        clean_images = _validate_images(color, albedo, normal)
+        saved = self.clean_aux
+        self.clean_aux = clean_images.albedo is not None
+        try:
+            result = self._run(clean_images, progress)
+        finally:
+            self.clean_aux = saved
+        return _store(result, images, out)
+
+    def _prefilter_denoiser(self, name: str) -> Denoiser:
+        if name not in self._prefilters:
+            options = dict(self._backend_options)
+            self._prefilters[name] = Denoiser(
+                quality=self.quality,
+                weights_dir=self.weights_dir,
+                max_memory_mb=self.max_memory_mb,
+                tile_size=self.tile_size,
+                **options,
+            )
+        return self._prefilters[name]
+
+    def _mode(self, images: _Images):  # noqa: ANN202 - process.Mode
+        from oidn_gpu.image import autoexposure, process, transfer
+
+        if self.filter_type == "RT":
+            hdr = self.hdr
+            snorm = images.color is None and images.albedo is None
+        else:
+            hdr = not self.directional
+            snorm = self.directional
+        tf = transfer.transfer_for(
+            self.filter_type,
+            hdr=hdr,
+            srgb=self.srgb,
+            snorm=snorm,
+            directional=self.directional,
+        )
+        if self.input_scale is not None:
+            scale = self.input_scale
+        elif hdr:
+            assert images.color is not None
+            scale = autoexposure.autoexposure(images.color)
+        else:
+            scale = 1.0
+        return process.Mode(transfer=tf, hdr=hdr, snorm=snorm, input_scale=scale)
+
+    def _run(self, images: _Images, progress: Progress | None) -> np.ndarray:
+        """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha)."""
+        from oidn_gpu.image import process
+
+        key, model = self._model(images)
+        mode = self._mode(images)
+        h, w = images.height, images.width
+        out_channels = images.main_channels - (1 if images.alpha is not None else 0)
+        if h == 0 or w == 0:
+            return np.zeros((h, w, out_channels), np.float32)
+        executor = self._executor(key, model)
+        plan = self._tile_plan(h, w, model)
+        main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
+        aux_albedo = images.albedo if images.color is not None else None
+        aux_normal = images.normal if images.color is not None else None
+        x = process.build_input(main, aux_albedo, aux_normal, mode)
+        y = np.empty((3, h, w), np.float32)
+        total = len(plan.tiles)
+        _report(progress, 0.0)
+        buffer = np.zeros((x.shape[0], plan.tile_h, plan.tile_w), np.float32)
+        for done, tile in enumerate(plan.tiles, start=1):
+            buffer.fill(0.0)
+            buffer[
+                :, tile.buf_y : tile.buf_y + tile.in_h, tile.buf_x : tile.buf_x + tile.in_w
+            ] = x[:, tile.in_y : tile.in_y + tile.in_h, tile.in_x : tile.in_x + tile.in_w]
+            result = executor.run(buffer)
+            y[:, tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
+                result[
+                    :, tile.src_y : tile.src_y + tile.out_h, tile.src_x : tile.src_x + tile.out_w
+                ]
+            )
+            _report(progress, done / total)
+        info = executor.info()
+        self._last_info = DenoiserInfo(
+            backend=info.backend,
+            device=info.device,
+            precision=info.precision,
+            weights=key if key != "custom" else (model.name or "custom"),
+            weights_sha256=getattr(model, "sha256", None),
+            input_scale=mode.input_scale,
+            tiles=total,
+            kernels=dict(info.kernels),
+        )
+        return process.finish_output(y, mode, out_channels)
+
+    def _tile_plan(self, h: int, w: int, model: Any):  # noqa: ANN202 - tiling.TilePlan
+        from oidn_gpu.image import tiling
+        from oidn_gpu.model import unet
+
+        overlap = unet.tile_overlap(model.spec, TILE_ALIGNMENT)
+        if self.tile_size is not None:
+            return tiling.plan_tiles_max_edge(
+                h, w, max_edge=self.tile_size, overlap=overlap, alignment=TILE_ALIGNMENT
+            )
+        if self.max_memory_mb is None or self.max_memory_mb < 0:
+            return tiling.plan_tiles(h, w, overlap=overlap, alignment=TILE_ALIGNMENT)
+        budget = self.max_memory_mb * 1024 * 1024
+
+        def fits(tile_h: int, tile_w: int) -> bool:
+            return tile_h * tile_w * _BYTES_PER_TILE_PX <= budget
+
+        return tiling.plan_tiles(
+            h, w, overlap=overlap, alignment=TILE_ALIGNMENT, max_tile_px=None, fits=fits
+        )
+
+
+def _report(progress: Progress | None, fraction: float) -> None:
+    if progress is not None and progress(fraction) is False:
+        raise CancelledError("execution was cancelled by the progress callback")
+
+
+def _scaled_progress(progress: Progress | None, start: float, span: float) -> Progress | None:
+    if progress is None:
+        return None
+    return lambda fraction: progress(start + span * fraction)
+
+
+def _store(result: np.ndarray, images: _Images, out: np.ndarray | None) -> np.ndarray:
+    """Write the result (plus alpha) into ``out`` or a new array of the input's dtype."""
+    if images.alpha is not None:
+        result = np.concatenate([result, images.alpha[:, :, None].astype(np.float32)], axis=2)
+    if out is None:
+        return result.astype(images.dtype, copy=False)
+    target = out if out.ndim == 3 else out[:, :, None]
+    target[...] = result.astype(out.dtype, copy=False)
+    return out
+
+
+class RTFilter(Denoiser):
+    """OIDN's ``RT`` filter: path-traced renders with optional albedo and normal."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(filter_type="RT", **options)
+
+
+class RTLightmapFilter(Denoiser):
+    """OIDN's ``RTLightmap`` filter: HDR or directional lightmaps."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(filter_type="RTLightmap", **options)
+
+
+def denoise(
+    color: np.ndarray | None = None,
+    albedo: np.ndarray | None = None,
+    normal: np.ndarray | None = None,
+    *,
+    output: np.ndarray | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> np.ndarray:
+    """Denoise one image in one call; options as for `Denoiser`.
+
+    For a sequence of frames, keep one `Denoiser`: it caches models and plans.
+    """
+    with Denoiser(**options) as denoiser:
+        return denoiser.denoise(color, albedo, normal, output=output, progress=progress)

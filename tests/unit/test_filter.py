@@ -1,0 +1,181 @@
+"""The public API (filter.py): OIDN's errors, progress and cancellation, reuse, info."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oidn_gpu
+from oidn_gpu import (
+    CancelledError,
+    Denoiser,
+    InvalidArgumentError,
+    InvalidOperationError,
+    WeightsNotFoundError,
+)
+
+
+def _img(h: int = 16, w: int = 16, c: int = 3, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).random((h, w, c), dtype=np.float32)
+
+
+def test_no_input_image_is_oidns_error() -> None:
+    with pytest.raises(InvalidOperationError, match="^input image not specified$"):
+        oidn_gpu.denoise(backend="reference")
+
+
+@pytest.mark.parametrize(
+    ("options", "images", "message"),
+    [
+        ({"hdr": True, "srgb": True}, ("color",), "hdr and srgb modes cannot be enabled"),
+        ({"hdr": True}, ("albedo",), "hdr mode is not supported for albedo filtering"),
+        ({"srgb": True}, ("normal",), "hdr and srgb modes are not supported for normal"),
+        ({}, ("albedo", "normal"), "invalid combination of input features"),
+        ({}, ("color", "normal"), "unsupported combination of input features"),
+    ],
+)
+def test_invalid_combinations_raise_oidns_messages(
+    options: dict, images: tuple[str, ...], message: str
+) -> None:
+    kwargs = {name: _img() for name in images}
+    with pytest.raises(InvalidOperationError, match=message):
+        oidn_gpu.denoise(**kwargs, **options, backend="reference")
+
+
+def test_size_mismatch_and_channel_mismatch() -> None:
+    with pytest.raises(InvalidOperationError, match="^image size mismatch"):
+        oidn_gpu.denoise(_img(16, 16), _img(16, 8), backend="reference")
+    with pytest.raises(InvalidOperationError, match="^input/output image channel count mismatch"):
+        oidn_gpu.denoise(_img(), output=np.zeros((16, 16, 1), np.float32), backend="reference")
+    with pytest.raises(InvalidOperationError, match="^image size mismatch"):
+        oidn_gpu.denoise(_img(), output=np.zeros((8, 16, 3), np.float32), backend="reference")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [np.zeros((4, 4, 3), np.float64), np.zeros((4, 4, 5), np.float32), np.zeros(4, np.float32),
+     [[0.0]]],
+)
+def test_unsupported_image_formats(bad: object) -> None:
+    with pytest.raises(InvalidOperationError, match="^unsupported input image format"):
+        oidn_gpu.denoise(bad, backend="reference")
+
+
+def test_too_large_image_is_rejected_before_allocating() -> None:
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (70000, 1, 3), (0, 0, 0))
+    with pytest.raises(InvalidArgumentError, match="^image size is too large"):
+        oidn_gpu.denoise(huge, backend="reference")
+
+
+def test_unknown_quality_filter_backend_prefilter() -> None:
+    with pytest.raises(InvalidArgumentError, match="unknown filter quality mode: 'ultra'"):
+        Denoiser(quality="ultra")
+    with pytest.raises(InvalidArgumentError, match="unknown filter type: 'Foo'"):
+        Denoiser(filter_type="Foo")
+    with pytest.raises(InvalidArgumentError, match="unknown backend 'cpu'"):
+        Denoiser(backend="cpu")
+    with pytest.raises(InvalidArgumentError, match="unknown prefilter 'slow'"):
+        Denoiser(prefilter="slow")
+
+
+def test_missing_large_weights_name_the_file_and_places(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("OIDN_GPU_WEIGHTS", str(tmp_path))
+    color, alb, nrm = _img(), _img(seed=1), _img(seed=2)
+    with pytest.raises(WeightsNotFoundError, match="rt_hdr_calb_cnrm_large.tza") as info:
+        oidn_gpu.denoise(color, alb, nrm, hdr=True, clean_aux=True, backend="reference")
+    assert str(tmp_path) in str(info.value)
+
+
+def test_progress_is_reported_and_cancel_leaves_output_untouched() -> None:
+    color = _img(40, 40)
+    seen: list[float] = []
+    oidn_gpu.denoise(color, backend="reference", progress=lambda f: seen.append(f))
+    assert seen[0] == 0.0
+    assert seen[-1] == 1.0
+    assert seen == sorted(seen)
+
+    output = np.full((40, 40, 3), 7.0, np.float32)
+    with pytest.raises(CancelledError):
+        oidn_gpu.denoise(color, backend="reference", output=output, progress=lambda f: f < 0.5)
+    assert (output == 7.0).all()
+
+
+def test_cancel_between_tiles() -> None:
+    color = _img(32, 480)
+    calls: list[float] = []
+
+    def stop_after_first_tile(fraction: float) -> bool:
+        calls.append(fraction)
+        return fraction == 0.0
+
+    output = np.full((32, 480, 3), -1.0, np.float32)
+    with pytest.raises(CancelledError):
+        oidn_gpu.denoise(color, backend="reference", tile_size=224, output=output,
+                         progress=stop_after_first_tile)
+    assert len(calls) == 2
+    assert 0.0 < calls[1] < 1.0
+    assert (output == -1.0).all()
+
+
+def test_tiles_equal_untiled_bit_for_bit() -> None:
+    color = _img(48, 500, seed=3)
+    untiled = oidn_gpu.denoise(color, backend="reference", quality="fast")
+    with Denoiser(backend="reference", quality="fast", tile_size=224) as den:
+        tiled = den.denoise(color)
+        info = den.info()
+    assert info is not None and info.tiles > 1
+    np.testing.assert_array_equal(tiled, untiled)
+
+
+def test_denoiser_reuse_and_info() -> None:
+    with Denoiser(hdr=True, backend="reference") as den:
+        a = den.denoise(_img(16, 32) * 10)
+        b = den.denoise(_img(16, 32) * 10)
+        info = den.info()
+    np.testing.assert_array_equal(a, b)
+    assert info is not None
+    assert info.backend == "reference"
+    assert info.weights == "rt_hdr"
+    assert info.precision == "fp32"
+    assert info.input_scale is not None and info.input_scale > 0
+
+
+def test_zero_size_image_returns_empty() -> None:
+    out = oidn_gpu.denoise(np.zeros((0, 5, 3), np.float32), backend="reference")
+    assert out.shape == (0, 5, 3)
+
+
+def test_lightmap_ignores_aux_with_a_warning() -> None:
+    with pytest.warns(UserWarning, match="albedo and normal are ignored"):
+        oidn_gpu.denoise(_img(), _img(seed=1), filter_type="RTLightmap", backend="reference")
+
+
+def test_custom_weights_replace_the_builtin_choice() -> None:
+    from oidn_gpu.model import weights
+
+    path = weights.weights_path("rt_ldr_small")
+    custom = oidn_gpu.denoise(_img(), weights=path, backend="reference")
+    builtin = oidn_gpu.denoise(_img(), quality="fast", backend="reference")
+    np.testing.assert_array_equal(custom, builtin)
+    with pytest.raises(InvalidArgumentError, match="take 3 input channels"):
+        oidn_gpu.denoise(_img(), _img(seed=1), weights=path, backend="reference")
+
+
+def test_prefilter_fast_equals_clean_aux() -> None:
+    color, alb, nrm = _img(seed=4), _img(seed=5), _img(seed=6) * 2 - 1
+    fast = oidn_gpu.denoise(color, alb, nrm, prefilter="fast", quality="balanced",
+                            backend="reference")
+    clean = oidn_gpu.denoise(color, alb, nrm, clean_aux=True, quality="balanced",
+                             backend="reference")
+    np.testing.assert_array_equal(fast, clean)
+
+
+def test_prefilter_accurate_denoises_aux_first() -> None:
+    color, alb, nrm = _img(seed=4), _img(seed=5), _img(seed=6) * 2 - 1
+    clean_alb = oidn_gpu.denoise(albedo=alb, quality="balanced", backend="reference")
+    clean_nrm = oidn_gpu.denoise(normal=nrm, quality="balanced", backend="reference")
+    expected = oidn_gpu.denoise(color, clean_alb, clean_nrm, clean_aux=True, quality="balanced",
+                                backend="reference")
+    got = oidn_gpu.denoise(color, alb, nrm, prefilter="accurate", quality="balanced",
+                           backend="reference")
+    np.testing.assert_array_equal(got, expected)
