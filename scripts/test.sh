@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh Debian/Ubuntu machine and run it.
+# wgpu tests run on the GPU if there is one, else on lavapipe (Mesa's CPU Vulkan driver);
+# they never skip in CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mesa-vulkan-drivers >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+exec .venv/bin/python -m pytest "$@"
