@@ -256,6 +256,7 @@ class Denoiser:
         self.backend = resolve_backend(backend)
         self._models: dict[str, Any] = {}
         self._executors: dict[str, Any] = {}
+        self._gpu_pipelines: dict[str, Any] = {}
         self._prefilters: dict[str, Denoiser] = {}
         self._last_info: DenoiserInfo | None = None
         self._closed = False
@@ -264,6 +265,9 @@ class Denoiser:
 
     def close(self) -> None:
         """Release every executor (and its GPU resources); idempotent."""
+        for pipeline in self._gpu_pipelines.values():
+            pipeline.close()
+        self._gpu_pipelines.clear()
         for executor in self._executors.values():
             executor.close()
         self._executors.clear()
@@ -329,7 +333,12 @@ class Denoiser:
         if key not in self._executors:
             from oidn_gpu.backends import create_executor
 
-            self._executors[key] = create_executor(model, **self._backend_options)
+            executor = create_executor(model, **self._backend_options)
+            self._executors[key] = executor
+            if self.backend == "wgpu":
+                from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
+
+                self._gpu_pipelines[key] = GpuDenoiser(executor)
         return self._executors[key]
 
     # -- denoising --------------------------------------------------------------
@@ -448,8 +457,6 @@ class Denoiser:
 
     def _run(self, images: _Images, progress: Progress | None) -> np.ndarray:
         """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha)."""
-        from oidn_gpu.image import process
-
         key, model = self._model(images)
         mode = self._mode(images)
         h, w = images.height, images.width
@@ -461,7 +468,45 @@ class Denoiser:
         main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
         aux_albedo = images.albedo if images.color is not None else None
         aux_normal = images.normal if images.color is not None else None
-        x = process.build_input(main, aux_albedo, aux_normal, mode)
+        pipeline = self._gpu_pipelines.get(key)
+        if pipeline is not None:
+            # Input pass, network and output pass per tile on the GPU queue.
+            result = pipeline.denoise(
+                main, aux_albedo, aux_normal, mode=mode, plan=plan,
+                out_channels=out_channels, progress=progress,
+            )
+        else:
+            result = self._run_host_tiles(executor, plan, main, aux_albedo, aux_normal, mode,
+                                          out_channels, progress)
+        info = executor.info()
+        self._last_info = DenoiserInfo(
+            backend=info.backend,
+            device=info.device,
+            precision=info.precision,
+            weights=key if key != "custom" else (model.name or "custom"),
+            weights_sha256=getattr(model, "sha256", None),
+            input_scale=mode.input_scale,
+            tiles=len(plan.tiles),
+            kernels=dict(info.kernels),
+        )
+        return result
+
+    @staticmethod
+    def _run_host_tiles(
+        executor: Any,
+        plan: Any,
+        main: np.ndarray,
+        albedo: np.ndarray | None,
+        normal: np.ndarray | None,
+        mode: Any,
+        out_channels: int,
+        progress: Progress | None,
+    ) -> np.ndarray:
+        """Input processing on the host, the network per tile, stitching, output processing."""
+        from oidn_gpu.image import process
+
+        x = process.build_input(main, albedo, normal, mode)
+        h, w = x.shape[1:]
         y = np.empty((3, h, w), np.float32)
         total = len(plan.tiles)
         _report(progress, 0.0)
@@ -478,17 +523,6 @@ class Denoiser:
                 ]
             )
             _report(progress, done / total)
-        info = executor.info()
-        self._last_info = DenoiserInfo(
-            backend=info.backend,
-            device=info.device,
-            precision=info.precision,
-            weights=key if key != "custom" else (model.name or "custom"),
-            weights_sha256=getattr(model, "sha256", None),
-            input_scale=mode.input_scale,
-            tiles=total,
-            kernels=dict(info.kernels),
-        )
         return process.finish_output(y, mode, out_channels)
 
     def _tile_plan(self, h: int, w: int, model: Any):  # noqa: ANN202 - tiling.TilePlan

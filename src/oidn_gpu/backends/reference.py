@@ -1,0 +1,484 @@
+"""The NumPy reference backend: a fast, memory-bounded fp32 executor of a whole U-Net.
+
+Same arithmetic as `graph.reference` (fp32 storage, fp32 BLAS accumulation),
+organised for speed and bounded memory at full-HD sizes:
+
+- **Layout.** Every activation ``[C, H, W]`` is stored channel-major with a
+  one-pixel zero border, flattened per channel: ``[C, (H + 2) * (W + 2)]``,
+  in the buffer slot `graph.plan` assigns it (slots are reused once values
+  die). With the border in place, tap ``(kh, kw)`` of a 3x3 convolution over
+  a run of consecutive pixels is one contiguous slice shifted by
+  ``(kh - 1) * (W + 2) + (kw - 1)``, so im2col is 9 long memcpy-like copies
+  per band, and the gemm writes straight into the destination value.
+- **Row bands.** Each conv runs over bands of output rows sized so that the
+  im2col matrix ``[1 + 9 * I, rows * (W + 2)]`` stays around ``band_bytes``.
+  Row 0 of that matrix is all ones and column 0 of the weight matrix is the
+  bias, so bias add is part of the gemm. Garbage computed at the border
+  columns between rows is zeroed after the node.
+- **Fusions.** `ConvPool` pools each band before storing it (ReLU after the
+  max, which commutes with it), so the full-resolution pre-pool tensor never
+  exists; `DecoderConv` assembles the upsampled and skip sources of one band
+  (plus a one-row halo) in a small band buffer, so neither the upsampled nor
+  the concatenated tensor exists. Unfused nodes work too.
+
+Band sizes do not change results: each output pixel's gemm dot product is over
+the same ``K = 1 + 9 * I`` in the same order whatever the band (OpenBLAS
+blocks over K identically for every column); the tests check chunk sizes 1, 3
+and all rows bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Protocol
+
+import numpy as np
+
+from oidn_gpu.backends.base import (
+    ExecutorBase,
+    ExecutorInfo,
+    ExecutorResources,
+    check_network_input,
+)
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.graph import ir
+from oidn_gpu.graph.passes import optimize
+from oidn_gpu.graph.plan import Plan, Shape, Step, plan, size_alignment
+from oidn_gpu.graph.reference import ConvParams, weight_matrix
+
+FP32_BYTES = 4
+GEMM_COLUMNS = 2048
+"""Columns (pixels) of every gemm call. A fixed call shape makes OpenBLAS run each
+column through the same kernel, which makes results independent of band sizes and
+image width; 2048 is within ~5% of unchunked throughput on a 2-core AVX-512 host."""
+DEFAULT_BAND_BYTES = 24 << 20
+"""Target im2col band size: measured fastest around 16-32 MiB on a 2-core AVX-512 host
+(small enough to stay in cache between the copies and the gemm)."""
+
+_TAPS = tuple((kh, kw) for kh in range(3) for kw in range(3))
+
+
+class NetworkModel(Protocol):
+    """What the executor needs of a model (`model.unet.ValidatedModel` satisfies it)."""
+
+    @property
+    def graph(self) -> ir.Graph: ...
+
+    @property
+    def convs(self) -> Mapping[str, ConvParams]: ...
+
+
+def padded_value_bytes(name: str, shape: Shape) -> int:
+    """Storage of one value here: fp32 ``[C, H + 2, W + 2]`` (one-pixel zero border)."""
+    del name
+    return shape.channels * (shape.height + 2) * (shape.width + 2) * FP32_BYTES
+
+
+@dataclass
+class _Prepared:
+    """Shape-dependent state: the plan, one array per slot, scratch, band rows per node."""
+
+    plan: Plan
+    slots: list[np.ndarray]
+    patches: np.ndarray  # flat scratch for im2col matrices
+    spill: np.ndarray  # flat scratch for the last partial gemm call of a band
+    band: np.ndarray  # flat scratch for decoder band inputs
+    pooled: np.ndarray  # flat scratch for pre-pool band outputs
+    bands: dict[str, int]  # node -> band size: columns (Conv) or rows (ConvPool, DecoderConv)
+
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        return [*self.slots, self.patches, self.spill, self.band, self.pooled]
+
+    @property
+    def byte_size(self) -> int:
+        arrays = self.arrays
+        return sum(a.nbytes for a in arrays)
+
+    def value(self, name: str) -> np.ndarray:
+        """The ``[C, (H + 2) * (W + 2)]`` view of a value in its slot."""
+        shape = self.plan.shapes[name]
+        size = shape.channels * (shape.height + 2) * (shape.width + 2)
+        return self.slots[self.plan.slot_of[name]][:size].reshape(shape.channels, -1)
+
+
+def _grid(flat: np.ndarray, shape: Shape) -> np.ndarray:
+    return flat.reshape(flat.shape[0], shape.height + 2, shape.width + 2)
+
+
+def _zero_border(grid: np.ndarray) -> None:
+    grid[:, 0, :] = 0
+    grid[:, -1, :] = 0
+    grid[:, :, 0] = 0
+    grid[:, :, -1] = 0
+
+
+def _im2col(src: np.ndarray, row_stride: int, start: int, n: int, out: np.ndarray) -> np.ndarray:
+    """Patch matrix ``[1 + 9 * C, round_up(n, GEMM_COLUMNS)]`` of ``n`` positions from ``start``.
+
+    ``src`` is ``[C, L]`` with rows of ``row_stride`` pixels. Row 0 of the
+    result is ones (the bias column of the weight matrix multiplies it);
+    columns past ``n`` are stale scratch whose gemm results are discarded.
+    """
+    channels = src.shape[0]
+    columns = _round_up(n, GEMM_COLUMNS)
+    patches = out[: (1 + 9 * channels) * columns].reshape(1 + 9 * channels, columns)
+    patches[0, :n] = 1.0
+    for tap, (kh, kw) in enumerate(_TAPS):
+        offset = start + (kh - 1) * row_stride + (kw - 1)
+        patches[1 + tap * channels : 1 + (tap + 1) * channels, :n] = src[:, offset : offset + n]
+    return patches
+
+
+def _gemm(weights: np.ndarray, patches: np.ndarray, out: np.ndarray, spill: np.ndarray) -> None:
+    """``out [O, n] = weights [O, K] @ patches[:, :n]`` in gemm calls of exactly GEMM_COLUMNS.
+
+    Every call has the same shape, so each column goes through the same BLAS
+    kernel wherever it sits: results do not depend on band sizes or image
+    width. The last partial call lands in ``spill`` and is copied.
+    """
+    n = out.shape[1]
+    for first in range(0, n, GEMM_COLUMNS):
+        last = first + GEMM_COLUMNS
+        if last <= n:
+            np.matmul(weights, patches[:, first:last], out=out[:, first:last])
+        else:
+            tail = spill[: weights.shape[0] * GEMM_COLUMNS].reshape(weights.shape[0], -1)
+            np.matmul(weights, patches[:, first:last], out=tail)
+            out[:, first:] = tail[:, : n - first]
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def _bands(height: int, rows: int) -> Iterable[tuple[int, int]]:
+    for y0 in range(0, height, rows):
+        yield y0, min(y0 + rows, height)
+
+
+def _band_rows(rows_max: int, height: int, row_stride: int, step: int) -> int:
+    """Rows per band (a multiple of ``step``, at most ``rows_max``) wasting the fewest gemm columns.
+
+    A band of ``r`` rows computes ``(r - 1) * row_stride + W`` columns rounded up to
+    GEMM_COLUMNS; among the sizes down to half of ``rows_max`` pick the smallest
+    padding fraction.
+    """
+    rows_max = max(step, min(rows_max, height) // step * step)
+    width = row_stride - 2
+
+    def waste(rows: int) -> float:
+        n = (rows - 1) * row_stride + width
+        return (_round_up(n, GEMM_COLUMNS) - n) / n
+
+    candidates = range(max(step, rows_max // 2 // step * step), rows_max + 1, step)
+    return min(candidates, key=lambda r: (waste(r), -r))
+
+
+class ReferenceExecutor(ExecutorBase):
+    """fp32 NumPy executor of a model's network (implements `NetworkExecutor`).
+
+    Args:
+        model: object with ``.graph`` (an `ir.Graph`, usually unfused) and
+            ``.convs`` (layer name -> weights with ``weight (O, I, 3, 3)`` and
+            ``bias (O,)``), e.g. `model.unet.ValidatedModel`.
+        fuse: run the fused graph (`graph.passes.optimize` with
+            ``channel_align=1``); False runs every node unfused.
+        band_bytes: target size of one im2col band in bytes.
+        band_rows: fixed rows per band instead (rounded up to even for
+            conv+pool); for tests of band independence.
+        shape_cache_size: how many input sizes keep their buffers.
+
+    Raises:
+        InvalidArgumentError: missing or mis-shaped weights, bad options.
+    """
+
+    def __init__(
+        self,
+        model: NetworkModel,
+        *,
+        fuse: bool = True,
+        band_bytes: int = DEFAULT_BAND_BYTES,
+        band_rows: int | None = None,
+        shape_cache_size: int = 1,
+    ) -> None:
+        if band_bytes < 1 or (band_rows is not None and band_rows < 1) or shape_cache_size < 1:
+            raise InvalidArgumentError(
+                f"band_bytes {band_bytes}, band_rows {band_rows} and shape_cache_size "
+                f"{shape_cache_size} must all be at least 1"
+            )
+        graph = model.graph
+        self._graph = (
+            optimize(graph, channel_align=1)
+            if fuse
+            else optimize(graph, conv_pool=False, decoder=False)
+        )
+        self._weights = {conv.name: self._pack(conv, model.convs) for conv in self._graph.convs()}
+        self._alignment = size_alignment(self._graph)
+        self._band_bytes = band_bytes
+        self._band_rows = band_rows
+        self._cache_size = shape_cache_size
+        self._prepared: OrderedDict[tuple[int, int], _Prepared] = OrderedDict()
+        self._closed = False
+
+    @staticmethod
+    def _pack(conv: ir.Conv, convs: Mapping[str, ConvParams]) -> np.ndarray:
+        """``[O, 1 + 9 * I]`` fp32: column 0 the bias, then `weight_matrix` order."""
+        try:
+            params = convs[conv.name]
+        except KeyError:
+            raise InvalidArgumentError(f"no weights for conv layer '{conv.name}'") from None
+        expected = (conv.out_channels, conv.in_channels, 3, 3)
+        if tuple(params.weight.shape) != expected or tuple(params.bias.shape) != expected[:1]:
+            raise InvalidArgumentError(
+                f"conv '{conv.name}' weights have shapes {tuple(params.weight.shape)} and "
+                f"{tuple(params.bias.shape)}; expected {expected} and {expected[:1]}"
+            )
+        packed = np.empty((conv.out_channels, 1 + 9 * conv.in_channels), np.float32)
+        packed[:, 0] = params.bias
+        packed[:, 1:] = weight_matrix(params.weight, np.float32)
+        return packed
+
+    @property
+    def graph(self) -> ir.Graph:
+        """The graph this executor runs (fused unless ``fuse=False``)."""
+        return self._graph
+
+    # -- shape-dependent preparation -------------------------------------------------
+
+    def _band_for(self, step: Step) -> int:
+        """Band size of a conv step: columns for `Conv`, rows for `ConvPool`/`DecoderConv`."""
+        node = step.node
+        if not isinstance(node, (ir.Conv, ir.ConvPool, ir.DecoderConv)):
+            return 0
+        full = step.input_shapes[0] if isinstance(node, ir.ConvPool) else step.output_shape
+        wp = full.width + 2
+        k = 1 + 9 * sum(s.channels for s in step.input_shapes)
+        if isinstance(node, ir.Conv):
+            columns = self._band_rows * wp if self._band_rows else self._band_bytes // (k * 4)
+            return max(1, columns // GEMM_COLUMNS) * GEMM_COLUMNS
+        step_rows = 2 if isinstance(node, ir.ConvPool) else 1
+        if self._band_rows:
+            return min(_round_up(self._band_rows, step_rows), full.height)
+        rows_max = self._band_bytes // (k * wp * FP32_BYTES)
+        return _band_rows(rows_max, full.height, wp, step_rows)
+
+    def _prepare(self, height: int, width: int) -> _Prepared:
+        key = (height, width)
+        if key in self._prepared:
+            self._prepared.move_to_end(key)
+            return self._prepared[key]
+        execution = plan(self._graph, height, width, value_bytes=padded_value_bytes)
+        bands: dict[str, int] = {}
+        patches = spill = band = pooled = 0
+        for step in execution.steps:
+            node, out = step.node, step.output_shape
+            size = bands[node.name] = self._band_for(step)
+            if not size:
+                continue
+            full = step.input_shapes[0] if isinstance(node, ir.ConvPool) else out
+            wp = full.width + 2
+            k = 1 + 9 * sum(s.channels for s in step.input_shapes)
+            columns = size if isinstance(node, ir.Conv) else (size - 1) * wp + full.width
+            patches = max(patches, k * _round_up(columns, GEMM_COLUMNS))
+            spill = max(spill, out.channels * GEMM_COLUMNS)
+            if isinstance(node, ir.DecoderConv):
+                band = max(band, (k - 1) // 9 * (size + 2) * wp)
+            if isinstance(node, ir.ConvPool):
+                pooled = max(pooled, out.channels * size * wp)
+        while len(self._prepared) >= self._cache_size:
+            self._prepared.popitem(last=False)
+        prepared = _Prepared(
+            plan=execution,
+            slots=[np.empty(size // FP32_BYTES, np.float32) for size in execution.slot_bytes],
+            # zeros: the stale columns past a band's end must hold finite values
+            patches=np.zeros(patches, np.float32),
+            spill=np.empty(spill, np.float32),
+            band=np.empty(band, np.float32),
+            pooled=np.empty(pooled, np.float32),
+            bands=bands,
+        )
+        self._prepared[key] = prepared
+        return prepared
+
+    def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:
+        """Plan and allocate for each ``(H, W)``; only the last ``shape_cache_size`` stay."""
+        self._check_open()
+        for height, width in shapes:
+            self._prepare(int(height), int(width))
+
+    # -- execution -------------------------------------------------------------------
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """Run the network.
+
+        Args:
+            x: ``[C_in, H, W]`` float32, H and W multiples of 16 (of the graph's
+                size alignment).
+
+        Returns:
+            ``[3, H, W]`` float32 (the graph output's channels).
+
+        Raises:
+            InvalidArgumentError: bad input.
+            InvalidOperationError: the executor is closed.
+        """
+        self._check_open()
+        x = check_network_input(x, self._graph.input_channels, self._alignment)
+        prep = self._prepare(x.shape[1], x.shape[2])
+        graph = self._graph
+        shapes = prep.plan.shapes
+        source = _grid(prep.value(graph.input), shapes[graph.input])
+        source[:, 1:-1, 1:-1] = x
+        _zero_border(source)
+        for step in prep.plan.steps:
+            self._run_step(prep, step.node)
+        result = _grid(prep.value(graph.output), shapes[graph.output])
+        return np.ascontiguousarray(result[:, 1:-1, 1:-1])
+
+    def _run_step(self, prep: _Prepared, node: ir.Node) -> None:
+        shapes = prep.plan.shapes
+        dst = prep.value(node.name)
+        if isinstance(node, ir.Conv):
+            self._conv(prep, node, dst)
+        elif isinstance(node, ir.ConvPool):
+            self._conv_pool(prep, node, dst)
+        elif isinstance(node, ir.DecoderConv):
+            self._decoder(prep, node, dst)
+        elif isinstance(node, ir.Pool):
+            src = _grid(prep.value(node.input), shapes[node.input])[:, 1:-1, 1:-1]
+            out = _grid(dst, shapes[node.name])[:, 1:-1, 1:-1]
+            np.maximum(src[:, 0::2, 0::2], src[:, 0::2, 1::2], out=out)
+            np.maximum(out, src[:, 1::2, 0::2], out=out)
+            np.maximum(out, src[:, 1::2, 1::2], out=out)
+        elif isinstance(node, ir.Upsample):
+            src = _grid(prep.value(node.input), shapes[node.input])[:, 1:-1, 1:-1]
+            out = _grid(dst, shapes[node.name])
+            for i in (1, 2):
+                for j in (1, 2):
+                    out[:, i:-1:2, j:-1:2] = src
+        elif isinstance(node, ir.Concat):
+            first = 0
+            for value in node.inputs:
+                part = prep.value(value)
+                dst[first : first + part.shape[0]] = part
+                first += part.shape[0]
+        else:
+            raise InvalidArgumentError(f"unknown node type {type(node).__name__}")
+        _zero_border(_grid(dst, shapes[node.name]))
+
+    def _conv(self, prep: _Prepared, node: ir.Conv, dst: np.ndarray) -> None:
+        """``[I, H, W] -> [O, H, W]`` over runs of consecutive positions, written in place.
+
+        Positions run from the first to the last interior pixel in padded
+        row-major order; the border columns crossed on the way get garbage,
+        which `_run_step` zeroes afterwards.
+        """
+        shape = prep.plan.shapes[node.name]
+        src = prep.value(node.input)
+        weights, wp = self._weights[node.name], shape.width + 2
+        first, end = wp + 1, shape.height * wp + shape.width + 1
+        for start in range(first, end, prep.bands[node.name]):
+            n = min(prep.bands[node.name], end - start)
+            out = dst[:, start : start + n]
+            _gemm(weights, _im2col(src, wp, start, n, prep.patches), out, prep.spill)
+            if node.activation is ir.Activation.RELU:
+                np.maximum(out, 0, out=out)
+
+    def _conv_pool(self, prep: _Prepared, node: ir.ConvPool, dst: np.ndarray) -> None:
+        """``[I, H, W] -> [O, H/2, W/2]``: each band of rows is pooled, then ReLU'd, into ``dst``."""
+        conv = node.conv
+        full = prep.plan.shapes[conv.input]
+        src = prep.value(conv.input)
+        weights, wp, width = self._weights[conv.name], full.width + 2, full.width
+        out_grid = _grid(dst, prep.plan.shapes[node.name])
+        for y0, y1 in _bands(full.height, prep.bands[node.name]):
+            rows = y1 - y0
+            start, n = (y0 + 1) * wp + 1, (rows - 1) * wp + width
+            band = prep.pooled[: conv.out_channels * rows * wp].reshape(conv.out_channels, -1)
+            patches = _im2col(src, wp, start, n, prep.patches)
+            _gemm(weights, patches, band[:, 1 : 1 + n], prep.spill)
+            grid = band.reshape(conv.out_channels, rows, wp)
+            pooled = out_grid[:, 1 + y0 // 2 : 1 + y1 // 2, 1:-1]
+            left, right = slice(1, width + 1, 2), slice(2, width + 2, 2)
+            np.maximum(grid[:, 0::2, left], grid[:, 0::2, right], out=pooled)
+            np.maximum(pooled, grid[:, 1::2, left], out=pooled)
+            np.maximum(pooled, grid[:, 1::2, right], out=pooled)
+            if conv.activation is ir.Activation.RELU:
+                np.maximum(pooled, 0, out=pooled)
+
+    def _decoder(self, prep: _Prepared, node: ir.DecoderConv, dst: np.ndarray) -> None:
+        """Upsample + concat + conv: each band's input (with halo rows) is assembled, then convolved."""
+        shape = prep.plan.shapes[node.name]
+        weights, wp, width = self._weights[node.conv.name], shape.width + 2, shape.width
+        channels = node.conv.in_channels
+        for y0, y1 in _bands(shape.height, prep.bands[node.name]):
+            rows = y1 - y0
+            band = prep.band[: channels * (rows + 2) * wp].reshape(channels, -1)
+            self._assemble(prep, node, band.reshape(channels, rows + 2, wp), y0, y1)
+            n = (rows - 1) * wp + width
+            start = (y0 + 1) * wp + 1
+            out = dst[:, start : start + n]
+            _gemm(weights, _im2col(band, wp, wp + 1, n, prep.patches), out, prep.spill)
+            if node.conv.activation is ir.Activation.RELU:
+                np.maximum(out, 0, out=out)
+
+    @staticmethod
+    def _assemble(prep: _Prepared, node: ir.DecoderConv, band: np.ndarray, y0: int, y1: int) -> None:
+        """Fill ``band [I, rows + 2, W + 2]`` with padded rows ``y0 .. y1 + 1`` of the concat."""
+        width = band.shape[2] - 2
+        first = 0
+        for source in node.sources:
+            value = prep.value(source.value)
+            part = band[first : first + source.channels]
+            if source.upsample:
+                grid = _grid(value, prep.plan.shapes[source.value])
+                # padded full-res row/column r reads padded half-res (r + 1) // 2
+                # (borders map to borders).
+                half_rows = grid[:, (np.arange(y0, y1 + 2) + 1) // 2, 1:-1]
+                part[:, :, 1 : width + 1 : 2] = half_rows
+                part[:, :, 2 : width + 2 : 2] = half_rows
+                part[:, :, 0] = 0
+                part[:, :, -1] = 0
+            else:
+                wp = width + 2
+                part.reshape(source.channels, -1)[:] = value[:, y0 * wp : (y1 + 2) * wp]
+            first += source.channels
+
+    # -- introspection and lifetime --------------------------------------------------
+
+    def info(self) -> ExecutorInfo:
+        """Backend ``'reference'``, fp32, and the computation chosen per layer."""
+        kernels = {}
+        for node in self._graph.nodes:
+            if isinstance(node, ir.Conv):
+                kernels[node.name] = "im2col-sgemm"
+            elif isinstance(node, ir.ConvPool):
+                kernels[node.conv.name] = "im2col-sgemm+maxpool"
+            elif isinstance(node, ir.DecoderConv):
+                kernels[node.conv.name] = "upsample+concat+im2col-sgemm"
+            else:
+                kernels[node.name] = type(node).__name__.lower()
+        device = f"cpu ({os.cpu_count()} threads, numpy {np.__version__})"
+        return ExecutorInfo("reference", device, "fp32", MappingProxyType(kernels))
+
+    def resources(self) -> ExecutorResources:
+        """Prepared sizes and the bytes held (activation slots, scratch, packed weights)."""
+        held = [p.byte_size for p in self._prepared.values()]
+        count = sum(len(p.arrays) for p in self._prepared.values()) + len(self._weights)
+        weights = sum(w.nbytes for w in self._weights.values())
+        return ExecutorResources(tuple(self._prepared), count, sum(held) + weights)
+
+    def close(self) -> None:
+        """Release every buffer; later calls to `run` raise `InvalidOperationError`."""
+        self._prepared.clear()
+        self._weights = {}
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidOperationError("the reference executor is closed")

@@ -1,0 +1,206 @@
+"""The executor's bridge to `oidn_gpu.kernels`: specs per node, kernel choice, weight packing.
+
+Everything the wgpu executor needs from the generators goes through here, so
+the executor does not depend on which generator families exist:
+
+- `node_spec`: the `ConvSpec` / `PoolSpec` of a graph node (the final conv
+  writes fp32, everything else the executor precision);
+- `kernel_for_node`: asks ``kernels.select.select_conv(spec, limits, kernel=,
+  gemm=)`` when it exists (the kernels' documented entry point), else the
+  direct convolution; stand-alone pools use ``kernels.pool``;
+- `pack_conv`: packs a conv's weights in the layout its kernel reads;
+- `device_limits`: the device's `Capabilities` as the kernels' `DeviceLimits`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from oidn_gpu.backends.wgpu.device import Capabilities
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.graph import ir
+from oidn_gpu.kernels import spec as kspec
+from oidn_gpu.kernels.spec import ConvSource, ConvSpec, Kernel, PoolSpec, Precision
+
+
+def _optional(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def _select() -> Any:
+    return _optional("oidn_gpu.kernels.select")
+
+
+def kernel_names() -> tuple[str, ...]:
+    """Accepted ``kernel=`` settings."""
+    select = _select()
+    kinds = getattr(select, "KernelKind", None)
+    if kinds is not None:
+        return tuple(k.value for k in kinds if k.value != "final-rgb")
+    names = (
+        getattr(select, "KERNELS", None)
+        or getattr(select, "KERNEL_NAMES", None)
+        or getattr(select, "KERNEL_CHOICES", None)
+    )
+    if names:
+        names = tuple(str(n) for n in names)
+        return names if "auto" in names else ("auto", *names)
+    return ("auto", "direct")
+
+
+def validate_kernel(kernel: str) -> str:
+    """Raise `InvalidArgumentError` unless ``kernel`` is a known setting."""
+    names = kernel_names()
+    if not isinstance(kernel, str) or kernel not in names:
+        expected = ", ".join(repr(n) for n in names)
+        raise InvalidArgumentError(f"unknown kernel {kernel!r}; expected one of {expected}")
+    return kernel
+
+
+def validate_gemm(gemm: Any) -> Any:
+    """Normalize GEMM options: None, a mapping of option names, or the kernels' options object.
+
+    Raises:
+        InvalidArgumentError: an unknown option name or an invalid value.
+    """
+    if gemm is None:
+        return None
+    options_cls = None
+    for module in ("oidn_gpu.kernels.gemm", "oidn_gpu.kernels.spec", "oidn_gpu.kernels.conv_igemm"):
+        options_cls = getattr(_optional(module), "GemmOptions", None)
+        if options_cls is not None:
+            break
+    if options_cls is None:
+        if isinstance(gemm, dict) and not gemm:
+            return None
+        raise InvalidArgumentError(
+            "gemm options are not supported yet: the implicit-GEMM kernel is not available"
+        )
+    if isinstance(gemm, options_cls):
+        return gemm
+    if not isinstance(gemm, dict):
+        raise InvalidArgumentError(
+            f"gemm must be a mapping of option names or {options_cls.__name__}, "
+            f"got {type(gemm).__name__}"
+        )
+    try:
+        return options_cls(**gemm)
+    except TypeError as err:
+        raise InvalidArgumentError(f"invalid gemm options {gemm!r}: {err}") from None
+
+
+def device_limits(caps: Capabilities) -> kspec.DeviceLimits:
+    x, y, z = caps.max_compute_workgroup_size
+    return kspec.DeviceLimits(
+        max_workgroup_storage_bytes=caps.max_compute_workgroup_storage_size,
+        max_invocations_per_workgroup=caps.max_compute_invocations_per_workgroup,
+        max_workgroup_size_x=x,
+        max_workgroup_size_y=y,
+        max_workgroup_size_z=z,
+        max_workgroups_per_dimension=caps.max_compute_workgroups_per_dimension,
+        shader_f16=caps.has_f16,
+        subgroups=caps.has_subgroups,
+        subgroup_min_size=caps.subgroup_min_size or 4,
+        subgroup_max_size=caps.subgroup_max_size or 128,
+    )
+
+
+def conv_of(node: ir.Node) -> ir.Conv | None:
+    if isinstance(node, ir.Conv):
+        return node
+    if isinstance(node, (ir.ConvPool, ir.DecoderConv)):
+        return node.conv
+    return None
+
+
+def node_spec(graph: ir.Graph, node: ir.Node, precision: Precision, *, final: bool) -> Any:
+    """The generator spec of one optimized-graph node.
+
+    Raises:
+        InvalidOperationError: the node kind has no GPU kernel (unfused upsample/concat).
+    """
+    out_precision = Precision.FP32 if final else precision
+    if isinstance(node, ir.Conv):
+        return ConvSpec(
+            (ConvSource(graph.channels(node.input)),),
+            node.out_channels,
+            precision,
+            relu=node.activation is ir.Activation.RELU,
+            out_precision=out_precision,
+        )
+    if isinstance(node, ir.ConvPool):
+        conv = node.conv
+        return ConvSpec(
+            (ConvSource(graph.channels(conv.input)),),
+            conv.out_channels,
+            precision,
+            relu=conv.activation is ir.Activation.RELU,
+            pool=True,
+            out_precision=out_precision,
+        )
+    if isinstance(node, ir.DecoderConv):
+        conv = node.conv
+        return ConvSpec(
+            tuple(ConvSource(s.channels, s.upsample) for s in node.sources),
+            conv.out_channels,
+            precision,
+            relu=conv.activation is ir.Activation.RELU,
+            out_precision=out_precision,
+        )
+    if isinstance(node, ir.Pool):
+        return PoolSpec(node.channels, precision)
+    raise InvalidOperationError(
+        f"the wgpu backend has no kernel for a stand-alone {type(node).__name__} node "
+        f"'{node.name}'; enable decoder fusion"
+    )
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The spec and kernel of one node; ``fallback_reason`` when a preference was not met."""
+
+    spec: Any
+    kernel: Kernel
+    fallback_reason: str | None = None
+
+
+def kernel_for_node(
+    graph: ir.Graph,
+    node: ir.Node,
+    *,
+    precision: Precision,
+    final: bool,
+    limits: kspec.DeviceLimits,
+    kernel: str = "auto",
+    gemm: Any = None,
+) -> Chosen:
+    """Choose and generate the kernel of one node."""
+    spec = node_spec(graph, node, precision, final=final)
+    select = _select()
+    if isinstance(spec, PoolSpec):
+        if select is not None and hasattr(select, "select_pool"):
+            return Chosen(spec, select.select_pool(spec, limits, kernel=kernel, gemm=gemm))
+        from oidn_gpu.kernels import pool
+
+        return Chosen(spec, pool.generate(spec, limits=limits))
+    if select is not None and hasattr(select, "select_conv"):
+        selection = select.select_conv(spec, limits, kernel=kernel, gemm=gemm, final=final)
+        generated = getattr(selection, "kernel", selection)
+        reason = getattr(selection, "fallback_reason", None)
+        return Chosen(spec, generated, reason)
+    from oidn_gpu.kernels import conv_direct
+
+    return Chosen(spec, conv_direct.generate(spec))
+
+
+def pack_conv(spec: ConvSpec, kernel: Kernel, weight: Any, bias: Any) -> Any:
+    """Pack weights/bias in the layout ``kernel`` reads."""
+    from oidn_gpu.kernels import weights
+
+    layout = kernel.weight_layout or kspec.WeightLayout.OUTPUT_MAJOR
+    return weights.pack_conv(spec, weight, bias, layout)

@@ -1,0 +1,529 @@
+"""The GPU denoise pipeline: per tile an input pass, the network and an output pass, one queue.
+
+After oidn-webgpu's ``recordDenoiseExecution`` (seed 004). For every tile of a
+`image.tiling.TilePlan`, one command encoder records
+
+1. the input pass (`kernels.io_passes.generate_input_pass`): the tile's image
+   rectangle is read from float32 image buffers (any pixel/row stride, 1-3
+   channels broadcast as OIDN does), scaled by ``input_scale``, sanitized,
+   transfer-encoded (main image) or clamped (albedo, normal), and packed into
+   the network input tensor at the tile's alignment offset; every other tensor
+   element is an exact zero in network space, which is OIDN's bottom/right
+   padding (semantics 4.7, 6.3) - nothing is clamped-to-edge into the padding;
+2. the network (`WgpuExecutor.encode`) at the plan's tile size;
+3. the output pass (`kernels.io_passes.generate_output_pass`): the kept
+   rectangle's inverse transfer, clamps, 1-channel average, snorm and output
+   scale, written into the output image; channels beyond ``out_channels``
+   (alpha) are left untouched.
+
+and is submitted at once; tiles follow each other on the one queue without host
+synchronization. `GpuDenoiser.denoise` works on host arrays (upload, all tiles,
+one readback); `denoise_buffers` works on caller-owned GPU buffers and does
+not wait; `denoise_interactive` keeps at most one tile in flight, reports each
+finished rectangle, can be cancelled between tiles, and can size tiles to hit a
+target time per tile (the next call uses the adapted size; any tiling gives
+the same image, section 6.3).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage, Fence
+from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
+from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
+from oidn_gpu.kernels import io_passes
+from oidn_gpu.kernels.spec import Kernel, Precision
+
+TILE_ALIGNMENT = 16
+MIN_INTERACTIVE_EDGE = 256  # px; below this the overlap dominates the work
+MAX_INTERACTIVE_EDGE = 4096
+DEFAULT_INTERACTIVE_EDGE = 512
+F32_BYTES = 4
+
+_ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
+
+
+@dataclass(frozen=True)
+class GpuImage:
+    """A float32 image in a GPU buffer (STORAGE usage; COPY_SRC to read it back).
+
+    Strides and offset are in float32 elements; defaults describe a dense
+    ``[height, width, channels]`` image. Only the first ``channels`` (1..3) values of a
+    pixel are read or written, so RGBA data with ``pixel_stride=4, channels=3`` keeps
+    its alpha.
+    """
+
+    buffer: Any
+    height: int
+    width: int
+    channels: int = 3
+    pixel_stride: int | None = None
+    row_stride: int | None = None
+    offset: int = 0
+
+    @property
+    def pixel_stride_elems(self) -> int:
+        return self.pixel_stride if self.pixel_stride is not None else self.channels
+
+    @property
+    def row_stride_elems(self) -> int:
+        return self.row_stride if self.row_stride is not None else self.width * self.pixel_stride_elems
+
+    def check(self, what: str) -> None:
+        if not 1 <= self.channels <= 3:
+            raise InvalidArgumentError(f"{what} image has {self.channels} channels; expected 1 to 3")
+        if self.pixel_stride_elems < self.channels:
+            raise InvalidArgumentError(f"{what} image: pixel stride is smaller than pixel size")
+        if self.row_stride_elems < self.width * self.pixel_stride_elems:
+            raise InvalidArgumentError(
+                f"{what} image: row stride is smaller than width * pixel stride"
+            )
+        last = (
+            self.offset
+            + (self.height - 1) * self.row_stride_elems
+            + (self.width - 1) * self.pixel_stride_elems
+            + self.channels
+        )
+        size = int(getattr(self.buffer, "size", 0))
+        if last * F32_BYTES > size:
+            raise InvalidArgumentError(
+                f"{what} image needs {last * F32_BYTES} bytes but its buffer has {size}"
+            )
+
+    def params(self, prefix: str) -> dict[str, int]:
+        return {
+            f"{prefix}_offset": self.offset,
+            f"{prefix}_pixel_stride": self.pixel_stride_elems,
+            f"{prefix}_row_stride": self.row_stride_elems,
+            f"{prefix}_channels": self.channels,
+        }
+
+
+@dataclass(frozen=True)
+class TileRect:
+    """A finished rectangle of the output image (interactive mode)."""
+
+    index: int
+    count: int
+    y: int
+    x: int
+    height: int
+    width: int
+    elapsed_ms: float
+
+
+@dataclass
+class _Pending:
+    fence: Fence
+    buffers: list[Any]
+
+
+class GpuDenoiser:
+    """Runs whole denoises (input pass, network, output pass per tile) on one executor.
+
+    Args:
+        executor: the network executor; its device runs everything.
+    """
+
+    def __init__(self, executor: WgpuExecutor) -> None:
+        self.executor = executor
+        self._device = executor.device
+        self._resources = ResourceTracker()
+        self._pending: list[_Pending] = []
+        self._staging: dict[tuple[str, int], Any] = {}
+        self._closed = False
+        self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
+
+    # ------------------------------------------------------------------ kernels
+
+    def _input_kernel(self, roles: tuple[io_passes.ImageRole, ...], mode: Any) -> Kernel:
+        channels = 3 * len(roles)
+        if channels != self.executor.input_channels:
+            raise InvalidArgumentError(
+                f"the network takes {self.executor.input_channels} input channels but "
+                f"{len(roles)} image(s) were given"
+            )
+        spec = io_passes.InputPassSpec(
+            images=roles,
+            precision=self.executor.precision,
+            transfer=mode.transfer,
+            hdr=bool(mode.hdr),
+            snorm=bool(mode.snorm),
+        )
+        return io_passes.generate_input_pass(spec)
+
+    def _output_kernel(self, mode: Any) -> Kernel:
+        spec = io_passes.OutputPassSpec(
+            transfer=mode.transfer,
+            hdr=bool(mode.hdr),
+            snorm=bool(mode.snorm),
+            precision=Precision.FP32,
+            channels=self.executor.output_channels,
+        )
+        return io_passes.generate_output_pass(spec)
+
+    def prepare(self, mode: Any, roles: Sequence[io_passes.ImageRole] | None = None) -> None:
+        """Compile the input and output passes of ``mode`` (and the network) ahead of use."""
+        roles = tuple(roles) if roles is not None else _ROLES[: self.executor.input_channels // 3]
+        kernels = [self._input_kernel(roles, mode), self._output_kernel(mode)]
+        self.executor.prepare()
+        self.executor.pipeline_cache.prepare(kernels, shader_checks=self.executor.shader_checks)
+
+    # ------------------------------------------------------------------ entry points
+
+    def denoise(
+        self,
+        main: np.ndarray,
+        albedo: np.ndarray | None = None,
+        normal: np.ndarray | None = None,
+        *,
+        mode: Any,
+        plan: Any,
+        out_channels: int | None = None,
+        progress: Callable[[float], Any] | None = None,
+    ) -> np.ndarray:
+        """Denoise host images; returns ``[H, W, out_channels]`` float32.
+
+        Args:
+            main: the main input (color, or the aux image filtered alone), ``HxW`` or
+                ``HxWxC`` (C 1..3), float32 or float16.
+            albedo, normal: auxiliary images given alongside color (network order).
+            mode: an `image.process.Mode` (transfer, hdr, snorm, input_scale, output_scale).
+            plan: an `image.tiling.TilePlan` for this image size.
+            out_channels: channels of the result (default: the main image's).
+            progress: called with the submitted fraction after each tile; returning
+                False cancels (`CancelledError`) before any result is read back.
+        """
+        self._check_open()
+        images = [a for a in (main, albedo, normal) if a is not None]
+        roles = tuple(
+            r for r, a in zip(_ROLES, (main, albedo, normal)) if a is not None
+        )
+        arrays = [_as_hwc(a, name) for a, name in zip(images, (r.value for r in roles))]
+        height, width = arrays[0].shape[:2]
+        for arr, role in zip(arrays, roles):
+            if arr.shape[:2] != (height, width):
+                raise InvalidArgumentError("image size mismatch")
+        channels = out_channels if out_channels is not None else arrays[0].shape[2]
+        gpu_images = [
+            self._upload(f"input-{role.value}", arr) for arr, role in zip(arrays, roles)
+        ]
+        output = GpuImage(
+            self._staging_buffer("output", height * width * channels * F32_BYTES),
+            height,
+            width,
+            channels,
+        )
+        self._run_tiles(gpu_images, roles, output, mode, plan, progress=progress)
+        raw = self._device.read_buffer(output.buffer, 0, height * width * channels * F32_BYTES)
+        return np.frombuffer(raw, np.float32).reshape(height, width, channels).copy()
+
+    def denoise_buffers(
+        self,
+        images: Sequence[GpuImage],
+        output: GpuImage,
+        *,
+        mode: Any,
+        plan: Any,
+        progress: Callable[[float], Any] | None = None,
+    ) -> None:
+        """Denoise GPU-resident images into ``output``; submits and returns without waiting.
+
+        ``images`` are the main image then the auxiliary ones (albedo, normal) the
+        network takes. In-place use (``output.buffer`` is an input's buffer) is
+        rejected for plans with several tiles, as later tiles would read pixels that
+        earlier tiles already overwrote.
+        """
+        self._check_open()
+        roles = _ROLES[: len(images)]
+        for image, role in zip(images, roles):
+            image.check(role.value)
+        output.check("output")
+        if len(plan.tiles) > 1 and any(img.buffer is output.buffer for img in images):
+            raise InvalidArgumentError(
+                "in-place GPU denoising with several tiles needs a separate output buffer"
+            )
+        self._run_tiles(list(images), tuple(roles), output, mode, plan, progress=progress)
+
+    def denoise_interactive(
+        self,
+        main: np.ndarray,
+        albedo: np.ndarray | None = None,
+        normal: np.ndarray | None = None,
+        *,
+        mode: Any,
+        plan: Any = None,
+        out_channels: int | None = None,
+        on_tile: Callable[[TileRect, np.ndarray], Any] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        target_tile_ms: float | None = None,
+    ) -> np.ndarray:
+        """Denoise with at most one tile in flight, reporting each finished rectangle.
+
+        Args:
+            plan: a `TilePlan`; None plans tiles of edge `interactive_edge`.
+            on_tile: called after each tile with its `TileRect` and the output so far
+                (``[H, W, C]``, rectangles not yet finished are zero); returning False
+                cancels.
+            cancel: polled between tiles; True cancels.
+            target_tile_ms: adapt `interactive_edge` so a tile takes about this long
+                (measured per tile, applied from the next call on).
+
+        Raises:
+            CancelledError: cancelled between tiles (the finished tiles stay reported).
+        """
+        self._check_open()
+        arrays = [_as_hwc(a, "image") for a in (main, albedo, normal) if a is not None]
+        roles = tuple(r for r, a in zip(_ROLES, (main, albedo, normal)) if a is not None)
+        height, width = arrays[0].shape[:2]
+        channels = out_channels if out_channels is not None else arrays[0].shape[2]
+        if plan is None:
+            plan = self._interactive_plan(height, width)
+        gpu_images = [self._upload(f"input-{r.value}", a) for a, r in zip(arrays, roles)]
+        out_bytes = height * width * channels * F32_BYTES
+        output = GpuImage(self._staging_buffer("output", out_bytes), height, width, channels)
+        result = np.zeros((height, width, channels), np.float32)
+        times: list[float] = []
+        count = len(plan.tiles)
+        with _TileRecorder(self, gpu_images, roles, output, mode, plan) as recorder:
+            for index, tile in enumerate(plan.tiles):
+                if cancel is not None and cancel():
+                    raise CancelledError("execution was cancelled")
+                start = time.perf_counter()
+                recorder.submit(index, tile)
+                row_bytes = width * channels * F32_BYTES
+                raw = self._device.read_buffer(  # waits: one tile in flight at most
+                    output.buffer, tile.out_y * row_bytes, tile.out_h * row_bytes
+                )
+                elapsed = (time.perf_counter() - start) * 1e3
+                times.append(elapsed)
+                rows = np.frombuffer(raw, np.float32).reshape(tile.out_h, width, channels)
+                result[tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
+                    rows[:, tile.out_x : tile.out_x + tile.out_w]
+                )
+                rect = TileRect(index, count, tile.out_y, tile.out_x, tile.out_h, tile.out_w, elapsed)
+                if on_tile is not None and on_tile(rect, result) is False:
+                    raise CancelledError("execution was cancelled by the tile callback")
+        if target_tile_ms is not None and times:
+            self._adapt_edge(plan, float(np.median(times)), target_tile_ms)
+        return result
+
+    # ------------------------------------------------------------------ lifetime
+
+    def resources(self) -> tuple[int, int]:
+        """(live buffers, bytes) owned by the pipeline (the executor's are separate)."""
+        self._collect()
+        snap = self._resources.snapshot(len(self._pending))
+        return snap.count(BUFFER), snap.byte_size
+
+    def close(self) -> None:
+        """Release the pipeline's buffers (not the executor); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._pending:
+            self._device.wait_idle()
+        self._pending.clear()
+        self._staging.clear()
+        self._resources.release_all()
+
+    def __enter__(self) -> GpuDenoiser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidOperationError("the GPU denoiser is closed")
+        self._collect()
+
+    def _collect(self) -> None:
+        keep = []
+        for pending in self._pending:
+            if pending.fence.is_done():
+                for buffer in pending.buffers:
+                    self._resources.release(buffer)
+            else:
+                keep.append(pending)
+        self._pending = keep
+
+    def _staging_buffer(self, name: str, byte_size: int) -> Any:
+        """A reusable STORAGE buffer per name (replaced when the size changes)."""
+        key = (name, byte_size)
+        buffer = self._staging.get(key)
+        if buffer is None:
+            for old_key in [k for k in self._staging if k[0] == name]:
+                self._retire([self._staging.pop(old_key)])
+            buffer = self._resources.track(
+                BUFFER, self._device.create_buffer(f"oidn/pipeline/{name}", byte_size, STORAGE_USAGE)
+            )
+            self._staging[key] = buffer
+        return buffer
+
+    def _upload(self, name: str, array: np.ndarray) -> GpuImage:
+        height, width, channels = array.shape
+        buffer = self._staging_buffer(name, array.nbytes)
+        self._device.write_buffer(buffer, 0, array)
+        return GpuImage(buffer, height, width, channels)
+
+    def _retire(self, buffers: list[Any]) -> None:
+        if buffers:
+            self._pending.append(_Pending(self._device.fence(), buffers))
+
+    def _run_tiles(
+        self,
+        images: list[GpuImage],
+        roles: tuple[io_passes.ImageRole, ...],
+        output: GpuImage,
+        mode: Any,
+        plan: Any,
+        *,
+        progress: Callable[[float], Any] | None,
+    ) -> None:
+        count = len(plan.tiles)
+        with _TileRecorder(self, images, roles, output, mode, plan) as recorder:
+            for index, tile in enumerate(plan.tiles):
+                recorder.submit(index, tile)
+                if progress is not None and progress((index + 1) / count) is False:
+                    raise CancelledError("execution was cancelled by the progress callback")
+
+    def _interactive_plan(self, height: int, width: int) -> Any:
+        from oidn_gpu.image import tiling
+        from oidn_gpu.model import unet
+
+        overlap = unet.tile_overlap(self.executor.model.spec, TILE_ALIGNMENT)
+        return tiling.plan_tiles_max_edge(
+            height, width, max_edge=self.interactive_edge, overlap=overlap, alignment=TILE_ALIGNMENT
+        )
+
+    def _adapt_edge(self, plan: Any, measured_ms: float, target_ms: float) -> None:
+        if measured_ms <= 0 or target_ms <= 0:
+            return
+        edge = max(plan.tile_h, plan.tile_w) * math.sqrt(target_ms / measured_ms)
+        edge = min(max(edge, MIN_INTERACTIVE_EDGE), MAX_INTERACTIVE_EDGE)
+        self.interactive_edge = int(round(edge / TILE_ALIGNMENT)) * TILE_ALIGNMENT
+
+
+class _TileRecorder:
+    """Records and submits one command buffer per tile; retires per-call uniforms after."""
+
+    def __init__(
+        self,
+        denoiser: GpuDenoiser,
+        images: list[GpuImage],
+        roles: tuple[io_passes.ImageRole, ...],
+        output: GpuImage,
+        mode: Any,
+        plan: Any,
+    ) -> None:
+        self.d = denoiser
+        self.device = denoiser._device
+        self.executor = denoiser.executor
+        self.images = images
+        self.roles = roles
+        self.output = output
+        self.mode = mode
+        self.plan = plan
+        self.input_kernel = denoiser._input_kernel(roles, mode)
+        self.output_kernel = denoiser._output_kernel(mode)
+        cache = self.executor.pipeline_cache
+        checks = self.executor.shader_checks
+        self.input_pipeline = cache.get(self.input_kernel, shader_checks=checks)
+        self.output_pipeline = cache.get(self.output_kernel, shader_checks=checks)
+        self.tile_h, self.tile_w = int(plan.tile_h), int(plan.tile_w)
+        self.network_input = self.executor.packed_input_buffer(self.tile_h, self.tile_w)
+        self.network_output = self.executor.output_buffer(self.tile_h, self.tile_w)
+        self.created: list[Any] = []
+
+    def __enter__(self) -> _TileRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.d._retire(self.created)
+
+    def _uniform(self, label: str, data: bytes) -> Any:
+        buffer = self.d._resources.track(
+            BUFFER, self.device.create_buffer_with_data(label, data, BufferUsage.UNIFORM)
+        )
+        self.created.append(buffer)
+        return buffer
+
+    def submit(self, index: int, tile: Any) -> None:
+        mode = self.mode
+        image_params: dict[str, int] = {}
+        for image, role in zip(self.images, self.roles):
+            image_params.update(image.params(role.value))
+        in_params = self.input_kernel.pack_params(
+            tensor_height=self.tile_h,
+            tensor_width=self.tile_w,
+            dst_y=tile.buf_y,
+            dst_x=tile.buf_x,
+            src_y=tile.in_y,
+            src_x=tile.in_x,
+            copy_height=tile.in_h,
+            copy_width=tile.in_w,
+            input_scale=mode.input_scale,
+            **image_params,
+        )
+        out = self.output
+        out_params = self.output_kernel.pack_params(
+            tensor_width=self.tile_w,
+            src_y=tile.src_y,
+            src_x=tile.src_x,
+            dst_y=tile.out_y,
+            dst_x=tile.out_x,
+            height=tile.out_h,
+            width=tile.out_w,
+            out_offset=out.offset,
+            out_pixel_stride=out.pixel_stride_elems,
+            out_row_stride=out.row_stride_elems,
+            out_channels=out.channels,
+            output_scale=mode.output_scale,
+        )
+        label = f"oidn/tile/{index}"
+        in_group = self.device.create_bind_group(
+            f"{label}/input",
+            self.input_pipeline,
+            [*(img.buffer for img in self.images), self.network_input,
+             self._uniform(f"{label}/input/params", in_params)],
+        )
+        out_group = self.device.create_bind_group(
+            f"{label}/output",
+            self.output_pipeline,
+            [self.network_output, out.buffer, self._uniform(f"{label}/output/params", out_params)],
+        )
+        encoder = self.device.create_command_encoder(label)
+        compute = encoder.begin_compute_pass(label=f"{label}/input")
+        compute.set_pipeline(self.input_pipeline)
+        compute.set_bind_group(0, in_group)
+        compute.dispatch_workgroups(*self.input_kernel.grid(0, self.tile_h, self.tile_w))
+        compute.end()
+        self.executor.encode(encoder, self.tile_h, self.tile_w)
+        compute = encoder.begin_compute_pass(label=f"{label}/output")
+        compute.set_pipeline(self.output_pipeline)
+        compute.set_bind_group(0, out_group)
+        compute.dispatch_workgroups(*self.output_kernel.grid(0, tile.out_h, tile.out_w))
+        compute.end()
+        self.device.submit([encoder.finish()])
+
+
+def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
+    arr = np.asarray(image)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.ndim != 3 or not 1 <= arr.shape[2] <= 3:
+        raise InvalidArgumentError(
+            f"{name} image has shape {np.asarray(image).shape}; expected HxW or HxWxC with C 1..3"
+        )
+    return np.ascontiguousarray(arr, dtype=np.float32)

@@ -1,0 +1,794 @@
+"""The ``oidn-gpu`` command-line tool: parse, call the library, print. No GPU code here.
+
+Subcommands:
+    denoise   denoise image files, multi-layer EXRs and frame sequences
+    inspect   describe a .tza weights file
+    info      version, optional modules, backends and adapters, what 'auto' picks
+    weights   ``weights fetch`` downloads the three large official weights files
+    example   print the path of the bundled example render (or copy it)
+    bench     run the wgpu benchmark (``oidn_gpu.backends.wgpu.bench``), if installed
+
+Exit codes: 0 all done, 1 failure (some frames failed, a download failed, ...),
+2 bad usage (unknown flag, bad value, missing input), 130 interrupted (Ctrl-C; no
+partial outputs are left). Errors print ``error: <message>`` on stderr; a traceback
+only with ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import hashlib
+import math
+import os
+import re
+import shutil
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, NoReturn
+
+from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell convention
+
+QUALITIES = ("fast", "balanced", "high")
+PREFILTERS = ("none", "fast", "accurate")
+BACKENDS = ("auto", "reference", "wgpu")
+IMAGE_SUFFIXES = frozenset(
+    {
+        ".exr",
+        ".pfm",
+        ".hdr",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".tif",
+        ".tiff",
+        ".ppm",
+        ".pnm",
+        ".bmp",
+        ".tga",
+        ".webp",
+    }
+)
+EXAMPLE_NAME = "textured_checker.exr"
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_TRAILING_DIGITS = re.compile(r"(\d+)$")
+
+
+class UsageError(Exception):
+    """Bad command-line usage: printed as ``error: <message>``, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises `UsageError` instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# --- parser --------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must not be negative")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number '{text}'") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
+    return value
+
+
+def _choice(choices: Sequence[str], what: str):
+    def parse(text: str) -> str:
+        if text not in choices:
+            expected = ", ".join(f"'{c}'" for c in choices[:-1]) + f" or '{choices[-1]}'"
+            raise argparse.ArgumentTypeError(f"unknown {what} '{text}'; expected {expected}")
+        return text
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (exposed for docs and tests)."""
+    from oidn_gpu import __version__
+
+    parser = _Parser(prog="oidn-gpu", description="Intel Open Image Denoise networks on any GPU.")
+    parser.add_argument("--version", action="version", version=f"oidn-gpu {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="details and tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_denoise(sub)
+
+    inspect = sub.add_parser("inspect", help="describe a .tza weights file")
+    inspect.add_argument("weights", metavar="WEIGHTS.tza")
+    inspect.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+
+    info = sub.add_parser("info", help="version, backends and adapters, what 'auto' picks")
+    info.add_argument("--no-probe", action="store_true", help="do not create a Denoiser")
+    info.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+
+    weights = sub.add_parser("weights", help="manage weights files")
+    weights_sub = weights.add_subparsers(
+        dest="weights_command", metavar="ACTION", parser_class=_Parser
+    )
+    fetch = weights_sub.add_parser(
+        "fetch", help="download the three large official weights files (about 23 MB)"
+    )
+    fetch.add_argument("--dir", type=Path, help="destination (default: the user weights folder)")
+    fetch.add_argument(
+        "--url",
+        help="base URL to download from (default: $OIDN_GPU_WEIGHTS_URL "
+        "or the official oidn-weights repository)",
+    )
+    fetch.add_argument("--force", action="store_true", help="download even if present")
+    fetch.add_argument("--timeout", type=_finite_float, default=30.0, help="seconds (default 30)")
+    fetch.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    fetch.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+
+    example = sub.add_parser("example", help="print the path of the bundled example render")
+    example.add_argument("--copy", type=Path, metavar="DIR", help="copy it into DIR instead")
+
+    bench = sub.add_parser("bench", help="benchmark the wgpu backend (arguments passed on)")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _add_denoise(sub: Any) -> None:
+    p = sub.add_parser(
+        "denoise",
+        help="denoise images or frame sequences",
+        description=(
+            "Denoise image files. INPUT may be files, globs or directories (every image "
+            "in it, in natural order). Float files (EXR, PFM, HDR) are HDR by default and "
+            "8-bit files (PNG, JPEG) sRGB-encoded LDR. Auxiliary images come from --albedo/"
+            "--normal files or from layers of a multi-layer EXR (Blender, Mitsuba and Arnold "
+            "names are found automatically; see --list-layers)."
+        ),
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUTPUT",
+        help="output file, or a directory for several inputs; may be a template "
+        "with {stem} {name} {ext} {frame} {dir}",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    p.add_argument("-q", "--quiet", action="store_true", help="only errors, no progress/summary")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    aux = p.add_argument_group("inputs and layers")
+    aux.add_argument(
+        "--albedo",
+        metavar="FILE",
+        help="albedo file (a directory or {stem}/{frame} template for sequences)",
+    )
+    aux.add_argument(
+        "--normal",
+        metavar="FILE",
+        help="normal file (a directory or {stem}/{frame} template for sequences)",
+    )
+    aux.add_argument(
+        "--color-layer", metavar="NAME", help="layer (or comma-separated channels) of the beauty"
+    )
+    aux.add_argument("--albedo-layer", metavar="NAME", help="layer or channels of the albedo")
+    aux.add_argument("--normal-layer", metavar="NAME", help="layer or channels of the normal")
+    aux.add_argument(
+        "--no-aux", action="store_true", help="do not look for albedo/normal layers automatically"
+    )
+    aux.add_argument(
+        "--list-layers",
+        action="store_true",
+        help="show the layers of each input and what would be used, then exit",
+    )
+
+    mode = p.add_argument_group("filter").add_mutually_exclusive_group()
+    mode.add_argument(
+        "--hdr",
+        dest="mode",
+        action="store_const",
+        const="hdr",
+        help="color is linear HDR (default for float files)",
+    )
+    mode.add_argument(
+        "--ldr",
+        dest="mode",
+        action="store_const",
+        const="ldr",
+        help="color is linear LDR in [0, 1]",
+    )
+    mode.add_argument(
+        "--srgb",
+        dest="mode",
+        action="store_const",
+        const="srgb",
+        help="color is sRGB-encoded LDR (default for 8-bit files)",
+    )
+    p.set_defaults(mode="auto")
+    p.add_argument(
+        "--quality",
+        type=_choice(QUALITIES, "quality"),
+        default="high",
+        help="fast, balanced or high (default high)",
+    )
+    p.add_argument("--clean-aux", action="store_true", help="albedo and normal are noise-free")
+    p.add_argument(
+        "--prefilter",
+        type=_choice(PREFILTERS, "prefilter"),
+        default="none",
+        help="none (default); fast: treat the aux as clean; accurate: denoise "
+        "albedo and normal first (rt_alb/rt_nrm), then color with clean aux",
+    )
+    p.add_argument(
+        "--input-scale",
+        type=_finite_float,
+        metavar="S",
+        help="scale applied to the color (default: autoexposure for HDR)",
+    )
+    p.add_argument("--lightmap", action="store_true", help="RTLightmap filter (HDR lightmaps)")
+    p.add_argument(
+        "--directional",
+        action="store_true",
+        help="with --lightmap: directional lightmap coefficients in [-1, 1]",
+    )
+
+    run = p.add_argument_group("execution")
+    run.add_argument(
+        "--backend",
+        type=_choice(BACKENDS, "backend"),
+        default="auto",
+        help="auto, reference or wgpu (default auto)",
+    )
+    run.add_argument("--tile-size", type=_positive_int, metavar="PX", help="tile edge in pixels")
+    run.add_argument(
+        "--max-memory-mb",
+        type=_non_negative_int,
+        metavar="MB",
+        help="memory budget (tiles as needed)",
+    )
+    run.add_argument("--weights", metavar="FILE", help="custom .tza weights")
+    run.add_argument("--weights-dir", metavar="DIR", help="folder with the large weights")
+
+    out = p.add_argument_group("output").add_mutually_exclusive_group()
+    out.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    out.add_argument("--skip-existing", action="store_true", help="leave existing outputs alone")
+    p.add_argument(
+        "--side-by-side",
+        metavar="PNG",
+        help="also write a noisy | denoised preview PNG (a directory or template "
+        "for several inputs)",
+    )
+
+
+# --- denoise: inputs and outputs -----------------------------------------------------------
+
+
+def _natural_key(path: Path) -> list[Any]:
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path.name)]
+
+
+def _images_in(directory: Path) -> list[Path]:
+    files = [
+        p
+        for p in directory.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_SUFFIXES
+    ]
+    return sorted(files, key=_natural_key)
+
+
+def expand_inputs(specs: Sequence[str]) -> tuple[list[Path], bool]:
+    """Files from files, globs and directories, in order, without duplicates.
+
+    Returns:
+        (files, is_collection): is_collection is True when a directory or glob was given
+        (the output is then a directory even for one file).
+
+    Raises:
+        UsageError: an input does not exist, or a directory/glob yields nothing.
+    """
+    files: list[Path] = []
+    collection = False
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir():
+            found = _images_in(path)
+            if not found:
+                raise UsageError(f"directory '{spec}' holds no image files")
+            collection = True
+        elif path.exists():
+            found = [path]
+        elif _GLOB_CHARS.search(spec):
+            found = sorted(
+                (Path(m) for m in glob.glob(spec) if Path(m).is_file()), key=_natural_key
+            )
+            if not found:
+                raise UsageError(f"no files match '{spec}'")
+            collection = True
+        else:
+            raise UsageError(f"input '{spec}' does not exist")
+        files.extend(found)
+    unique = list(dict.fromkeys(files))
+    return unique, collection or len(unique) > 1
+
+
+def _fields(src: Path) -> dict[str, str]:
+    match = _TRAILING_DIGITS.search(src.stem)
+    return {
+        "stem": src.stem,
+        "name": src.name,
+        "ext": src.suffix,
+        "frame": match.group(1) if match else "",
+        "dir": str(src.parent),
+    }
+
+
+def map_path(spec: str, src: Path, *, many: bool, suffix: str | None = None) -> Path:
+    """Where the output for ``src`` goes: template, directory (``many``) or the file itself.
+
+    Raises:
+        UsageError: unknown placeholder in a template.
+    """
+    if "{" in spec:
+        try:
+            return Path(spec.format(**_fields(src)))
+        except (KeyError, IndexError, ValueError) as err:
+            raise UsageError(
+                f"bad template '{spec}' ({err}); placeholders are {{stem}}, {{name}}, "
+                "{ext}, {frame} and {dir}"
+            ) from None
+    path = Path(spec)
+    if many or path.is_dir() or spec.endswith(("/", os.sep)):
+        return path / (src.stem + (suffix or src.suffix))
+    return path
+
+
+def _aux_path(spec: str, src: Path, many: bool) -> Path:
+    if "{" in spec:
+        return map_path(spec, src, many=many)
+    path = Path(spec)
+    if path.is_dir():
+        return path / src.name
+    if many:
+        raise UsageError(
+            f"one aux file '{spec}' for {src.parent}/... several inputs; give a directory "
+            "or a template such as 'albedo.{frame}.exr'"
+        )
+    return path
+
+
+def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[Any]:
+    """Build the `FrameJob` list and check outputs and aux files before any work."""
+    from oidn_gpu.image.io import output_format_name
+    from oidn_gpu.sequence import AuxSource, FrameJob
+
+    jobs = []
+    for src in files:
+        output = map_path(args.output, src, many=many)
+        side = (
+            map_path(args.side_by_side, src, many=many, suffix=".png")
+            if args.side_by_side
+            else None
+        )
+        albedo = normal = None
+        if args.albedo:
+            albedo = AuxSource(_aux_path(args.albedo, src, many), args.albedo_layer)
+        if args.normal:
+            normal = AuxSource(_aux_path(args.normal, src, many), args.normal_layer)
+        jobs.append(FrameJob(src, output, albedo, normal, side))
+
+    seen: dict[Path, Path] = {}
+    for job in jobs:
+        for target in (job.output, job.side_by_side):
+            if target is None:
+                continue
+            key = target.resolve()
+            if key in seen:
+                raise UsageError(
+                    f"'{seen[key]}' and '{job.color}' would both write '{target}'; use a "
+                    "template such as 'out/{stem}.exr'"
+                )
+            seen[key] = job.color
+        for aux in (job.albedo, job.normal):
+            if aux is not None and not aux.path.is_file():
+                raise UsageError(f"auxiliary file '{aux.path}' does not exist")
+    for target in {job.output.suffix.lower(): job.output for job in jobs}.values():
+        try:
+            output_format_name(target)
+        except InvalidArgumentError as err:
+            raise UsageError(str(err)) from None
+    if not (args.overwrite or args.skip_existing):
+        for job in jobs:
+            for target in (job.output, job.side_by_side):
+                if target is not None and target.exists():
+                    raise UsageError(
+                        f"output '{target}' exists; pass --overwrite or --skip-existing"
+                    )
+    return jobs
+
+
+def _check_denoise_args(args: argparse.Namespace) -> None:
+    if args.directional and not args.lightmap:
+        raise UsageError("--directional needs --lightmap")
+    if args.lightmap:
+        conflicting = [
+            flag
+            for flag, on in (
+                ("--albedo", args.albedo),
+                ("--normal", args.normal),
+                ("--albedo-layer", args.albedo_layer),
+                ("--normal-layer", args.normal_layer),
+                ("--clean-aux", args.clean_aux),
+                ("--prefilter", args.prefilter != "none"),
+                (f"--{args.mode}", args.mode != "auto"),
+            )
+            if on
+        ]
+        if conflicting:
+            raise UsageError(
+                f"{conflicting[0]} cannot be used with --lightmap (lightmaps take only a color "
+                "image; HDR is implied unless --directional)"
+            )
+    if args.weights and not Path(args.weights).is_file():
+        raise UsageError(f"weights file '{args.weights}' does not exist")
+    if args.weights_dir and not Path(args.weights_dir).is_dir():
+        raise UsageError(f"weights folder '{args.weights_dir}' does not exist")
+    if not args.list_layers and not args.output:
+        raise UsageError("no output given; pass -o OUTPUT (a file, or a directory for sequences)")
+
+
+def denoiser_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword options for `oidn_gpu.Denoiser` from the parsed flags (hdr/srgb set per frame)."""
+    kwargs: dict[str, Any] = {
+        "filter_type": "RTLightmap" if args.lightmap else "RT",
+        "quality": args.quality,
+        "backend": args.backend,
+    }
+    if args.lightmap:
+        kwargs["directional"] = args.directional
+    else:
+        kwargs["clean_aux"] = args.clean_aux
+        kwargs["prefilter"] = args.prefilter
+    optional = {
+        "input_scale": args.input_scale,
+        "weights": args.weights,
+        "weights_dir": args.weights_dir,
+        "tile_size": args.tile_size,
+        "max_memory_mb": args.max_memory_mb,
+    }
+    kwargs.update({k: v for k, v in optional.items() if v is not None})
+    return kwargs
+
+
+def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
+    from oidn_gpu.image import io
+
+    status = EXIT_OK
+    for path in files:
+        try:
+            img_layers = io.list_layers(path)
+            head = io.read_image(path) if len(img_layers) else None
+        except OIDNGPUError as err:
+            print(f"error: {err}", file=sys.stderr)
+            status = EXIT_FAILURE
+            continue
+        size = f"{head.width}x{head.height} {head.pixel_format}" if head is not None else ""
+        print(f"{path}: {size} ({head.file_format if head else '?'})")
+        for layer in img_layers:
+            part = f" [part {layer.subimage}]" if layer.subimage else ""
+            print(f"  {layer.name or '(root)'}: {', '.join(layer.components)}{part}")
+        picks = [
+            ("color", args.color_layer, io.COLOR_LAYER_NAMES),
+            ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
+            ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
+        ]
+        for kind, named, defaults in picks:
+            if named is not None:
+                print(f"  -> {kind}: '{named}' (--{kind}-layer)")
+                continue
+            if kind != "color" and (args.no_aux or args.lightmap):
+                continue
+            layer = io.find_layer(img_layers, defaults)
+            print(f"  -> {kind}: " + (f"'{layer.name or '(root)'}'" if layer else "none found"))
+    return status
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C while frames are written, so temporary files are removed."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def cmd_denoise(args: argparse.Namespace) -> int:
+    """``oidn-gpu denoise``."""
+    from oidn_gpu import __version__
+
+    _check_denoise_args(args)
+    files, many = expand_inputs(args.inputs)
+    if args.list_layers:
+        return _list_layers(files, args)
+    jobs = plan_jobs(args, files, many)
+
+    from oidn_gpu.sequence import InputOptions, run_sequence
+
+    options = InputOptions(
+        color_layer=args.color_layer,
+        albedo_layer=args.albedo_layer,
+        normal_layer=args.normal_layer,
+        auto_aux=not args.no_aux,
+        mode=args.mode,
+    )
+    with _terminate_as_interrupt():
+        summary = run_sequence(
+            jobs,
+            denoiser_kwargs(args),
+            options,
+            lightmap=args.lightmap,
+            skip_existing=args.skip_existing,
+            show_progress=False if args.no_progress else None,
+            verbose=args.verbose,
+            quiet=args.quiet,
+            software=f"oidn-gpu {__version__}",
+        )
+    if not args.quiet:
+        print(summary.line(len(jobs)), file=sys.stderr)
+        if len(jobs) == 1 and summary.count("done"):
+            print(f"wrote {jobs[0].output}", file=sys.stderr)
+    failed = summary.count("failed") + (len(jobs) - len(summary.results))
+    return EXIT_FAILURE if failed else EXIT_OK
+
+
+# --- inspect, info, weights, example, bench ------------------------------------------------
+
+_INPUT_MEANING = {
+    3: "color (or a lone albedo or normal)",
+    6: "color + albedo",
+    9: "color + albedo + normal",
+}
+
+
+def describe_inputs(name: str | None, channels: int) -> str:
+    """What the network's input channels mean, from the official name when known."""
+    if name:
+        if name.startswith("rtlightmap"):
+            return "HDR lightmap (3)" if "hdr" in name else "directional lightmap coefficients (3)"
+        if name.startswith("rt_alb"):
+            return "albedo (3), prefiltering"
+        if name.startswith("rt_nrm"):
+            return "normal (3), prefiltering"
+        parts = name.split("_")
+        rng = "HDR" if "hdr" in parts else "LDR"
+        words = [f"{rng} color (3)"]
+        if "alb" in parts:
+            words.append("albedo (3)")
+        if "calb" in parts:
+            words.append("clean albedo (3)")
+        if "nrm" in parts:
+            words.append("normal (3)")
+        if "cnrm" in parts:
+            words.append("clean normal (3)")
+        return " + ".join(words)
+    return _INPUT_MEANING.get(channels, f"{channels} channels")
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """``oidn-gpu inspect WEIGHTS.tza``."""
+    from oidn_gpu.model.tza import parse_tza
+    from oidn_gpu.model.weights import is_official
+
+    path = Path(args.weights)
+    if not path.is_file():
+        raise UsageError(f"weights file '{path}' does not exist")
+    blob = path.read_bytes()
+    sha = hashlib.sha256(blob).hexdigest()
+    official = is_official(sha)
+    tensors = parse_tza(blob)
+    print(f"file:            {path} ({len(blob):,} bytes)")
+    print(f"sha-256:         {sha}")
+    print("official:        " + (f"yes, {official}.tza (OIDN 2.5.1)" if official else "no"))
+    try:
+        from oidn_gpu.model.unet import flops_per_pixel, load_model
+
+        model = load_model(blob, name=official or path.stem)
+    except OIDNGPUError as err:
+        print(f"topology:        not recognised ({err})")
+        model = None
+    if model is not None:
+        flops = flops_per_pixel(model)
+        print(f"topology:        {model.topology.value} U-Net ({len(model.convs)} convolutions)")
+        print(
+            f"input:           {model.input_channels} channels: "
+            f"{describe_inputs(official, model.input_channels)}"
+        )
+        print(f"output:          {model.output_channels} channels")
+        print(f"receptive field: {model.receptive_field} px")
+        print(
+            f"flops per pixel: {flops / 1e6:.2f} M ({flops * 1920 * 1080 / 1e12:.2f} TFLOP "
+            "per 1920x1080 frame)"
+        )
+    total = sum(int(t.size) for t in tensors.values())
+    print(f"tensors:         {len(tensors)} ({total:,} values)")
+    width = max((len(n) for n in tensors), default=4)
+    for name, tensor in tensors.items():
+        shape = "x".join(str(d) for d in tensor.shape)
+        print(f"  {name:<{width}}  {shape:<16} {tensor.dtype}")
+    return EXIT_OK
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """``oidn-gpu info``."""
+    from oidn_gpu.sysinfo import collect, format_report
+
+    print(format_report(collect(probe_auto=not args.no_probe)))
+    return EXIT_OK
+
+
+def cmd_weights(args: argparse.Namespace) -> int:
+    """``oidn-gpu weights fetch``."""
+    if args.weights_command != "fetch":
+        raise UsageError("missing action; expected 'oidn-gpu weights fetch'")
+    from oidn_gpu.fetch import base_url, fetch_weights
+
+    bars: list[Any] = []
+
+    def progress_factory(name: str) -> Any:
+        if args.quiet:
+            return None
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return None
+        bar = tqdm(desc=f"{name}.tza", unit="B", unit_scale=True, file=sys.stderr, disable=None)
+        bars.append(bar)
+
+        def report(done: int, total: int | None) -> None:
+            if total is not None:
+                bar.total = total
+            bar.update(done - bar.n)
+
+        return report
+
+    if not args.quiet:
+        print(f"downloading from {base_url(args.url)}", file=sys.stderr)
+    try:
+        results = fetch_weights(
+            directory=args.dir,
+            url=args.url,
+            force=args.force,
+            timeout_s=args.timeout,
+            progress_factory=progress_factory,
+        )
+    finally:
+        for bar in bars:
+            bar.close()
+    if not args.quiet:
+        for r in results:
+            verb = "downloaded" if r.status == "downloaded" else "already present"
+            print(f"{r.path}: {verb}, {r.byte_size:,} bytes, sha-256 verified", file=sys.stderr)
+    return EXIT_OK
+
+
+def example_path() -> Path:
+    """The bundled example render (a 256x256 multi-layer EXR: beauty, albedo, nn)."""
+    return Path(str(resources.files("oidn_gpu").joinpath("data", "example", EXAMPLE_NAME)))
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    """``oidn-gpu example``: print (or copy) the bundled example render."""
+    path = example_path()
+    if args.copy is not None:
+        args.copy.mkdir(parents=True, exist_ok=True)
+        path = Path(shutil.copyfile(path, args.copy / EXAMPLE_NAME))
+    print(path)
+    return EXIT_OK
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``oidn-gpu bench``: hand over to ``oidn_gpu.backends.wgpu.bench.main(argv)``."""
+    try:
+        from oidn_gpu.backends.wgpu import bench
+    except ImportError as err:
+        if "wgpu" in str(getattr(err, "name", "") or "") and "bench" not in str(err):
+            hint = "it needs the wgpu backend: pip install 'oidn-gpu[wgpu]'"
+        else:
+            hint = "this installation has no oidn_gpu.backends.wgpu.bench module"
+        print(f"error: the benchmark is not available; {hint} ({err})", file=sys.stderr)
+        return EXIT_FAILURE
+    entry = getattr(bench, "main", None)
+    if not callable(entry):
+        print("error: oidn_gpu.backends.wgpu.bench has no main(argv)", file=sys.stderr)
+        return EXIT_FAILURE
+    result = entry(list(args.bench_args))
+    return int(result or 0)
+
+
+COMMANDS = {
+    "denoise": cmd_denoise,
+    "inspect": cmd_inspect,
+    "info": cmd_info,
+    "weights": cmd_weights,
+    "example": cmd_example,
+    "bench": cmd_bench,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the tool; returns the exit code (see the module doc)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "-v" in argv or "--verbose" in argv
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exit_:  # --help and --version
+            return int(exit_.code or 0)
+        verbose = bool(getattr(args, "verbose", False))
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        return COMMANDS[args.command](args)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted; no partial outputs were left", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout was closed early (``| head``): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except (OIDNGPUError, OSError, ValueError, RuntimeError) as err:
+        if verbose:
+            traceback.print_exc()
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as err:
+        if verbose:
+            traceback.print_exc()
+        print(
+            f"error: internal error: {type(err).__name__}: {err} (run with --verbose for "
+            "the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE

@@ -1,0 +1,288 @@
+"""`GemmOptions`: the tuning options of the implicit-GEMM conv (`conv_igemm`) and its companions.
+
+Every option is a closed set (an enum, or a tuple of allowed ints). Strings are
+accepted and coerced (``GemmOptions(weight_layout="output-major")``); any invalid
+value raises `InvalidArgumentError` naming the option, the value and the
+allowed values. `GemmOptions.check_limits` / `fits` check a tile against a
+`DeviceLimits`. No option changes the results: every variant keeps each
+output's K order and the f16 partial grouping (K tile of 8 blocks) fixed, so
+GEMM variants agree bit for bit.
+
+Options (default first where it is fixed):
+
+- ``tile_policy``: OUTPUT_ALIGNED (a workgroup x of 8 widens to 16 when the
+  output blocks are a multiple of 16 and the tile fits) | FIXED.
+- ``decoder_load``: PER_LOAD (choose the source in each load) | SOURCE_FIRST
+  (choose the source once per K tile, then load from it).
+- ``pool_layout``: CHANNELS (stand-alone max pool linearizes x and channel
+  blocks, wide rows continue in z) | SPATIAL (x, y, channel block).
+- ``shared_layout``: None = PADDED for fp32, PADDED_INPUT for fp16 |
+  LINEAR | PADDED | PADDED_INPUT | PADDED_WEIGHTS (holes in workgroup arrays).
+- ``accumulation_order``: K_MAJOR (K tile outer, rows inner) | ROW_MAJOR.
+- ``final_layer``: SHARED_AUTO | DIRECT | SHARED_INPUT | SHARED_INPUT_WEIGHTS
+  (the final RGB conv, see `final_rgb`).
+- ``load_mode``: NATIVE | PACKED_WEIGHTS | PACKED_ALL (fp16 loads through
+  ``vec2<u32>`` + bitcast; no effect on fp32).
+- ``address_mode``: INCREMENTAL | ANALYTIC | BASE_OFFSET.
+- ``weight_layout``: K_MAJOR | OUTPUT_MAJOR (`WeightLayout`).
+- ``rows_per_thread``: 8 | 2 | 4.
+- ``workgroup_size``: (8, 8); x in {4, 8, 16}, y in {4, 8}.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, fields, replace
+
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
+
+K_TILE_BLOCKS = 8  # vec4 input blocks per K tile; fixed: it sets the f16 partial grouping
+
+
+class TilePolicy(enum.Enum):
+    FIXED = "fixed"
+    OUTPUT_ALIGNED = "output-aligned"
+
+
+class DecoderLoad(enum.Enum):
+    PER_LOAD = "per-load"
+    SOURCE_FIRST = "source-first"
+
+
+class PoolLayout(enum.Enum):
+    SPATIAL = "spatial"
+    CHANNELS = "channels"
+
+
+class SharedLayout(enum.Enum):
+    LINEAR = "linear"
+    PADDED = "padded"
+    PADDED_INPUT = "padded-input"
+    PADDED_WEIGHTS = "padded-weights"
+
+
+class AccumulationOrder(enum.Enum):
+    K_MAJOR = "k-major"
+    ROW_MAJOR = "row-major"
+
+
+class FinalLayer(enum.Enum):
+    DIRECT = "direct"
+    SHARED_INPUT = "shared-input"
+    SHARED_INPUT_WEIGHTS = "shared-input-weights"
+    SHARED_AUTO = "shared-auto"
+
+
+class LoadMode(enum.Enum):
+    NATIVE = "native"
+    PACKED_WEIGHTS = "packed-weights"
+    PACKED_ALL = "packed-all"
+
+
+class AddressMode(enum.Enum):
+    ANALYTIC = "analytic"
+    INCREMENTAL = "incremental"
+    BASE_OFFSET = "base-offset"
+
+
+ROWS_PER_THREAD = (2, 4, 8)
+WORKGROUP_X = (4, 8, 16)
+WORKGROUP_Y = (4, 8)
+
+_ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
+    "tile_policy": TilePolicy,
+    "decoder_load": DecoderLoad,
+    "pool_layout": PoolLayout,
+    "shared_layout": SharedLayout,
+    "accumulation_order": AccumulationOrder,
+    "final_layer": FinalLayer,
+    "load_mode": LoadMode,
+    "address_mode": AddressMode,
+    "weight_layout": WeightLayout,
+}
+
+
+def _coerce(option: str, value: object, cls: type[enum.Enum]) -> enum.Enum:
+    if isinstance(value, cls):
+        return value
+    for member in cls:
+        if value == member.value or (isinstance(value, str) and value.upper().replace("-", "_") == member.name):
+            return member
+    allowed = ", ".join(repr(m.value) for m in cls)
+    raise InvalidArgumentError(f"invalid GEMM option {option}={value!r}; allowed values: {allowed}")
+
+
+@dataclass(frozen=True)
+class GemmTile:
+    """The resolved tile of one implicit-GEMM kernel."""
+
+    workgroup_x: int  # output blocks per workgroup (N)
+    workgroup_y: int
+    rows_per_thread: int
+    padded_input: bool
+    padded_weights: bool
+
+    @property
+    def threads(self) -> int:
+        return self.workgroup_x * self.workgroup_y
+
+    @property
+    def tile_m(self) -> int:
+        return self.workgroup_y * self.rows_per_thread
+
+    @property
+    def tile_n(self) -> int:
+        return self.workgroup_x
+
+    @property
+    def input_tile_size(self) -> int:
+        """vec4s in the shared input tile (one hole per thread row when padded)."""
+        return self.tile_m * K_TILE_BLOCKS + (self.workgroup_y if self.padded_input else 0)
+
+    @property
+    def weight_tile_size(self) -> int:
+        """vec4s in the shared weight tile (4 per (k, n), 5 when padded)."""
+        return K_TILE_BLOCKS * self.tile_n * (5 if self.padded_weights else 4)
+
+    def storage_bytes(self, precision: Precision) -> int:
+        return (self.input_tile_size + self.weight_tile_size) * 4 * precision.itemsize
+
+
+@dataclass(frozen=True)
+class GemmOptions:
+    """Implicit-GEMM tuning options (see module doc). Frozen, validated, hashable."""
+
+    tile_policy: TilePolicy = TilePolicy.OUTPUT_ALIGNED
+    decoder_load: DecoderLoad = DecoderLoad.PER_LOAD
+    pool_layout: PoolLayout = PoolLayout.CHANNELS
+    shared_layout: SharedLayout | None = None
+    accumulation_order: AccumulationOrder = AccumulationOrder.K_MAJOR
+    final_layer: FinalLayer = FinalLayer.SHARED_AUTO
+    load_mode: LoadMode = LoadMode.NATIVE
+    address_mode: AddressMode = AddressMode.INCREMENTAL
+    weight_layout: WeightLayout = WeightLayout.K_MAJOR
+    rows_per_thread: int = 8
+    workgroup_size: tuple[int, int] = (8, 8)
+
+    def __post_init__(self) -> None:
+        for name, cls in _ENUM_OPTIONS.items():
+            value = getattr(self, name)
+            if name == "shared_layout" and value is None:
+                continue
+            object.__setattr__(self, name, _coerce(name, value, cls))
+        if isinstance(self.rows_per_thread, bool) or self.rows_per_thread not in ROWS_PER_THREAD:
+            raise InvalidArgumentError(
+                f"invalid GEMM option rows_per_thread={self.rows_per_thread!r}; "
+                f"allowed values: {', '.join(map(str, ROWS_PER_THREAD))}"
+            )
+        ws = self.workgroup_size
+        try:
+            ws = tuple(ws)  # type: ignore[arg-type]
+        except TypeError:
+            ws = None  # type: ignore[assignment]
+        if (
+            ws is None
+            or len(ws) != 2
+            or any(isinstance(v, bool) for v in ws)
+            or ws[0] not in WORKGROUP_X
+            or ws[1] not in WORKGROUP_Y
+        ):
+            raise InvalidArgumentError(
+                f"invalid GEMM option workgroup_size={self.workgroup_size!r}; allowed values: "
+                f"(x, y) with x in {WORKGROUP_X} and y in {WORKGROUP_Y}"
+            )
+        object.__setattr__(self, "workgroup_size", (int(ws[0]), int(ws[1])))
+
+    # ----------------------------------------------------------------- resolution
+
+    def shared_layout_for(self, precision: Precision) -> SharedLayout:
+        """The shared layout in effect (``None`` resolves by precision)."""
+        if self.shared_layout is not None:
+            return self.shared_layout
+        return SharedLayout.PADDED_INPUT if precision is Precision.FP16 else SharedLayout.PADDED
+
+    def base_tile(self, precision: Precision) -> GemmTile:
+        """The tile of ``workgroup_size`` and ``rows_per_thread``, before the tile policy."""
+        layout = self.shared_layout_for(precision)
+        return GemmTile(
+            workgroup_x=self.workgroup_size[0],
+            workgroup_y=self.workgroup_size[1],
+            rows_per_thread=self.rows_per_thread,
+            padded_input=layout in (SharedLayout.PADDED, SharedLayout.PADDED_INPUT),
+            padded_weights=layout in (SharedLayout.PADDED, SharedLayout.PADDED_WEIGHTS),
+        )
+
+    def tile_for(self, precision: Precision, out_blocks: int, limits: DeviceLimits) -> GemmTile:
+        """The tile a conv with ``out_blocks`` output blocks uses under ``tile_policy``.
+
+        OUTPUT_ALIGNED widens an 8-wide workgroup to 16 when ``out_blocks % 16 == 0``
+        and the wider tile fits ``limits``; otherwise the base tile.
+        """
+        base = self.base_tile(precision)
+        if (
+            self.tile_policy is TilePolicy.OUTPUT_ALIGNED
+            and base.workgroup_x == 8
+            and out_blocks > 0
+            and out_blocks % 16 == 0
+        ):
+            wide = replace(base, workgroup_x=16)
+            if not _tile_problems(wide, precision, limits, features=False):
+                return wide
+        return base
+
+    # ----------------------------------------------------------------- limits
+
+    def check_limits(self, precision: Precision, limits: DeviceLimits) -> None:
+        """Raise `UnsupportedDeviceError` when the base tile exceeds ``limits``."""
+        problems = _tile_problems(self.base_tile(precision), precision, limits)
+        if problems:
+            raise UnsupportedDeviceError(
+                f"GEMM tile {self.workgroup_size} x {self.rows_per_thread} rows ({precision.value}) "
+                f"does not fit this device: {'; '.join(problems)}"
+            )
+
+    def fits(self, precision: Precision, limits: DeviceLimits) -> bool:
+        return not _tile_problems(self.base_tile(precision), precision, limits)
+
+    def describe(self) -> str:
+        """Deterministic text of every option (cache keys, shader headers)."""
+        parts = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, enum.Enum):
+                v = v.value
+            elif isinstance(v, tuple):
+                v = "x".join(map(str, v))
+            parts.append(f"{f.name}={v}")
+        return " ".join(parts)
+
+
+def _tile_problems(
+    tile: GemmTile, precision: Precision, limits: DeviceLimits, features: bool = True
+) -> list[str]:
+    problems = []
+    if tile.workgroup_x > limits.max_workgroup_size_x:
+        problems.append(f"workgroup x {tile.workgroup_x} > max {limits.max_workgroup_size_x}")
+    if tile.workgroup_y > limits.max_workgroup_size_y:
+        problems.append(f"workgroup y {tile.workgroup_y} > max {limits.max_workgroup_size_y}")
+    if tile.threads > limits.max_invocations_per_workgroup:
+        problems.append(
+            f"{tile.threads} invocations > max {limits.max_invocations_per_workgroup}"
+        )
+    need = tile.storage_bytes(precision)
+    if need > limits.max_workgroup_storage_bytes:
+        problems.append(
+            f"{need} bytes of workgroup storage > max {limits.max_workgroup_storage_bytes}"
+        )
+    if features and precision is Precision.FP16 and not limits.shader_f16:
+        problems.append("fp16 needs the shader-f16 feature")
+    return problems
+
+
+def option_values() -> dict[str, tuple[object, ...]]:
+    """Every allowed value of every option (for sweeps and docs)."""
+    out: dict[str, tuple[object, ...]] = {name: tuple(cls) for name, cls in _ENUM_OPTIONS.items()}
+    out["rows_per_thread"] = ROWS_PER_THREAD
+    out["workgroup_size"] = tuple((x, y) for x in WORKGROUP_X for y in WORKGROUP_Y)
+    return out

@@ -1,0 +1,145 @@
+"""Kernel choice by shape, precision and device limits (the seeds' ``auto``), or forced with fallbacks.
+
+`select_conv` returns a `Selection` (the chosen `KernelKind`, the `Kernel`
+and, when a forced or preferred choice could not be used, the reason).
+
+Rules:
+
+- fp16 needs ``limits.shader_f16`` (else `UnsupportedDeviceError`);
+  `select_precision("auto", limits)` picks fp16 when available.
+- The final layer (``final=True``: one output block, fp32 output, plain
+  source) under ``auto`` or ``implicit-gemm`` uses `final_rgb` with
+  ``gemm.final_layer`` (DIRECT -> `conv_direct`).
+- ``auto``: implicit GEMM when the GEMM tile fits the limits (and, with a
+  fused pool, ``rows_per_thread >= 4``); otherwise direct.
+- forced ``implicit-gemm``: as auto, falling back to direct.
+- forced ``spatial``: the halo kernel when there is no fused pool and its
+  workgroup memory fits; otherwise direct.
+- forced ``subgroup``: when the device has subgroups and there is no fused
+  pool; otherwise direct.
+- forced ``direct``: always.
+
+`select_pool` picks the max-pool layout from ``gemm.pool_layout`` when the
+kernel setting is ``auto``/``implicit-gemm`` (spatial otherwise), as the seeds.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.kernels import conv_direct, conv_igemm, conv_spatial, conv_subgroup, final_rgb, pool
+from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout
+from oidn_gpu.kernels.spec import ConvSpec, DeviceLimits, Kernel, PoolSpec, Precision
+
+
+class KernelKind(enum.Enum):
+    """Conv kernel setting (``AUTO``) or choice."""
+
+    AUTO = "auto"
+    DIRECT = "direct"
+    IMPLICIT_GEMM = "implicit-gemm"
+    SPATIAL = "spatial"
+    SUBGROUP = "subgroup"
+    FINAL_RGB = "final-rgb"
+
+
+def _kind(value: KernelKind | str) -> KernelKind:
+    try:
+        kind = KernelKind(value)
+    except ValueError:
+        allowed = ", ".join(repr(k.value) for k in KernelKind if k is not KernelKind.FINAL_RGB)
+        raise InvalidArgumentError(f"invalid kernel={value!r}; allowed values: {allowed}") from None
+    if kind is KernelKind.FINAL_RGB:
+        raise InvalidArgumentError("kernel='final-rgb' is chosen automatically for the final layer")
+    return kind
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The result of `select_conv`."""
+
+    kind: KernelKind
+    kernel: Kernel
+    fallback_reason: str | None = None
+
+
+def select_precision(precision: Precision | str, limits: DeviceLimits) -> Precision:
+    """Resolve ``"auto"`` (fp16 when the device has shader-f16) and check fp16 support."""
+    if precision == "auto":
+        return Precision.FP16 if limits.shader_f16 else Precision.FP32
+    try:
+        p = Precision(precision)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"invalid precision={precision!r}; allowed values: 'auto', 'fp32', 'fp16'"
+        ) from None
+    if p is Precision.FP16 and not limits.shader_f16:
+        raise UnsupportedDeviceError("fp16 precision needs the device feature shader-f16")
+    return p
+
+
+def _gemm_problem(spec: ConvSpec, gemm: GemmOptions, limits: DeviceLimits) -> str | None:
+    if not gemm.fits(spec.precision, limits):
+        return "the GEMM tile does not fit the device limits"
+    if spec.pool and gemm.rows_per_thread < 4:
+        return "a fused pool needs rows_per_thread >= 4"
+    return None
+
+
+def select_conv(
+    spec: ConvSpec,
+    limits: DeviceLimits,
+    kernel: KernelKind | str = KernelKind.AUTO,
+    gemm: GemmOptions | None = None,
+    final: bool = False,
+) -> Selection:
+    """Choose and generate the conv kernel for ``spec`` (see module doc)."""
+    kind = _kind(kernel)
+    gemm = gemm or GemmOptions()
+    select_precision(spec.precision, limits)
+    if final and kind in (KernelKind.AUTO, KernelKind.IMPLICIT_GEMM) and final_rgb.supports(spec):
+        if gemm.final_layer is FinalLayer.DIRECT:
+            return Selection(KernelKind.DIRECT, conv_direct.generate(spec))
+        k = final_rgb.generate(spec, gemm.final_layer, limits)
+        chosen = KernelKind.FINAL_RGB if k.name == final_rgb.FAMILY else KernelKind.DIRECT
+        return Selection(chosen, k, None if chosen is KernelKind.FINAL_RGB else "final tile does not fit")
+    if kind in (KernelKind.AUTO, KernelKind.IMPLICIT_GEMM):
+        problem = _gemm_problem(spec, gemm, limits)
+        if problem is None:
+            return Selection(KernelKind.IMPLICIT_GEMM, conv_igemm.generate(spec, gemm, limits))
+        return Selection(KernelKind.DIRECT, conv_direct.generate(spec), problem)
+    if kind is KernelKind.SPATIAL:
+        if spec.pool:
+            return Selection(KernelKind.DIRECT, conv_direct.generate(spec), "spatial has no fused pool")
+        if conv_spatial.storage_bytes(spec) > limits.max_workgroup_storage_bytes:
+            return Selection(
+                KernelKind.DIRECT, conv_direct.generate(spec), "the halo patch does not fit"
+            )
+        return Selection(KernelKind.SPATIAL, conv_spatial.generate(spec))
+    if kind is KernelKind.SUBGROUP:
+        if not limits.subgroups:
+            return Selection(KernelKind.DIRECT, conv_direct.generate(spec), "no subgroup support")
+        if spec.pool:
+            return Selection(KernelKind.DIRECT, conv_direct.generate(spec), "subgroup has no fused pool")
+        return Selection(KernelKind.SUBGROUP, conv_subgroup.generate(spec))
+    return Selection(KernelKind.DIRECT, conv_direct.generate(spec))
+
+
+def select_pool(
+    spec: PoolSpec,
+    limits: DeviceLimits,
+    kernel: KernelKind | str = KernelKind.AUTO,
+    gemm: GemmOptions | None = None,
+) -> Kernel:
+    """The stand-alone max pool: ``gemm.pool_layout`` under auto/implicit-gemm, else SPATIAL."""
+    kind = _kind(kernel)
+    gemm = gemm or GemmOptions()
+    select_precision(spec.precision, limits)
+    layout = (
+        gemm.pool_layout
+        if kind in (KernelKind.AUTO, KernelKind.IMPLICIT_GEMM)
+        else PoolLayout.SPATIAL
+    )
+    return pool.generate(spec, layout, limits)

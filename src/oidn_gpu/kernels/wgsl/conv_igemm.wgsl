@@ -1,0 +1,320 @@
+{% include "bindings.wgsl" %}
+
+{% include "epilogue.wgsl" %}
+
+// Shared tiles: TILE_M GEMM rows x K_TILE input blocks, and K_TILE x TILE_N x 4 weight vec4s.
+var<workgroup> input_tile: array<{{ act_type }}, INPUT_TILE_SIZE>;
+var<workgroup> weight_tile: array<{{ act_type }}, WEIGHT_TILE_SIZE>;
+
+{% if packed_input or packed_weights %}
+// Four halfs stored as vec2<u32> (the same 8 bytes as vec4<f16>). unpack2x16float widens
+// exactly, so the round trip through f32 keeps every bit of the stored halfs.
+fn unpack_f16x4(p: vec2<u32>) -> vec4<f16> {
+  return vec4<f16>(vec4<f32>(unpack2x16float(p.x), unpack2x16float(p.y)));
+}
+
+{% endif %}
+{% for s in sources %}
+// Source {{ s.index }} at conv-resolution pixel (iy, ix), block b{% if s.upsample %} (nearest x2 upsampled){% endif %}.
+fn fetch{{ s.index }}(iy: u32, ix: u32, b: u32, conv_w: u32) -> {{ act_type }} {
+{% if s.upsample %}
+  let index = ((iy / 2u) * (conv_w / 2u) + ix / 2u) * {{ s.blocks }} + b;
+{% else %}
+  let index = (iy * conv_w + ix) * {{ s.blocks }} + b;
+{% endif %}
+{% if packed_input %}
+  return unpack_f16x4({{ s.name }}[index]);
+{% else %}
+  return {{ s.name }}[index];
+{% endif %}
+}
+
+{% if base_offset %}
+// Source {{ s.index }} relative to a cached pixel base: tap (ky, kx), parity (py, px) of the pixel.
+fn fetch_base{{ s.index }}(base: u32, parity: vec2<i32>, tap: u32, b: u32, conv_w: u32) -> {{ act_type }} {
+  let ky = i32(tap / 3u);
+  let kx = i32(tap % 3u);
+{% if s.upsample %}
+  let dy = (parity.y + ky - 1) >> 1u;
+  let dx = (parity.x + kx - 1) >> 1u;
+  let offset = (dy * i32(conv_w / 2u) + dx) * i32({{ s.blocks }});
+{% else %}
+  let offset = ((ky - 1) * i32(conv_w) + kx - 1) * i32({{ s.blocks }});
+{% endif %}
+  let index = u32(i32(base) + offset) + b;
+{% if packed_input %}
+  return unpack_f16x4({{ s.name }}[index]);
+{% else %}
+  return {{ s.name }}[index];
+{% endif %}
+}
+
+// Block base of source {{ s.index }} at conv-resolution pixel (y, x).
+fn base{{ s.index }}(y: u32, x: u32, conv_w: u32) -> u32 {
+{% if s.upsample %}
+  return ((y / 2u) * (conv_w / 2u) + x / 2u) * {{ s.blocks }};
+{% else %}
+  return (y * conv_w + x) * {{ s.blocks }};
+{% endif %}
+}
+
+{% endif %}
+{% endfor %}
+fn fetch_weight(index: u32) -> {{ act_type }} {
+{% if packed_weights %}
+  return unpack_f16x4(weights[index]);
+{% else %}
+  return weights[index];
+{% endif %}
+}
+
+// Conv-resolution pixel of GEMM row m, as vec2(x, y).
+fn row_pixel(m: u32, out_w: u32, conv_w: u32) -> vec2<u32> {
+{% if pool %}
+  // 4 rows per pooled pixel, in 2x2 quad order
+  let p = m / 4u;
+  let q = m % 4u;
+  return vec2<u32>((p % out_w) * 2u + (q & 1u), (p / out_w) * 2u + q / 2u);
+{% else %}
+  return vec2<u32>(m % conv_w, m / conv_w);
+{% endif %}
+}
+
+// Bit ky * 3 + kx is set when tap (ky, kx) of pixel (y, x) lies inside [conv_h, conv_w].
+fn tap_mask(y: u32, x: u32, conv_h: u32, conv_w: u32) -> u32 {
+  let cols = select(0u, 0x049u, x > 0u) | 0x092u | select(0u, 0x124u, x + 1u < conv_w);
+  let rows = select(0u, 0x007u, y > 0u) | 0x038u | select(0u, 0x1c0u, y + 1u < conv_h);
+  return cols & rows;
+}
+
+// Shared index of input load index li (one hole per thread row group when padded).
+fn input_slot(li: u32) -> u32 {
+{% if padded_input %}
+  return li + li / ROW_GROUP;
+{% else %}
+  return li;
+{% endif %}
+}
+
+// Shared index of weight load index li (one hole per 4 vec4s when padded).
+fn weight_slot(li: u32) -> u32 {
+{% if padded_weights %}
+  return li + li / 4u;
+{% else %}
+  return li;
+{% endif %}
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+  let out_h = params.height;
+  let out_w = params.width;
+{% if pool %}
+  let conv_h = out_h * 2u;
+  let conv_w = out_w * 2u;
+{% else %}
+  let conv_h = out_h;
+  let conv_w = out_w;
+{% endif %}
+  let row_count = conv_h * conv_w;
+  let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
+  let ob = wid.y * TILE_N + lid.x;
+  let local_linear = lid.y * WG_X + lid.x;
+  // Every input load of this invocation has the same K lane; loads differ by SLOT_STRIDE rows.
+  let k_lane = local_linear % K_TILE;
+  let m_base = tile_m + local_linear / K_TILE;
+
+  let b = bias[min(ob, OUT_BLOCKS - 1u)];
+{% for r in rows %}
+  var acc{{ r.r }} = b;
+{% endfor %}
+
+{% if not analytic %}
+  // Per-load pixel and tap mask (0 for rows past the end), computed once.
+{% for l in loads %}
+  let m{{ l.j }} = m_base + {{ l.row_offset }}u;
+  let pix{{ l.j }} = row_pixel(m{{ l.j }}, out_w, conv_w);
+  let mask{{ l.j }} = select(0u, tap_mask(pix{{ l.j }}.y, pix{{ l.j }}.x, conv_h, conv_w), m{{ l.j }} < row_count);
+{% if base_offset %}
+  let parity{{ l.j }} = vec2<i32>(i32(pix{{ l.j }}.x & 1u), i32(pix{{ l.j }}.y & 1u));
+{% for s in sources %}
+  let base{{ s.index }}_{{ l.j }} = select(0u, base{{ s.index }}(pix{{ l.j }}.y, pix{{ l.j }}.x, conv_w), m{{ l.j }} < row_count);
+{% endfor %}
+{% endif %}
+{% endfor %}
+  var channel_block = k_lane % IN_BLOCKS;
+  var filter_position = k_lane / IN_BLOCKS;
+{% endif %}
+
+  for (var k_base = 0u; k_base < TOTAL_K; k_base += K_TILE) {
+{% if analytic %}
+    let k = k_base + k_lane;
+    let k_ok = k < TOTAL_K;
+    let tap = k / IN_BLOCKS;
+    let ib = k % IN_BLOCKS;
+{% else %}
+    let tap = filter_position;
+    let ib = channel_block;
+    let k_ok = tap < 9u;
+{% endif %}
+{% if source_first %}
+{% for s in sources %}
+    {{ s.branch }} (ib < {{ s.end }}) {
+      let sb = ib - {{ s.offset }};
+{% for l in loads %}
+      {
+{% if analytic %}
+        let m = m_base + {{ l.row_offset }}u;
+        let pix = row_pixel(m, out_w, conv_w);
+        let ok = k_ok && m < row_count && ((tap_mask(pix.y, pix.x, conv_h, conv_w) >> tap) & 1u) != 0u;
+{% else %}
+        let pix = pix{{ l.j }};
+        let ok = k_ok && ((mask{{ l.j }} >> tap) & 1u) != 0u;
+{% endif %}
+        var v = {{ act_type }}();
+        if (ok) {
+{% if base_offset %}
+          v = fetch_base{{ s.index }}(base{{ s.index }}_{{ l.j }}, parity{{ l.j }}, tap, sb, conv_w);
+{% else %}
+          v = fetch{{ s.index }}(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, sb, conv_w);
+{% endif %}
+        }
+        input_tile[input_slot(local_linear + {{ l.offset }}u)] = v;
+      }
+{% endfor %}
+{% endfor %}
+    } else {
+      // K past the end (only when IN_BLOCKS and the K tile do not align): zeros
+{% for l in loads %}
+      input_tile[input_slot(local_linear + {{ l.offset }}u)] = {{ act_type }}();
+{% endfor %}
+    }
+{% else %}
+{% for l in loads %}
+    {
+{% if analytic %}
+      let m = m_base + {{ l.row_offset }}u;
+      let pix = row_pixel(m, out_w, conv_w);
+      let ok = k_ok && m < row_count && ((tap_mask(pix.y, pix.x, conv_h, conv_w) >> tap) & 1u) != 0u;
+{% else %}
+      let pix = pix{{ l.j }};
+      let ok = k_ok && ((mask{{ l.j }} >> tap) & 1u) != 0u;
+{% endif %}
+      var v = {{ act_type }}();
+      if (ok) {
+{% for s in sources %}
+        {{ s.branch }} (ib < {{ s.end }}) {
+{% if base_offset %}
+          v = fetch_base{{ s.index }}(base{{ s.index }}_{{ l.j }}, parity{{ l.j }}, tap, ib - {{ s.offset }}, conv_w);
+{% else %}
+          v = fetch{{ s.index }}(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - {{ s.offset }}, conv_w);
+{% endif %}
+{% endfor %}
+        }
+      }
+      input_tile[input_slot(local_linear + {{ l.offset }}u)] = v;
+    }
+{% endfor %}
+{% endif %}
+
+{% for l in weight_loads %}
+    {
+      let li = local_linear + {{ l.offset }}u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = {{ act_type }}();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+{% if k_major %}
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+{% else %}
+        w = fetch_weight((wob * TOTAL_K + wk) * 4u + rem % 4u);
+{% endif %}
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+{% endfor %}
+    workgroupBarrier();
+
+    let row_base = lid.y * INPUT_ROW_STRIDE;
+{% if f16 %}
+{% for r in rows %}
+    var part{{ r.r }} = vec4<f16>();
+{% endfor %}
+{% endif %}
+{% if row_major %}
+{% for r in rows %}
+{% for s in r.steps %}
+    {
+      let wb = ({{ s.tk }}u * TILE_N + lid.x) * W_STRIDE;
+      let v = input_tile[row_base + {{ s.offset }}u];
+      {{ r.target }} = fma(weight_tile[wb], {{ vec }}(v.x), {{ r.target }});
+      {{ r.target }} = fma(weight_tile[wb + 1u], {{ vec }}(v.y), {{ r.target }});
+      {{ r.target }} = fma(weight_tile[wb + 2u], {{ vec }}(v.z), {{ r.target }});
+      {{ r.target }} = fma(weight_tile[wb + 3u], {{ vec }}(v.w), {{ r.target }});
+    }
+{% endfor %}
+{% endfor %}
+{% else %}
+{% for step in ksteps %}
+    {
+      let wb = ({{ step.tk }}u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+{% for r in step.rows %}
+      let v{{ r.r }} = input_tile[row_base + {{ r.offset }}u];
+      {{ r.target }} = fma(w0, {{ vec }}(v{{ r.r }}.x), {{ r.target }});
+      {{ r.target }} = fma(w1, {{ vec }}(v{{ r.r }}.y), {{ r.target }});
+      {{ r.target }} = fma(w2, {{ vec }}(v{{ r.r }}.z), {{ r.target }});
+      {{ r.target }} = fma(w3, {{ vec }}(v{{ r.r }}.w), {{ r.target }});
+{% endfor %}
+    }
+{% endfor %}
+{% endif %}
+{% if f16 %}
+    // fold the K tile's f16 partials into the f32 accumulators
+{% for r in rows %}
+    acc{{ r.r }} += vec4<f32>(part{{ r.r }});
+{% endfor %}
+{% endif %}
+    workgroupBarrier();
+{% if not analytic %}
+    // advance this invocation's K lane by one K tile (at most one carry)
+    channel_block += K_ADVANCE_BLOCKS;
+    let carry = channel_block >= IN_BLOCKS;
+    channel_block -= select(0u, IN_BLOCKS, carry);
+    filter_position += K_ADVANCE_TAPS + select(0u, 1u, carry);
+{% endif %}
+  }
+
+  if (ob < OUT_BLOCKS) {
+    let row0 = tile_m + lid.y * ROWS;
+{% if pool %}
+{% for g in pool_groups %}
+    {
+      let p = row0 / 4u + {{ g.g }}u;
+      if (p < out_h * out_w) {
+        var m = activate(acc{{ g.r0 }});
+        m = max(m, activate(acc{{ g.r1 }}));
+        m = max(m, activate(acc{{ g.r2 }}));
+        m = max(m, activate(acc{{ g.r3 }}));
+        output[p * OUT_BLOCKS + ob] = to_output(m);
+      }
+    }
+{% endfor %}
+{% else %}
+{% for r in rows %}
+    if (row0 + {{ r.r }}u < row_count) {
+      output[(row0 + {{ r.r }}u) * OUT_BLOCKS + ob] = to_output(activate(acc{{ r.r }}));
+    }
+{% endfor %}
+{% endif %}
+  }
+}

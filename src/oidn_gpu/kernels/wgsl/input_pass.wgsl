@@ -1,0 +1,58 @@
+{% include "bindings.wgsl" %}
+
+{% include "to_output.wgsl" %}
+
+{% include "transfer.wgsl" %}
+
+// Read pixel (y, x) of an image as 3 values, broadcasting C = 1 (p0, p0, p0) and
+// C = 2 (p0, p1, p1). Indices are clamped to the buffer, so any params stay in range.
+{% for image in images %}
+fn read_{{ image.name }}(y: u32, x: u32) -> vec3<f32> {
+  let base = params.{{ image.name }}_offset + y * params.{{ image.name }}_row_stride
+    + x * params.{{ image.name }}_pixel_stride;
+  let last = arrayLength(&{{ image.buffer }}) - 1u;
+  let c1 = min(1u, params.{{ image.name }}_channels - 1u);
+  let c2 = min(2u, params.{{ image.name }}_channels - 1u);
+  return vec3<f32>(
+    {{ image.buffer }}[min(base, last)],
+    {{ image.buffer }}[min(base + c1, last)],
+    {{ image.buffer }}[min(base + c2, last)],
+  );
+}
+
+{% endfor %}
+// Tensor pixel (ty, tx) of the [CHANNELS, tensor_height, tensor_width] network input.
+// Inside the copy rectangle it holds the processed image pixel
+// (src_y + ty - dst_y, src_x + tx - dst_x); everywhere else exact zeros.
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  if (gid.x >= params.tensor_width || gid.y >= params.tensor_height) {
+    return;
+  }
+  let dst = (gid.y * params.tensor_width + gid.x) * OUT_BLOCKS;
+  let ry = i32(gid.y) - i32(params.dst_y);
+  let rx = i32(gid.x) - i32(params.dst_x);
+  let inside = ry >= 0 && rx >= 0 && ry < i32(params.copy_height) && rx < i32(params.copy_width);
+  var main_v = vec3<f32>(0.0);
+{% for image in aux %}
+  var {{ image }}_v = vec3<f32>(0.0);
+{% endfor %}
+  if (inside) {
+    let y = params.src_y + u32(ry);
+    let x = params.src_x + u32(rx);
+    main_v = sanitize3(read_main(y, x) * params.input_scale, MAIN_LO, MAIN_HI);
+{% if snorm %}
+    main_v = main_v * 0.5 + 0.5;
+{% endif %}
+    main_v = transfer_forward3(main_v);
+{% if "albedo" in aux %}
+    albedo_v = sanitize3(read_albedo(y, x), 0.0, 1.0);
+{% endif %}
+{% if "normal" in aux %}
+    normal_v = sanitize3(read_normal(y, x), -1.0, 1.0) * 0.5 + 0.5;
+{% endif %}
+  }
+{% for block in blocks %}
+  output[dst + {{ block.index }}u] = to_output(vec4<f32>({{ block.lanes }}));
+{% endfor %}
+}

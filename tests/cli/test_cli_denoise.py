@@ -1,0 +1,348 @@
+"""End-to-end ``oidn-gpu denoise`` on real files, compared with Intel OIDN 2.5.1.
+
+Inputs are crops of the shared Mitsuba scene ``textured_checker`` written to
+EXR/PFM/PNG; the CLI output read back from disk must equal what pyoidn computes
+on the same crop (relative L2 <= 1e-5 for float files). Runs on the NumPy
+reference backend (autouse fixture in conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_support import (
+    PARITY_REL_L2,
+    leftovers,
+    oidn,
+    pythonpath_env,
+    rel_l2,
+    write_exr,
+    write_multilayer,
+)
+
+from oidn_gpu.image import io
+
+
+def _assert_parity(path: Path, expected: np.ndarray) -> None:
+    image = io.read_image(path)
+    assert image.pixel_format == "float"
+    err = rel_l2(image.pixels[:, :, :3], expected)
+    assert err <= PARITY_REL_L2, f"relative L2 {err:.3g} > {PARITY_REL_L2:g} for {path}"
+
+
+def test_exr_with_separate_aux_files_matches_oidn(cli, scene, tmp_path: Path) -> None:
+    crop = scene(64)
+    color = write_exr(tmp_path / "beauty.exr", crop["color_4spp"])
+    albedo = write_exr(tmp_path / "albedo.exr", crop["albedo"])
+    normal = write_exr(tmp_path / "normal.exr", crop["normal"])
+    out = tmp_path / "out" / "denoised.exr"
+    result = cli("denoise", color, "--albedo", albedo, "--normal", normal, "-o", out)
+    assert result.rc == 0, result.err
+    assert "1 frame: 1 denoised, 0 skipped, 0 failed" in result.err
+    expected = oidn(crop["color_4spp"], crop["albedo"], crop["normal"], hdr=True)
+    _assert_parity(out, expected)
+    attrs = {a.name: a.value for a in io.read_image(out).attributes}
+    assert str(attrs["Software"]).startswith("oidn-gpu")
+    assert leftovers(tmp_path) == []
+
+
+def test_multilayer_exr_finds_its_aovs_and_matches_oidn(cli, scene, tmp_path: Path) -> None:
+    crop = scene(64)
+    path = write_multilayer(
+        tmp_path / "render.exr",
+        {"": crop["color_4spp"], "albedo": crop["albedo"], "nn": crop["normal"]},
+    )
+    out = tmp_path / "render_denoised.exr"
+    result = cli("-v", "denoise", path, "-o", out)
+    assert result.rc == 0, result.err
+    assert "albedo, normal; hdr" in result.err  # both AOVs were picked up
+    expected = oidn(crop["color_4spp"], crop["albedo"], crop["normal"], hdr=True)
+    _assert_parity(out, expected)
+
+
+def test_blender_style_layers_alpha_and_side_by_side(cli, scene, tmp_path: Path) -> None:
+    crop = scene(48)
+    alpha = np.linspace(0, 1, 48 * 48, dtype=np.float32).reshape(48, 48, 1)
+    noisy = np.concatenate([crop["color_4spp"], alpha], axis=2)
+    path = write_multilayer(
+        tmp_path / "blender.exr",
+        {
+            "ViewLayer.Combined": np.zeros_like(noisy),  # already denoised by Blender: not used
+            "ViewLayer.Noisy Image": noisy,
+            "ViewLayer.Denoising Albedo": crop["albedo"],
+            "ViewLayer.Denoising Normal": crop["normal"],
+        },
+    )
+    out = tmp_path / "out.exr"
+    preview = tmp_path / "cmp.png"
+    result = cli("denoise", path, "-o", out, "--side-by-side", preview)
+    assert result.rc == 0, result.err
+    image = io.read_image(out)
+    assert image.channels == ("R", "G", "B", "A")
+    np.testing.assert_array_equal(image.pixels[:, :, 3], alpha[:, :, 0])
+    expected = oidn(crop["color_4spp"], crop["albedo"], crop["normal"], hdr=True)
+    assert rel_l2(image.pixels[:, :, :3], expected) <= PARITY_REL_L2
+    side = io.read_image(preview)
+    assert side.pixels.shape == (48, 2 * 48 + 4, 3) and side.pixel_format == "uint8"
+
+
+def test_pfm_in_pfm_out_matches_oidn(cli, scene, tmp_path: Path) -> None:
+    crop = scene(48)
+    color = io.write_image_atomic(tmp_path / "c.pfm", crop["color_4spp"])
+    albedo = io.write_image_atomic(tmp_path / "a.pfm", crop["albedo"])
+    out = tmp_path / "o.pfm"
+    result = cli("denoise", color, "--albedo", albedo, "-o", out, "--quality", "fast")
+    assert result.rc == 0, result.err
+    expected = oidn(crop["color_4spp"], crop["albedo"], hdr=True, quality="fast")
+    assert rel_l2(io.read_image(out).pixels, expected) <= PARITY_REL_L2
+
+
+def test_png_is_denoised_as_srgb_ldr_and_written_as_is(cli, scene, tmp_path: Path) -> None:
+    crop = scene(48)
+    ldr = io.srgb_encode(np.clip(crop["color_4spp"] * 2, 0, 1))  # a display-referred 8-bit image
+    png = io.write_image_atomic(tmp_path / "photo.png", ldr, encoding="srgb")
+    values = io.read_image(png).pixels  # exactly what the 8-bit file holds, in [0, 1]
+    out = tmp_path / "photo_denoised.png"
+    result = cli("denoise", png, "-o", out)
+    assert result.rc == 0, result.err
+    denoised = io.read_image(out)
+    assert denoised.pixel_format == "uint8"
+    expected = oidn(values, srgb=True)  # OIDN LDR sRGB mode: no transfer function applied
+    quantized = np.round(np.clip(expected, 0, 1) * 255) / 255
+    assert np.abs(denoised.pixels - quantized).max() <= 1 / 255 + 1e-6  # one-LSB rounding ties
+
+
+def test_input_scale_and_exr_to_png_conversion(cli, scene, tmp_path: Path) -> None:
+    crop = scene(48)
+    color = write_exr(tmp_path / "c.exr", crop["color_4spp"])
+    out_exr = tmp_path / "o.exr"
+    out_png = tmp_path / "o.png"
+    assert cli("denoise", color, "-o", out_exr, "--input-scale", "0.5").rc == 0
+    assert cli("denoise", color, "-o", out_png, "--input-scale", "0.5").rc == 0
+    expected = oidn(crop["color_4spp"], hdr=True, input_scale=0.5)
+    _assert_parity(out_exr, expected)
+    png = io.read_image(out_png).pixels
+    np.testing.assert_allclose(png, io.srgb_encode(expected), atol=0.5 / 255 + 1e-6)
+
+
+def test_directory_of_multilayer_frames(cli, scene, tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    crops = [scene(32, offset=8 * i) for i in range(3)]
+    for i, crop in enumerate(crops, start=1):
+        write_multilayer(
+            frames / f"shot.{i:04d}.exr",
+            {"": crop["color_4spp"], "albedo": crop["albedo"], "nn": crop["normal"]},
+        )
+    (frames / "notes.txt").write_text("not an image")
+    out = tmp_path / "denoised"
+    result = cli("denoise", frames, "-o", out)
+    assert result.rc == 0, result.err
+    assert "3 frames: 3 denoised, 0 skipped, 0 failed" in result.err
+    assert sorted(p.name for p in out.iterdir()) == [f"shot.{i:04d}.exr" for i in (1, 2, 3)]
+    expected = oidn(crops[2]["color_4spp"], crops[2]["albedo"], crops[2]["normal"], hdr=True)
+    _assert_parity(out / "shot.0003.exr", expected)
+    again = cli("denoise", frames, "-o", out, "--skip-existing")
+    assert again.rc == 0 and "3 skipped" in again.err
+
+
+def test_glob_with_aux_templates(cli, scene, tmp_path: Path) -> None:
+    for i in (1, 2):
+        crop = scene(32, offset=8 * i)
+        write_exr(tmp_path / f"beauty_{i}.exr", crop["color_4spp"])
+        write_exr(tmp_path / f"albedo_{i}.exr", crop["albedo"])
+        write_exr(tmp_path / f"normal_{i}.exr", crop["normal"])
+    result = cli(
+        "denoise",
+        str(tmp_path / "beauty_*.exr"),
+        "-o",
+        str(tmp_path / "out" / "{stem}_dn.exr"),
+        "--albedo",
+        str(tmp_path / "albedo_{frame}.exr"),
+        "--normal",
+        str(tmp_path / "normal_{frame}.exr"),
+    )
+    assert result.rc == 0, result.err
+    crop = scene(32, offset=16)
+    expected = oidn(crop["color_4spp"], crop["albedo"], crop["normal"], hdr=True)
+    _assert_parity(tmp_path / "out" / "beauty_2_dn.exr", expected)
+
+
+def test_corrupt_frame_is_reported_and_the_others_finish(cli, scene, tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in (1, 3):
+        write_exr(frames / f"f{i}.exr", scene(32, offset=4 * i)["color_4spp"])
+    good = (frames / "f1.exr").read_bytes()
+    (frames / "f2.exr").write_bytes(good[: len(good) // 2])  # truncated mid-file
+    (frames / "f4.exr").write_bytes(b"this is not an exr")
+    out = tmp_path / "out"
+    result = cli("denoise", frames, "-o", out)
+    assert result.rc == 1
+    assert "4 frames: 2 denoised, 0 skipped, 2 failed" in result.err
+    assert f"error: {frames / 'f2.exr'}: cannot read" in result.err
+    assert f"error: {frames / 'f4.exr'}: cannot read" in result.err
+    assert "Traceback" not in result.err
+    assert sorted(p.name for p in out.iterdir()) == ["f1.exr", "f3.exr"]
+    for name in ("f1.exr", "f3.exr"):
+        assert io.read_image(out / name).pixels.shape == (32, 32, 3)
+    assert leftovers(tmp_path) == []
+
+
+def test_interrupt_while_writing_leaves_no_partial_output(
+    cli, scene, tmp_path: Path, monkeypatch
+) -> None:
+    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's usual alias
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in (1, 2, 3):
+        write_exr(frames / f"f{i}.exr", scene(32, offset=4 * i)["color_4spp"])
+    real_write = oiio.ImageOutput.write_image
+    calls = []
+
+    def write_then_interrupt(self, *args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of writing frame 2
+        return real_write(self, *args)
+
+    monkeypatch.setattr(oiio.ImageOutput, "write_image", write_then_interrupt)
+    out = tmp_path / "out"
+    result = cli("denoise", frames, "-o", out)
+    assert result.rc == 130
+    assert result.err.strip().splitlines()[-1].startswith("error: interrupted")
+    assert sorted(p.name for p in out.iterdir()) == ["f1.exr"]
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signals to a child are POSIX-only")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_to_a_running_sequence_leaves_only_complete_outputs(
+    scene, tmp_path: Path, signum: int
+) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    frame_count = 24  # enough that the run is still going when the signal arrives
+    for i in range(frame_count):
+        write_exr(frames / f"f{i:02d}.exr", scene(64, offset=i)["color_4spp"])
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oidn_gpu", "denoise", str(frames), "-o", str(out)],
+        env=pythonpath_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if out.is_dir() and any(
+            p.suffix == ".exr" and not p.name.startswith(".") for p in out.iterdir()
+        ):
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "error: interrupted" in err
+    written = sorted(p for p in out.iterdir())
+    assert 1 <= len(written) < frame_count
+    for path in written:
+        assert not path.name.startswith("."), f"temporary file left: {path}"
+        assert io.read_image(path).pixels.shape == (64, 64, 3)
+    assert leftovers(tmp_path) == []
+
+
+def test_prefilter_accurate_matches_oidns_documented_workflow(
+    cli, scene, tmp_path: Path, weights_dir: Path, scenes_dir: Path
+) -> None:
+    y, x = 300, 260
+    noisy_albedo = io.read_image(scenes_dir / "textured_checker" / "albedo_1spp.exr").pixels
+    noisy_normal = io.read_image(scenes_dir / "textured_checker" / "normal_1spp.exr").pixels
+    crop = scene(48)
+    albedo = np.ascontiguousarray(noisy_albedo[y : y + 48, x : x + 48])
+    normal = np.ascontiguousarray(noisy_normal[y : y + 48, x : x + 48])
+    path = write_multilayer(
+        tmp_path / "r.exr", {"": crop["color_4spp"], "albedo": albedo, "nn": normal}
+    )
+    out = tmp_path / "o.exr"
+    result = cli(
+        "denoise", path, "-o", out, "--prefilter", "accurate", "--weights-dir", weights_dir
+    )
+    assert result.rc == 0, result.err
+    clean_albedo = oidn(None, albedo)
+    clean_normal = oidn(None, None, normal)
+    expected = oidn(crop["color_4spp"], clean_albedo, clean_normal, hdr=True, clean_aux=True)
+    _assert_parity(out, expected)
+
+    fast = tmp_path / "fast.exr"
+    result = cli("denoise", path, "-o", fast, "--prefilter", "fast", "--quality", "balanced")
+    assert result.rc == 0, result.err
+    expected = oidn(
+        crop["color_4spp"], albedo, normal, hdr=True, clean_aux=True, quality="balanced"
+    )
+    _assert_parity(fast, expected)
+
+
+def test_lightmap_matches_oidn(cli, scene, tmp_path: Path) -> None:
+    crop = scene(48)
+    color = write_exr(tmp_path / "lm.exr", crop["color_4spp"])
+    out = tmp_path / "lm_out.exr"
+    result = cli("denoise", color, "-o", out, "--lightmap")
+    assert result.rc == 0, result.err
+    _assert_parity(out, oidn(crop["color_4spp"], filter_type="RTLightmap"))
+
+
+def test_tile_size_does_not_change_the_result(cli, scene, tmp_path: Path) -> None:
+    wide = scene(224)["color_4spp"][:48]  # 224 x 48: two tiles of at most 208 px
+    color = write_exr(tmp_path / "c.exr", wide)
+    whole, tiled = tmp_path / "whole.exr", tmp_path / "tiled.exr"
+    assert cli("denoise", color, "-o", whole, "--quality", "fast").rc == 0
+    result = cli("denoise", color, "-o", tiled, "--quality", "fast", "--tile-size", "208")
+    assert result.rc == 0, result.err
+    np.testing.assert_array_equal(io.read_image(whole).pixels, io.read_image(tiled).pixels)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", ["cornell_diffuse", "cornell_glossy", "textured_checker", "dim_indirect"]
+)
+def test_full_shared_scene_equals_stored_oidn_output(
+    cli, scenes_dir: Path, tmp_path: Path, name: str
+) -> None:
+    """The stored ``oidn_4spp_aux.exr`` is OIDN 2.5.1's output (RT, hdr, albedo + normal)."""
+    folder = scenes_dir / name
+    out = tmp_path / f"{name}.exr"
+    result = cli(
+        "denoise",
+        folder / "color_4spp.exr",
+        "--albedo",
+        folder / "albedo.exr",
+        "--normal",
+        folder / "normal.exr",
+        "-o",
+        out,
+    )
+    assert result.rc == 0, result.err
+    _assert_parity(out, io.read_image(folder / "oidn_4spp_aux.exr").pixels)
+
+
+def test_example_main_job_command(cli, tmp_path: Path) -> None:
+    """The README's main-job command: denoise the bundled example, write a preview."""
+    example = Path(cli("example").out.strip())
+    shutil.copyfile(example, tmp_path / example.name)
+    out, preview = tmp_path / "denoised.exr", tmp_path / "side_by_side.png"
+    result = cli("denoise", tmp_path / example.name, "-o", out, "--side-by-side", preview)
+    assert result.rc == 0, result.err
+    assert io.read_image(out).pixels.shape == (256, 256, 3)
+    assert io.read_image(preview).pixels.shape == (256, 2 * 256 + 4, 3)
+    assert os.path.getsize(preview) > 10_000

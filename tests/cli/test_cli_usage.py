@@ -1,0 +1,172 @@
+"""Bad usage gives ``error: ...`` and exit code 2; inspect, info, example, bench, --list-layers.
+
+None of these tests denoises anything, so they are fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_support import write_exr, write_multilayer
+
+
+@pytest.fixture
+def image(tmp_path: Path) -> Path:
+    return write_exr(tmp_path / "in.exr", np.ones((16, 16, 3), np.float32))
+
+
+def _usage_error(result, fragment: str) -> None:
+    assert result.rc == 2, result.err
+    lines = result.err.strip().splitlines()
+    assert lines and lines[-1].startswith("error: "), result.err
+    assert fragment in result.err
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--quality", "ultra"], "unknown quality 'ultra'; expected 'fast', 'balanced' or 'high'"),
+        (["--prefilter", "slow"], "unknown prefilter 'slow'"),
+        (["--backend", "cuda"], "unknown backend 'cuda'"),
+        (["--tile-size", "0"], "0 must be at least 1"),
+        (["--tile-size", "big"], "invalid integer 'big'"),
+        (["--input-scale", "nan"], "must be a finite number"),
+        (["--input-scale", "-1"], "must be a finite number >= 0"),
+        (["--max-memory-mb", "-5"], "must not be negative"),
+        (["--hdr", "--srgb"], "not allowed with argument"),
+        (["--overwrite", "--skip-existing"], "not allowed with argument"),
+        (["--directional"], "--directional needs --lightmap"),
+        (["--lightmap", "--albedo", "a.exr"], "--albedo cannot be used with --lightmap"),
+        (["--lightmap", "--hdr"], "--hdr cannot be used with --lightmap"),
+        (["--weights", "missing.tza"], "weights file 'missing.tza' does not exist"),
+        (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    ],
+)
+def test_bad_flag_values_are_usage_errors(
+    cli, image: Path, tmp_path: Path, flags: list[str], fragment: str
+) -> None:
+    result = cli("denoise", image, "-o", tmp_path / "out.exr", *flags)
+    _usage_error(result, fragment)
+    assert not (tmp_path / "out.exr").exists()
+
+
+def test_missing_output_is_a_usage_error(cli, image: Path) -> None:
+    _usage_error(cli("denoise", image), "no output given; pass -o OUTPUT")
+
+
+def test_missing_input_glob_and_empty_directory(cli, tmp_path: Path) -> None:
+    _usage_error(cli("denoise", tmp_path / "nope.exr", "-o", tmp_path / "o.exr"), "does not exist")
+    _usage_error(cli("denoise", str(tmp_path / "*.exr"), "-o", tmp_path / "o"), "no files match")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _usage_error(cli("denoise", empty, "-o", tmp_path / "o"), "holds no image files")
+
+
+def test_existing_output_needs_overwrite_or_skip(cli, image: Path, tmp_path: Path) -> None:
+    out = write_exr(tmp_path / "out.exr", np.zeros((16, 16, 3), np.float32))
+    before = out.read_bytes()
+    _usage_error(cli("denoise", image, "-o", out), "pass --overwrite or --skip-existing")
+    assert out.read_bytes() == before
+    skipped = cli("denoise", image, "-o", out, "--skip-existing")
+    assert skipped.rc == 0 and "1 skipped" in skipped.err
+    assert out.read_bytes() == before
+
+
+def test_unwritable_extension_and_missing_aux(cli, image: Path, tmp_path: Path) -> None:
+    _usage_error(cli("denoise", image, "-o", tmp_path / "out.xyz"), "cannot write '.xyz' files")
+    _usage_error(
+        cli("denoise", image, "-o", tmp_path / "o.exr", "--albedo", tmp_path / "alb.exr"),
+        "auxiliary file",
+    )
+
+
+def test_one_aux_file_for_many_inputs_needs_a_template(cli, image: Path, tmp_path: Path) -> None:
+    second = write_exr(tmp_path / "in2.exr", np.ones((16, 16, 3), np.float32))
+    _usage_error(
+        cli("denoise", image, second, "-o", tmp_path / "out", "--albedo", image),
+        "give a directory or a template",
+    )
+    _usage_error(cli("denoise", image, "-o", tmp_path / "{nope}.exr"), "bad template")
+
+
+def test_two_inputs_mapping_to_one_output_are_refused(cli, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = write_exr(tmp_path / "a" / "f.exr", np.ones((8, 8, 3), np.float32))
+    two = write_exr(tmp_path / "b" / "f.exr", np.ones((8, 8, 3), np.float32))
+    _usage_error(cli("denoise", one, two, "-o", tmp_path / "out"), "would both write")
+
+
+def test_no_command_prints_help_and_exits_2(cli) -> None:
+    result = cli()
+    assert result.rc == 2 and "usage:" in result.err
+
+
+def test_help_and_version_exit_0(cli) -> None:
+    assert cli("--version").rc == 0
+    result = cli("denoise", "--help")
+    assert result.rc == 0 and "--prefilter" in result.out
+
+
+def test_list_layers_shows_layers_and_the_default_picks(cli, tmp_path: Path) -> None:
+    ones = np.ones((4, 4, 3), np.float32)
+    path = write_multilayer(tmp_path / "m.exr", {"": ones, "albedo": ones, "nn": ones})
+    result = cli("denoise", "--list-layers", path)
+    assert result.rc == 0, result.err
+    assert "(root): R, G, B" in result.out and "nn: X, Y, Z" in result.out
+    assert "-> albedo: 'albedo'" in result.out and "-> normal: 'nn'" in result.out
+
+
+def test_inspect_official_weights(cli, weights_dir: Path) -> None:
+    result = cli("inspect", weights_dir / "rt_hdr_alb_nrm.tza")
+    assert result.rc == 0, result.err
+    out = result.out
+    assert "sha-256:         e586ef2ff48d7fbb" in out
+    assert "official:        yes, rt_hdr_alb_nrm.tza" in out
+    assert "topology:        base U-Net" in out
+    assert "9 channels: HDR color (3) + albedo (3) + normal (3)" in out
+    assert "receptive field: 174 px" in out
+    assert "flops per pixel:" in out
+    assert "enc_conv0.weight" in out and "32x9x3x3" in out
+
+
+def test_inspect_corrupt_and_missing_files(cli, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tza"
+    bad.write_bytes(b"not a tza file at all")
+    result = cli("inspect", bad)
+    assert result.rc == 1 and result.err.startswith("error: invalid or corrupted weights blob")
+    _usage_error(cli("inspect", tmp_path / "none.tza"), "does not exist")
+
+
+def test_info_lists_version_modules_and_backends(cli) -> None:
+    result = cli("info", "--no-probe")
+    assert result.rc == 0, result.err
+    assert "oidn-gpu 0." in result.out
+    assert "reference    available" in result.out
+    assert "OpenImageIO" in result.out
+
+
+def test_example_path_exists_and_is_a_multilayer_exr(cli, tmp_path: Path) -> None:
+    result = cli("example")
+    assert result.rc == 0
+    path = Path(result.out.strip())
+    assert path.is_file() and path.stat().st_size < 1_000_000
+    copied = cli("example", "--copy", tmp_path)
+    assert Path(copied.out.strip()).read_bytes() == path.read_bytes()
+    layers = cli("denoise", "--list-layers", path)
+    assert "-> albedo: 'albedo'" in layers.out and "-> normal: 'nn'" in layers.out
+
+
+def test_bench_reports_a_clear_error_when_unavailable(cli, monkeypatch) -> None:
+    import sys
+
+    import oidn_gpu.backends.wgpu as package
+
+    monkeypatch.setitem(sys.modules, "oidn_gpu.backends.wgpu.bench", None)  # import fails
+    monkeypatch.delattr(package, "bench", raising=False)
+    result = cli("bench")
+    assert result.rc == 1
+    assert result.err.startswith("error: the benchmark is not available")

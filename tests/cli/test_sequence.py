@@ -1,0 +1,92 @@
+"""oidn_gpu.sequence: the frame loop, progress, summary and Denoiser reuse (fake denoiser)."""
+
+from __future__ import annotations
+
+import io as stdio
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from cli_support import write_exr
+
+import oidn_gpu
+from oidn_gpu import sequence
+from oidn_gpu.image import io
+
+
+class FakeDenoiser:
+    """Halves the color; reports progress in four tiles; fails on a marked image."""
+
+    created: ClassVar[list[dict]] = []
+
+    def __init__(self, **kwargs: object) -> None:
+        FakeDenoiser.created.append(kwargs)
+        self.closed = False
+
+    def denoise(self, color, albedo=None, normal=None, *, progress=None):
+        if float(color[0, 0, 0]) == 42.0:
+            raise RuntimeError("boom")
+        for i in range(5):
+            if progress is not None:
+                progress(i / 4)
+        return color * 0.5
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeDenoiser]:
+    FakeDenoiser.created = []
+    monkeypatch.setattr(oidn_gpu, "Denoiser", FakeDenoiser)
+    return FakeDenoiser
+
+
+def _jobs(tmp_path: Path, values: list[float]) -> list[sequence.FrameJob]:
+    jobs = []
+    for i, value in enumerate(values):
+        src = write_exr(tmp_path / f"in{i}.exr", np.full((8, 8, 3), value, np.float32))
+        jobs.append(sequence.FrameJob(src, tmp_path / "out" / f"o{i}.exr"))
+    return jobs
+
+
+def test_frames_share_one_denoiser_and_progress_is_fractional(fake, tmp_path: Path) -> None:
+    stream = stdio.StringIO()
+    summary = sequence.run_sequence(
+        _jobs(tmp_path, [1.0, 2.0, 3.0]),
+        {"quality": "fast"},
+        sequence.InputOptions(),
+        show_progress=True,
+        stream=stream,
+    )
+    assert summary.count("done") == 3
+    assert len(fake.created) == 1 and fake.created[0] == {
+        "quality": "fast",
+        "hdr": True,
+        "srgb": False,
+    }
+    assert "3.00/3 frames" in stream.getvalue()  # tqdm throttles the per-tile redraws
+    np.testing.assert_array_equal(io.read_image(tmp_path / "out" / "o2.exr").pixels, 1.5)
+    assert summary.line(3).startswith("3 frames: 3 denoised, 0 skipped, 0 failed in ")
+
+
+def test_an_unexpected_error_fails_only_that_frame(fake, tmp_path: Path) -> None:
+    stream = stdio.StringIO()
+    summary = sequence.run_sequence(
+        _jobs(tmp_path, [1.0, 42.0, 3.0]), {}, sequence.InputOptions(), stream=stream
+    )
+    assert [r.status for r in summary.results] == ["done", "failed", "done"]
+    assert "internal error: RuntimeError: boom" in stream.getvalue()
+    assert not (tmp_path / "out" / "o1.exr").exists()
+
+
+def test_mode_follows_the_file_type(tmp_path: Path) -> None:
+    png = io.read_image(
+        io.write_image_atomic(tmp_path / "x.png", np.zeros((4, 4, 3)), encoding="srgb")
+    )
+    exr = io.read_image(write_exr(tmp_path / "x.exr", np.zeros((4, 4, 3), np.float32)))
+    auto = sequence.InputOptions()
+    assert sequence.resolve_mode(auto, png) == (False, True)
+    assert sequence.resolve_mode(auto, exr) == (True, False)
+    assert sequence.resolve_mode(sequence.InputOptions(mode="ldr"), exr) == (False, False)

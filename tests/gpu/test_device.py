@@ -1,0 +1,65 @@
+"""Device creation, capabilities, wrapping a caller's device, fences."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from oidn_gpu.backends.wgpu import device as dev
+from oidn_gpu.errors import InvalidArgumentError
+
+
+def test_open_device_enables_available_optional_features(gpu):
+    adapter_features = set(gpu.adapter.features)
+    for feature in dev.OPTIONAL_FEATURES:
+        assert (feature in gpu.capabilities.features) == (feature in adapter_features)
+
+
+def test_open_device_requests_the_adapter_maximum_of_kernel_limits(gpu):
+    adapter_limits = dict(gpu.adapter.limits)
+    for name in ("max-storage-buffer-binding-size", "max-compute-workgroup-storage-size",
+                 "max-buffer-size"):
+        assert gpu.capabilities.limit(name) == adapter_limits[name]
+
+
+def test_capabilities_are_frozen_and_describe_the_adapter(gpu):
+    caps = gpu.capabilities
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        caps.features = frozenset()  # type: ignore[misc]
+    assert caps.adapter.backend_type
+    assert caps.max_compute_workgroup_size[0] >= 8
+    assert caps.describe()
+    with pytest.raises(KeyError):
+        caps.limit("no-such-limit")
+
+
+def test_wrapping_a_caller_device_does_not_take_ownership(gpu):
+    wrapped = dev.open_device(gpu.device)
+    assert not wrapped.owned
+    wrapped.close()
+    buffer = gpu.create_buffer("still-alive", 16)  # the device survived
+    buffer.destroy()
+    assert dev.open_device(gpu) is gpu
+
+
+def test_open_device_rejects_non_devices():
+    with pytest.raises(InvalidArgumentError, match="wgpu.GPUDevice"):
+        dev.open_device(object())
+    with pytest.raises(InvalidArgumentError, match="power preference"):
+        dev.open_device(power_preference="fast")
+
+
+def test_fence_signals_after_submitted_work(gpu):
+    data = np.arange(64, dtype=np.float32)
+    buffer = gpu.create_buffer_with_data("fence-test", data, dev.STORAGE_USAGE)
+    encoder = gpu.create_command_encoder("fence-test")
+    encoder.clear_buffer(buffer, 0, 16)
+    gpu.submit([encoder.finish()])
+    fence = gpu.fence()
+    assert fence.wait(30.0)
+    assert fence.is_done()
+    out = np.frombuffer(gpu.read_buffer(buffer), np.float32)
+    assert (out[:4] == 0).all() and (out[4:] == data[4:]).all()
+    buffer.destroy()

@@ -1,0 +1,208 @@
+"""WgpuExecutor against the NumPy reference: numerics, lifetimes, GPU buffers, profiling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oidn_gpu.backends.base import NetworkExecutor
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
+from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, UnsupportedDeviceError
+from oidn_gpu.graph.reference import run_graph
+
+from .conftest import FP16_REL_L2, FP32_REL_L2, assert_close
+
+MODELS = ("tiny_base_ic3", "tiny_base_ic9", "tiny_large_ic6")
+
+
+def _input(model, height=32, width=48, seed=0):
+    return np.random.default_rng(seed).random((model.input_channels, height, width), np.float32)
+
+
+def _reference(model, x):
+    return run_graph(model.graph, model.convs, x, dtype=np.float64)
+
+
+@pytest.fixture(scope="module")
+def executors(gpu, tiny_models):
+    """One executor per (model, precision), shared by the module's tests."""
+    made = {}
+    for name in MODELS:
+        for precision in ("fp32", "fp16"):
+            if precision == "fp16" and not gpu.capabilities.has_f16:
+                continue
+            made[name, precision] = WgpuExecutor(tiny_models[name], device=gpu, precision=precision)
+    yield made
+    for executor in made.values():
+        executor.close()
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_fp32_matches_reference(executors, tiny_models, name):
+    model = tiny_models[name]
+    x = _input(model)
+    assert_close(executors[name, "fp32"].run(x), _reference(model, x), FP32_REL_L2, name)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_fp16_matches_reference_and_is_finite(executors, tiny_models, name):
+    if (name, "fp16") not in executors:
+        pytest.skip("device has no shader-f16")
+    model = tiny_models[name]
+    x = _input(model, seed=1)
+    assert_close(executors[name, "fp16"].run(x), _reference(model, x), FP16_REL_L2, name)
+
+
+def test_real_small_model_fp32_matches_reference(gpu, weights_dir):
+    from oidn_gpu.model.unet import load_model
+
+    model = load_model(weights_dir / "rt_hdr_alb_nrm_small.tza")
+    x = _input(model, 32, 32, seed=2)
+    with WgpuExecutor(model, device=gpu, precision="fp32") as executor:
+        assert_close(executor.run(x), _reference(model, x), FP32_REL_L2, "rt_hdr_alb_nrm_small")
+
+
+def test_repeated_runs_are_bit_identical(executors, tiny_models):
+    model = tiny_models["tiny_base_ic9"]
+    x = _input(model, seed=3)
+    for executor in (executors["tiny_base_ic9", p] for p in ("fp32", "fp16") if ("tiny_base_ic9", p) in executors):
+        first = executor.run(x)
+        assert np.array_equal(first, executor.run(x))
+
+
+def test_trusted_and_checked_kernels_give_identical_results(gpu, tiny_models):
+    model = tiny_models["tiny_large_ic6"]
+    x = _input(model, seed=4)
+    results = []
+    for checks in (False, True):
+        with WgpuExecutor(model, device=gpu, precision="fp32", shader_checks=checks) as executor:
+            assert executor.info().trusted is (not checks)
+            results.append(executor.run(x))
+    assert np.array_equal(results[0], results[1])
+
+
+def test_executor_satisfies_the_protocol_and_reports_info(executors):
+    executor = executors["tiny_base_ic3", "fp32"]
+    assert isinstance(executor, NetworkExecutor)
+    info = executor.info()
+    assert info.backend == "wgpu" and info.precision == "fp32"
+    assert set(info.kernels) == {node.name for node in executor.graph.nodes}
+
+
+def test_resources_are_empty_after_close_and_close_is_idempotent(gpu, tiny_models):
+    executor = WgpuExecutor(tiny_models["tiny_base_ic3"], device=gpu, precision="fp32")
+    executor.prewarm([(16, 16), (32, 32)])
+    executor.profile_next_execution()
+    executor.run(_input(tiny_models["tiny_base_ic3"], 16, 16))
+    held = executor.resources()
+    assert held.buffer_count > 0 and held.shapes == ((32, 32), (16, 16))
+    executor.close()
+    assert executor.resources().is_empty
+    executor.close()
+    with pytest.raises(InvalidOperationError, match="closed"):
+        executor.run(_input(tiny_models["tiny_base_ic3"], 16, 16))
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"precision": "fp64"}, InvalidArgumentError, "precision"),
+        ({"kernel": "winograd"}, InvalidArgumentError, "kernel"),
+        ({"gemm": {"no_such_option": 1}}, InvalidArgumentError, "gemm|option"),
+        ({"shape_cache_size": 0}, InvalidArgumentError, "shape_cache_size"),
+    ],
+)
+def test_invalid_options_raise_clear_errors(gpu, tiny_models, options, error, match):
+    with pytest.raises(error, match=match):
+        WgpuExecutor(tiny_models["tiny_base_ic3"], device=gpu, **options)
+
+
+def test_fp16_without_shader_f16_is_unsupported(gpu, tiny_models):
+    from oidn_gpu.backends.wgpu.device import open_device
+
+    plain = open_device(features=())
+    try:
+        with pytest.raises(UnsupportedDeviceError, match="shader-f16"):
+            WgpuExecutor(tiny_models["tiny_base_ic3"], device=plain, precision="fp16")
+        with WgpuExecutor(tiny_models["tiny_base_ic3"], device=plain) as executor:
+            assert executor.precision.value == "fp32"
+    finally:
+        plain.close()
+
+
+def test_unaligned_network_input_is_rejected(executors):
+    with pytest.raises(InvalidArgumentError, match="multiple of 16"):
+        executors["tiny_base_ic3", "fp32"].run(np.zeros((3, 20, 16), np.float32))
+
+
+def _gpu_input(gpu, x):
+    return gpu.create_buffer_with_data("test-input", np.ascontiguousarray(x.transpose(1, 2, 0)), STORAGE_USAGE)
+
+
+def test_execution_on_caller_owned_buffers_matches_host_run(gpu, executors, tiny_models):
+    executor = executors["tiny_base_ic9", "fp32"]
+    model = tiny_models["tiny_base_ic9"]
+    x = _input(model, 32, 32, seed=5)
+    source = _gpu_input(gpu, x)
+    target = gpu.create_buffer("test-output", 32 * 32 * 3 * 4, STORAGE_USAGE)
+    try:
+        assert executor.execute_buffers(source, 32, 32, output=target) is target
+        out = np.frombuffer(gpu.read_buffer(target), np.float32).reshape(32, 32, 3).transpose(2, 0, 1)
+        assert np.array_equal(out, executor.run(x))
+    finally:
+        source.destroy()
+        target.destroy()
+
+
+def test_evicted_plans_are_destroyed_only_after_the_queue_finished(gpu, tiny_models):
+    model = tiny_models["tiny_base_ic3"]
+    executor = WgpuExecutor(model, device=gpu, precision="fp32", shape_cache_size=1)
+    destroyed = []
+    original = executor._destroy_plan
+
+    def checked_destroy(shape_plan):
+        if not executor._closed:
+            assert shape_plan.fence is not None and shape_plan.fence.is_done(), "destroyed in flight"
+        destroyed.append((shape_plan.height, shape_plan.width))
+        original(shape_plan)
+
+    executor._destroy_plan = checked_destroy
+    shapes = [(16, 16), (32, 16), (16, 32), (32, 32)]
+    inputs, outputs, xs = [], [], []
+    try:
+        for index, (h, w) in enumerate(shapes):
+            x = _input(model, h, w, seed=10 + index)
+            xs.append(x)
+            inputs.append(_gpu_input(gpu, x))
+            outputs.append(gpu.create_buffer("out", h * w * 12, STORAGE_USAGE))
+            executor.execute_buffers(inputs[-1], h, w, output=outputs[-1])  # no wait
+        assert executor.resources().shapes == ((32, 32),)
+        gpu.wait_idle()
+        for (h, w), x, out in zip(shapes, xs, outputs):
+            y = np.frombuffer(gpu.read_buffer(out), np.float32).reshape(h, w, 3).transpose(2, 0, 1)
+            assert_close(y, _reference(model, x), FP32_REL_L2, f"{h}x{w}")
+        for fence_plan in list(executor._retired):
+            fence_plan.fence.wait(30.0)
+        assert executor.resources().pending_operations == 0
+        assert sorted(destroyed) == sorted(shapes[:-1])
+    finally:
+        executor.close()
+        for buffer in inputs + outputs:
+            buffer.destroy()
+    assert executor.resources().is_empty
+
+
+def test_profiling_returns_per_layer_gpu_times(gpu, executors, tiny_models):
+    executor = executors["tiny_base_ic3", "fp32"]
+    if not gpu.capabilities.has_timestamps:
+        assert executor.profile_next_execution() is False
+        pytest.skip("device has no timestamp-query")
+    assert executor.profile_next_execution() is True
+    executor.run(_input(tiny_models["tiny_base_ic3"], 32, 32))
+    profile = executor.last_profile()
+    assert profile is not None and (profile.height, profile.width) == (32, 32)
+    assert [layer.name for layer in profile.layers] == [node.name for node in executor.graph.nodes]
+    assert all(layer.elapsed_ms >= 0 for layer in profile.layers)
+    assert profile.total_ms > 0 and profile.flops > 0
+    assert executor.resources().count("gpu-query-set") == 0

@@ -1,0 +1,13 @@
+"""Fixtures of the kernel tests: the test device's limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from . import gpu_runner
+
+
+@pytest.fixture(scope="session")
+def limits():  # noqa: ANN201 - DeviceLimits
+    """`DeviceLimits` of the wgpu test device (fails clearly when there is no adapter)."""
+    return gpu_runner.limits()

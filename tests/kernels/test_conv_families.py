@@ -1,0 +1,137 @@
+"""Every conv family, the pool and the fused variants on lavapipe vs a float64 NumPy conv.
+
+fp32: relative L2 <= 1e-5; fp16: <= 2e-3 and finite. Odd channel counts,
+non-square sizes, ReLU on and off; repeated runs are bit-identical.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oidn_gpu.kernels import (
+    conv_direct,
+    conv_igemm,
+    conv_pool,
+    conv_spatial,
+    conv_subgroup,
+    decoder,
+    final_rgb,
+    pool,
+)
+from oidn_gpu.kernels import weights as wpack
+from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout
+from oidn_gpu.kernels.spec import ConvSource, ConvSpec, PoolSpec, Precision
+
+from . import gpu_runner
+from .conv_ref import check_conv, pool2
+
+pytestmark = pytest.mark.gpu
+
+PRECISIONS = [Precision.FP32, Precision.FP16]
+
+
+def _plain(p: Precision, relu: bool = True) -> ConvSpec:
+    return ConvSpec.simple(9, 13, p, relu=relu)
+
+
+def _decoder(p: Precision) -> ConvSpec:
+    return decoder.decoder_spec(5, 3, 13, p)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
+@pytest.mark.parametrize(
+    "case",
+    ["plain-relu", "plain-linear", "pool", "decoder", "wide-in"],
+)
+def test_direct(case: str, precision: Precision, rng) -> None:
+    spec = {
+        "plain-relu": _plain(precision),
+        "plain-linear": _plain(precision, relu=False),
+        "pool": ConvSpec.simple(5, 9, precision, pool=True),
+        "decoder": _decoder(precision),
+        "wide-in": ConvSpec.simple(73, 32, precision, relu=False),
+    }[case]
+    h, w = (10, 14) if spec.pool or spec.decoder else (7, 11)
+    check_conv(conv_direct.generate(spec), spec, h, w, rng, repeat=case == "plain-relu")
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
+@pytest.mark.parametrize("case", ["plain", "pool", "decoder"])
+def test_igemm(case: str, precision: Precision, rng, limits) -> None:
+    spec = {
+        "plain": ConvSpec.simple(13, 32, precision, relu=False),
+        "pool": ConvSpec.simple(9, 13, precision, pool=True),
+        "decoder": _decoder(precision),
+    }[case]
+    h, w = (12, 10) if case != "plain" else (9, 13)
+    kernel = conv_igemm.generate(spec, GemmOptions(), limits)
+    check_conv(kernel, spec, h, w, rng, repeat=case == "plain")
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
+@pytest.mark.parametrize("rows", [4, 8])
+def test_conv_pool_forms(rows: int, precision: Precision, rng, limits) -> None:
+    spec = ConvSpec.simple(3, 9, precision, relu=rows == 4, pool=True)
+    gemm = conv_pool.generate(spec, "implicit-gemm", GemmOptions(rows_per_thread=rows), limits)
+    direct = conv_pool.generate(spec, "direct")
+    a = check_conv(gemm, spec, 8, 14, rng)
+    assert direct.name == "conv-direct"
+    check_conv(direct, spec, 8, 14, rng)
+    assert a.shape == (4, 7, 9)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
+@pytest.mark.parametrize("case", ["plain", "decoder"])
+def test_spatial(case: str, precision: Precision, rng) -> None:
+    spec = _plain(precision) if case == "plain" else _decoder(precision)
+    check_conv(conv_spatial.generate(spec), spec, 10, 18, rng)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
+@pytest.mark.parametrize("case", ["plain", "decoder"])
+def test_subgroup(case: str, precision: Precision, rng, limits) -> None:
+    assert limits.subgroups, "lavapipe exposes subgroups; the subgroup kernel must run"
+    spec = _plain(precision, relu=False) if case == "plain" else _decoder(precision)
+    check_conv(conv_subgroup.generate(spec), spec, 10, 6, rng)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
+@pytest.mark.parametrize("mode", [m for m in FinalLayer if m is not FinalLayer.SHARED_AUTO])
+def test_final_rgb(mode: FinalLayer, precision: Precision, rng, limits) -> None:
+    spec = ConvSpec.simple(32, 3, precision, relu=False, out_precision=Precision.FP32)
+    kernel = final_rgb.generate(spec, mode, limits)
+    expected = "conv-direct" if mode is FinalLayer.DIRECT else "conv-final-rgb"
+    assert kernel.name == expected
+    check_conv(kernel, spec, 11, 9, rng)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
+@pytest.mark.parametrize("layout", list(PoolLayout), ids=lambda v: v.value)
+def test_max_pool(layout: PoolLayout, precision: Precision, rng, limits) -> None:
+    channels, oh, ow = 13, 5, 7
+    kernel = pool.generate(PoolSpec(channels, precision), layout, limits)
+    x = rng.standard_normal((2 * oh, 2 * ow, channels)).astype(precision.numpy_dtype)
+    out = gpu_runner.run(
+        kernel,
+        {"input": wpack.pack_activation(x, precision)},
+        {"output": oh * ow * 4 * 4 * precision.itemsize},
+        {"height": oh, "width": ow},
+        (channels, oh, ow),
+    )["output"]
+    got = wpack.unpack_activation(np.frombuffer(out, precision.numpy_dtype), channels, oh, ow)
+    np.testing.assert_array_equal(got, pool2(x))
+
+
+def test_pool_channels_grid_wraps_into_z() -> None:
+    from oidn_gpu.kernels.spec import DeviceLimits
+
+    kernel = pool.generate(PoolSpec(64), PoolLayout.CHANNELS, DeviceLimits(max_workgroups_per_dimension=10))
+    x, y, z = kernel.grid(64, 3, 7)  # 7 * 16 blocks = 112 invocations = 14 groups
+    assert (x, y, z) == (10, 1, 2)
+
+
+def test_decoder_spec_odd_sources(rng) -> None:
+    """Three sources, the middle one upsampled, odd channel counts (fp32, direct)."""
+    spec = ConvSpec((ConvSource(3), ConvSource(5, True), ConvSource(1)), 9, Precision.FP32)
+    check_conv(decoder.generate(spec, "direct"), spec, 6, 10, rng)

@@ -1,0 +1,236 @@
+"""Implicit-GEMM options: validation, every value swept, a pairwise-covering set, bit identity.
+
+The sweep and the pairwise rows run a decoder conv (upsampled 5 + skip 9
+channels -> 64, so the output-aligned tile policy widens the tile) on lavapipe.
+Every variant must match the float64 reference and be bit-identical to the
+default options' output: the options change scheduling, never the K order or
+the f16 partial grouping.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.kernels import conv_igemm, gemm
+from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
+
+from .conv_ref import make_case, reference, rel_l2, run_conv, tolerance
+
+H, W = 6, 10
+# Options that shape the implicit-GEMM kernel (pool_layout / final_layer pick other kernels:
+# they are swept in test_conv_families and by `select`).
+IGEMM_OPTIONS = [
+    "tile_policy",
+    "decoder_load",
+    "shared_layout",
+    "accumulation_order",
+    "load_mode",
+    "address_mode",
+    "weight_layout",
+    "rows_per_thread",
+    "workgroup_size",
+]
+
+
+def _values(name: str) -> list[object]:
+    values = list(gemm.option_values()[name])
+    if name == "shared_layout":
+        values = [None, *values]
+    return values
+
+
+def _spec(precision: Precision):
+    from oidn_gpu.kernels.decoder import decoder_spec
+
+    return decoder_spec(5, 9, 64, precision)
+
+
+_CASES: dict[Precision, tuple] = {}
+_DEFAULT_OUT: dict[Precision, np.ndarray] = {}
+
+
+def _case(precision: Precision):
+    if precision not in _CASES:
+        spec = _spec(precision)
+        _CASES[precision] = (spec, *make_case(spec, H, W, np.random.default_rng(7)))
+    return _CASES[precision]
+
+
+def _run(options: GemmOptions, precision: Precision, limits: DeviceLimits) -> np.ndarray:
+    spec, srcs, wt, bias = _case(precision)
+    kernel = conv_igemm.generate(spec, options, limits)
+    got = run_conv(kernel, spec, srcs, wt, bias, H, W)
+    assert np.all(np.isfinite(got))
+    err = rel_l2(got, reference(spec, srcs, wt.astype(np.float64), bias))
+    assert err <= tolerance(precision), f"{kernel.key}: relative L2 {err:.3g}"
+    return got
+
+
+def _default(precision: Precision, limits: DeviceLimits) -> np.ndarray:
+    if precision not in _DEFAULT_OUT:
+        _DEFAULT_OUT[precision] = _run(GemmOptions(), precision, limits)
+    return _DEFAULT_OUT[precision]
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    ("option", "bad"),
+    [
+        ("tile_policy", "sometimes"),
+        ("decoder_load", "lazy"),
+        ("pool_layout", "rows"),
+        ("shared_layout", "banked"),
+        ("accumulation_order", "diagonal"),
+        ("final_layer", "tensor-core"),
+        ("load_mode", "packed-some"),
+        ("address_mode", "magic"),
+        ("weight_layout", "input-major"),
+        ("rows_per_thread", 3),
+        ("rows_per_thread", True),
+        ("workgroup_size", (8, 16)),
+        ("workgroup_size", (32, 8)),
+        ("workgroup_size", 8),
+    ],
+)
+def test_invalid_option_names_option_value_and_allowed(option: str, bad: object) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        GemmOptions(**{option: bad})
+    text = str(info.value)
+    assert option in text and repr(bad) in text and "allowed" in text
+
+
+def test_options_accept_strings_and_enums() -> None:
+    a = GemmOptions(weight_layout="output-major", address_mode="base-offset", workgroup_size=[16, 4])
+    b = GemmOptions(
+        weight_layout=WeightLayout.OUTPUT_MAJOR,
+        address_mode=gemm.AddressMode.BASE_OFFSET,
+        workgroup_size=(16, 4),
+    )
+    assert a == b and hash(a) == hash(b)
+
+
+def test_limits_checks() -> None:
+    small = DeviceLimits(max_workgroup_storage_bytes=8192, max_invocations_per_workgroup=64)
+    big = GemmOptions(workgroup_size=(16, 8))
+    assert not big.fits(Precision.FP32, small)
+    with pytest.raises(UnsupportedDeviceError, match="invocations"):
+        big.check_limits(Precision.FP32, small)
+    with pytest.raises(UnsupportedDeviceError, match="shader-f16"):
+        GemmOptions().check_limits(Precision.FP16, DeviceLimits())
+    GemmOptions().check_limits(Precision.FP32, DeviceLimits())
+    # output-aligned widening only when the wide tile fits
+    lim = DeviceLimits(max_workgroup_storage_bytes=16384)
+    assert GemmOptions().tile_for(Precision.FP32, 16, lim).workgroup_x == 8
+    assert GemmOptions().tile_for(Precision.FP16, 16, lim).workgroup_x == 16
+    assert GemmOptions(tile_policy="fixed").tile_for(Precision.FP16, 16, lim).workgroup_x == 8
+
+
+# ----------------------------------------------------------------------------- sweep
+
+
+def _sweep_cases() -> list[tuple[str, object]]:
+    cases = []
+    for name in IGEMM_OPTIONS:
+        default = getattr(GemmOptions(), name)
+        for value in _values(name):
+            if value != default:
+                cases.append((name, value))
+    return cases
+
+
+def _id(case: tuple[str, object]) -> str:
+    name, value = case
+    v = getattr(value, "value", value)
+    if isinstance(v, tuple):
+        v = "x".join(map(str, v))
+    return f"{name}={v}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16], ids=lambda p: p.value)
+@pytest.mark.parametrize("case", _sweep_cases(), ids=_id)
+def test_sweep_each_value(case: tuple[str, object], precision: Precision, limits) -> None:
+    name, value = case
+    if name == "load_mode" and precision is Precision.FP32:
+        pytest.skip("load_mode changes fp16 kernels only (fp32 text is the default's)")
+    options = GemmOptions(**{name: value})
+    got = _run(options, precision, limits)
+    np.testing.assert_array_equal(got, _default(precision, limits))
+
+
+# ----------------------------------------------------------------------------- pairwise
+
+
+def all_pairs(parameters: dict[str, list[object]]) -> list[dict[str, object]]:
+    """A greedy covering array of strength 2: every value pair of every two parameters appears.
+
+    Deterministic: rows are built one at a time, each time scanning candidate rows
+    that start from the first uncovered pair and choosing, parameter by parameter,
+    the value covering the most uncovered pairs (ties: first value).
+    """
+    names = list(parameters)
+    uncovered = {
+        (a, va, b, vb)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        for va in range(len(parameters[a]))
+        for vb in range(len(parameters[b]))
+    }
+    rows: list[dict[str, int]] = []
+    while uncovered:
+        a, va, b, vb = min(uncovered, key=lambda t: (names.index(t[0]), t[1], names.index(t[2]), t[3]))
+        row = {a: va, b: vb}
+        for name in names:
+            if name in row:
+                continue
+            best, best_score = 0, -1
+            for v in range(len(parameters[name])):
+                score = 0
+                for other, ov in row.items():
+                    i, j = sorted((names.index(name), names.index(other)))
+                    key = (
+                        (name, v, other, ov) if i == names.index(name) else (other, ov, name, v)
+                    )
+                    score += key in uncovered
+                if score > best_score:
+                    best, best_score = v, score
+            row[name] = best
+        for i, x in enumerate(names):
+            for y in names[i + 1 :]:
+                uncovered.discard((x, row[x], y, row[y]))
+        rows.append(row)
+    return [{n: parameters[n][row[n]] for n in names} for row in rows]
+
+
+def _pairwise_rows() -> list[dict[str, object]]:
+    params = {name: _values(name) for name in IGEMM_OPTIONS}
+    params["precision"] = [Precision.FP32, Precision.FP16]
+    return all_pairs(params)
+
+
+def test_all_pairs_covers_every_pair() -> None:
+    params = {name: _values(name) for name in IGEMM_OPTIONS}
+    params["precision"] = [Precision.FP32, Precision.FP16]
+    rows = all_pairs(params)
+    names = list(params)
+    for a, b in itertools.combinations(names, 2):
+        seen = {(repr(r[a]), repr(r[b])) for r in rows}
+        assert len(seen) == len(params[a]) * len(params[b]), (a, b)
+    assert len(rows) < 60
+    assert rows == all_pairs(params)  # deterministic
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("row", _pairwise_rows(), ids=lambda r: "-".join(_id(kv)[len(kv[0]) + 1 :] for kv in r.items()))
+def test_pairwise(row: dict[str, object], limits) -> None:
+    row = dict(row)
+    precision = row.pop("precision")
+    got = _run(GemmOptions(**row), precision, limits)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(got, _default(precision, limits))  # type: ignore[arg-type]

@@ -1,0 +1,138 @@
+"""Property tests: fused graphs compute what unfused graphs compute.
+
+Random U-Net-like graphs with odd channel counts and random tiny weights run
+through `graph.reference.run_graph` and the `ReferenceExecutor`, fused
+(`optimize`, any ``channel_align``) and unfused.
+
+Tolerances:
+- `run_graph` fused vs unfused: the fused nodes do the same im2col + gemm on
+  the same arrays (the concat and the pre-pool conv output are built exactly
+  as the unfused nodes build them), so results are expected to be identical;
+  ``rtol = 1e-6`` only allows for a BLAS that picks different kernels.
+- `ReferenceExecutor` fused vs unfused: bit-identical. Every gemm call has the
+  same fixed shape, so each output pixel goes through the same BLAS kernel.
+- `ReferenceExecutor` vs `run_graph` (both fp32): same products, different
+  summation order (bias inside the gemm, other call shapes), so about 1e-7
+  relative per layer; ``rtol = atol = 2e-5`` of the output scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oidn_gpu.backends.reference import ReferenceExecutor
+from oidn_gpu.graph import ir
+from oidn_gpu.graph.passes import optimize
+from oidn_gpu.graph.plan import size_alignment
+from oidn_gpu.graph.reference import run_graph
+
+CHANNELS = st.integers(1, 11)
+
+
+@dataclass(frozen=True)
+class Weights:
+    weight: np.ndarray
+    bias: np.ndarray
+
+
+@dataclass(frozen=True)
+class Model:
+    graph: ir.Graph
+    convs: dict[str, Weights]
+
+
+@st.composite
+def unet_graphs(draw: st.DrawFn) -> ir.Graph:
+    """Encoder (convs + pools), bottleneck, decoder (upsample, concat with a skip, convs)."""
+    depth = draw(st.integers(0, 3))
+    input_channels = draw(CHANNELS)
+    nodes: list[ir.Node] = []
+    channels = {"input": input_channels}
+
+    def add(node: ir.Node) -> str:
+        nodes.append(node)
+        channels[node.name] = node.channels
+        return node.name
+
+    def convs(value: str, count: int) -> str:
+        for _ in range(count):
+            activation = draw(st.sampled_from(ir.Activation))
+            conv = ir.Conv(f"conv{len(nodes)}", value, channels[value], draw(CHANNELS), activation)
+            value = add(conv)
+        return value
+
+    skips = ["input"]
+    value = "input"
+    for level in range(1, depth + 1):
+        value = convs(value, draw(st.integers(1, 2)))
+        value = add(ir.Pool(f"pool{level}", value, channels[value]))
+        skips.append(value)
+    value = convs(value, draw(st.integers(0, 1)))
+    for level in range(depth, 0, -1):
+        up = add(ir.Upsample(f"up{level}", value, channels[value]))
+        pair = [up, skips[level - 1]]
+        if draw(st.booleans()):
+            pair.reverse()
+        cat = add(ir.Concat(f"concat{level}", tuple(pair), sum(channels[v] for v in pair)))
+        value = convs(cat, 1)
+    value = convs(value, 1)
+    return ir.Graph("input", input_channels, tuple(nodes), value)
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[Model, np.ndarray]:
+    graph = draw(unet_graphs())
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = draw(st.sampled_from([np.float16, np.float32]))
+    weights = {}
+    for conv in graph.convs():
+        scale = np.sqrt(2.0 / (9 * conv.in_channels))
+        shape = (conv.out_channels, conv.in_channels, 3, 3)
+        weights[conv.name] = Weights(
+            (rng.standard_normal(shape) * scale).astype(dtype),
+            (rng.standard_normal(conv.out_channels) * 0.1).astype(dtype),
+        )
+    align = size_alignment(graph)
+    height = align * draw(st.integers(1, 3))
+    width = align * draw(st.integers(1, 3))
+    x = rng.standard_normal((graph.input_channels, height, width)).astype(np.float32)
+    return Model(graph, weights), x
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:
+    """Shape, dtype, then |a - e| <= atol + rtol * |e|, reporting the worst element."""
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    err = np.abs(actual.astype(np.float64) - expected)
+    bound = atol + rtol * np.abs(expected.astype(np.float64))
+    worst = np.unravel_index(np.argmax(err - bound), err.shape)
+    assert np.all(err <= bound), (
+        f"max error {err.max():.3g} at {worst} (value {expected[worst]:.6g}, bound {bound[worst]:.3g})"
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases(), st.sampled_from([1, 2, 4]))
+def test_run_graph_fused_equals_unfused(case: tuple[Model, np.ndarray], align: int) -> None:
+    model, x = case
+    unfused = run_graph(model.graph, model.convs, x)
+    fused = run_graph(optimize(model.graph, channel_align=align), model.convs, x)
+    scale = float(np.abs(unfused).max()) or 1.0
+    assert_close(fused, unfused, rtol=1e-6, atol=1e-6 * scale)
+
+
+@settings(max_examples=25, deadline=None)
+@given(cases())
+def test_executor_fused_and_unfused_are_bit_identical_and_match_run_graph(
+    case: tuple[Model, np.ndarray],
+) -> None:
+    model, x = case
+    fused = ReferenceExecutor(model).run(x)
+    unfused = ReferenceExecutor(model, fuse=False).run(x)
+    np.testing.assert_array_equal(fused, unfused)
+    expected = run_graph(model.graph, model.convs, x)
+    scale = float(np.abs(expected).max()) or 1.0
+    assert_close(fused, expected, rtol=2e-5, atol=2e-5 * scale)

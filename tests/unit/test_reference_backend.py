@@ -1,0 +1,223 @@
+"""Tests of backends.reference.ReferenceExecutor (and the backends.base protocol).
+
+Tolerances:
+- vs `run_graph` in fp32 on tiny random nets: same products, another summation
+  order (bias inside the gemm, other gemm shapes): ``2e-5`` of the output scale.
+- vs `run_graph` in float64 on the real networks: fp32 rounding only; measured
+  relative L2 about 2.5e-7 and max error about 1e-6 of the output scale, asserted
+  at 1e-6 and 1e-5 (OIDN's own CPU output differs from float64 by about 1e-5
+  max relative, oidn-semantics.md section 11).
+- band sizes, fused vs unfused, repeated runs: bit-identical (fixed gemm call
+  shape, see the backend's docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from oidn_gpu.backends.base import ExecutorInfo, ExecutorResources, NetworkExecutor
+from oidn_gpu.backends.reference import ReferenceExecutor
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.graph import ir
+from oidn_gpu.graph.reference import run_graph
+from oidn_gpu.model.unet import ValidatedModel, load_model
+
+
+@dataclass(frozen=True)
+class Weights:
+    weight: np.ndarray
+    bias: np.ndarray
+
+
+@dataclass(frozen=True)
+class Model:
+    graph: ir.Graph
+    convs: dict[str, Weights]
+
+
+def tiny_unet(input_channels: int, c0: int, c1: int, c2: int, out: int = 3) -> ir.Graph:
+    """Two pool levels, both decoder kinds of skip (pooled value and network input)."""
+    nodes = (
+        ir.Conv("e0", "input", input_channels, c0),
+        ir.Pool("pool1", "e0", c0),
+        ir.Conv("e1", "pool1", c0, c1),
+        ir.Pool("pool2", "e1", c1),
+        ir.Conv("m", "pool2", c1, c2, ir.Activation.NONE),
+        ir.Upsample("up2", "m", c2),
+        ir.Concat("concat2", ("up2", "pool1"), c2 + c0),
+        ir.Conv("d1", "concat2", c2 + c0, c1),
+        ir.Upsample("up1", "d1", c1),
+        ir.Concat("concat1", ("up1", "input"), c1 + input_channels),
+        ir.Conv("d0", "concat1", c1 + input_channels, out),
+    )
+    return ir.Graph("input", input_channels, nodes, "d0")
+
+
+def random_model(graph: ir.Graph, rng: np.random.Generator, dtype=np.float32) -> Model:
+    convs = {}
+    for conv in graph.convs():
+        shape = (conv.out_channels, conv.in_channels, 3, 3)
+        scale = np.sqrt(2.0 / (9 * conv.in_channels))
+        convs[conv.name] = Weights(
+            (rng.standard_normal(shape) * scale).astype(dtype),
+            (rng.standard_normal(conv.out_channels) * 0.1).astype(dtype),
+        )
+    return Model(graph, convs)
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:
+    """Shape, dtype, then |a - e| <= atol + rtol * |e|, reporting the worst element."""
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.dtype == np.float32
+    err = np.abs(actual.astype(np.float64) - expected)
+    bound = atol + rtol * np.abs(expected.astype(np.float64))
+    worst = np.unravel_index(np.argmax(err - bound), err.shape)
+    assert np.all(err <= bound), (
+        f"max error {err.max():.3g} at {worst} (value {expected[worst]:.6g}, bound {bound[worst]:.3g})"
+    )
+
+
+@pytest.fixture(scope="module")
+def base_model(weights_dir) -> ValidatedModel:
+    return load_model(weights_dir / "rt_hdr_alb_nrm.tza")
+
+
+@pytest.fixture(scope="module")
+def large_model(weights_dir) -> ValidatedModel:
+    return load_model(weights_dir / "rt_hdr_calb_cnrm_large.tza")
+
+
+@pytest.mark.parametrize(
+    ("channels", "size", "dtype"),
+    [
+        ((3, 5, 7, 9), (16, 32), np.float32),
+        ((1, 3, 1, 2), (8, 4), np.float32),
+        ((7, 11, 13, 5), (12, 20), np.float16),
+        ((9, 32, 48, 64), (32, 16), np.float16),
+    ],
+)
+def test_executor_matches_run_graph_on_tiny_unets_with_odd_channels(
+    rng: np.random.Generator, channels: tuple[int, ...], size: tuple[int, int], dtype
+) -> None:
+    model = random_model(tiny_unet(*channels), rng, dtype)
+    x = rng.standard_normal((channels[0], *size)).astype(np.float32)
+    expected = run_graph(model.graph, model.convs, x)
+    scale = float(np.abs(expected).max())
+    for fuse in (True, False):
+        actual = ReferenceExecutor(model, fuse=fuse).run(x)
+        assert_close(actual, expected, rtol=2e-5, atol=2e-5 * scale)
+
+
+@pytest.mark.parametrize("band_rows", [1, 3, 2, 5])
+def test_band_sizes_do_not_change_results_on_a_tiny_unet(
+    rng: np.random.Generator, band_rows: int
+) -> None:
+    model = random_model(tiny_unet(5, 7, 9, 6), rng)
+    x = rng.standard_normal((5, 40, 28)).astype(np.float32)
+    whole = ReferenceExecutor(model, band_rows=40).run(x)
+    banded = ReferenceExecutor(model, band_rows=band_rows).run(x)
+    np.testing.assert_array_equal(banded, whole)
+
+
+def test_band_sizes_and_fusion_do_not_change_results_on_the_base_unet(
+    base_model: ValidatedModel, rng: np.random.Generator
+) -> None:
+    x = rng.random((9, 32, 48), dtype=np.float32)
+    default = ReferenceExecutor(base_model).run(x)
+    for options in ({"band_rows": 1}, {"band_rows": 3}, {"band_rows": 32}, {"fuse": False}):
+        np.testing.assert_array_equal(ReferenceExecutor(base_model, **options).run(x), default)
+
+
+@pytest.mark.parametrize(
+    ("model_name", "size"), [("base", (64, 64)), ("base", (96, 80)), ("large", (32, 48))]
+)
+def test_real_networks_match_float64_run_graph(
+    request: pytest.FixtureRequest, model_name: str, size: tuple[int, int]
+) -> None:
+    model = request.getfixturevalue(f"{model_name}_model")
+    rng = np.random.default_rng(7)
+    x = rng.random((model.input_channels, *size), dtype=np.float32)
+    expected = run_graph(model.graph, model.convs, x, dtype=np.float64)
+    actual = ReferenceExecutor(model).run(x)
+    rel_l2 = np.linalg.norm(actual - expected) / np.linalg.norm(expected)
+    assert rel_l2 < 1e-6
+    assert_close(actual, expected, rtol=0, atol=1e-5 * float(np.abs(expected).max()))
+
+
+def test_repeated_runs_and_shape_switches_are_bit_identical(
+    base_model: ValidatedModel, rng: np.random.Generator
+) -> None:
+    a = rng.random((9, 32, 48), dtype=np.float32)
+    b = rng.random((9, 48, 32), dtype=np.float32)
+    executor = ReferenceExecutor(base_model)
+    first = executor.run(a)
+    executor.run(b)  # evicts the first shape (cache size 1) and reuses nothing stale
+    np.testing.assert_array_equal(executor.run(a), first)
+    np.testing.assert_array_equal(executor.run(a), first)
+
+
+def test_executor_implements_the_protocol(base_model: ValidatedModel) -> None:
+    executor = ReferenceExecutor(base_model, shape_cache_size=2)
+    assert isinstance(executor, NetworkExecutor)
+    info = executor.info()
+    assert isinstance(info, ExecutorInfo)
+    assert (info.backend, info.precision) == ("reference", "fp32")
+    assert info.kernels["enc_conv1"] == "im2col-sgemm+maxpool"
+    assert info.kernels["dec_conv1a"] == "upsample+concat+im2col-sgemm"
+    assert set(info.kernels) == {c.name for c in base_model.graph.convs()}
+    executor.prewarm([(16, 16), (32, 16), (48, 16)])
+    resources = executor.resources()
+    assert isinstance(resources, ExecutorResources)
+    assert resources.shapes == ((32, 16), (48, 16))
+    assert resources.byte_size > 0 and resources.buffer_count > 0
+    with executor:
+        pass
+    assert executor.resources().shapes == ()
+    with pytest.raises(InvalidOperationError, match="closed"):
+        executor.run(np.zeros((9, 16, 16), np.float32))
+
+
+@pytest.mark.parametrize(
+    ("x", "message"),
+    [
+        (np.zeros((3, 16, 16), np.float32), r"shape \(3, 16, 16\); expected \(9, H, W\)"),
+        (np.zeros((9, 16, 24), np.float32), "16x24 must be a positive multiple of 16"),
+        (np.zeros((9, 16, 16), np.int32), "dtype int32"),
+        (np.zeros((16, 16), np.float32), r"shape \(16, 16\)"),
+    ],
+)
+def test_bad_inputs_are_rejected(base_model: ValidatedModel, x: np.ndarray, message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        ReferenceExecutor(base_model).run(x)
+
+
+def test_missing_or_misshaped_weights_are_rejected(rng: np.random.Generator) -> None:
+    model = random_model(tiny_unet(3, 4, 4, 4), rng)
+    del model.convs["d1"]
+    with pytest.raises(InvalidArgumentError, match="no weights for conv layer 'd1'"):
+        ReferenceExecutor(model)
+    model = random_model(tiny_unet(3, 4, 4, 4), rng)
+    model.convs["e0"] = Weights(np.zeros((4, 2, 3, 3), np.float32), np.zeros(4, np.float32))
+    with pytest.raises(InvalidArgumentError, match=r"conv 'e0' weights have shapes \(4, 2, 3, 3\)"):
+        ReferenceExecutor(model)
+
+
+@pytest.mark.oracle
+def test_matches_intel_oidn_on_an_ldr_srgb_image(weights_dir, rng: np.random.Generator) -> None:
+    """RT, LDR, srgb=1: the network sees the color unchanged and OIDN clamps its output to [0, 1]."""
+    from tests.oracle import oidn_denoise
+
+    blob = (weights_dir / "rt_ldr.tza").read_bytes()
+    model = load_model(blob)
+    yy, xx = np.mgrid[0:64, 0:80] / 80.0
+    clean = np.stack([xx, yy, 0.5 * (xx + yy)], axis=-1)
+    color = np.clip(clean + rng.normal(0, 0.08, clean.shape), 0, 1).astype(np.float32)
+    expected = oidn_denoise(color, srgb=True, weights=blob)
+    network = ReferenceExecutor(model).run(np.ascontiguousarray(color.transpose(2, 0, 1)))
+    actual = np.clip(network, 0, 1).transpose(1, 2, 0)
+    rel_l2 = np.linalg.norm(actual - expected) / np.linalg.norm(expected)
+    assert rel_l2 < 1e-5
+    assert np.abs(actual - expected).max() < 1e-5
