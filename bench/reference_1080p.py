@@ -68,7 +68,8 @@ def time_oidn(weights: Path, runs: int) -> None:
     device = pyoidn.Device(pyoidn.OIDN_DEVICE_TYPE_CPU)
     device.commit()
     flt = pyoidn.Filter(device, "RT")
-    for name, image in (("color", color), ("albedo", albedo), ("normal", normal), ("output", output)):
+    images = {"color": color, "albedo": albedo, "normal": normal, "output": output}
+    for name, image in images.items():
         flt.set_image(name, image, pyoidn.OIDN_FORMAT_FLOAT3)
     flt.set_bool("hdr", True)
     flt.set_int("quality", pyoidn.OIDN_QUALITY_BALANCED)  # rt_hdr_alb_nrm, as the reference

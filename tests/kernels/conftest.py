@@ -8,6 +8,6 @@ from . import gpu_runner
 
 
 @pytest.fixture(scope="session")
-def limits():  # noqa: ANN201 - DeviceLimits
+def limits():
     """`DeviceLimits` of the wgpu test device (fails clearly when there is no adapter)."""
     return gpu_runner.limits()

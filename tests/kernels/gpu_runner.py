@@ -5,14 +5,13 @@ uploads NumPy arrays to the kernel's read-only storage bindings, allocates the
 read-write bindings (zero-filled unless data is given), packs the params
 uniform, dispatches ``kernel.grid(c, h, w)`` and reads the read-write buffers back.
 
-When no adapter exists, `device()` fails with a clear message, unless the
-environment sets ``OIDN_GPU_ALLOW_NO_GPU=1`` (then GPU tests skip).
+When no adapter exists, `device()` fails with a clear message (GPU tests never
+skip; ``-m 'not gpu'`` deselects them).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import pytest
@@ -21,7 +20,7 @@ from oidn_gpu.kernels.spec import BindingKind, Kernel
 
 
 @functools.lru_cache(maxsize=1)
-def _device():  # noqa: ANN202 - wgpu.GPUDevice or an error string
+def _device():
     try:
         import wgpu
     except ImportError as err:  # pragma: no cover - environment problem
@@ -42,13 +41,12 @@ def _device():  # noqa: ANN202 - wgpu.GPUDevice or an error string
     return adapter.request_device_sync(required_features=wanted, required_limits=limits)
 
 
-def device():  # noqa: ANN201 - wgpu.GPUDevice
-    """The process-wide test device; fails (or skips with OIDN_GPU_ALLOW_NO_GPU=1) without one."""
+def device():
+    """The process-wide test device; fails without one (deselect with ``-m "not gpu"``)."""
     dev = _device()
     if isinstance(dev, str):
-        if os.environ.get("OIDN_GPU_ALLOW_NO_GPU") == "1":
-            pytest.skip(dev)
-        pytest.fail(f"{dev}; set OIDN_GPU_ALLOW_NO_GPU=1 to skip GPU tests", pytrace=False)
+        pytest.fail(f"{dev}; install mesa-vulkan-drivers or deselect with -m 'not gpu'",
+                    pytrace=False)
     return dev
 
 
@@ -56,7 +54,7 @@ def has_feature(name: str) -> bool:
     return name in device().features
 
 
-def limits():  # noqa: ANN201 - DeviceLimits
+def limits():
     """`DeviceLimits` of the test device."""
     from oidn_gpu.kernels.spec import DeviceLimits
 
@@ -77,14 +75,16 @@ def limits():  # noqa: ANN201 - DeviceLimits
 _PIPELINES: dict[str, object] = {}
 
 
-def compile_kernel(kernel: Kernel):  # noqa: ANN201 - GPUComputePipeline
+def compile_kernel(kernel: Kernel):
     """Compile (cached by key); raises with the WGSL errors on failure."""
     if kernel.key in _PIPELINES:
         return _PIPELINES[kernel.key]
     dev = device()
     module = dev.create_shader_module(label=kernel.key, code=kernel.source)
     pipeline = dev.create_compute_pipeline(
-        label=kernel.key, layout="auto", compute={"module": module, "entry_point": kernel.entry_point}
+        label=kernel.key,
+        layout="auto",
+        compute={"module": module, "entry_point": kernel.entry_point},
     )
     _PIPELINES[kernel.key] = pipeline
     return pipeline
@@ -136,7 +136,10 @@ def run(
     bind_group = dev.create_bind_group(
         layout=pipeline.get_bind_group_layout(0),
         entries=[
-            {"binding": b.index, "resource": {"buffer": buffers[b.name], "offset": 0, "size": buffers[b.name].size}}
+            {
+                "binding": b.index,
+                "resource": {"buffer": buffers[b.name], "offset": 0, "size": buffers[b.name].size},
+            }
             for b in kernel.bindings
         ],
     )

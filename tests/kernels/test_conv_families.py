@@ -126,7 +126,9 @@ def test_max_pool(layout: PoolLayout, precision: Precision, rng, limits) -> None
 def test_pool_channels_grid_wraps_into_z() -> None:
     from oidn_gpu.kernels.spec import DeviceLimits
 
-    kernel = pool.generate(PoolSpec(64), PoolLayout.CHANNELS, DeviceLimits(max_workgroups_per_dimension=10))
+    kernel = pool.generate(
+        PoolSpec(64), PoolLayout.CHANNELS, DeviceLimits(max_workgroups_per_dimension=10)
+    )
     x, y, z = kernel.grid(64, 3, 7)  # 7 * 16 blocks = 112 invocations = 14 groups
     assert (x, y, z) == (10, 1, 2)
 

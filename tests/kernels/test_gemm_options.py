@@ -107,7 +107,9 @@ def test_invalid_option_names_option_value_and_allowed(option: str, bad: object)
 
 
 def test_options_accept_strings_and_enums() -> None:
-    a = GemmOptions(weight_layout="output-major", address_mode="base-offset", workgroup_size=[16, 4])
+    a = GemmOptions(
+        weight_layout="output-major", address_mode="base-offset", workgroup_size=[16, 4]
+    )
     b = GemmOptions(
         weight_layout=WeightLayout.OUTPUT_MAJOR,
         address_mode=gemm.AddressMode.BASE_OFFSET,
@@ -153,13 +155,21 @@ def _id(case: tuple[str, object]) -> str:
     return f"{name}={v}"
 
 
+def _sweep_params() -> list[object]:
+    """Every (option value, precision); load_mode changes fp16 kernels only, so its fp32
+    cases would repeat the default's text and are left out."""
+    return [
+        pytest.param(case, precision, id=f"{_id(case)}-{precision.value}")
+        for precision in (Precision.FP32, Precision.FP16)
+        for case in _sweep_cases()
+        if not (case[0] == "load_mode" and precision is Precision.FP32)
+    ]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16], ids=lambda p: p.value)
-@pytest.mark.parametrize("case", _sweep_cases(), ids=_id)
+@pytest.mark.parametrize(("case", "precision"), _sweep_params())
 def test_sweep_each_value(case: tuple[str, object], precision: Precision, limits) -> None:
     name, value = case
-    if name == "load_mode" and precision is Precision.FP32:
-        pytest.skip("load_mode changes fp16 kernels only (fp32 text is the default's)")
     options = GemmOptions(**{name: value})
     got = _run(options, precision, limits)
     np.testing.assert_array_equal(got, _default(precision, limits))
@@ -185,7 +195,9 @@ def all_pairs(parameters: dict[str, list[object]]) -> list[dict[str, object]]:
     }
     rows: list[dict[str, int]] = []
     while uncovered:
-        a, va, b, vb = min(uncovered, key=lambda t: (names.index(t[0]), t[1], names.index(t[2]), t[3]))
+        a, va, b, vb = min(
+            uncovered, key=lambda t: (names.index(t[0]), t[1], names.index(t[2]), t[3])
+        )
         row = {a: va, b: vb}
         for name in names:
             if name in row:
@@ -194,10 +206,8 @@ def all_pairs(parameters: dict[str, list[object]]) -> list[dict[str, object]]:
             for v in range(len(parameters[name])):
                 score = 0
                 for other, ov in row.items():
-                    i, j = sorted((names.index(name), names.index(other)))
-                    key = (
-                        (name, v, other, ov) if i == names.index(name) else (other, ov, name, v)
-                    )
+                    i, _ = sorted((names.index(name), names.index(other)))
+                    key = (name, v, other, ov) if i == names.index(name) else (other, ov, name, v)
                     score += key in uncovered
                 if score > best_score:
                     best, best_score = v, score
@@ -228,7 +238,9 @@ def test_all_pairs_covers_every_pair() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row", _pairwise_rows(), ids=lambda r: "-".join(_id(kv)[len(kv[0]) + 1 :] for kv in r.items()))
+@pytest.mark.parametrize(
+    "row", _pairwise_rows(), ids=lambda r: "-".join(_id(kv)[len(kv[0]) + 1 :] for kv in r.items())
+)
 def test_pairwise(row: dict[str, object], limits) -> None:
     row = dict(row)
     precision = row.pop("precision")

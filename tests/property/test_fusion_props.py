@@ -110,7 +110,8 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol:
     bound = atol + rtol * np.abs(expected.astype(np.float64))
     worst = np.unravel_index(np.argmax(err - bound), err.shape)
     assert np.all(err <= bound), (
-        f"max error {err.max():.3g} at {worst} (value {expected[worst]:.6g}, bound {bound[worst]:.3g})"
+        f"max error {err.max():.3g} at {worst} "
+        f"(value {expected[worst]:.6g}, bound {bound[worst]:.3g})"
     )
 
 

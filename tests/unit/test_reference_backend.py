@@ -76,7 +76,8 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol:
     bound = atol + rtol * np.abs(expected.astype(np.float64))
     worst = np.unravel_index(np.argmax(err - bound), err.shape)
     assert np.all(err <= bound), (
-        f"max error {err.max():.3g} at {worst} (value {expected[worst]:.6g}, bound {bound[worst]:.3g})"
+        f"max error {err.max():.3g} at {worst} "
+        f"(value {expected[worst]:.6g}, bound {bound[worst]:.3g})"
     )
 
 
@@ -207,7 +208,7 @@ def test_missing_or_misshaped_weights_are_rejected(rng: np.random.Generator) -> 
 
 @pytest.mark.oracle
 def test_matches_intel_oidn_on_an_ldr_srgb_image(weights_dir, rng: np.random.Generator) -> None:
-    """RT, LDR, srgb=1: the network sees the color unchanged and OIDN clamps its output to [0, 1]."""
+    """RT, LDR, srgb=1: the network sees the color as is; OIDN clamps its output to [0, 1]."""
     from tests.oracle import oidn_denoise
 
     blob = (weights_dir / "rt_ldr.tza").read_bytes()
@@ -221,3 +222,14 @@ def test_matches_intel_oidn_on_an_ldr_srgb_image(weights_dir, rng: np.random.Gen
     rel_l2 = np.linalg.norm(actual - expected) / np.linalg.norm(expected)
     assert rel_l2 < 1e-5
     assert np.abs(actual - expected).max() < 1e-5
+
+
+def test_a_pixel_does_not_depend_on_the_image_width(rng: np.random.Generator) -> None:
+    """Fixed-shape gemm calls: the same neighbourhood gives the same bits in any image."""
+    graph = ir.Graph("input", 5, (ir.Conv("c", "input", 5, 7),), "c")
+    model = random_model(graph, rng)
+    narrow = rng.standard_normal((5, 16, 32)).astype(np.float32)
+    wide = np.concatenate([narrow, rng.standard_normal((5, 16, 48)).astype(np.float32)], axis=2)
+    executor = ReferenceExecutor(model, shape_cache_size=2)
+    # column 31 of the narrow image sees zero padding on its right; the wide one sees data
+    np.testing.assert_array_equal(executor.run(wide)[:, :, :31], executor.run(narrow)[:, :, :31])

@@ -10,21 +10,25 @@ organised for speed and bounded memory at full-HD sizes:
   a run of consecutive pixels is one contiguous slice shifted by
   ``(kh - 1) * (W + 2) + (kw - 1)``, so im2col is 9 long memcpy-like copies
   per band, and the gemm writes straight into the destination value.
-- **Row bands.** Each conv runs over bands of output rows sized so that the
-  im2col matrix ``[1 + 9 * I, rows * (W + 2)]`` stays around ``band_bytes``.
-  Row 0 of that matrix is all ones and column 0 of the weight matrix is the
-  bias, so bias add is part of the gemm. Garbage computed at the border
-  columns between rows is zeroed after the node.
+- **Bands.** Each conv works on a run of consecutive padded positions (a
+  band) sized so that its im2col matrix ``[1 + 9 * I, n]`` stays around
+  ``band_bytes``: plain convs on any run, conv+pool and decoder convs on
+  whole rows. Row 0 of that matrix is all ones and column 0 of the weight
+  matrix is the bias, so the bias add is part of the gemm. Garbage computed
+  at the border columns crossed between rows is zeroed after the node.
 - **Fusions.** `ConvPool` pools each band before storing it (ReLU after the
   max, which commutes with it), so the full-resolution pre-pool tensor never
   exists; `DecoderConv` assembles the upsampled and skip sources of one band
   (plus a one-row halo) in a small band buffer, so neither the upsampled nor
   the concatenated tensor exists. Unfused nodes work too.
 
-Band sizes do not change results: each output pixel's gemm dot product is over
-the same ``K = 1 + 9 * I`` in the same order whatever the band (OpenBLAS
-blocks over K identically for every column); the tests check chunk sizes 1, 3
-and all rows bit for bit.
+Results are bit-identical whatever the band sizes, fused or not, and (for
+each pixel given the same inputs) whatever the image width: every gemm call
+has exactly ``GEMM_COLUMNS`` columns (a band's last partial call is padded
+with scratch columns and its result cropped), so OpenBLAS runs every output
+pixel through the same kernel with the same summation order. Calls of varying
+width would not be: OpenBLAS picks small-matrix and tail kernels by shape,
+which changes the last bits. The tests check band sizes 1, 3 and all rows.
 """
 
 from __future__ import annotations
@@ -390,7 +394,7 @@ class ReferenceExecutor(ExecutorBase):
                 np.maximum(out, 0, out=out)
 
     def _conv_pool(self, prep: _Prepared, node: ir.ConvPool, dst: np.ndarray) -> None:
-        """``[I, H, W] -> [O, H/2, W/2]``: each band of rows is pooled, then ReLU'd, into ``dst``."""
+        """``[I, H, W] -> [O, H/2, W/2]``: each band of rows is pooled, then ReLU'd, into dst."""
         conv = node.conv
         full = prep.plan.shapes[conv.input]
         src = prep.value(conv.input)
@@ -412,7 +416,7 @@ class ReferenceExecutor(ExecutorBase):
                 np.maximum(pooled, 0, out=pooled)
 
     def _decoder(self, prep: _Prepared, node: ir.DecoderConv, dst: np.ndarray) -> None:
-        """Upsample + concat + conv: each band's input (with halo rows) is assembled, then convolved."""
+        """Upsample + concat + conv: each band's input (with halo rows) is built, then convolved."""
         shape = prep.plan.shapes[node.name]
         weights, wp, width = self._weights[node.conv.name], shape.width + 2, shape.width
         channels = node.conv.in_channels
@@ -428,7 +432,9 @@ class ReferenceExecutor(ExecutorBase):
                 np.maximum(out, 0, out=out)
 
     @staticmethod
-    def _assemble(prep: _Prepared, node: ir.DecoderConv, band: np.ndarray, y0: int, y1: int) -> None:
+    def _assemble(
+        prep: _Prepared, node: ir.DecoderConv, band: np.ndarray, y0: int, y1: int
+    ) -> None:
         """Fill ``band [I, rows + 2, W + 2]`` with padded rows ``y0 .. y1 + 1`` of the concat."""
         width = band.shape[2] - 2
         first = 0

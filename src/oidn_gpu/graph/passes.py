@@ -36,7 +36,7 @@ DEFAULT_CHANNEL_ALIGN = 4
 
 
 def use_counts(graph: ir.Graph) -> Counter[str]:
-    """How many times each value is read: once per node input slot, plus once if it is the output."""
+    """How many times each value is read: once per node input, plus once for the graph output."""
     counts: Counter[str] = Counter()
     for node in graph.nodes:
         counts.update(node.inputs)

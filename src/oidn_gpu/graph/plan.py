@@ -194,7 +194,9 @@ def _output_shape(node: ir.Node, inputs: tuple[Shape, ...]) -> Shape:
     raise InvalidArgumentError(f"unknown node type {type(node).__name__}")
 
 
-def _resolve_shapes(graph: ir.Graph, height: int, width: int) -> tuple[dict[str, Shape], list[Step]]:
+def _resolve_shapes(
+    graph: ir.Graph, height: int, width: int
+) -> tuple[dict[str, Shape], list[Step]]:
     shapes = {graph.input: Shape(graph.input_channels, height, width)}
     steps: list[Step] = []
     for index, node in enumerate(graph.nodes):

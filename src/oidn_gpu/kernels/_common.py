@@ -20,7 +20,9 @@ _ACCESS = {
 }
 
 
-def make_bindings(entries: Sequence[tuple[str, BindingKind, str]]) -> tuple[tuple[Binding, ...], list[dict]]:
+def make_bindings(
+    entries: Sequence[tuple[str, BindingKind, str]],
+) -> tuple[tuple[Binding, ...], list[dict]]:
     """Build the binding table and the template's declaration list from (name, kind, wgsl type).
 
     The WGSL type of a uniform is ignored (it is always ``Params``).
@@ -33,7 +35,12 @@ def make_bindings(entries: Sequence[tuple[str, BindingKind, str]]) -> tuple[tupl
             decls.append({"index": index, "name": name, "space": "uniform", "type": "Params"})
         else:
             decls.append(
-                {"index": index, "name": name, "space": _ACCESS[kind], "type": f"array<{wgsl_type}>"}
+                {
+                    "index": index,
+                    "name": name,
+                    "space": _ACCESS[kind],
+                    "type": f"array<{wgsl_type}>",
+                }
             )
     return tuple(table), decls
 
@@ -51,7 +58,8 @@ def enables_for(*precisions: Precision | None, subgroups: bool = False) -> tuple
 def conv_bindings(spec: ConvSpec) -> tuple[tuple[Binding, ...], list[dict]]:
     """Conv binding table: input0..inputN-1, weights, bias, output, params."""
     entries: list[tuple[str, BindingKind, str]] = [
-        (f"input{i}", BindingKind.STORAGE_READ, spec.precision.vec4) for i in range(len(spec.sources))
+        (f"input{i}", BindingKind.STORAGE_READ, spec.precision.vec4)
+        for i in range(len(spec.sources))
     ]
     entries += [
         ("weights", BindingKind.STORAGE_READ, spec.precision.vec4),
@@ -66,7 +74,7 @@ def source_context(spec: ConvSpec) -> list[dict]:
     """Per-source template data: index, block count/offset consts, upsample flag."""
     out = []
     offset = 0
-    for i, (s, b) in enumerate(zip(spec.sources, spec.source_blocks)):
+    for i, (s, b) in enumerate(zip(spec.sources, spec.source_blocks, strict=True)):
         out.append(
             {
                 "index": i,

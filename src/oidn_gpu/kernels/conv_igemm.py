@@ -30,7 +30,15 @@ from __future__ import annotations
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels import _common
-from oidn_gpu.kernels.gemm import K_TILE_BLOCKS, AddressMode, AccumulationOrder, DecoderLoad, GemmOptions, GemmTile, LoadMode
+from oidn_gpu.kernels.gemm import (
+    K_TILE_BLOCKS,
+    AccumulationOrder,
+    AddressMode,
+    DecoderLoad,
+    GemmOptions,
+    GemmTile,
+    LoadMode,
+)
 from oidn_gpu.kernels.spec import (
     SHAPE_PARAMS,
     BindingKind,
@@ -59,7 +67,9 @@ def _bindings(spec: ConvSpec, packed_input: bool, packed_weights: bool):
     return _common.make_bindings(entries)
 
 
-def resolve_tile(spec: ConvSpec, options: GemmOptions, limits: DeviceLimits | None = None) -> GemmTile:
+def resolve_tile(
+    spec: ConvSpec, options: GemmOptions, limits: DeviceLimits | None = None
+) -> GemmTile:
     """The tile `generate` uses for ``spec`` (tile policy applied against ``limits``)."""
     return options.tile_for(spec.precision, spec.out_blocks, limits or DeviceLimits())
 
@@ -125,10 +135,15 @@ def generate(
         for r in range(rpt)
     ]
     ksteps = [
-        {"tk": tk, "rows": [{"r": r, "target": f"{target}{r}", "offset": r * kt + tk} for r in range(rpt)]}
+        {
+            "tk": tk,
+            "rows": [{"r": r, "target": f"{target}{r}", "offset": r * kt + tk} for r in range(rpt)],
+        }
         for tk in range(kt)
     ]
-    loads = [{"j": j, "row_offset": j * slot_stride, "offset": j * threads} for j in range(input_loads)]
+    loads = [
+        {"j": j, "row_offset": j * slot_stride, "offset": j * threads} for j in range(input_loads)
+    ]
     wloads = [{"offset": j * threads} for j in range(weight_loads)]
     pool_groups = [
         {"g": g, "r0": 4 * g, "r1": 4 * g + 1, "r2": 4 * g + 2, "r3": 4 * g + 3}

@@ -32,5 +32,6 @@ def generate(
     if kernel == "implicit-gemm":
         return conv_igemm.generate(spec, options, limits)
     raise InvalidArgumentError(
-        f"invalid kernel={kernel!r} for a fused conv+pool; allowed values: 'direct', 'implicit-gemm'"
+        f"invalid kernel={kernel!r} for a fused conv+pool; "
+        "allowed values: 'direct', 'implicit-gemm'"
     )

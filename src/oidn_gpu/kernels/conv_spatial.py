@@ -39,7 +39,9 @@ def storage_bytes(spec: ConvSpec, cache_weights: bool = False) -> int:
 def generate(spec: ConvSpec, cache_weights: bool = False, family: str = FAMILY) -> Kernel:
     """Generate the spatial (halo patch) conv for ``spec`` (no fused pool)."""
     if spec.pool:
-        raise InvalidArgumentError("the spatial conv has no fused pool; use conv_direct or conv_igemm")
+        raise InvalidArgumentError(
+            "the spatial conv has no fused pool; use conv_direct or conv_igemm"
+        )
     layout = WeightLayout.OUTPUT_MAJOR
     bindings, decls = _common.conv_bindings(spec)
     consts = {
@@ -71,9 +73,21 @@ def generate(spec: ConvSpec, cache_weights: bool = False, family: str = FAMILY) 
     def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
         return (ceil_div(width, WG), ceil_div(height, WG), out_blocks)
 
-    return Kernel(family, key, source, "main", (WG, WG, 1), bindings, grid, trusted=True,
-                  features=enables, workgroup_storage_bytes=storage_bytes(spec, cache_weights),
-                  params=SHAPE_PARAMS, weight_layout=layout, precision=spec.precision)  # fmt: skip
+    return Kernel(
+        family,
+        key,
+        source,
+        "main",
+        (WG, WG, 1),
+        bindings,
+        grid,
+        trusted=True,
+        features=enables,
+        workgroup_storage_bytes=storage_bytes(spec, cache_weights),
+        params=SHAPE_PARAMS,
+        weight_layout=layout,
+        precision=spec.precision,
+    )
 
 
 __all__ = ["FAMILY", "Precision", "generate", "storage_bytes"]

@@ -57,6 +57,17 @@ def generate(spec: ConvSpec) -> Kernel:
     def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
         return (ceil_div(width, WG_X), ceil_div(height, WG_Y), out_blocks)
 
-    return Kernel(FAMILY, key, source, "main", (WG_X, WG_Y, 1), bindings, grid, trusted=True,
-                  features=(*enables, "subgroups"), params=SHAPE_PARAMS, weight_layout=layout,
-                  precision=spec.precision)  # fmt: skip
+    return Kernel(
+        FAMILY,
+        key,
+        source,
+        "main",
+        (WG_X, WG_Y, 1),
+        bindings,
+        grid,
+        trusted=True,
+        features=(*enables, "subgroups"),
+        params=SHAPE_PARAMS,
+        weight_layout=layout,
+        precision=spec.precision,
+    )

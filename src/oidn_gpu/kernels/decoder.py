@@ -59,4 +59,6 @@ def generate(
         return conv_spatial.generate(spec)
     if kernel == "subgroup":
         return conv_subgroup.generate(spec)
-    raise InvalidArgumentError(f"invalid decoder kernel={kernel!r}; allowed values: {', '.join(KINDS)}")
+    raise InvalidArgumentError(
+        f"invalid decoder kernel={kernel!r}; allowed values: {', '.join(KINDS)}"
+    )

@@ -44,7 +44,11 @@ def resolve(spec: ConvSpec, mode: FinalLayer, limits: DeviceLimits) -> FinalLaye
             return FinalLayer.SHARED_INPUT_WEIGHTS
         mode = FinalLayer.SHARED_INPUT
     if mode is FinalLayer.SHARED_INPUT_WEIGHTS and conv_spatial.storage_bytes(spec, True) > cap:
-        return FinalLayer.SHARED_INPUT if conv_spatial.storage_bytes(spec) <= cap else FinalLayer.DIRECT
+        return (
+            FinalLayer.SHARED_INPUT
+            if conv_spatial.storage_bytes(spec) <= cap
+            else FinalLayer.DIRECT
+        )
     if mode is FinalLayer.SHARED_INPUT and conv_spatial.storage_bytes(spec) > cap:
         return FinalLayer.DIRECT
     return mode
@@ -55,7 +59,7 @@ def generate(
     mode: FinalLayer = FinalLayer.SHARED_AUTO,
     limits: DeviceLimits | None = None,
 ) -> Kernel:
-    """Generate the final-layer kernel for ``spec`` in ``mode`` (falls back when it does not fit)."""
+    """Generate the final-layer kernel for ``spec`` in ``mode`` (with fallbacks when too big)."""
     if not supports(spec):
         raise InvalidArgumentError(
             "the final RGB kernel needs one plain source, <= 4 output channels and an fp32 output"

@@ -107,7 +107,9 @@ def _coerce(option: str, value: object, cls: type[enum.Enum]) -> enum.Enum:
     if isinstance(value, cls):
         return value
     for member in cls:
-        if value == member.value or (isinstance(value, str) and value.upper().replace("-", "_") == member.name):
+        if value == member.value or (
+            isinstance(value, str) and value.upper().replace("-", "_") == member.name
+        ):
             return member
     allowed = ", ".join(repr(m.value) for m in cls)
     raise InvalidArgumentError(f"invalid GEMM option {option}={value!r}; allowed values: {allowed}")
@@ -238,7 +240,8 @@ class GemmOptions:
         problems = _tile_problems(self.base_tile(precision), precision, limits)
         if problems:
             raise UnsupportedDeviceError(
-                f"GEMM tile {self.workgroup_size} x {self.rows_per_thread} rows ({precision.value}) "
+                f"GEMM tile {self.workgroup_size} x {self.rows_per_thread} rows "
+                f"({precision.value}) "
                 f"does not fit this device: {'; '.join(problems)}"
             )
 
@@ -267,9 +270,7 @@ def _tile_problems(
     if tile.workgroup_y > limits.max_workgroup_size_y:
         problems.append(f"workgroup y {tile.workgroup_y} > max {limits.max_workgroup_size_y}")
     if tile.threads > limits.max_invocations_per_workgroup:
-        problems.append(
-            f"{tile.threads} invocations > max {limits.max_invocations_per_workgroup}"
-        )
+        problems.append(f"{tile.threads} invocations > max {limits.max_invocations_per_workgroup}")
     need = tile.storage_bytes(precision)
     if need > limits.max_workgroup_storage_bytes:
         problems.append(

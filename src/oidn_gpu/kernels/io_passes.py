@@ -180,24 +180,21 @@ def input_pass_params(spec: InputPassSpec) -> ParamsLayout:
     return ParamsLayout(tuple(fields))
 
 
+_OUTPUT_PASS_U32 = (
+    "tensor_width",
+    "src_y",
+    "src_x",
+    "dst_y",
+    "dst_x",
+    "height",
+    "width",
+    "out_offset",
+    "out_pixel_stride",
+    "out_row_stride",
+    "out_channels",
+)
 OUTPUT_PASS_PARAMS = ParamsLayout(
-    tuple(
-        ParamField(n)
-        for n in (
-            "tensor_width",
-            "src_y",
-            "src_x",
-            "dst_y",
-            "dst_x",
-            "height",
-            "width",
-            "out_offset",
-            "out_pixel_stride",
-            "out_row_stride",
-            "out_channels",
-        )
-    )
-    + (ParamField("output_scale", ParamType.F32),)
+    (*(ParamField(n) for n in _OUTPUT_PASS_U32), ParamField("output_scale", ParamType.F32))
 )
 
 
@@ -230,7 +227,12 @@ def _block_lanes(lanes: list[str]) -> list[dict]:
     """Group lane expressions into vec4 constructor argument lists (zero padded)."""
     padded = lanes + ["0.0"] * ((-len(lanes)) % 4)
     return [
-        {"index": b, "lanes": ", ".join(f"f32({e})" if e != "0.0" else "0.0" for e in padded[4 * b : 4 * b + 4])}
+        {
+            "index": b,
+            "lanes": ", ".join(
+                f"f32({e})" if e != "0.0" else "0.0" for e in padded[4 * b : 4 * b + 4]
+            ),
+        }
         for b in range(len(padded) // 4)
     ]
 
@@ -250,7 +252,12 @@ def generate_input_pack(spec: PackSpec) -> Kernel:
     source = render(
         "input_pack.wgsl",
         header=f"oidn_gpu.kernels.io_passes.generate_input_pack {key}",
-        consts={"WG_X": WG_X, "WG_Y": WG_Y, "CHANNELS": spec.channels, "OUT_BLOCKS": blocks(spec.channels)},
+        consts={
+            "WG_X": WG_X,
+            "WG_Y": WG_Y,
+            "CHANNELS": spec.channels,
+            "OUT_BLOCKS": blocks(spec.channels),
+        },
         enables=enables,
         params_struct=SHAPE_PARAMS.wgsl(),
         bindings=decls,
@@ -258,8 +265,19 @@ def generate_input_pack(spec: PackSpec) -> Kernel:
         out_f16=spec.precision is Precision.FP16,
         blocks=_block_lanes(lanes),
     )
-    return Kernel("input-pack", key, source, "main", (WG_X, WG_Y, 1), bindings, _pixel_grid,
-                  trusted=True, features=enables, params=SHAPE_PARAMS, precision=spec.precision)  # fmt: skip
+    return Kernel(
+        "input-pack",
+        key,
+        source,
+        "main",
+        (WG_X, WG_Y, 1),
+        bindings,
+        _pixel_grid,
+        trusted=True,
+        features=enables,
+        params=SHAPE_PARAMS,
+        precision=spec.precision,
+    )
 
 
 def generate_output_unpack(spec: PackSpec) -> Kernel:
@@ -286,14 +304,30 @@ def generate_output_unpack(spec: PackSpec) -> Kernel:
     source = render(
         "output_unpack.wgsl",
         header=f"oidn_gpu.kernels.io_passes.generate_output_unpack {key}",
-        consts={"WG_X": WG_X, "WG_Y": WG_Y, "CHANNELS": spec.channels, "IN_BLOCKS": blocks(spec.channels)},
+        consts={
+            "WG_X": WG_X,
+            "WG_Y": WG_Y,
+            "CHANNELS": spec.channels,
+            "IN_BLOCKS": blocks(spec.channels),
+        },
         enables=enables,
         params_struct=SHAPE_PARAMS.wgsl(),
         bindings=decls,
         blocks=blk,
     )
-    return Kernel("output-unpack", key, source, "main", (WG_X, WG_Y, 1), bindings, _pixel_grid,
-                  trusted=True, features=enables, params=SHAPE_PARAMS, precision=spec.precision)  # fmt: skip
+    return Kernel(
+        "output-unpack",
+        key,
+        source,
+        "main",
+        (WG_X, WG_Y, 1),
+        bindings,
+        _pixel_grid,
+        trusted=True,
+        features=enables,
+        params=SHAPE_PARAMS,
+        precision=spec.precision,
+    )
 
 
 def generate_input_pass(spec: InputPassSpec) -> Kernel:
@@ -335,8 +369,19 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
         out_f16=spec.precision is Precision.FP16,
         blocks=_block_lanes(lanes),
     )
-    return Kernel("input-pass", key, source, "main", (WG_X, WG_Y, 1), bindings, _pixel_grid,
-                  trusted=True, features=enables, params=params, precision=spec.precision)  # fmt: skip
+    return Kernel(
+        "input-pass",
+        key,
+        source,
+        "main",
+        (WG_X, WG_Y, 1),
+        bindings,
+        _pixel_grid,
+        trusted=True,
+        features=enables,
+        params=params,
+        precision=spec.precision,
+    )
 
 
 def generate_output_pass(spec: OutputPassSpec) -> Kernel:
@@ -369,5 +414,16 @@ def generate_output_pass(spec: OutputPassSpec) -> Kernel:
         snorm=spec.snorm,
         hdr=spec.hdr,
     )
-    return Kernel("output-pass", key, source, "main", (WG_X, WG_Y, 1), bindings, _pixel_grid,
-                  trusted=True, features=enables, params=OUTPUT_PASS_PARAMS, precision=spec.precision)  # fmt: skip
+    return Kernel(
+        "output-pass",
+        key,
+        source,
+        "main",
+        (WG_X, WG_Y, 1),
+        bindings,
+        _pixel_grid,
+        trusted=True,
+        features=enables,
+        params=OUTPUT_PASS_PARAMS,
+        precision=spec.precision,
+    )

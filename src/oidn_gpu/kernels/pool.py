@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from oidn_gpu.kernels import _common
 from oidn_gpu.kernels.gemm import PoolLayout
-from oidn_gpu.kernels.spec import SHAPE_PARAMS, BindingKind, DeviceLimits, Kernel, PoolSpec, blocks, ceil_div
+from oidn_gpu.kernels.spec import (
+    SHAPE_PARAMS,
+    BindingKind,
+    DeviceLimits,
+    Kernel,
+    PoolSpec,
+    blocks,
+    ceil_div,
+)
 from oidn_gpu.kernels.template import render
 
 WG_X = 8
@@ -64,5 +72,16 @@ def generate(
         def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
             return (ceil_div(width, WG_X), ceil_div(height, WG_Y), nb)
 
-    return Kernel(FAMILY, key, source, "main", (WG_X, WG_Y, 1), bindings, grid, trusted=True,
-                  features=enables, params=SHAPE_PARAMS, precision=spec.precision)  # fmt: skip
+    return Kernel(
+        FAMILY,
+        key,
+        source,
+        "main",
+        (WG_X, WG_Y, 1),
+        bindings,
+        grid,
+        trusted=True,
+        features=enables,
+        params=SHAPE_PARAMS,
+        precision=spec.precision,
+    )

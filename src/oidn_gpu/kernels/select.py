@@ -1,4 +1,4 @@
-"""Kernel choice by shape, precision and device limits (the seeds' ``auto``), or forced with fallbacks.
+"""Kernel choice by shape, precision and device limits (the seeds' ``auto``), or forced.
 
 `select_conv` returns a `Selection` (the chosen `KernelKind`, the `Kernel`
 and, when a forced or preferred choice could not be used, the reason).
@@ -104,7 +104,9 @@ def select_conv(
             return Selection(KernelKind.DIRECT, conv_direct.generate(spec))
         k = final_rgb.generate(spec, gemm.final_layer, limits)
         chosen = KernelKind.FINAL_RGB if k.name == final_rgb.FAMILY else KernelKind.DIRECT
-        return Selection(chosen, k, None if chosen is KernelKind.FINAL_RGB else "final tile does not fit")
+        return Selection(
+            chosen, k, None if chosen is KernelKind.FINAL_RGB else "final tile does not fit"
+        )
     if kind in (KernelKind.AUTO, KernelKind.IMPLICIT_GEMM):
         problem = _gemm_problem(spec, gemm, limits)
         if problem is None:
@@ -112,7 +114,9 @@ def select_conv(
         return Selection(KernelKind.DIRECT, conv_direct.generate(spec), problem)
     if kind is KernelKind.SPATIAL:
         if spec.pool:
-            return Selection(KernelKind.DIRECT, conv_direct.generate(spec), "spatial has no fused pool")
+            return Selection(
+                KernelKind.DIRECT, conv_direct.generate(spec), "spatial has no fused pool"
+            )
         if conv_spatial.storage_bytes(spec) > limits.max_workgroup_storage_bytes:
             return Selection(
                 KernelKind.DIRECT, conv_direct.generate(spec), "the halo patch does not fit"
@@ -122,7 +126,9 @@ def select_conv(
         if not limits.subgroups:
             return Selection(KernelKind.DIRECT, conv_direct.generate(spec), "no subgroup support")
         if spec.pool:
-            return Selection(KernelKind.DIRECT, conv_direct.generate(spec), "subgroup has no fused pool")
+            return Selection(
+                KernelKind.DIRECT, conv_direct.generate(spec), "subgroup has no fused pool"
+            )
         return Selection(KernelKind.SUBGROUP, conv_subgroup.generate(spec))
     return Selection(KernelKind.DIRECT, conv_direct.generate(spec))
 

@@ -198,7 +198,9 @@ class ConvSource:
 
     def __post_init__(self) -> None:
         if not isinstance(self.channels, int) or self.channels < 1:
-            raise InvalidArgumentError(f"source channels must be a positive int, got {self.channels!r}")
+            raise InvalidArgumentError(
+                f"source channels must be a positive int, got {self.channels!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,9 @@ class ConvSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.sources, tuple) or not self.sources:
-            raise InvalidArgumentError("a convolution needs at least one source (a non-empty tuple)")
+            raise InvalidArgumentError(
+                "a convolution needs at least one source (a non-empty tuple)"
+            )
         if not isinstance(self.out_channels, int) or self.out_channels < 1:
             raise InvalidArgumentError(
                 f"out_channels must be a positive int, got {self.out_channels!r}"

@@ -61,7 +61,7 @@ def const_decl(name: str, value: object) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _environment():  # noqa: ANN202 - jinja2.Environment
+def _environment():
     from oidn_gpu.errors import require
 
     jinja2 = require("jinja2", "wgpu")

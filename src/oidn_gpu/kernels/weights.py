@@ -96,7 +96,8 @@ def pack_conv(
     w = np.asarray(weight)
     if w.shape[:2] != (spec.out_channels, spec.in_channels):
         raise InvalidArgumentError(
-            f"weight shape {w.shape} does not match spec [{spec.out_channels}, {spec.in_channels}, 3, 3]"
+            f"weight shape {w.shape} does not match the spec's "
+            f"[{spec.out_channels}, {spec.in_channels}, 3, 3]"
         )
     if np.asarray(bias).size != spec.out_channels:
         raise InvalidArgumentError(
@@ -115,9 +116,7 @@ def unpack_activation(data: np.ndarray, channels: int, height: int, width: int) 
     return arr[:, :, :channels]
 
 
-def pack_activation(
-    image: np.ndarray, precision: Precision = Precision.FP32
-) -> np.ndarray:
+def pack_activation(image: np.ndarray, precision: Precision = Precision.FP32) -> np.ndarray:
     """Dense ``[H, W, C]`` to the blocked HWC layout (flat, zero padded lanes)."""
     arr = np.asarray(image)
     h, w, c = arr.shape

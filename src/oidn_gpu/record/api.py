@@ -1,0 +1,283 @@
+"""Recording entry points for native hosts (seed 004's ``recordNetwork`` / ``recordDenoise``).
+
+`record_network` records one execution of the U-Net at a fixed size;
+`record_denoise` records a whole denoise (per tile: input pass, network, output
+pass). Both run the unchanged `WgpuExecutor` / `GpuDenoiser` against a
+`RecordingDevice` whose features and limits come from the config, and
+serialize what was submitted. The same functions with a real `GpuDevice`
+(`submit_network`, `submit_denoise`) are the direct execution the tests compare
+replays with.
+
+Program contracts:
+
+- network: one input, the network input as dense ``[H, W, C_in]`` float32
+  (C_in = 3 per image: color, albedo, normal, in network space: transfer
+  applied, as `image.process.build_input` makes it; H and W multiples of 16);
+  the output is the executor's ``[H, W, 4]`` float32 buffer (RGB and a zero
+  lane), not external; output channels 3.
+- denoise: inputs color, then albedo and normal for auxiliary models, each an
+  RGBA float32 image (16 bytes per pixel, alpha ignored); the external output
+  is RGBA float32 with the color's alpha; output channels 4.
+
+`inspect_model_packet` and the ``*_packet`` variants return bytes, never raise:
+errors become the ``ERRO`` packet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.record.config import RecordConfig, parse_config
+from oidn_gpu.record.format import KernelBit, MetaPrecision, ProgramMeta
+from oidn_gpu.record.writer import error_packet, model_packet, write_program
+
+RGBA_F32_BYTES = 16
+F32_BYTES = 4
+TILE_ALIGNMENT = 16
+IMAGE_NAMES = ("color", "albedo", "normal")
+_KERNEL_SETTINGS = {  # config kernel -> WgpuExecutor kernel setting
+    "auto": "auto",
+    "implicit-gemm": "implicit-gemm",
+    "direct": "direct",
+    "spatial": "spatial",
+    "subgroup": "subgroup",
+}
+_FAMILY_BITS = {
+    "conv-direct": KernelBit.DIRECT,
+    "conv-igemm": KernelBit.IMPLICIT_GEMM,
+    "conv-spatial": KernelBit.SPATIAL,
+}
+
+
+def _load_model(tza: bytes | bytearray | memoryview) -> Any:
+    from oidn_gpu.model.unet import load_model
+
+    return load_model(bytes(tza))
+
+
+def _executor_options(config: RecordConfig) -> dict[str, Any]:
+    if config.kernel == "subgroup-matrix":
+        raise UnsupportedDeviceError(
+            "kernel 3 (subgroup-matrix) is not implemented by oidn-gpu; use 0 (auto), "
+            "1 (implicit-gemm), 2 (direct), 4 (spatial) or 5 (subgroup)"
+        )
+    return {"precision": config.precision, "kernel": _KERNEL_SETTINGS[config.kernel]}
+
+
+def kernels_bitmask(executor: Any) -> int:
+    """META kernels bitmask of the convolution families an executor runs."""
+    bits = 0
+    for kernel in executor.kernels:
+        if kernel.name.startswith("conv-"):
+            bits |= _FAMILY_BITS.get(kernel.name, KernelBit.OTHER)
+    return bits
+
+
+def _meta(executor: Any, tiles: int, weights: Sequence[Any]) -> ProgramMeta:
+    precision = MetaPrecision.FP16 if executor.precision.value == "fp16" else MetaPrecision.FP32
+    return ProgramMeta(precision, tiles, kernels_bitmask(executor), None, tuple(b.id for b in weights))
+
+
+# --- the submissions (shared by recording and direct execution) -----------------------------
+
+
+def network_input_bytes(model: Any, width: int, height: int) -> int:
+    return width * height * model.input_channels * F32_BYTES
+
+
+def submit_network(executor: Any, input_buffer: Any, width: int, height: int) -> Any:
+    """One network execution on ``input_buffer``; returns the executor's output buffer."""
+    return executor.execute_buffers(input_buffer, height, width)
+
+
+@dataclass(frozen=True)
+class DenoiseSetup:
+    """What a denoise config resolves to: processing mode and tile plan."""
+
+    mode: Any
+    plan: Any
+
+
+def denoise_setup(model: Any, config: RecordConfig) -> DenoiseSetup:
+    """The `image.process.Mode` and `image.tiling.TilePlan` of a denoise config."""
+    from oidn_gpu.image import process, tiling
+    from oidn_gpu.image.transfer import Transfer
+    from oidn_gpu.model import unet
+
+    options = config.denoise
+    if options is None:
+        raise InvalidArgumentError("the config has no denoise words")
+    if options.transfer == "default":
+        transfer = Transfer.PU if options.hdr else Transfer.SRGB
+    else:
+        transfer = Transfer(options.transfer)
+    mode = process.Mode(transfer=transfer, hdr=options.hdr, snorm=False, input_scale=options.input_scale)
+    overlap = unet.tile_overlap(model.spec, TILE_ALIGNMENT)
+    h, w = config.height, config.width
+    if options.max_tile_edge == 0:
+        plan = tiling.plan_tiles(h, w, overlap=overlap, alignment=TILE_ALIGNMENT, max_tile_px=None)
+    else:
+        plan = tiling.plan_tiles_max_edge(
+            h, w, max_edge=options.max_tile_edge, overlap=overlap, alignment=TILE_ALIGNMENT
+        )
+    return DenoiseSetup(mode, plan)
+
+
+def submit_denoise(
+    denoiser: Any,
+    inputs: Sequence[Any],
+    output: Any,
+    width: int,
+    height: int,
+    setup: DenoiseSetup,
+) -> None:
+    """One whole denoise of RGBA float32 image buffers into the RGBA ``output`` buffer.
+
+    The color's alpha is copied into ``output`` first; the denoise then writes RGB.
+    """
+    from oidn_gpu.backends.wgpu.pipeline import GpuImage
+
+    device = denoiser.executor.device
+    encoder = device.create_command_encoder("oidn/denoise/alpha")
+    encoder.copy_buffer_to_buffer(inputs[0], 0, output, 0, width * height * RGBA_F32_BYTES)
+    device.submit([encoder.finish()])
+    images = [GpuImage(b, height, width, 3, pixel_stride=4) for b in inputs]
+    denoiser.denoise_buffers(
+        images,
+        GpuImage(output, height, width, 3, pixel_stride=4),
+        mode=setup.mode,
+        plan=setup.plan,
+    )
+
+
+# --- recording ------------------------------------------------------------------------------
+
+
+def _recording(tza: bytes, config_bytes: bytes, *, denoise: bool) -> tuple[Any, ...]:
+    from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+    from oidn_gpu.record.device import RecordingDevice, recording_capabilities
+
+    config = parse_config(config_bytes, denoise=denoise)
+    model = _load_model(tza)
+    device = RecordingDevice(recording_capabilities(config))
+    executor = WgpuExecutor(model, device=device, **_executor_options(config))
+    weights = device.buffers  # everything the constructor uploads: weights and biases
+    return config, model, device, executor, weights
+
+
+def record_network(tza: bytes, config: bytes) -> bytes:
+    """Record one network execution at the config's size (see the module doc).
+
+    Raises:
+        InvalidArgumentError: bad config or weights (`WeightsFormatError`), or a size
+            that is not a multiple of 16.
+        UnsupportedDeviceError: the config's device cannot run the requested precision.
+    """
+    cfg, model, device, executor, weights = _recording(tza, config, denoise=False)
+    from oidn_gpu.backends.wgpu.device import BufferUsage
+
+    try:
+        w, h = cfg.width, cfg.height
+        usage = BufferUsage.STORAGE | BufferUsage.COPY_DST
+        input_buffer = device.create_buffer(
+            "oidn/external/input", network_input_bytes(model, w, h), usage
+        )
+        output = submit_network(executor, input_buffer, w, h)
+        program = device.to_program(
+            [input_buffer],
+            output,
+            output_external=False,
+            output_width=w,
+            output_height=h,
+            output_channels=model.output_channels,
+            meta=_meta(executor, 0, weights),
+        )
+        return write_program(program)
+    finally:
+        _release(executor, device)
+
+
+def _release(executor: Any, device: Any) -> None:
+    cache = executor.pipeline_cache
+    executor.close()
+    cache.clear()
+    cache.shutdown()  # the recording's compile threads
+    device.close()
+
+
+def record_denoise(tza: bytes, config: bytes) -> bytes:
+    """Record one whole denoise of the config's image size (see the module doc).
+
+    Raises:
+        InvalidArgumentError: bad config or weights, or a tile edge too small for the
+            model's overlap.
+        UnsupportedDeviceError: the config's device cannot run the requested precision.
+    """
+    from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
+    from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
+
+    cfg, model, device, executor, weights = _recording(tza, config, denoise=True)
+    denoiser = GpuDenoiser(executor)
+    try:
+        w, h = cfg.width, cfg.height
+        setup = denoise_setup(model, cfg)
+        names = IMAGE_NAMES[: model.input_channels // 3]
+        size = w * h * RGBA_F32_BYTES
+        inputs = [device.create_buffer(f"oidn/external/{n}", size, STORAGE_USAGE) for n in names]
+        output = device.create_buffer("oidn/external/output", size, STORAGE_USAGE)
+        submit_denoise(denoiser, inputs, output, w, h, setup)
+        program = device.to_program(
+            inputs,
+            output,
+            output_external=True,
+            output_width=w,
+            output_height=h,
+            output_channels=4,
+            meta=_meta(executor, len(setup.plan.tiles), weights),
+        )
+        return write_program(program)
+    finally:
+        denoiser.close()
+        _release(executor, device)
+
+
+def inspect_model_packet(tza: bytes) -> bytes:
+    """``MODL`` packet (version 1, image input count) or the ``ERRO`` packet."""
+    try:
+        model = _load_model(tza)
+        return model_packet(model.input_channels // 3)
+    except Exception as err:  # noqa: BLE001 - the packet carries any failure to the host
+        return error_packet(str(err))
+
+
+def record_network_packet(tza: bytes, config: bytes) -> bytes:
+    """`record_network`, with any error returned as the ``ERRO`` packet."""
+    try:
+        return record_network(tza, config)
+    except Exception as err:  # noqa: BLE001 - the packet carries any failure to the host
+        return error_packet(str(err))
+
+
+def record_denoise_packet(tza: bytes, config: bytes) -> bytes:
+    """`record_denoise`, with any error returned as the ``ERRO`` packet."""
+    try:
+        return record_denoise(tza, config)
+    except Exception as err:  # noqa: BLE001 - the packet carries any failure to the host
+        return error_packet(str(err))
+
+
+__all__ = [
+    "DenoiseSetup",
+    "denoise_setup",
+    "inspect_model_packet",
+    "kernels_bitmask",
+    "record_denoise",
+    "record_denoise_packet",
+    "record_network",
+    "record_network_packet",
+    "submit_denoise",
+    "submit_network",
+]

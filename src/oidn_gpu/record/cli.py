@@ -1,0 +1,204 @@
+"""The ``record``, ``replay`` and ``program info`` subcommands of ``oidn-gpu``.
+
+``oidn_gpu.cli`` adds them with `add_record_parsers` and dispatches through
+`COMMANDS`; handlers take the parsed arguments and return an exit code. Only
+argument parsing lives here; the work is done by `record.api`, `record.replay`
+and `record.summary`. wgpu is imported only when a command needs a device.
+
+    oidn-gpu record --weights rt_hdr_alb --size 1920x1080 --hdr -o denoise.oidnp
+    oidn-gpu replay denoise.oidnp --color in.exr --albedo alb.exr -o out.exr
+    oidn-gpu program info denoise.oidnp
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.errors import InvalidArgumentError
+
+EXIT_OK = 0
+_PRECISIONS = ("auto", "fp32", "fp16")
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid size '{text}'; expected WxH, e.g. 1920x1080") from None
+    if w < 1 or h < 1:
+        raise argparse.ArgumentTypeError(f"size '{text}' must be positive")
+    return w, h
+
+
+def add_record_parsers(sub: Any) -> None:
+    """Add ``record``, ``replay`` and ``program`` to the tool's subparsers."""
+    from oidn_gpu.record.config import KERNELS, TRANSFERS
+
+    rec = sub.add_parser(
+        "record", help="record a whole denoise (or the network) as a replayable GPU program"
+    )
+    rec.add_argument("--weights", required=True, help="a .tza file, or a built-in weights name")
+    rec.add_argument("--size", required=True, type=_size, metavar="WxH", help="image size")
+    rec.add_argument("--hdr", action="store_true", help="HDR color (PU transfer by default)")
+    rec.add_argument("--precision", choices=_PRECISIONS, default="auto")
+    rec.add_argument("--kernel", choices=[k for k in KERNELS if k != "subgroup-matrix"], default="auto")
+    rec.add_argument("--transfer", choices=TRANSFERS, default="default")
+    rec.add_argument(
+        "--tile-size", type=int, default=0, metavar="PX", help="maximum tile edge (0: whole image)"
+    )
+    rec.add_argument("--input-scale", type=float, default=1.0, help="scale of the color input")
+    rec.add_argument(
+        "--network", action="store_true", help="record one network execution, not a whole denoise"
+    )
+    rec.add_argument(
+        "--baseline",
+        action="store_true",
+        help="record for WebGPU's guaranteed limits (plus --features) instead of this machine's adapter",
+    )
+    rec.add_argument(
+        "--features", default="", help="with --baseline: comma-separated shader-f16,subgroups"
+    )
+    rec.add_argument("-o", "--output", required=True, type=Path, help="program file to write")
+
+    rep = sub.add_parser("replay", help="run a recorded program on image files")
+    rep.add_argument("program", type=Path)
+    rep.add_argument("--color", required=True, type=Path)
+    rep.add_argument("--albedo", type=Path)
+    rep.add_argument("--normal", type=Path)
+    rep.add_argument("--repeat", type=int, default=1, help="replay this many times (timing)")
+    rep.add_argument("-o", "--output", required=True, type=Path)
+
+    prog = sub.add_parser("program", help="inspect recorded programs")
+    prog_sub = prog.add_subparsers(dest="program_command", metavar="COMMAND", parser_class=type(prog))
+    prog_sub.required = True
+    info = prog_sub.add_parser("info", help="what a program contains: sizes, kernels, memory")
+    info.add_argument("program", type=Path)
+
+
+def _weights_bytes(text: str) -> bytes:
+    path = Path(text)
+    if path.suffix == ".tza" or path.exists():
+        return path.read_bytes()
+    from oidn_gpu.model.weights import weights_path
+
+    return weights_path(text).read_bytes()
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """``oidn-gpu record``: write a program file."""
+    from oidn_gpu.record.api import record_denoise, record_network
+    from oidn_gpu.record.config import make_config
+    from oidn_gpu.record.reader import read_program
+    from oidn_gpu.record.summary import describe
+
+    width, height = args.size
+    tza = _weights_bytes(args.weights)
+    options: dict[str, Any] = {"precision": args.precision, "kernel": args.kernel}
+    if args.baseline:
+        options["features"] = [f.strip() for f in args.features.split(",") if f.strip()]
+    else:
+        from oidn_gpu.backends.wgpu.device import open_device
+
+        device = open_device()
+        options["device"] = device
+    if args.network:
+        data = record_network(tza, make_config(width, height, **options))
+    else:
+        config = make_config(
+            width,
+            height,
+            denoise=True,
+            hdr=args.hdr,
+            transfer=args.transfer,
+            max_tile_edge=args.tile_size,
+            input_scale=args.input_scale,
+            **options,
+        )
+        data = record_denoise(tza, config)
+    _write_atomic(args.output, data)
+    print(describe(read_program(data), file_bytes=len(data)), file=sys.stderr)
+    return EXIT_OK
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    temp = path.with_name(f".{path.name}.tmp")
+    try:
+        temp.write_bytes(data)
+        temp.replace(path)
+    finally:
+        if temp.exists():
+            temp.unlink()
+
+
+def _rgba(pixels: np.ndarray, channels: tuple[str, ...]) -> np.ndarray:
+    """An image as RGBA float32 (OIDN's 1- and 2-channel broadcast; alpha 1 if absent)."""
+    arr = np.asarray(pixels, np.float32)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    c = arr.shape[2]
+    rgb = arr[:, :, (0, 0, 0)] if c == 1 else arr[:, :, (0, 1, 1)] if c == 2 else arr[:, :, :3]
+    names = [n.split(".")[-1].upper() for n in channels]
+    alpha = arr[:, :, names.index("A")] if "A" in names else np.ones(arr.shape[:2], np.float32)
+    return np.ascontiguousarray(np.dstack([rgb, alpha]), np.float32)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """``oidn-gpu replay``: run a program on image files, write the output image."""
+    import time
+
+    from oidn_gpu.image import io
+    from oidn_gpu.record.reader import read_program
+    from oidn_gpu.record.replay import Replayer
+    from oidn_gpu.record.summary import summarize
+
+    program = read_program(args.program.read_bytes())
+    kind = summarize(program).kind
+    paths = [p for p in (args.color, args.albedo, args.normal) if p is not None]
+    images = [io.read_image(p) for p in paths]
+    w, h = program.output_width, program.output_height
+    for path, image in zip(paths, images):
+        if (image.width, image.height) != (w, h):
+            raise InvalidArgumentError(
+                f"'{path}' is {image.width}x{image.height} but the program was recorded for "
+                f"{w}x{h}; record one for this size"
+            )
+    rgba = [_rgba(image.pixels, image.channels) for image in images]
+    if kind == "denoise":
+        inputs: list[np.ndarray] = rgba
+    else:  # the network program's input: dense HWC, 3 channels per image
+        inputs = [np.ascontiguousarray(np.dstack([x[:, :, :3] for x in rgba]))]
+    if len(inputs) != len(program.inputs):
+        raise InvalidArgumentError(
+            f"the program takes {len(program.inputs)} image input(s) but {len(paths)} were given"
+        )
+    with Replayer(program) as replayer:
+        start = time.perf_counter()
+        for _ in range(max(1, args.repeat)):
+            out = replayer.run(inputs)
+        elapsed_ms = (time.perf_counter() - start) * 1e3 / max(1, args.repeat)
+    color = images[0]
+    has_alpha = "A" in [n.split(".")[-1].upper() for n in color.channels]
+    pixels = out if (kind == "denoise" and has_alpha) else out[:, :, :3]
+    io.write_image_atomic(args.output, pixels, like=color)
+    print(f"{args.output}: {w}x{h} replayed in {elapsed_ms:.1f} ms", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_program(args: argparse.Namespace) -> int:
+    """``oidn-gpu program info``: print what a program contains."""
+    from oidn_gpu.record.reader import read_program
+    from oidn_gpu.record.summary import describe
+
+    data = args.program.read_bytes()
+    print(describe(read_program(data), file_bytes=len(data)))
+    return EXIT_OK
+
+
+COMMANDS = {"record": cmd_record, "replay": cmd_replay, "program": cmd_program}
+
+__all__ = ["COMMANDS", "add_record_parsers", "cmd_program", "cmd_record", "cmd_replay"]

@@ -1,0 +1,315 @@
+"""The recorded-program file format (seed 004, ``program.ts``): constants and the value types.
+
+A *program* is everything one denoise (or one network execution) of a fixed
+image size submits to a WebGPU device: buffers with their initial data, WGSL
+shader modules, compute pipelines, bind groups, and the operations in queue
+order (submits of dispatches and buffer copies, queue writes). A native host
+replays it with no Python and no model code. ``docs/program-format.md`` is the
+byte-by-byte specification; this module is its single source of truth in code
+(`writer` and `reader` import every number from here).
+
+Layout summary (all integers u32 little-endian; a *blob* is a u32 byte length,
+the bytes, and zero padding to a multiple of 4; a *string* is a UTF-8 blob)::
+
+    magic "OIDN" (0x4e44494f), version 2
+    input count, input buffer ids, output buffer id, output external (0/1),
+    output width, output height, output channels
+    buffers:     count, then size, usage, data blob (length 0 = zero-filled), label string
+    shaders:     count, then code string
+    pipelines:   count, then shader id, entry point string
+    bind groups: count, then pipeline id, group, entry count,
+                 entries (binding, buffer id, offset, size; size 0 = rest of buffer)
+    operations:  count, then kind
+                 0 submit: command count, then kind
+                     0 dispatch: pipeline id, bind group id, x, y, z
+                     1 copy: source, source offset, destination, destination offset, size
+                 1 write: buffer id, offset, data blob
+    optional META extension: "META" (0x4154454d), version 1, precision (1 fp32, 2 fp16),
+                 tile count, kernels bitmask, frame buffer id (0xffffffff = none),
+                 weight buffer count, weight buffer ids
+
+Nothing here imports wgpu: programs can be read, written and inspected anywhere.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from oidn_gpu.errors import InvalidArgumentError
+
+# --- magic numbers and versions (seed 004, program.ts) -------------------------------------
+
+PROGRAM_MAGIC = 0x4E44494F  # b"OIDN" little-endian
+PROGRAM_VERSION = 2
+META_MAGIC = 0x4154454D  # b"META"
+META_VERSION = 1
+MODEL_MAGIC = 0x4C444F4D  # b"MODL": model inspection packet
+MODEL_PACKET_VERSION = 1
+ERROR_MAGIC = 0x4F525245  # b"ERRO": error packet
+CONFIG_VERSION = 1
+NO_BUFFER = 0xFFFFFFFF  # META frame buffer id when there is none
+U32_MAX = 0xFFFFFFFF
+WORD_BYTES = 4
+
+# --- WebGPU constants the format stores as numbers (GPUBufferUsage, WebGPU spec) -----------
+
+
+class BufferUsage(enum.IntFlag):
+    """``GPUBufferUsage`` bits, as stored in a program's buffer records."""
+
+    MAP_READ = 0x0001
+    MAP_WRITE = 0x0002
+    COPY_SRC = 0x0004
+    COPY_DST = 0x0008
+    INDEX = 0x0010
+    VERTEX = 0x0020
+    UNIFORM = 0x0040
+    STORAGE = 0x0080
+    INDIRECT = 0x0100
+    QUERY_RESOLVE = 0x0200
+
+
+BUFFER_USAGE_MASK = 0x03FF
+MAX_BIND_GROUPS = 4  # WebGPU's guaranteed maxBindGroups
+MAX_BINDING_INDEX = 65535  # WebGPU's maxBindingsPerBindGroup is 1000; indices may be sparse
+STORAGE_OFFSET_ALIGNMENT = 256  # WebGPU default minStorage/UniformBufferOffsetAlignment
+
+# --- operation and command kinds ------------------------------------------------------------
+
+
+class OperationKind(enum.IntEnum):
+    SUBMIT = 0
+    WRITE = 1
+
+
+class CommandKind(enum.IntEnum):
+    DISPATCH = 0
+    COPY = 1
+
+
+class MetaPrecision(enum.IntEnum):
+    FP32 = 1
+    FP16 = 2
+
+
+class KernelBit(enum.IntFlag):
+    """META kernels bitmask: which convolution families the network uses."""
+
+    DIRECT = 1
+    IMPLICIT_GEMM = 2
+    SUBGROUP_MATRIX = 4
+    SPATIAL = 8
+    OTHER = 16
+
+
+KERNEL_BIT_NAMES = {
+    KernelBit.DIRECT: "direct",
+    KernelBit.IMPLICIT_GEMM: "implicit-gemm",
+    KernelBit.SUBGROUP_MATRIX: "subgroup-matrix",
+    KernelBit.SPATIAL: "spatial",
+    KernelBit.OTHER: "other",
+}
+
+
+def kernel_names(bits: int) -> tuple[str, ...]:
+    """Names of the kernel families set in a META kernels bitmask."""
+    return tuple(name for bit, name in KERNEL_BIT_NAMES.items() if bits & bit)
+
+
+class ProgramFormatError(InvalidArgumentError):
+    """A program (or config, or packet) is malformed; says where and why.
+
+    Attributes:
+        offset: byte offset in the data where the problem was found (None if not positional).
+        reason: the message without the offset.
+    """
+
+    def __init__(self, reason: str, offset: int | None = None) -> None:
+        self.offset = offset
+        self.reason = reason
+        where = f" at byte {offset}" if offset is not None else ""
+        super().__init__(f"invalid program{where}: {reason}")
+
+
+# --- the program as a value -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BufferDesc:
+    """One GPU buffer: ``data`` (possibly shorter than the buffer) fills it at creation."""
+
+    byte_size: int
+    usage: int
+    data: bytes = b""
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class ShaderDesc:
+    """One WGSL shader module."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class PipelineDesc:
+    """A compute pipeline with an automatic layout."""
+
+    shader: int
+    entry_point: str
+
+
+@dataclass(frozen=True)
+class BindingDesc:
+    """A buffer binding; ``byte_size`` 0 binds the rest of the buffer from ``byte_offset``."""
+
+    binding: int
+    buffer: int
+    byte_offset: int = 0
+    byte_size: int = 0
+
+
+@dataclass(frozen=True)
+class BindGroupDesc:
+    """A bind group of group index ``group`` in ``pipeline``'s automatic layout."""
+
+    pipeline: int
+    group: int
+    entries: tuple[BindingDesc, ...]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """``dispatchWorkgroups(x, y, z)`` with ``pipeline`` and ``bind_group`` set."""
+
+    pipeline: int
+    bind_group: int
+    x: int
+    y: int = 1
+    z: int = 1
+
+
+@dataclass(frozen=True)
+class Copy:
+    """``copyBufferToBuffer``."""
+
+    source: int
+    source_offset: int
+    destination: int
+    destination_offset: int
+    byte_size: int
+
+
+Command = Dispatch | Copy
+
+
+@dataclass(frozen=True)
+class Submit:
+    """One ``queue.submit`` of the commands, in order."""
+
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True)
+class Write:
+    """``queue.writeBuffer(buffer, byte_offset, data)``."""
+
+    buffer: int
+    byte_offset: int
+    data: bytes
+
+
+Operation = Submit | Write
+
+
+@dataclass(frozen=True)
+class ProgramMeta:
+    """The optional META extension: what the program is, for hosts and `program info`.
+
+    Attributes:
+        precision: network storage precision.
+        tiles: tiles of a whole-denoise program (0 for a network program).
+        kernels: `KernelBit` mask of the convolution families used.
+        frame_buffer: id of a per-frame uniform the host may rewrite, or None.
+        weight_buffers: ids of the buffers holding network weights and biases.
+    """
+
+    precision: MetaPrecision = MetaPrecision.FP32
+    tiles: int = 0
+    kernels: int = 0
+    frame_buffer: int | None = None
+    weight_buffers: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Program:
+    """A recorded GPU program (seed 004's format, version 2).
+
+    ``inputs`` and ``output`` are buffer ids. Output pixels are RGBA float32
+    (16 bytes); ``output_channels`` of them are meaningful.
+    """
+
+    inputs: tuple[int, ...]
+    output: int
+    output_external: bool
+    output_width: int
+    output_height: int
+    output_channels: int
+    buffers: tuple[BufferDesc, ...] = ()
+    shaders: tuple[ShaderDesc, ...] = ()
+    pipelines: tuple[PipelineDesc, ...] = ()
+    bind_groups: tuple[BindGroupDesc, ...] = ()
+    operations: tuple[Operation, ...] = ()
+    meta: ProgramMeta | None = field(default=None)
+
+    @property
+    def initial_data_bytes(self) -> int:
+        return sum(len(b.data) for b in self.buffers)
+
+    @property
+    def buffer_bytes(self) -> int:
+        """GPU memory of all buffers."""
+        return sum(b.byte_size for b in self.buffers)
+
+    @property
+    def dispatch_count(self) -> int:
+        return sum(
+            isinstance(c, Dispatch)
+            for op in self.operations
+            if isinstance(op, Submit)
+            for c in op.commands
+        )
+
+
+__all__ = [
+    "BUFFER_USAGE_MASK",
+    "CONFIG_VERSION",
+    "ERROR_MAGIC",
+    "META_MAGIC",
+    "META_VERSION",
+    "MODEL_MAGIC",
+    "NO_BUFFER",
+    "PROGRAM_MAGIC",
+    "PROGRAM_VERSION",
+    "BindGroupDesc",
+    "BindingDesc",
+    "BufferDesc",
+    "BufferUsage",
+    "Command",
+    "CommandKind",
+    "Copy",
+    "Dispatch",
+    "KernelBit",
+    "MetaPrecision",
+    "Operation",
+    "OperationKind",
+    "PipelineDesc",
+    "Program",
+    "ProgramFormatError",
+    "ProgramMeta",
+    "ShaderDesc",
+    "Submit",
+    "Write",
+    "kernel_names",
+]

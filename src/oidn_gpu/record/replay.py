@@ -1,0 +1,387 @@
+"""`Replayer`: runs a recorded program on a wgpu device, with no model code.
+
+Construction creates every resource once: buffers (with their initial data),
+shader modules, compute pipelines (automatic layouts), bind groups (layouts from
+``pipeline.get_bind_group_layout(group)``). `Replayer.run` binds the caller's
+inputs and output and replays the operations in order: queue writes, and
+submits whose consecutive dispatches share one compute pass (WebGPU makes each
+dispatch's writes visible to the next) and whose copies go between passes.
+Repeated runs reuse every resource; bind groups that reference caller-owned
+buffers are made once per distinct set of such buffers (a few are kept).
+
+Inputs and output are either NumPy arrays (written into the program's own
+buffers; the output is read back and returned) or ``wgpu.GPUBuffer`` objects
+(bound in place of the program's buffers; `run` returns the output buffer
+without waiting). Shader modules are compiled with wgpu's runtime bounds checks
+unless ``trusted=True``: a program file is untrusted input.
+
+This module needs wgpu (through `backends.wgpu.device`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.record.format import (
+    BufferUsage,
+    Copy,
+    Dispatch,
+    Program,
+    ProgramFormatError,
+    Submit,
+    Write,
+)
+from oidn_gpu.record.reader import read_program, validate_program
+
+_BIND_GROUP_CACHE_SIZE = 4
+_HOST_USAGE = BufferUsage.COPY_SRC | BufferUsage.COPY_DST
+
+
+def _needed_usage(program: Program) -> list[int]:
+    """Per buffer, the usages the program's operations and bindings need."""
+    need = [0] * len(program.buffers)
+    for group in program.bind_groups:
+        for e in group.entries:
+            usage = program.buffers[e.buffer].usage
+            need[e.buffer] |= usage & (BufferUsage.STORAGE | BufferUsage.UNIFORM)
+    for op in program.operations:
+        if isinstance(op, Write):
+            need[op.buffer] |= BufferUsage.COPY_DST
+            continue
+        for c in op.commands:
+            if isinstance(c, Copy):
+                need[c.source] |= BufferUsage.COPY_SRC
+                need[c.destination] |= BufferUsage.COPY_DST
+    return need
+
+
+class Replayer:
+    """Creates a program's resources on a device and runs it (see the module doc).
+
+    Args:
+        program: a `Program` or its bytes (parsed and validated by `read_program`).
+        device: a `GpuDevice`, a ``wgpu.GPUDevice``, or None to open the default device.
+        trusted: compile shaders without wgpu's runtime checks (only for programs you made).
+
+    Raises:
+        ProgramFormatError: a malformed program, or one whose shaders or bindings the
+            device rejects.
+        UnsupportedDeviceError: the device lacks a feature or limit the program needs.
+    """
+
+    def __init__(self, program: Program | bytes, device: Any = None, *, trusted: bool = False):
+        from oidn_gpu.backends.wgpu.device import open_device
+
+        if isinstance(program, (bytes, bytearray, memoryview)):
+            program = read_program(program)
+        else:
+            validate_program(program)
+        self.program = program
+        self._trusted = bool(trusted)
+        self._closed = True
+        self._gpu = open_device(device)
+        self._owns_device = device is None
+        self._raw = self._gpu.device
+        self._needed = _needed_usage(program)
+        self._buffers: list[Any] = []
+        self._pipelines: list[Any] = []
+        self._bind_groups: list[Any] = []
+        self._rebound: OrderedDict[tuple[tuple[int, int], ...], tuple[list[Any], list[Any]]] = (
+            OrderedDict()
+        )
+        self._closed = False
+        try:
+            self._check_device()
+            self._create()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- construction ------------------------------------------------------------------
+
+    def _check_device(self) -> None:
+        caps = self._gpu.capabilities
+        p = self.program
+        for i, b in enumerate(p.buffers):
+            if b.byte_size > caps.max_buffer_size:
+                raise UnsupportedDeviceError(
+                    f"program buffer {i} ('{b.label}') has {b.byte_size} bytes but the device "
+                    f"allows {caps.max_buffer_size}; record with smaller tiles"
+                )
+        for g in p.bind_groups:
+            for e in g.entries:
+                b = p.buffers[e.buffer]
+                size = e.byte_size or b.byte_size - e.byte_offset
+                if b.usage & BufferUsage.STORAGE and size > caps.max_storage_buffer_binding_size:
+                    raise UnsupportedDeviceError(
+                        f"program binds {size} bytes of buffer {e.buffer} ('{b.label}') but the "
+                        f"device binds at most {caps.max_storage_buffer_binding_size}; record "
+                        "with smaller tiles"
+                    )
+        limit = caps.max_compute_workgroups_per_dimension
+        for op in p.operations:
+            if isinstance(op, Submit):
+                for c in op.commands:
+                    if isinstance(c, Dispatch) and max(c.x, c.y, c.z) > limit:
+                        raise UnsupportedDeviceError(
+                            f"program dispatches {(c.x, c.y, c.z)} workgroups but the device "
+                            f"allows {limit} per dimension"
+                        )
+        if any("enable f16" in s.code for s in p.shaders) and not caps.has_f16:
+            raise UnsupportedDeviceError(
+                "the program's shaders need the 'shader-f16' feature, which this device lacks; "
+                "record an fp32 program"
+            )
+        if any("enable subgroups" in s.code for s in p.shaders) and not caps.has_subgroups:
+            raise UnsupportedDeviceError(
+                "the program's shaders need the 'subgroup' feature, which this device lacks"
+            )
+
+    def _create(self) -> None:
+        p = self.program
+        host = set(p.inputs) | {p.output}
+        for i, b in enumerate(p.buffers):
+            usage = b.usage | (_HOST_USAGE if i in host else 0)
+            self._buffers.append(self._create_buffer(i, b.label, b.byte_size, usage, b.data))
+        modules = []
+        for i, shader in enumerate(p.shaders):
+            try:
+                modules.append(
+                    self._gpu.create_shader_module(f"oidn/replay/shader/{i}", shader.code, trusted=self._trusted)
+                )
+            except Exception as err:  # wgpu's GPUValidationError carries the compiler message
+                raise ProgramFormatError(f"shader {i} does not compile: {err}") from None
+        for i, pipe in enumerate(p.pipelines):
+            try:
+                self._pipelines.append(
+                    self._gpu.create_compute_pipeline(
+                        f"oidn/replay/pipeline/{i}", modules[pipe.shader], pipe.entry_point
+                    )
+                )
+            except Exception as err:  # noqa: BLE001 - e.g. a missing entry point
+                raise ProgramFormatError(f"pipeline {i} cannot be created: {err}") from None
+        self._bind_groups = [self._create_bind_group(i, self._buffers) for i in range(len(p.bind_groups))]
+
+    def _create_buffer(self, index: int, label: str, size: int, usage: int, data: bytes) -> Any:
+        try:
+            if not data:
+                return self._raw.create_buffer(label=label, size=size, usage=usage)
+            buffer = self._raw.create_buffer(
+                label=label, size=size, usage=usage, mapped_at_creation=True
+            )
+            buffer.write_mapped(data + b"\0" * (-len(data) % 4), 0)
+            buffer.unmap()
+            return buffer
+        except Exception as err:  # noqa: BLE001 - invalid usage combinations, out of memory
+            raise ProgramFormatError(f"buffer {index} ('{label}') cannot be created: {err}") from None
+
+    def _create_bind_group(self, index: int, buffers: Sequence[Any]) -> Any:
+        g = self.program.bind_groups[index]
+        entries = []
+        for e in g.entries:
+            buffer = buffers[e.buffer]
+            size = e.byte_size or int(buffer.size) - e.byte_offset
+            entries.append(
+                {
+                    "binding": e.binding,
+                    "resource": {"buffer": buffer, "offset": e.byte_offset, "size": size},
+                }
+            )
+        try:
+            layout = self._pipelines[g.pipeline].get_bind_group_layout(g.group)
+            return self._raw.create_bind_group(
+                label=f"oidn/replay/bind-group/{index}", layout=layout, entries=entries
+            )
+        except Exception as err:  # noqa: BLE001 - entries that do not match the shader
+            raise ProgramFormatError(f"bind group {index} cannot be created: {err}") from None
+
+    # -- running -----------------------------------------------------------------------
+
+    @property
+    def device(self) -> Any:
+        """The `GpuDevice` the program runs on."""
+        return self._gpu
+
+    @property
+    def output_buffer(self) -> Any:
+        """The program's own output buffer (a caller's output is bound instead when given)."""
+        return self._buffers[self.program.output]
+
+    def run(self, inputs: Sequence[Any], output: Any = None) -> Any:
+        """Replay the program once.
+
+        Args:
+            inputs: one per program input, in order: NumPy arrays with exactly the input
+                buffer's byte size (written into the program's buffer), or ``GPUBuffer``
+                objects of at least that size (bound in its place).
+            output: None, or a ``GPUBuffer`` receiving the output (bound in place of the
+                program's output when the program allows it, else copied into).
+
+        Returns:
+            With NumPy inputs and no ``output``: the output as float32, ``[H, W, 4]`` when
+            the buffer holds RGBA pixels (waits for the GPU). Otherwise the output
+            ``GPUBuffer``, submitted but not waited for.
+
+        Raises:
+            InvalidArgumentError: wrong number, size or usage of inputs or output.
+        """
+        if self._closed:
+            raise InvalidArgumentError("the replayer is closed")
+        p = self.program
+        if len(inputs) != len(p.inputs):
+            raise InvalidArgumentError(
+                f"the program takes {len(p.inputs)} input(s) but {len(inputs)} were given"
+            )
+        queue = self._raw.queue
+        external: dict[int, Any] = {}
+        host = output is None
+        for index, (pid, value) in enumerate(zip(p.inputs, inputs)):
+            size = p.buffers[pid].byte_size
+            if isinstance(value, np.ndarray):
+                data = np.ascontiguousarray(value)
+                if data.nbytes != size:
+                    raise InvalidArgumentError(
+                        f"input {index} has {data.nbytes} bytes; the program expects {size}"
+                    )
+                queue.write_buffer(self._buffers[pid], 0, memoryview(data).cast("B"))
+            else:
+                host = False
+                self._check_external(value, pid, f"input {index}")
+                external[pid] = value
+        copy_to = None
+        if output is not None:
+            if p.output_external:
+                self._check_external(output, p.output, "output")
+                external[p.output] = output
+            else:
+                copy_to = output
+                self._check_external(output, None, "output", BufferUsage.COPY_DST)
+        buffers, groups = self._resources_for(external)
+        for op in p.operations:
+            if isinstance(op, Write):
+                queue.write_buffer(buffers[op.buffer], op.byte_offset, op.data)
+            else:
+                queue.submit([self._encode(op, buffers, groups)])
+        result = buffers[p.output]
+        if copy_to is not None:
+            encoder = self._raw.create_command_encoder(label="oidn/replay/output")
+            encoder.copy_buffer_to_buffer(result, 0, copy_to, 0, p.buffers[p.output].byte_size)
+            queue.submit([encoder.finish()])
+            result = copy_to
+        if host:
+            return self.read_output()
+        return result
+
+    def read_output(self) -> np.ndarray:
+        """Read the program's own output buffer back as float32 (waits for the GPU)."""
+        p = self.program
+        raw = self._raw.queue.read_buffer(self._buffers[p.output])
+        out = np.frombuffer(bytes(raw), np.float32).copy()
+        pixels = p.output_width * p.output_height
+        if out.size == pixels * 4:
+            return out.reshape(p.output_height, p.output_width, 4)
+        return out
+
+    def _check_external(self, buffer: Any, pid: int | None, what: str, usage: int = 0) -> None:
+        size = self.program.buffers[pid].byte_size if pid is not None else (
+            self.program.buffers[self.program.output].byte_size
+        )
+        if not hasattr(buffer, "size") or not hasattr(buffer, "usage"):
+            raise InvalidArgumentError(
+                f"{what} must be a NumPy array or a wgpu GPUBuffer, got {type(buffer).__name__}"
+            )
+        if int(buffer.size) < size:
+            raise InvalidArgumentError(f"{what} buffer has {buffer.size} bytes; expected {size}")
+        need = usage | (self._needed[pid] if pid is not None else 0)
+        if int(buffer.usage) & need != need:
+            raise InvalidArgumentError(
+                f"{what} buffer has usage {int(buffer.usage):#x}; the program needs {need:#x}"
+            )
+
+    def _resources_for(self, external: dict[int, Any]) -> tuple[list[Any], list[Any]]:
+        if not external:
+            return self._buffers, self._bind_groups
+        key = tuple(sorted((pid, id(b)) for pid, b in external.items()))
+        cached = self._rebound.get(key)
+        if cached is not None and all(cached[0][pid] is b for pid, b in external.items()):
+            self._rebound.move_to_end(key)
+            return cached
+        buffers = list(self._buffers)
+        for pid, b in external.items():
+            buffers[pid] = b
+        groups = list(self._bind_groups)
+        for i, g in enumerate(self.program.bind_groups):
+            if any(e.buffer in external for e in g.entries):
+                groups[i] = self._create_bind_group(i, buffers)
+        self._rebound[key] = (buffers, groups)
+        while len(self._rebound) > _BIND_GROUP_CACHE_SIZE:
+            self._rebound.popitem(last=False)
+        return buffers, groups
+
+    def _encode(self, op: Submit, buffers: list[Any], groups: list[Any]) -> Any:
+        encoder = self._raw.create_command_encoder(label="oidn/replay")
+        compute = None
+        current = None
+        for c in op.commands:
+            if isinstance(c, Dispatch):
+                if compute is None:
+                    compute = encoder.begin_compute_pass(label="oidn/replay")
+                    current = None
+                if current != c.pipeline:
+                    compute.set_pipeline(self._pipelines[c.pipeline])
+                    current = c.pipeline
+                compute.set_bind_group(self.program.bind_groups[c.bind_group].group, groups[c.bind_group])
+                compute.dispatch_workgroups(c.x, c.y, c.z)
+            else:
+                if compute is not None:
+                    compute.end()
+                    compute = None
+                encoder.copy_buffer_to_buffer(
+                    buffers[c.source],
+                    c.source_offset,
+                    buffers[c.destination],
+                    c.destination_offset,
+                    c.byte_size,
+                )
+        if compute is not None:
+            compute.end()
+        return encoder.finish()
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release every GPU object of the program; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._rebound.clear()
+        self._bind_groups = []
+        self._pipelines = []
+        for buffer in self._buffers:
+            try:
+                buffer.destroy()
+            except Exception:  # noqa: BLE001 - a lost device already freed everything
+                pass
+        self._buffers = []
+        if self._owns_device:
+            self._gpu.close()
+
+    def __enter__(self) -> Replayer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def replay(program: Program | bytes, inputs: Sequence[Any], *, device: Any = None) -> Any:
+    """Replay a program once on host arrays and return the output (see `Replayer.run`)."""
+    with Replayer(program, device) as replayer:
+        return replayer.run(inputs)
+
+
+__all__ = ["Replayer", "replay"]

@@ -1,0 +1,170 @@
+"""Program -> bytes, exactly in seed 004's layout (``serializeProgram`` in ``program.ts``).
+
+Every integer is a little-endian u32; a blob is its byte length, the bytes and
+zero padding to a multiple of 4; a string is a UTF-8 blob. The output is
+deterministic: the same `Program` value always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.record.format import (
+    ERROR_MAGIC,
+    META_MAGIC,
+    META_VERSION,
+    MODEL_MAGIC,
+    MODEL_PACKET_VERSION,
+    NO_BUFFER,
+    PROGRAM_MAGIC,
+    PROGRAM_VERSION,
+    U32_MAX,
+    CommandKind,
+    Copy,
+    Dispatch,
+    OperationKind,
+    Program,
+    Submit,
+    Write,
+)
+
+
+class ByteWriter:
+    """Appends u32 words, blobs and strings to a growing buffer."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self.byte_size = 0
+
+    def u32(self, value: int) -> None:
+        if not isinstance(value, int) or not 0 <= value <= U32_MAX:
+            raise InvalidArgumentError(f"program value {value!r} does not fit in a u32")
+        self._parts.append(struct.pack("<I", value))
+        self.byte_size += 4
+
+    def u32s(self, values: list[int] | tuple[int, ...]) -> None:
+        for value in values:
+            self.u32(value)
+
+    def blob(self, data: bytes) -> None:
+        self.u32(len(data))
+        padding = -len(data) % 4
+        self._parts.append(bytes(data))
+        self._parts.append(b"\0" * padding)
+        self.byte_size += len(data) + padding
+
+    def string(self, text: str) -> None:
+        self.blob(text.encode("utf-8"))
+
+    def finish(self) -> bytes:
+        return b"".join(self._parts)
+
+
+def write_program(program: Program) -> bytes:
+    """Serialize ``program`` (version 2, with the META extension when it has one).
+
+    Raises:
+        InvalidArgumentError: a value does not fit the format (e.g. a buffer over 4 GiB).
+    """
+    w = ByteWriter()
+    w.u32(PROGRAM_MAGIC)
+    w.u32(PROGRAM_VERSION)
+    w.u32(len(program.inputs))
+    w.u32s(program.inputs)
+    w.u32(program.output)
+    w.u32(1 if program.output_external else 0)
+    w.u32(program.output_width)
+    w.u32(program.output_height)
+    w.u32(program.output_channels)
+
+    w.u32(len(program.buffers))
+    for buffer in program.buffers:
+        if not 0 < buffer.byte_size <= U32_MAX:
+            raise InvalidArgumentError(
+                f"program buffer '{buffer.label}' has {buffer.byte_size} bytes; expected 1 to "
+                f"{U32_MAX} (the format's 32-bit size limit)"
+            )
+        w.u32(buffer.byte_size)
+        w.u32(int(buffer.usage))
+        w.blob(buffer.data)
+        w.string(buffer.label)
+
+    w.u32(len(program.shaders))
+    for shader in program.shaders:
+        w.string(shader.code)
+
+    w.u32(len(program.pipelines))
+    for pipeline in program.pipelines:
+        w.u32(pipeline.shader)
+        w.string(pipeline.entry_point)
+
+    w.u32(len(program.bind_groups))
+    for group in program.bind_groups:
+        w.u32(group.pipeline)
+        w.u32(group.group)
+        w.u32(len(group.entries))
+        for entry in group.entries:
+            w.u32s((entry.binding, entry.buffer, entry.byte_offset, entry.byte_size))
+
+    w.u32(len(program.operations))
+    for op in program.operations:
+        if isinstance(op, Submit):
+            w.u32(OperationKind.SUBMIT)
+            w.u32(len(op.commands))
+            for command in op.commands:
+                if isinstance(command, Dispatch):
+                    w.u32(CommandKind.DISPATCH)
+                    w.u32s((command.pipeline, command.bind_group, command.x, command.y, command.z))
+                elif isinstance(command, Copy):
+                    w.u32(CommandKind.COPY)
+                    w.u32s(
+                        (
+                            command.source,
+                            command.source_offset,
+                            command.destination,
+                            command.destination_offset,
+                            command.byte_size,
+                        )
+                    )
+                else:
+                    raise InvalidArgumentError(f"unknown program command {command!r}")
+        elif isinstance(op, Write):
+            w.u32(OperationKind.WRITE)
+            w.u32(op.buffer)
+            w.u32(op.byte_offset)
+            w.blob(op.data)
+        else:
+            raise InvalidArgumentError(f"unknown program operation {op!r}")
+
+    meta = program.meta
+    if meta is not None:
+        w.u32(META_MAGIC)
+        w.u32(META_VERSION)
+        w.u32(int(meta.precision))
+        w.u32(meta.tiles)
+        w.u32(int(meta.kernels))
+        w.u32(NO_BUFFER if meta.frame_buffer is None else meta.frame_buffer)
+        w.u32(len(meta.weight_buffers))
+        w.u32s(meta.weight_buffers)
+    return w.finish()
+
+
+def error_packet(message: str) -> bytes:
+    """The ``ERRO`` packet: magic 0x4f525245 and the message string."""
+    w = ByteWriter()
+    w.u32(ERROR_MAGIC)
+    w.string(message)
+    return w.finish()
+
+
+def model_packet(image_inputs: int) -> bytes:
+    """The model inspection packet: ``MODL`` magic, version 1, image input count."""
+    w = ByteWriter()
+    w.u32(MODEL_MAGIC)
+    w.u32(MODEL_PACKET_VERSION)
+    w.u32(image_inputs)
+    return w.finish()
+
+
+__all__ = ["ByteWriter", "error_packet", "model_packet", "write_program"]

@@ -1,0 +1,654 @@
+// oidn_gpu.kernels.conv_igemm conv-igemm[in=32 out=64 fp16 out_fp16 relu tile_policy=output-aligned decoder_load=per-load pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=incremental weight_layout=k-major rows_per_thread=8 workgroup_size=8x8 tile=16x8x8p]
+enable f16;
+
+const WG_X: u32 = 16u;
+const WG_Y: u32 = 8u;
+const ROWS: u32 = 8u;
+const TILE_M: u32 = 64u;
+const TILE_N: u32 = 16u;
+const K_TILE: u32 = 8u;
+const IN_BLOCKS: u32 = 8u;
+const OUT_BLOCKS: u32 = 16u;
+const TOTAL_K: u32 = 72u;
+const INPUT_TILE_SIZE: u32 = 520u;
+const WEIGHT_TILE_SIZE: u32 = 512u;
+const ROW_GROUP: u32 = 64u;
+const INPUT_ROW_STRIDE: u32 = 65u;
+const W_STRIDE: u32 = 4u;
+const K_ADVANCE_BLOCKS: u32 = 0u;
+const K_ADVANCE_TAPS: u32 = 1u;
+const SRC0_BLOCKS: u32 = 8u;
+const SRC0_OFFSET: u32 = 0u;
+const SRC0_END: u32 = 8u;
+
+struct Params {
+  height: u32,
+  width: u32,
+}
+
+@group(0) @binding(0) var<storage, read> input0: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> weights: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> bias: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> output: array<vec4<f16>>;
+@group(0) @binding(4) var<uniform> params: Params;
+
+// Bias is already in the accumulator; apply the activation.
+fn activate(v: vec4<f32>) -> vec4<f32> {
+  return max(v, vec4<f32>(0.0));
+}
+
+// Convert to the output storage type (vec4<f16>).
+fn to_output(v: vec4<f32>) -> vec4<f16> {
+  // saturate to the largest half so overflow never produces Inf
+  return vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+}
+
+// Shared tiles: TILE_M GEMM rows x K_TILE input blocks, and K_TILE x TILE_N x 4 weight vec4s.
+var<workgroup> input_tile: array<vec4<f16>, INPUT_TILE_SIZE>;
+var<workgroup> weight_tile: array<vec4<f16>, WEIGHT_TILE_SIZE>;
+
+// Source 0 at conv-resolution pixel (iy, ix), block b.
+fn fetch0(iy: u32, ix: u32, b: u32, conv_w: u32) -> vec4<f16> {
+  let index = (iy * conv_w + ix) * SRC0_BLOCKS + b;
+  return input0[index];
+}
+
+fn fetch_weight(index: u32) -> vec4<f16> {
+  return weights[index];
+}
+
+// Conv-resolution pixel of GEMM row m, as vec2(x, y).
+fn row_pixel(m: u32, out_w: u32, conv_w: u32) -> vec2<u32> {
+  return vec2<u32>(m % conv_w, m / conv_w);
+}
+
+// Bit ky * 3 + kx is set when tap (ky, kx) of pixel (y, x) lies inside [conv_h, conv_w].
+fn tap_mask(y: u32, x: u32, conv_h: u32, conv_w: u32) -> u32 {
+  let cols = select(0u, 0x049u, x > 0u) | 0x092u | select(0u, 0x124u, x + 1u < conv_w);
+  let rows = select(0u, 0x007u, y > 0u) | 0x038u | select(0u, 0x1c0u, y + 1u < conv_h);
+  return cols & rows;
+}
+
+// Shared index of input load index li (one hole per thread row group when padded).
+fn input_slot(li: u32) -> u32 {
+  return li + li / ROW_GROUP;
+}
+
+// Shared index of weight load index li (one hole per 4 vec4s when padded).
+fn weight_slot(li: u32) -> u32 {
+  return li;
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+  let out_h = params.height;
+  let out_w = params.width;
+  let conv_h = out_h;
+  let conv_w = out_w;
+  let row_count = conv_h * conv_w;
+  let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
+  let ob = wid.y * TILE_N + lid.x;
+  let local_linear = lid.y * WG_X + lid.x;
+  // Every input load of this invocation has the same K lane; loads differ by SLOT_STRIDE rows.
+  let k_lane = local_linear % K_TILE;
+  let m_base = tile_m + local_linear / K_TILE;
+
+  let b = bias[min(ob, OUT_BLOCKS - 1u)];
+  var acc0 = b;
+  var acc1 = b;
+  var acc2 = b;
+  var acc3 = b;
+  var acc4 = b;
+  var acc5 = b;
+  var acc6 = b;
+  var acc7 = b;
+
+  // Per-load pixel and tap mask (0 for rows past the end), computed once.
+  let m0 = m_base + 0u;
+  let pix0 = row_pixel(m0, out_w, conv_w);
+  let mask0 = select(0u, tap_mask(pix0.y, pix0.x, conv_h, conv_w), m0 < row_count);
+  let m1 = m_base + 16u;
+  let pix1 = row_pixel(m1, out_w, conv_w);
+  let mask1 = select(0u, tap_mask(pix1.y, pix1.x, conv_h, conv_w), m1 < row_count);
+  let m2 = m_base + 32u;
+  let pix2 = row_pixel(m2, out_w, conv_w);
+  let mask2 = select(0u, tap_mask(pix2.y, pix2.x, conv_h, conv_w), m2 < row_count);
+  let m3 = m_base + 48u;
+  let pix3 = row_pixel(m3, out_w, conv_w);
+  let mask3 = select(0u, tap_mask(pix3.y, pix3.x, conv_h, conv_w), m3 < row_count);
+  var channel_block = k_lane % IN_BLOCKS;
+  var filter_position = k_lane / IN_BLOCKS;
+
+  for (var k_base = 0u; k_base < TOTAL_K; k_base += K_TILE) {
+    let tap = filter_position;
+    let ib = channel_block;
+    let k_ok = tap < 9u;
+    {
+      let pix = pix0;
+      let ok = k_ok && ((mask0 >> tap) & 1u) != 0u;
+      var v = vec4<f16>();
+      if (ok) {
+        if (ib < SRC0_END) {
+          v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+        }
+      }
+      input_tile[input_slot(local_linear + 0u)] = v;
+    }
+    {
+      let pix = pix1;
+      let ok = k_ok && ((mask1 >> tap) & 1u) != 0u;
+      var v = vec4<f16>();
+      if (ok) {
+        if (ib < SRC0_END) {
+          v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+        }
+      }
+      input_tile[input_slot(local_linear + 128u)] = v;
+    }
+    {
+      let pix = pix2;
+      let ok = k_ok && ((mask2 >> tap) & 1u) != 0u;
+      var v = vec4<f16>();
+      if (ok) {
+        if (ib < SRC0_END) {
+          v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+        }
+      }
+      input_tile[input_slot(local_linear + 256u)] = v;
+    }
+    {
+      let pix = pix3;
+      let ok = k_ok && ((mask3 >> tap) & 1u) != 0u;
+      var v = vec4<f16>();
+      if (ok) {
+        if (ib < SRC0_END) {
+          v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+        }
+      }
+      input_tile[input_slot(local_linear + 384u)] = v;
+    }
+
+    {
+      let li = local_linear + 0u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = vec4<f16>();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+    {
+      let li = local_linear + 128u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = vec4<f16>();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+    {
+      let li = local_linear + 256u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = vec4<f16>();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+    {
+      let li = local_linear + 384u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = vec4<f16>();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+    workgroupBarrier();
+
+    let row_base = lid.y * INPUT_ROW_STRIDE;
+    var part0 = vec4<f16>();
+    var part1 = vec4<f16>();
+    var part2 = vec4<f16>();
+    var part3 = vec4<f16>();
+    var part4 = vec4<f16>();
+    var part5 = vec4<f16>();
+    var part6 = vec4<f16>();
+    var part7 = vec4<f16>();
+    {
+      let wb = (0u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 0u];
+      part0 = fma(w0, vec4<f16>(v0.x), part0);
+      part0 = fma(w1, vec4<f16>(v0.y), part0);
+      part0 = fma(w2, vec4<f16>(v0.z), part0);
+      part0 = fma(w3, vec4<f16>(v0.w), part0);
+      let v1 = input_tile[row_base + 8u];
+      part1 = fma(w0, vec4<f16>(v1.x), part1);
+      part1 = fma(w1, vec4<f16>(v1.y), part1);
+      part1 = fma(w2, vec4<f16>(v1.z), part1);
+      part1 = fma(w3, vec4<f16>(v1.w), part1);
+      let v2 = input_tile[row_base + 16u];
+      part2 = fma(w0, vec4<f16>(v2.x), part2);
+      part2 = fma(w1, vec4<f16>(v2.y), part2);
+      part2 = fma(w2, vec4<f16>(v2.z), part2);
+      part2 = fma(w3, vec4<f16>(v2.w), part2);
+      let v3 = input_tile[row_base + 24u];
+      part3 = fma(w0, vec4<f16>(v3.x), part3);
+      part3 = fma(w1, vec4<f16>(v3.y), part3);
+      part3 = fma(w2, vec4<f16>(v3.z), part3);
+      part3 = fma(w3, vec4<f16>(v3.w), part3);
+      let v4 = input_tile[row_base + 32u];
+      part4 = fma(w0, vec4<f16>(v4.x), part4);
+      part4 = fma(w1, vec4<f16>(v4.y), part4);
+      part4 = fma(w2, vec4<f16>(v4.z), part4);
+      part4 = fma(w3, vec4<f16>(v4.w), part4);
+      let v5 = input_tile[row_base + 40u];
+      part5 = fma(w0, vec4<f16>(v5.x), part5);
+      part5 = fma(w1, vec4<f16>(v5.y), part5);
+      part5 = fma(w2, vec4<f16>(v5.z), part5);
+      part5 = fma(w3, vec4<f16>(v5.w), part5);
+      let v6 = input_tile[row_base + 48u];
+      part6 = fma(w0, vec4<f16>(v6.x), part6);
+      part6 = fma(w1, vec4<f16>(v6.y), part6);
+      part6 = fma(w2, vec4<f16>(v6.z), part6);
+      part6 = fma(w3, vec4<f16>(v6.w), part6);
+      let v7 = input_tile[row_base + 56u];
+      part7 = fma(w0, vec4<f16>(v7.x), part7);
+      part7 = fma(w1, vec4<f16>(v7.y), part7);
+      part7 = fma(w2, vec4<f16>(v7.z), part7);
+      part7 = fma(w3, vec4<f16>(v7.w), part7);
+    }
+    {
+      let wb = (1u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 1u];
+      part0 = fma(w0, vec4<f16>(v0.x), part0);
+      part0 = fma(w1, vec4<f16>(v0.y), part0);
+      part0 = fma(w2, vec4<f16>(v0.z), part0);
+      part0 = fma(w3, vec4<f16>(v0.w), part0);
+      let v1 = input_tile[row_base + 9u];
+      part1 = fma(w0, vec4<f16>(v1.x), part1);
+      part1 = fma(w1, vec4<f16>(v1.y), part1);
+      part1 = fma(w2, vec4<f16>(v1.z), part1);
+      part1 = fma(w3, vec4<f16>(v1.w), part1);
+      let v2 = input_tile[row_base + 17u];
+      part2 = fma(w0, vec4<f16>(v2.x), part2);
+      part2 = fma(w1, vec4<f16>(v2.y), part2);
+      part2 = fma(w2, vec4<f16>(v2.z), part2);
+      part2 = fma(w3, vec4<f16>(v2.w), part2);
+      let v3 = input_tile[row_base + 25u];
+      part3 = fma(w0, vec4<f16>(v3.x), part3);
+      part3 = fma(w1, vec4<f16>(v3.y), part3);
+      part3 = fma(w2, vec4<f16>(v3.z), part3);
+      part3 = fma(w3, vec4<f16>(v3.w), part3);
+      let v4 = input_tile[row_base + 33u];
+      part4 = fma(w0, vec4<f16>(v4.x), part4);
+      part4 = fma(w1, vec4<f16>(v4.y), part4);
+      part4 = fma(w2, vec4<f16>(v4.z), part4);
+      part4 = fma(w3, vec4<f16>(v4.w), part4);
+      let v5 = input_tile[row_base + 41u];
+      part5 = fma(w0, vec4<f16>(v5.x), part5);
+      part5 = fma(w1, vec4<f16>(v5.y), part5);
+      part5 = fma(w2, vec4<f16>(v5.z), part5);
+      part5 = fma(w3, vec4<f16>(v5.w), part5);
+      let v6 = input_tile[row_base + 49u];
+      part6 = fma(w0, vec4<f16>(v6.x), part6);
+      part6 = fma(w1, vec4<f16>(v6.y), part6);
+      part6 = fma(w2, vec4<f16>(v6.z), part6);
+      part6 = fma(w3, vec4<f16>(v6.w), part6);
+      let v7 = input_tile[row_base + 57u];
+      part7 = fma(w0, vec4<f16>(v7.x), part7);
+      part7 = fma(w1, vec4<f16>(v7.y), part7);
+      part7 = fma(w2, vec4<f16>(v7.z), part7);
+      part7 = fma(w3, vec4<f16>(v7.w), part7);
+    }
+    {
+      let wb = (2u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 2u];
+      part0 = fma(w0, vec4<f16>(v0.x), part0);
+      part0 = fma(w1, vec4<f16>(v0.y), part0);
+      part0 = fma(w2, vec4<f16>(v0.z), part0);
+      part0 = fma(w3, vec4<f16>(v0.w), part0);
+      let v1 = input_tile[row_base + 10u];
+      part1 = fma(w0, vec4<f16>(v1.x), part1);
+      part1 = fma(w1, vec4<f16>(v1.y), part1);
+      part1 = fma(w2, vec4<f16>(v1.z), part1);
+      part1 = fma(w3, vec4<f16>(v1.w), part1);
+      let v2 = input_tile[row_base + 18u];
+      part2 = fma(w0, vec4<f16>(v2.x), part2);
+      part2 = fma(w1, vec4<f16>(v2.y), part2);
+      part2 = fma(w2, vec4<f16>(v2.z), part2);
+      part2 = fma(w3, vec4<f16>(v2.w), part2);
+      let v3 = input_tile[row_base + 26u];
+      part3 = fma(w0, vec4<f16>(v3.x), part3);
+      part3 = fma(w1, vec4<f16>(v3.y), part3);
+      part3 = fma(w2, vec4<f16>(v3.z), part3);
+      part3 = fma(w3, vec4<f16>(v3.w), part3);
+      let v4 = input_tile[row_base + 34u];
+      part4 = fma(w0, vec4<f16>(v4.x), part4);
+      part4 = fma(w1, vec4<f16>(v4.y), part4);
+      part4 = fma(w2, vec4<f16>(v4.z), part4);
+      part4 = fma(w3, vec4<f16>(v4.w), part4);
+      let v5 = input_tile[row_base + 42u];
+      part5 = fma(w0, vec4<f16>(v5.x), part5);
+      part5 = fma(w1, vec4<f16>(v5.y), part5);
+      part5 = fma(w2, vec4<f16>(v5.z), part5);
+      part5 = fma(w3, vec4<f16>(v5.w), part5);
+      let v6 = input_tile[row_base + 50u];
+      part6 = fma(w0, vec4<f16>(v6.x), part6);
+      part6 = fma(w1, vec4<f16>(v6.y), part6);
+      part6 = fma(w2, vec4<f16>(v6.z), part6);
+      part6 = fma(w3, vec4<f16>(v6.w), part6);
+      let v7 = input_tile[row_base + 58u];
+      part7 = fma(w0, vec4<f16>(v7.x), part7);
+      part7 = fma(w1, vec4<f16>(v7.y), part7);
+      part7 = fma(w2, vec4<f16>(v7.z), part7);
+      part7 = fma(w3, vec4<f16>(v7.w), part7);
+    }
+    {
+      let wb = (3u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 3u];
+      part0 = fma(w0, vec4<f16>(v0.x), part0);
+      part0 = fma(w1, vec4<f16>(v0.y), part0);
+      part0 = fma(w2, vec4<f16>(v0.z), part0);
+      part0 = fma(w3, vec4<f16>(v0.w), part0);
+      let v1 = input_tile[row_base + 11u];
+      part1 = fma(w0, vec4<f16>(v1.x), part1);
+      part1 = fma(w1, vec4<f16>(v1.y), part1);
+      part1 = fma(w2, vec4<f16>(v1.z), part1);
+      part1 = fma(w3, vec4<f16>(v1.w), part1);
+      let v2 = input_tile[row_base + 19u];
+      part2 = fma(w0, vec4<f16>(v2.x), part2);
+      part2 = fma(w1, vec4<f16>(v2.y), part2);
+      part2 = fma(w2, vec4<f16>(v2.z), part2);
+      part2 = fma(w3, vec4<f16>(v2.w), part2);
+      let v3 = input_tile[row_base + 27u];
+      part3 = fma(w0, vec4<f16>(v3.x), part3);
+      part3 = fma(w1, vec4<f16>(v3.y), part3);
+      part3 = fma(w2, vec4<f16>(v3.z), part3);
+      part3 = fma(w3, vec4<f16>(v3.w), part3);
+      let v4 = input_tile[row_base + 35u];
+      part4 = fma(w0, vec4<f16>(v4.x), part4);
+      part4 = fma(w1, vec4<f16>(v4.y), part4);
+      part4 = fma(w2, vec4<f16>(v4.z), part4);
+      part4 = fma(w3, vec4<f16>(v4.w), part4);
+      let v5 = input_tile[row_base + 43u];
+      part5 = fma(w0, vec4<f16>(v5.x), part5);
+      part5 = fma(w1, vec4<f16>(v5.y), part5);
+      part5 = fma(w2, vec4<f16>(v5.z), part5);
+      part5 = fma(w3, vec4<f16>(v5.w), part5);
+      let v6 = input_tile[row_base + 51u];
+      part6 = fma(w0, vec4<f16>(v6.x), part6);
+      part6 = fma(w1, vec4<f16>(v6.y), part6);
+      part6 = fma(w2, vec4<f16>(v6.z), part6);
+      part6 = fma(w3, vec4<f16>(v6.w), part6);
+      let v7 = input_tile[row_base + 59u];
+      part7 = fma(w0, vec4<f16>(v7.x), part7);
+      part7 = fma(w1, vec4<f16>(v7.y), part7);
+      part7 = fma(w2, vec4<f16>(v7.z), part7);
+      part7 = fma(w3, vec4<f16>(v7.w), part7);
+    }
+    {
+      let wb = (4u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 4u];
+      part0 = fma(w0, vec4<f16>(v0.x), part0);
+      part0 = fma(w1, vec4<f16>(v0.y), part0);
+      part0 = fma(w2, vec4<f16>(v0.z), part0);
+      part0 = fma(w3, vec4<f16>(v0.w), part0);
+      let v1 = input_tile[row_base + 12u];
+      part1 = fma(w0, vec4<f16>(v1.x), part1);
+      part1 = fma(w1, vec4<f16>(v1.y), part1);
+      part1 = fma(w2, vec4<f16>(v1.z), part1);
+      part1 = fma(w3, vec4<f16>(v1.w), part1);
+      let v2 = input_tile[row_base + 20u];
+      part2 = fma(w0, vec4<f16>(v2.x), part2);
+      part2 = fma(w1, vec4<f16>(v2.y), part2);
+      part2 = fma(w2, vec4<f16>(v2.z), part2);
+      part2 = fma(w3, vec4<f16>(v2.w), part2);
+      let v3 = input_tile[row_base + 28u];
+      part3 = fma(w0, vec4<f16>(v3.x), part3);
+      part3 = fma(w1, vec4<f16>(v3.y), part3);
+      part3 = fma(w2, vec4<f16>(v3.z), part3);
+      part3 = fma(w3, vec4<f16>(v3.w), part3);
+      let v4 = input_tile[row_base + 36u];
+      part4 = fma(w0, vec4<f16>(v4.x), part4);
+      part4 = fma(w1, vec4<f16>(v4.y), part4);
+      part4 = fma(w2, vec4<f16>(v4.z), part4);
+      part4 = fma(w3, vec4<f16>(v4.w), part4);
+      let v5 = input_tile[row_base + 44u];
+      part5 = fma(w0, vec4<f16>(v5.x), part5);
+      part5 = fma(w1, vec4<f16>(v5.y), part5);
+      part5 = fma(w2, vec4<f16>(v5.z), part5);
+      part5 = fma(w3, vec4<f16>(v5.w), part5);
+      let v6 = input_tile[row_base + 52u];
+      part6 = fma(w0, vec4<f16>(v6.x), part6);
+      part6 = fma(w1, vec4<f16>(v6.y), part6);
+      part6 = fma(w2, vec4<f16>(v6.z), part6);
+      part6 = fma(w3, vec4<f16>(v6.w), part6);
+      let v7 = input_tile[row_base + 60u];
+      part7 = fma(w0, vec4<f16>(v7.x), part7);
+      part7 = fma(w1, vec4<f16>(v7.y), part7);
+      part7 = fma(w2, vec4<f16>(v7.z), part7);
+      part7 = fma(w3, vec4<f16>(v7.w), part7);
+    }
+    {
+      let wb = (5u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 5u];
+      part0 = fma(w0, vec4<f16>(v0.x), part0);
+      part0 = fma(w1, vec4<f16>(v0.y), part0);
+      part0 = fma(w2, vec4<f16>(v0.z), part0);
+      part0 = fma(w3, vec4<f16>(v0.w), part0);
+      let v1 = input_tile[row_base + 13u];
+      part1 = fma(w0, vec4<f16>(v1.x), part1);
+      part1 = fma(w1, vec4<f16>(v1.y), part1);
+      part1 = fma(w2, vec4<f16>(v1.z), part1);
+      part1 = fma(w3, vec4<f16>(v1.w), part1);
+      let v2 = input_tile[row_base + 21u];
+      part2 = fma(w0, vec4<f16>(v2.x), part2);
+      part2 = fma(w1, vec4<f16>(v2.y), part2);
+      part2 = fma(w2, vec4<f16>(v2.z), part2);
+      part2 = fma(w3, vec4<f16>(v2.w), part2);
+      let v3 = input_tile[row_base + 29u];
+      part3 = fma(w0, vec4<f16>(v3.x), part3);
+      part3 = fma(w1, vec4<f16>(v3.y), part3);
+      part3 = fma(w2, vec4<f16>(v3.z), part3);
+      part3 = fma(w3, vec4<f16>(v3.w), part3);
+      let v4 = input_tile[row_base + 37u];
+      part4 = fma(w0, vec4<f16>(v4.x), part4);
+      part4 = fma(w1, vec4<f16>(v4.y), part4);
+      part4 = fma(w2, vec4<f16>(v4.z), part4);
+      part4 = fma(w3, vec4<f16>(v4.w), part4);
+      let v5 = input_tile[row_base + 45u];
+      part5 = fma(w0, vec4<f16>(v5.x), part5);
+      part5 = fma(w1, vec4<f16>(v5.y), part5);
+      part5 = fma(w2, vec4<f16>(v5.z), part5);
+      part5 = fma(w3, vec4<f16>(v5.w), part5);
+      let v6 = input_tile[row_base + 53u];
+      part6 = fma(w0, vec4<f16>(v6.x), part6);
+      part6 = fma(w1, vec4<f16>(v6.y), part6);
+      part6 = fma(w2, vec4<f16>(v6.z), part6);
+      part6 = fma(w3, vec4<f16>(v6.w), part6);
+      let v7 = input_tile[row_base + 61u];
+      part7 = fma(w0, vec4<f16>(v7.x), part7);
+      part7 = fma(w1, vec4<f16>(v7.y), part7);
+      part7 = fma(w2, vec4<f16>(v7.z), part7);
+      part7 = fma(w3, vec4<f16>(v7.w), part7);
+    }
+    {
+      let wb = (6u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 6u];
+      part0 = fma(w0, vec4<f16>(v0.x), part0);
+      part0 = fma(w1, vec4<f16>(v0.y), part0);
+      part0 = fma(w2, vec4<f16>(v0.z), part0);
+      part0 = fma(w3, vec4<f16>(v0.w), part0);
+      let v1 = input_tile[row_base + 14u];
+      part1 = fma(w0, vec4<f16>(v1.x), part1);
+      part1 = fma(w1, vec4<f16>(v1.y), part1);
+      part1 = fma(w2, vec4<f16>(v1.z), part1);
+      part1 = fma(w3, vec4<f16>(v1.w), part1);
+      let v2 = input_tile[row_base + 22u];
+      part2 = fma(w0, vec4<f16>(v2.x), part2);
+      part2 = fma(w1, vec4<f16>(v2.y), part2);
+      part2 = fma(w2, vec4<f16>(v2.z), part2);
+      part2 = fma(w3, vec4<f16>(v2.w), part2);
+      let v3 = input_tile[row_base + 30u];
+      part3 = fma(w0, vec4<f16>(v3.x), part3);
+      part3 = fma(w1, vec4<f16>(v3.y), part3);
+      part3 = fma(w2, vec4<f16>(v3.z), part3);
+      part3 = fma(w3, vec4<f16>(v3.w), part3);
+      let v4 = input_tile[row_base + 38u];
+      part4 = fma(w0, vec4<f16>(v4.x), part4);
+      part4 = fma(w1, vec4<f16>(v4.y), part4);
+      part4 = fma(w2, vec4<f16>(v4.z), part4);
+      part4 = fma(w3, vec4<f16>(v4.w), part4);
+      let v5 = input_tile[row_base + 46u];
+      part5 = fma(w0, vec4<f16>(v5.x), part5);
+      part5 = fma(w1, vec4<f16>(v5.y), part5);
+      part5 = fma(w2, vec4<f16>(v5.z), part5);
+      part5 = fma(w3, vec4<f16>(v5.w), part5);
+      let v6 = input_tile[row_base + 54u];
+      part6 = fma(w0, vec4<f16>(v6.x), part6);
+      part6 = fma(w1, vec4<f16>(v6.y), part6);
+      part6 = fma(w2, vec4<f16>(v6.z), part6);
+      part6 = fma(w3, vec4<f16>(v6.w), part6);
+      let v7 = input_tile[row_base + 62u];
+      part7 = fma(w0, vec4<f16>(v7.x), part7);
+      part7 = fma(w1, vec4<f16>(v7.y), part7);
+      part7 = fma(w2, vec4<f16>(v7.z), part7);
+      part7 = fma(w3, vec4<f16>(v7.w), part7);
+    }
+    {
+      let wb = (7u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 7u];
+      part0 = fma(w0, vec4<f16>(v0.x), part0);
+      part0 = fma(w1, vec4<f16>(v0.y), part0);
+      part0 = fma(w2, vec4<f16>(v0.z), part0);
+      part0 = fma(w3, vec4<f16>(v0.w), part0);
+      let v1 = input_tile[row_base + 15u];
+      part1 = fma(w0, vec4<f16>(v1.x), part1);
+      part1 = fma(w1, vec4<f16>(v1.y), part1);
+      part1 = fma(w2, vec4<f16>(v1.z), part1);
+      part1 = fma(w3, vec4<f16>(v1.w), part1);
+      let v2 = input_tile[row_base + 23u];
+      part2 = fma(w0, vec4<f16>(v2.x), part2);
+      part2 = fma(w1, vec4<f16>(v2.y), part2);
+      part2 = fma(w2, vec4<f16>(v2.z), part2);
+      part2 = fma(w3, vec4<f16>(v2.w), part2);
+      let v3 = input_tile[row_base + 31u];
+      part3 = fma(w0, vec4<f16>(v3.x), part3);
+      part3 = fma(w1, vec4<f16>(v3.y), part3);
+      part3 = fma(w2, vec4<f16>(v3.z), part3);
+      part3 = fma(w3, vec4<f16>(v3.w), part3);
+      let v4 = input_tile[row_base + 39u];
+      part4 = fma(w0, vec4<f16>(v4.x), part4);
+      part4 = fma(w1, vec4<f16>(v4.y), part4);
+      part4 = fma(w2, vec4<f16>(v4.z), part4);
+      part4 = fma(w3, vec4<f16>(v4.w), part4);
+      let v5 = input_tile[row_base + 47u];
+      part5 = fma(w0, vec4<f16>(v5.x), part5);
+      part5 = fma(w1, vec4<f16>(v5.y), part5);
+      part5 = fma(w2, vec4<f16>(v5.z), part5);
+      part5 = fma(w3, vec4<f16>(v5.w), part5);
+      let v6 = input_tile[row_base + 55u];
+      part6 = fma(w0, vec4<f16>(v6.x), part6);
+      part6 = fma(w1, vec4<f16>(v6.y), part6);
+      part6 = fma(w2, vec4<f16>(v6.z), part6);
+      part6 = fma(w3, vec4<f16>(v6.w), part6);
+      let v7 = input_tile[row_base + 63u];
+      part7 = fma(w0, vec4<f16>(v7.x), part7);
+      part7 = fma(w1, vec4<f16>(v7.y), part7);
+      part7 = fma(w2, vec4<f16>(v7.z), part7);
+      part7 = fma(w3, vec4<f16>(v7.w), part7);
+    }
+    // fold the K tile's f16 partials into the f32 accumulators
+    acc0 += vec4<f32>(part0);
+    acc1 += vec4<f32>(part1);
+    acc2 += vec4<f32>(part2);
+    acc3 += vec4<f32>(part3);
+    acc4 += vec4<f32>(part4);
+    acc5 += vec4<f32>(part5);
+    acc6 += vec4<f32>(part6);
+    acc7 += vec4<f32>(part7);
+    workgroupBarrier();
+    // advance this invocation's K lane by one K tile (at most one carry)
+    channel_block += K_ADVANCE_BLOCKS;
+    let carry = channel_block >= IN_BLOCKS;
+    channel_block -= select(0u, IN_BLOCKS, carry);
+    filter_position += K_ADVANCE_TAPS + select(0u, 1u, carry);
+  }
+
+  if (ob < OUT_BLOCKS) {
+    let row0 = tile_m + lid.y * ROWS;
+    if (row0 + 0u < row_count) {
+      output[(row0 + 0u) * OUT_BLOCKS + ob] = to_output(activate(acc0));
+    }
+    if (row0 + 1u < row_count) {
+      output[(row0 + 1u) * OUT_BLOCKS + ob] = to_output(activate(acc1));
+    }
+    if (row0 + 2u < row_count) {
+      output[(row0 + 2u) * OUT_BLOCKS + ob] = to_output(activate(acc2));
+    }
+    if (row0 + 3u < row_count) {
+      output[(row0 + 3u) * OUT_BLOCKS + ob] = to_output(activate(acc3));
+    }
+    if (row0 + 4u < row_count) {
+      output[(row0 + 4u) * OUT_BLOCKS + ob] = to_output(activate(acc4));
+    }
+    if (row0 + 5u < row_count) {
+      output[(row0 + 5u) * OUT_BLOCKS + ob] = to_output(activate(acc5));
+    }
+    if (row0 + 6u < row_count) {
+      output[(row0 + 6u) * OUT_BLOCKS + ob] = to_output(activate(acc6));
+    }
+    if (row0 + 7u < row_count) {
+      output[(row0 + 7u) * OUT_BLOCKS + ob] = to_output(activate(acc7));
+    }
+  }
+}

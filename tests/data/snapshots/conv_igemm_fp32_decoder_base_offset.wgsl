@@ -1,0 +1,500 @@
+// oidn_gpu.kernels.conv_igemm conv-igemm[in=96u+64 out=64 fp32 out_fp32 relu tile_policy=output-aligned decoder_load=source-first pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=base-offset weight_layout=k-major rows_per_thread=4 workgroup_size=8x8 tile=16x8x4pq]
+
+const WG_X: u32 = 16u;
+const WG_Y: u32 = 8u;
+const ROWS: u32 = 4u;
+const TILE_M: u32 = 32u;
+const TILE_N: u32 = 16u;
+const K_TILE: u32 = 8u;
+const IN_BLOCKS: u32 = 40u;
+const OUT_BLOCKS: u32 = 16u;
+const TOTAL_K: u32 = 360u;
+const INPUT_TILE_SIZE: u32 = 264u;
+const WEIGHT_TILE_SIZE: u32 = 640u;
+const ROW_GROUP: u32 = 32u;
+const INPUT_ROW_STRIDE: u32 = 33u;
+const W_STRIDE: u32 = 5u;
+const K_ADVANCE_BLOCKS: u32 = 8u;
+const K_ADVANCE_TAPS: u32 = 0u;
+const SRC0_BLOCKS: u32 = 24u;
+const SRC0_OFFSET: u32 = 0u;
+const SRC0_END: u32 = 24u;
+const SRC1_BLOCKS: u32 = 16u;
+const SRC1_OFFSET: u32 = 24u;
+const SRC1_END: u32 = 40u;
+
+struct Params {
+  height: u32,
+  width: u32,
+}
+
+@group(0) @binding(0) var<storage, read> input0: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> input1: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> bias: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> output: array<vec4<f32>>;
+@group(0) @binding(5) var<uniform> params: Params;
+
+// Bias is already in the accumulator; apply the activation.
+fn activate(v: vec4<f32>) -> vec4<f32> {
+  return max(v, vec4<f32>(0.0));
+}
+
+// Convert to the output storage type (vec4<f32>).
+fn to_output(v: vec4<f32>) -> vec4<f32> {
+  return v;
+}
+
+// Shared tiles: TILE_M GEMM rows x K_TILE input blocks, and K_TILE x TILE_N x 4 weight vec4s.
+var<workgroup> input_tile: array<vec4<f32>, INPUT_TILE_SIZE>;
+var<workgroup> weight_tile: array<vec4<f32>, WEIGHT_TILE_SIZE>;
+
+// Source 0 at conv-resolution pixel (iy, ix), block b (nearest x2 upsampled).
+fn fetch0(iy: u32, ix: u32, b: u32, conv_w: u32) -> vec4<f32> {
+  let index = ((iy / 2u) * (conv_w / 2u) + ix / 2u) * SRC0_BLOCKS + b;
+  return input0[index];
+}
+
+// Source 0 relative to a cached pixel base: tap (ky, kx), parity (py, px) of the pixel.
+fn fetch_base0(base: u32, parity: vec2<i32>, tap: u32, b: u32, conv_w: u32) -> vec4<f32> {
+  let ky = i32(tap / 3u);
+  let kx = i32(tap % 3u);
+  let dy = (parity.y + ky - 1) >> 1u;
+  let dx = (parity.x + kx - 1) >> 1u;
+  let offset = (dy * i32(conv_w / 2u) + dx) * i32(SRC0_BLOCKS);
+  let index = u32(i32(base) + offset) + b;
+  return input0[index];
+}
+
+// Block base of source 0 at conv-resolution pixel (y, x).
+fn base0(y: u32, x: u32, conv_w: u32) -> u32 {
+  return ((y / 2u) * (conv_w / 2u) + x / 2u) * SRC0_BLOCKS;
+}
+
+// Source 1 at conv-resolution pixel (iy, ix), block b.
+fn fetch1(iy: u32, ix: u32, b: u32, conv_w: u32) -> vec4<f32> {
+  let index = (iy * conv_w + ix) * SRC1_BLOCKS + b;
+  return input1[index];
+}
+
+// Source 1 relative to a cached pixel base: tap (ky, kx), parity (py, px) of the pixel.
+fn fetch_base1(base: u32, parity: vec2<i32>, tap: u32, b: u32, conv_w: u32) -> vec4<f32> {
+  let ky = i32(tap / 3u);
+  let kx = i32(tap % 3u);
+  let offset = ((ky - 1) * i32(conv_w) + kx - 1) * i32(SRC1_BLOCKS);
+  let index = u32(i32(base) + offset) + b;
+  return input1[index];
+}
+
+// Block base of source 1 at conv-resolution pixel (y, x).
+fn base1(y: u32, x: u32, conv_w: u32) -> u32 {
+  return (y * conv_w + x) * SRC1_BLOCKS;
+}
+
+fn fetch_weight(index: u32) -> vec4<f32> {
+  return weights[index];
+}
+
+// Conv-resolution pixel of GEMM row m, as vec2(x, y).
+fn row_pixel(m: u32, out_w: u32, conv_w: u32) -> vec2<u32> {
+  return vec2<u32>(m % conv_w, m / conv_w);
+}
+
+// Bit ky * 3 + kx is set when tap (ky, kx) of pixel (y, x) lies inside [conv_h, conv_w].
+fn tap_mask(y: u32, x: u32, conv_h: u32, conv_w: u32) -> u32 {
+  let cols = select(0u, 0x049u, x > 0u) | 0x092u | select(0u, 0x124u, x + 1u < conv_w);
+  let rows = select(0u, 0x007u, y > 0u) | 0x038u | select(0u, 0x1c0u, y + 1u < conv_h);
+  return cols & rows;
+}
+
+// Shared index of input load index li (one hole per thread row group when padded).
+fn input_slot(li: u32) -> u32 {
+  return li + li / ROW_GROUP;
+}
+
+// Shared index of weight load index li (one hole per 4 vec4s when padded).
+fn weight_slot(li: u32) -> u32 {
+  return li + li / 4u;
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+  let out_h = params.height;
+  let out_w = params.width;
+  let conv_h = out_h;
+  let conv_w = out_w;
+  let row_count = conv_h * conv_w;
+  let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
+  let ob = wid.y * TILE_N + lid.x;
+  let local_linear = lid.y * WG_X + lid.x;
+  // Every input load of this invocation has the same K lane; loads differ by SLOT_STRIDE rows.
+  let k_lane = local_linear % K_TILE;
+  let m_base = tile_m + local_linear / K_TILE;
+
+  let b = bias[min(ob, OUT_BLOCKS - 1u)];
+  var acc0 = b;
+  var acc1 = b;
+  var acc2 = b;
+  var acc3 = b;
+
+  // Per-load pixel and tap mask (0 for rows past the end), computed once.
+  let m0 = m_base + 0u;
+  let pix0 = row_pixel(m0, out_w, conv_w);
+  let mask0 = select(0u, tap_mask(pix0.y, pix0.x, conv_h, conv_w), m0 < row_count);
+  let parity0 = vec2<i32>(i32(pix0.x & 1u), i32(pix0.y & 1u));
+  let base0_0 = select(0u, base0(pix0.y, pix0.x, conv_w), m0 < row_count);
+  let base1_0 = select(0u, base1(pix0.y, pix0.x, conv_w), m0 < row_count);
+  let m1 = m_base + 16u;
+  let pix1 = row_pixel(m1, out_w, conv_w);
+  let mask1 = select(0u, tap_mask(pix1.y, pix1.x, conv_h, conv_w), m1 < row_count);
+  let parity1 = vec2<i32>(i32(pix1.x & 1u), i32(pix1.y & 1u));
+  let base0_1 = select(0u, base0(pix1.y, pix1.x, conv_w), m1 < row_count);
+  let base1_1 = select(0u, base1(pix1.y, pix1.x, conv_w), m1 < row_count);
+  var channel_block = k_lane % IN_BLOCKS;
+  var filter_position = k_lane / IN_BLOCKS;
+
+  for (var k_base = 0u; k_base < TOTAL_K; k_base += K_TILE) {
+    let tap = filter_position;
+    let ib = channel_block;
+    let k_ok = tap < 9u;
+    if (ib < SRC0_END) {
+      let sb = ib - SRC0_OFFSET;
+      {
+        let pix = pix0;
+        let ok = k_ok && ((mask0 >> tap) & 1u) != 0u;
+        var v = vec4<f32>();
+        if (ok) {
+          v = fetch_base0(base0_0, parity0, tap, sb, conv_w);
+        }
+        input_tile[input_slot(local_linear + 0u)] = v;
+      }
+      {
+        let pix = pix1;
+        let ok = k_ok && ((mask1 >> tap) & 1u) != 0u;
+        var v = vec4<f32>();
+        if (ok) {
+          v = fetch_base0(base0_1, parity1, tap, sb, conv_w);
+        }
+        input_tile[input_slot(local_linear + 128u)] = v;
+      }
+    } else if (ib < SRC1_END) {
+      let sb = ib - SRC1_OFFSET;
+      {
+        let pix = pix0;
+        let ok = k_ok && ((mask0 >> tap) & 1u) != 0u;
+        var v = vec4<f32>();
+        if (ok) {
+          v = fetch_base1(base1_0, parity0, tap, sb, conv_w);
+        }
+        input_tile[input_slot(local_linear + 0u)] = v;
+      }
+      {
+        let pix = pix1;
+        let ok = k_ok && ((mask1 >> tap) & 1u) != 0u;
+        var v = vec4<f32>();
+        if (ok) {
+          v = fetch_base1(base1_1, parity1, tap, sb, conv_w);
+        }
+        input_tile[input_slot(local_linear + 128u)] = v;
+      }
+    } else {
+      // K past the end (only when IN_BLOCKS and the K tile do not align): zeros
+      input_tile[input_slot(local_linear + 0u)] = vec4<f32>();
+      input_tile[input_slot(local_linear + 128u)] = vec4<f32>();
+    }
+
+    {
+      let li = local_linear + 0u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = vec4<f32>();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+    {
+      let li = local_linear + 128u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = vec4<f32>();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+    {
+      let li = local_linear + 256u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = vec4<f32>();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+    {
+      let li = local_linear + 384u;
+      let tk = li / (TILE_N * 4u);
+      let rem = li % (TILE_N * 4u);
+      let wob = wid.y * TILE_N + rem / 4u;
+      let wk = k_base + tk;
+      var w = vec4<f32>();
+      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      }
+      weight_tile[weight_slot(li)] = w;
+    }
+    workgroupBarrier();
+
+    let row_base = lid.y * INPUT_ROW_STRIDE;
+    {
+      let wb = (0u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 0u];
+      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
+      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
+      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
+      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
+      let v1 = input_tile[row_base + 8u];
+      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
+      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
+      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
+      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
+      let v2 = input_tile[row_base + 16u];
+      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
+      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
+      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
+      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
+      let v3 = input_tile[row_base + 24u];
+      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
+      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
+      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
+      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+    }
+    {
+      let wb = (1u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 1u];
+      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
+      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
+      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
+      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
+      let v1 = input_tile[row_base + 9u];
+      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
+      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
+      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
+      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
+      let v2 = input_tile[row_base + 17u];
+      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
+      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
+      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
+      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
+      let v3 = input_tile[row_base + 25u];
+      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
+      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
+      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
+      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+    }
+    {
+      let wb = (2u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 2u];
+      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
+      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
+      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
+      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
+      let v1 = input_tile[row_base + 10u];
+      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
+      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
+      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
+      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
+      let v2 = input_tile[row_base + 18u];
+      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
+      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
+      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
+      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
+      let v3 = input_tile[row_base + 26u];
+      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
+      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
+      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
+      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+    }
+    {
+      let wb = (3u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 3u];
+      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
+      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
+      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
+      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
+      let v1 = input_tile[row_base + 11u];
+      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
+      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
+      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
+      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
+      let v2 = input_tile[row_base + 19u];
+      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
+      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
+      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
+      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
+      let v3 = input_tile[row_base + 27u];
+      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
+      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
+      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
+      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+    }
+    {
+      let wb = (4u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 4u];
+      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
+      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
+      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
+      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
+      let v1 = input_tile[row_base + 12u];
+      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
+      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
+      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
+      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
+      let v2 = input_tile[row_base + 20u];
+      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
+      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
+      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
+      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
+      let v3 = input_tile[row_base + 28u];
+      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
+      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
+      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
+      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+    }
+    {
+      let wb = (5u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 5u];
+      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
+      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
+      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
+      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
+      let v1 = input_tile[row_base + 13u];
+      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
+      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
+      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
+      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
+      let v2 = input_tile[row_base + 21u];
+      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
+      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
+      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
+      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
+      let v3 = input_tile[row_base + 29u];
+      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
+      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
+      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
+      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+    }
+    {
+      let wb = (6u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 6u];
+      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
+      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
+      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
+      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
+      let v1 = input_tile[row_base + 14u];
+      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
+      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
+      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
+      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
+      let v2 = input_tile[row_base + 22u];
+      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
+      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
+      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
+      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
+      let v3 = input_tile[row_base + 30u];
+      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
+      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
+      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
+      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+    }
+    {
+      let wb = (7u * TILE_N + lid.x) * W_STRIDE;
+      let w0 = weight_tile[wb];
+      let w1 = weight_tile[wb + 1u];
+      let w2 = weight_tile[wb + 2u];
+      let w3 = weight_tile[wb + 3u];
+      let v0 = input_tile[row_base + 7u];
+      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
+      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
+      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
+      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
+      let v1 = input_tile[row_base + 15u];
+      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
+      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
+      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
+      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
+      let v2 = input_tile[row_base + 23u];
+      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
+      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
+      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
+      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
+      let v3 = input_tile[row_base + 31u];
+      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
+      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
+      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
+      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+    }
+    workgroupBarrier();
+    // advance this invocation's K lane by one K tile (at most one carry)
+    channel_block += K_ADVANCE_BLOCKS;
+    let carry = channel_block >= IN_BLOCKS;
+    channel_block -= select(0u, IN_BLOCKS, carry);
+    filter_position += K_ADVANCE_TAPS + select(0u, 1u, carry);
+  }
+
+  if (ob < OUT_BLOCKS) {
+    let row0 = tile_m + lid.y * ROWS;
+    if (row0 + 0u < row_count) {
+      output[(row0 + 0u) * OUT_BLOCKS + ob] = to_output(activate(acc0));
+    }
+    if (row0 + 1u < row_count) {
+      output[(row0 + 1u) * OUT_BLOCKS + ob] = to_output(activate(acc1));
+    }
+    if (row0 + 2u < row_count) {
+      output[(row0 + 2u) * OUT_BLOCKS + ob] = to_output(activate(acc2));
+    }
+    if (row0 + 3u < row_count) {
+      output[(row0 + 3u) * OUT_BLOCKS + ob] = to_output(activate(acc3));
+    }
+  }
+}

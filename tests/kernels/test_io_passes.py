@@ -1,0 +1,178 @@
+"""Input pack/unpack and the denoise input/output passes vs NumPy (oidn-semantics 4, 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oidn_gpu.image import transfer as tf
+from oidn_gpu.kernels import io_passes as io
+from oidn_gpu.kernels import weights as wpack
+from oidn_gpu.kernels.spec import Precision
+
+from . import gpu_runner
+
+pytestmark = pytest.mark.gpu
+
+FLT_MAX = np.finfo(np.float32).max
+
+
+@pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16], ids=lambda p: p.value)
+def test_pack_unpack_roundtrip(precision: Precision, rng) -> None:
+    h, w, c = 5, 7, 9
+    x = rng.standard_normal((h, w, c)).astype(np.float32)
+    packed = gpu_runner.run(
+        io.generate_input_pack(io.PackSpec(c, precision)),
+        {"source": x},
+        {"output": h * w * 12 * precision.itemsize},
+        {"height": h, "width": w},
+        (c, h, w),
+    )["output"]
+    expect = wpack.pack_activation(x, precision)
+    np.testing.assert_array_equal(np.frombuffer(packed, precision.numpy_dtype), expect)
+    dense = gpu_runner.run(
+        io.generate_output_unpack(io.PackSpec(c, precision)),
+        {"input": expect},
+        {"output": h * w * c * 4},
+        {"height": h, "width": w},
+        (c, h, w),
+    )["output"]
+    np.testing.assert_array_equal(
+        np.frombuffer(dense, np.float32).reshape(h, w, c), x.astype(precision.numpy_dtype)
+    )
+
+
+def _broadcast(img: np.ndarray) -> np.ndarray:
+    c = img.shape[2]
+    idx = [0, min(1, c - 1), min(2, c - 1)]
+    return img[:, :, idx]
+
+
+def _sanitize(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    v = np.where(np.isnan(v), np.float32(0), v)
+    return np.clip(v, lo, hi).astype(np.float32)
+
+
+INPUT_CASES = [
+    # roles, precision, transfer, hdr, snorm
+    (
+        (io.ImageRole.MAIN, io.ImageRole.ALBEDO, io.ImageRole.NORMAL),
+        Precision.FP32,
+        tf.Transfer.PU,
+        True,
+        False,
+    ),
+    ((io.ImageRole.MAIN, io.ImageRole.ALBEDO), Precision.FP16, tf.Transfer.SRGB, False, False),
+    ((io.ImageRole.MAIN,), Precision.FP32, tf.Transfer.LINEAR, False, True),
+    ((io.ImageRole.MAIN,), Precision.FP32, tf.Transfer.LOG, True, False),
+]
+
+
+@pytest.mark.parametrize(
+    "case", INPUT_CASES, ids=lambda c: f"{len(c[0])}img-{c[1].value}-{c[2].value}"
+)
+def test_input_pass(case, rng) -> None:
+    roles, precision, transfer, hdr, snorm = case
+    spec = io.InputPassSpec(roles, precision, transfer, hdr, snorm)
+    kernel = io.generate_input_pass(spec)
+    ih, iw = 9, 13  # image
+    th, tw = 16, 16  # tensor (tile)
+    src_y, src_x, dst_y, dst_x, ch, cw = 2, 1, 3, 0, 7, 12
+    scale = 0.75
+    channels = {io.ImageRole.MAIN: 3, io.ImageRole.ALBEDO: 2, io.ImageRole.NORMAL: 1}
+    images, params = {}, {}
+    dense = {}
+    for role in roles:
+        c = channels[role]
+        stride = 4 if role is io.ImageRole.MAIN else c  # main is RGBA
+        img = (rng.standard_normal((ih, iw, stride)) * 3).astype(np.float32)
+        img.reshape(-1)[::17] = np.nan
+        img.reshape(-1)[5::23] = np.inf
+        img.reshape(-1)[7::29] = -np.inf
+        images[f"{role.value}_image"] = np.concatenate([np.zeros(5, np.float32), img.reshape(-1)])
+        params.update({
+            f"{role.value}_offset": 5, f"{role.value}_pixel_stride": stride,
+            f"{role.value}_row_stride": iw * stride, f"{role.value}_channels": c,
+        })  # fmt: skip
+        dense[role] = _broadcast(img[:, :, :c])
+    params.update(tensor_height=th, tensor_width=tw, dst_y=dst_y, dst_x=dst_x, src_y=src_y,
+                  src_x=src_x, copy_height=ch, copy_width=cw, input_scale=scale)  # fmt: skip
+    nb = -(-spec.channels // 4)
+    out = gpu_runner.run(
+        kernel,
+        images,
+        {"output": th * tw * nb * 4 * precision.itemsize},
+        params,
+        (spec.channels, th, tw),
+    )["output"]
+    got = np.frombuffer(out, precision.numpy_dtype).reshape(th, tw, nb * 4)
+    # reference
+    ref = np.zeros((th, tw, nb * 4), np.float32)
+    region = (slice(src_y, src_y + ch), slice(src_x, src_x + cw))
+    with np.errstate(invalid="ignore", over="ignore"):
+        main = dense[io.ImageRole.MAIN][region] * np.float32(scale)
+    main = _sanitize(main, -1.0 if snorm else 0.0, FLT_MAX if hdr else 1.0)
+    if snorm:
+        main = main * np.float32(0.5) + np.float32(0.5)
+    parts = [tf.forward(transfer, main)]
+    if io.ImageRole.ALBEDO in roles:
+        parts.append(_sanitize(dense[io.ImageRole.ALBEDO][region], 0.0, 1.0))
+    if io.ImageRole.NORMAL in roles:
+        parts.append(
+            _sanitize(dense[io.ImageRole.NORMAL][region], -1.0, 1.0) * np.float32(0.5)
+            + np.float32(0.5)
+        )
+    ref[dst_y : dst_y + ch, dst_x : dst_x + cw, : spec.channels] = np.concatenate(parts, axis=2)
+    ref = ref.astype(precision.numpy_dtype).astype(np.float32)
+    assert np.all(np.isfinite(got))
+    rtol = 2e-6 if precision is Precision.FP32 else 1e-3
+    np.testing.assert_allclose(got.astype(np.float32), ref, rtol=rtol, atol=1e-7)
+    outside = np.ones((th, tw), bool)
+    outside[dst_y : dst_y + ch, dst_x : dst_x + cw] = False
+    assert np.all(got[outside] == 0) and np.all(got[:, :, spec.channels :] == 0)
+
+
+OUTPUT_CASES = [
+    # transfer, hdr, snorm, out_channels
+    (tf.Transfer.PU, True, False, 3),
+    (tf.Transfer.SRGB, False, False, 1),
+    (tf.Transfer.LINEAR, False, True, 2),
+    (tf.Transfer.LOG, True, False, 3),
+]
+
+
+@pytest.mark.parametrize("case", OUTPUT_CASES, ids=lambda c: f"{c[0].value}-c{c[3]}")
+def test_output_pass(case, rng) -> None:
+    transfer, hdr, snorm, oc = case
+    kernel = io.generate_output_pass(io.OutputPassSpec(transfer, hdr, snorm))
+    th, tw = 12, 12
+    net = (rng.random((th, tw, 4)) * 1.2 - 0.1).astype(np.float32)
+    net.reshape(-1)[::13] = np.nan
+    ih, iw, stride = 8, 9, 4
+    src_y, src_x, dst_y, dst_x, h, w = 2, 3, 1, 0, 6, 8
+    out_scale = 1.5
+    init = np.full((ih, iw, stride), -7.0, np.float32)
+    params = dict(tensor_width=tw, src_y=src_y, src_x=src_x, dst_y=dst_y, dst_x=dst_x, height=h,
+                  width=w, out_offset=0, out_pixel_stride=stride, out_row_stride=iw * stride,
+                  out_channels=oc, output_scale=out_scale)  # fmt: skip
+    raw = gpu_runner.run(
+        kernel,
+        {"input": net},
+        {"output": init.nbytes},
+        params,
+        (3, h, w),
+        output_init={"output": init},
+    )["output"]
+    got = np.frombuffer(raw, np.float32).reshape(ih, iw, stride)
+    v = _sanitize(net[src_y : src_y + h, src_x : src_x + w, :3], 0.0, FLT_MAX)
+    v = tf.inverse(transfer, v)
+    if oc == 1:
+        v = np.repeat((v.sum(axis=2, dtype=np.float32) * np.float32(1 / 3))[:, :, None], 3, axis=2)
+    if snorm:
+        v = np.maximum(v * 2 - 1, -1)
+    if not hdr:
+        v = np.minimum(v, 1)
+    v = (v * np.float32(out_scale)).astype(np.float32)
+    expect = init.copy()
+    expect[dst_y : dst_y + h, dst_x : dst_x + w, :oc] = v[:, :, :oc]
+    np.testing.assert_allclose(got, expect, rtol=5e-6, atol=1e-7)
