@@ -46,3 +46,20 @@ def scenes_dir(shared_dir: Path) -> Path:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261129)
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    """The session's wgpu device (lavapipe in CI). GPU tests never skip: without an
+    adapter they fail; deselect them with ``-m 'not gpu'``."""
+    try:
+        from oidn_gpu.backends.wgpu.device import open_device
+
+        device = open_device()
+    except Exception as err:
+        pytest.fail(
+            f"no wgpu adapter ({err}); install mesa-vulkan-drivers or deselect with -m 'not gpu'",
+            pytrace=False,
+        )
+    yield device
+    device.close()

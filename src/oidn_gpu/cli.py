@@ -6,7 +6,10 @@ Subcommands:
     info      version, optional modules, backends and adapters, what 'auto' picks
     weights   ``weights fetch`` downloads the three large official weights files
     example   print the path of the bundled example render (or copy it)
-    bench     run the wgpu benchmark (``oidn_gpu.backends.wgpu.bench``), if installed
+    bench     benchmark the wgpu backend (default) or ``--backend reference``
+    record    record one whole GPU denoise (or the network) as a replayable program
+    replay    run a recorded program on this machine's GPU
+    program   ``program info``: what a recorded program contains
 
 Exit codes: 0 all done, 1 failure (some frames failed, a download failed, ...),
 2 bad usage (unknown flag, bad value, missing input), 130 interrupted (Ctrl-C; no
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.record import cli as record_cli
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -158,7 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     example = sub.add_parser("example", help="print the path of the bundled example render")
     example.add_argument("--copy", type=Path, metavar="DIR", help="copy it into DIR instead")
 
-    bench = sub.add_parser("bench", help="benchmark the wgpu backend (arguments passed on)")
+    record_cli.add_record_parsers(sub)
+    bench = sub.add_parser(
+        "bench", help="benchmark a backend: [--backend wgpu|reference] --size 1080p ... (see --help)"
+    )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     return parser
 
@@ -724,22 +731,37 @@ def cmd_example(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """``oidn-gpu bench``: hand over to ``oidn_gpu.backends.wgpu.bench.main(argv)``."""
+    """``oidn-gpu bench``: the wgpu benchmark, or the reference one with ``--backend reference``.
+
+    Arguments are handed on to ``oidn_gpu.backends.wgpu.bench.main`` or
+    ``oidn_gpu.backends.reference_bench.main``.
+    """
+    rest = list(args.bench_args)
+    backend = "wgpu"
+    for index, arg in enumerate(rest):
+        if arg == "--backend" and index + 1 < len(rest):
+            backend = rest[index + 1]
+            del rest[index : index + 2]
+            break
+        if arg.startswith("--backend="):
+            backend = arg.split("=", 1)[1]
+            del rest[index]
+            break
+    if backend == "reference":
+        from oidn_gpu.backends import reference_bench
+
+        return int(reference_bench.main(rest) or 0)
+    if backend not in ("wgpu", "auto"):
+        print(f"error: unknown bench backend '{backend}'; expected 'wgpu' or 'reference'",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         from oidn_gpu.backends.wgpu import bench
     except ImportError as err:
-        if "wgpu" in str(getattr(err, "name", "") or "") and "bench" not in str(err):
-            hint = "it needs the wgpu backend: pip install 'oidn-gpu[wgpu]'"
-        else:
-            hint = "this installation has no oidn_gpu.backends.wgpu.bench module"
-        print(f"error: the benchmark is not available; {hint} ({err})", file=sys.stderr)
+        print(f"error: the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' "
+              f"({err})", file=sys.stderr)
         return EXIT_FAILURE
-    entry = getattr(bench, "main", None)
-    if not callable(entry):
-        print("error: oidn_gpu.backends.wgpu.bench has no main(argv)", file=sys.stderr)
-        return EXIT_FAILURE
-    result = entry(list(args.bench_args))
-    return int(result or 0)
+    return int(bench.main(rest) or 0)
 
 
 COMMANDS = {
@@ -750,6 +772,7 @@ COMMANDS = {
     "example": cmd_example,
     "bench": cmd_bench,
 }
+COMMANDS.update(record_cli.COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -758,6 +781,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = "-v" in argv or "--verbose" in argv
     try:
         parser = build_parser()
+        if argv[:1] == ["bench"]:
+            # The benchmark parses its own flags (different per backend).
+            return cmd_bench(argparse.Namespace(bench_args=argv[1:]))
         try:
             args = parser.parse_args(argv)
         except SystemExit as exit_:  # --help and --version

@@ -11,9 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-pytest.importorskip("OpenImageIO")
-
 from cli_support import CROP_X, CROP_Y
 
 from oidn_gpu.cli import main

@@ -27,18 +27,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.gpu)
 
 
-@pytest.fixture(scope="session")
-def gpu():
-    """The session's `GpuDevice`; fails without an adapter."""
-    try:
-        from oidn_gpu.backends.wgpu.device import open_device
-
-        device = open_device()
-    except Exception as err:
-        pytest.fail(f"no wgpu adapter ({err}); install mesa-vulkan-drivers or deselect with "
-                    "-m 'not gpu'", pytrace=False)
-    yield device
-    device.close()
 
 
 @pytest.fixture(scope="session")

@@ -34,6 +34,8 @@ IGEMM_OPTIONS = [
     "weight_layout",
     "rows_per_thread",
     "workgroup_size",
+    "cols_per_thread",
+    "k_tile",
 ]
 
 
@@ -94,8 +96,12 @@ def _default(precision: Precision, limits: DeviceLimits) -> np.ndarray:
         ("weight_layout", "input-major"),
         ("rows_per_thread", 3),
         ("rows_per_thread", True),
-        ("workgroup_size", (8, 16)),
+        ("workgroup_size", (8, 32)),
         ("workgroup_size", (32, 8)),
+        ("cols_per_thread", 3),
+        ("cols_per_thread", 8),
+        ("k_tile", 4),
+        ("k_tile", 32),
         ("workgroup_size", 8),
     ],
 )

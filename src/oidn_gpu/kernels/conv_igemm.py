@@ -31,7 +31,7 @@ from __future__ import annotations
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels import _common
 from oidn_gpu.kernels.gemm import (
-    K_TILE_BLOCKS,
+    F16_GROUP_BLOCKS,
     AccumulationOrder,
     AddressMode,
     DecoderLoad,
@@ -99,8 +99,17 @@ def generate(
     layout = options.weight_layout
     bindings, decls = _bindings(spec, packed_input, packed_weights)
 
-    kt = K_TILE_BLOCKS
+    kt = tile.k_tile
+    cols = tile.cols_per_thread
+    group = F16_GROUP_BLOCKS
     threads = tile.threads
+    if (
+        kt % group
+        or threads % kt
+        or (tile.tile_m * kt) % threads
+        or (kt * tile.tile_n * 4) % threads
+    ):  # pragma: no cover - every allowed option value divides evenly
+        raise InvalidArgumentError(f"GEMM tile {tile} does not divide its K tile evenly")
     input_loads = tile.tile_m * kt // threads
     weight_loads = kt * tile.tile_n * 4 // threads
     slot_stride = threads // kt
@@ -115,6 +124,7 @@ def generate(
         "K_TILE": kt,
         "IN_BLOCKS": in_blocks,
         "OUT_BLOCKS": spec.out_blocks,
+        "COLS": cols,
         "TOTAL_K": total_k,
         "INPUT_TILE_SIZE": tile.input_tile_size,
         "WEIGHT_TILE_SIZE": tile.weight_tile_size,
@@ -126,21 +136,59 @@ def generate(
         **_common.source_consts(spec),
     }
     target = "part" if f16 else "acc"
-    rows = [
-        {
-            "r": r,
-            "target": f"{target}{r}",
-            "steps": [{"tk": tk, "offset": r * kt + tk} for tk in range(kt)],
-        }
+    # accumulator (row r, column c): acc{r}_{c} (f32), part{r}_{c} (f16 partial of one group)
+    accs = [
+        {"r": r, "c": c, "name": f"{r}_{c}", "col_offset": c * tile.workgroup_x}
         for r in range(rpt)
+        for c in range(cols)
     ]
-    ksteps = [
-        {
-            "tk": tk,
-            "rows": [{"r": r, "target": f"{target}{r}", "offset": r * kt + tk} for r in range(rpt)],
-        }
-        for tk in range(kt)
-    ]
+    columns = [{"c": c, "col_offset": c * tile.workgroup_x} for c in range(cols)]
+    # K tile in f16 partial groups of F16_GROUP_BLOCKS blocks; fp32 has one group per K tile
+    groups = []
+    group_size = group if f16 else kt
+    for g in range(kt // group_size):
+        tks = range(g * group_size, (g + 1) * group_size)
+        groups.append(
+            {
+                "g": g,
+                "rows": [
+                    {
+                        "r": r,
+                        "steps": [{"tk": tk, "offset": r * kt + tk} for tk in tks],
+                        "cols": [
+                            {
+                                "c": c,
+                                "target": f"{target}{r}_{c}",
+                                "col_offset": c * tile.workgroup_x,
+                            }
+                            for c in range(cols)
+                        ],
+                    }
+                    for r in range(rpt)
+                ],
+                "ksteps": [
+                    {
+                        "tk": tk,
+                        "rows": [
+                            {
+                                "r": r,
+                                "offset": r * kt + tk,
+                                "cols": [
+                                    {
+                                "c": c,
+                                "target": f"{target}{r}_{c}",
+                                "col_offset": c * tile.workgroup_x,
+                            }
+                            for c in range(cols)
+                                ],
+                            }
+                            for r in range(rpt)
+                        ],
+                    }
+                    for tk in tks
+                ],
+            }
+        )
     loads = [
         {"j": j, "row_offset": j * slot_stride, "offset": j * threads} for j in range(input_loads)
     ]
@@ -152,7 +200,7 @@ def generate(
     key = _common.conv_key(
         FAMILY,
         spec,
-        f"{options.describe()} tile={tile.workgroup_x}x{tile.workgroup_y}x{rpt}"
+        f"{options.describe()} tile={tile.workgroup_x}x{tile.workgroup_y}x{rpt}x{cols}k{kt}"
         f"{'p' if tile.padded_input else ''}{'q' if tile.padded_weights else ''}",
     )
     enables = _common.enables_for(spec.precision, spec.out_precision)
@@ -172,8 +220,10 @@ def generate(
         source_first=options.decoder_load is DecoderLoad.SOURCE_FIRST and len(spec.sources) > 1,
         row_major=options.accumulation_order is AccumulationOrder.ROW_MAJOR,
         vec=spec.precision.vec4,
-        rows=rows,
-        ksteps=ksteps,
+        rows=[{"r": r} for r in range(rpt)],
+        accs=accs,
+        columns=columns,
+        groups=groups,
         loads=loads,
         weight_loads=wloads,
         pool_groups=pool_groups,

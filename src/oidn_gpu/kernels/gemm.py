@@ -11,7 +11,7 @@ GEMM variants agree bit for bit.
 Options (default first where it is fixed):
 
 - ``tile_policy``: OUTPUT_ALIGNED (a workgroup x of 8 widens to 16 when the
-  output blocks are a multiple of 16 and the tile fits) | FIXED.
+  output blocks are a multiple of 16 x cols_per_thread and the tile fits) | FIXED.
 - ``decoder_load``: PER_LOAD (choose the source in each load) | SOURCE_FIRST
   (choose the source once per K tile, then load from it).
 - ``pool_layout``: CHANNELS (stand-alone max pool linearizes x and channel
@@ -26,7 +26,18 @@ Options (default first where it is fixed):
 - ``address_mode``: INCREMENTAL | ANALYTIC | BASE_OFFSET.
 - ``weight_layout``: K_MAJOR | OUTPUT_MAJOR (`WeightLayout`).
 - ``rows_per_thread``: 8 | 2 | 4.
-- ``workgroup_size``: (8, 8); x in {4, 8, 16}, y in {4, 8}.
+- ``cols_per_thread``: 1 | 2 | 4 output vec4 blocks per invocation (a register tile
+  of rows x cols named accumulators; the columns of one invocation are ``WG_X``
+  blocks apart, so the workgroup tile is ``WG_X * cols`` blocks wide).
+- ``k_tile``: 8 | 16 vec4 input blocks per shared K tile (one barrier pair per K
+  tile). The f16 partial grouping stays 8 blocks (`F16_GROUP_BLOCKS`): a K tile of
+  16 folds its partials twice, so the bits do not change.
+- ``workgroup_size``: (8, 8); x in {4, 8, 16}, y in {4, 8, 16}.
+
+`default_options(limits)` is the default of a device: the seeds' defaults
+(tuned on Apple GPUs) unless ``limits.large_gpu`` (a discrete GPU with large
+limits), which gets `LARGE_GPU_OPTIONS` (tuned on an NVIDIA H200, see
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -37,7 +48,8 @@ from dataclasses import dataclass, fields, replace
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
 
-K_TILE_BLOCKS = 8  # vec4 input blocks per K tile; fixed: it sets the f16 partial grouping
+F16_GROUP_BLOCKS = 8  # vec4 input blocks per f16 partial; fixed: it sets the rounding
+K_TILE_BLOCKS = F16_GROUP_BLOCKS  # the default K tile (vec4 input blocks per shared tile)
 
 
 class TilePolicy(enum.Enum):
@@ -87,8 +99,10 @@ class AddressMode(enum.Enum):
 
 
 ROWS_PER_THREAD = (2, 4, 8)
+COLS_PER_THREAD = (1, 2, 4)
+K_TILES = (8, 16)
 WORKGROUP_X = (4, 8, 16)
-WORKGROUP_Y = (4, 8)
+WORKGROUP_Y = (4, 8, 16)
 
 _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "tile_policy": TilePolicy,
@@ -124,6 +138,8 @@ class GemmTile:
     rows_per_thread: int
     padded_input: bool
     padded_weights: bool
+    cols_per_thread: int = 1
+    k_tile: int = K_TILE_BLOCKS
 
     @property
     def threads(self) -> int:
@@ -135,17 +151,17 @@ class GemmTile:
 
     @property
     def tile_n(self) -> int:
-        return self.workgroup_x
+        return self.workgroup_x * self.cols_per_thread
 
     @property
     def input_tile_size(self) -> int:
         """vec4s in the shared input tile (one hole per thread row when padded)."""
-        return self.tile_m * K_TILE_BLOCKS + (self.workgroup_y if self.padded_input else 0)
+        return self.tile_m * self.k_tile + (self.workgroup_y if self.padded_input else 0)
 
     @property
     def weight_tile_size(self) -> int:
         """vec4s in the shared weight tile (4 per (k, n), 5 when padded)."""
-        return K_TILE_BLOCKS * self.tile_n * (5 if self.padded_weights else 4)
+        return self.k_tile * self.tile_n * (5 if self.padded_weights else 4)
 
     def storage_bytes(self, precision: Precision) -> int:
         return (self.input_tile_size + self.weight_tile_size) * 4 * precision.itemsize
@@ -166,6 +182,8 @@ class GemmOptions:
     weight_layout: WeightLayout = WeightLayout.K_MAJOR
     rows_per_thread: int = 8
     workgroup_size: tuple[int, int] = (8, 8)
+    cols_per_thread: int = 1
+    k_tile: int = K_TILE_BLOCKS
 
     def __post_init__(self) -> None:
         for name, cls in _ENUM_OPTIONS.items():
@@ -173,11 +191,18 @@ class GemmOptions:
             if name == "shared_layout" and value is None:
                 continue
             object.__setattr__(self, name, _coerce(name, value, cls))
-        if isinstance(self.rows_per_thread, bool) or self.rows_per_thread not in ROWS_PER_THREAD:
-            raise InvalidArgumentError(
-                f"invalid GEMM option rows_per_thread={self.rows_per_thread!r}; "
-                f"allowed values: {', '.join(map(str, ROWS_PER_THREAD))}"
-            )
+        for name, allowed in (
+            ("rows_per_thread", ROWS_PER_THREAD),
+            ("cols_per_thread", COLS_PER_THREAD),
+            ("k_tile", K_TILES),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or value not in allowed:
+                raise InvalidArgumentError(
+                    f"invalid GEMM option {name}={value!r}; "
+                    f"allowed values: {', '.join(map(str, allowed))}"
+                )
+            object.__setattr__(self, name, int(value))
         ws = self.workgroup_size
         try:
             ws = tuple(ws)  # type: ignore[arg-type]
@@ -213,20 +238,23 @@ class GemmOptions:
             rows_per_thread=self.rows_per_thread,
             padded_input=layout in (SharedLayout.PADDED, SharedLayout.PADDED_INPUT),
             padded_weights=layout in (SharedLayout.PADDED, SharedLayout.PADDED_WEIGHTS),
+            cols_per_thread=self.cols_per_thread,
+            k_tile=self.k_tile,
         )
 
     def tile_for(self, precision: Precision, out_blocks: int, limits: DeviceLimits) -> GemmTile:
         """The tile a conv with ``out_blocks`` output blocks uses under ``tile_policy``.
 
-        OUTPUT_ALIGNED widens an 8-wide workgroup to 16 when ``out_blocks % 16 == 0``
-        and the wider tile fits ``limits``; otherwise the base tile.
+        OUTPUT_ALIGNED widens an 8-wide workgroup to 16 when the wider tile's blocks
+        (``16 * cols_per_thread``) divide ``out_blocks`` and it fits ``limits``; otherwise
+        the base tile.
         """
         base = self.base_tile(precision)
         if (
             self.tile_policy is TilePolicy.OUTPUT_ALIGNED
             and base.workgroup_x == 8
             and out_blocks > 0
-            and out_blocks % 16 == 0
+            and out_blocks % (16 * base.cols_per_thread) == 0
         ):
             wide = replace(base, workgroup_x=16)
             if not _tile_problems(wide, precision, limits, features=False):
@@ -241,6 +269,7 @@ class GemmOptions:
         if problems:
             raise UnsupportedDeviceError(
                 f"GEMM tile {self.workgroup_size} x {self.rows_per_thread} rows "
+                f"x {self.cols_per_thread} cols, K tile {self.k_tile} "
                 f"({precision.value}) "
                 f"does not fit this device: {'; '.join(problems)}"
             )
@@ -286,4 +315,29 @@ def option_values() -> dict[str, tuple[object, ...]]:
     out: dict[str, tuple[object, ...]] = {name: tuple(cls) for name, cls in _ENUM_OPTIONS.items()}
     out["rows_per_thread"] = ROWS_PER_THREAD
     out["workgroup_size"] = tuple((x, y) for x in WORKGROUP_X for y in WORKGROUP_Y)
+    out["cols_per_thread"] = COLS_PER_THREAD
+    out["k_tile"] = K_TILES
     return out
+
+
+# The defaults of large GPUs (`DeviceLimits.large_gpu`) per precision, from
+# bench/gemm_sweep.py on an NVIDIA H200 (docs/benchmarks.md). Small GPUs keep the seeds'
+# defaults (`GemmOptions()`).
+LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
+    Precision.FP16: GemmOptions(),
+    Precision.FP32: GemmOptions(),
+}
+
+
+def default_options(limits: DeviceLimits | None, precision: Precision | None = None) -> GemmOptions:
+    """The default GEMM options of a device and precision.
+
+    `LARGE_GPU_OPTIONS` when ``limits.large_gpu`` and that tile fits ``limits``; the
+    seeds' defaults (`GemmOptions()`) otherwise (small GPUs, lavapipe, no limits).
+    """
+    if limits is None or not limits.large_gpu or precision is None:
+        return GemmOptions()
+    options = LARGE_GPU_OPTIONS.get(Precision(precision))
+    if options is None or not options.fits(precision, limits):
+        return GemmOptions()
+    return options

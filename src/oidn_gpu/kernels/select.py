@@ -10,6 +10,8 @@ Rules:
 - The final layer (``final=True``: one output block, fp32 output, plain
   source) under ``auto`` or ``implicit-gemm`` uses `final_rgb` with
   ``gemm.final_layer`` (DIRECT -> `conv_direct`).
+- ``gemm=None``: `gemm.default_options(limits, precision)` (the seeds' defaults, or the
+  large-GPU defaults when ``limits.large_gpu``).
 - ``auto``: implicit GEMM when the GEMM tile fits the limits (and, with a
   fused pool, ``rows_per_thread >= 4``); otherwise direct.
 - forced ``implicit-gemm``: as auto, falling back to direct.
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import conv_direct, conv_igemm, conv_spatial, conv_subgroup, final_rgb, pool
-from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout
+from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout, default_options
 from oidn_gpu.kernels.spec import ConvSpec, DeviceLimits, Kernel, PoolSpec, Precision
 
 
@@ -97,7 +99,7 @@ def select_conv(
 ) -> Selection:
     """Choose and generate the conv kernel for ``spec`` (see module doc)."""
     kind = _kind(kernel)
-    gemm = gemm or GemmOptions()
+    gemm = gemm or default_options(limits, spec.precision)
     select_precision(spec.precision, limits)
     if final and kind in (KernelKind.AUTO, KernelKind.IMPLICIT_GEMM) and final_rgb.supports(spec):
         if gemm.final_layer is FinalLayer.DIRECT:
@@ -141,7 +143,7 @@ def select_pool(
 ) -> Kernel:
     """The stand-alone max pool: ``gemm.pool_layout`` under auto/implicit-gemm, else SPATIAL."""
     kind = _kind(kernel)
-    gemm = gemm or GemmOptions()
+    gemm = gemm or default_options(limits, spec.precision)
     select_precision(spec.precision, limits)
     layout = (
         gemm.pool_layout

@@ -320,6 +320,9 @@ class DeviceLimits:
     subgroups: bool = False
     subgroup_min_size: int = 4
     subgroup_max_size: int = 128
+    # A discrete GPU with large limits: kernel choice uses the large-GPU GEMM defaults
+    # (`kernels.gemm.default_options`).
+    large_gpu: bool = False
 
 
 # --------------------------------------------------------------------------- kernel

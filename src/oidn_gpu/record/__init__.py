@@ -32,18 +32,22 @@ _LAZY = {
     "RecordingDevice": "device",
 }
 
-__all__ = sorted(
-    [
-        "Program",
-        "ProgramFormatError",
-        "RecordConfig",
-        "make_config",
-        "parse_config",
-        "read_program",
-        "write_program",
-        *_LAZY,
-    ]
-)
+__all__ = [
+    "Program",
+    "ProgramFormatError",
+    "RecordConfig",
+    "RecordingDevice",
+    "Replayer",
+    "inspect_model_packet",
+    "make_config",
+    "parse_config",
+    "read_program",
+    "record_denoise",
+    "record_denoise_packet",
+    "record_network",
+    "record_network_packet",
+    "write_program",
+]
 
 
 def __getattr__(name: str) -> Any:

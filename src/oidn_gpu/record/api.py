@@ -78,7 +78,9 @@ def kernels_bitmask(executor: Any) -> int:
 
 def _meta(executor: Any, tiles: int, weights: Sequence[Any]) -> ProgramMeta:
     precision = MetaPrecision.FP16 if executor.precision.value == "fp16" else MetaPrecision.FP32
-    return ProgramMeta(precision, tiles, kernels_bitmask(executor), None, tuple(b.id for b in weights))
+    return ProgramMeta(
+        precision, tiles, kernels_bitmask(executor), None, tuple(b.id for b in weights)
+    )
 
 
 # --- the submissions (shared by recording and direct execution) -----------------------------
@@ -114,7 +116,9 @@ def denoise_setup(model: Any, config: RecordConfig) -> DenoiseSetup:
         transfer = Transfer.PU if options.hdr else Transfer.SRGB
     else:
         transfer = Transfer(options.transfer)
-    mode = process.Mode(transfer=transfer, hdr=options.hdr, snorm=False, input_scale=options.input_scale)
+    mode = process.Mode(
+        transfer=transfer, hdr=options.hdr, snorm=False, input_scale=options.input_scale
+    )
     overlap = unet.tile_overlap(model.spec, TILE_ALIGNMENT)
     h, w = config.height, config.width
     if options.max_tile_edge == 0:
@@ -249,7 +253,7 @@ def inspect_model_packet(tza: bytes) -> bytes:
     try:
         model = _load_model(tza)
         return model_packet(model.input_channels // 3)
-    except Exception as err:  # noqa: BLE001 - the packet carries any failure to the host
+    except Exception as err:
         return error_packet(str(err))
 
 
@@ -257,7 +261,7 @@ def record_network_packet(tza: bytes, config: bytes) -> bytes:
     """`record_network`, with any error returned as the ``ERRO`` packet."""
     try:
         return record_network(tza, config)
-    except Exception as err:  # noqa: BLE001 - the packet carries any failure to the host
+    except Exception as err:
         return error_packet(str(err))
 
 
@@ -265,7 +269,7 @@ def record_denoise_packet(tza: bytes, config: bytes) -> bytes:
     """`record_denoise`, with any error returned as the ``ERRO`` packet."""
     try:
         return record_denoise(tza, config)
-    except Exception as err:  # noqa: BLE001 - the packet carries any failure to the host
+    except Exception as err:
         return error_packet(str(err))
 
 

@@ -29,7 +29,9 @@ def _size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid size '{text}'; expected WxH, e.g. 1920x1080") from None
+        raise argparse.ArgumentTypeError(
+            f"invalid size '{text}'; expected WxH, e.g. 1920x1080"
+        ) from None
     if w < 1 or h < 1:
         raise argparse.ArgumentTypeError(f"size '{text}' must be positive")
     return w, h
@@ -46,7 +48,9 @@ def add_record_parsers(sub: Any) -> None:
     rec.add_argument("--size", required=True, type=_size, metavar="WxH", help="image size")
     rec.add_argument("--hdr", action="store_true", help="HDR color (PU transfer by default)")
     rec.add_argument("--precision", choices=_PRECISIONS, default="auto")
-    rec.add_argument("--kernel", choices=[k for k in KERNELS if k != "subgroup-matrix"], default="auto")
+    rec.add_argument(
+        "--kernel", choices=[k for k in KERNELS if k != "subgroup-matrix"], default="auto"
+    )
     rec.add_argument("--transfer", choices=TRANSFERS, default="default")
     rec.add_argument(
         "--tile-size", type=int, default=0, metavar="PX", help="maximum tile edge (0: whole image)"
@@ -58,7 +62,7 @@ def add_record_parsers(sub: Any) -> None:
     rec.add_argument(
         "--baseline",
         action="store_true",
-        help="record for WebGPU's guaranteed limits (plus --features) instead of this machine's adapter",
+        help="record for WebGPU's guaranteed limits (plus --features), not this machine's adapter",
     )
     rec.add_argument(
         "--features", default="", help="with --baseline: comma-separated shader-f16,subgroups"
@@ -74,7 +78,9 @@ def add_record_parsers(sub: Any) -> None:
     rep.add_argument("-o", "--output", required=True, type=Path)
 
     prog = sub.add_parser("program", help="inspect recorded programs")
-    prog_sub = prog.add_subparsers(dest="program_command", metavar="COMMAND", parser_class=type(prog))
+    prog_sub = prog.add_subparsers(
+        dest="program_command", metavar="COMMAND", parser_class=type(prog)
+    )
     prog_sub.required = True
     info = prog_sub.add_parser("info", help="what a program contains: sizes, kernels, memory")
     info.add_argument("program", type=Path)
@@ -161,7 +167,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     paths = [p for p in (args.color, args.albedo, args.normal) if p is not None]
     images = [io.read_image(p) for p in paths]
     w, h = program.output_width, program.output_height
-    for path, image in zip(paths, images):
+    for path, image in zip(paths, images, strict=True):
         if (image.width, image.height) != (w, h):
             raise InvalidArgumentError(
                 f"'{path}' is {image.width}x{image.height} but the program was recorded for "

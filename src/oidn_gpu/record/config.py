@@ -279,7 +279,9 @@ def parse_config(data: bytes | bytearray | memoryview, *, denoise: bool) -> Reco
     if denoise:
         base = options + _OPTION_WORDS
         if words[base] > 1:
-            raise InvalidArgumentError(f"config word {base} (hdr) is {words[base]}; expected 0 or 1")
+            raise InvalidArgumentError(
+                f"config word {base} (hdr) is {words[base]}; expected 0 or 1"
+            )
         scale = 1.0 if words[base + 3] == 0 else _f32_value(words[base + 3])
         denoise_options = DenoiseOptions(
             hdr=bool(words[base]),
@@ -370,9 +372,7 @@ def make_config(
     if unknown:
         raise InvalidArgumentError(f"unknown config fields {sorted(unknown)}")
     fields.update(limits)
-    options = (
-        DenoiseOptions(hdr, transfer, max_tile_edge, float(input_scale)) if denoise else None
-    )
+    options = DenoiseOptions(hdr, transfer, max_tile_edge, float(input_scale)) if denoise else None
     config = RecordConfig(
         width=width, height=height, precision=precision, kernel=kernel, denoise=options, **fields
     )

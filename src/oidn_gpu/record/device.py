@@ -253,7 +253,9 @@ class RecordingCommandEncoder:
         if size is None:
             size = source.size - source_offset
         self._commands.append(
-            _RecordedCopy(source, int(source_offset), destination, int(destination_offset), int(size))
+            _RecordedCopy(
+                source, int(source_offset), destination, int(destination_offset), int(size)
+            )
         )
 
     def resolve_query_set(self, *args: Any) -> None:
@@ -293,7 +295,7 @@ class RecordingDevice(GpuDevice):
         capabilities: what the device reports (`recording_capabilities` of a config).
     """
 
-    def __init__(self, capabilities: Capabilities) -> None:  # noqa: D107 - no super().__init__
+    def __init__(self, capabilities: Capabilities) -> None:
         # GpuDevice.__init__ wraps a real wgpu device; this one has none.
         self.device = _RecordingHandle()
         self.adapter = None
@@ -379,7 +381,9 @@ class RecordingDevice(GpuDevice):
         commands: list[Any] = []
         for cb in command_buffers:
             if not isinstance(cb, RecordedCommandBuffer):
-                raise InvalidArgumentError("the command buffer was not made by this recording device")
+                raise InvalidArgumentError(
+                    "the command buffer was not made by this recording device"
+                )
             commands.extend(cb.commands)
         with self._lock:
             self._log.operations.append(_RecordedSubmit(tuple(commands)))
@@ -395,8 +399,12 @@ class RecordingDevice(GpuDevice):
         return 1.0
 
     def close(self) -> None:
-        """Forget everything recorded (the recorded data can be large)."""
+        """Forget everything recorded (the recorded data can be large).
+
+        Dropping the handle also lets the pipeline cache's weak entry for this device go.
+        """
         self._log = _Log()
+        self.device = None
 
     def _check_buffer(self, buffer: Any) -> None:
         if not isinstance(buffer, RecordedBuffer) or (
@@ -463,7 +471,9 @@ class RecordingDevice(GpuDevice):
         def command(c: Any) -> Dispatch | Copy:
             if isinstance(c, _RecordedDispatch):
                 return Dispatch(pipeline_index[c.pipeline.id], c.bind_group.id, *c.grid)
-            return Copy(c.source.id, c.source_offset, c.destination.id, c.destination_offset, c.size)
+            return Copy(
+                c.source.id, c.source_offset, c.destination.id, c.destination_offset, c.size
+            )
 
         operations: list[Submit | Write] = []
         for op in log.operations:

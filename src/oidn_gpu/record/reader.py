@@ -127,7 +127,9 @@ def read_program(data: bytes | bytearray | memoryview) -> Program:
         raise r.fail(f"unsupported version {version}; expected {PROGRAM_VERSION}", 4)
     header = _read_header(r)
     buffers = _read_buffers(r)
-    shaders = tuple(ShaderDesc(r.string(f"shader {i} code")) for i in range(r.count("shader", _MIN_SHADER)))
+    shaders = tuple(
+        ShaderDesc(r.string(f"shader {i} code")) for i in range(r.count("shader", _MIN_SHADER))
+    )
     pipelines = _read_pipelines(r)
     bind_groups = _read_bind_groups(r)
     operations = _read_operations(r)
@@ -195,9 +197,12 @@ def _read_pipelines(r: ByteReader) -> tuple[PipelineDesc, ...]:
         shader = r.u32(f"pipeline {i} shader id")
         at = r.offset
         entry = r.string(f"pipeline {i} entry point")
-        if not entry or not (entry[0].isalpha() or entry[0] == "_") or not all(
-            c.isalnum() or c == "_" for c in entry
-        ) or not entry.isascii():
+        if (
+            not entry
+            or not (entry[0].isalpha() or entry[0] == "_")
+            or not all(c.isalnum() or c == "_" for c in entry)
+            or not entry.isascii()
+        ):
             raise r.fail(f"pipeline {i} entry point {entry[:40]!r} is not a WGSL identifier", at)
         out.append(PipelineDesc(shader, entry))
     return tuple(out)
@@ -211,8 +216,12 @@ def _read_bind_groups(r: ByteReader) -> tuple[BindGroupDesc, ...]:
         entries = []
         for j in range(r.count(f"bind group {i} entry", _ENTRY)):
             entries.append(
-                BindingDesc(*(r.u32(f"bind group {i} entry {j} {what}") for what in
-                              ("binding", "buffer id", "offset", "size")))
+                BindingDesc(
+                    *(
+                        r.u32(f"bind group {i} entry {j} {what}")
+                        for what in ("binding", "buffer id", "offset", "size")
+                    )
+                )
             )
         out.append(BindGroupDesc(pipeline, group, tuple(entries)))
     return tuple(out)
@@ -261,7 +270,9 @@ def _read_meta(r: ByteReader) -> ProgramMeta:
     tiles = r.u32("META tile count")
     kernels = r.u32("META kernels")
     frame = r.u32("META frame buffer id")
-    weights = tuple(r.u32(f"META weight buffer {i}") for i in range(r.count("META weight buffer", 4)))
+    weights = tuple(
+        r.u32(f"META weight buffer {i}") for i in range(r.count("META weight buffer", 4))
+    )
     return ProgramMeta(
         MetaPrecision(precision), tiles, kernels, None if frame == NO_BUFFER else frame, weights
     )

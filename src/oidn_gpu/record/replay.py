@@ -20,6 +20,7 @@ This module needs wgpu (through `backends.wgpu.device`).
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -152,7 +153,9 @@ class Replayer:
         for i, shader in enumerate(p.shaders):
             try:
                 modules.append(
-                    self._gpu.create_shader_module(f"oidn/replay/shader/{i}", shader.code, trusted=self._trusted)
+                    self._gpu.create_shader_module(
+                        f"oidn/replay/shader/{i}", shader.code, trusted=self._trusted
+                    )
                 )
             except Exception as err:  # wgpu's GPUValidationError carries the compiler message
                 raise ProgramFormatError(f"shader {i} does not compile: {err}") from None
@@ -163,9 +166,11 @@ class Replayer:
                         f"oidn/replay/pipeline/{i}", modules[pipe.shader], pipe.entry_point
                     )
                 )
-            except Exception as err:  # noqa: BLE001 - e.g. a missing entry point
+            except Exception as err:
                 raise ProgramFormatError(f"pipeline {i} cannot be created: {err}") from None
-        self._bind_groups = [self._create_bind_group(i, self._buffers) for i in range(len(p.bind_groups))]
+        self._bind_groups = [
+            self._create_bind_group(i, self._buffers) for i in range(len(p.bind_groups))
+        ]
 
     def _create_buffer(self, index: int, label: str, size: int, usage: int, data: bytes) -> Any:
         try:
@@ -177,8 +182,10 @@ class Replayer:
             buffer.write_mapped(data + b"\0" * (-len(data) % 4), 0)
             buffer.unmap()
             return buffer
-        except Exception as err:  # noqa: BLE001 - invalid usage combinations, out of memory
-            raise ProgramFormatError(f"buffer {index} ('{label}') cannot be created: {err}") from None
+        except Exception as err:
+            raise ProgramFormatError(
+                f"buffer {index} ('{label}') cannot be created: {err}"
+            ) from None
 
     def _create_bind_group(self, index: int, buffers: Sequence[Any]) -> Any:
         g = self.program.bind_groups[index]
@@ -197,7 +204,7 @@ class Replayer:
             return self._raw.create_bind_group(
                 label=f"oidn/replay/bind-group/{index}", layout=layout, entries=entries
             )
-        except Exception as err:  # noqa: BLE001 - entries that do not match the shader
+        except Exception as err:
             raise ProgramFormatError(f"bind group {index} cannot be created: {err}") from None
 
     # -- running -----------------------------------------------------------------------
@@ -240,7 +247,7 @@ class Replayer:
         queue = self._raw.queue
         external: dict[int, Any] = {}
         host = output is None
-        for index, (pid, value) in enumerate(zip(p.inputs, inputs)):
+        for index, (pid, value) in enumerate(zip(p.inputs, inputs, strict=True)):
             size = p.buffers[pid].byte_size
             if isinstance(value, np.ndarray):
                 data = np.ascontiguousarray(value)
@@ -288,8 +295,10 @@ class Replayer:
         return out
 
     def _check_external(self, buffer: Any, pid: int | None, what: str, usage: int = 0) -> None:
-        size = self.program.buffers[pid].byte_size if pid is not None else (
-            self.program.buffers[self.program.output].byte_size
+        size = (
+            self.program.buffers[pid].byte_size
+            if pid is not None
+            else (self.program.buffers[self.program.output].byte_size)
         )
         if not hasattr(buffer, "size") or not hasattr(buffer, "usage"):
             raise InvalidArgumentError(
@@ -335,7 +344,9 @@ class Replayer:
                 if current != c.pipeline:
                     compute.set_pipeline(self._pipelines[c.pipeline])
                     current = c.pipeline
-                compute.set_bind_group(self.program.bind_groups[c.bind_group].group, groups[c.bind_group])
+                compute.set_bind_group(
+                    self.program.bind_groups[c.bind_group].group, groups[c.bind_group]
+                )
                 compute.dispatch_workgroups(c.x, c.y, c.z)
             else:
                 if compute is not None:
@@ -363,10 +374,8 @@ class Replayer:
         self._bind_groups = []
         self._pipelines = []
         for buffer in self._buffers:
-            try:
+            with contextlib.suppress(Exception):  # a lost device already freed everything
                 buffer.destroy()
-            except Exception:  # noqa: BLE001 - a lost device already freed everything
-                pass
         self._buffers = []
         if self._owns_device:
             self._gpu.close()

@@ -64,7 +64,9 @@ def summarize(program: Program) -> ProgramSummary:
         output_height=program.output_height,
         output_channels=program.output_channels,
         output_external=program.output_external,
-        inputs=tuple((program.buffers[i].label, program.buffers[i].byte_size) for i in program.inputs),
+        inputs=tuple(
+            (program.buffers[i].label, program.buffers[i].byte_size) for i in program.inputs
+        ),
         buffer_count=len(program.buffers),
         buffer_bytes=program.buffer_bytes,
         initial_data_bytes=program.initial_data_bytes,

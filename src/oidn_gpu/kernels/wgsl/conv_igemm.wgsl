@@ -122,15 +122,18 @@ fn main(
 {% endif %}
   let row_count = conv_h * conv_w;
   let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
-  let ob = wid.y * TILE_N + lid.x;
+  // Column c of this invocation is output block ob0 + c * WG_X.
+  let ob0 = wid.y * TILE_N + lid.x;
   let local_linear = lid.y * WG_X + lid.x;
   // Every input load of this invocation has the same K lane; loads differ by SLOT_STRIDE rows.
   let k_lane = local_linear % K_TILE;
   let m_base = tile_m + local_linear / K_TILE;
 
-  let b = bias[min(ob, OUT_BLOCKS - 1u)];
-{% for r in rows %}
-  var acc{{ r.r }} = b;
+{% for c in columns %}
+  let b{{ c.c }} = bias[min(ob0 + {{ c.col_offset }}u, OUT_BLOCKS - 1u)];
+{% endfor %}
+{% for a in accs %}
+  var acc{{ a.name }} = b{{ a.c }};
 {% endfor %}
 
 {% if not analytic %}
@@ -242,48 +245,58 @@ fn main(
     workgroupBarrier();
 
     let row_base = lid.y * INPUT_ROW_STRIDE;
+{% for grp in groups %}
+    {
 {% if f16 %}
-{% for r in rows %}
-    var part{{ r.r }} = vec4<f16>();
+{% for a in accs %}
+      var part{{ a.name }} = vec4<f16>();
 {% endfor %}
 {% endif %}
 {% if row_major %}
-{% for r in rows %}
+{% for r in grp.rows %}
 {% for s in r.steps %}
-    {
-      let wb = ({{ s.tk }}u * TILE_N + lid.x) * W_STRIDE;
-      let v = input_tile[row_base + {{ s.offset }}u];
-      {{ r.target }} = fma(weight_tile[wb], {{ vec }}(v.x), {{ r.target }});
-      {{ r.target }} = fma(weight_tile[wb + 1u], {{ vec }}(v.y), {{ r.target }});
-      {{ r.target }} = fma(weight_tile[wb + 2u], {{ vec }}(v.z), {{ r.target }});
-      {{ r.target }} = fma(weight_tile[wb + 3u], {{ vec }}(v.w), {{ r.target }});
-    }
+      {
+        let v = input_tile[row_base + {{ s.offset }}u];
+{% for c in r.cols %}
+        let wb{{ c.c }} = ({{ s.tk }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE;
+        {{ c.target }} = fma(weight_tile[wb{{ c.c }}], {{ vec }}(v.x), {{ c.target }});
+        {{ c.target }} = fma(weight_tile[wb{{ c.c }} + 1u], {{ vec }}(v.y), {{ c.target }});
+        {{ c.target }} = fma(weight_tile[wb{{ c.c }} + 2u], {{ vec }}(v.z), {{ c.target }});
+        {{ c.target }} = fma(weight_tile[wb{{ c.c }} + 3u], {{ vec }}(v.w), {{ c.target }});
+{% endfor %}
+      }
 {% endfor %}
 {% endfor %}
 {% else %}
-{% for step in ksteps %}
-    {
-      let wb = ({{ step.tk }}u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-{% for r in step.rows %}
-      let v{{ r.r }} = input_tile[row_base + {{ r.offset }}u];
-      {{ r.target }} = fma(w0, {{ vec }}(v{{ r.r }}.x), {{ r.target }});
-      {{ r.target }} = fma(w1, {{ vec }}(v{{ r.r }}.y), {{ r.target }});
-      {{ r.target }} = fma(w2, {{ vec }}(v{{ r.r }}.z), {{ r.target }});
-      {{ r.target }} = fma(w3, {{ vec }}(v{{ r.r }}.w), {{ r.target }});
+{% for step in grp.ksteps %}
+      {
+{% for c in columns %}
+        let wb{{ c.c }} = ({{ step.tk }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE;
+        let w{{ c.c }}_0 = weight_tile[wb{{ c.c }}];
+        let w{{ c.c }}_1 = weight_tile[wb{{ c.c }} + 1u];
+        let w{{ c.c }}_2 = weight_tile[wb{{ c.c }} + 2u];
+        let w{{ c.c }}_3 = weight_tile[wb{{ c.c }} + 3u];
 {% endfor %}
-    }
+{% for r in step.rows %}
+        let v{{ r.r }} = input_tile[row_base + {{ r.offset }}u];
+{% for c in r.cols %}
+        {{ c.target }} = fma(w{{ c.c }}_0, {{ vec }}(v{{ r.r }}.x), {{ c.target }});
+        {{ c.target }} = fma(w{{ c.c }}_1, {{ vec }}(v{{ r.r }}.y), {{ c.target }});
+        {{ c.target }} = fma(w{{ c.c }}_2, {{ vec }}(v{{ r.r }}.z), {{ c.target }});
+        {{ c.target }} = fma(w{{ c.c }}_3, {{ vec }}(v{{ r.r }}.w), {{ c.target }});
+{% endfor %}
+{% endfor %}
+      }
 {% endfor %}
 {% endif %}
 {% if f16 %}
-    // fold the K tile's f16 partials into the f32 accumulators
-{% for r in rows %}
-    acc{{ r.r }} += vec4<f32>(part{{ r.r }});
+      // fold this group's f16 partials into the f32 accumulators
+{% for a in accs %}
+      acc{{ a.name }} += vec4<f32>(part{{ a.name }});
 {% endfor %}
 {% endif %}
+    }
+{% endfor %}
     workgroupBarrier();
 {% if not analytic %}
     // advance this invocation's K lane by one K tile (at most one carry)
@@ -294,27 +307,30 @@ fn main(
 {% endif %}
   }
 
-  if (ob < OUT_BLOCKS) {
-    let row0 = tile_m + lid.y * ROWS;
+  let row0 = tile_m + lid.y * ROWS;
+{% for c in columns %}
+  let out_ob{{ c.c }} = ob0 + {{ c.col_offset }}u;
+  if (out_ob{{ c.c }} < OUT_BLOCKS) {
 {% if pool %}
 {% for g in pool_groups %}
     {
       let p = row0 / 4u + {{ g.g }}u;
       if (p < out_h * out_w) {
-        var m = activate(acc{{ g.r0 }});
-        m = max(m, activate(acc{{ g.r1 }}));
-        m = max(m, activate(acc{{ g.r2 }}));
-        m = max(m, activate(acc{{ g.r3 }}));
-        output[p * OUT_BLOCKS + ob] = to_output(m);
+        var m = activate(acc{{ g.r0 }}_{{ c.c }});
+        m = max(m, activate(acc{{ g.r1 }}_{{ c.c }}));
+        m = max(m, activate(acc{{ g.r2 }}_{{ c.c }}));
+        m = max(m, activate(acc{{ g.r3 }}_{{ c.c }}));
+        output[p * OUT_BLOCKS + out_ob{{ c.c }}] = to_output(m);
       }
     }
 {% endfor %}
 {% else %}
 {% for r in rows %}
     if (row0 + {{ r.r }}u < row_count) {
-      output[(row0 + {{ r.r }}u) * OUT_BLOCKS + ob] = to_output(activate(acc{{ r.r }}));
+      output[(row0 + {{ r.r }}u) * OUT_BLOCKS + out_ob{{ c.c }}] = to_output(activate(acc{{ r.r }}_{{ c.c }}));
     }
 {% endfor %}
 {% endif %}
   }
+{% endfor %}
 }

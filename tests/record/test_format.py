@@ -1,0 +1,262 @@
+"""Program writer/reader: round trips, exact layout, validation, packets, config words (no GPU)."""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from pathlib import Path
+
+import pytest
+
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.record.config import (
+    DenoiseOptions,
+    MatrixConfig,
+    RecordConfig,
+    make_config,
+    parse_config,
+)
+from oidn_gpu.record.format import (
+    ERROR_MAGIC,
+    META_MAGIC,
+    PROGRAM_MAGIC,
+    BindGroupDesc,
+    BindingDesc,
+    Copy,
+    Dispatch,
+    ProgramFormatError,
+    Submit,
+    Write,
+)
+from oidn_gpu.record.reader import read_model_packet, read_packet_error, read_program
+from oidn_gpu.record.summary import describe, summarize
+from oidn_gpu.record.writer import error_packet, model_packet, write_program
+
+from .programs import DOUBLE_WGSL, doubling_program
+
+TINY_PROGRAM = Path(__file__).resolve().parents[1] / "data" / "program_tiny.oidnp"
+
+
+def words(data: bytes, start: int, count: int) -> tuple[int, ...]:
+    return struct.unpack_from(f"<{count}I", data, start)
+
+
+def test_round_trip_gives_the_same_program_and_bytes():
+    program = doubling_program()
+    data = write_program(program)
+    assert read_program(data) == program
+    assert write_program(read_program(data)) == data
+
+
+def test_program_without_meta_round_trips_and_is_shorter():
+    with_meta = write_program(doubling_program())
+    without = write_program(doubling_program(meta=False))
+    assert read_program(without).meta is None
+    assert with_meta.startswith(without)
+    assert words(with_meta, len(without), 2) == (META_MAGIC, 1)
+
+
+def test_header_words_follow_seed_004():
+    data = write_program(doubling_program())
+    # magic, version, input count, input ids, output id, external, width, height, channels
+    assert words(data, 0, 9) == (PROGRAM_MAGIC, 2, 1, 0, 1, 1, 4, 4, 4)
+    assert data[:4] == b"OIDN"
+    # buffer count, then buffer 0: size, usage, data length 0, label "test/input" (10 bytes)
+    assert words(data, 36, 5) == (4, 256, 0x88, 0, 10)
+    assert data[56:66] == b"test/input" and data[66:68] == b"\0\0"
+
+
+def test_strings_and_blobs_are_padded_to_four_bytes():
+    data = write_program(doubling_program())
+    assert len(data) % 4 == 0
+    code = DOUBLE_WGSL.encode()
+    at = data.index(code)
+    assert words(data, at - 4, 1) == (len(code),)
+    pad = -len(code) % 4
+    assert data[at + len(code) : at + len(code) + pad] == b"\0" * pad
+
+
+def test_tiny_program_file_matches_the_writer_byte_for_byte():
+    """tests/data/program_tiny.oidnp is the doubling program; change it only on purpose."""
+    data = write_program(doubling_program())
+    assert TINY_PROGRAM.read_bytes() == data, (
+        "the program format changed; if deliberate, regenerate tests/data/program_tiny.oidnp "
+        "with write_program(tests.record.programs.doubling_program()) and update the docs"
+    )
+
+
+def _replace(program, **changes):
+    return dataclasses.replace(program, **changes)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"inputs": (9,)}, "input 0 refers to buffer 9"),
+        ({"inputs": (0, 0)}, "listed twice"),
+        ({"output": 0}, "also an input"),
+        ({"bind_groups": (BindGroupDesc(3, 0, ()),)}, "refers to pipeline 3"),
+        ({"bind_groups": (BindGroupDesc(0, 4, ()),)}, "group index 4"),
+        (
+            {"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 0), BindingDesc(0, 1))),)},
+            "duplicate",
+        ),
+        ({"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 0, 4, 0),)),)}, "multiple of 256"),
+        ({"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 2, 0, 32),)),)}, "exceeds"),
+        ({"operations": (Write(0, 2, b"abcd"),)}, "not 4-byte aligned"),
+        ({"operations": (Write(2, 0, b"x" * 20),)}, "exceeds"),
+        ({"operations": (Submit((Copy(1, 0, 1, 0, 4),)),)}, "onto itself"),
+        ({"operations": (Submit((Copy(0, 0, 3, 0, 32),)),)}, "exceeds"),
+        ({"operations": (Submit((Dispatch(0, 5, 1, 1, 1),)),)}, "missing pipeline or bind group"),
+    ],
+)
+def test_inconsistent_programs_are_rejected(change, message):
+    data = write_program(_replace(doubling_program(), **change))
+    with pytest.raises(ProgramFormatError, match=message):
+        read_program(data)
+
+
+def test_dispatch_with_a_bind_group_of_another_pipeline_is_rejected():
+    base = doubling_program()
+    program = _replace(
+        base,
+        pipelines=base.pipelines * 2,
+        operations=(Submit((Dispatch(1, 0, 1, 1, 1),)),),
+    )
+    with pytest.raises(ProgramFormatError, match="made for pipeline 0"):
+        read_program(write_program(program))
+
+
+def test_errors_name_the_offset_and_are_invalid_argument_errors():
+    data = bytearray(write_program(doubling_program()))
+    data[4] = 3  # version
+    with pytest.raises(ProgramFormatError) as info:
+        read_program(bytes(data))
+    assert info.value.offset == 4
+    assert "unsupported version 3" in str(info.value)
+    assert isinstance(info.value, InvalidArgumentError) and isinstance(info.value, ValueError)
+
+
+def test_trailing_bytes_and_unknown_extensions_are_rejected():
+    data = write_program(doubling_program())
+    with pytest.raises(ProgramFormatError, match="unexpected bytes"):
+        read_program(data + b"\0\0\0\0")
+    bare = write_program(doubling_program(meta=False))
+    with pytest.raises(ProgramFormatError, match="unknown extension"):
+        read_program(bare + b"XTRA")
+
+
+def test_nonzero_padding_is_rejected():
+    data = bytearray(write_program(doubling_program()))
+    data[66] = 1  # padding after the label "test/input"
+    with pytest.raises(ProgramFormatError, match="padding"):
+        read_program(bytes(data))
+
+
+def test_error_packet_is_recognized_by_the_program_reader():
+    packet = error_packet("weights are broken")
+    assert words(packet, 0, 2) == (ERROR_MAGIC, 18)
+    assert read_packet_error(packet) == "weights are broken"
+    assert read_packet_error(write_program(doubling_program())) is None
+    with pytest.raises(ProgramFormatError, match="error packet: weights are broken"):
+        read_program(packet)
+
+
+def test_model_packet_layout():
+    packet = model_packet(3)
+    assert packet == b"MODL" + struct.pack("<2I", 1, 3)
+    assert read_model_packet(packet) == 3
+    with pytest.raises(ProgramFormatError, match="error packet"):
+        read_model_packet(error_packet("no"))
+
+
+def test_summary_counts_everything():
+    s = summarize(doubling_program())
+    assert (
+        s.kind,
+        s.buffer_count,
+        s.shader_count,
+        s.dispatch_count,
+        s.copy_count,
+        s.write_count,
+    ) == (
+        "denoise",
+        4,
+        1,
+        1,
+        1,
+        1,
+    )
+    assert s.shader_names == (("double", 1),)
+    assert s.weight_bytes == 16
+    assert "1 submits (1 dispatches, 1 copies), 1 writes" in describe(doubling_program())
+
+
+# --- config words -----------------------------------------------------------------------
+
+
+def test_network_config_words_follow_seed_004():
+    data = make_config(
+        64,
+        32,
+        precision="fp16",
+        kernel="direct",
+        features=["shader-f16", "subgroups"],
+        subgroup_min_size=4,
+        subgroup_max_size=64,
+    )
+    w = words(data, 0, len(data) // 4)
+    assert w == (1, 64, 32, 2, 2, 3, 16384, 256, 256, 256, 65535, 4, 64, 0, 0, 0, 0)
+
+
+def test_denoise_config_round_trips():
+    config = RecordConfig(
+        width=100,
+        height=50,
+        precision="fp32",
+        kernel="implicit-gemm",
+        features=frozenset({"shader-f16"}),
+        matrix_configs=(MatrixConfig("f16", "f32", 8, 8, 8),),
+        double_buffer="on",
+        accumulation="f16",
+        sub_pixel=False,
+        denoise=DenoiseOptions(hdr=True, transfer="log", max_tile_edge=512, input_scale=0.5),
+    )
+    data = config.to_bytes()
+    assert len(data) == 4 * (14 + 5 + 3 + 4)
+    assert parse_config(data, denoise=True) == config
+    assert words(data, 4 * 25, 1) == (struct.unpack("<I", struct.pack("<f", 0.5))[0],)
+
+
+def test_input_scale_word_zero_means_one():
+    data = make_config(16, 16, denoise=True, hdr=True)
+    assert words(data, len(data) - 4, 1) == (0,)
+    assert parse_config(data, denoise=True).denoise.input_scale == 1.0
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda w: w.__setitem__(0, 2), "unsupported config version 2"),
+        (lambda w: w.__setitem__(3, 3), "precision"),
+        (lambda w: w.__setitem__(4, 9), "kernel"),
+        (lambda w: w.__setitem__(5, 16), "unknown bits"),
+        (lambda w: w.__setitem__(1, 0), "width 0"),
+        (lambda w: w.__setitem__(13, 1_000_000), "matrix configurations"),
+        (lambda w: w.__setitem__(13, 1), "expected 22"),
+        (lambda w: w.__setitem__(11, 64) or w.__setitem__(12, 4), "reversed"),
+        (lambda w: w.append(0), "expected 17"),
+    ],
+)
+def test_bad_config_words_are_rejected(mutate, message):
+    w = list(words(make_config(16, 16), 0, 17))
+    mutate(w)
+    with pytest.raises(InvalidArgumentError, match=message):
+        parse_config(struct.pack(f"<{len(w)}I", *w), denoise=False)
+
+
+def test_config_length_must_be_whole_words_and_include_denoise_words():
+    with pytest.raises(InvalidArgumentError, match="multiple of 4"):
+        parse_config(b"\1\0\0", denoise=False)
+    with pytest.raises(InvalidArgumentError, match="denoise config"):
+        parse_config(make_config(16, 16), denoise=True)

@@ -1,0 +1,82 @@
+"""The program reader under hostile input: only `ProgramFormatError`, no crash or big allocation."""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+import tracemalloc
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oidn_gpu.record.format import PROGRAM_MAGIC, Program, ProgramFormatError
+from oidn_gpu.record.reader import read_model_packet, read_program
+from oidn_gpu.record.writer import write_program
+
+from .programs import doubling_program
+
+PROGRAM = write_program(doubling_program())
+
+
+def parse_or_reject(data: bytes) -> Program | None:
+    """Parse ``data``; a rejection must be a `ProgramFormatError` and nothing else."""
+    try:
+        return read_program(data)
+    except ProgramFormatError:
+        return None
+
+
+def test_every_truncation_is_rejected():
+    without_meta = len(write_program(doubling_program(meta=False)))
+    for length in range(len(PROGRAM)):
+        if length == without_meta:  # META is optional: the cut there is a valid program
+            assert read_program(PROGRAM[:length]) == doubling_program(meta=False)
+            continue
+        with pytest.raises(ProgramFormatError):
+            read_program(PROGRAM[:length])
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.integers(0, len(PROGRAM) - 1), st.integers(0, 255)), min_size=1, max_size=8
+    )
+)
+def test_random_byte_flips_are_rejected_or_parse_to_a_valid_program(flips):
+    data = bytearray(PROGRAM)
+    for index, value in flips:
+        data[index] = value
+    program = parse_or_reject(bytes(data))
+    if program is not None:  # a flip inside data or a label can still be a valid program
+        assert write_program(program) == bytes(data)
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=512))
+def test_random_bytes_are_rejected(data):
+    parse_or_reject(data)
+    parse_or_reject(struct.pack("<2I", PROGRAM_MAGIC, 2) + data)
+    with contextlib.suppress(ProgramFormatError):
+        read_model_packet(data)
+
+
+@pytest.mark.parametrize("word", range(2, 40))
+def test_huge_counts_and_lengths_fail_fast_without_allocating(word):
+    data = bytearray(PROGRAM)
+    struct.pack_into("<I", data, 4 * word, 0xFFFFFFF0)
+    tracemalloc.start()
+    try:
+        parse_or_reject(bytes(data))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * len(PROGRAM) + (1 << 20)
+
+
+@settings(max_examples=300)
+@given(st.integers(0, len(PROGRAM) // 4 - 1), st.integers(0, 0xFFFFFFFF))
+def test_any_word_replaced_by_any_value_is_rejected_or_valid(index, value):
+    data = bytearray(PROGRAM)
+    struct.pack_into("<I", data, 4 * index, value)
+    parse_or_reject(bytes(data))
