@@ -169,4 +169,22 @@ def test_bench_reports_a_clear_error_when_unavailable(cli, monkeypatch) -> None:
     monkeypatch.delattr(package, "bench", raising=False)
     result = cli("bench")
     assert result.rc == 1
-    assert result.err.startswith("error: the benchmark is not available")
+    assert result.err.startswith("error: the wgpu benchmark needs the wgpu backend")
+
+
+def test_bench_rejects_an_unknown_backend(cli) -> None:
+    result = cli("bench", "--backend", "cuda")
+    assert result.rc == 2
+    assert result.err.startswith("error: unknown bench backend 'cuda'")
+
+
+def test_bench_runs_the_reference_backend(cli, tmp_path) -> None:
+    out = tmp_path / "bench.json"
+    result = cli("bench", "--backend", "reference", "--size", "64x48", "--runs", "2",
+                 "--weights", "rt_hdr_alb_nrm_small", "--json", str(out))
+    assert result.rc == 0, result.err
+    assert "network" in result.out and "denoise" in result.out
+    import json
+
+    data = json.loads(out.read_text())
+    assert len(data["network_ms"]) == 2 and data["network_median_ms"] > 0

@@ -3,9 +3,25 @@
 `run_bench` loads a model, builds a `WgpuExecutor`, compiles, warms up, then
 times ``runs`` executions of the network on a random input of the requested
 size: wall clock per run (submit to completion, including the GPU wait but not
-host packing or readback), then, when the device has timestamps, ``runs`` more
-profiled runs giving the GPU time of each layer (one compute pass per layer). It reports median and p95, the
-top layers by GPU time, and GFLOP/s against the model's convolution FLOPs.
+host packing or readback) with, when the device has timestamps, the GPU time of
+the whole submission (``network_gpu_*``: timestamps at the start and end of its
+command buffer); then ``runs`` more profiled runs giving the GPU time of each
+layer (one compute pass per layer; ``gpu_*`` is the sum of the layers). It
+reports median and p95, the top layers by GPU time, and GFLOP/s against the
+model's convolution FLOPs.
+
+End to end (``end_to_end=True``, the default; ``--no-end-to-end`` turns it off):
+a `GpuDenoiser` on the same executor denoises random HDR color, albedo and
+normal images (as the model takes them) of the requested image size, planned as
+one tile (the network size above):
+
+- ``e2e_gpu_*``: GPU time of the whole denoise (input pass from the float32
+  image buffers already on the GPU, the network, output pass into a GPU image),
+  from timestamps around its command buffer;
+- ``e2e_wall_*``: wall clock of `GpuDenoiser.denoise_buffers` until the queue is
+  idle (recording, submission and the GPU);
+- ``host_wall_*``: wall clock of `GpuDenoiser.denoise` on host arrays (upload,
+  denoise, readback into a NumPy array).
 
 The image size is the network size: it is rounded up to the graph's alignment
 (16), as OIDN pads; a size above OIDN's default tile limit (2160^2 px) is
@@ -32,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.wgpu.device import GpuDevice
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4k": (2160, 3840)}
@@ -92,6 +109,24 @@ class BenchResult:
     gflops_per_s: float
     top_layers: tuple[LayerStat, ...] = field(default=())
     compile_s: float = 0.0
+    # GPU time of the whole network submission (one compute pass), per timed run
+    network_gpu_ms: tuple[float, ...] = field(default=())
+    network_gpu_median_ms: float | None = None
+    network_gpu_p95_ms: float | None = None
+    # end to end (GpuDenoiser); empty / None when not measured
+    end_to_end: bool = False
+    e2e_tiles: int = 0
+    e2e_gpu_ms: tuple[float, ...] = field(default=())
+    e2e_gpu_median_ms: float | None = None
+    e2e_gpu_p95_ms: float | None = None
+    e2e_wall_ms: tuple[float, ...] = field(default=())
+    e2e_wall_median_ms: float | None = None
+    e2e_wall_p95_ms: float | None = None
+    host_wall_ms: tuple[float, ...] = field(default=())
+    host_wall_median_ms: float | None = None
+    host_wall_p95_ms: float | None = None
+    gemm: str = ""
+    layers: tuple[LayerStat, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,9 +148,28 @@ class BenchResult:
             f"{self.network_height}), {self.runs} runs after {self.warmup} warm-up",
             f"compile    {self.compile_s:.2f} s",
             f"wall       {self.wall_median_ms:.2f} ms median, {self.wall_p95_ms:.2f} ms p95",
-            f"gpu        {gpu}",
-            f"work       {self.gflop:.1f} GFLOP -> {self.gflops_per_s:.0f} GFLOP/s",
+            f"gpu        {gpu} (sum of per-layer passes)",
         ]
+        if self.network_gpu_median_ms is not None:
+            lines.append(
+                f"gpu net    {self.network_gpu_median_ms:.2f} ms median, "
+                f"{self.network_gpu_p95_ms:.2f} ms p95 (one pass)"
+            )
+        lines.append(f"work       {self.gflop:.1f} GFLOP -> {self.gflops_per_s:.0f} GFLOP/s")
+        if self.end_to_end:
+            e2e_gpu = (
+                f"{self.e2e_gpu_median_ms:.2f} ms median, {self.e2e_gpu_p95_ms:.2f} ms p95"
+                if self.e2e_gpu_median_ms is not None
+                else "n/a (no timestamp-query)"
+            )
+            lines += [
+                f"e2e gpu    {e2e_gpu} (input pass + network + output pass, "
+                f"{self.e2e_tiles} tile(s))",
+                f"e2e wall   {self.e2e_wall_median_ms:.2f} ms median, "
+                f"{self.e2e_wall_p95_ms:.2f} ms p95 (GPU buffers)",
+                f"host wall  {self.host_wall_median_ms:.2f} ms median, "
+                f"{self.host_wall_p95_ms:.2f} ms p95 (upload + denoise + readback)",
+            ]
         if self.top_layers:
             lines.append("")
             lines.append(f"{'layer':<14} {'kernel':<14} {'ms':>9} {'share':>7} {'GFLOP/s':>9}")
@@ -154,8 +208,14 @@ def run_bench(
     top: int = 8,
     device: Any = None,
     seed: int = 0,
+    end_to_end: bool = True,
+    executor: Any = None,
 ) -> BenchResult:
-    """Benchmark the network at one size; see the module docstring.
+    """Benchmark the network (and, with ``end_to_end``, the whole GPU denoise) at one size.
+
+    See the module docstring. ``executor``: an open `WgpuExecutor` of ``weights`` to
+    reuse (sweeps); it is left open, and ``device``/``precision``/``kernel``/``gemm``
+    are then ignored (its own settings are reported).
 
     Raises:
         InvalidArgumentError: bad size, runs or options.
@@ -167,11 +227,20 @@ def run_bench(
     height, width = parse_size(size)
     net_h = -(-height // ALIGNMENT) * ALIGNMENT
     net_w = -(-width // ALIGNMENT) * ALIGNMENT
-    model = _load(weights)
+    model = executor.model if executor is not None else _load(weights)
     start = time.perf_counter()
-    executor = WgpuExecutor(
-        model, device=device, precision=precision, kernel=kernel, gemm=gemm, shape_cache_size=1
-    )
+    own = executor is None
+    if own:
+        executor = WgpuExecutor(
+            model,
+            device=open_timed_device(device),
+            precision=precision,
+            kernel=kernel,
+            gemm=gemm,
+            shape_cache_size=1,
+        )
+    timer = CommandTimer(executor.device)
+    e2e: dict[str, Any] = {}
     try:
         executor.prewarm([(net_h, net_w)])
         compile_s = time.perf_counter() - start
@@ -186,8 +255,10 @@ def run_bench(
         per_layer: dict[str, list[float]] = {}
         kernels: dict[str, str] = {}
         flops_by_layer: dict[str, float] = {}
-        for _ in range(runs):  # wall clock without timestamps (one compute pass)
-            wall.append(_timed_run(executor, net_h, net_w))
+        with timer:
+            for _ in range(runs):  # wall clock and whole-submission GPU time (one pass)
+                wall.append(_timed_run(executor, net_h, net_w))
+        network_gpu = timer.elapsed_ms()
         for _ in range(runs):  # GPU time: one pass per layer with timestamps
             if executor.profile_next_execution():
                 _timed_run(executor, net_h, net_w)
@@ -198,17 +269,24 @@ def run_bench(
                     per_layer.setdefault(layer.name, []).append(layer.elapsed_ms)
                     kernels[layer.name] = layer.kernel
                     flops_by_layer[layer.name] = layer.flops
+        if end_to_end:
+            e2e = _end_to_end(executor, timer, model, height, width, runs, warmup, rng)
         info = executor.info()
         total_flops = executor.network_flops(net_h, net_w)
         caps = gpu.capabilities
+        gemm_text = _gemm_text(executor)
     finally:
-        executor.close()
+        if own:
+            executor.close()
+            closer = getattr(executor.device, "close_base", None)
+            if closer is not None:
+                closer()
     gpu_median = statistics.median(gpu_total) if gpu_total else None
-    layers: list[LayerStat] = []
+    all_layers: list[LayerStat] = []
     if gpu_total:
         medians = {name: statistics.median(times) for name, times in per_layer.items()}
-        for name, ms in sorted(medians.items(), key=lambda item: -item[1])[:top]:
-            layers.append(
+        for name, ms in sorted(medians.items(), key=lambda item: -item[1]):
+            all_layers.append(
                 LayerStat(
                     name=name,
                     kernel=kernels[name],
@@ -217,6 +295,7 @@ def run_bench(
                     gflops_per_s=flops_by_layer[name] / (ms * 1e6) if ms > 0 else 0.0,
                 )
             )
+    layers = all_layers[:top]
     reference_ms = gpu_median if gpu_median else statistics.median(wall)
     return BenchResult(
         device=caps.adapter.device,
@@ -240,7 +319,215 @@ def run_bench(
         gflops_per_s=total_flops / (reference_ms * 1e6) if reference_ms > 0 else 0.0,
         top_layers=tuple(layers),
         compile_s=compile_s,
+        network_gpu_ms=tuple(network_gpu),
+        network_gpu_median_ms=statistics.median(network_gpu) if network_gpu else None,
+        network_gpu_p95_ms=_percentile(network_gpu, 95) if network_gpu else None,
+        gemm=gemm_text,
+        layers=tuple(all_layers),
+        **_summaries(e2e),
     )
+
+
+def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
+    if not e2e:
+        return {}
+    out: dict[str, Any] = {"end_to_end": True, "e2e_tiles": e2e["tiles"]}
+    for key in ("e2e_gpu", "e2e_wall", "host_wall"):
+        values = e2e[key]
+        out[f"{key}_ms"] = tuple(values)
+        out[f"{key}_median_ms"] = statistics.median(values) if values else None
+        out[f"{key}_p95_ms"] = _percentile(values, 95) if values else None
+    return out
+
+
+def _gemm_text(executor: Any) -> str:
+    """The GEMM options in effect (explicit, else the device default)."""
+    options = getattr(executor, "gemm", None)
+    if options is None:
+        try:
+            from oidn_gpu.backends.wgpu import kernel_choice
+            from oidn_gpu.kernels.gemm import default_options
+
+            limits = kernel_choice.device_limits(executor.device.capabilities)
+            options = default_options(limits, executor.precision)
+        except ImportError:  # pragma: no cover - kernels without GemmOptions
+            return ""
+    describe = getattr(options, "describe", None)
+    return describe() if describe is not None else str(options)
+
+
+def _end_to_end(
+    executor: Any,
+    timer: CommandTimer,
+    model: Any,
+    height: int,
+    width: int,
+    runs: int,
+    warmup: int,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """Time `GpuDenoiser` on GPU buffers (GPU + wall) and on host arrays (wall)."""
+    from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
+    from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
+    from oidn_gpu.image import process, tiling
+    from oidn_gpu.model import unet
+
+    device = executor.device
+    count = executor.input_channels // 3
+    hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()
+    mode = process.mode_for("RT", hdr=hdr)
+    overlap = unet.tile_overlap(model.spec, ALIGNMENT)
+    plan = tiling.plan_tiles(height, width, overlap=overlap, alignment=ALIGNMENT, max_tile_px=None)
+    arrays = [rng.random((height, width, 3), dtype=np.float32) * (4.0 if hdr else 1.0)]
+    arrays += [rng.random((height, width, 3), dtype=np.float32) for _ in range(count - 1)]
+    if count >= 3:
+        arrays[2] = arrays[2] * 2.0 - 1.0  # normals in [-1, 1]
+    buffers = []
+    for index, array in enumerate(arrays):
+        buffer = device.create_buffer(f"oidn/bench/image{index}", array.nbytes, STORAGE_USAGE)
+        device.write_buffer(buffer, 0, array)
+        buffers.append(GpuImage(buffer, height, width, 3))
+    out_buffer = device.create_buffer("oidn/bench/output", height * width * 12, STORAGE_USAGE)
+    output = GpuImage(out_buffer, height, width, 3)
+    gpu_ms: list[float] = []
+    wall_ms: list[float] = []
+    host_ms: list[float] = []
+    with GpuDenoiser(executor) as denoiser:
+        denoiser.prepare(mode)
+
+        def on_buffers() -> float:
+            start = time.perf_counter()
+            denoiser.denoise_buffers(buffers, output, mode=mode, plan=plan)
+            device.wait_idle()
+            return (time.perf_counter() - start) * 1e3
+
+        for _ in range(warmup):
+            on_buffers()
+        with timer:
+            for _ in range(runs):
+                wall_ms.append(on_buffers())
+        gpu_ms = timer.elapsed_ms()
+        for i in range(warmup + runs):
+            start = time.perf_counter()
+            result = denoiser.denoise(*arrays, mode=mode, plan=plan)
+            elapsed = (time.perf_counter() - start) * 1e3
+            if i >= warmup:
+                host_ms.append(elapsed)
+        if not np.isfinite(result).all():
+            raise OIDNGPUError("the benchmark denoise produced non-finite values")
+    return {"tiles": len(plan.tiles), "e2e_gpu": gpu_ms, "e2e_wall": wall_ms, "host_wall": host_ms}
+
+
+class TimedDevice(GpuDevice):  # type: ignore[misc, valid-type]
+    """A `GpuDevice` whose command encoders can carry start/end timestamps (`CommandTimer`)."""
+
+    def __init__(self, base: Any) -> None:
+        super().__init__(base.device, base.adapter, owned=False)
+        self._base = base
+        self.timer: CommandTimer | None = None
+
+    def create_command_encoder(self, label: str) -> Any:
+        encoder = super().create_command_encoder(label)
+        timer = self.timer
+        return timer.wrap(encoder) if timer is not None and timer.active else encoder
+
+    def close_base(self) -> None:
+        self._base.close()
+
+
+def open_timed_device(device: Any = None) -> Any:
+    """`open_device(device)` as a `TimedDevice` (the same wgpu device, closed with it)."""
+    from oidn_gpu.backends.wgpu.device import open_device
+
+    return TimedDevice(open_device(device))
+
+
+class CommandTimer:
+    """GPU time of whole command buffers: an empty compute pass writes a timestamp at the
+    start of each encoder of a `TimedDevice` and another one at its end.
+
+    Use as a context manager around submissions, wait for the queue, then call
+    `elapsed_ms` (one value per encoder; empty without ``timestamp-query`` or when the
+    device is not a `TimedDevice`).
+    """
+
+    MAX_ENCODERS = 512
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.enabled = isinstance(device, TimedDevice) and device.capabilities.has_timestamps
+        self.active = False
+        self._query_set: Any = None
+        self._count = 0
+
+    def __enter__(self) -> CommandTimer:
+        self._count = 0
+        if self.enabled:
+            if self._query_set is None:
+                self._query_set = self.device.create_query_set(
+                    "oidn/bench/timer", 2 * self.MAX_ENCODERS
+                )
+            self.device.timer = self
+            self.active = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.active = False
+        if self.enabled:
+            self.device.timer = None
+
+    def wrap(self, encoder: Any) -> Any:
+        if self._count >= self.MAX_ENCODERS:
+            return encoder
+        index = self._count
+        self._count += 1
+        return _TimedEncoder(encoder, self._query_set, 2 * index)
+
+    def elapsed_ms(self) -> list[float]:
+        """Waits for the queue; GPU ms of each encoder recorded in the last ``with``."""
+        if not self.enabled or self._count == 0:
+            return []
+        from oidn_gpu.backends.wgpu.device import BufferUsage
+
+        count = 2 * self._count
+        device = self.device
+        resolve = device.create_buffer(
+            "oidn/bench/timer/resolve", count * 8, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC
+        )
+        encoder = GpuDevice.create_command_encoder(device, "oidn/bench/timer/resolve")
+        encoder.resolve_query_set(self._query_set, 0, count, resolve, 0)
+        device.submit([encoder.finish()])
+        ticks = np.frombuffer(device.read_buffer(resolve, 0, count * 8), np.uint64).astype(np.int64)
+        resolve.destroy()
+        period = device.timestamp_period_ns
+        return [
+            max(0, int(ticks[2 * i + 1] - ticks[2 * i])) * period / 1e6 for i in range(self._count)
+        ]
+
+
+class _TimedEncoder:
+    """Wraps a command encoder: a timestamp pass first, another one in `finish`."""
+
+    def __init__(self, encoder: Any, query_set: Any, index: int) -> None:
+        self._encoder = encoder
+        self._query_set = query_set
+        self._index = index
+        compute = encoder.begin_compute_pass(
+            label="oidn/bench/timer/start",
+            timestamp_writes={"query_set": query_set, "beginning_of_pass_write_index": index},
+        )
+        compute.end()
+
+    def finish(self, *args: Any, **kwargs: Any) -> Any:
+        compute = self._encoder.begin_compute_pass(
+            label="oidn/bench/timer/end",
+            timestamp_writes={"query_set": self._query_set, "end_of_pass_write_index": self._index + 1},
+        )
+        compute.end()
+        return self._encoder.finish(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._encoder, name)
 
 
 def _timed_run(executor: Any, height: int, width: int) -> float:
@@ -265,6 +552,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--top", type=int, default=8)
     parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
+    parser.add_argument(
+        "--no-end-to-end",
+        dest="end_to_end",
+        action="store_false",
+        help="time the network only (skip the GpuDenoiser end-to-end runs)",
+    )
     args = parser.parse_args(argv)
     try:
         gemm = json.loads(args.gemm) if args.gemm else None
@@ -277,6 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs=args.runs,
             warmup=args.warmup,
             top=args.top,
+            end_to_end=args.end_to_end,
         )
     except (OIDNGPUError, json.JSONDecodeError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,0 +1,54 @@
+"""The wgpu benchmark on lavapipe: network-only and end-to-end numbers, JSON, CLI flag."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oidn_gpu.backends.wgpu import bench
+
+from .conftest import DATA
+
+TINY = str(DATA / "tiny_base_ic9.tza")
+
+
+@pytest.fixture(scope="module")
+def result():
+    return bench.run_bench(size="40x24", weights=TINY, precision="fp32", runs=2, warmup=1, top=3)
+
+
+def test_network_and_end_to_end_numbers(result) -> None:
+    assert (result.network_height, result.network_width) == (32, 48)
+    assert len(result.wall_ms) == 2 and result.wall_median_ms > 0
+    assert result.end_to_end and result.e2e_tiles == 1
+    assert len(result.e2e_wall_ms) == 2 and len(result.host_wall_ms) == 2
+    assert result.host_wall_median_ms > 0 and result.e2e_wall_median_ms > 0
+    if result.gpu_median_ms is not None:  # timestamps: network, layers and e2e on the GPU
+        assert len(result.network_gpu_ms) == 2 and len(result.e2e_gpu_ms) == 2
+        assert result.e2e_gpu_median_ms > 0 and result.network_gpu_median_ms > 0
+        assert len(result.layers) >= len(result.top_layers) == 3
+    assert "rows_per_thread=" in result.gemm
+    table = result.table()
+    assert "e2e wall" in table and "host wall" in table
+
+
+def test_json_keeps_old_fields_and_adds_new(result) -> None:
+    data = json.loads(result.to_json())
+    for key in ("wall_median_ms", "gpu_median_ms", "gflops_per_s", "top_layers", "compile_s"):
+        assert key in data
+    for key in ("e2e_gpu_median_ms", "e2e_wall_median_ms", "host_wall_median_ms",
+                "network_gpu_median_ms", "e2e_tiles", "gemm", "layers"):
+        assert key in data
+
+
+def test_cli_network_only(tmp_path, capsys) -> None:
+    out = tmp_path / "b.json"
+    code = bench.main(["--size", "32x16", "--weights", TINY, "--precision", "fp32", "--runs",
+                       "1", "--warmup", "0", "--no-end-to-end", "--gemm",
+                       '{"cols_per_thread": 2}', "--json", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["end_to_end"] is False and data["e2e_wall_ms"] == []
+    assert "cols_per_thread=2" in data["gemm"]
+    assert "e2e wall" not in capsys.readouterr().out
