@@ -160,3 +160,33 @@ def test_interactive_mode_plans_tiles_itself(denoisers):
     got = denoiser.denoise_interactive(color, mode=mode)
     want = denoiser.denoise(color, mode=mode, plan=_plans()["untiled"])
     assert np.array_equal(got, want)  # any tiling of OIDN's overlap gives the same image
+
+
+def test_frames_in_flight_keep_their_scale_in_the_one_frame_uniform(gpu, denoisers):
+    """The scales live in one frame uniform per denoiser, rewritten between frames: two
+    frames submitted back to back (no wait) with different scales each get their own."""
+    denoiser = denoisers["tiny_base_ic9"]
+    plan = _plans()["tiled"]
+    images = _images()
+    base = CASES["hdr-pu-alb-nrm"][1]
+    modes = [process.Mode(base.transfer, True, False, s) for s in (0.7, 3.0, 0.0)]
+    buffers = [gpu.create_buffer_with_data(f"in{i}", a, STORAGE_USAGE)
+               for i, a in enumerate(images)]
+    outputs = [gpu.create_buffer(f"out{i}", H * W * 3 * 4, STORAGE_USAGE)
+               for i in range(len(modes))]
+    try:
+        gpu_images = [GpuImage(b, H, W) for b in buffers]
+        frame = None
+        for mode, output in zip(modes, outputs, strict=True):
+            denoiser.denoise_buffers(gpu_images, GpuImage(output, H, W), mode=mode, plan=plan)
+            frame = frame or denoiser.frame_buffer
+            assert denoiser.frame_buffer is frame  # one uniform, rewritten per frame
+        got = [np.frombuffer(gpu.read_buffer(o), np.float32).reshape(H, W, 3) for o in outputs]
+    finally:
+        for buffer in [*buffers, *outputs]:
+            buffer.destroy()
+    for mode, result in zip(modes, got, strict=True):
+        want = denoiser.denoise(*images, mode=mode, plan=plan)
+        assert np.array_equal(result, want), f"input scale {mode.input_scale}"
+    assert not np.array_equal(got[0], got[1])
+    assert not got[2].any()  # s == 0: output scale 0

@@ -8,7 +8,7 @@ import pytest
 from oidn_gpu.image import transfer as tf
 from oidn_gpu.kernels import io_passes as io
 from oidn_gpu.kernels import weights as wpack
-from oidn_gpu.kernels.spec import Precision
+from oidn_gpu.kernels.spec import FRAME_PARAMS, BindingKind, Kernel, Precision
 
 from . import gpu_runner
 
@@ -40,6 +40,101 @@ def test_pack_unpack_roundtrip(precision: Precision, rng) -> None:
     np.testing.assert_array_equal(
         np.frombuffer(dense, np.float32).reshape(h, w, c), x.astype(precision.numpy_dtype)
     )
+
+
+def _run_pass(
+    kernel: Kernel,
+    inputs: dict[str, np.ndarray],
+    outputs: dict[str, int],
+    params: dict[str, float],
+    frames: list[dict[str, float]],
+    grid_shape: tuple[int, int, int],
+    output_init: dict[str, np.ndarray] | None = None,
+) -> list[dict[str, bytes]]:
+    """Run an io pass once per frame, all with ONE bind group (per-tile ``params``).
+
+    Between runs only the ``frame`` uniform is rewritten with ``queue.write_buffer``,
+    as `GpuDenoiser` and a program replay do; the read-write buffers are reset.
+    """
+    import wgpu
+
+    dev = gpu_runner.device()
+    pipeline = gpu_runner.compile_kernel(kernel)
+    usage_rw = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+    init: dict[str, bytes] = {}
+    buffers = {}
+    for b in kernel.bindings:
+        if b.name == "frame":
+            buffers[b.name] = dev.create_buffer(
+                size=FRAME_PARAMS.size, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+            )
+        elif b.kind is BindingKind.UNIFORM:
+            buffers[b.name] = dev.create_buffer_with_data(
+                data=kernel.pack_params(**params), usage=wgpu.BufferUsage.UNIFORM
+            )
+        elif b.kind is BindingKind.STORAGE_READ:
+            raw = np.ascontiguousarray(inputs[b.name]).tobytes()
+            buffers[b.name] = dev.create_buffer_with_data(
+                data=raw + bytes(-len(raw) % 16), usage=wgpu.BufferUsage.STORAGE
+            )
+        else:
+            size = outputs[b.name]
+            padded = size + (-size) % 16
+            raw = b""
+            if output_init and b.name in output_init:
+                raw = np.ascontiguousarray(output_init[b.name]).tobytes()
+            init[b.name] = raw + bytes(padded - len(raw))
+            buffers[b.name] = dev.create_buffer(size=padded, usage=usage_rw)
+    group = dev.create_bind_group(
+        layout=pipeline.get_bind_group_layout(0),
+        entries=[
+            {"binding": b.index, "resource": {"buffer": buffers[b.name], "offset": 0,
+                                               "size": buffers[b.name].size}}
+            for b in kernel.bindings
+        ],
+    )  # fmt: skip
+    results = []
+    for frame in frames:
+        dev.queue.write_buffer(buffers["frame"], 0, FRAME_PARAMS.pack(**frame))
+        for name, raw in init.items():
+            dev.queue.write_buffer(buffers[name], 0, raw)
+        encoder = dev.create_command_encoder()
+        cpass = encoder.begin_compute_pass()
+        cpass.set_pipeline(pipeline)
+        cpass.set_bind_group(0, group)
+        cpass.dispatch_workgroups(*kernel.grid(*grid_shape))
+        cpass.end()
+        dev.queue.submit([encoder.finish()])
+        results.append(
+            {n: bytes(dev.queue.read_buffer(buffers[n]))[: outputs[n]] for n in outputs}
+        )
+    return results
+
+
+def _frame(input_scale: float) -> dict[str, float]:
+    s = np.float32(input_scale)
+    return {"input_scale": float(s), "output_scale": float(np.float32(1) / s) if s else 0.0}
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        io.generate_input_pass(io.InputPassSpec(tuple(io.ImageRole), Precision.FP32)),
+        io.generate_input_pass(io.InputPassSpec((io.ImageRole.MAIN,), Precision.FP16)),
+        io.generate_output_pass(io.OutputPassSpec()),
+    ],
+    ids=["input-3img", "input-1img", "output"],
+)
+def test_scales_are_in_the_frame_uniform_after_params(kernel: Kernel) -> None:
+    names = kernel.binding_names
+    assert names[-2:] == ("params", "frame")
+    frame = kernel.binding("frame")
+    assert frame.kind is BindingKind.UNIFORM and frame.index == len(names) - 1
+    assert not {"input_scale", "output_scale"} & set(kernel.params.names)
+    assert FRAME_PARAMS.names == ("input_scale", "output_scale") and FRAME_PARAMS.size == 16
+    assert FRAME_PARAMS.wgsl() in kernel.source
+    assert f"@binding({frame.index}) var<uniform> frame: Frame;" in kernel.source
+    assert kernel.trusted  # the frame values scale pixels and never reach an index
 
 
 def _broadcast(img: np.ndarray) -> np.ndarray:
@@ -78,7 +173,7 @@ def test_input_pass(case, rng) -> None:
     ih, iw = 9, 13  # image
     th, tw = 16, 16  # tensor (tile)
     src_y, src_x, dst_y, dst_x, ch, cw = 2, 1, 3, 0, 7, 12
-    scale = 0.75
+    scales = (0.75, 3.0)  # two frames through the same bind group
     channels = {io.ImageRole.MAIN: 3, io.ImageRole.ALBEDO: 2, io.ImageRole.NORMAL: 1}
     images, params = {}, {}
     dense = {}
@@ -96,16 +191,27 @@ def test_input_pass(case, rng) -> None:
         })  # fmt: skip
         dense[role] = _broadcast(img[:, :, :c])
     params.update(tensor_height=th, tensor_width=tw, dst_y=dst_y, dst_x=dst_x, src_y=src_y,
-                  src_x=src_x, copy_height=ch, copy_width=cw, input_scale=scale)  # fmt: skip
+                  src_x=src_x, copy_height=ch, copy_width=cw)  # fmt: skip
     nb = -(-spec.channels // 4)
-    out = gpu_runner.run(
+    runs = _run_pass(
         kernel,
         images,
         {"output": th * tw * nb * 4 * precision.itemsize},
         params,
+        [_frame(s) for s in scales],
         (spec.channels, th, tw),
-    )["output"]
-    got = np.frombuffer(out, precision.numpy_dtype).reshape(th, tw, nb * 4)
+    )
+    for scale, run in zip(scales, runs, strict=True):
+        got = np.frombuffer(run["output"], precision.numpy_dtype).reshape(th, tw, nb * 4)
+        _check_input_pass(got, spec, dense, scale, (src_y, src_x, dst_y, dst_x, ch, cw))
+
+
+def _check_input_pass(got, spec, dense, scale, rect) -> None:
+    roles, precision, transfer = spec.images, spec.precision, spec.transfer
+    hdr, snorm = spec.hdr, spec.snorm
+    src_y, src_x, dst_y, dst_x, ch, cw = rect
+    th, tw, lanes = got.shape
+    nb = lanes // 4
     # reference
     ref = np.zeros((th, tw, nb * 4), np.float32)
     region = (slice(src_y, src_y + ch), slice(src_x, src_x + cw))
@@ -150,20 +256,26 @@ def test_output_pass(case, rng) -> None:
     net.reshape(-1)[::13] = np.nan
     ih, iw, stride = 8, 9, 4
     src_y, src_x, dst_y, dst_x, h, w = 2, 3, 1, 0, 6, 8
-    out_scale = 1.5
+    input_scales = (1 / 1.5, 0.0)  # output scales 1.5 and 0 (s == 0), one bind group
     init = np.full((ih, iw, stride), -7.0, np.float32)
     params = dict(tensor_width=tw, src_y=src_y, src_x=src_x, dst_y=dst_y, dst_x=dst_x, height=h,
                   width=w, out_offset=0, out_pixel_stride=stride, out_row_stride=iw * stride,
-                  out_channels=oc, output_scale=out_scale)  # fmt: skip
-    raw = gpu_runner.run(
-        kernel,
-        {"input": net},
-        {"output": init.nbytes},
-        params,
-        (3, h, w),
+                  out_channels=oc)  # fmt: skip
+    frames = [_frame(s) for s in input_scales]
+    runs = _run_pass(
+        kernel, {"input": net}, {"output": init.nbytes}, params, frames, (3, h, w),
         output_init={"output": init},
-    )["output"]
-    got = np.frombuffer(raw, np.float32).reshape(ih, iw, stride)
+    )  # fmt: skip
+    for frame, run in zip(frames, runs, strict=True):
+        got = np.frombuffer(run["output"], np.float32).reshape(ih, iw, stride)
+        rect = (src_y, src_x, dst_y, dst_x, h, w)
+        expect = _expected_output(net, init, case, frame["output_scale"], rect)
+        np.testing.assert_allclose(got, expect, rtol=5e-6, atol=1e-7)
+
+
+def _expected_output(net, init, case, out_scale, rect) -> np.ndarray:
+    transfer, hdr, snorm, oc = case
+    src_y, src_x, dst_y, dst_x, h, w = rect
     v = _sanitize(net[src_y : src_y + h, src_x : src_x + w, :3], 0.0, FLT_MAX)
     v = tf.inverse(transfer, v)
     if oc == 1:
@@ -175,4 +287,4 @@ def test_output_pass(case, rng) -> None:
     v = (v * np.float32(out_scale)).astype(np.float32)
     expect = init.copy()
     expect[dst_y : dst_y + h, dst_x : dst_x + w, :oc] = v[:, :, :oc]
-    np.testing.assert_allclose(got, expect, rtol=5e-6, atol=1e-7)
+    return expect

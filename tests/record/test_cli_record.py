@@ -24,6 +24,7 @@ def run(argv: list[str]) -> int:
 
 def test_record_info_replay_round_trip(tmp_path, rng, capsys, gpu):
     from oidn_gpu.image import io
+    from oidn_gpu.image.autoexposure import autoexposure
     from oidn_gpu.record.replay import Replayer
 
     program = tmp_path / "p.oidnp"
@@ -51,18 +52,25 @@ def test_record_info_replay_round_trip(tmp_path, rng, capsys, gpu):
     assert run(["program", "info", str(program)]) == 0
     info = capsys.readouterr().out
     assert "denoise program, output 24x20" in info and "precision:   fp32" in info
+    assert "recorded input scale 1 (replay: autoexposure per frame)" in info
 
-    color = np.dstack([rng.random((20, 24, 3), np.float32), np.full((20, 24, 1), 0.5, np.float32)])
+    rgb = rng.random((20, 24, 3), np.float32) * np.float32(30)
+    color = np.dstack([rgb, np.full((20, 24, 1), 0.5, np.float32)]).astype(np.float32)
     io.write_image_atomic(tmp_path / "in.exr", color, pixel_format="float")
-    out_path = tmp_path / "out.exr"
-    assert (
-        run(["replay", str(program), "--color", str(tmp_path / "in.exr"), "-o", str(out_path)]) == 0
-    )
-    written = io.read_image(out_path).pixels
+    replay = ["replay", str(program), "--color", str(tmp_path / "in.exr"), "-o"]
+    # an HDR program: autoexposure of the color on the host, as OIDN, unless --input-scale
+    assert run([*replay, str(tmp_path / "auto.exr")]) == 0
+    assert run([*replay, str(tmp_path / "scaled.exr"), "--input-scale", "0.5"]) == 0
+    auto = io.read_image(tmp_path / "auto.exr").pixels
+    scaled = io.read_image(tmp_path / "scaled.exr").pixels
     with Replayer(data, gpu) as replayer:
-        expected = replayer.run([color.astype(np.float32)])
-    np.testing.assert_allclose(written, expected, rtol=1e-3, atol=1e-3)  # EXR may store half
-    assert written.shape == (20, 24, 4)
+        expect_auto = replayer.run([color], input_scale=autoexposure(rgb))
+        expect_scaled = replayer.run([color], input_scale=0.5)
+        baked = replayer.run([color])
+    assert autoexposure(rgb) != 1.0 and not np.allclose(expect_auto, baked, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(auto, expect_auto, rtol=1e-3, atol=1e-3)  # EXR may store half
+    np.testing.assert_allclose(scaled, expect_scaled, rtol=1e-3, atol=1e-3)
+    assert auto.shape == (20, 24, 4)
 
 
 def test_replay_rejects_an_image_of_another_size(tmp_path, rng, gpu):
@@ -118,3 +126,27 @@ def test_tool_has_the_record_subcommands(tmp_path):
     )
     assert tool.main(["program", "info", str(program)]) == 0
     assert tool.main(["program", "info", str(DATA / "tiny_base_ic3.tza")]) == 1  # not a program
+
+
+def test_ldr_replay_keeps_the_recorded_scale_and_network_programs_take_none(tmp_path, rng, gpu):
+    from oidn_gpu.errors import InvalidArgumentError
+    from oidn_gpu.image import io
+    from oidn_gpu.record.replay import Replayer
+
+    weights = str(DATA / "tiny_base_ic3.tza")
+    ldr, net = tmp_path / "ldr.oidnp", tmp_path / "net.oidnp"
+    common = ["--weights", weights, "--size", "16x16", "--precision", "fp32", "--baseline"]
+    assert run(["record", *common, "--input-scale", "0.5", "-o", str(ldr)]) == 0
+    assert run(["record", *common, "--network", "-o", str(net)]) == 0
+    color = rng.random((16, 16, 3), np.float32)
+    io.write_image_atomic(tmp_path / "in.exr", color, pixel_format="float")
+    assert run(["replay", str(ldr), "--color", str(tmp_path / "in.exr"), "-o",
+                str(tmp_path / "out.exr")]) == 0  # fmt: skip
+    with Replayer(ldr.read_bytes(), gpu) as replayer:
+        assert replayer.recorded_input_scale == 0.5
+        expected = replayer.run([np.dstack([color, np.ones((16, 16, 1), np.float32)])])
+    written = io.read_image(tmp_path / "out.exr").pixels
+    np.testing.assert_allclose(written, expected[:, :, :3], rtol=1e-3, atol=1e-3)
+    with pytest.raises(InvalidArgumentError, match="--input-scale needs a denoise program"):
+        run(["replay", str(net), "--color", str(tmp_path / "in.exr"), "--input-scale", "2",
+             "-o", str(tmp_path / "net.exr")])  # fmt: skip

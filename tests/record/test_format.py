@@ -260,3 +260,16 @@ def test_config_length_must_be_whole_words_and_include_denoise_words():
         parse_config(b"\1\0\0", denoise=False)
     with pytest.raises(InvalidArgumentError, match="denoise config"):
         parse_config(make_config(16, 16), denoise=True)
+
+
+def test_meta_frame_buffer_must_be_a_16_byte_uniform():
+    from oidn_gpu.record.format import FRAME_BYTES
+
+    assert FRAME_BYTES == 16
+    base = doubling_program()
+    ok = _replace(base, meta=_replace(base.meta, frame_buffer=2))  # the 16-byte uniform
+    assert read_program(write_program(ok)).meta.frame_buffer == 2
+    for frame in (0, 3):  # a storage input, a copy-only scratch buffer
+        bad = _replace(base, meta=_replace(base.meta, frame_buffer=frame))
+        with pytest.raises(ProgramFormatError, match=r"frame buffer .* UNIFORM buffer of at least"):
+            read_program(write_program(bad))

@@ -4,8 +4,9 @@ Tolerances are the backend's contract (architecture.md): fp32 relative L2 under
 1e-5 (summation order and the GPU's pow/log/exp only), fp16 under 2e-3 (fp16
 storage of weights and activations). The images are smooth signals plus noise,
 like renders; official small weights keep the network realistic while lavapipe
-stays fast at 48x40. ``input_scale=1`` is passed to OIDN because a recorded
-program bakes its input scale (no autoexposure).
+stays fast at 48x40. HDR replays take OIDN's autoexposure, computed on the host
+and written into the program's frame buffer, and are compared with OIDN's own
+autoexposure; LDR programs keep their recorded scale 1.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.record import make_config
 from oidn_gpu.record.api import record_denoise
 from oidn_gpu.record.replay import Replayer
@@ -71,6 +73,7 @@ def test_replayed_denoise_matches_intel_oidn(gpu, rng, case):
     )
     with Replayer(record_denoise(tza, config), gpu) as replayer:
         assert replayer.program.meta.tiles == (3 if edge else 1)
-        out = replayer.run([_rgba(x) for x in images])
-    reference = oidn_denoise(*images, hdr=hdr, input_scale=1.0, weights=tza)
+        scale = autoexposure(color) if hdr else None  # OIDN's default for HDR color
+        out = replayer.run([_rgba(x) for x in images], input_scale=scale)
+    reference = oidn_denoise(*images, hdr=hdr, weights=tza)
     assert_close(out[:, :, :3].copy(), reference, rel_l2_tol=tolerance, label=case)

@@ -8,6 +8,8 @@ bit-identical: same WGSL, same dispatches, same data.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,7 @@ from oidn_gpu.record.api import (
     submit_denoise,
     submit_network,
 )
+from oidn_gpu.record.format import Write, frame_data
 from oidn_gpu.record.reader import read_model_packet, read_packet_error
 from oidn_gpu.record.replay import Replayer
 
@@ -48,7 +51,10 @@ def _direct_network(gpu, tza, precision, x):
         return np.frombuffer(gpu.read_buffer(out), np.float32).reshape(height, width, 4)
 
 
-def _direct_denoise(gpu, tza, config, images):
+def _direct_denoise(gpu, tza, config, images, input_scale=None):
+    """`submit_denoise` on the real device; ``input_scale`` replaces the config's scale."""
+    import dataclasses
+
     from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
     from oidn_gpu.backends.wgpu.executor import WgpuExecutor
     from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
@@ -63,7 +69,12 @@ def _direct_denoise(gpu, tza, config, images):
     ):
         inputs = [gpu.create_buffer_with_data("test/in", x, STORAGE_USAGE) for x in images]
         output = gpu.create_buffer("test/out", h * w * 16, STORAGE_USAGE)
-        submit_denoise(denoiser, inputs, output, w, h, denoise_setup(model, cfg))
+        setup = denoise_setup(model, cfg)
+        if input_scale is not None:
+            setup = dataclasses.replace(
+                setup, mode=dataclasses.replace(setup.mode, input_scale=input_scale)
+            )
+        submit_denoise(denoiser, inputs, output, w, h, setup)
         return np.frombuffer(gpu.read_buffer(output), np.float32).reshape(h, w, 4)
 
 
@@ -135,6 +146,78 @@ def test_replayed_denoise_equals_direct_execution(gpu, tiny_tza, rng, case, prec
     assert replayed.tobytes() == direct.tobytes()
     np.testing.assert_array_equal(replayed[:, :, 3], images[0][:, :, 3])  # color alpha kept
     assert np.isfinite(replayed).all()
+
+
+@pytest.mark.parametrize("case", ["hdr-tiled", "ldr-aux-tiled"])
+def test_replay_with_new_input_scales_equals_direct_execution(gpu, tiny_tza, rng, case):
+    """One recorded program, several scales written into its frame buffer: each run is
+    bit-identical to a direct denoise with that scale (and None restores the recorded one)."""
+    name, hdr, edge, h, w = CASES[case]
+    tza = tiny_tza[name]
+    config = make_config(
+        w, h, precision="fp32", device=gpu, denoise=True, hdr=hdr, max_tile_edge=edge,
+        input_scale=0.75,
+    )  # fmt: skip
+    data = record_denoise(tza, config)
+    program = read_program(data)
+    frame = program.meta.frame_buffer
+    assert frame is not None and program.buffers[frame].byte_size == 16
+    assert program.buffers[frame].data == frame_data(0.75)
+    assert not any(isinstance(op, Write) and op.buffer == frame for op in program.operations)
+    images = _rgba_images(rng, 3 if name.endswith("ic9") else 1, h, w)
+    scales = [2.5, 0.3, None, 0.0, 2.5]
+    with Replayer(data, gpu) as replayer:
+        assert replayer.has_frame and replayer.recorded_input_scale == 0.75
+        replayed = [replayer.run(images, input_scale=s) for s in scales]
+    direct = {s: _direct_denoise(gpu, tza, config, images, s) for s in set(scales)}
+    for s, out in zip(scales, replayed, strict=True):
+        assert out.tobytes() == direct[s].tobytes(), f"input scale {s}"
+    assert replayed[0].tobytes() != replayed[1].tobytes()
+    assert not replayed[3][:, :, :3].any()  # s == 0: output scale 0, as OIDN
+
+
+def test_hdr_replay_with_host_autoexposure_equals_direct_autoexposure(gpu, tiny_tza, rng):
+    """The host computes OIDN's autoexposure and writes it into the frame buffer; the
+    result equals `Denoiser` (wgpu backend) denoising with its own autoexposure."""
+    from oidn_gpu.filter import Denoiser
+    from oidn_gpu.image.autoexposure import autoexposure
+
+    h, w = 40, 24
+    tza = tiny_tza["tiny_base_ic3"]
+    color = _rgba_images(rng, 1, h, w, scale=40.0)[0]
+    scale = autoexposure(color[:, :, :3])
+    assert scale != 1.0
+    data = record_denoise(
+        tza, make_config(w, h, precision="fp32", device=gpu, denoise=True, hdr=True)
+    )
+    with Replayer(data, gpu) as replayer:
+        replayed = replayer.run([color], input_scale=scale)
+        baked = replayer.run([color])
+    denoiser = Denoiser(hdr=True, weights=tza, backend="wgpu", precision="fp32", device=gpu.device)
+    direct = denoiser.denoise(color=color[:, :, :3].copy())
+    assert denoiser.info().input_scale == scale
+    assert replayed[:, :, :3].tobytes() == np.ascontiguousarray(direct).tobytes()
+    assert baked.tobytes() != replayed.tobytes()  # the recorded scale (1) differs
+
+
+def test_input_scale_needs_a_frame_buffer(gpu, tiny_tza, rng):
+    data = record_network(tiny_tza["tiny_base_ic3"], make_config(16, 16, precision="fp32"))
+    with Replayer(data, gpu) as replayer:
+        assert not replayer.has_frame and replayer.recorded_input_scale is None
+        with pytest.raises(InvalidArgumentError, match="no frame buffer"):
+            replayer.run([rng.random((16, 16, 3), np.float32)], input_scale=2.0)
+    data = record_denoise(
+        tiny_tza["tiny_base_ic3"], make_config(16, 16, precision="fp32", denoise=True)
+    )
+    with Replayer(data, gpu) as replayer, pytest.raises(InvalidArgumentError, match="NaN"):
+        replayer.run(_rgba_images(rng, 1, 16, 16), input_scale=float("nan"))
+
+
+def test_frame_data_layout():
+    assert frame_data(2.0) == struct.pack("<ff", 2.0, 0.5) + bytes(8)
+    assert frame_data(0.0) == bytes(16)
+    s = np.float32(0.37)
+    assert frame_data(0.37)[:8] == struct.pack("<ff", s, np.float32(1) / s)
 
 
 def test_replay_into_caller_buffers_equals_host_replay(gpu, tiny_tza, rng):

@@ -44,8 +44,10 @@ the OUTPUT (input is 2H x 2W).
 ``params`` {height, width}); ``generate_output_unpack`` (``input``, ``output``
 f32 dense, ``params`` {height, width}); ``generate_input_pass`` (``main_image``,
 [``albedo_image``], [``normal_image``] as ``array<f32>``, ``output``, ``params``:
-see `io_passes.input_pass_params`); ``generate_output_pass`` (``input``,
-``output`` ``array<f32>``, ``params``: `io_passes.OUTPUT_PASS_PARAMS`).
+see `io_passes.input_pass_params`, ``frame``: `spec.FRAME_PARAMS` {input_scale,
+output_scale}); ``generate_output_pass`` (``input``, ``output`` ``array<f32>``,
+``params``: `io_passes.OUTPUT_PASS_PARAMS`, ``frame``). The per-frame uniform
+holds the scales, so recorded programs can take a new input scale per frame.
 
 Params are packed with ``kernel.pack_params(**fields)`` (16-byte padded,
 little-endian; missing or unknown fields raise). Dispatch

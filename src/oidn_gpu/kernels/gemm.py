@@ -10,7 +10,8 @@ GEMM variants agree bit for bit.
 
 Options (default first where it is fixed):
 
-- ``tile_policy``: OUTPUT_ALIGNED (a workgroup x of 8 widens to 16 when the
+- ``tile_policy``: OUTPUT_ALIGNED (columns per thread halve while the tile is
+  wider than the output blocks; then a workgroup x of 8 widens to 16 when the
   output blocks are a multiple of 16 x cols_per_thread and the tile fits) | FIXED.
 - ``decoder_load``: PER_LOAD (choose the source in each load) | SOURCE_FIRST
   (choose the source once per K tile, then load from it).
@@ -245,11 +246,15 @@ class GemmOptions:
     def tile_for(self, precision: Precision, out_blocks: int, limits: DeviceLimits) -> GemmTile:
         """The tile a conv with ``out_blocks`` output blocks uses under ``tile_policy``.
 
-        OUTPUT_ALIGNED widens an 8-wide workgroup to 16 when the wider tile's blocks
-        (``16 * cols_per_thread``) divide ``out_blocks`` and it fits ``limits``; otherwise
-        the base tile.
+        OUTPUT_ALIGNED first halves ``cols_per_thread`` while the tile is wider than
+        ``out_blocks``, then widens an 8-wide workgroup to 16 when the wider tile's
+        blocks (``16 * cols``) divide ``out_blocks`` and it fits ``limits``. FIXED: the
+        base tile.
         """
         base = self.base_tile(precision)
+        if self.tile_policy is TilePolicy.OUTPUT_ALIGNED and out_blocks > 0:
+            while base.cols_per_thread > 1 and base.tile_n > out_blocks:
+                base = replace(base, cols_per_thread=base.cols_per_thread // 2)
         if (
             self.tile_policy is TilePolicy.OUTPUT_ALIGNED
             and base.workgroup_x == 8

@@ -10,7 +10,7 @@ Four kernels, each one invocation per pixel, workgroup 8x8x1, grid
   dense ``[H, W, C]`` f32 (``output``). Params ``{height, width}``.
 - `generate_input_pass` (`InputPassSpec`): the denoise input processing of one
   tile (oidn-semantics section 4): main image ``main_image`` scaled by
-  ``input_scale``, sanitized (NaN -> 0, clamp to ``[0 or -1, 1 or FLT_MAX]``),
+  ``frame.input_scale``, sanitized (NaN -> 0, clamp to ``[0 or -1, 1 or FLT_MAX]``),
   snorm-mapped, transfer-encoded; ``albedo_image`` clamped to [0, 1];
   ``normal_image`` clamped to [-1, 1] then ``* 0.5 + 0.5``. Images are
   ``array<f32>`` with per-image ``offset``, ``pixel_stride``, ``row_stride`` (in
@@ -25,15 +25,23 @@ Four kernels, each one invocation per pixel, workgroup 8x8x1, grid
   of the kept ``height x width`` rectangle: network output ``input`` (blocked,
   channels 0..2 of the first block) at tensor pixel ``(src_y + y, src_x + x)``,
   NaN -> 0 and clamp to [0, FLT_MAX], inverse transfer, 1-channel average,
-  snorm, LDR clamp, ``* output_scale``, then the first ``out_channels`` values
+  snorm, LDR clamp, ``* frame.output_scale``, then the first ``out_channels`` values
   are stored to ``output`` (``array<f32>`` with offset/strides) at image pixel
   ``(dst_y + y, dst_x + x)``; other channels (alpha) are untouched.
   Grid over ``(height, width)``. Half outputs: round on the host (NumPy
   ``astype(float16)`` is OIDN's rounding).
 
+The input and output passes take two uniforms: ``params`` (`input_pass_params`,
+`OUTPUT_PASS_PARAMS`: the tile's rectangles and the images' layouts, one per
+tile) and, at the binding after it, ``frame`` (`spec.FRAME_PARAMS`:
+``input_scale``, ``output_scale``), one per frame and shared by all tiles, so the
+scale can change per frame without new per-tile params or bind groups (a host
+replaying a recorded program rewrites it; seed 004's ``frame`` uniform).
+
 Transfer constants are printed from `oidn_gpu.image.transfer`; nothing is retyped.
 Images reads and writes clamp their index to the buffer (``arrayLength``), so
-every kernel here is trusted.
+every kernel here is trusted; the ``frame`` values are only multiplied into
+pixel values and never reach an index.
 """
 
 from __future__ import annotations
@@ -47,12 +55,13 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import transfer as tf
 from oidn_gpu.kernels import _common
 from oidn_gpu.kernels.spec import (
+    FRAME_PARAMS,
     SHAPE_PARAMS,
+    Binding,
     BindingKind,
     Kernel,
     ParamField,
     ParamsLayout,
-    ParamType,
     Precision,
     blocks,
     ceil_div,
@@ -160,7 +169,7 @@ def _image_fields(name: str) -> tuple[ParamField, ...]:
 
 
 def input_pass_params(spec: InputPassSpec) -> ParamsLayout:
-    """Params of the input pass (all u32 except ``input_scale``)."""
+    """Per-tile params of the input pass (all u32; the scale is in ``frame``)."""
     fields = [
         ParamField(n)
         for n in (
@@ -174,7 +183,6 @@ def input_pass_params(spec: InputPassSpec) -> ParamsLayout:
             "copy_width",
         )
     ]
-    fields.append(ParamField("input_scale", ParamType.F32))
     for role in spec.images:
         fields += _image_fields(role.value)
     return ParamsLayout(tuple(fields))
@@ -193,9 +201,7 @@ _OUTPUT_PASS_U32 = (
     "out_row_stride",
     "out_channels",
 )
-OUTPUT_PASS_PARAMS = ParamsLayout(
-    (*(ParamField(n) for n in _OUTPUT_PASS_U32), ParamField("output_scale", ParamType.F32))
-)
+OUTPUT_PASS_PARAMS = ParamsLayout(tuple(ParamField(n) for n in _OUTPUT_PASS_U32))
 
 
 def _transfer_consts(transfer: tf.Transfer) -> dict[str, float]:
@@ -217,6 +223,20 @@ def _transfer_consts(transfer: tf.Transfer) -> dict[str, float]:
         c = tf.log_constants()
         return {"NORM_SCALE": c.norm_scale, "RCP_NORM_SCALE": c.rcp_norm_scale}
     return {}
+
+
+def _with_frame(
+    entries: list[tuple[str, BindingKind, str]],
+) -> tuple[tuple[Binding, ...], list[dict]]:
+    """Binding table of ``entries`` then the ``frame`` uniform (declared as ``Frame``)."""
+    bindings, decls = _common.make_bindings([*entries, ("frame", BindingKind.UNIFORM, "")])
+    decls[-1] = {**decls[-1], "type": FRAME_PARAMS.struct_name}
+    return bindings, decls
+
+
+def _structs(params: ParamsLayout) -> str:
+    """The WGSL declarations of ``struct Params`` and ``struct Frame``."""
+    return f"{params.wgsl()}\n\n{FRAME_PARAMS.wgsl()}"
 
 
 def _pixel_grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
@@ -331,7 +351,10 @@ def generate_output_unpack(spec: PackSpec) -> Kernel:
 
 
 def generate_input_pass(spec: InputPassSpec) -> Kernel:
-    """The denoise input pass (see module doc). Bindings: images, ``output``, ``params``."""
+    """The denoise input pass (see module doc).
+
+    Bindings: images, ``output``, ``params`` (per tile), ``frame`` (`FRAME_PARAMS`).
+    """
     key = f"input-pass[{spec.describe()}]"
     params = input_pass_params(spec)
     entries = [(f"{r.value}_image", BindingKind.STORAGE_READ, "f32") for r in spec.images]
@@ -339,7 +362,7 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
         ("output", BindingKind.STORAGE_READ_WRITE, spec.precision.vec4),
         ("params", BindingKind.UNIFORM, ""),
     ]
-    bindings, decls = _common.make_bindings(entries)
+    bindings, decls = _with_frame(entries)
     lanes: list[str] = []
     for r in spec.images:
         lanes += [f"{r.value}_v.{c}" for c in "xyz"]
@@ -359,7 +382,7 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
         header=f"oidn_gpu.kernels.io_passes.generate_input_pass {key}",
         consts=consts,
         enables=enables,
-        params_struct=params.wgsl(),
+        params_struct=_structs(params),
         bindings=decls,
         images=[{"name": r.value, "buffer": f"{r.value}_image"} for r in spec.images],
         aux=[r.value for r in spec.images[1:]],
@@ -385,9 +408,12 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
 
 
 def generate_output_pass(spec: OutputPassSpec) -> Kernel:
-    """The denoise output pass (see module doc). Bindings: ``input``, ``output``, ``params``."""
+    """The denoise output pass (see module doc).
+
+    Bindings: ``input``, ``output``, ``params`` (per tile), ``frame`` (`FRAME_PARAMS`).
+    """
     key = f"output-pass[{spec.describe()}]"
-    bindings, decls = _common.make_bindings(
+    bindings, decls = _with_frame(
         [
             ("input", BindingKind.STORAGE_READ, spec.precision.vec4),
             ("output", BindingKind.STORAGE_READ_WRITE, "f32"),
@@ -408,7 +434,7 @@ def generate_output_pass(spec: OutputPassSpec) -> Kernel:
         header=f"oidn_gpu.kernels.io_passes.generate_output_pass {key}",
         consts=consts,
         enables=enables,
-        params_struct=OUTPUT_PASS_PARAMS.wgsl(),
+        params_struct=_structs(OUTPUT_PASS_PARAMS),
         bindings=decls,
         transfer=spec.transfer.value,
         snorm=spec.snorm,

@@ -14,7 +14,8 @@ the backends. It defines:
   upsample+concat of several sources (decoder) or a trailing 2x2 max pool.
 - `PoolSpec`: a stand-alone 2x2 max pool.
 - `ParamField`, `ParamsLayout`: a uniform params struct declared once in Python;
-  it prints the WGSL ``struct Params`` and packs the matching bytes.
+  it prints the WGSL ``struct Params`` and packs the matching bytes
+  (`SHAPE_PARAMS`; `FRAME_PARAMS`, the denoise passes' per-frame ``struct Frame``).
 - `DeviceLimits`: the device limits and features kernel choice depends on.
 - `Binding`, `BindingKind`, `Kernel`: the generated kernel and its binding table.
 """
@@ -180,6 +181,15 @@ class ParamsLayout:
 
 #: Params of every convolution / pool kernel: the OUTPUT tensor's spatial size.
 SHAPE_PARAMS = ParamsLayout((ParamField("height"), ParamField("width")))
+
+#: The per-frame uniform of the denoise input and output passes (binding ``frame``):
+#: the main input's scale ``s`` and the output scale ``1/s`` (float32 division, 0 when
+#: ``s == 0``), 16 bytes. One buffer serves every tile of a frame, so a host may
+#: rewrite it between frames (autoexposure) without touching the per-tile params.
+FRAME_PARAMS = ParamsLayout(
+    (ParamField("input_scale", ParamType.F32), ParamField("output_scale", ParamType.F32)),
+    struct_name="Frame",
+)
 
 
 # --------------------------------------------------------------------------- specs

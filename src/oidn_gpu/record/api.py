@@ -17,7 +17,11 @@ Program contracts:
   lane), not external; output channels 3.
 - denoise: inputs color, then albedo and normal for auxiliary models, each an
   RGBA float32 image (16 bytes per pixel, alpha ignored); the external output
-  is RGBA float32 with the color's alpha; output channels 4.
+  is RGBA float32 with the color's alpha; output channels 4. META names the
+  frame buffer: `GpuDenoiser`'s frame uniform (`kernels.spec.FRAME_PARAMS`:
+  f32 input scale, f32 output scale), created with the config's scale as its
+  initial data and bound by every tile's input and output pass, so a host sets
+  another scale per run by rewriting it (`format.frame_data`, `Replayer.run`).
 
 `inspect_model_packet` and the ``*_packet`` variants return bytes, never raise:
 errors become the ``ERRO`` packet.
@@ -31,7 +35,7 @@ from typing import Any
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.record.config import RecordConfig, parse_config
-from oidn_gpu.record.format import KernelBit, MetaPrecision, ProgramMeta
+from oidn_gpu.record.format import KernelBit, MetaPrecision, ProgramMeta, frame_data
 from oidn_gpu.record.writer import error_packet, model_packet, write_program
 
 RGBA_F32_BYTES = 16
@@ -76,10 +80,16 @@ def kernels_bitmask(executor: Any) -> int:
     return bits
 
 
-def _meta(executor: Any, tiles: int, weights: Sequence[Any]) -> ProgramMeta:
+def _meta(
+    executor: Any, tiles: int, weights: Sequence[Any], frame: Any = None
+) -> ProgramMeta:
     precision = MetaPrecision.FP16 if executor.precision.value == "fp16" else MetaPrecision.FP32
     return ProgramMeta(
-        precision, tiles, kernels_bitmask(executor), None, tuple(b.id for b in weights)
+        precision,
+        tiles,
+        kernels_bitmask(executor),
+        None if frame is None else frame.id,
+        tuple(b.id for b in weights),
     )
 
 
@@ -233,6 +243,12 @@ def record_denoise(tza: bytes, config: bytes) -> bytes:
         inputs = [device.create_buffer(f"oidn/external/{n}", size, STORAGE_USAGE) for n in names]
         output = device.create_buffer("oidn/external/output", size, STORAGE_USAGE)
         submit_denoise(denoiser, inputs, output, w, h, setup)
+        # The first frame creates the frame uniform with its scales as initial data (no
+        # queue write is recorded), so the program holds the config's scale until a host
+        # rewrites the buffer.
+        frame = denoiser.frame_buffer
+        if frame is None or frame.data != frame_data(setup.mode.input_scale):
+            raise AssertionError("the denoise did not create the expected frame uniform")
         program = device.to_program(
             inputs,
             output,
@@ -240,7 +256,7 @@ def record_denoise(tza: bytes, config: bytes) -> bytes:
             output_width=w,
             output_height=h,
             output_channels=4,
-            meta=_meta(executor, len(setup.plan.tiles), weights),
+            meta=_meta(executor, len(setup.plan.tiles), weights, frame),
         )
         return write_program(program)
     finally:

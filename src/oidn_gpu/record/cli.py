@@ -7,6 +7,7 @@ and `record.summary`. wgpu is imported only when a command needs a device.
 
     oidn-gpu record --weights rt_hdr_alb --size 1920x1080 --hdr -o denoise.oidnp
     oidn-gpu replay denoise.oidnp --color in.exr --albedo alb.exr -o out.exr
+        (HDR programs: autoexposure of in.exr unless --input-scale is given)
     oidn-gpu program info denoise.oidnp
 """
 
@@ -74,6 +75,13 @@ def add_record_parsers(sub: Any) -> None:
     rep.add_argument("--color", required=True, type=Path)
     rep.add_argument("--albedo", type=Path)
     rep.add_argument("--normal", type=Path)
+    rep.add_argument(
+        "--input-scale",
+        type=float,
+        default=None,
+        help="scale of the color (default: autoexposure for HDR programs, else the recorded "
+        "scale)",
+    )
     rep.add_argument("--repeat", type=int, default=1, help="replay this many times (timing)")
     rep.add_argument("-o", "--output", required=True, type=Path)
 
@@ -160,10 +168,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from oidn_gpu.image import io
     from oidn_gpu.record.reader import read_program
     from oidn_gpu.record.replay import Replayer
-    from oidn_gpu.record.summary import summarize
+    from oidn_gpu.record.summary import program_hdr, summarize
 
     program = read_program(args.program.read_bytes())
     kind = summarize(program).kind
+    has_frame = program.meta is not None and program.meta.frame_buffer is not None
+    if args.input_scale is not None and not has_frame:
+        raise InvalidArgumentError(
+            "--input-scale needs a denoise program with a frame buffer; this program takes "
+            "its input in network space (or has its scale baked in)"
+        )
     paths = [p for p in (args.color, args.albedo, args.normal) if p is not None]
     images = [io.read_image(p) for p in paths]
     w, h = program.output_width, program.output_height
@@ -182,10 +196,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(
             f"the program takes {len(program.inputs)} image input(s) but {len(paths)} were given"
         )
+    # As OIDN: an explicit scale wins, HDR color gets autoexposure (computed on the host
+    # from the color image, once per image), else the program's recorded scale.
+    scale = args.input_scale
+    if scale is None and has_frame and program_hdr(program):
+        from oidn_gpu.image.autoexposure import autoexposure
+
+        scale = autoexposure(rgba[0][:, :, :3])
     with Replayer(program) as replayer:
         start = time.perf_counter()
         for _ in range(max(1, args.repeat)):
-            out = replayer.run(inputs)
+            out = replayer.run(inputs, input_scale=scale)
         elapsed_ms = (time.perf_counter() - start) * 1e3 / max(1, args.repeat)
     color = images[0]
     has_alpha = "A" in [n.split(".")[-1].upper() for n in color.channels]

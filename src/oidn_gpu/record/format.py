@@ -28,6 +28,9 @@ the bytes, and zero padding to a multiple of 4; a *string* is a UTF-8 blob)::
                  tile count, kernels bitmask, frame buffer id (0xffffffff = none),
                  weight buffer count, weight buffer ids
 
+The frame buffer (`frame_data`) is a 16-byte uniform: f32 input scale, f32
+output scale (``1/s`` in float32, 0 when ``s == 0``), 8 zero bytes.
+
 Nothing here imports wgpu: programs can be read, written and inspected anywhere.
 """
 
@@ -36,7 +39,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.kernels.spec import FRAME_PARAMS
 
 # --- magic numbers and versions (seed 004, program.ts) -------------------------------------
 
@@ -51,6 +57,7 @@ CONFIG_VERSION = 1
 NO_BUFFER = 0xFFFFFFFF  # META frame buffer id when there is none
 U32_MAX = 0xFFFFFFFF
 WORD_BYTES = 4
+FRAME_BYTES = FRAME_PARAMS.size  # the META frame buffer's contents: input, output scale
 
 # --- WebGPU constants the format stores as numbers (GPUBufferUsage, WebGPU spec) -----------
 
@@ -286,6 +293,7 @@ __all__ = [
     "BUFFER_USAGE_MASK",
     "CONFIG_VERSION",
     "ERROR_MAGIC",
+    "FRAME_BYTES",
     "META_MAGIC",
     "META_VERSION",
     "MODEL_MAGIC",
@@ -311,5 +319,28 @@ __all__ = [
     "ShaderDesc",
     "Submit",
     "Write",
+    "frame_data",
     "kernel_names",
 ]
+
+
+def frame_data(input_scale: float) -> bytes:
+    """The frame buffer's 16 bytes for input scale ``s``, as `GpuDenoiser` writes them.
+
+    f32 ``s``, f32 ``1/s`` (a float32 division; 0 when ``s == 0``, as OIDN's
+    ``getOutputScale``), then zeros.
+
+    Raises:
+        InvalidArgumentError: ``s`` is NaN (resolve autoexposure first).
+    """
+    with np.errstate(divide="ignore", over="ignore"):
+        try:
+            scale = np.float32(input_scale)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(
+                f"input scale must be a number, got {input_scale!r}"
+            ) from None
+        if np.isnan(scale):
+            raise InvalidArgumentError("input scale is NaN; compute autoexposure or pass a number")
+        output = np.float32(0) if scale == 0 else np.float32(1) / scale
+    return FRAME_PARAMS.pack(input_scale=float(scale), output_scale=float(output))

@@ -16,6 +16,7 @@ import struct
 from oidn_gpu.record.format import (
     BUFFER_USAGE_MASK,
     ERROR_MAGIC,
+    FRAME_BYTES,
     MAX_BIND_GROUPS,
     MAX_BINDING_INDEX,
     META_MAGIC,
@@ -29,6 +30,7 @@ from oidn_gpu.record.format import (
     BindGroupDesc,
     BindingDesc,
     BufferDesc,
+    BufferUsage,
     CommandKind,
     Copy,
     Dispatch,
@@ -352,7 +354,14 @@ def validate_program(p: Program) -> None:
     meta = p.meta
     if meta is not None:
         if meta.frame_buffer is not None:
-            buffer_id(meta.frame_buffer, "the META frame buffer")
+            frame = p.buffers[buffer_id(meta.frame_buffer, "the META frame buffer")]
+            if not frame.usage & BufferUsage.UNIFORM or frame.byte_size < FRAME_BYTES:
+                raise ProgramFormatError(
+                    f"the META frame buffer {meta.frame_buffer} must be a UNIFORM buffer of at "
+                    f"least {FRAME_BYTES} bytes (usage {frame.usage:#x}, {frame.byte_size} bytes)"
+                )
+            if meta.frame_buffer in p.inputs or meta.frame_buffer == p.output:
+                raise ProgramFormatError("the META frame buffer is also an input or the output")
         for i, b in enumerate(meta.weight_buffers):
             buffer_id(b, f"META weight buffer {i}")
 

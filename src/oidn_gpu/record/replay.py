@@ -9,6 +9,12 @@ dispatch's writes visible to the next) and whose copies go between passes.
 Repeated runs reuse every resource; bind groups that reference caller-owned
 buffers are made once per distinct set of such buffers (a few are kept).
 
+A denoise program's META names its frame buffer, the uniform holding the input
+scale and ``1/s`` (`format.frame_data`) that every tile's input and output pass
+reads; ``run(..., input_scale=s)`` writes it before the operations (autoexposure
+per frame with the same recorded program), ``input_scale=None`` restores the
+recorded scale. The buffer is rewritten only when its contents change.
+
 Inputs and output are either NumPy arrays (written into the program's own
 buffers; the output is read back and returned) or ``wgpu.GPUBuffer`` objects
 (bound in place of the program's buffers; `run` returns the output buffer
@@ -36,6 +42,7 @@ from oidn_gpu.record.format import (
     ProgramFormatError,
     Submit,
     Write,
+    frame_data,
 )
 from oidn_gpu.record.reader import read_program, validate_program
 
@@ -89,6 +96,9 @@ class Replayer:
         self._owns_device = device is None
         self._raw = self._gpu.device
         self._needed = _needed_usage(program)
+        self._frame = None if program.meta is None else program.meta.frame_buffer
+        self._frame_data = b""  # the frame buffer's contents as last written
+        self._recorded_frame = b""
         self._buffers: list[Any] = []
         self._pipelines: list[Any] = []
         self._bind_groups: list[Any] = []
@@ -148,6 +158,10 @@ class Replayer:
         host = set(p.inputs) | {p.output}
         for i, b in enumerate(p.buffers):
             usage = b.usage | (_HOST_USAGE if i in host else 0)
+            if i == self._frame:
+                usage |= BufferUsage.COPY_DST
+                self._recorded_frame = b.data + bytes(b.byte_size - len(b.data))
+                self._frame_data = self._recorded_frame
             self._buffers.append(self._create_buffer(i, b.label, b.byte_size, usage, b.data))
         modules = []
         for i, shader in enumerate(p.shaders):
@@ -219,7 +233,21 @@ class Replayer:
         """The program's own output buffer (a caller's output is bound instead when given)."""
         return self._buffers[self.program.output]
 
-    def run(self, inputs: Sequence[Any], output: Any = None) -> Any:
+    @property
+    def has_frame(self) -> bool:
+        """True when the program has a frame buffer, i.e. ``run`` takes an ``input_scale``."""
+        return self._frame is not None
+
+    @property
+    def recorded_input_scale(self) -> float | None:
+        """The input scale the program was recorded with (None without a frame buffer)."""
+        from oidn_gpu.record.summary import frame_input_scale
+
+        return frame_input_scale(self.program)
+
+    def run(
+        self, inputs: Sequence[Any], output: Any = None, input_scale: float | None = None
+    ) -> Any:
         """Replay the program once.
 
         Args:
@@ -228,6 +256,9 @@ class Replayer:
                 objects of at least that size (bound in its place).
             output: None, or a ``GPUBuffer`` receiving the output (bound in place of the
                 program's output when the program allows it, else copied into).
+            input_scale: the scale of the color for this run (e.g. the host's
+                `image.autoexposure.autoexposure` of an HDR color), written into the
+                frame buffer with ``1/s`` before the operations; None: the recorded scale.
 
         Returns:
             With NumPy inputs and no ``output``: the output as float32, ``[H, W, 4]`` when
@@ -235,7 +266,8 @@ class Replayer:
             ``GPUBuffer``, submitted but not waited for.
 
         Raises:
-            InvalidArgumentError: wrong number, size or usage of inputs or output.
+            InvalidArgumentError: wrong number, size or usage of inputs or output; an
+                ``input_scale`` that is NaN, or given for a program without a frame buffer.
         """
         if self._closed:
             raise InvalidArgumentError("the replayer is closed")
@@ -244,6 +276,12 @@ class Replayer:
             raise InvalidArgumentError(
                 f"the program takes {len(p.inputs)} input(s) but {len(inputs)} were given"
             )
+        if input_scale is not None and self._frame is None:
+            raise InvalidArgumentError(
+                "the program has no frame buffer, so it takes no input scale (a network "
+                "program, or one recorded with its scale baked in)"
+            )
+        frame = self._recorded_frame if input_scale is None else frame_data(input_scale)
         queue = self._raw.queue
         external: dict[int, Any] = {}
         host = output is None
@@ -269,6 +307,9 @@ class Replayer:
                 copy_to = output
                 self._check_external(output, None, "output", BufferUsage.COPY_DST)
         buffers, groups = self._resources_for(external)
+        if self._frame is not None and frame != self._frame_data:
+            queue.write_buffer(self._buffers[self._frame], 0, frame)
+            self._frame_data = frame
         for op in p.operations:
             if isinstance(op, Write):
                 queue.write_buffer(buffers[op.buffer], op.byte_offset, op.data)
@@ -387,10 +428,16 @@ class Replayer:
         self.close()
 
 
-def replay(program: Program | bytes, inputs: Sequence[Any], *, device: Any = None) -> Any:
+def replay(
+    program: Program | bytes,
+    inputs: Sequence[Any],
+    *,
+    device: Any = None,
+    input_scale: float | None = None,
+) -> Any:
     """Replay a program once on host arrays and return the output (see `Replayer.run`)."""
     with Replayer(program, device) as replayer:
-        return replayer.run(inputs)
+        return replayer.run(inputs, input_scale=input_scale)
 
 
 __all__ = ["Replayer", "replay"]

@@ -6,12 +6,14 @@ Pure: works on a `Program` value, needs no GPU.
 from __future__ import annotations
 
 import re
+import struct
 from collections import Counter
 from dataclasses import dataclass
 
 from oidn_gpu.record.format import Copy, Dispatch, Program, Submit, Write, kernel_names
 
 _FIRST_LINE_NAME = re.compile(r"^//\s*\S+\s+([A-Za-z0-9_.-]+)")
+_INPUT_PASS_HDR = re.compile(r"^//\s*\S+\s+input-pass\[[^\]\n]*\bhdr=([01])\b")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,27 @@ def shader_name(code: str) -> str:
     if not match:
         return "unnamed"
     return match.group(1).split("[", 1)[0]
+
+
+def program_hdr(program: Program) -> bool | None:
+    """Whether a denoise program's color is HDR, from its input pass's first-line comment.
+
+    None when no oidn-gpu input pass names it (network programs, foreign programs).
+    HDR programs take autoexposure per frame unless the host sets a scale.
+    """
+    flags = {m.group(1) for s in program.shaders if (m := _INPUT_PASS_HDR.match(s.code))}
+    if len(flags) != 1:
+        return None
+    return flags == {"1"}
+
+
+def frame_input_scale(program: Program) -> float | None:
+    """The input scale a program's frame buffer holds initially (None without one)."""
+    meta = program.meta
+    if meta is None or meta.frame_buffer is None:
+        return None
+    data = program.buffers[meta.frame_buffer].data[:4].ljust(4, b"\0")
+    return float(struct.unpack("<f", data)[0])
 
 
 def summarize(program: Program) -> ProgramSummary:
@@ -107,6 +130,10 @@ def describe(program: Program, *, file_bytes: int | None = None) -> str:
         lines.append(f"tiles:       {s.tiles}")
         lines.append(f"kernels:     {', '.join(s.kernels) or 'none'}")
         frame = "none" if s.frame_buffer is None else f"buffer {s.frame_buffer}"
+        if s.frame_buffer is not None:
+            hdr = program_hdr(program)
+            frame += f", recorded input scale {frame_input_scale(program):.9g}"
+            frame += " (replay: autoexposure per frame)" if hdr else ""
         lines.append(f"frame:       {frame}")
     else:
         lines.append("meta:        absent")
@@ -125,4 +152,11 @@ def describe(program: Program, *, file_bytes: int | None = None) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ProgramSummary", "describe", "shader_name", "summarize"]
+__all__ = [
+    "ProgramSummary",
+    "describe",
+    "frame_input_scale",
+    "program_hdr",
+    "shader_name",
+    "summarize",
+]

@@ -32,7 +32,6 @@ struct Params {
   src_x: u32,
   copy_height: u32,
   copy_width: u32,
-  input_scale: f32,
   main_offset: u32,
   main_pixel_stride: u32,
   main_row_stride: u32,
@@ -47,11 +46,17 @@ struct Params {
   normal_channels: u32,
 }
 
+struct Frame {
+  input_scale: f32,
+  output_scale: f32,
+}
+
 @group(0) @binding(0) var<storage, read> main_image: array<f32>;
 @group(0) @binding(1) var<storage, read> albedo_image: array<f32>;
 @group(0) @binding(2) var<storage, read> normal_image: array<f32>;
 @group(0) @binding(3) var<storage, read_write> output: array<vec4<f16>>;
 @group(0) @binding(4) var<uniform> params: Params;
+@group(0) @binding(5) var<uniform> frame: Frame;
 
 // Convert to the output storage type (vec4<f16>).
 fn to_output(v: vec4<f32>) -> vec4<f16> {
@@ -167,7 +172,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (inside) {
     let y = params.src_y + u32(ry);
     let x = params.src_x + u32(rx);
-    main_v = sanitize3(read_main(y, x) * params.input_scale, MAIN_LO, MAIN_HI);
+    main_v = sanitize3(read_main(y, x) * frame.input_scale, MAIN_LO, MAIN_HI);
     main_v = transfer_forward3(main_v);
     albedo_v = sanitize3(read_albedo(y, x), 0.0, 1.0);
     normal_v = sanitize3(read_normal(y, x), -1.0, 1.0) * 0.5 + 0.5;

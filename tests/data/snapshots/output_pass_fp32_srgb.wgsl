@@ -25,12 +25,17 @@ struct Params {
   out_pixel_stride: u32,
   out_row_stride: u32,
   out_channels: u32,
+}
+
+struct Frame {
+  input_scale: f32,
   output_scale: f32,
 }
 
 @group(0) @binding(0) var<storage, read> input: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> output: array<f32>;
 @group(0) @binding(2) var<uniform> params: Params;
+@group(0) @binding(3) var<uniform> frame: Frame;
 
 // Sanitize one value: NaN -> 0, -Inf -> lo, +Inf -> hi, then clamp to [lo, hi].
 // NaN/Inf are detected from the bits, so no fast-math assumption can drop the test.
@@ -87,7 +92,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     v = vec3<f32>((v.x + v.y + v.z) * ONE_THIRD);
   }
   v = min(v, vec3<f32>(1.0));
-  v = v * params.output_scale;
+  v = v * frame.output_scale;
   let base = params.out_offset + (params.dst_y + gid.y) * params.out_row_stride
     + (params.dst_x + gid.x) * params.out_pixel_stride;
   let last = arrayLength(&output) - 1u;

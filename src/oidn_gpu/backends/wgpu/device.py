@@ -20,9 +20,10 @@ wgpu is imported only inside this package; a missing wgpu raises
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -363,7 +364,7 @@ class GpuDevice:
         if self.owned and self.device is not None:
             try:
                 self.device.destroy()
-            except Exception:  # noqa: BLE001 - destroying twice or at exit is harmless
+            except Exception:
                 pass
         self.owned = False
 
@@ -405,9 +406,31 @@ def _request_adapter(power_preference: str) -> Any:
     return adapter
 
 
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """Silence C-level stderr (driver chatter such as Mesa's XDG_RUNTIME_DIR notice)."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable stderr descriptor: nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def has_hardware_adapter() -> bool:
-    """True when a WebGPU adapter exists that is not a CPU rasterizer (lavapipe, WARP)."""
-    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    """True when a WebGPU adapter exists that is not a CPU rasterizer (lavapipe, WARP).
+
+    A probe for ``backend="auto"``: driver messages printed while enumerating
+    adapters are silenced, since nothing is wrong when a machine has no GPU.
+    """
+    with _native_stderr_silenced():
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if adapter is None:
         return False
     info, _, _ = _adapter_info(adapter)

@@ -5,7 +5,7 @@ After oidn-webgpu's ``recordDenoiseExecution`` (seed 004). For every tile of a
 
 1. the input pass (`kernels.io_passes.generate_input_pass`): the tile's image
    rectangle is read from float32 image buffers (any pixel/row stride, 1-3
-   channels broadcast as OIDN does), scaled by ``input_scale``, sanitized,
+   channels broadcast as OIDN does), scaled by the frame's ``input_scale``, sanitized,
    transfer-encoded (main image) or clamped (albedo, normal), and packed into
    the network input tensor at the tile's alignment offset; every other tensor
    element is an exact zero in network space, which is OIDN's bottom/right
@@ -17,12 +17,20 @@ After oidn-webgpu's ``recordDenoiseExecution`` (seed 004). For every tile of a
    (alpha) are left untouched.
 
 and is submitted at once; tiles follow each other on the one queue without host
-synchronization. `GpuDenoiser.denoise` works on host arrays (upload, all tiles,
-one readback); `denoise_buffers` works on caller-owned GPU buffers and does
-not wait; `denoise_interactive` keeps at most one tile in flight, reports each
-finished rectangle, can be cancelled between tiles, and can size tiles to hit a
-target time per tile (the next call uses the adapted size; any tiling gives
-the same image, section 6.3).
+synchronization. The scales are not part of a tile's params: each denoiser owns
+one ``frame`` uniform (`kernels.spec.FRAME_PARAMS`: ``input_scale``, then
+``output_scale``), written with ``queue.write_buffer`` before the tiles of a
+frame whose scales differ from the previous frame's (a new buffer starts with the
+first frame's values), and bound by every tile. Queue writes are ordered with
+submits, so frames in flight keep their scale. A recorded program therefore has
+one buffer a host rewrites per frame (autoexposure) before replaying.
+
+`GpuDenoiser.denoise` works on host arrays (upload, all tiles, one readback);
+`denoise_buffers` works on caller-owned GPU buffers and does not wait;
+`denoise_interactive` keeps at most one tile in flight, reports each finished
+rectangle, can be cancelled between tiles, and can size tiles to hit a target
+time per tile (the next call uses the adapted size; any tiling gives the same
+image, section 6.3).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
 from oidn_gpu.kernels import io_passes
-from oidn_gpu.kernels.spec import Kernel, Precision
+from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
 
 TILE_ALIGNMENT = 16
 MIN_INTERACTIVE_EDGE = 256  # px; below this the overlap dominates the work
@@ -139,6 +147,8 @@ class GpuDenoiser:
         self._resources = ResourceTracker()
         self._pending: list[_Pending] = []
         self._staging: dict[tuple[str, int], Any] = {}
+        self._frame: Any = None  # the frame uniform (FRAME_PARAMS), made by the first frame
+        self._frame_data = b""  # its contents as last written
         self._closed = False
         self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
 
@@ -333,6 +343,7 @@ class GpuDenoiser:
             self._device.wait_idle()
         self._pending.clear()
         self._staging.clear()
+        self._frame = None
         self._resources.release_all()
 
     def __enter__(self) -> GpuDenoiser:
@@ -376,6 +387,26 @@ class GpuDenoiser:
         buffer = self._staging_buffer(name, array.nbytes)
         self._device.write_buffer(buffer, 0, array)
         return GpuImage(buffer, height, width, channels)
+
+    @property
+    def frame_buffer(self) -> Any:
+        """The frame uniform every tile binds (None before the first denoise)."""
+        return self._frame
+
+    def _frame_for(self, mode: Any) -> Any:
+        """The frame uniform holding ``mode``'s scales, written if they changed."""
+        data = FRAME_PARAMS.pack(input_scale=mode.input_scale, output_scale=mode.output_scale)
+        if self._frame is None:
+            self._frame = self._resources.track(
+                BUFFER,
+                self._device.create_buffer_with_data(
+                    "oidn/pipeline/frame", data, BufferUsage.UNIFORM | BufferUsage.COPY_DST
+                ),
+            )
+        elif data != self._frame_data:
+            self._device.write_buffer(self._frame, 0, data)
+        self._frame_data = data
+        return self._frame
 
     def _retire(self, buffers: list[Any]) -> None:
         if buffers:
@@ -441,6 +472,7 @@ class _TileRecorder:
         checks = self.executor.shader_checks
         self.input_pipeline = cache.get(self.input_kernel, shader_checks=checks)
         self.output_pipeline = cache.get(self.output_kernel, shader_checks=checks)
+        self.frame = denoiser._frame_for(mode)
         self.tile_h, self.tile_w = int(plan.tile_h), int(plan.tile_w)
         self.network_input = self.executor.packed_input_buffer(self.tile_h, self.tile_w)
         self.network_output = self.executor.output_buffer(self.tile_h, self.tile_w)
@@ -460,7 +492,6 @@ class _TileRecorder:
         return buffer
 
     def submit(self, index: int, tile: Any) -> None:
-        mode = self.mode
         image_params: dict[str, int] = {}
         for image, role in zip(self.images, self.roles):
             image_params.update(image.params(role.value))
@@ -473,7 +504,6 @@ class _TileRecorder:
             src_x=tile.in_x,
             copy_height=tile.in_h,
             copy_width=tile.in_w,
-            input_scale=mode.input_scale,
             **image_params,
         )
         out = self.output
@@ -489,19 +519,23 @@ class _TileRecorder:
             out_pixel_stride=out.pixel_stride_elems,
             out_row_stride=out.row_stride_elems,
             out_channels=out.channels,
-            output_scale=mode.output_scale,
         )
         label = f"oidn/tile/{index}"
         in_group = self.device.create_bind_group(
             f"{label}/input",
             self.input_pipeline,
             [*(img.buffer for img in self.images), self.network_input,
-             self._uniform(f"{label}/input/params", in_params)],
+             self._uniform(f"{label}/input/params", in_params), self.frame],
         )
         out_group = self.device.create_bind_group(
             f"{label}/output",
             self.output_pipeline,
-            [self.network_output, out.buffer, self._uniform(f"{label}/output/params", out_params)],
+            [
+                self.network_output,
+                out.buffer,
+                self._uniform(f"{label}/output/params", out_params),
+                self.frame,
+            ],
         )
         encoder = self.device.create_command_encoder(label)
         compute = encoder.begin_compute_pass(label=f"{label}/input")

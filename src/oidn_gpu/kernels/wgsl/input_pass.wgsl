@@ -40,7 +40,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (inside) {
     let y = params.src_y + u32(ry);
     let x = params.src_x + u32(rx);
-    main_v = sanitize3(read_main(y, x) * params.input_scale, MAIN_LO, MAIN_HI);
+    main_v = sanitize3(read_main(y, x) * frame.input_scale, MAIN_LO, MAIN_HI);
 {% if snorm %}
     main_v = main_v * 0.5 + 0.5;
 {% endif %}

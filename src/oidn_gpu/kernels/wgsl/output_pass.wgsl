@@ -21,7 +21,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {% if not hdr %}
   v = min(v, vec3<f32>(1.0));
 {% endif %}
-  v = v * params.output_scale;
+  v = v * frame.output_scale;
   let base = params.out_offset + (params.dst_y + gid.y) * params.out_row_stride
     + (params.dst_x + gid.x) * params.out_pixel_stride;
   let last = arrayLength(&output) - 1u;
