@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     model = bench._load(args.weights)
     device = bench.open_timed_device()
     caps = device.capabilities
-    print(f"device {caps.adapter.device} ({caps.adapter.backend_type}, {caps.adapter.adapter_type})")
+    adapter = caps.adapter
+    print(f"device {adapter.device} ({adapter.backend_type}, {adapter.adapter_type})")
     print(f"{len(configs)} configurations, {args.size} {args.precision}, {args.runs} runs each")
     x = np.random.default_rng(0).random((model.input_channels, net_h, net_w), dtype=np.float32)
     start = time.perf_counter()
@@ -225,17 +226,27 @@ def main(argv: list[str] | None = None) -> int:
             break
         try:
             r = run_config(
-                model, device, config, args.precision, net_h, net_w, args.runs, args.warmup, x, reference
+                model,
+                device,
+                config,
+                args.precision,
+                net_h,
+                net_w,
+                args.runs,
+                args.warmup,
+                x,
+                reference,
             )
         except OIDNGPUError as err:
             print(f"[{index}] {_options_text(config)}: error {err}")
             results.append({"config": config, "error": str(err)})
             continue
         results.append(r)
+        bits = "same" if r["identical_to_first"] else f"DIFF {r['max_abs_diff_vs_first']:.3g}"
         print(
             f"[{index}] net {r['net_median_ms'] or float('nan'):7.3f} ms  layers "
             f"{r['layers_median_ms'] or float('nan'):7.3f} ms  compile {r['compile_s']:5.1f} s  "
-            f"{'same' if r['identical_to_first'] else 'DIFF %.3g' % r['max_abs_diff_vs_first']}  "
+            f"{bits}  "
             f"{_options_text(config)}",
             flush=True,
         )
@@ -263,11 +274,13 @@ def main(argv: list[str] | None = None) -> int:
         print("fastest configuration per layer (sum of bests "
               f"{sum(b['median_ms'] for b in best_layers.values()):.3f} ms):")
         for name, b in sorted(best_layers.items(), key=lambda kv: -kv[1]["median_ms"]):
-            print(f"  {name:<12} {b['median_ms']:7.3f} ms {b['tflops']:6.1f} TFLOP/s  {b['config']}")
+            print(
+                f"  {name:<12} {b['median_ms']:7.3f} ms {b['tflops']:6.1f} TFLOP/s  {b['config']}"
+            )
     return 0
 
 
-def _write(args, caps, results, skipped, pending, best_layers=None) -> None:  # noqa: ANN001
+def _write(args, caps, results, skipped, pending, best_layers=None) -> None:
     data = {
         "device": caps.adapter.device,
         "backend_type": caps.adapter.backend_type,

@@ -17,7 +17,7 @@ import pytest
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import conv_igemm, gemm
 from oidn_gpu.kernels.gemm import GemmOptions
-from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
+from oidn_gpu.kernels.spec import ConvSpec, DeviceLimits, Precision, WeightLayout
 
 from .conv_ref import make_case, reference, rel_l2, run_conv, tolerance
 
@@ -94,6 +94,7 @@ def _default(precision: Precision, limits: DeviceLimits) -> np.ndarray:
         ("load_mode", "packed-some"),
         ("address_mode", "magic"),
         ("weight_layout", "input-major"),
+        ("tile_policy", "wide"),
         ("rows_per_thread", 3),
         ("rows_per_thread", True),
         ("workgroup_size", (8, 32)),
@@ -252,3 +253,102 @@ def test_pairwise(row: dict[str, object], limits) -> None:
     precision = row.pop("precision")
     got = _run(GemmOptions(**row), precision, limits)  # type: ignore[arg-type]
     np.testing.assert_array_equal(got, _default(precision, limits))  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- other shapes
+
+# Shapes the decoder case above does not reach: 8 and 13 output blocks (no widening, so
+# BALANCED takes its tall workgroup and columns per thread narrow), few input blocks (enc_conv0)
+# and a fused pool, each against the default options' bits.
+_SHAPES = {
+    "plain-9-32": lambda p: ConvSpec.simple(9, 32, p),
+    "pool-13-32": lambda p: ConvSpec.simple(13, 32, p, pool=True),
+    "plain-20-52": lambda p: ConvSpec.simple(20, 52, p, relu=False),
+}
+_SHAPE_OPTIONS = [
+    GemmOptions(tile_policy="balanced"),
+    GemmOptions(tile_policy="balanced", cols_per_thread=2, load_mode="packed-all"),
+    GemmOptions(cols_per_thread=2, k_tile=16, workgroup_size=(8, 16)),
+    GemmOptions(cols_per_thread=4, rows_per_thread=4, workgroup_size=(4, 16), k_tile=16),
+    GemmOptions(cols_per_thread=2, tile_policy="fixed", accumulation_order="row-major"),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16], ids=lambda p: p.value)
+@pytest.mark.parametrize("shape", list(_SHAPES))
+def test_other_shapes_bit_identical(shape: str, precision: Precision, limits) -> None:
+    spec = _SHAPES[shape](precision)
+    h, w = (8, 10) if spec.pool else (7, 9)
+    srcs, wt, bias = make_case(spec, h, w, np.random.default_rng(11))
+    ref = reference(spec, srcs, wt.astype(np.float64), bias)
+    base = run_conv(conv_igemm.generate(spec, GemmOptions(), limits), spec, srcs, wt, bias, h, w)
+    assert rel_l2(base, ref) <= tolerance(precision)
+    for options in _SHAPE_OPTIONS:
+        got = run_conv(conv_igemm.generate(spec, options, limits), spec, srcs, wt, bias, h, w)
+        np.testing.assert_array_equal(got, base, err_msg=options.describe())
+
+
+def test_balanced_policy_tiles() -> None:
+    lim = DeviceLimits(max_workgroup_storage_bytes=32768)
+    balanced = GemmOptions(tile_policy="balanced")
+    # 16 output blocks: widened as output-aligned
+    t = balanced.tile_for(Precision.FP16, 16, lim)
+    assert (t.workgroup_x, t.workgroup_y, t.rows_per_thread) == (16, 8, 8)
+    # 8 or 24 output blocks: same 64-row tile, 128 invocations of 4 rows
+    for blocks in (8, 24):
+        t = balanced.tile_for(Precision.FP16, blocks, lim)
+        assert (t.workgroup_x, t.workgroup_y, t.rows_per_thread, t.tile_m) == (8, 16, 4, 64)
+    # columns per thread narrow to the output blocks (not under FIXED)
+    assert GemmOptions(cols_per_thread=4).tile_for(Precision.FP16, 8, lim).cols_per_thread == 1
+    fixed = GemmOptions(cols_per_thread=4, tile_policy="fixed")
+    assert fixed.tile_for(Precision.FP16, 8, lim).cols_per_thread == 4
+
+
+def test_default_options_by_device() -> None:
+    small = DeviceLimits(max_workgroup_storage_bytes=32768, shader_f16=True)
+    large = DeviceLimits(max_workgroup_storage_bytes=49152, shader_f16=True, large_gpu=True)
+    for p in Precision:
+        assert gemm.default_options(small, p) == GemmOptions()
+        assert gemm.default_options(None, p) == GemmOptions()
+        assert gemm.default_options(large, p) == gemm.LARGE_GPU_OPTIONS[p]
+    # a large-GPU tile that does not fit falls back to the seeds' defaults
+    tiny = DeviceLimits(max_workgroup_storage_bytes=1024, shader_f16=True, large_gpu=True)
+    assert gemm.default_options(tiny, Precision.FP16) == GemmOptions()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16], ids=lambda p: p.value)
+def test_select_uses_device_defaults(precision: Precision, limits) -> None:
+    """Small GPUs (lavapipe here) keep the seeds' tile; large GPUs get BALANCED's tall tile
+    for 8 output blocks; both give the same bits."""
+    import dataclasses
+
+    from oidn_gpu.kernels import select
+
+    spec = ConvSpec.simple(9, 32, precision)
+    small = select.select_conv(spec, limits)
+    large_limits = dataclasses.replace(limits, large_gpu=True)
+    large = select.select_conv(spec, large_limits)
+    assert small.kernel.workgroup_size == (8, 8, 1)
+    assert large.kernel.workgroup_size == (8, 16, 1)
+    assert "tile_policy=balanced" in large.kernel.key
+    h, w = 7, 9
+    srcs, wt, bias = make_case(spec, h, w, np.random.default_rng(3))
+    a = run_conv(small.kernel, spec, srcs, wt, bias, h, w)
+    b = run_conv(large.kernel, spec, srcs, wt, bias, h, w)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.gpu
+def test_lavapipe_is_not_a_large_gpu() -> None:
+    from oidn_gpu.backends.wgpu import kernel_choice
+    from oidn_gpu.backends.wgpu.device import open_device
+
+    device = open_device()
+    try:
+        caps = device.capabilities
+        assert not kernel_choice.is_large_gpu(caps)
+        assert not kernel_choice.device_limits(caps).large_gpu
+    finally:
+        device.close()

@@ -5,17 +5,20 @@ fused pool, 4 consecutive rows are the 2x2 quad of one pooled pixel), K = 9 taps
 x IB input blocks (``k = tap * IB + ib``, over the concatenated sources), N = OB
 output blocks (4 output channels each).
 
-Workgroup ``(WG_X, WG_Y)`` computes a ``TILE_M = WG_Y * R`` x ``TILE_N = WG_X``
-tile; invocation ``(lx, ly)`` owns output block ``wid.y * WG_X + lx`` and GEMM
-rows ``tile_m + ly * R .. + R - 1`` in R named f32 accumulators (no local
-arrays: the generator unrolls rows and the K tile into straight-line code).
-Each K step loads a ``TILE_M x 8`` input tile (im2col on the fly, zero outside
-the tensor) and an ``8 x TILE_N x 4`` weight tile into workgroup memory, then
-every invocation does ``8 * R`` vec4 x 4 FMAs. fp16: products summed in one f16
-partial per row and K tile (8 blocks = 32 products), folded into the f32
-accumulator; all options keep this grouping, so every variant gives the same bits.
+Workgroup ``(WG_X, WG_Y)`` computes a ``TILE_M = WG_Y * R`` x ``TILE_N = WG_X * C``
+tile (R = rows_per_thread, C = cols_per_thread); invocation ``(lx, ly)`` owns
+output blocks ``wid.y * TILE_N + lx + c * WG_X`` (c < C) and GEMM rows
+``tile_m + ly * R .. + R - 1`` in R x C named f32 accumulators (no local
+arrays: the generator unrolls rows, columns and the K tile into straight-line
+code). Each K step loads a ``TILE_M x KT`` input tile (KT = k_tile blocks; im2col
+on the fly, zero outside the tensor) and a ``KT x TILE_N x 4`` weight tile into
+workgroup memory, then every invocation does ``KT * R * C`` vec4 x 4 FMAs. fp16:
+products summed in one f16 partial per accumulator and group of 8 blocks (32
+products, `gemm.F16_GROUP_BLOCKS`; a K tile of 16 holds two groups), folded into
+the f32 accumulator; all options keep this grouping and each output's K order,
+so every variant gives the same bits.
 
-Workgroup memory: ``(TILE_M * 8 [+ WG_Y]) + 8 * TILE_N * (4 | 5)`` vec4s
+Workgroup memory: ``(TILE_M * KT [+ WG_Y]) + KT * TILE_N * (4 | 5)`` vec4s
 (`GemmTile.storage_bytes`). Grid: ``(gx, ceil(OB / TILE_N), gz)`` with
 ``gx * gz >= ceil(M / TILE_M)``, ``gx <= max_workgroups_per_dimension`` (long
 images continue in z). Bindings and params: as every conv (see `kernels`),
@@ -125,6 +128,7 @@ def generate(
         "IN_BLOCKS": in_blocks,
         "OUT_BLOCKS": spec.out_blocks,
         "COLS": cols,
+
         "TOTAL_K": total_k,
         "INPUT_TILE_SIZE": tile.input_tile_size,
         "WEIGHT_TILE_SIZE": tile.weight_tile_size,

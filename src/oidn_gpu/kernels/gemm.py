@@ -5,14 +5,19 @@ accepted and coerced (``GemmOptions(weight_layout="output-major")``); any invali
 value raises `InvalidArgumentError` naming the option, the value and the
 allowed values. `GemmOptions.check_limits` / `fits` check a tile against a
 `DeviceLimits`. No option changes the results: every variant keeps each
-output's K order and the f16 partial grouping (K tile of 8 blocks) fixed, so
-GEMM variants agree bit for bit.
+output's K order and the f16 partial grouping (8 input blocks per partial,
+whatever the K tile) fixed, so GEMM variants agree bit for bit (tested on
+lavapipe; on an NVIDIA H200 every variant of bench/gemm_sweep.py gave the
+default's bits at 1080p).
 
 Options (default first where it is fixed):
 
 - ``tile_policy``: OUTPUT_ALIGNED (columns per thread halve while the tile is
   wider than the output blocks; then a workgroup x of 8 widens to 16 when the
-  output blocks are a multiple of 16 x cols_per_thread and the tile fits) | FIXED.
+  output blocks are a multiple of 16 x cols_per_thread and the tile fits) | FIXED |
+  BALANCED (as OUTPUT_ALIGNED; a workgroup that is not widened gets twice the
+  invocations with half the rows each, same tile: found faster on an H200 for
+  layers whose output blocks are not a multiple of 16).
 - ``decoder_load``: PER_LOAD (choose the source in each load) | SOURCE_FIRST
   (choose the source once per K tile, then load from it).
 - ``pool_layout``: CHANNELS (stand-alone max pool linearizes x and channel
@@ -37,7 +42,7 @@ Options (default first where it is fixed):
 
 `default_options(limits)` is the default of a device: the seeds' defaults
 (tuned on Apple GPUs) unless ``limits.large_gpu`` (a discrete GPU with large
-limits), which gets `LARGE_GPU_OPTIONS` (tuned on an NVIDIA H200, see
+limits), which gets `LARGE_GPU_OPTIONS` (tuned on an NVIDIA H200: the BALANCED tile policy, see
 docs/benchmarks.md).
 """
 
@@ -56,6 +61,7 @@ K_TILE_BLOCKS = F16_GROUP_BLOCKS  # the default K tile (vec4 input blocks per sh
 class TilePolicy(enum.Enum):
     FIXED = "fixed"
     OUTPUT_ALIGNED = "output-aligned"
+    BALANCED = "balanced"
 
 
 class DecoderLoad(enum.Enum):
@@ -248,22 +254,33 @@ class GemmOptions:
 
         OUTPUT_ALIGNED first halves ``cols_per_thread`` while the tile is wider than
         ``out_blocks``, then widens an 8-wide workgroup to 16 when the wider tile's
-        blocks (``16 * cols``) divide ``out_blocks`` and it fits ``limits``. FIXED: the
-        base tile.
+        blocks (``16 * cols``) divide ``out_blocks`` and it fits ``limits``. BALANCED:
+        the same, and when an 8-wide workgroup is not widened, its y doubles and its
+        rows per thread halve from 8 to 4 (same tile, twice the invocations) when that
+        fits. FIXED: the base tile.
         """
         base = self.base_tile(precision)
-        if self.tile_policy is TilePolicy.OUTPUT_ALIGNED and out_blocks > 0:
-            while base.cols_per_thread > 1 and base.tile_n > out_blocks:
-                base = replace(base, cols_per_thread=base.cols_per_thread // 2)
-        if (
-            self.tile_policy is TilePolicy.OUTPUT_ALIGNED
-            and base.workgroup_x == 8
-            and out_blocks > 0
-            and out_blocks % (16 * base.cols_per_thread) == 0
-        ):
+        if self.tile_policy is TilePolicy.FIXED or out_blocks <= 0:
+            return base
+        while base.cols_per_thread > 1 and base.tile_n > out_blocks:
+            base = replace(base, cols_per_thread=base.cols_per_thread // 2)
+        if base.workgroup_x == 8 and out_blocks % (16 * base.cols_per_thread) == 0:
             wide = replace(base, workgroup_x=16)
             if not _tile_problems(wide, precision, limits, features=False):
                 return wide
+        if (
+            self.tile_policy is TilePolicy.BALANCED
+            and base.workgroup_x == 8
+            and base.workgroup_y * 2 in WORKGROUP_Y
+            and base.rows_per_thread >= 8
+        ):
+            tall = replace(
+                base,
+                workgroup_y=base.workgroup_y * 2,
+                rows_per_thread=base.rows_per_thread // 2,
+            )
+            if not _tile_problems(tall, precision, limits, features=False):
+                return tall
         return base
 
     # ----------------------------------------------------------------- limits
@@ -328,9 +345,12 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # The defaults of large GPUs (`DeviceLimits.large_gpu`) per precision, from
 # bench/gemm_sweep.py on an NVIDIA H200 (docs/benchmarks.md). Small GPUs keep the seeds'
 # defaults (`GemmOptions()`).
+# On the H200 (1080p rt_hdr_alb_nrm, network GPU median of 20 runs, 2026-11-29) the BALANCED
+# tile policy took fp16 from 13.15 to 12.47 ms and fp32 from 25.33 to 22.40 ms; wider
+# register tiles (cols_per_thread 2, 4) and K tiles of 16 were slower there.
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
-    Precision.FP16: GemmOptions(),
-    Precision.FP32: GemmOptions(),
+    Precision.FP16: GemmOptions(tile_policy=TilePolicy.BALANCED),
+    Precision.FP32: GemmOptions(tile_policy=TilePolicy.BALANCED),
 }
 
 

@@ -1,4 +1,4 @@
-// oidn_gpu.kernels.conv_igemm conv-igemm[in=96u+64 out=64 fp32 out_fp32 relu tile_policy=output-aligned decoder_load=source-first pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=base-offset weight_layout=k-major rows_per_thread=4 workgroup_size=8x8 tile=16x8x4pq]
+// oidn_gpu.kernels.conv_igemm conv-igemm[in=96u+64 out=64 fp32 out_fp32 relu tile_policy=output-aligned decoder_load=source-first pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=base-offset weight_layout=k-major rows_per_thread=4 workgroup_size=8x8 cols_per_thread=1 k_tile=8 tile=16x8x4x1k8pq]
 
 const WG_X: u32 = 16u;
 const WG_Y: u32 = 8u;
@@ -8,6 +8,7 @@ const TILE_N: u32 = 16u;
 const K_TILE: u32 = 8u;
 const IN_BLOCKS: u32 = 40u;
 const OUT_BLOCKS: u32 = 16u;
+const COLS: u32 = 1u;
 const TOTAL_K: u32 = 360u;
 const INPUT_TILE_SIZE: u32 = 264u;
 const WEIGHT_TILE_SIZE: u32 = 640u;
@@ -129,17 +130,18 @@ fn main(
   let conv_w = out_w;
   let row_count = conv_h * conv_w;
   let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
-  let ob = wid.y * TILE_N + lid.x;
+  // Column c of this invocation is output block ob0 + c * WG_X.
+  let ob0 = wid.y * TILE_N + lid.x;
   let local_linear = lid.y * WG_X + lid.x;
   // Every input load of this invocation has the same K lane; loads differ by SLOT_STRIDE rows.
   let k_lane = local_linear % K_TILE;
   let m_base = tile_m + local_linear / K_TILE;
 
-  let b = bias[min(ob, OUT_BLOCKS - 1u)];
-  var acc0 = b;
-  var acc1 = b;
-  var acc2 = b;
-  var acc3 = b;
+  let b0 = bias[min(ob0 + 0u, OUT_BLOCKS - 1u)];
+  var acc0_0 = b0;
+  var acc1_0 = b0;
+  var acc2_0 = b0;
+  var acc3_0 = b0;
 
   // Per-load pixel and tap mask (0 for rows past the end), computed once.
   let m0 = m_base + 0u;
@@ -259,220 +261,222 @@ fn main(
 
     let row_base = lid.y * INPUT_ROW_STRIDE;
     {
-      let wb = (0u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-      let v0 = input_tile[row_base + 0u];
-      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
-      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
-      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
-      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
-      let v1 = input_tile[row_base + 8u];
-      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
-      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
-      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
-      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
-      let v2 = input_tile[row_base + 16u];
-      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
-      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
-      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
-      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
-      let v3 = input_tile[row_base + 24u];
-      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
-      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
-      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
-      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
-    }
-    {
-      let wb = (1u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-      let v0 = input_tile[row_base + 1u];
-      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
-      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
-      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
-      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
-      let v1 = input_tile[row_base + 9u];
-      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
-      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
-      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
-      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
-      let v2 = input_tile[row_base + 17u];
-      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
-      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
-      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
-      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
-      let v3 = input_tile[row_base + 25u];
-      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
-      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
-      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
-      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
-    }
-    {
-      let wb = (2u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-      let v0 = input_tile[row_base + 2u];
-      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
-      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
-      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
-      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
-      let v1 = input_tile[row_base + 10u];
-      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
-      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
-      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
-      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
-      let v2 = input_tile[row_base + 18u];
-      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
-      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
-      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
-      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
-      let v3 = input_tile[row_base + 26u];
-      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
-      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
-      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
-      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
-    }
-    {
-      let wb = (3u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-      let v0 = input_tile[row_base + 3u];
-      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
-      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
-      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
-      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
-      let v1 = input_tile[row_base + 11u];
-      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
-      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
-      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
-      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
-      let v2 = input_tile[row_base + 19u];
-      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
-      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
-      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
-      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
-      let v3 = input_tile[row_base + 27u];
-      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
-      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
-      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
-      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
-    }
-    {
-      let wb = (4u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-      let v0 = input_tile[row_base + 4u];
-      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
-      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
-      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
-      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
-      let v1 = input_tile[row_base + 12u];
-      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
-      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
-      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
-      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
-      let v2 = input_tile[row_base + 20u];
-      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
-      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
-      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
-      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
-      let v3 = input_tile[row_base + 28u];
-      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
-      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
-      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
-      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
-    }
-    {
-      let wb = (5u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-      let v0 = input_tile[row_base + 5u];
-      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
-      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
-      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
-      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
-      let v1 = input_tile[row_base + 13u];
-      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
-      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
-      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
-      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
-      let v2 = input_tile[row_base + 21u];
-      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
-      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
-      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
-      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
-      let v3 = input_tile[row_base + 29u];
-      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
-      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
-      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
-      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
-    }
-    {
-      let wb = (6u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-      let v0 = input_tile[row_base + 6u];
-      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
-      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
-      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
-      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
-      let v1 = input_tile[row_base + 14u];
-      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
-      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
-      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
-      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
-      let v2 = input_tile[row_base + 22u];
-      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
-      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
-      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
-      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
-      let v3 = input_tile[row_base + 30u];
-      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
-      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
-      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
-      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
-    }
-    {
-      let wb = (7u * TILE_N + lid.x) * W_STRIDE;
-      let w0 = weight_tile[wb];
-      let w1 = weight_tile[wb + 1u];
-      let w2 = weight_tile[wb + 2u];
-      let w3 = weight_tile[wb + 3u];
-      let v0 = input_tile[row_base + 7u];
-      acc0 = fma(w0, vec4<f32>(v0.x), acc0);
-      acc0 = fma(w1, vec4<f32>(v0.y), acc0);
-      acc0 = fma(w2, vec4<f32>(v0.z), acc0);
-      acc0 = fma(w3, vec4<f32>(v0.w), acc0);
-      let v1 = input_tile[row_base + 15u];
-      acc1 = fma(w0, vec4<f32>(v1.x), acc1);
-      acc1 = fma(w1, vec4<f32>(v1.y), acc1);
-      acc1 = fma(w2, vec4<f32>(v1.z), acc1);
-      acc1 = fma(w3, vec4<f32>(v1.w), acc1);
-      let v2 = input_tile[row_base + 23u];
-      acc2 = fma(w0, vec4<f32>(v2.x), acc2);
-      acc2 = fma(w1, vec4<f32>(v2.y), acc2);
-      acc2 = fma(w2, vec4<f32>(v2.z), acc2);
-      acc2 = fma(w3, vec4<f32>(v2.w), acc2);
-      let v3 = input_tile[row_base + 31u];
-      acc3 = fma(w0, vec4<f32>(v3.x), acc3);
-      acc3 = fma(w1, vec4<f32>(v3.y), acc3);
-      acc3 = fma(w2, vec4<f32>(v3.z), acc3);
-      acc3 = fma(w3, vec4<f32>(v3.w), acc3);
+      {
+        let wb0 = (0u * TILE_N + lid.x + 0u) * W_STRIDE;
+        let w0_0 = weight_tile[wb0];
+        let w0_1 = weight_tile[wb0 + 1u];
+        let w0_2 = weight_tile[wb0 + 2u];
+        let w0_3 = weight_tile[wb0 + 3u];
+        let v0 = input_tile[row_base + 0u];
+        acc0_0 = fma(w0_0, vec4<f32>(v0.x), acc0_0);
+        acc0_0 = fma(w0_1, vec4<f32>(v0.y), acc0_0);
+        acc0_0 = fma(w0_2, vec4<f32>(v0.z), acc0_0);
+        acc0_0 = fma(w0_3, vec4<f32>(v0.w), acc0_0);
+        let v1 = input_tile[row_base + 8u];
+        acc1_0 = fma(w0_0, vec4<f32>(v1.x), acc1_0);
+        acc1_0 = fma(w0_1, vec4<f32>(v1.y), acc1_0);
+        acc1_0 = fma(w0_2, vec4<f32>(v1.z), acc1_0);
+        acc1_0 = fma(w0_3, vec4<f32>(v1.w), acc1_0);
+        let v2 = input_tile[row_base + 16u];
+        acc2_0 = fma(w0_0, vec4<f32>(v2.x), acc2_0);
+        acc2_0 = fma(w0_1, vec4<f32>(v2.y), acc2_0);
+        acc2_0 = fma(w0_2, vec4<f32>(v2.z), acc2_0);
+        acc2_0 = fma(w0_3, vec4<f32>(v2.w), acc2_0);
+        let v3 = input_tile[row_base + 24u];
+        acc3_0 = fma(w0_0, vec4<f32>(v3.x), acc3_0);
+        acc3_0 = fma(w0_1, vec4<f32>(v3.y), acc3_0);
+        acc3_0 = fma(w0_2, vec4<f32>(v3.z), acc3_0);
+        acc3_0 = fma(w0_3, vec4<f32>(v3.w), acc3_0);
+      }
+      {
+        let wb0 = (1u * TILE_N + lid.x + 0u) * W_STRIDE;
+        let w0_0 = weight_tile[wb0];
+        let w0_1 = weight_tile[wb0 + 1u];
+        let w0_2 = weight_tile[wb0 + 2u];
+        let w0_3 = weight_tile[wb0 + 3u];
+        let v0 = input_tile[row_base + 1u];
+        acc0_0 = fma(w0_0, vec4<f32>(v0.x), acc0_0);
+        acc0_0 = fma(w0_1, vec4<f32>(v0.y), acc0_0);
+        acc0_0 = fma(w0_2, vec4<f32>(v0.z), acc0_0);
+        acc0_0 = fma(w0_3, vec4<f32>(v0.w), acc0_0);
+        let v1 = input_tile[row_base + 9u];
+        acc1_0 = fma(w0_0, vec4<f32>(v1.x), acc1_0);
+        acc1_0 = fma(w0_1, vec4<f32>(v1.y), acc1_0);
+        acc1_0 = fma(w0_2, vec4<f32>(v1.z), acc1_0);
+        acc1_0 = fma(w0_3, vec4<f32>(v1.w), acc1_0);
+        let v2 = input_tile[row_base + 17u];
+        acc2_0 = fma(w0_0, vec4<f32>(v2.x), acc2_0);
+        acc2_0 = fma(w0_1, vec4<f32>(v2.y), acc2_0);
+        acc2_0 = fma(w0_2, vec4<f32>(v2.z), acc2_0);
+        acc2_0 = fma(w0_3, vec4<f32>(v2.w), acc2_0);
+        let v3 = input_tile[row_base + 25u];
+        acc3_0 = fma(w0_0, vec4<f32>(v3.x), acc3_0);
+        acc3_0 = fma(w0_1, vec4<f32>(v3.y), acc3_0);
+        acc3_0 = fma(w0_2, vec4<f32>(v3.z), acc3_0);
+        acc3_0 = fma(w0_3, vec4<f32>(v3.w), acc3_0);
+      }
+      {
+        let wb0 = (2u * TILE_N + lid.x + 0u) * W_STRIDE;
+        let w0_0 = weight_tile[wb0];
+        let w0_1 = weight_tile[wb0 + 1u];
+        let w0_2 = weight_tile[wb0 + 2u];
+        let w0_3 = weight_tile[wb0 + 3u];
+        let v0 = input_tile[row_base + 2u];
+        acc0_0 = fma(w0_0, vec4<f32>(v0.x), acc0_0);
+        acc0_0 = fma(w0_1, vec4<f32>(v0.y), acc0_0);
+        acc0_0 = fma(w0_2, vec4<f32>(v0.z), acc0_0);
+        acc0_0 = fma(w0_3, vec4<f32>(v0.w), acc0_0);
+        let v1 = input_tile[row_base + 10u];
+        acc1_0 = fma(w0_0, vec4<f32>(v1.x), acc1_0);
+        acc1_0 = fma(w0_1, vec4<f32>(v1.y), acc1_0);
+        acc1_0 = fma(w0_2, vec4<f32>(v1.z), acc1_0);
+        acc1_0 = fma(w0_3, vec4<f32>(v1.w), acc1_0);
+        let v2 = input_tile[row_base + 18u];
+        acc2_0 = fma(w0_0, vec4<f32>(v2.x), acc2_0);
+        acc2_0 = fma(w0_1, vec4<f32>(v2.y), acc2_0);
+        acc2_0 = fma(w0_2, vec4<f32>(v2.z), acc2_0);
+        acc2_0 = fma(w0_3, vec4<f32>(v2.w), acc2_0);
+        let v3 = input_tile[row_base + 26u];
+        acc3_0 = fma(w0_0, vec4<f32>(v3.x), acc3_0);
+        acc3_0 = fma(w0_1, vec4<f32>(v3.y), acc3_0);
+        acc3_0 = fma(w0_2, vec4<f32>(v3.z), acc3_0);
+        acc3_0 = fma(w0_3, vec4<f32>(v3.w), acc3_0);
+      }
+      {
+        let wb0 = (3u * TILE_N + lid.x + 0u) * W_STRIDE;
+        let w0_0 = weight_tile[wb0];
+        let w0_1 = weight_tile[wb0 + 1u];
+        let w0_2 = weight_tile[wb0 + 2u];
+        let w0_3 = weight_tile[wb0 + 3u];
+        let v0 = input_tile[row_base + 3u];
+        acc0_0 = fma(w0_0, vec4<f32>(v0.x), acc0_0);
+        acc0_0 = fma(w0_1, vec4<f32>(v0.y), acc0_0);
+        acc0_0 = fma(w0_2, vec4<f32>(v0.z), acc0_0);
+        acc0_0 = fma(w0_3, vec4<f32>(v0.w), acc0_0);
+        let v1 = input_tile[row_base + 11u];
+        acc1_0 = fma(w0_0, vec4<f32>(v1.x), acc1_0);
+        acc1_0 = fma(w0_1, vec4<f32>(v1.y), acc1_0);
+        acc1_0 = fma(w0_2, vec4<f32>(v1.z), acc1_0);
+        acc1_0 = fma(w0_3, vec4<f32>(v1.w), acc1_0);
+        let v2 = input_tile[row_base + 19u];
+        acc2_0 = fma(w0_0, vec4<f32>(v2.x), acc2_0);
+        acc2_0 = fma(w0_1, vec4<f32>(v2.y), acc2_0);
+        acc2_0 = fma(w0_2, vec4<f32>(v2.z), acc2_0);
+        acc2_0 = fma(w0_3, vec4<f32>(v2.w), acc2_0);
+        let v3 = input_tile[row_base + 27u];
+        acc3_0 = fma(w0_0, vec4<f32>(v3.x), acc3_0);
+        acc3_0 = fma(w0_1, vec4<f32>(v3.y), acc3_0);
+        acc3_0 = fma(w0_2, vec4<f32>(v3.z), acc3_0);
+        acc3_0 = fma(w0_3, vec4<f32>(v3.w), acc3_0);
+      }
+      {
+        let wb0 = (4u * TILE_N + lid.x + 0u) * W_STRIDE;
+        let w0_0 = weight_tile[wb0];
+        let w0_1 = weight_tile[wb0 + 1u];
+        let w0_2 = weight_tile[wb0 + 2u];
+        let w0_3 = weight_tile[wb0 + 3u];
+        let v0 = input_tile[row_base + 4u];
+        acc0_0 = fma(w0_0, vec4<f32>(v0.x), acc0_0);
+        acc0_0 = fma(w0_1, vec4<f32>(v0.y), acc0_0);
+        acc0_0 = fma(w0_2, vec4<f32>(v0.z), acc0_0);
+        acc0_0 = fma(w0_3, vec4<f32>(v0.w), acc0_0);
+        let v1 = input_tile[row_base + 12u];
+        acc1_0 = fma(w0_0, vec4<f32>(v1.x), acc1_0);
+        acc1_0 = fma(w0_1, vec4<f32>(v1.y), acc1_0);
+        acc1_0 = fma(w0_2, vec4<f32>(v1.z), acc1_0);
+        acc1_0 = fma(w0_3, vec4<f32>(v1.w), acc1_0);
+        let v2 = input_tile[row_base + 20u];
+        acc2_0 = fma(w0_0, vec4<f32>(v2.x), acc2_0);
+        acc2_0 = fma(w0_1, vec4<f32>(v2.y), acc2_0);
+        acc2_0 = fma(w0_2, vec4<f32>(v2.z), acc2_0);
+        acc2_0 = fma(w0_3, vec4<f32>(v2.w), acc2_0);
+        let v3 = input_tile[row_base + 28u];
+        acc3_0 = fma(w0_0, vec4<f32>(v3.x), acc3_0);
+        acc3_0 = fma(w0_1, vec4<f32>(v3.y), acc3_0);
+        acc3_0 = fma(w0_2, vec4<f32>(v3.z), acc3_0);
+        acc3_0 = fma(w0_3, vec4<f32>(v3.w), acc3_0);
+      }
+      {
+        let wb0 = (5u * TILE_N + lid.x + 0u) * W_STRIDE;
+        let w0_0 = weight_tile[wb0];
+        let w0_1 = weight_tile[wb0 + 1u];
+        let w0_2 = weight_tile[wb0 + 2u];
+        let w0_3 = weight_tile[wb0 + 3u];
+        let v0 = input_tile[row_base + 5u];
+        acc0_0 = fma(w0_0, vec4<f32>(v0.x), acc0_0);
+        acc0_0 = fma(w0_1, vec4<f32>(v0.y), acc0_0);
+        acc0_0 = fma(w0_2, vec4<f32>(v0.z), acc0_0);
+        acc0_0 = fma(w0_3, vec4<f32>(v0.w), acc0_0);
+        let v1 = input_tile[row_base + 13u];
+        acc1_0 = fma(w0_0, vec4<f32>(v1.x), acc1_0);
+        acc1_0 = fma(w0_1, vec4<f32>(v1.y), acc1_0);
+        acc1_0 = fma(w0_2, vec4<f32>(v1.z), acc1_0);
+        acc1_0 = fma(w0_3, vec4<f32>(v1.w), acc1_0);
+        let v2 = input_tile[row_base + 21u];
+        acc2_0 = fma(w0_0, vec4<f32>(v2.x), acc2_0);
+        acc2_0 = fma(w0_1, vec4<f32>(v2.y), acc2_0);
+        acc2_0 = fma(w0_2, vec4<f32>(v2.z), acc2_0);
+        acc2_0 = fma(w0_3, vec4<f32>(v2.w), acc2_0);
+        let v3 = input_tile[row_base + 29u];
+        acc3_0 = fma(w0_0, vec4<f32>(v3.x), acc3_0);
+        acc3_0 = fma(w0_1, vec4<f32>(v3.y), acc3_0);
+        acc3_0 = fma(w0_2, vec4<f32>(v3.z), acc3_0);
+        acc3_0 = fma(w0_3, vec4<f32>(v3.w), acc3_0);
+      }
+      {
+        let wb0 = (6u * TILE_N + lid.x + 0u) * W_STRIDE;
+        let w0_0 = weight_tile[wb0];
+        let w0_1 = weight_tile[wb0 + 1u];
+        let w0_2 = weight_tile[wb0 + 2u];
+        let w0_3 = weight_tile[wb0 + 3u];
+        let v0 = input_tile[row_base + 6u];
+        acc0_0 = fma(w0_0, vec4<f32>(v0.x), acc0_0);
+        acc0_0 = fma(w0_1, vec4<f32>(v0.y), acc0_0);
+        acc0_0 = fma(w0_2, vec4<f32>(v0.z), acc0_0);
+        acc0_0 = fma(w0_3, vec4<f32>(v0.w), acc0_0);
+        let v1 = input_tile[row_base + 14u];
+        acc1_0 = fma(w0_0, vec4<f32>(v1.x), acc1_0);
+        acc1_0 = fma(w0_1, vec4<f32>(v1.y), acc1_0);
+        acc1_0 = fma(w0_2, vec4<f32>(v1.z), acc1_0);
+        acc1_0 = fma(w0_3, vec4<f32>(v1.w), acc1_0);
+        let v2 = input_tile[row_base + 22u];
+        acc2_0 = fma(w0_0, vec4<f32>(v2.x), acc2_0);
+        acc2_0 = fma(w0_1, vec4<f32>(v2.y), acc2_0);
+        acc2_0 = fma(w0_2, vec4<f32>(v2.z), acc2_0);
+        acc2_0 = fma(w0_3, vec4<f32>(v2.w), acc2_0);
+        let v3 = input_tile[row_base + 30u];
+        acc3_0 = fma(w0_0, vec4<f32>(v3.x), acc3_0);
+        acc3_0 = fma(w0_1, vec4<f32>(v3.y), acc3_0);
+        acc3_0 = fma(w0_2, vec4<f32>(v3.z), acc3_0);
+        acc3_0 = fma(w0_3, vec4<f32>(v3.w), acc3_0);
+      }
+      {
+        let wb0 = (7u * TILE_N + lid.x + 0u) * W_STRIDE;
+        let w0_0 = weight_tile[wb0];
+        let w0_1 = weight_tile[wb0 + 1u];
+        let w0_2 = weight_tile[wb0 + 2u];
+        let w0_3 = weight_tile[wb0 + 3u];
+        let v0 = input_tile[row_base + 7u];
+        acc0_0 = fma(w0_0, vec4<f32>(v0.x), acc0_0);
+        acc0_0 = fma(w0_1, vec4<f32>(v0.y), acc0_0);
+        acc0_0 = fma(w0_2, vec4<f32>(v0.z), acc0_0);
+        acc0_0 = fma(w0_3, vec4<f32>(v0.w), acc0_0);
+        let v1 = input_tile[row_base + 15u];
+        acc1_0 = fma(w0_0, vec4<f32>(v1.x), acc1_0);
+        acc1_0 = fma(w0_1, vec4<f32>(v1.y), acc1_0);
+        acc1_0 = fma(w0_2, vec4<f32>(v1.z), acc1_0);
+        acc1_0 = fma(w0_3, vec4<f32>(v1.w), acc1_0);
+        let v2 = input_tile[row_base + 23u];
+        acc2_0 = fma(w0_0, vec4<f32>(v2.x), acc2_0);
+        acc2_0 = fma(w0_1, vec4<f32>(v2.y), acc2_0);
+        acc2_0 = fma(w0_2, vec4<f32>(v2.z), acc2_0);
+        acc2_0 = fma(w0_3, vec4<f32>(v2.w), acc2_0);
+        let v3 = input_tile[row_base + 31u];
+        acc3_0 = fma(w0_0, vec4<f32>(v3.x), acc3_0);
+        acc3_0 = fma(w0_1, vec4<f32>(v3.y), acc3_0);
+        acc3_0 = fma(w0_2, vec4<f32>(v3.z), acc3_0);
+        acc3_0 = fma(w0_3, vec4<f32>(v3.w), acc3_0);
+      }
     }
     workgroupBarrier();
     // advance this invocation's K lane by one K tile (at most one carry)
@@ -482,19 +486,20 @@ fn main(
     filter_position += K_ADVANCE_TAPS + select(0u, 1u, carry);
   }
 
-  if (ob < OUT_BLOCKS) {
-    let row0 = tile_m + lid.y * ROWS;
+  let row0 = tile_m + lid.y * ROWS;
+  let out_ob0 = ob0 + 0u;
+  if (out_ob0 < OUT_BLOCKS) {
     if (row0 + 0u < row_count) {
-      output[(row0 + 0u) * OUT_BLOCKS + ob] = to_output(activate(acc0));
+      output[(row0 + 0u) * OUT_BLOCKS + out_ob0] = to_output(activate(acc0_0));
     }
     if (row0 + 1u < row_count) {
-      output[(row0 + 1u) * OUT_BLOCKS + ob] = to_output(activate(acc1));
+      output[(row0 + 1u) * OUT_BLOCKS + out_ob0] = to_output(activate(acc1_0));
     }
     if (row0 + 2u < row_count) {
-      output[(row0 + 2u) * OUT_BLOCKS + ob] = to_output(activate(acc2));
+      output[(row0 + 2u) * OUT_BLOCKS + out_ob0] = to_output(activate(acc2_0));
     }
     if (row0 + 3u < row_count) {
-      output[(row0 + 3u) * OUT_BLOCKS + ob] = to_output(activate(acc3));
+      output[(row0 + 3u) * OUT_BLOCKS + out_ob0] = to_output(activate(acc3_0));
     }
   }
 }

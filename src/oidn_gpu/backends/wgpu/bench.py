@@ -521,7 +521,10 @@ class _TimedEncoder:
     def finish(self, *args: Any, **kwargs: Any) -> Any:
         compute = self._encoder.begin_compute_pass(
             label="oidn/bench/timer/end",
-            timestamp_writes={"query_set": self._query_set, "end_of_pass_write_index": self._index + 1},
+            timestamp_writes={
+                "query_set": self._query_set,
+                "end_of_pass_write_index": self._index + 1,
+            },
         )
         compute.end()
         return self._encoder.finish(*args, **kwargs)
@@ -547,7 +550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="a .tza path or built-in name")
     parser.add_argument("--precision", default="auto", choices=("auto", "fp16", "fp32"))
     parser.add_argument("--kernel", default="auto")
-    parser.add_argument("--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'")
+    parser.add_argument(
+        "--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'"
+    )
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--top", type=int, default=8)

@@ -107,6 +107,22 @@ def device_limits(caps: Capabilities) -> kspec.DeviceLimits:
         subgroups=caps.has_subgroups,
         subgroup_min_size=caps.subgroup_min_size or 4,
         subgroup_max_size=caps.subgroup_max_size or 128,
+        large_gpu=is_large_gpu(caps),
+    )
+
+
+# A "large GPU" takes the GEMM defaults tuned on an NVIDIA H200 (`kernels.gemm.default_options`):
+# a discrete adapter with at least this much workgroup memory and these many invocations.
+LARGE_GPU_MIN_WORKGROUP_STORAGE = 32768
+LARGE_GPU_MIN_INVOCATIONS = 1024
+
+
+def is_large_gpu(caps: Capabilities) -> bool:
+    """True for a discrete GPU with large compute limits (never for CPU adapters)."""
+    return (
+        caps.adapter.is_discrete
+        and caps.max_compute_workgroup_storage_size >= LARGE_GPU_MIN_WORKGROUP_STORAGE
+        and caps.max_compute_invocations_per_workgroup >= LARGE_GPU_MIN_INVOCATIONS
     )
 
 
