@@ -114,11 +114,39 @@ def test_gpu_buffers_in_rgba_keep_the_color_alpha(gpu, denoisers, tiny_models):
         )
         got = np.frombuffer(gpu.read_buffer(output), np.float32).reshape(H, W, 4)
     finally:
+        denoisers["tiny_base_ic9"].release_bindings()  # before destroying bound buffers
         for buffer in [*buffers, output]:
             buffer.destroy()
     assert (got[:, :, 3] == 0.25).all()
     want = denoisers["tiny_base_ic9"].denoise(color, albedo, normal, mode=mode, plan=plan)
     assert np.array_equal(got[:, :, :3], want)
+
+
+def test_repeated_frames_reuse_the_tile_bindings(gpu, denoisers):
+    """A second denoise of the same buffers and plan creates no GPU objects (only encodes
+    and submits); `release_bindings` frees the cached uniforms once the queue is idle."""
+    denoiser = denoisers["tiny_base_ic9"]
+    mode = CASES["hdr-pu-alb-nrm"][1]
+    plan = _plans()["tiled"]
+    arrays = _images()
+    buffers = [gpu.create_buffer_with_data(f"img{i}", np.ascontiguousarray(a), STORAGE_USAGE)
+               for i, a in enumerate(arrays)]
+    output = gpu.create_buffer("out", H * W * 12, STORAGE_USAGE)
+    images = [GpuImage(b, H, W) for b in buffers]
+    try:
+        denoiser.denoise_buffers(images, GpuImage(output, H, W), mode=mode, plan=plan)
+        first = gpu.read_buffer(output)
+        live = denoiser.resources()
+        assert live[0] >= 2 * len(plan.tiles)  # two params uniforms per tile
+        denoiser.denoise_buffers(images, GpuImage(output, H, W), mode=mode, plan=plan)
+        assert gpu.read_buffer(output) == first
+        assert denoiser.resources() == live
+        denoiser.release_bindings()
+        gpu.wait_idle()
+        assert denoiser.resources()[0] <= live[0] - 2 * len(plan.tiles)
+    finally:
+        for buffer in [*buffers, output]:
+            buffer.destroy()
 
 
 def test_interactive_mode_reports_tiles_and_can_be_cancelled(denoisers):

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,8 @@ TILE_ALIGNMENT = 16
 MIN_INTERACTIVE_EDGE = 256  # px; below this the overlap dominates the work
 MAX_INTERACTIVE_EDGE = 4096
 DEFAULT_INTERACTIVE_EDGE = 512
+# (buffers, plan) combinations whose per-tile bind groups a denoiser keeps.
+TILE_SET_CACHE_SIZE = 4
 F32_BYTES = 4
 
 _ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
@@ -148,6 +151,10 @@ class GpuDenoiser:
         self._pending: list[_Pending] = []
         self._staging: dict[tuple[str, int], Any] = {}
         self._frame: Any = None  # the frame uniform (FRAME_PARAMS), made by the first frame
+        # Kernels and pipelines per (roles, transfer, hdr, snorm), and per-tile uniforms and
+        # bind groups per (buffers, plan): a repeated denoise only encodes and submits.
+        self._passes: dict[tuple[Any, ...], _Passes] = {}
+        self._tile_sets: OrderedDict[tuple[Any, ...], _TileSet] = OrderedDict()
         self._frame_data = b""  # its contents as last written
         self._closed = False
         self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
@@ -179,6 +186,35 @@ class GpuDenoiser:
             channels=self.executor.output_channels,
         )
         return io_passes.generate_output_pass(spec)
+
+    def _passes_for(self, roles: tuple[io_passes.ImageRole, ...], mode: Any) -> _Passes:
+        """The input and output pass kernels and pipelines of ``mode`` (generated once)."""
+        key = (roles, mode.transfer, bool(mode.hdr), bool(mode.snorm))
+        passes = self._passes.get(key)
+        if passes is None:
+            cache = self.executor.pipeline_cache
+            checks = self.executor.shader_checks
+            input_kernel = self._input_kernel(roles, mode)
+            output_kernel = self._output_kernel(mode)
+            passes = _Passes(
+                input_kernel,
+                output_kernel,
+                cache.get(input_kernel, shader_checks=checks),
+                cache.get(output_kernel, shader_checks=checks),
+            )
+            self._passes[key] = passes
+        return passes
+
+    def release_bindings(self) -> None:
+        """Forget the cached per-tile bind groups (and free their uniforms once idle).
+
+        `denoise_buffers` keeps the bind groups of its last few (buffers, plan)
+        combinations so that repeated frames only encode and submit; call this before
+        destroying a buffer that was passed to it.
+        """
+        while self._tile_sets:
+            _, tile_set = self._tile_sets.popitem(last=False)
+            self._retire(tile_set.uniforms)
 
     def prepare(self, mode: Any, roles: Sequence[io_passes.ImageRole] | None = None) -> None:
         """Compile the input and output passes of ``mode`` (and the network) ahead of use."""
@@ -303,25 +339,26 @@ class GpuDenoiser:
         result = np.zeros((height, width, channels), np.float32)
         times: list[float] = []
         count = len(plan.tiles)
-        with _TileRecorder(self, gpu_images, roles, output, mode, plan) as recorder:
-            for index, tile in enumerate(plan.tiles):
-                if cancel is not None and cancel():
-                    raise CancelledError("execution was cancelled")
-                start = time.perf_counter()
-                recorder.submit(index, tile)
-                row_bytes = width * channels * F32_BYTES
-                raw = self._device.read_buffer(  # waits: one tile in flight at most
-                    output.buffer, tile.out_y * row_bytes, tile.out_h * row_bytes
-                )
-                elapsed = (time.perf_counter() - start) * 1e3
-                times.append(elapsed)
-                rows = np.frombuffer(raw, np.float32).reshape(tile.out_h, width, channels)
-                result[tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
-                    rows[:, tile.out_x : tile.out_x + tile.out_w]
-                )
-                rect = TileRect(index, count, tile.out_y, tile.out_x, tile.out_h, tile.out_w, elapsed)
-                if on_tile is not None and on_tile(rect, result) is False:
-                    raise CancelledError("execution was cancelled by the tile callback")
+        tile_set = self._tile_set(gpu_images, roles, output, mode, plan)
+        # One tile in flight: submit, then wait for its rectangle.
+        for index, tile in enumerate(plan.tiles):
+            if cancel is not None and cancel():
+                raise CancelledError("execution was cancelled")
+            start = time.perf_counter()
+            tile_set.submit(index)
+            row_bytes = width * channels * F32_BYTES
+            raw = self._device.read_buffer(  # waits: one tile in flight at most
+                output.buffer, tile.out_y * row_bytes, tile.out_h * row_bytes
+            )
+            elapsed = (time.perf_counter() - start) * 1e3
+            times.append(elapsed)
+            rows = np.frombuffer(raw, np.float32).reshape(tile.out_h, width, channels)
+            result[tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
+                rows[:, tile.out_x : tile.out_x + tile.out_w]
+            )
+            rect = TileRect(index, count, tile.out_y, tile.out_x, tile.out_h, tile.out_w, elapsed)
+            if on_tile is not None and on_tile(rect, result) is False:
+                raise CancelledError("execution was cancelled by the tile callback")
         if target_tile_ms is not None and times:
             self._adapt_edge(plan, float(np.median(times)), target_tile_ms)
         return result
@@ -343,6 +380,8 @@ class GpuDenoiser:
             self._device.wait_idle()
         self._pending.clear()
         self._staging.clear()
+        self._tile_sets.clear()
+        self._passes.clear()
         self._frame = None
         self._resources.release_all()
 
@@ -423,11 +462,41 @@ class GpuDenoiser:
         progress: Callable[[float], Any] | None,
     ) -> None:
         count = len(plan.tiles)
-        with _TileRecorder(self, images, roles, output, mode, plan) as recorder:
-            for index, tile in enumerate(plan.tiles):
-                recorder.submit(index, tile)
-                if progress is not None and progress((index + 1) / count) is False:
-                    raise CancelledError("execution was cancelled by the progress callback")
+        tile_set = self._tile_set(images, roles, output, mode, plan)
+        for index in range(count):
+            tile_set.submit(index)
+            if progress is not None and progress((index + 1) / count) is False:
+                raise CancelledError("execution was cancelled by the progress callback")
+
+    def _tile_set(
+        self,
+        images: list[GpuImage],
+        roles: tuple[io_passes.ImageRole, ...],
+        output: GpuImage,
+        mode: Any,
+        plan: Any,
+    ) -> _TileSet:
+        """The bind groups of every tile for these buffers and plan, built once and reused."""
+        passes = self._passes_for(roles, mode)
+        frame = self._frame_for(mode)
+        tile_h, tile_w = int(plan.tile_h), int(plan.tile_w)
+        network_input = self.executor.packed_input_buffer(tile_h, tile_w)
+        network_output = self.executor.output_buffer(tile_h, tile_w)
+        key = (
+            tuple(images), output, plan, passes.input_kernel.key, passes.output_kernel.key,
+            id(network_input), id(network_output), id(frame),
+        )
+        tile_set = self._tile_sets.get(key)
+        if tile_set is None:
+            tile_set = _TileSet(self, images, output, passes, frame, plan,
+                                network_input, network_output)
+            self._tile_sets[key] = tile_set
+            while len(self._tile_sets) > TILE_SET_CACHE_SIZE:
+                _, old = self._tile_sets.popitem(last=False)
+                self._retire(old.uniforms)
+        else:
+            self._tile_sets.move_to_end(key)
+        return tile_set
 
     def _interactive_plan(self, height: int, width: int) -> Any:
         from oidn_gpu.image import tiling
@@ -446,108 +515,107 @@ class GpuDenoiser:
         self.interactive_edge = int(round(edge / TILE_ALIGNMENT)) * TILE_ALIGNMENT
 
 
-class _TileRecorder:
-    """Records and submits one command buffer per tile; retires per-call uniforms after."""
+@dataclass(frozen=True)
+class _Passes:
+    """The input and output pass kernels of one mode, with their compiled pipelines."""
+
+    input_kernel: Kernel
+    output_kernel: Kernel
+    input_pipeline: Any
+    output_pipeline: Any
+
+
+class _TileSet:
+    """Per-tile params uniforms and bind groups of one (buffers, plan, mode); submits tiles."""
 
     def __init__(
         self,
         denoiser: GpuDenoiser,
         images: list[GpuImage],
-        roles: tuple[io_passes.ImageRole, ...],
         output: GpuImage,
-        mode: Any,
+        passes: _Passes,
+        frame: Any,
         plan: Any,
+        network_input: Any,
+        network_output: Any,
     ) -> None:
-        self.d = denoiser
         self.device = denoiser._device
         self.executor = denoiser.executor
-        self.images = images
-        self.roles = roles
-        self.output = output
-        self.mode = mode
+        self.passes = passes
         self.plan = plan
-        self.input_kernel = denoiser._input_kernel(roles, mode)
-        self.output_kernel = denoiser._output_kernel(mode)
-        cache = self.executor.pipeline_cache
-        checks = self.executor.shader_checks
-        self.input_pipeline = cache.get(self.input_kernel, shader_checks=checks)
-        self.output_pipeline = cache.get(self.output_kernel, shader_checks=checks)
-        self.frame = denoiser._frame_for(mode)
         self.tile_h, self.tile_w = int(plan.tile_h), int(plan.tile_w)
-        self.network_input = self.executor.packed_input_buffer(self.tile_h, self.tile_w)
-        self.network_output = self.executor.output_buffer(self.tile_h, self.tile_w)
-        self.created: list[Any] = []
+        # Strong references: the cache key holds these objects, so their ids stay unique.
+        self.images = images
+        self.output = output
+        self.uniforms: list[Any] = []
+        self.groups: list[tuple[Any, Any]] = []
+        image_params: dict[str, int] = {}
+        for image, role in zip(images, _ROLES):
+            image_params.update(image.params(role.value))
+        for index, tile in enumerate(plan.tiles):
+            in_params = passes.input_kernel.pack_params(
+                tensor_height=self.tile_h,
+                tensor_width=self.tile_w,
+                dst_y=tile.buf_y,
+                dst_x=tile.buf_x,
+                src_y=tile.in_y,
+                src_x=tile.in_x,
+                copy_height=tile.in_h,
+                copy_width=tile.in_w,
+                **image_params,
+            )
+            out_params = passes.output_kernel.pack_params(
+                tensor_width=self.tile_w,
+                src_y=tile.src_y,
+                src_x=tile.src_x,
+                dst_y=tile.out_y,
+                dst_x=tile.out_x,
+                height=tile.out_h,
+                width=tile.out_w,
+                out_offset=output.offset,
+                out_pixel_stride=output.pixel_stride_elems,
+                out_row_stride=output.row_stride_elems,
+                out_channels=output.channels,
+            )
+            label = f"oidn/tile/{index}"
+            in_uniform = self._uniform(denoiser, f"{label}/input/params", in_params)
+            out_uniform = self._uniform(denoiser, f"{label}/output/params", out_params)
+            in_group = self.device.create_bind_group(
+                f"{label}/input",
+                passes.input_pipeline,
+                [*(img.buffer for img in images), network_input, in_uniform, frame],
+            )
+            out_group = self.device.create_bind_group(
+                f"{label}/output",
+                passes.output_pipeline,
+                [network_output, output.buffer, out_uniform, frame],
+            )
+            self.groups.append((in_group, out_group))
 
-    def __enter__(self) -> _TileRecorder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.d._retire(self.created)
-
-    def _uniform(self, label: str, data: bytes) -> Any:
-        buffer = self.d._resources.track(
+    def _uniform(self, denoiser: GpuDenoiser, label: str, data: bytes) -> Any:
+        buffer = denoiser._resources.track(
             BUFFER, self.device.create_buffer_with_data(label, data, BufferUsage.UNIFORM)
         )
-        self.created.append(buffer)
+        self.uniforms.append(buffer)
         return buffer
 
-    def submit(self, index: int, tile: Any) -> None:
-        image_params: dict[str, int] = {}
-        for image, role in zip(self.images, self.roles):
-            image_params.update(image.params(role.value))
-        in_params = self.input_kernel.pack_params(
-            tensor_height=self.tile_h,
-            tensor_width=self.tile_w,
-            dst_y=tile.buf_y,
-            dst_x=tile.buf_x,
-            src_y=tile.in_y,
-            src_x=tile.in_x,
-            copy_height=tile.in_h,
-            copy_width=tile.in_w,
-            **image_params,
-        )
-        out = self.output
-        out_params = self.output_kernel.pack_params(
-            tensor_width=self.tile_w,
-            src_y=tile.src_y,
-            src_x=tile.src_x,
-            dst_y=tile.out_y,
-            dst_x=tile.out_x,
-            height=tile.out_h,
-            width=tile.out_w,
-            out_offset=out.offset,
-            out_pixel_stride=out.pixel_stride_elems,
-            out_row_stride=out.row_stride_elems,
-            out_channels=out.channels,
-        )
+    def submit(self, index: int) -> None:
+        """Encode and submit tile ``index``: input pass, network, output pass."""
+        tile = self.plan.tiles[index]
+        in_group, out_group = self.groups[index]
+        passes = self.passes
         label = f"oidn/tile/{index}"
-        in_group = self.device.create_bind_group(
-            f"{label}/input",
-            self.input_pipeline,
-            [*(img.buffer for img in self.images), self.network_input,
-             self._uniform(f"{label}/input/params", in_params), self.frame],
-        )
-        out_group = self.device.create_bind_group(
-            f"{label}/output",
-            self.output_pipeline,
-            [
-                self.network_output,
-                out.buffer,
-                self._uniform(f"{label}/output/params", out_params),
-                self.frame,
-            ],
-        )
         encoder = self.device.create_command_encoder(label)
         compute = encoder.begin_compute_pass(label=f"{label}/input")
-        compute.set_pipeline(self.input_pipeline)
+        compute.set_pipeline(passes.input_pipeline)
         compute.set_bind_group(0, in_group)
-        compute.dispatch_workgroups(*self.input_kernel.grid(0, self.tile_h, self.tile_w))
+        compute.dispatch_workgroups(*passes.input_kernel.grid(0, self.tile_h, self.tile_w))
         compute.end()
         self.executor.encode(encoder, self.tile_h, self.tile_w)
         compute = encoder.begin_compute_pass(label=f"{label}/output")
-        compute.set_pipeline(self.output_pipeline)
+        compute.set_pipeline(passes.output_pipeline)
         compute.set_bind_group(0, out_group)
-        compute.dispatch_workgroups(*self.output_kernel.grid(0, tile.out_h, tile.out_w))
+        compute.dispatch_workgroups(*passes.output_kernel.grid(0, tile.out_h, tile.out_w))
         compute.end()
         self.device.submit([encoder.finish()])
 
