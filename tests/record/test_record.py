@@ -39,13 +39,21 @@ def _skip_without_f16(gpu, precision):
         pytest.fail("the device has no shader-f16; the fp16 tests need it (lavapipe has it)")
 
 
+# A Replayer compiles a program's shaders with runtime checks (a program file is untrusted
+# input), so the direct runs it is compared with compile the same kernels the same way:
+# on some drivers, trusted and checked builds of one shader may round differently.
+CHECKED = True
+
+
 def _direct_network(gpu, tza, precision, x):
     from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
     from oidn_gpu.backends.wgpu.executor import WgpuExecutor
     from oidn_gpu.model.unet import load_model
 
     height, width = x.shape[:2]
-    with WgpuExecutor(load_model(tza), device=gpu, precision=precision) as executor:
+    with WgpuExecutor(
+        load_model(tza), device=gpu, precision=precision, shader_checks=CHECKED
+    ) as executor:
         buffer = gpu.create_buffer_with_data("test/input", x, STORAGE_USAGE)
         out = submit_network(executor, buffer, width, height)
         return np.frombuffer(gpu.read_buffer(out), np.float32).reshape(height, width, 4)
@@ -64,7 +72,7 @@ def _direct_denoise(gpu, tza, config, images, input_scale=None):
     model = load_model(tza)
     h, w = cfg.height, cfg.width
     with (
-        WgpuExecutor(model, device=gpu, precision=cfg.precision) as executor,
+        WgpuExecutor(model, device=gpu, precision=cfg.precision, shader_checks=CHECKED) as executor,
         GpuDenoiser(executor) as denoiser,
     ):
         inputs = [gpu.create_buffer_with_data("test/in", x, STORAGE_USAGE) for x in images]
@@ -176,9 +184,12 @@ def test_replay_with_new_input_scales_equals_direct_execution(gpu, tiny_tza, rng
     assert not replayed[3][:, :, :3].any()  # s == 0: output scale 0, as OIDN
 
 
-def test_hdr_replay_with_host_autoexposure_equals_direct_autoexposure(gpu, tiny_tza, rng):
+def test_hdr_replay_with_host_autoexposure_equals_direct_autoexposure(
+    gpu, tiny_tza, rng, monkeypatch
+):
     """The host computes OIDN's autoexposure and writes it into the frame buffer; the
     result equals `Denoiser` (wgpu backend) denoising with its own autoexposure."""
+    monkeypatch.setenv("OIDN_GPU_SHADER_CHECKS", "1")  # compile as the Replayer does
     from oidn_gpu.filter import Denoiser
     from oidn_gpu.image.autoexposure import autoexposure
 
