@@ -22,25 +22,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from oidn_gpu.backends.sizes import parse_size
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 
-SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4k": (2160, 3840)}
 ALIGNMENT = 16
-
-
-def parse_size(size: str) -> tuple[int, int]:
-    """``'1080p'`` or ``'WIDTHxHEIGHT'`` -> (height, width)."""
-    if size.lower() in SIZES:
-        return SIZES[size.lower()]
-    try:
-        width, height = (int(v) for v in size.lower().split("x"))
-    except ValueError:
-        raise InvalidArgumentError(
-            f"unknown size '{size}'; expected 720p, 1080p, 4k or WIDTHxHEIGHT"
-        ) from None
-    if width < 1 or height < 1:
-        raise InvalidArgumentError(f"size {size} must be positive")
-    return height, width
 
 
 @dataclass(frozen=True)
