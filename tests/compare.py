@@ -31,8 +31,12 @@ def assert_close(
     label: str = "",
 ) -> tuple[float, float]:
     """Assert ``candidate`` matches ``reference``; returns (relative L2, max abs error)."""
-    assert candidate.shape == reference.shape, f"{label}: shape {candidate.shape} != {reference.shape}"
-    assert candidate.dtype == reference.dtype, f"{label}: dtype {candidate.dtype} != {reference.dtype}"
+    assert candidate.shape == reference.shape, (
+        f"{label}: shape {candidate.shape} != {reference.shape}"
+    )
+    assert candidate.dtype == reference.dtype, (
+        f"{label}: dtype {candidate.dtype} != {reference.dtype}"
+    )
     a = np.asarray(candidate, np.float64)
     b = np.asarray(reference, np.float64)
     assert np.isfinite(a).all(), f"{label}: candidate has NaN or Inf"

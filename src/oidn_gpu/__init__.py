@@ -16,7 +16,6 @@ from oidn_gpu.errors import (
     WeightsFormatError,
     WeightsNotFoundError,
 )
-
 from oidn_gpu.filter import Denoiser, DenoiserInfo, RTFilter, RTLightmapFilter, denoise
 
 __version__ = "0.1.0"
@@ -25,17 +24,17 @@ __all__ = [
     "CancelledError",
     "Denoiser",
     "DenoiserInfo",
-    "RTFilter",
-    "RTLightmapFilter",
-    "denoise",
     "InvalidArgumentError",
     "InvalidOperationError",
     "MissingDependencyError",
     "OIDNGPUError",
     "OutOfMemoryError",
+    "RTFilter",
+    "RTLightmapFilter",
     "ShaderCompileError",
     "UnsupportedDeviceError",
     "WeightsFormatError",
     "WeightsNotFoundError",
     "__version__",
+    "denoise",
 ]

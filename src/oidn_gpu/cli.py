@@ -83,21 +83,22 @@ class _Parser(argparse.ArgumentParser):
 # --- parser --------------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
+def _int(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid integer '{text}'") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")
     return value
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer '{text}'") from None
+    value = _int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} must not be negative")
     return value
@@ -164,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     record_cli.add_record_parsers(sub)
     bench = sub.add_parser(
-        "bench", help="benchmark a backend: [--backend wgpu|reference] --size 1080p ... (see --help)"
+        "bench",
+        help="benchmark a backend: [--backend wgpu|reference] --size 1080p ... (see --help)",
     )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     return parser
@@ -752,14 +754,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         return int(reference_bench.main(rest) or 0)
     if backend not in ("wgpu", "auto"):
-        print(f"error: unknown bench backend '{backend}'; expected 'wgpu' or 'reference'",
-              file=sys.stderr)
+        print(
+            f"error: unknown bench backend '{backend}'; expected 'wgpu' or 'reference'",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         from oidn_gpu.backends.wgpu import bench
     except ImportError as err:
-        print(f"error: the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' "
-              f"({err})", file=sys.stderr)
+        print(
+            f"error: the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' "
+            f"({err})",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     return int(bench.main(rest) or 0)
 

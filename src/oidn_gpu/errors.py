@@ -63,7 +63,7 @@ class MissingDependencyError(OIDNGPUError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
 
-def require(module: str, extra: str):  # noqa: ANN201 - returns a module
+def require(module: str, extra: str):  # returns a module
     """Import an optional dependency or raise `MissingDependencyError` naming the extra."""
     import importlib
 

@@ -105,7 +105,8 @@ def _check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _validate_images(color: Any, albedo: Any, normal: Any) -> _Images:
-    given = {n: a for n, a in (("color", color), ("albedo", albedo), ("normal", normal)) if a is not None}
+    named = (("color", color), ("albedo", albedo), ("normal", normal))
+    given = {n: a for n, a in named if a is not None}
     if not given:
         raise InvalidOperationError("input image not specified")
     checked = {n: _check_image(n, a) for n, a in given.items()}
@@ -288,7 +289,7 @@ class Denoiser:
 
     # -- model and executor ---------------------------------------------------
 
-    def _model(self, images: _Images):  # noqa: ANN202 - ValidatedModel
+    def _model(self, images: _Images):  # -> ValidatedModel
         from oidn_gpu.model import unet, weights
 
         count = sum(x is not None for x in (images.color, images.albedo, images.normal))
@@ -329,7 +330,7 @@ class Denoiser:
             self._models[name] = weights.load_builtin(name, self.weights_dir)
         return name, self._models[name]
 
-    def _executor(self, key: str, model: Any):  # noqa: ANN202 - NetworkExecutor
+    def _executor(self, key: str, model: Any):  # -> NetworkExecutor
         if key not in self._executors:
             from oidn_gpu.backends import create_executor
 
@@ -430,7 +431,7 @@ class Denoiser:
             )
         return self._prefilters[name]
 
-    def _mode(self, images: _Images):  # noqa: ANN202 - process.Mode
+    def _mode(self, images: _Images):  # -> process.Mode
         from oidn_gpu.image import autoexposure, process, transfer
 
         if self.filter_type == "RT":
@@ -525,7 +526,7 @@ class Denoiser:
             _report(progress, done / total)
         return process.finish_output(y, mode, out_channels)
 
-    def _tile_plan(self, h: int, w: int, model: Any):  # noqa: ANN202 - tiling.TilePlan
+    def _tile_plan(self, h: int, w: int, model: Any):  # -> tiling.TilePlan
         from oidn_gpu.image import tiling
         from oidn_gpu.model import unet
 

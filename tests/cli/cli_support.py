@@ -9,12 +9,12 @@ on the same crop by relative L2 error.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from oidn_gpu.image import io
+from tests import compare, oracle
 
 CROP_Y, CROP_X = 300, 260  # box edge, sphere and checker floor of textured_checker
 
@@ -58,21 +58,15 @@ def write_multilayer(
 
 
 def rel_l2(actual: np.ndarray, expected: np.ndarray) -> float:
-    """||actual - expected|| / ||expected|| over all pixels and channels (float64)."""
-    a = np.asarray(actual, dtype=np.float64)
-    e = np.asarray(expected, dtype=np.float64)
+    """||actual - expected|| / ||expected|| over all pixels and channels (tests/compare.py)."""
+    a, e = np.asarray(actual), np.asarray(expected)
     assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
-    return float(np.linalg.norm(a - e) / max(np.linalg.norm(e), 1e-30))
+    return compare.rel_l2(a, e)
 
 
 def oidn(*args: object, **kwargs: object) -> np.ndarray:
     """Intel OIDN 2.5.1 through pyoidn (tests/oracle.py)."""
-    tests_dir = str(Path(__file__).resolve().parents[1])
-    if tests_dir not in sys.path:
-        sys.path.insert(0, tests_dir)
-    from oracle import oidn_denoise
-
-    return oidn_denoise(*args, **kwargs)
+    return oracle.oidn_denoise(*args, **kwargs)
 
 
 def leftovers(folder: Path) -> list[str]:

@@ -97,8 +97,10 @@ def _cases(rng: np.random.Generator) -> list[tuple[str, dict, dict]]:
         ("normal only fast, input scale", {"normal": nrm}, {"quality": "fast", "input_scale": 0.7}),
         ("hdr input scale", {"color": hdr}, {"hdr": True, "input_scale": 0.37}),
         ("lightmap hdr", {"color": hdr}, {"filter_type": "RTLightmap"}),
-        ("lightmap hdr input scale", {"color": hdr}, {"filter_type": "RTLightmap", "input_scale": 2.0}),
-        ("lightmap directional", {"color": nrm}, {"filter_type": "RTLightmap", "directional": True}),
+        ("lightmap hdr input scale", {"color": hdr},
+         {"filter_type": "RTLightmap", "input_scale": 2.0}),
+        ("lightmap directional", {"color": nrm},
+         {"filter_type": "RTLightmap", "directional": True}),
         ("lightmap directional scale", {"color": nrm},
          {"filter_type": "RTLightmap", "directional": True, "input_scale": 0.5}),
     ]
@@ -220,7 +222,7 @@ def test_in_place_equals_out_of_place(rng: np.random.Generator) -> None:
 
 
 def read_exr(path: Path) -> np.ndarray:
-    import OpenImageIO as oiio
+    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's documented alias
 
     buf = oiio.ImageBuf(str(path))
     pixels = buf.get_pixels(oiio.FLOAT)

@@ -27,13 +27,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.gpu)
 
 
-
-
 @pytest.fixture(scope="session")
 def tiny_models():
     from oidn_gpu.model.unet import load_model
 
-    return {name: load_model(DATA / f"{name}.tza") for name in ("tiny_base_ic3", "tiny_base_ic9", "tiny_large_ic6")}
+    names = ("tiny_base_ic3", "tiny_base_ic9", "tiny_large_ic6")
+    return {name: load_model(DATA / f"{name}.tza") for name in names}
 
 
 def rel_l2(candidate: np.ndarray, reference: np.ndarray) -> float:

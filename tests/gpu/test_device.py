@@ -19,8 +19,11 @@ def test_open_device_enables_available_optional_features(gpu):
 
 def test_open_device_requests_the_adapter_maximum_of_kernel_limits(gpu):
     adapter_limits = dict(gpu.adapter.limits)
-    for name in ("max-storage-buffer-binding-size", "max-compute-workgroup-storage-size",
-                 "max-buffer-size"):
+    for name in (
+        "max-storage-buffer-binding-size",
+        "max-compute-workgroup-storage-size",
+        "max-buffer-size",
+    ):
         assert gpu.capabilities.limit(name) == adapter_limits[name]
 
 
@@ -45,7 +48,7 @@ def test_wrapping_a_caller_device_does_not_take_ownership(gpu):
 
 
 def test_open_device_rejects_non_devices():
-    with pytest.raises(InvalidArgumentError, match="wgpu.GPUDevice"):
+    with pytest.raises(InvalidArgumentError, match=r"wgpu\.GPUDevice"):
         dev.open_device(object())
     with pytest.raises(InvalidArgumentError, match="power preference"):
         dev.open_device(power_preference="fast")

@@ -66,7 +66,8 @@ def test_real_small_model_fp32_matches_reference(gpu, weights_dir):
 def test_repeated_runs_are_bit_identical(executors, tiny_models):
     model = tiny_models["tiny_base_ic9"]
     x = _input(model, seed=3)
-    for executor in (executors["tiny_base_ic9", p] for p in ("fp32", "fp16") if ("tiny_base_ic9", p) in executors):
+    keys = [("tiny_base_ic9", p) for p in ("fp32", "fp16")]
+    for executor in (executors[key] for key in keys if key in executors):
         first = executor.run(x)
         assert np.array_equal(first, executor.run(x))
 
@@ -137,7 +138,9 @@ def test_unaligned_network_input_is_rejected(executors):
 
 
 def _gpu_input(gpu, x):
-    return gpu.create_buffer_with_data("test-input", np.ascontiguousarray(x.transpose(1, 2, 0)), STORAGE_USAGE)
+    return gpu.create_buffer_with_data(
+        "test-input", np.ascontiguousarray(x.transpose(1, 2, 0)), STORAGE_USAGE
+    )
 
 
 def test_execution_on_caller_owned_buffers_matches_host_run(gpu, executors, tiny_models):
@@ -148,7 +151,8 @@ def test_execution_on_caller_owned_buffers_matches_host_run(gpu, executors, tiny
     target = gpu.create_buffer("test-output", 32 * 32 * 3 * 4, STORAGE_USAGE)
     try:
         assert executor.execute_buffers(source, 32, 32, output=target) is target
-        out = np.frombuffer(gpu.read_buffer(target), np.float32).reshape(32, 32, 3).transpose(2, 0, 1)
+        out = np.frombuffer(gpu.read_buffer(target), np.float32)
+        out = out.reshape(32, 32, 3).transpose(2, 0, 1)
         assert np.array_equal(out, executor.run(x))
     finally:
         source.destroy()
@@ -163,7 +167,8 @@ def test_evicted_plans_are_destroyed_only_after_the_queue_finished(gpu, tiny_mod
 
     def checked_destroy(shape_plan):
         if not executor._closed:
-            assert shape_plan.fence is not None and shape_plan.fence.is_done(), "destroyed in flight"
+            fence = shape_plan.fence
+            assert fence is not None and fence.is_done(), "destroyed in flight"
         destroyed.append((shape_plan.height, shape_plan.width))
         original(shape_plan)
 
@@ -179,7 +184,7 @@ def test_evicted_plans_are_destroyed_only_after_the_queue_finished(gpu, tiny_mod
             executor.execute_buffers(inputs[-1], h, w, output=outputs[-1])  # no wait
         assert executor.resources().shapes == ((32, 32),)
         gpu.wait_idle()
-        for (h, w), x, out in zip(shapes, xs, outputs):
+        for (h, w), x, out in zip(shapes, xs, outputs, strict=True):
             y = np.frombuffer(gpu.read_buffer(out), np.float32).reshape(h, w, 3).transpose(2, 0, 1)
             assert_close(y, _reference(model, x), FP32_REL_L2, f"{h}x{w}")
         for fence_plan in list(executor._retired):

@@ -11,6 +11,7 @@ from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage, TileRect
 from oidn_gpu.errors import CancelledError
 from oidn_gpu.graph.reference import run_graph
 from oidn_gpu.image import process, tiling
+from oidn_gpu.image.process import Mode
 from oidn_gpu.image.transfer import Transfer
 
 from .conftest import assert_close
@@ -33,7 +34,7 @@ def _images(channels=(3, 3, 3), seed=0):
 
 def _reference(model, plan, images, mode, out_channels):
     """NumPy version of the tiled pipeline (as `filter.Denoiser` runs it)."""
-    x = process.build_input(images[0], *(list(images[1:]) + [None, None])[:2], mode)
+    x = process.build_input(images[0], *[*images[1:], None, None][:2], mode)
     y = np.empty((3, H, W), np.float32)
     for tile in plan.tiles:
         buf = np.zeros((x.shape[0], plan.tile_h, plan.tile_w), np.float32)
@@ -70,11 +71,11 @@ def denoisers(gpu, tiny_models):
 
 CASES = {
     # name: (model, mode, image channels, number of images, out channels)
-    "hdr-pu-alb-nrm": ("tiny_base_ic9", process.Mode(Transfer.PU, True, False, 0.7), (3, 3, 3), 3, 3),
-    "hdr-broadcast-aux": ("tiny_base_ic9", process.Mode(Transfer.PU, True, False, 1.0), (3, 1, 2), 3, 3),
-    "ldr-srgb-1ch": ("tiny_base_ic3", process.Mode(Transfer.SRGB, False, False, 1.0), (1, 3, 3), 1, 1),
-    "normal-snorm": ("tiny_base_ic3", process.Mode(Transfer.LINEAR, False, True, 0.5), (3, 3, 3), 1, 3),
-    "lightmap-log": ("tiny_base_ic3", process.Mode(Transfer.LOG, True, False, 2.0), (2, 3, 3), 1, 2),
+    "hdr-pu-alb-nrm": ("tiny_base_ic9", Mode(Transfer.PU, True, False, 0.7), (3, 3, 3), 3, 3),
+    "hdr-broadcast-aux": ("tiny_base_ic9", Mode(Transfer.PU, True, False, 1.0), (3, 1, 2), 3, 3),
+    "ldr-srgb-1ch": ("tiny_base_ic3", Mode(Transfer.SRGB, False, False, 1.0), (1, 3, 3), 1, 1),
+    "normal-snorm": ("tiny_base_ic3", Mode(Transfer.LINEAR, False, True, 0.5), (3, 3, 3), 1, 3),
+    "lightmap-log": ("tiny_base_ic3", Mode(Transfer.LOG, True, False, 2.0), (2, 3, 3), 1, 2),
 }
 
 

@@ -45,8 +45,9 @@ def device():
     """The process-wide test device; fails without one (deselect with ``-m "not gpu"``)."""
     dev = _device()
     if isinstance(dev, str):
-        pytest.fail(f"{dev}; install mesa-vulkan-drivers or deselect with -m 'not gpu'",
-                    pytrace=False)
+        pytest.fail(
+            f"{dev}; install mesa-vulkan-drivers or deselect with -m 'not gpu'", pytrace=False
+        )
     return dev
 
 

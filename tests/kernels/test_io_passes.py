@@ -16,6 +16,14 @@ pytestmark = pytest.mark.gpu
 
 FLT_MAX = np.finfo(np.float32).max
 
+# The transfer functions run on the GPU's exp/log/pow. WGSL only promises exp and exp2
+# to 3 + 2|x| ULP, log2 to 2^-21 absolute near 1, and pow as exp2(y * log2(x)) (WGSL
+# spec, "Floating Point Accuracy"): for the Log inverse (exp of up to 11) and the PU
+# inverse (pow with exponent 2.32) that is a few 1e-6 relative on hardware drivers
+# (lavapipe is closer to NumPy's correctly rounded results). Wrong constants or formulas
+# miss by far more than this.
+GPU_TRANSFER_RTOL = 2e-5
+
 
 @pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16], ids=lambda p: p.value)
 def test_pack_unpack_roundtrip(precision: Precision, rng) -> None:
@@ -231,7 +239,7 @@ def _check_input_pass(got, spec, dense, scale, rect) -> None:
     ref[dst_y : dst_y + ch, dst_x : dst_x + cw, : spec.channels] = np.concatenate(parts, axis=2)
     ref = ref.astype(precision.numpy_dtype).astype(np.float32)
     assert np.all(np.isfinite(got))
-    rtol = 2e-6 if precision is Precision.FP32 else 1e-3
+    rtol = GPU_TRANSFER_RTOL if precision is Precision.FP32 else 1e-3
     np.testing.assert_allclose(got.astype(np.float32), ref, rtol=rtol, atol=1e-7)
     outside = np.ones((th, tw), bool)
     outside[dst_y : dst_y + ch, dst_x : dst_x + cw] = False
@@ -270,7 +278,7 @@ def test_output_pass(case, rng) -> None:
         got = np.frombuffer(run["output"], np.float32).reshape(ih, iw, stride)
         rect = (src_y, src_x, dst_y, dst_x, h, w)
         expect = _expected_output(net, init, case, frame["output_scale"], rect)
-        np.testing.assert_allclose(got, expect, rtol=5e-6, atol=1e-7)
+        np.testing.assert_allclose(got, expect, rtol=GPU_TRANSFER_RTOL, atol=1e-7)
 
 
 def _expected_output(net, init, case, out_scale, rect) -> np.ndarray:

@@ -29,6 +29,7 @@ from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import size_alignment
 from oidn_gpu.graph.reference import run_graph
+from tests.property.graph_strategies import unet_graphs
 
 CHANNELS = st.integers(1, 11)
 
@@ -46,46 +47,16 @@ class Model:
 
 
 @st.composite
-def unet_graphs(draw: st.DrawFn) -> ir.Graph:
-    """Encoder (convs + pools), bottleneck, decoder (upsample, concat with a skip, convs)."""
-    depth = draw(st.integers(0, 3))
-    input_channels = draw(CHANNELS)
-    nodes: list[ir.Node] = []
-    channels = {"input": input_channels}
-
-    def add(node: ir.Node) -> str:
-        nodes.append(node)
-        channels[node.name] = node.channels
-        return node.name
-
-    def convs(value: str, count: int) -> str:
-        for _ in range(count):
-            activation = draw(st.sampled_from(ir.Activation))
-            conv = ir.Conv(f"conv{len(nodes)}", value, channels[value], draw(CHANNELS), activation)
-            value = add(conv)
-        return value
-
-    skips = ["input"]
-    value = "input"
-    for level in range(1, depth + 1):
-        value = convs(value, draw(st.integers(1, 2)))
-        value = add(ir.Pool(f"pool{level}", value, channels[value]))
-        skips.append(value)
-    value = convs(value, draw(st.integers(0, 1)))
-    for level in range(depth, 0, -1):
-        up = add(ir.Upsample(f"up{level}", value, channels[value]))
-        pair = [up, skips[level - 1]]
-        if draw(st.booleans()):
-            pair.reverse()
-        cat = add(ir.Concat(f"concat{level}", tuple(pair), sum(channels[v] for v in pair)))
-        value = convs(cat, 1)
-    value = convs(value, 1)
-    return ir.Graph("input", input_channels, tuple(nodes), value)
-
-
-@st.composite
 def cases(draw: st.DrawFn) -> tuple[Model, np.ndarray]:
-    graph = draw(unet_graphs())
+    graph = draw(
+        unet_graphs(
+            channels=CHANNELS,
+            depths=st.integers(0, 3),
+            bottleneck_convs=st.integers(0, 1),
+            decoder_convs=st.just(1),
+            activations=st.sampled_from(ir.Activation),
+        )
+    )
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     dtype = draw(st.sampled_from([np.float16, np.float32]))
     weights = {}

@@ -14,44 +14,19 @@ from hypothesis import strategies as st
 from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import Plan, Shape, plan, size_alignment
+from tests.property import graph_strategies
 
 CHANNELS = st.integers(1, 13)
 
 
-@st.composite
-def unet_graphs(draw: st.DrawFn) -> ir.Graph:
+def unet_graphs() -> st.SearchStrategy[ir.Graph]:
     """Encoder (convs + pools), bottleneck, decoder (upsample, concat with a skip, convs)."""
-    depth = draw(st.integers(0, 4))
-    input_channels = draw(CHANNELS)
-    nodes: list[ir.Node] = []
-    channels = {"input": input_channels}
-
-    def add(node: ir.Node) -> str:
-        nodes.append(node)
-        channels[node.name] = node.channels
-        return node.name
-
-    def convs(value: str, count: int) -> str:
-        for _ in range(count):
-            value = add(ir.Conv(f"conv{len(nodes)}", value, channels[value], draw(CHANNELS)))
-        return value
-
-    skips = ["input"]
-    value = "input"
-    for level in range(1, depth + 1):
-        value = convs(value, draw(st.integers(1, 2)))
-        value = add(ir.Pool(f"pool{level}", value, channels[value]))
-        skips.append(value)
-    value = convs(value, draw(st.integers(0, 2)))
-    for level in range(depth, 0, -1):
-        up = add(ir.Upsample(f"up{level}", value, channels[value]))
-        pair = [up, skips[level - 1]]
-        if draw(st.booleans()):
-            pair.reverse()
-        cat = add(ir.Concat(f"concat{level}", tuple(pair), sum(channels[v] for v in pair)))
-        value = convs(cat, draw(st.integers(1, 2)))
-    value = convs(value, 1)
-    return ir.Graph("input", input_channels, tuple(nodes), value)
+    return graph_strategies.unet_graphs(
+        channels=CHANNELS,
+        depths=st.integers(0, 4),
+        bottleneck_convs=st.integers(0, 2),
+        decoder_convs=st.integers(1, 2),
+    )
 
 
 @st.composite

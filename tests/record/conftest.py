@@ -13,8 +13,6 @@ import pytest
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
-
-
 @pytest.fixture(scope="session")
 def tiny_tza() -> dict[str, bytes]:
     return {n: (DATA / f"{n}.tza").read_bytes() for n in ("tiny_base_ic3", "tiny_base_ic9")}

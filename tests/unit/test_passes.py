@@ -65,9 +65,7 @@ def test_conv_with_another_reader_keeps_its_pool_separate() -> None:
 
 
 def test_conv_that_is_the_graph_output_is_not_fused() -> None:
-    graph = ir.Graph(
-        "input", 3, (conv("a", "input", 3, 4), ir.Pool("p", "a", 4)), output="a"
-    )
+    graph = ir.Graph("input", 3, (conv("a", "input", 3, 4), ir.Pool("p", "a", 4)), output="a")
     assert fuse_conv_pool(graph) == graph
 
 

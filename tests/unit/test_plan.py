@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from oidn_gpu.errors import InvalidArgumentError
@@ -31,7 +33,7 @@ def assert_slots_valid(p: Plan) -> None:
         assert p.value_bytes[value] <= p.slot_bytes[slot]
     for slot in range(len(p.slot_bytes)):
         lifetimes = sorted((p.defined_at(v), p.last_use[v]) for v in p.values_in(slot))
-        for (_, end), (start, _) in zip(lifetimes, lifetimes[1:]):
+        for (_, end), (start, _) in pairwise(lifetimes):
             assert end < start
 
 

@@ -298,7 +298,7 @@ def test_detect_spec_names_missing_and_unexpected_tensors() -> None:
 
 
 def test_detect_spec_of_large_names_without_the_rest_reports_the_large_descriptor() -> None:
-    with pytest.raises(WeightsFormatError, match="oidn-unet-large.*missing tensors"):
+    with pytest.raises(WeightsFormatError, match=r"oidn-unet-large.*missing tensors"):
         detect_spec({"enc_conv1b.weight"})
 
 
@@ -395,7 +395,7 @@ def test_float32_weights_are_accepted_and_kept() -> None:
 
 def test_large_tensors_against_the_base_descriptor_fail_with_both_lists() -> None:
     tensors = make_tensors(LARGE_SPEC, 3, TINY_LARGE_WIDTHS)
-    with pytest.raises(WeightsFormatError, match="missing tensors .*; unexpected tensors "):
+    with pytest.raises(WeightsFormatError, match=r"missing tensors .*; unexpected tensors "):
         validate_model(tensors, BASE_SPEC)
 
 

@@ -30,7 +30,7 @@ def _gpu_adapter_available() -> bool:
         return False
     try:
         return wgpu_device.has_hardware_adapter()
-    except Exception:  # noqa: BLE001 - any driver failure means "no usable GPU"
+    except Exception:  # any driver failure means "no usable GPU"
         return False
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
 
 
 class Activation(enum.Enum):
@@ -136,7 +135,7 @@ class DecoderConv:
         return self.conv.out_channels
 
 
-Node = Union[Conv, Pool, Upsample, Concat, ConvPool, DecoderConv]
+Node = Conv | Pool | Upsample | Concat | ConvPool | DecoderConv
 
 
 @dataclass(frozen=True)

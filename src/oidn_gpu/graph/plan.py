@@ -105,9 +105,7 @@ class Plan:
     def live_at(self, index: int) -> tuple[str, ...]:
         """Values live while step ``index`` runs: its inputs, its output and all still needed."""
         return tuple(
-            name
-            for name in self.slot_of
-            if self.defined_at(name) <= index <= self.last_use[name]
+            name for name in self.slot_of if self.defined_at(name) <= index <= self.last_use[name]
         )
 
 
@@ -177,7 +175,7 @@ def _output_shape(node: ir.Node, inputs: tuple[Shape, ...]) -> Shape:
     if isinstance(node, ir.DecoderConv):
         scaled = [
             (s.height * 2, s.width * 2) if src.upsample else (s.height, s.width)
-            for src, s in zip(node.sources, inputs)
+            for src, s in zip(node.sources, inputs, strict=True)
         ]
         if len(set(scaled)) != 1:
             raise InvalidArgumentError(

@@ -127,7 +127,8 @@ def run_node(
         return max_pool(_conv_node(node.conv, inputs[0], convs))
     if isinstance(node, ir.DecoderConv):
         parts = [
-            upsample(x) if source.upsample else x for source, x in zip(node.sources, inputs)
+            upsample(x) if source.upsample else x
+            for source, x in zip(node.sources, inputs, strict=True)
         ]
         return _conv_node(node.conv, np.concatenate(parts, axis=0), convs)
     raise InvalidArgumentError(f"unknown node type {type(node).__name__}")

@@ -61,10 +61,11 @@ def conv_bindings(spec: ConvSpec) -> tuple[tuple[Binding, ...], list[dict]]:
         (f"input{i}", BindingKind.STORAGE_READ, spec.precision.vec4)
         for i in range(len(spec.sources))
     ]
+    out_vec4 = spec.out_precision.vec4  # type: ignore[union-attr]
     entries += [
         ("weights", BindingKind.STORAGE_READ, spec.precision.vec4),
         ("bias", BindingKind.STORAGE_READ, "vec4<f32>"),
-        ("output", BindingKind.STORAGE_READ_WRITE, spec.out_precision.vec4),  # type: ignore[union-attr]
+        ("output", BindingKind.STORAGE_READ_WRITE, out_vec4),
         ("params", BindingKind.UNIFORM, ""),
     ]
     return make_bindings(entries)

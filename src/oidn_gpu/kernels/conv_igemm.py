@@ -61,10 +61,11 @@ def _bindings(spec: ConvSpec, packed_input: bool, packed_weights: bool):
     act = "vec2<u32>" if packed_input else spec.precision.vec4
     wt = "vec2<u32>" if packed_weights else spec.precision.vec4
     entries = [(f"input{i}", BindingKind.STORAGE_READ, act) for i in range(len(spec.sources))]
+    out_vec4 = spec.out_precision.vec4  # type: ignore[union-attr]
     entries += [
         ("weights", BindingKind.STORAGE_READ, wt),
         ("bias", BindingKind.STORAGE_READ, "vec4<f32>"),
-        ("output", BindingKind.STORAGE_READ_WRITE, spec.out_precision.vec4),  # type: ignore[union-attr]
+        ("output", BindingKind.STORAGE_READ_WRITE, out_vec4),
         ("params", BindingKind.UNIFORM, ""),
     ]
     return _common.make_bindings(entries)
@@ -128,7 +129,6 @@ def generate(
         "IN_BLOCKS": in_blocks,
         "OUT_BLOCKS": spec.out_blocks,
         "COLS": cols,
-
         "TOTAL_K": total_k,
         "INPUT_TILE_SIZE": tile.input_tile_size,
         "WEIGHT_TILE_SIZE": tile.weight_tile_size,
@@ -179,11 +179,11 @@ def generate(
                                 "offset": r * kt + tk,
                                 "cols": [
                                     {
-                                "c": c,
-                                "target": f"{target}{r}_{c}",
-                                "col_offset": c * tile.workgroup_x,
-                            }
-                            for c in range(cols)
+                                        "c": c,
+                                        "target": f"{target}{r}_{c}",
+                                        "col_offset": c * tile.workgroup_x,
+                                    }
+                                    for c in range(cols)
                                 ],
                             }
                             for r in range(rpt)

@@ -13,8 +13,8 @@ never changes results.
 from __future__ import annotations
 
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.kernels import conv_direct, conv_igemm
 from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels.select import generate_form
 from oidn_gpu.kernels.spec import ConvSpec, DeviceLimits, Kernel
 
 
@@ -27,11 +27,9 @@ def generate(
     """Generate the fused conv+pool with ``kernel`` = ``"direct"`` or ``"implicit-gemm"``."""
     if not spec.pool:
         raise InvalidArgumentError("conv_pool needs a ConvSpec with pool=True")
-    if kernel == "direct":
-        return conv_direct.generate(spec)
-    if kernel == "implicit-gemm":
-        return conv_igemm.generate(spec, options, limits)
-    raise InvalidArgumentError(
+    error = (
         f"invalid kernel={kernel!r} for a fused conv+pool; "
         "allowed values: 'direct', 'implicit-gemm'"
     )
+    kinds = ("direct", "implicit-gemm")
+    return generate_form(spec, kernel, options, limits, kinds=kinds, error=error)

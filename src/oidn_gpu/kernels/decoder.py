@@ -15,8 +15,8 @@ concat is not split into two convs, so no intermediate fp16 rounding happens.
 from __future__ import annotations
 
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.kernels import conv_direct, conv_igemm, conv_spatial, conv_subgroup
 from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels.select import generate_form
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, DeviceLimits, Kernel, Precision
 
 KINDS = ("direct", "implicit-gemm", "spatial", "subgroup")
@@ -51,14 +51,5 @@ def generate(
     """Generate the fused decoder conv in form ``kernel`` (one of `KINDS`)."""
     if not spec.decoder:
         raise InvalidArgumentError("decoder needs several sources or an upsampled source")
-    if kernel == "direct":
-        return conv_direct.generate(spec)
-    if kernel == "implicit-gemm":
-        return conv_igemm.generate(spec, options, limits)
-    if kernel == "spatial":
-        return conv_spatial.generate(spec)
-    if kernel == "subgroup":
-        return conv_subgroup.generate(spec)
-    raise InvalidArgumentError(
-        f"invalid decoder kernel={kernel!r}; allowed values: {', '.join(KINDS)}"
-    )
+    error = f"invalid decoder kernel={kernel!r}; allowed values: {', '.join(KINDS)}"
+    return generate_form(spec, kernel, options, limits, kinds=KINDS, error=error)

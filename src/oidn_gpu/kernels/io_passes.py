@@ -243,6 +243,31 @@ def _pixel_grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
     return (ceil_div(width, WG_X), ceil_div(height, WG_Y), 1)
 
 
+def _pixel_kernel(
+    name: str,
+    key: str,
+    source: str,
+    bindings: tuple[Binding, ...],
+    enables: tuple[str, ...],
+    params: ParamsLayout,
+    precision: Precision,
+) -> Kernel:
+    """A trusted kernel of these passes: one invocation per pixel, ``WG_X x WG_Y`` groups."""
+    return Kernel(
+        name,
+        key,
+        source,
+        "main",
+        (WG_X, WG_Y, 1),
+        bindings,
+        _pixel_grid,
+        trusted=True,
+        features=enables,
+        params=params,
+        precision=precision,
+    )
+
+
 def _block_lanes(lanes: list[str]) -> list[dict]:
     """Group lane expressions into vec4 constructor argument lists (zero padded)."""
     padded = lanes + ["0.0"] * ((-len(lanes)) % 4)
@@ -285,19 +310,7 @@ def generate_input_pack(spec: PackSpec) -> Kernel:
         out_f16=spec.precision is Precision.FP16,
         blocks=_block_lanes(lanes),
     )
-    return Kernel(
-        "input-pack",
-        key,
-        source,
-        "main",
-        (WG_X, WG_Y, 1),
-        bindings,
-        _pixel_grid,
-        trusted=True,
-        features=enables,
-        params=SHAPE_PARAMS,
-        precision=spec.precision,
-    )
+    return _pixel_kernel("input-pack", key, source, bindings, enables, SHAPE_PARAMS, spec.precision)
 
 
 def generate_output_unpack(spec: PackSpec) -> Kernel:
@@ -335,18 +348,8 @@ def generate_output_unpack(spec: PackSpec) -> Kernel:
         bindings=decls,
         blocks=blk,
     )
-    return Kernel(
-        "output-unpack",
-        key,
-        source,
-        "main",
-        (WG_X, WG_Y, 1),
-        bindings,
-        _pixel_grid,
-        trusted=True,
-        features=enables,
-        params=SHAPE_PARAMS,
-        precision=spec.precision,
+    return _pixel_kernel(
+        "output-unpack", key, source, bindings, enables, SHAPE_PARAMS, spec.precision
     )
 
 
@@ -392,19 +395,7 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
         out_f16=spec.precision is Precision.FP16,
         blocks=_block_lanes(lanes),
     )
-    return Kernel(
-        "input-pass",
-        key,
-        source,
-        "main",
-        (WG_X, WG_Y, 1),
-        bindings,
-        _pixel_grid,
-        trusted=True,
-        features=enables,
-        params=params,
-        precision=spec.precision,
-    )
+    return _pixel_kernel("input-pass", key, source, bindings, enables, params, spec.precision)
 
 
 def generate_output_pass(spec: OutputPassSpec) -> Kernel:
@@ -440,16 +431,6 @@ def generate_output_pass(spec: OutputPassSpec) -> Kernel:
         snorm=spec.snorm,
         hdr=spec.hdr,
     )
-    return Kernel(
-        "output-pass",
-        key,
-        source,
-        "main",
-        (WG_X, WG_Y, 1),
-        bindings,
-        _pixel_grid,
-        trusted=True,
-        features=enables,
-        params=OUTPUT_PASS_PARAMS,
-        precision=spec.precision,
+    return _pixel_kernel(
+        "output-pass", key, source, bindings, enables, OUTPUT_PASS_PARAMS, spec.precision
     )

@@ -135,6 +135,33 @@ def select_conv(
     return Selection(KernelKind.DIRECT, conv_direct.generate(spec))
 
 
+def generate_form(
+    spec: ConvSpec,
+    kernel: str,
+    options: GemmOptions | None,
+    limits: DeviceLimits | None,
+    *,
+    kinds: tuple[str, ...],
+    error: str,
+) -> Kernel:
+    """Generate ``spec`` in the form ``kernel`` (one of ``kinds``), without fallback.
+
+    The entry points `conv_pool.generate` and `decoder.generate` use this; ``error``
+    is the `InvalidArgumentError` message for a ``kernel`` not in ``kinds``.
+    """
+    if kernel not in kinds:
+        raise InvalidArgumentError(error)
+    if kernel == "direct":
+        return conv_direct.generate(spec)
+    if kernel == "implicit-gemm":
+        return conv_igemm.generate(spec, options, limits)
+    if kernel == "spatial":
+        return conv_spatial.generate(spec)
+    if kernel == "subgroup":
+        return conv_subgroup.generate(spec)
+    raise InvalidArgumentError(error)
+
+
 def select_pool(
     spec: PoolSpec,
     limits: DeviceLimits,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Mapping
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -138,9 +139,7 @@ def _read_header(data: bytes) -> int:
     return table_offset
 
 
-def _read_record(
-    cursor: _Cursor, index: int
-) -> tuple[str, tuple[int, ...], np.dtype, int, int]:
+def _read_record(cursor: _Cursor, index: int) -> tuple[str, tuple[int, ...], np.dtype, int, int]:
     """Read one table record; return name, dims, dtype, data offset, record offset."""
     record_offset = cursor.offset
     label = f"tensor #{index}"
@@ -245,7 +244,7 @@ def parse_tza(data: bytes | bytearray | memoryview) -> dict[str, np.ndarray]:
 
 def _check_no_overlap(extents: list[tuple[int, int, str]]) -> None:
     extents = sorted(extents)
-    for (start_a, end_a, name_a), (start_b, end_b, name_b) in zip(extents, extents[1:]):
+    for (start_a, end_a, name_a), (start_b, end_b, name_b) in pairwise(extents):
         if start_b < end_a:
             raise WeightsFormatError(
                 f"{MSG_CORRUPTED}: the data of tensor '{name_b}' at bytes {start_b}..{end_b} "

@@ -31,7 +31,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Union
 
 import numpy as np
 
@@ -111,7 +110,7 @@ class ConcatLayer:
     inputs: tuple[str, ...]
 
 
-Layer = Union[ConvLayer, PoolLayer, UpsampleLayer, ConcatLayer]
+Layer = ConvLayer | PoolLayer | UpsampleLayer | ConcatLayer
 
 
 @dataclass(frozen=True)
@@ -176,8 +175,8 @@ def _chain(*steps: str) -> list[Layer]:
     layers: list[Layer] = []
     previous = INPUT
     for step in steps:
-        layer: Layer = PoolLayer(step, previous) if step.startswith("pool") else ConvLayer(
-            step, previous
+        layer: Layer = (
+            PoolLayer(step, previous) if step.startswith("pool") else ConvLayer(step, previous)
         )
         layers.append(layer)
         previous = step

@@ -80,9 +80,7 @@ def kernels_bitmask(executor: Any) -> int:
     return bits
 
 
-def _meta(
-    executor: Any, tiles: int, weights: Sequence[Any], frame: Any = None
-) -> ProgramMeta:
+def _meta(executor: Any, tiles: int, weights: Sequence[Any], frame: Any = None) -> ProgramMeta:
     precision = MetaPrecision.FP16 if executor.precision.value == "fp16" else MetaPrecision.FP32
     return ProgramMeta(
         precision,

@@ -79,8 +79,7 @@ def add_record_parsers(sub: Any) -> None:
         "--input-scale",
         type=float,
         default=None,
-        help="scale of the color (default: autoexposure for HDR programs, else the recorded "
-        "scale)",
+        help="scale of the color (default: autoexposure for HDR programs, else the recorded scale)",
     )
     rep.add_argument("--repeat", type=int, default=1, help="replay this many times (timing)")
     rep.add_argument("-o", "--output", required=True, type=Path)

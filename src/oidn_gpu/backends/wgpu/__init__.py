@@ -1,4 +1,4 @@
-"""The WebGPU backend (wgpu-py over wgpu-native): device, pipeline cache, executor, denoise pipeline.
+"""WebGPU backend (wgpu-py over wgpu-native): device, pipeline cache, executor, denoise pipeline.
 
 Importing this package needs wgpu; it raises `MissingDependencyError` naming
 the ``wgpu`` extra otherwise. Nothing outside ``backends/wgpu`` imports wgpu.

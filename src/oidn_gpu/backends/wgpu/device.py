@@ -76,9 +76,7 @@ SHADER_CHECKS_ENV = "OIDN_GPU_SHADER_CHECKS"
 _RUNTIME_CHECKS_NONE = 0
 
 BufferUsage = wgpu.BufferUsage
-STORAGE_USAGE = (
-    wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
-)
+STORAGE_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 
 
 def shader_checks_forced() -> bool:
@@ -287,7 +285,9 @@ class GpuDevice:
         try:
             return self.device.create_buffer(label=label, size=byte_size, usage=usage)
         except MemoryError as err:
-            raise OutOfMemoryError(f"out of GPU memory allocating '{label}' ({byte_size} bytes)") from err
+            raise OutOfMemoryError(
+                f"out of GPU memory allocating '{label}' ({byte_size} bytes)"
+            ) from err
 
     def create_buffer_with_data(self, label: str, data: np.ndarray | bytes, usage: int) -> Any:
         raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
@@ -295,7 +295,10 @@ class GpuDevice:
         return self.device.create_buffer_with_data(label=label, data=padded, usage=usage)
 
     def write_buffer(self, buffer: Any, byte_offset: int, data: np.ndarray | bytes) -> None:
-        raw = memoryview(np.ascontiguousarray(data)).cast("B") if isinstance(data, np.ndarray) else data
+        if isinstance(data, np.ndarray):
+            raw = memoryview(np.ascontiguousarray(data)).cast("B")
+        else:
+            raw = data
         self.queue.write_buffer(buffer, byte_offset, raw)
 
     def read_buffer(self, buffer: Any, byte_offset: int = 0, byte_size: int | None = None) -> bytes:
@@ -362,10 +365,8 @@ class GpuDevice:
     def close(self) -> None:
         """Destroy the device if this object created it."""
         if self.owned and self.device is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.device.destroy()
-            except Exception:
-                pass
         self.owned = False
 
     def __repr__(self) -> str:

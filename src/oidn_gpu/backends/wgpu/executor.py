@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from types import MappingProxyType
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,7 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
+from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.backends.wgpu.device import (
     STORAGE_USAGE,
     BufferUsage,
@@ -58,7 +59,6 @@ from oidn_gpu.backends.wgpu.device import (
 )
 from oidn_gpu.backends.wgpu.pipelines import pipeline_cache
 from oidn_gpu.backends.wgpu.resources import BUFFER, QUERY_SET, ResourceTracker
-from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.errors import (
     InvalidArgumentError,
     InvalidOperationError,
@@ -315,7 +315,8 @@ class WgpuExecutor(ExecutorBase):
             packed = kernel_choice.pack_conv(node.spec, node.kernel, weights.weight, weights.bias)
             node.weights = self._track(
                 self._device.create_buffer_with_data(
-                    f"oidn/{node.conv}/weights/{self.precision.value}", packed.weights,
+                    f"oidn/{node.conv}/weights/{self.precision.value}",
+                    packed.weights,
                     BufferUsage.STORAGE,
                 )
             )
@@ -477,9 +478,7 @@ class WgpuExecutor(ExecutorBase):
         self._device.submit([encoder.finish()])
         return result
 
-    def execute_buffers(
-        self, input: Any, height: int, width: int, *, output: Any = None
-    ) -> Any:
+    def execute_buffers(self, input: Any, height: int, width: int, *, output: Any = None) -> Any:
         """Run the network on a caller-owned GPU buffer; submit without waiting.
 
         Args:
@@ -650,12 +649,14 @@ class WgpuExecutor(ExecutorBase):
             slots = []
             for index, size in enumerate(plan.slot_bytes):
                 buffer = self._track(
-                    self._device.create_buffer(f"oidn/activation/{label}/{index}", size, STORAGE_USAGE)
+                    self._device.create_buffer(
+                        f"oidn/activation/{label}/{index}", size, STORAGE_USAGE
+                    )
                 )
                 created.append(buffer)
                 slots.append(buffer)
             steps = []
-            for node, step in zip(self._nodes, plan.steps):
+            for node, step in zip(self._nodes, plan.steps, strict=True):
                 steps.append(self._create_step(node, step, plan, slots, created, label))
             return _ShapePlan(
                 height=height,
@@ -793,9 +794,7 @@ class WgpuExecutor(ExecutorBase):
         layers = []
         for index, step in enumerate(steps):
             elapsed = max(0, int(ticks[2 * index + 1] - ticks[2 * index])) * period / 1e6
-            layers.append(
-                LayerTiming(step.node.name, step.node.kernel.name, elapsed, step.flops)
-            )
+            layers.append(LayerTiming(step.node.name, step.node.kernel.name, elapsed, step.flops))
         total = sum(layer.elapsed_ms for layer in layers)
         self._last_profile = ExecutionProfile(height, width, total, tuple(layers))
 
@@ -803,7 +802,7 @@ class WgpuExecutor(ExecutorBase):
         try:
             if not getattr(self, "_closed", True):
                 self.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,11 +86,15 @@ class GpuImage:
 
     @property
     def row_stride_elems(self) -> int:
-        return self.row_stride if self.row_stride is not None else self.width * self.pixel_stride_elems
+        if self.row_stride is not None:
+            return self.row_stride
+        return self.width * self.pixel_stride_elems
 
     def check(self, what: str) -> None:
         if not 1 <= self.channels <= 3:
-            raise InvalidArgumentError(f"{what} image has {self.channels} channels; expected 1 to 3")
+            raise InvalidArgumentError(
+                f"{what} image has {self.channels} channels; expected 1 to 3"
+            )
         if self.pixel_stride_elems < self.channels:
             raise InvalidArgumentError(f"{what} image: pixel stride is smaller than pixel size")
         if self.row_stride_elems < self.width * self.pixel_stride_elems:
@@ -251,16 +255,19 @@ class GpuDenoiser:
         self._check_open()
         images = [a for a in (main, albedo, normal) if a is not None]
         roles = tuple(
-            r for r, a in zip(_ROLES, (main, albedo, normal)) if a is not None
+            r for r, a in zip(_ROLES, (main, albedo, normal), strict=True) if a is not None
         )
-        arrays = [_as_hwc(a, name) for a, name in zip(images, (r.value for r in roles))]
+        arrays = [
+            _as_hwc(a, name) for a, name in zip(images, (r.value for r in roles), strict=True)
+        ]
         height, width = arrays[0].shape[:2]
-        for arr, role in zip(arrays, roles):
+        for arr in arrays:
             if arr.shape[:2] != (height, width):
                 raise InvalidArgumentError("image size mismatch")
         channels = out_channels if out_channels is not None else arrays[0].shape[2]
         gpu_images = [
-            self._upload(f"input-{role.value}", arr) for arr, role in zip(arrays, roles)
+            self._upload(f"input-{role.value}", arr)
+            for arr, role in zip(arrays, roles, strict=True)
         ]
         output = GpuImage(
             self._staging_buffer("output", height * width * channels * F32_BYTES),
@@ -290,7 +297,7 @@ class GpuDenoiser:
         """
         self._check_open()
         roles = _ROLES[: len(images)]
-        for image, role in zip(images, roles):
+        for image, role in zip(images, roles, strict=False):
             image.check(role.value)
         output.check("output")
         if len(plan.tiles) > 1 and any(img.buffer is output.buffer for img in images):
@@ -328,12 +335,16 @@ class GpuDenoiser:
         """
         self._check_open()
         arrays = [_as_hwc(a, "image") for a in (main, albedo, normal) if a is not None]
-        roles = tuple(r for r, a in zip(_ROLES, (main, albedo, normal)) if a is not None)
+        roles = tuple(
+            r for r, a in zip(_ROLES, (main, albedo, normal), strict=True) if a is not None
+        )
         height, width = arrays[0].shape[:2]
         channels = out_channels if out_channels is not None else arrays[0].shape[2]
         if plan is None:
             plan = self._interactive_plan(height, width)
-        gpu_images = [self._upload(f"input-{r.value}", a) for a, r in zip(arrays, roles)]
+        gpu_images = [
+            self._upload(f"input-{r.value}", a) for a, r in zip(arrays, roles, strict=True)
+        ]
         out_bytes = height * width * channels * F32_BYTES
         output = GpuImage(self._staging_buffer("output", out_bytes), height, width, channels)
         result = np.zeros((height, width, channels), np.float32)
@@ -416,7 +427,8 @@ class GpuDenoiser:
             for old_key in [k for k in self._staging if k[0] == name]:
                 self._retire([self._staging.pop(old_key)])
             buffer = self._resources.track(
-                BUFFER, self._device.create_buffer(f"oidn/pipeline/{name}", byte_size, STORAGE_USAGE)
+                BUFFER,
+                self._device.create_buffer(f"oidn/pipeline/{name}", byte_size, STORAGE_USAGE),
             )
             self._staging[key] = buffer
         return buffer
@@ -483,13 +495,20 @@ class GpuDenoiser:
         network_input = self.executor.packed_input_buffer(tile_h, tile_w)
         network_output = self.executor.output_buffer(tile_h, tile_w)
         key = (
-            tuple(images), output, plan, passes.input_kernel.key, passes.output_kernel.key,
-            id(network_input), id(network_output), id(frame),
+            tuple(images),
+            output,
+            plan,
+            passes.input_kernel.key,
+            passes.output_kernel.key,
+            id(network_input),
+            id(network_output),
+            id(frame),
         )
         tile_set = self._tile_sets.get(key)
         if tile_set is None:
-            tile_set = _TileSet(self, images, output, passes, frame, plan,
-                                network_input, network_output)
+            tile_set = _TileSet(
+                self, images, output, passes, frame, plan, network_input, network_output
+            )
             self._tile_sets[key] = tile_set
             while len(self._tile_sets) > TILE_SET_CACHE_SIZE:
                 _, old = self._tile_sets.popitem(last=False)
@@ -512,7 +531,9 @@ class GpuDenoiser:
             return
         edge = max(plan.tile_h, plan.tile_w) * math.sqrt(target_ms / measured_ms)
         edge = min(max(edge, MIN_INTERACTIVE_EDGE), MAX_INTERACTIVE_EDGE)
-        self.interactive_edge = int(round(edge / TILE_ALIGNMENT)) * TILE_ALIGNMENT
+        # int(): on NumPy 1.x, round() of a NumPy float (plan sizes may be NumPy ints) is a float
+        units = int(round(edge / TILE_ALIGNMENT))  # noqa: RUF046 - see above
+        self.interactive_edge = units * TILE_ALIGNMENT
 
 
 @dataclass(frozen=True)
@@ -550,7 +571,7 @@ class _TileSet:
         self.uniforms: list[Any] = []
         self.groups: list[tuple[Any, Any]] = []
         image_params: dict[str, int] = {}
-        for image, role in zip(images, _ROLES):
+        for image, role in zip(images, _ROLES, strict=False):
             image_params.update(image.params(role.value))
         for index, tile in enumerate(plan.tiles):
             in_params = passes.input_kernel.pack_params(

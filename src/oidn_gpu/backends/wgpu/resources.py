@@ -7,6 +7,7 @@ releasing goes through it too, so `snapshot()` always says what is alive.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,10 +59,8 @@ class ResourceTracker:
         if obj is None or id(obj) not in self._live:
             return
         del self._live[id(obj)]
-        try:
+        with contextlib.suppress(Exception):  # a lost device already freed everything
             (destroy or (lambda o: o.destroy()))(obj)
-        except Exception:  # noqa: BLE001 - a lost device already freed everything
-            pass
 
     def release_all(self) -> None:
         for _, obj, _ in list(self._live.values()):
