@@ -289,7 +289,7 @@ class Denoiser:
 
     # -- model and executor ---------------------------------------------------
 
-    def _model(self, images: _Images):  # -> ValidatedModel
+    def _model(self, images: _Images, clean_aux: bool):  # -> ValidatedModel
         from oidn_gpu.model import unet, weights
 
         count = sum(x is not None for x in (images.color, images.albedo, images.normal))
@@ -304,7 +304,7 @@ class Denoiser:
                 normal=images.normal is not None,
                 hdr=self.hdr,
                 srgb=self.srgb,
-                clean_aux=self.clean_aux,
+                clean_aux=clean_aux,
                 quality=self.quality,
                 directional=self.directional,
             )
@@ -411,12 +411,8 @@ class Denoiser:
                     normal = clean
             progress = _scaled_progress(progress, len(stages) / total, 1 / total)
         clean_images = _validate_images(color, albedo, normal)
-        saved = self.clean_aux
-        self.clean_aux = clean_images.albedo is not None
-        try:
-            result = self._run(clean_images, progress)
-        finally:
-            self.clean_aux = saved
+        # The aux images are clean now (prefiltered, or declared clean by "fast").
+        result = self._run(clean_images, progress, clean_aux=clean_images.albedo is not None)
         return _store(result, images, out)
 
     def _prefilter_denoiser(self, name: str) -> Denoiser:
@@ -456,9 +452,11 @@ class Denoiser:
             scale = 1.0
         return process.Mode(transfer=tf, hdr=hdr, snorm=snorm, input_scale=scale)
 
-    def _run(self, images: _Images, progress: Progress | None) -> np.ndarray:
+    def _run(
+        self, images: _Images, progress: Progress | None, *, clean_aux: bool | None = None
+    ) -> np.ndarray:
         """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha)."""
-        key, model = self._model(images)
+        key, model = self._model(images, self.clean_aux if clean_aux is None else clean_aux)
         mode = self._mode(images)
         h, w = images.height, images.width
         out_channels = images.main_channels - (1 if images.alpha is not None else 0)

@@ -60,11 +60,13 @@ def _module_version(module: str) -> str | None:
 
 def _adapters() -> tuple[list[AdapterDescription], str | None]:
     try:
-        import wgpu
+        pass
     except Exception as err:
         return [], f"wgpu not importable ({err})"
     try:
-        adapters = wgpu.gpu.enumerate_adapters_sync()
+        from oidn_gpu.backends.wgpu.device import enumerate_adapters
+
+        adapters = enumerate_adapters()
     except Exception as err:
         return [], f"enumerating adapters failed ({err})"
     found = []
@@ -87,34 +89,13 @@ def _adapters() -> tuple[list[AdapterDescription], str | None]:
 
 
 def _auto_backend() -> tuple[str | None, str]:
-    """Ask the library which backend 'auto' resolves to, without denoising anything."""
-    try:
-        import oidn_gpu
-    except Exception as err:
-        return None, f"import failed: {err}"
-    for name in ("resolve_backend", "select_backend"):
-        for owner in (oidn_gpu, _try_import("oidn_gpu.backends"), _try_import("oidn_gpu.filter")):
-            func = getattr(owner, name, None) if owner is not None else None
-            if callable(func):
-                try:
-                    return str(_backend_name(func("auto"))), ""
-                except Exception as err:
-                    return None, f"{name}('auto') failed: {err}"
-    factory = getattr(oidn_gpu, "Denoiser", None)
-    if factory is None:
-        return None, "oidn_gpu.Denoiser is not available"
-    try:
-        with factory(backend="auto") as denoiser:
-            info = denoiser.info()
-    except Exception as err:
-        return None, f"creating a Denoiser failed: {err}"
-    backend = info.get("backend") if isinstance(info, dict) else getattr(info, "backend", None)
-    device = info.get("device") if isinstance(info, dict) else getattr(info, "device", None)
-    return (str(backend) if backend else None), (str(device) if device else "")
+    """Which backend 'auto' resolves to (``backends.resolve_backend``), without denoising."""
+    from oidn_gpu.backends import resolve_backend
 
-
-def _backend_name(value: Any) -> str:
-    return str(getattr(value, "name", value))
+    try:
+        return resolve_backend("auto"), ""
+    except Exception as err:  # a broken driver must not break `info`
+        return None, f"resolve_backend('auto') failed: {err}"
 
 
 def _try_import(module: str) -> Any:

@@ -424,6 +424,12 @@ def _native_stderr_silenced() -> Iterator[None]:
         os.close(saved)
 
 
+def enumerate_adapters() -> list[Any]:
+    """Every wgpu adapter of this machine (driver chatter while probing is silenced)."""
+    with _native_stderr_silenced():
+        return list(wgpu.gpu.enumerate_adapters_sync())
+
+
 def has_hardware_adapter() -> bool:
     """True when a WebGPU adapter exists that is not a CPU rasterizer (lavapipe, WARP).
 
