@@ -47,6 +47,9 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell convention
 QUALITIES = ("fast", "balanced", "high")
 PREFILTERS = ("none", "fast", "accurate")
 BACKENDS = ("auto", "reference", "wgpu")
+PRECISIONS = ("auto", "fp16", "fp32")
+# The wgpu backend's kernel= settings (kernels.select.KernelKind less the chosen-only final layer).
+KERNELS = ("auto", "direct", "implicit-gemm", "spatial", "subgroup")
 IMAGE_SUFFIXES = frozenset(
     {
         ".exr",
@@ -122,6 +125,29 @@ def _choice(choices: Sequence[str], what: str):
         return text
 
     return parse
+
+
+def _gemm_options(text: str) -> dict[str, Any]:
+    """``--gemm JSON``: a JSON object of GEMM option names, validated by `GemmOptions`."""
+    import json
+
+    from oidn_gpu.kernels.gemm import GemmOptions
+
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(
+            f"--gemm is not valid JSON ({err.msg}): {text!r}"
+        ) from None
+    if not isinstance(options, dict):
+        raise argparse.ArgumentTypeError(f"--gemm must be a JSON object, got {text!r}")
+    try:
+        GemmOptions(**options)
+    except TypeError as err:
+        raise argparse.ArgumentTypeError(f"unknown GEMM option in {text!r}: {err}") from None
+    except InvalidArgumentError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -277,6 +303,24 @@ def _add_denoise(sub: Any) -> None:
         type=_choice(BACKENDS, "backend"),
         default="auto",
         help="auto, reference or wgpu (default auto)",
+    )
+    run.add_argument(
+        "--precision",
+        type=_choice(PRECISIONS, "precision"),
+        default="auto",
+        help="wgpu: auto (fp16 where the GPU has shader-f16), fp16 or fp32",
+    )
+    run.add_argument(
+        "--kernel",
+        type=_choice(KERNELS, "kernel"),
+        default="auto",
+        help="wgpu convolution kernel: " + ", ".join(KERNELS),
+    )
+    run.add_argument(
+        "--gemm",
+        type=_gemm_options,
+        metavar="JSON",
+        help='wgpu implicit-GEMM options as JSON, e.g. \'{"rows_per_thread": 4}\'',
     )
     run.add_argument("--tile-size", type=_positive_int, metavar="PX", help="tile edge in pixels")
     run.add_argument(
@@ -473,6 +517,13 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         raise UsageError(f"weights folder '{args.weights_dir}' does not exist")
     if not args.list_layers and not args.output:
         raise UsageError("no output given; pass -o OUTPUT (a file, or a directory for sequences)")
+    gpu_options = [f"--{name}" for name, default in (("precision", "auto"), ("kernel", "auto"))
+                   if getattr(args, name) != default] + (["--gemm"] if args.gemm else [])
+    if args.backend == "reference" and gpu_options:
+        raise UsageError(
+            f"the wgpu options {', '.join(gpu_options)} cannot be used with --backend "
+            "reference (it computes in fp32 with NumPy)"
+        )
 
 
 def denoiser_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -493,8 +544,13 @@ def denoiser_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "weights_dir": args.weights_dir,
         "tile_size": args.tile_size,
         "max_memory_mb": args.max_memory_mb,
+        "gemm": args.gemm,
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
+    if args.precision != "auto":
+        kwargs["precision"] = args.precision
+    if args.kernel != "auto":
+        kwargs["kernel"] = args.kernel
     return kwargs
 
 

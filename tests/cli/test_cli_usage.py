@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from cli_support import write_exr, write_multilayer
 
+from oidn_gpu.image import io
+
 
 @pytest.fixture
 def image(tmp_path: Path) -> Path:
@@ -188,3 +190,43 @@ def test_bench_runs_the_reference_backend(cli, tmp_path) -> None:
 
     data = json.loads(out.read_text())
     assert len(data["network_ms"]) == 2 and data["network_median_ms"] > 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--precision", "fp8"], "unknown precision 'fp8'"),
+        (["--kernel", "tensor"], "unknown kernel 'tensor'"),
+        (["--gemm", "{rows"], "--gemm is not valid JSON"),
+        (["--gemm", "[1]"], "--gemm must be a JSON object"),
+        (["--gemm", '{"rows": 3}'], "unknown GEMM option"),
+        (["--gemm", '{"rows_per_thread": 3}'], "rows_per_thread=3"),
+        (["--backend", "reference", "--precision", "fp16"], "cannot be used with --backend"),
+    ],
+)
+def test_bad_gpu_option_values_are_usage_errors(cli, tmp_path, flags, message) -> None:
+    source = tmp_path / "in.exr"
+    write_exr(source, np.zeros((16, 16, 3), np.float32))
+    result = cli("denoise", str(source), "-o", str(tmp_path / "out.exr"), *flags)
+    assert result.rc == 2
+    assert result.err.startswith("error: ")
+    assert message in result.err
+
+
+@pytest.mark.gpu
+def test_wgpu_options_reach_the_backend(cli, tmp_path) -> None:
+    """--backend wgpu --precision fp32 --kernel direct --gemm ... runs and equals the
+    reference backend within the fp32 contract."""
+    rng = np.random.default_rng(3)
+    source = tmp_path / "in.exr"
+    write_exr(source, rng.random((24, 40, 3), dtype=np.float32))
+    gpu_out, ref_out = tmp_path / "gpu.exr", tmp_path / "ref.exr"
+    result = cli("denoise", str(source), "-o", str(gpu_out), "--backend", "wgpu",
+                 "--precision", "fp32", "--kernel", "direct", "--gemm", '{"rows_per_thread": 4}',
+                 "--quality", "fast", "-q")
+    assert result.rc == 0, result.err
+    assert cli("denoise", str(source), "-o", str(ref_out), "--backend", "reference",
+               "--quality", "fast", "-q").rc == 0
+    got = io.read_image(gpu_out).pixels
+    want = io.read_image(ref_out).pixels
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) <= 1e-5

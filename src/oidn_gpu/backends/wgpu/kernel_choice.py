@@ -5,52 +5,29 @@ the executor does not depend on which generator families exist:
 
 - `node_spec`: the `ConvSpec` / `PoolSpec` of a graph node (the final conv
   writes fp32, everything else the executor precision);
-- `kernel_for_node`: asks ``kernels.select.select_conv(spec, limits, kernel=,
-  gemm=)`` when it exists (the kernels' documented entry point), else the
-  direct convolution; stand-alone pools use ``kernels.pool``;
+- `kernel_for_node`: ``kernels.select.select_conv(spec, limits, kernel=, gemm=)``
+  for convolutions, ``select_pool`` for stand-alone pools;
 - `pack_conv`: packs a conv's weights in the layout its kernel reads;
 - `device_limits`: the device's `Capabilities` as the kernels' `DeviceLimits`.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
 from oidn_gpu.backends.wgpu.device import Capabilities
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
+from oidn_gpu.kernels import select
 from oidn_gpu.kernels import spec as kspec
+from oidn_gpu.kernels.gemm import GemmOptions
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, Kernel, PoolSpec, Precision
 
 
-def _optional(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
-
-
-def _select() -> Any:
-    return _optional("oidn_gpu.kernels.select")
-
-
 def kernel_names() -> tuple[str, ...]:
-    """Accepted ``kernel=`` settings."""
-    select = _select()
-    kinds = getattr(select, "KernelKind", None)
-    if kinds is not None:
-        return tuple(k.value for k in kinds if k.value != "final-rgb")
-    names = (
-        getattr(select, "KERNELS", None)
-        or getattr(select, "KERNEL_NAMES", None)
-        or getattr(select, "KERNEL_CHOICES", None)
-    )
-    if names:
-        names = tuple(str(n) for n in names)
-        return names if "auto" in names else ("auto", *names)
-    return ("auto", "direct")
+    """Accepted ``kernel=`` settings (the final RGB layer is chosen, never asked for)."""
+    return tuple(k.value for k in select.KernelKind if k is not select.KernelKind.FINAL_RGB)
 
 
 def validate_kernel(kernel: str) -> str:
@@ -62,34 +39,20 @@ def validate_kernel(kernel: str) -> str:
     return kernel
 
 
-def validate_gemm(gemm: Any) -> Any:
-    """Normalize GEMM options: None, a mapping of option names, or the kernels' options object.
+def validate_gemm(gemm: Any) -> GemmOptions | None:
+    """Normalize GEMM options: None, a mapping of option names, or `GemmOptions`.
 
     Raises:
         InvalidArgumentError: an unknown option name or an invalid value.
     """
-    if gemm is None:
-        return None
-    options_cls = None
-    for module in ("oidn_gpu.kernels.gemm", "oidn_gpu.kernels.spec", "oidn_gpu.kernels.conv_igemm"):
-        options_cls = getattr(_optional(module), "GemmOptions", None)
-        if options_cls is not None:
-            break
-    if options_cls is None:
-        if isinstance(gemm, dict) and not gemm:
-            return None
-        raise InvalidArgumentError(
-            "gemm options are not supported yet: the implicit-GEMM kernel is not available"
-        )
-    if isinstance(gemm, options_cls):
+    if gemm is None or isinstance(gemm, GemmOptions):
         return gemm
     if not isinstance(gemm, dict):
         raise InvalidArgumentError(
-            f"gemm must be a mapping of option names or {options_cls.__name__}, "
-            f"got {type(gemm).__name__}"
+            f"gemm must be a mapping of option names or GemmOptions, got {type(gemm).__name__}"
         )
     try:
-        return options_cls(**gemm)
+        return GemmOptions(**gemm)
     except TypeError as err:
         raise InvalidArgumentError(f"invalid gemm options {gemm!r}: {err}") from None
 
@@ -197,21 +160,10 @@ def kernel_for_node(
 ) -> Chosen:
     """Choose and generate the kernel of one node."""
     spec = node_spec(graph, node, precision, final=final)
-    select = _select()
     if isinstance(spec, PoolSpec):
-        if select is not None and hasattr(select, "select_pool"):
-            return Chosen(spec, select.select_pool(spec, limits, kernel=kernel, gemm=gemm))
-        from oidn_gpu.kernels import pool
-
-        return Chosen(spec, pool.generate(spec, limits=limits))
-    if select is not None and hasattr(select, "select_conv"):
-        selection = select.select_conv(spec, limits, kernel=kernel, gemm=gemm, final=final)
-        generated = getattr(selection, "kernel", selection)
-        reason = getattr(selection, "fallback_reason", None)
-        return Chosen(spec, generated, reason)
-    from oidn_gpu.kernels import conv_direct
-
-    return Chosen(spec, conv_direct.generate(spec))
+        return Chosen(spec, select.select_pool(spec, limits, kernel=kernel, gemm=gemm))
+    selection = select.select_conv(spec, limits, kernel=kernel, gemm=gemm, final=final)
+    return Chosen(spec, selection.kernel, selection.fallback_reason)
 
 
 def pack_conv(spec: ConvSpec, kernel: Kernel, weight: Any, bias: Any) -> Any:
