@@ -220,22 +220,17 @@ class _DenoiserPool:
     def get(self, hdr: bool, srgb: bool) -> Any:
         key = (hdr, srgb)
         if key not in self._denoisers:
-            import oidn_gpu
+            from oidn_gpu.filter import Denoiser
 
             kwargs = dict(self._kwargs)
             if not self._lightmap:
                 kwargs.update(hdr=hdr, srgb=srgb)
-            factory = getattr(oidn_gpu, "Denoiser", None)
-            if factory is None:
-                raise MissingDependencyError("oidn_gpu.Denoiser is not available in this build")
-            self._denoisers[key] = factory(**kwargs)
+            self._denoisers[key] = Denoiser(**kwargs)
         return self._denoisers[key]
 
     def close(self) -> None:
         for denoiser in self._denoisers.values():
-            close = getattr(denoiser, "close", None)
-            if close is not None:
-                close()
+            denoiser.close()
         self._denoisers.clear()
 
 
