@@ -220,12 +220,12 @@ class _DenoiserPool:
     def get(self, hdr: bool, srgb: bool) -> Any:
         key = (hdr, srgb)
         if key not in self._denoisers:
-            from oidn_gpu.filter import Denoiser
+            import oidn_gpu  # looked up at call time, so tests can substitute a fake
 
             kwargs = dict(self._kwargs)
             if not self._lightmap:
                 kwargs.update(hdr=hdr, srgb=srgb)
-            self._denoisers[key] = Denoiser(**kwargs)
+            self._denoisers[key] = oidn_gpu.Denoiser(**kwargs)
         return self._denoisers[key]
 
     def close(self) -> None:
