@@ -18,11 +18,11 @@ reproduces exactly for OIDN's CPU device on AVX-512 (16 SIMD lanes):
   ``parallel_deterministic_reduce`` over a ``blocked_range2d`` with grain 1) adds
   ``(sum of log2, count)`` pairs, split on columns when the range has fewer rows
   than columns, else on rows;
-* ``log2f``/``exp2f`` are evaluated in float64 and rounded once to float32
-  (correctly rounded). glibc's versions are not always correctly rounded (about
-  0.03% of random arguments differ by one ULP), so in rare cases ``s`` differs
-  from OIDN's by one ULP (1 of ~140 random test images; calling glibc's own
-  ``log2f``/``exp2f`` made that case bit-exact too). One ULP is ~6e-8 relative.
+* ``log2f``/``exp2f`` are the C library's, as in OIDN: called through ctypes
+  from the platform's libm when it has them (glibc's are not always correctly
+  rounded: about 0.03% of random arguments differ by one ULP from the exact
+  result, which made ``s`` one ULP off OIDN's on 1 of ~140 random test images
+  before this), else evaluated in float64 and rounded once to float32.
 
 The luminance ``0.212671 r + 0.715160 g + 0.072169 b`` is computed as OIDN's ISPC
 code compiles it, with FMA contraction: ``fma(0.072169, b, fma(0.212671, r,
@@ -33,6 +33,11 @@ reduction as plain pairwise halving, which is 1 ULP off on some bin widths.
 """
 
 from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -158,15 +163,39 @@ def _bin_averages(lum: np.ndarray) -> np.ndarray:
     return totals / counts
 
 
+@functools.lru_cache(maxsize=1)
+def _libm() -> tuple[Callable[[float], float], Callable[[float], float]] | None:
+    """The C library's float ``log2f``/``exp2f`` (what OIDN calls), or None if absent."""
+    name = ctypes.util.find_library("m")
+    if name is None:
+        return None
+    try:
+        lib = ctypes.CDLL(name)
+        log2f, exp2f = lib.log2f, lib.exp2f
+    except (OSError, AttributeError):
+        return None
+    for func in (log2f, exp2f):
+        func.restype = ctypes.c_float
+        func.argtypes = (ctypes.c_float,)
+    return log2f, exp2f
+
+
 def _log2_f32(x: np.ndarray) -> np.ndarray:
-    """Correctly rounded float32 log2 (float64 evaluation rounded once)."""
-    return np.log2(x.astype(np.float64)).astype(np.float32)
+    """float32 log2 of every element: libm's ``log2f``, else float64 rounded once."""
+    libm = _libm()
+    if libm is None:
+        return np.log2(x.astype(np.float64)).astype(np.float32)
+    log2f = libm[0]
+    return np.array([log2f(v) for v in x.ravel().tolist()], np.float32).reshape(x.shape)
 
 
 def _exp2_f32(x: np.float32) -> np.float32:
-    """Correctly rounded float32 exp2 (float64 evaluation rounded once)."""
-    with np.errstate(over="ignore"):
-        return np.float32(np.exp2(np.float64(x)))
+    """float32 exp2: libm's ``exp2f``, else float64 rounded once."""
+    libm = _libm()
+    if libm is None:
+        with np.errstate(over="ignore"):
+            return np.float32(np.exp2(np.float64(x)))
+    return np.float32(libm[1](float(x)))
 
 
 def _tree_reduce(logs: np.ndarray, valid: np.ndarray) -> tuple[np.float32, int]:
