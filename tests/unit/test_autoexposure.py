@@ -78,6 +78,24 @@ def test_autoexposure_is_bit_exact_on_synthetic_images(name: str, img: np.ndarra
 
 
 @pytest.mark.oracle
+def test_autoexposure_is_bit_exact_on_a_random_size_sweep() -> None:
+    """60 random sizes up to 90x90 (many bin widths and partial bins): OIDN's output with
+    autoexposure equals its output with inputScale = our s, every time."""
+    from tests.oracle import oidn_denoise
+
+    rng = np.random.default_rng(123)
+    mismatches = []
+    for _ in range(60):
+        h, w = (int(v) for v in rng.integers(1, 90, size=2))
+        img = hdr_noise(rng, (h, w, 3))
+        s = autoexposure(img)
+        auto = oidn_denoise(img, hdr=True, quality="fast")
+        if not np.array_equal(auto, oidn_denoise(img, hdr=True, quality="fast", input_scale=s)):
+            mismatches.append((h, w, s))
+    assert not mismatches
+
+
+@pytest.mark.oracle
 @pytest.mark.parametrize("scene", SCENES)
 def test_autoexposure_is_bit_exact_on_scenes(scene: str, scenes_dir: Path) -> None:
     img = read_exr(scenes_dir / scene / "color_4spp.exr")
