@@ -39,9 +39,6 @@ Progress = Callable[[float], Any]
 MAX_IMAGE_DIM = 65536
 # Tile origins and the padded tile size are multiples of this (4 pooling levels).
 TILE_ALIGNMENT = 16
-# Rough bytes of activations per tile pixel of the base U-Net in fp32 (slots of the plan),
-# used only to turn max_memory_mb into a tile-pixel budget.
-_BYTES_PER_TILE_PX = 1100
 
 _FILTER_TYPES = ("RT", "RTLightmap")
 _PREFILTERS = ("none", "fast", "accurate")
@@ -535,10 +532,14 @@ class Denoiser:
             )
         if self.max_memory_mb is None or self.max_memory_mb < 0:
             return tiling.plan_tiles(h, w, overlap=overlap, alignment=TILE_ALIGNMENT)
+        from oidn_gpu.graph.plan import plan
+
         budget = self.max_memory_mb * 1024 * 1024
 
         def fits(tile_h: int, tile_w: int) -> bool:
-            return tile_h * tile_w * _BYTES_PER_TILE_PX <= budget
+            # The planner's activation memory of one tile (fp32, unfused: an upper bound of
+            # what the backends allocate; OIDN's own estimate is device-specific).
+            return plan(model.graph, tile_h, tile_w).peak_bytes <= budget
 
         return tiling.plan_tiles(
             h, w, overlap=overlap, alignment=TILE_ALIGNMENT, max_tile_px=None, fits=fits
