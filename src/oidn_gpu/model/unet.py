@@ -66,40 +66,38 @@ class Topology(enum.Enum):
     LARGE = "large"
 
 
+class _OneInput:
+    """Mixin of the layers that read one value, ``input``."""
+
+    input: str
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.input,)
+
+
 @dataclass(frozen=True)
-class ConvLayer:
+class ConvLayer(_OneInput):
     """3x3 conv + bias + ReLU of value ``input``; weights ``{name}.weight``/``{name}.bias``."""
 
     name: str
     input: str
 
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        return (self.input,)
-
 
 @dataclass(frozen=True)
-class PoolLayer:
+class PoolLayer(_OneInput):
     """2x2 max pool, stride 2."""
 
     name: str
     input: str
 
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        return (self.input,)
-
 
 @dataclass(frozen=True)
-class UpsampleLayer:
+class UpsampleLayer(_OneInput):
     """Nearest-neighbour x2 upsampling."""
 
     name: str
     input: str
-
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        return (self.input,)
 
 
 @dataclass(frozen=True)
