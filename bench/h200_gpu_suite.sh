@@ -6,14 +6,22 @@
 # Prepare once here:   bash ../shared/tools/device/prepare.sh
 #                      mkdir -p .devshared/weights && cp ../shared/weights/rt_hdr_alb_nrm_small.tza .devshared/weights/
 #                      echo /.devshared/ >> .git/info/exclude
-# Run there (carry [".device", ".devshared"], about 7 minutes with 14 workers):
-#   source .device/setup.sh && bash bench/h200_gpu_suite.sh
+# Run there (carry [".device", ".devshared"]):
+#   source .device/setup.sh && bash bench/h200_gpu_suite.sh [pytest args...]
+# Every test's outcome is logged as it ends (-v), a hung test is named and its stack dumped by
+# pytest-timeout's thread method, and the whole run is interrupted (SIGINT, so the report is
+# still written) before the device's per-command limit.
 set -u
 export OIDN_GPU_SHARED="$PWD/.devshared"
-timeout "${SUITE_TIMEOUT_S:-480}" python3 -m pytest -q -n "${WORKERS:-14}" -p no:cacheprovider \
-  -p no:benchmark --timeout 90 -rf --tb=short \
-  --junitxml="${OUT:-.}/h200_gpu_suite.xml" \
-  tests/gpu tests/kernels tests/record --deselect tests/record/test_oracle.py \
-  > "${OUT:-.}/h200_gpu_suite.log" 2>&1
+out="${OUT:-.}"
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(tests/gpu tests/kernels tests/record --deselect tests/record/test_oracle.py)
+fi
+timeout -s INT -k 30 "${SUITE_TIMEOUT_S:-500}" python3 -m pytest -v -n "${WORKERS:-8}" \
+  -p no:cacheprovider -p no:benchmark --timeout "${TEST_TIMEOUT_S:-120}" --timeout-method thread \
+  -rfE --tb=short --durations=25 --junitxml="$out/h200_gpu_suite.xml" \
+  "${targets[@]}" > "$out/h200_gpu_suite.log" 2>&1
 echo "pytest exit code $?"
-grep -E "^(FAILED|ERROR)|passed|failed" "${OUT:-.}/h200_gpu_suite.log" | tail -40
+grep -E "^(FAILED|ERROR)|Timeout|passed|failed" "$out/h200_gpu_suite.log" | tail -40
+sed -n '/slowest/,/^=.*short test summary/p' "$out/h200_gpu_suite.log" | head -30

@@ -10,6 +10,7 @@ the f16 partial grouping.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -141,6 +142,47 @@ def test_limits_checks() -> None:
     assert GemmOptions(tile_policy="fixed").tile_for(Precision.FP16, 16, lim).workgroup_x == 8
 
 
+def test_register_budget() -> None:
+    """The tile that the NVIDIA Vulkan driver could not compile is refused before any shader
+    exists; the analytic address mode (nothing cached per load) or a smaller tile fits."""
+    lim = DeviceLimits(max_workgroup_storage_bytes=49152, shader_f16=True)
+    heavy = dict(rows_per_thread=8, workgroup_size=(4, 16), cols_per_thread=4, k_tile=16)
+    spilled = GemmOptions(tile_policy="fixed", address_mode="base-offset", **heavy)
+    tile = spilled.base_tile(Precision.FP32)
+    assert tile.input_slots == 32
+    # 32 vec4<f32> accumulators + 32 slots x (mask, parity x/y, two source bases)
+    assert tile.register_estimate(Precision.FP32, spilled.address_mode) == 128 + 32 * 5
+    assert not spilled.fits(Precision.FP32, lim)
+    assert not spilled.within_register_budget(Precision.FP32)
+    with pytest.raises(UnsupportedDeviceError) as info:
+        spilled.check_limits(Precision.FP32, lim)
+    assert "288 registers" in str(info.value) and "analytic" in str(info.value)
+    with pytest.raises(UnsupportedDeviceError, match="registers per invocation"):
+        conv_igemm.generate(_spec(Precision.FP32), spilled, lim)
+    analytic = GemmOptions(tile_policy="fixed", address_mode="analytic", **heavy)
+    assert analytic.fits(Precision.FP16, lim) and analytic.within_register_budget(Precision.FP32)
+    for options in (GemmOptions(), gemm.LARGE_GPU_OPTIONS[Precision.FP16]):
+        for p in Precision:
+            assert options.within_register_budget(p)
+
+
+@pytest.mark.gpu
+def test_select_falls_back_from_a_tile_over_the_register_budget(limits) -> None:
+    from oidn_gpu.kernels import select
+
+    spilled = GemmOptions(
+        tile_policy="fixed",
+        address_mode="base-offset",
+        rows_per_thread=8,
+        workgroup_size=(4, 16),
+        cols_per_thread=4,
+        k_tile=16,
+    )
+    chosen = select.select_conv(_spec(Precision.FP32), limits, gemm=spilled)
+    assert chosen.kind.value == "direct"
+    assert "does not fit" in chosen.fallback_reason
+
+
 # ----------------------------------------------------------------------------- sweep
 
 
@@ -185,12 +227,18 @@ def test_sweep_each_value(case: tuple[str, object], precision: Precision, limits
 # ----------------------------------------------------------------------------- pairwise
 
 
-def all_pairs(parameters: dict[str, list[object]]) -> list[dict[str, object]]:
-    """A greedy covering array of strength 2: every value pair of every two parameters appears.
+def all_pairs(
+    parameters: dict[str, list[object]],
+    valid: Callable[[dict[str, object]], bool] = lambda row: True,
+) -> list[dict[str, object]]:
+    """A greedy covering array of strength 2: every value pair of every two parameters appears
+    in some row for which ``valid`` holds.
 
-    Deterministic: rows are built one at a time, each time scanning candidate rows
-    that start from the first uncovered pair and choosing, parameter by parameter,
-    the value covering the most uncovered pairs (ties: first value).
+    Deterministic: rows are built one at a time, each starting from the first uncovered pair
+    and choosing, parameter by parameter, the value covering the most uncovered pairs (ties:
+    first value). A row that is not ``valid`` is repaired by changing one parameter outside
+    the starting pair, the last parameters first, to its best-scoring value that makes the
+    row valid.
     """
     names = list(parameters)
     uncovered = {
@@ -200,6 +248,21 @@ def all_pairs(parameters: dict[str, list[object]]) -> list[dict[str, object]]:
         for va in range(len(parameters[a]))
         for vb in range(len(parameters[b]))
     }
+
+    def key(x: str, vx: int, y: str, vy: int) -> tuple[str, int, str, int]:
+        return (x, vx, y, vy) if names.index(x) < names.index(y) else (y, vy, x, vx)
+
+    def ranked(name: str, row: dict[str, int]) -> list[int]:
+        """Values of ``name`` by how many uncovered pairs they make with ``row`` (best first)."""
+        score = {
+            v: sum(key(name, v, o, ov) in uncovered for o, ov in row.items() if o != name)
+            for v in range(len(parameters[name]))
+        }
+        return sorted(score, key=lambda v: (-score[v], v))
+
+    def values(row: dict[str, int]) -> dict[str, object]:
+        return {n: parameters[n][row[n]] for n in names}
+
     rows: list[dict[str, int]] = []
     while uncovered:
         a, va, b, vb = min(
@@ -207,41 +270,77 @@ def all_pairs(parameters: dict[str, list[object]]) -> list[dict[str, object]]:
         )
         row = {a: va, b: vb}
         for name in names:
-            if name in row:
-                continue
-            best, best_score = 0, -1
-            for v in range(len(parameters[name])):
-                score = 0
-                for other, ov in row.items():
-                    i, _ = sorted((names.index(name), names.index(other)))
-                    key = (name, v, other, ov) if i == names.index(name) else (other, ov, name, v)
-                    score += key in uncovered
-                if score > best_score:
-                    best, best_score = v, score
-            row[name] = best
+            if name not in row:
+                row[name] = ranked(name, row)[0]
+        if not valid(values(row)):
+            repaired = next(
+                (
+                    {**row, name: v}
+                    for name in reversed(names)
+                    if name not in (a, b)
+                    for v in ranked(name, row)
+                    if valid(values({**row, name: v}))
+                ),
+                None,
+            )
+            if repaired is None:
+                raise ValueError(f"no valid row holds {a}={va!r} with {b}={vb!r}")
+            row = repaired
         for i, x in enumerate(names):
             for y in names[i + 1 :]:
                 uncovered.discard((x, row[x], y, row[y]))
         rows.append(row)
-    return [{n: parameters[n][row[n]] for n in names} for row in rows]
+    return [values(row) for row in rows]
+
+
+# The pairwise rows must run on every test device: lavapipe has 32 KiB of workgroup storage
+# (the H200 48 KiB), and no tile may exceed the register budget.
+_TEST_DEVICES = DeviceLimits(
+    max_workgroup_storage_bytes=32768,
+    max_invocations_per_workgroup=1024,
+    max_workgroup_size_x=1024,
+    max_workgroup_size_y=1024,
+    shader_f16=True,
+)
+
+
+def _runs_everywhere(row: dict[str, object]) -> bool:
+    options = {k: v for k, v in row.items() if k != "precision"}
+    return GemmOptions(**options).fits(row["precision"], _TEST_DEVICES)  # type: ignore[arg-type]
+
+
+def _pairwise_params() -> dict[str, list[object]]:
+    params = {name: _values(name) for name in IGEMM_OPTIONS}
+    params["precision"] = [Precision.FP32, Precision.FP16]
+    return params
 
 
 def _pairwise_rows() -> list[dict[str, object]]:
-    params = {name: _values(name) for name in IGEMM_OPTIONS}
-    params["precision"] = [Precision.FP32, Precision.FP16]
-    return all_pairs(params)
+    """Rows that fit every test device (the limits exclude no pair, only larger tuples)."""
+    return all_pairs(_pairwise_params(), _runs_everywhere)
 
 
 def test_all_pairs_covers_every_pair() -> None:
-    params = {name: _values(name) for name in IGEMM_OPTIONS}
-    params["precision"] = [Precision.FP32, Precision.FP16]
-    rows = all_pairs(params)
+    params = _pairwise_params()
+    rows = _pairwise_rows()
     names = list(params)
     for a, b in itertools.combinations(names, 2):
         seen = {(repr(r[a]), repr(r[b])) for r in rows}
         assert len(seen) == len(params[a]) * len(params[b]), (a, b)
+    assert all(_runs_everywhere(r) for r in rows)
+    assert not all(_runs_everywhere(r) for r in all_pairs(params))  # the repair was needed
     assert len(rows) < 60
-    assert rows == all_pairs(params)  # deterministic
+    assert rows == _pairwise_rows()  # deterministic
+
+
+def test_all_pairs_repairs_invalid_rows_and_reports_impossible_pairs() -> None:
+    params = {"x": [0, 1], "y": [0, 1], "z": [0, 1]}
+    rows = all_pairs(params, lambda r: not (r["x"] == 1 and r["y"] == 1 and r["z"] == 1))
+    assert all(not (r["x"] == r["y"] == r["z"] == 1) for r in rows)
+    for a, b in itertools.combinations(params, 2):
+        assert {(r[a], r[b]) for r in rows} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    with pytest.raises(ValueError, match="no valid row"):
+        all_pairs(params, lambda r: not (r["x"] == 1 and r["y"] == 1))
 
 
 @pytest.mark.gpu
@@ -265,10 +364,17 @@ _SHAPES = {
     "pool-13-32": lambda p: ConvSpec.simple(13, 32, p, pool=True),
     "plain-20-52": lambda p: ConvSpec.simple(20, 52, p, relu=False),
 }
+# (each fits lavapipe's 32 KiB of workgroup storage in fp32)
 _SHAPE_OPTIONS = [
     GemmOptions(tile_policy="balanced"),
     GemmOptions(tile_policy="balanced", cols_per_thread=2, load_mode="packed-all"),
-    GemmOptions(cols_per_thread=2, k_tile=16, workgroup_size=(8, 16)),
+    GemmOptions(
+        cols_per_thread=2,
+        k_tile=16,
+        workgroup_size=(8, 16),
+        rows_per_thread=4,
+        shared_layout="linear",
+    ),
     GemmOptions(cols_per_thread=4, rows_per_thread=4, workgroup_size=(4, 16), k_tile=16),
     GemmOptions(cols_per_thread=2, tile_policy="fixed", accumulation_order="row-major"),
 ]
@@ -340,15 +446,51 @@ def test_select_uses_device_defaults(precision: Precision, limits) -> None:
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.gpu
-def test_lavapipe_is_not_a_large_gpu() -> None:
-    from oidn_gpu.backends.wgpu import kernel_choice
-    from oidn_gpu.backends.wgpu.device import open_device
+def _caps(adapter_type: str, storage: int, invocations: int):
+    from oidn_gpu.backends.wgpu.device import AdapterInfo, Capabilities
 
-    device = open_device()
-    try:
-        caps = device.capabilities
-        assert not kernel_choice.is_large_gpu(caps)
-        assert not kernel_choice.device_limits(caps).large_gpu
-    finally:
-        device.close()
+    limits = (
+        ("max-compute-invocations-per-workgroup", invocations),
+        ("max-compute-workgroup-size-x", 1024),
+        ("max-compute-workgroup-size-y", 1024),
+        ("max-compute-workgroup-size-z", 64),
+        ("max-compute-workgroup-storage-size", storage),
+        ("max-compute-workgroups-per-dimension", 65535),
+    )
+    adapter = AdapterInfo("vendor", "", "device", "", adapter_type, "Vulkan")
+    return Capabilities(frozenset(), limits, 32, 32, adapter)
+
+
+@pytest.mark.parametrize(
+    ("adapter_type", "storage", "invocations", "large"),
+    [
+        ("DiscreteGPU", 49152, 1024, True),  # the H200 through Vulkan
+        ("CPU", 32768, 1024, False),  # lavapipe's limits: a CPU adapter is never large
+        ("IntegratedGPU", 65536, 1024, False),
+        ("DiscreteGPU", 16384, 1024, False),
+        ("DiscreteGPU", 49152, 256, False),
+    ],
+)
+def test_large_gpu_rule(adapter_type: str, storage: int, invocations: int, large: bool) -> None:
+    from oidn_gpu.backends.wgpu import kernel_choice
+
+    caps = _caps(adapter_type, storage, invocations)
+    assert kernel_choice.is_large_gpu(caps) is large
+    assert kernel_choice.device_limits(caps).large_gpu is large
+
+
+@pytest.mark.gpu
+def test_test_device_is_classified_by_its_adapter(gpu) -> None:
+    """lavapipe (CI) is a CPU adapter and keeps the seeds' tiles; a discrete GPU with the
+    large limits (the H200) takes the large-GPU defaults."""
+    from oidn_gpu.backends.wgpu import kernel_choice
+
+    caps = gpu.capabilities
+    expected = (
+        caps.adapter.is_discrete
+        and caps.max_compute_workgroup_storage_size >= kernel_choice.LARGE_GPU_MIN_WORKGROUP_STORAGE
+        and caps.max_compute_invocations_per_workgroup >= kernel_choice.LARGE_GPU_MIN_INVOCATIONS
+    )
+    if caps.adapter.is_cpu:
+        assert not expected
+    assert kernel_choice.is_large_gpu(caps) is expected

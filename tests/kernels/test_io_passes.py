@@ -113,9 +113,7 @@ def _run_pass(
         cpass.dispatch_workgroups(*kernel.grid(*grid_shape))
         cpass.end()
         dev.queue.submit([encoder.finish()])
-        results.append(
-            {n: bytes(dev.queue.read_buffer(buffers[n]))[: outputs[n]] for n in outputs}
-        )
+        results.append({n: bytes(dev.queue.read_buffer(buffers[n]))[: outputs[n]] for n in outputs})
     return results
 
 

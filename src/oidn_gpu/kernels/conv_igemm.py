@@ -31,8 +31,8 @@ indices are compile-time bounded.
 
 from __future__ import annotations
 
-from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.kernels import _common
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.kernels import _common, gemm
 from oidn_gpu.kernels.gemm import (
     F16_GROUP_BLOCKS,
     AccumulationOrder,
@@ -86,12 +86,24 @@ def generate(
     """Generate the implicit-GEMM conv for ``spec`` with ``options``.
 
     ``limits`` (default: WebGPU minimums) decides the output-aligned tile
-    widening and the z wrap of the grid; it does not validate the tile
-    (`GemmOptions.check_limits` does).
+    widening and the z wrap of the grid.
+
+    Raises:
+        UnsupportedDeviceError: the resolved tile needs more workgroup storage or
+            invocations than ``limits`` allow, or more registers than
+            `gemm.REGISTER_BUDGET` (such a shader is not valid on the device, or spills).
     """
     options = options or GemmOptions()
     limits = limits or DeviceLimits()
     tile = resolve_tile(spec, options, limits)
+    problems = gemm.register_problems(
+        tile, spec.precision, options.address_mode, len(spec.sources)
+    ) + gemm.tile_problems(tile, spec.precision, limits, features=False)
+    if problems:
+        raise UnsupportedDeviceError(
+            f"implicit GEMM tile {tile.describe()} ({spec.precision.value}) cannot run: "
+            + "; ".join(problems)
+        )
     rpt = tile.rows_per_thread
     if spec.pool and rpt < 4:
         raise InvalidArgumentError(

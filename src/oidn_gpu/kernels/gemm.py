@@ -40,6 +40,13 @@ Options (default first where it is fixed):
   16 folds its partials twice, so the bits do not change.
 - ``workgroup_size``: (8, 8); x in {4, 8, 16}, y in {4, 8, 16}.
 
+Registers: a tile whose estimated live registers per invocation
+(`GemmTile.register_estimate`: the accumulators plus the per-load state that the
+incremental and base-offset address modes cache across the K loop) exceed
+`REGISTER_BUDGET` does not fit any device (`check_limits` / `fits` say so and
+`conv_igemm.generate` refuses it): such shaders spill, and the NVIDIA Vulkan
+driver did not finish compiling one in 400 s.
+
 `default_options(limits)` is the default of a device: the seeds' defaults
 (tuned on Apple GPUs) unless ``limits.large_gpu`` (a discrete GPU with large
 limits), which gets `LARGE_GPU_OPTIONS` (tuned on an NVIDIA H200: the BALANCED tile policy, see
@@ -104,6 +111,18 @@ class AddressMode(enum.Enum):
     INCREMENTAL = "incremental"
     BASE_OFFSET = "base-offset"
 
+
+# Live 32-bit registers one invocation may need (`GemmTile.register_estimate`). NVIDIA GPUs give
+# a thread at most 255 (CUDA C++ Programming Guide, "Technical Specifications per Compute
+# Capability"); the budget leaves room for addresses and temporaries. On an H200 through Vulkan
+# (2026-11-29) a decoder tile estimated at 192 compiled in 5 s; one at 288 (fp32, 8 rows x 4 cols,
+# 32 base-offset load slots) had not finished compiling after 400 s.
+REGISTER_BUDGET = 224
+_ACCUMULATOR_REGISTERS = {"fp32": 4, "fp16": 6}  # vec4<f32> (+ the vec4<f16> group partial)
+# Per input-load slot, cached across the K loop: analytic recomputes everything; incremental
+# keeps the pixel (x, y) and its tap mask; base-offset keeps the tap mask, the pixel parity
+# (x, y) and one block base per source.
+_SLOT_REGISTERS = {"analytic": 0, "incremental": 3, "base-offset": 3}
 
 ROWS_PER_THREAD = (2, 4, 8)
 COLS_PER_THREAD = (1, 2, 4)
@@ -170,8 +189,33 @@ class GemmTile:
         """vec4s in the shared weight tile (4 per (k, n), 5 when padded)."""
         return self.k_tile * self.tile_n * (5 if self.padded_weights else 4)
 
+    def describe(self) -> str:
+        """``WGxWG x rows x cols, K k_tile`` (error messages, bench tables)."""
+        return (
+            f"{self.workgroup_x}x{self.workgroup_y} x {self.rows_per_thread} rows "
+            f"x {self.cols_per_thread} cols, K tile {self.k_tile}"
+        )
+
     def storage_bytes(self, precision: Precision) -> int:
         return (self.input_tile_size + self.weight_tile_size) * 4 * precision.itemsize
+
+    @property
+    def input_slots(self) -> int:
+        """Input vec4s each invocation loads per K tile."""
+        return self.tile_m * self.k_tile // self.threads
+
+    def register_estimate(
+        self, precision: Precision, address_mode: AddressMode, sources: int = 2
+    ) -> int:
+        """Live 32-bit registers per invocation across the K loop (see `REGISTER_BUDGET`).
+
+        ``sources``: inputs of the conv (2 for a fused decoder, the worst case).
+        """
+        accumulators = self.rows_per_thread * self.cols_per_thread
+        per_slot = _SLOT_REGISTERS[address_mode.value]
+        if address_mode is AddressMode.BASE_OFFSET:
+            per_slot += sources
+        return accumulators * _ACCUMULATOR_REGISTERS[precision.value] + self.input_slots * per_slot
 
 
 @dataclass(frozen=True)
@@ -266,7 +310,7 @@ class GemmOptions:
             base = replace(base, cols_per_thread=base.cols_per_thread // 2)
         if base.workgroup_x == 8 and out_blocks % (16 * base.cols_per_thread) == 0:
             wide = replace(base, workgroup_x=16)
-            if not _tile_problems(wide, precision, limits, features=False):
+            if not tile_problems(wide, precision, limits, features=False):
                 return wide
         if (
             self.tile_policy is TilePolicy.BALANCED
@@ -279,7 +323,7 @@ class GemmOptions:
                 workgroup_y=base.workgroup_y * 2,
                 rows_per_thread=base.rows_per_thread // 2,
             )
-            if not _tile_problems(tall, precision, limits, features=False):
+            if not tile_problems(tall, precision, limits, features=False):
                 return tall
         return base
 
@@ -287,17 +331,24 @@ class GemmOptions:
 
     def check_limits(self, precision: Precision, limits: DeviceLimits) -> None:
         """Raise `UnsupportedDeviceError` when the base tile exceeds ``limits``."""
-        problems = _tile_problems(self.base_tile(precision), precision, limits)
+        problems = tile_problems(
+            self.base_tile(precision), precision, limits, address_mode=self.address_mode
+        )
         if problems:
             raise UnsupportedDeviceError(
-                f"GEMM tile {self.workgroup_size} x {self.rows_per_thread} rows "
-                f"x {self.cols_per_thread} cols, K tile {self.k_tile} "
-                f"({precision.value}) "
+                f"GEMM tile {self.base_tile(precision).describe()} ({precision.value}) "
                 f"does not fit this device: {'; '.join(problems)}"
             )
 
     def fits(self, precision: Precision, limits: DeviceLimits) -> bool:
-        return not _tile_problems(self.base_tile(precision), precision, limits)
+        return not tile_problems(
+            self.base_tile(precision), precision, limits, address_mode=self.address_mode
+        )
+
+    def within_register_budget(self, precision: Precision) -> bool:
+        """Whether the base tile (the most registers any tile policy gives) is within
+        `REGISTER_BUDGET`, whatever the device."""
+        return not register_problems(self.base_tile(precision), precision, self.address_mode)
 
     def describe(self) -> str:
         """Deterministic text of every option (cache keys, shader headers)."""
@@ -312,10 +363,14 @@ class GemmOptions:
         return " ".join(parts)
 
 
-def _tile_problems(
-    tile: GemmTile, precision: Precision, limits: DeviceLimits, features: bool = True
+def tile_problems(
+    tile: GemmTile,
+    precision: Precision,
+    limits: DeviceLimits,
+    features: bool = True,
+    address_mode: AddressMode | None = None,
 ) -> list[str]:
-    problems = []
+    problems = register_problems(tile, precision, address_mode) if address_mode else []
     if tile.workgroup_x > limits.max_workgroup_size_x:
         problems.append(f"workgroup x {tile.workgroup_x} > max {limits.max_workgroup_size_x}")
     if tile.workgroup_y > limits.max_workgroup_size_y:
@@ -330,6 +385,21 @@ def _tile_problems(
     if features and precision is Precision.FP16 and not limits.shader_f16:
         problems.append("fp16 needs the shader-f16 feature")
     return problems
+
+
+def register_problems(
+    tile: GemmTile, precision: Precision, address_mode: AddressMode, sources: int = 2
+) -> list[str]:
+    """The register-budget problem of ``tile`` (empty when it is within `REGISTER_BUDGET`)."""
+    need = tile.register_estimate(precision, address_mode, sources)
+    if need <= REGISTER_BUDGET:
+        return []
+    return [
+        f"about {need} registers per invocation > {REGISTER_BUDGET} "
+        f"({tile.rows_per_thread}x{tile.cols_per_thread} accumulators, "
+        f"{tile.input_slots} {address_mode.value} load slots); lower rows_per_thread, "
+        "cols_per_thread or k_tile, widen the workgroup, or use address_mode='analytic'"
+    ]
 
 
 def option_values() -> dict[str, tuple[object, ...]]:
