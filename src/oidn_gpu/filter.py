@@ -56,6 +56,8 @@ class DenoiserInfo:
     input_scale: float | None
     tiles: int
     kernels: dict[str, str] = field(default_factory=dict)
+    # layer -> why its requested kernel (``kernel=``/``gemm=``) was replaced (wgpu backend)
+    kernel_fallbacks: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -484,6 +486,7 @@ class Denoiser:
             input_scale=mode.input_scale,
             tiles=len(plan.tiles),
             kernels=dict(info.kernels),
+            kernel_fallbacks=dict(getattr(info, "fallbacks", {})),
         )
         return result
 

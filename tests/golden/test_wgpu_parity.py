@@ -38,7 +38,26 @@ def test_wgpu_fp32_scene_crop_matches_oidn(scene: str, scenes_dir: Path) -> None
         ours = den.denoise(color, albedo, normal)
         info = den.info()
     assert info is not None and info.backend == "wgpu" and info.precision == "fp32"
+    assert info.kernel_fallbacks == {}
     assert_close(ours, theirs, rel_l2_tol=1e-5, label=f"wgpu fp32 {scene}")
+
+
+def test_gemm_options_that_cannot_run_still_match_oidn(scenes_dir: Path) -> None:
+    """Forced GEMM options over the register budget: the filter warns, reports the layers
+    that fell back to the direct conv, and the image is still OIDN's."""
+    folder = scenes_dir / "textured_checker"
+    crop = (slice(232, 264), slice(200, 248))
+    color = np.ascontiguousarray(read_exr(folder / "color_4spp.exr")[crop])
+    theirs = oidn_denoise(color, hdr=True)
+    spilled = {"tile_policy": "fixed", "address_mode": "base-offset", "rows_per_thread": 8,
+               "workgroup_size": (4, 16), "cols_per_thread": 4, "k_tile": 16}
+    with oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp32", gemm=spilled) as den:
+        with pytest.warns(RuntimeWarning, match="registers per invocation"):
+            ours = den.denoise(color)
+        info = den.info()
+    assert info is not None and info.kernel_fallbacks
+    assert all("registers" in reason for reason in info.kernel_fallbacks.values())
+    assert_close(ours, theirs, rel_l2_tol=1e-5, label="wgpu fp32 over-budget GEMM options")
 
 
 def test_wgpu_fp16_scene_crop_is_close_to_oidn(scenes_dir: Path) -> None:

@@ -119,6 +119,37 @@ def test_invalid_options_raise_clear_errors(gpu, tiny_models, options, error, ma
         WgpuExecutor(tiny_models["tiny_base_ic3"], device=gpu, **options)
 
 
+def test_gemm_options_that_cannot_run_fall_back_with_a_warning(gpu, tiny_models):
+    """A tile over the register budget is refused before any shader is built: the affected
+    layers run the direct conv, the caller is warned and `info().fallbacks` says why."""
+    model = tiny_models["tiny_base_ic3"]
+    spilled = {
+        "tile_policy": "fixed",
+        "address_mode": "base-offset",
+        "rows_per_thread": 8,
+        "workgroup_size": (4, 16),
+        "cols_per_thread": 4,
+        "k_tile": 16,
+    }
+    with pytest.warns(RuntimeWarning, match="registers per invocation"):
+        executor = WgpuExecutor(model, device=gpu, precision="fp32", gemm=spilled)
+    try:
+        info = executor.info()
+        assert info.fallbacks and set(info.fallbacks) <= set(info.kernels)
+        for layer, reason in info.fallbacks.items():
+            assert info.kernels[layer].startswith("conv-direct")
+            assert "registers per invocation" in reason
+        x = _input(model)
+        assert_close(executor.run(x), _reference(model, x), FP32_REL_L2, "fallback")
+    finally:
+        executor.close()
+    default = WgpuExecutor(model, device=gpu, precision="fp32")
+    try:
+        assert not default.info().fallbacks
+    finally:
+        default.close()
+
+
 def test_fp16_without_shader_f16_is_unsupported(gpu, tiny_models):
     from oidn_gpu.backends.wgpu.device import open_device
 

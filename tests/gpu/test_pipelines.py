@@ -25,6 +25,28 @@ def test_cache_is_shared_per_device_and_keyed_by_kernel(gpu):
     assert cache.is_ready(kernel)
 
 
+def test_a_dropped_device_is_freed_with_its_cache(tiny_models):
+    """Executors compile into the device's cache; once the executor and the device are closed
+    and dropped, the wgpu device, its cache and pipelines are garbage, not kept alive by
+    the cache registry."""
+    import gc
+    import weakref
+
+    from oidn_gpu.backends.wgpu.device import open_device
+    from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+
+    device = open_device()
+    executor = WgpuExecutor(tiny_models["tiny_base_ic3"], device=device, precision="fp32")
+    cache = pipeline_cache(device)
+    assert len(cache) > 0
+    alive = weakref.ref(device.device), weakref.ref(cache)
+    executor.close()
+    device.close()
+    del executor, device, cache
+    gc.collect()
+    assert [ref() for ref in alive] == [None, None]
+
+
 def test_prepare_compiles_concurrently_and_once(gpu):
     cache = pipeline_cache(gpu)
     kernels = [_kernel(c, 7) for c in (13, 14, 15)] * 2

@@ -329,11 +329,15 @@ class GemmOptions:
 
     # ----------------------------------------------------------------- limits
 
-    def check_limits(self, precision: Precision, limits: DeviceLimits) -> None:
-        """Raise `UnsupportedDeviceError` when the base tile exceeds ``limits``."""
-        problems = tile_problems(
+    def problems(self, precision: Precision, limits: DeviceLimits) -> list[str]:
+        """Why the base tile cannot run on a device with ``limits`` (empty when it can)."""
+        return tile_problems(
             self.base_tile(precision), precision, limits, address_mode=self.address_mode
         )
+
+    def check_limits(self, precision: Precision, limits: DeviceLimits) -> None:
+        """Raise `UnsupportedDeviceError` when the base tile exceeds ``limits``."""
+        problems = self.problems(precision, limits)
         if problems:
             raise UnsupportedDeviceError(
                 f"GEMM tile {self.base_tile(precision).describe()} ({precision.value}) "
@@ -341,9 +345,7 @@ class GemmOptions:
             )
 
     def fits(self, precision: Precision, limits: DeviceLimits) -> bool:
-        return not tile_problems(
-            self.base_tile(precision), precision, limits, address_mode=self.address_mode
-        )
+        return not self.problems(precision, limits)
 
     def within_register_budget(self, precision: Precision) -> bool:
         """Whether the base tile (the most registers any tile policy gives) is within

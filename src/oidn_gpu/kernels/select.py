@@ -83,8 +83,9 @@ def select_precision(precision: Precision | str, limits: DeviceLimits) -> Precis
 
 
 def _gemm_problem(spec: ConvSpec, gemm: GemmOptions, limits: DeviceLimits) -> str | None:
-    if not gemm.fits(spec.precision, limits):
-        return "the GEMM tile does not fit the device limits"
+    problems = gemm.problems(spec.precision, limits)
+    if problems:
+        return "the GEMM tile does not fit: " + "; ".join(problems)
     if spec.pool and gemm.rows_per_thread < 4:
         return "a fused pool needs rows_per_thread >= 4"
     return None

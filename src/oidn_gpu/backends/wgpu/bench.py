@@ -525,7 +525,7 @@ def _timed_run(executor: Any, height: int, width: int) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m oidn_gpu.backends.wgpu.bench", description="Benchmark the wgpu executor."
+        prog="oidn-gpu bench [--backend wgpu]", description="Benchmark the wgpu executor."
     )
     parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
     parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="a .tza path or built-in name")

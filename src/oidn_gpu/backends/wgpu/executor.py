@@ -34,8 +34,9 @@ device can stand in later.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -115,6 +116,8 @@ class WgpuExecutorInfo(ExecutorInfo):
     features: tuple[str, ...] = ()
     shape_cache_size: int = DEFAULT_SHAPE_CACHE_SIZE
     model: str | None = None
+    # layer -> why the requested (or automatic) kernel was replaced by the one that runs
+    fallbacks: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ class _Node:
     conv: str | None
     flops_per_out_pixel: float
     spec: Any = None
+    fallback_reason: str | None = None
     weights: Any = None
     bias: Any = None
 
@@ -264,6 +268,7 @@ class WgpuExecutor(ExecutorBase):
         self._closed = False
         try:
             self._nodes = self._build_nodes()
+            self._warn_forced_fallbacks(gemm)
             self._upload_weights()
             if prepare:
                 self.prepare()
@@ -302,9 +307,24 @@ class WgpuExecutor(ExecutorBase):
                     conv=conv.name if conv is not None else None,
                     flops_per_out_pixel=flops,
                     spec=chosen.spec,
+                    fallback_reason=chosen.fallback_reason,
                 )
             )
         return nodes
+
+    def _warn_forced_fallbacks(self, gemm: Any) -> None:
+        """Warn when a kernel or GEMM options the caller asked for cannot run somewhere
+        (`info().fallbacks` keeps the reasons)."""
+        if self.kernel_setting == "auto" and gemm is None:
+            return
+        replaced = [f"{n.name}: {n.fallback_reason}" for n in self._nodes if n.fallback_reason]
+        if replaced:
+            warnings.warn(
+                f"kernel={self.kernel_setting!r} with the requested GEMM options does not run on "
+                f"{len(replaced)} layer(s); they use other kernels: " + "; ".join(replaced),
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _upload_weights(self) -> None:
         convs = self._model.convs
@@ -378,6 +398,9 @@ class WgpuExecutor(ExecutorBase):
             features=tuple(sorted(caps.features)),
             shape_cache_size=self.shape_cache_size,
             model=getattr(self._model, "name", None),
+            fallbacks=MappingProxyType(
+                {n.name: n.fallback_reason for n in self._nodes if n.fallback_reason}
+            ),
         )
 
     def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:

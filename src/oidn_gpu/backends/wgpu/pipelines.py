@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-import weakref
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -189,15 +188,18 @@ def _dump(kernel: Kernel) -> None:
         f.write(kernel.source)
 
 
-_caches: weakref.WeakKeyDictionary[Any, PipelineCache] = weakref.WeakKeyDictionary()
+# The cache lives on the wgpu device object itself. Its pipelines and its `GpuDevice` refer
+# back to that device, so a module-level weak-key mapping would never let a device go; as an
+# attribute, device and cache form a cycle that the garbage collector frees together.
+_CACHE_ATTRIBUTE = "_oidn_gpu_pipeline_cache"
 _caches_lock = threading.Lock()
 
 
 def pipeline_cache(device: GpuDevice) -> PipelineCache:
     """The pipeline cache shared by every executor of ``device``'s underlying wgpu device."""
     with _caches_lock:
-        cache = _caches.get(device.device)
+        cache = getattr(device.device, _CACHE_ATTRIBUTE, None)
         if cache is None:
             cache = PipelineCache(device)
-            _caches[device.device] = cache
+            setattr(device.device, _CACHE_ATTRIBUTE, cache)
         return cache
