@@ -66,3 +66,34 @@ def test_fence_signals_after_submitted_work(gpu):
     out = np.frombuffer(gpu.read_buffer(buffer), np.float32)
     assert (out[:4] == 0).all() and (out[4:] == data[4:]).all()
     buffer.destroy()
+
+
+_OPEN_AND_REPORT = """
+import os
+from oidn_gpu.backends.wgpu import device as dev
+d = dev.open_device()
+with dev._xdg_notice_silenced():
+    os.write(2, b"native-line\\n")
+print(d.capabilities.adapter.device)
+d.close()
+"""
+
+
+@pytest.mark.parametrize("xdg", ["unset", "usable"])
+def test_opening_a_device_prints_no_driver_notice(gpu, tmp_path, xdg):
+    """Without a usable XDG_RUNTIME_DIR (CI, headless shells) Mesa's notice is silenced while
+    the device opens; with one, nothing is silenced (a native write still shows)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    if xdg == "usable":
+        env["XDG_RUNTIME_DIR"] = str(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-c", _OPEN_AND_REPORT], env=env, capture_output=True, text=True,
+        timeout=120, check=True,
+    )
+    assert run.stdout.strip() == gpu.capabilities.adapter.device
+    assert "XDG_RUNTIME_DIR" not in run.stderr
+    assert ("native-line" in run.stderr) is (xdg == "usable")

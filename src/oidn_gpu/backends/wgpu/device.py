@@ -398,7 +398,8 @@ def _create_trusted_shader_module(device: Any, label: str, source: str) -> Any:
 
 
 def _request_adapter(power_preference: str) -> Any:
-    adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+    with _xdg_notice_silenced():
+        adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
     if adapter is None:
         raise UnsupportedDeviceError(
             "no WebGPU adapter found; install a Vulkan, Metal or D3D12 driver "
@@ -422,6 +423,23 @@ def _native_stderr_silenced() -> Iterator[None]:
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+def _xdg_runtime_dir_usable() -> bool:
+    path = os.environ.get("XDG_RUNTIME_DIR")
+    return bool(path) and os.path.isdir(path)
+
+
+@contextlib.contextmanager
+def _xdg_notice_silenced() -> Iterator[None]:
+    """Silence native stderr while a device opens, but only where Mesa would print its
+    "XDG_RUNTIME_DIR is invalid or not set" notice (a headless or CI shell): that notice
+    reads as an error and is harmless to compute work. Elsewhere nothing is silenced."""
+    if _xdg_runtime_dir_usable():
+        yield
+    else:
+        with _native_stderr_silenced():
+            yield
 
 
 def enumerate_adapters() -> list[Any]:
@@ -485,9 +503,10 @@ def open_device(
     required_features = [f for f in wanted if f in available]
     adapter_limits = dict(adapter.limits)
     required_limits = {name: adapter_limits[name] for name in MAX_LIMITS if name in adapter_limits}
-    created = adapter.request_device_sync(
-        label="oidn-gpu",
-        required_features=required_features,
-        required_limits=required_limits,
-    )
+    with _xdg_notice_silenced():
+        created = adapter.request_device_sync(
+            label="oidn-gpu",
+            required_features=required_features,
+            required_limits=required_limits,
+        )
     return GpuDevice(created, adapter, owned=True)
