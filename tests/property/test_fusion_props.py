@@ -18,8 +18,6 @@ Tolerances:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,21 +27,10 @@ from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import size_alignment
 from oidn_gpu.graph.reference import run_graph
+from tests.models import Model, random_model
 from tests.property.graph_strategies import unet_graphs
 
 CHANNELS = st.integers(1, 11)
-
-
-@dataclass(frozen=True)
-class Weights:
-    weight: np.ndarray
-    bias: np.ndarray
-
-
-@dataclass(frozen=True)
-class Model:
-    graph: ir.Graph
-    convs: dict[str, Weights]
 
 
 @st.composite
@@ -59,19 +46,12 @@ def cases(draw: st.DrawFn) -> tuple[Model, np.ndarray]:
     )
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     dtype = draw(st.sampled_from([np.float16, np.float32]))
-    weights = {}
-    for conv in graph.convs():
-        scale = np.sqrt(2.0 / (9 * conv.in_channels))
-        shape = (conv.out_channels, conv.in_channels, 3, 3)
-        weights[conv.name] = Weights(
-            (rng.standard_normal(shape) * scale).astype(dtype),
-            (rng.standard_normal(conv.out_channels) * 0.1).astype(dtype),
-        )
+    model = random_model(graph, rng, dtype)
     align = size_alignment(graph)
     height = align * draw(st.integers(1, 3))
     width = align * draw(st.integers(1, 3))
     x = rng.standard_normal((graph.input_channels, height, width)).astype(np.float32)
-    return Model(graph, weights), x
+    return model, x
 
 
 def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:

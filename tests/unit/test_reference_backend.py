@@ -13,8 +13,6 @@ Tolerances:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 
@@ -24,18 +22,7 @@ from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
 from oidn_gpu.graph.reference import run_graph
 from oidn_gpu.model.unet import ValidatedModel, load_model
-
-
-@dataclass(frozen=True)
-class Weights:
-    weight: np.ndarray
-    bias: np.ndarray
-
-
-@dataclass(frozen=True)
-class Model:
-    graph: ir.Graph
-    convs: dict[str, Weights]
+from tests.models import Weights, random_model
 
 
 def tiny_unet(input_channels: int, c0: int, c1: int, c2: int, out: int = 3) -> ir.Graph:
@@ -54,18 +41,6 @@ def tiny_unet(input_channels: int, c0: int, c1: int, c2: int, out: int = 3) -> i
         ir.Conv("d0", "concat1", c1 + input_channels, out),
     )
     return ir.Graph("input", input_channels, nodes, "d0")
-
-
-def random_model(graph: ir.Graph, rng: np.random.Generator, dtype=np.float32) -> Model:
-    convs = {}
-    for conv in graph.convs():
-        shape = (conv.out_channels, conv.in_channels, 3, 3)
-        scale = np.sqrt(2.0 / (9 * conv.in_channels))
-        convs[conv.name] = Weights(
-            (rng.standard_normal(shape) * scale).astype(dtype),
-            (rng.standard_normal(conv.out_channels) * 0.1).astype(dtype),
-        )
-    return Model(graph, convs)
 
 
 def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:

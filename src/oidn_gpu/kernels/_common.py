@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from oidn_gpu.kernels.spec import (
     SHAPE_PARAMS,
@@ -12,6 +12,7 @@ from oidn_gpu.kernels.spec import (
     ParamsLayout,
     Precision,
     WeightLayout,
+    ceil_div,
 )
 
 _ACCESS = {
@@ -129,3 +130,13 @@ def conv_key(family: str, spec: ConvSpec, extra: str = "") -> str:
 
 def shape_params() -> ParamsLayout:
     return SHAPE_PARAMS
+
+
+def pixel_grid(wg_x: int, wg_y: int, z: int = 1) -> Callable[[int, int, int], tuple[int, int, int]]:
+    """The grid of a kernel with one invocation per output pixel in ``wg_x x wg_y``
+    workgroups, and ``z`` layers of them (output blocks, or 1)."""
+
+    def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
+        return (ceil_div(width, wg_x), ceil_div(height, wg_y), z)
+
+    return grid

@@ -96,9 +96,14 @@ def generate(
     options = options or GemmOptions()
     limits = limits or DeviceLimits()
     tile = resolve_tile(spec, options, limits)
-    problems = gemm.register_problems(
-        tile, spec.precision, options.address_mode, len(spec.sources)
-    ) + gemm.tile_problems(tile, spec.precision, limits, features=False)
+    problems = gemm.tile_problems(
+        tile,
+        spec.precision,
+        limits,
+        features=False,
+        address_mode=options.address_mode,
+        sources=len(spec.sources),
+    )
     if problems:
         raise UnsupportedDeviceError(
             f"implicit GEMM tile {tile.describe()} ({spec.precision.value}) cannot run: "
@@ -160,6 +165,14 @@ def generate(
     ]
     columns = [{"c": c, "col_offset": c * tile.workgroup_x} for c in range(cols)]
     # K tile in f16 partial groups of F16_GROUP_BLOCKS blocks; fp32 has one group per K tile
+    # (the accumulator targets of row r, one per column)
+    row_targets = [
+        [
+            {"c": c, "target": f"{target}{r}_{c}", "col_offset": c * tile.workgroup_x}
+            for c in range(cols)
+        ]
+        for r in range(rpt)
+    ]
     groups = []
     group_size = group if f16 else kt
     for g in range(kt // group_size):
@@ -171,14 +184,7 @@ def generate(
                     {
                         "r": r,
                         "steps": [{"tk": tk, "offset": r * kt + tk} for tk in tks],
-                        "cols": [
-                            {
-                                "c": c,
-                                "target": f"{target}{r}_{c}",
-                                "col_offset": c * tile.workgroup_x,
-                            }
-                            for c in range(cols)
-                        ],
+                        "cols": row_targets[r],
                     }
                     for r in range(rpt)
                 ],
@@ -186,18 +192,7 @@ def generate(
                     {
                         "tk": tk,
                         "rows": [
-                            {
-                                "r": r,
-                                "offset": r * kt + tk,
-                                "cols": [
-                                    {
-                                        "c": c,
-                                        "target": f"{target}{r}_{c}",
-                                        "col_offset": c * tile.workgroup_x,
-                                    }
-                                    for c in range(cols)
-                                ],
-                            }
+                            {"r": r, "offset": r * kt + tk, "cols": row_targets[r]}
                             for r in range(rpt)
                         ],
                     }

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels import _common
-from oidn_gpu.kernels.spec import SHAPE_PARAMS, ConvSpec, Kernel, Precision, WeightLayout, ceil_div
+from oidn_gpu.kernels.spec import SHAPE_PARAMS, ConvSpec, Kernel, Precision, WeightLayout
 from oidn_gpu.kernels.template import render
 
 WG = 8
@@ -68,11 +68,7 @@ def generate(spec: ConvSpec, cache_weights: bool = False, family: str = FAMILY) 
         cache_weights=cache_weights,
         **context,
     )
-    out_blocks = spec.out_blocks
-
-    def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
-        return (ceil_div(width, WG), ceil_div(height, WG), out_blocks)
-
+    grid = _common.pixel_grid(WG, WG, spec.out_blocks)
     return Kernel(
         family,
         key,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels import _common
-from oidn_gpu.kernels.spec import SHAPE_PARAMS, ConvSpec, Kernel, WeightLayout, ceil_div
+from oidn_gpu.kernels.spec import SHAPE_PARAMS, ConvSpec, Kernel, WeightLayout
 from oidn_gpu.kernels.template import render
 
 WG_X = 8
@@ -52,11 +52,7 @@ def generate(spec: ConvSpec) -> Kernel:
         bindings=decls,
         **context,
     )
-    out_blocks = spec.out_blocks
-
-    def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
-        return (ceil_div(width, WG_X), ceil_div(height, WG_Y), out_blocks)
-
+    grid = _common.pixel_grid(WG_X, WG_Y, spec.out_blocks)
     return Kernel(
         FAMILY,
         key,

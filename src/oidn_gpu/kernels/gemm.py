@@ -371,8 +371,11 @@ def tile_problems(
     limits: DeviceLimits,
     features: bool = True,
     address_mode: AddressMode | None = None,
+    sources: int = 2,
 ) -> list[str]:
-    problems = register_problems(tile, precision, address_mode) if address_mode else []
+    """Why ``tile`` cannot run with ``limits`` (the register budget too, given an
+    ``address_mode`` and the conv's number of ``sources``)."""
+    problems = register_problems(tile, precision, address_mode, sources) if address_mode else []
     if tile.workgroup_x > limits.max_workgroup_size_x:
         problems.append(f"workgroup x {tile.workgroup_x} > max {limits.max_workgroup_size_x}")
     if tile.workgroup_y > limits.max_workgroup_size_y:

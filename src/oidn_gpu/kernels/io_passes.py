@@ -59,12 +59,12 @@ from oidn_gpu.kernels.spec import (
     SHAPE_PARAMS,
     Binding,
     BindingKind,
+    ChannelsSpec,
     Kernel,
     ParamField,
     ParamsLayout,
     Precision,
     blocks,
-    ceil_div,
 )
 from oidn_gpu.kernels.template import render
 
@@ -85,18 +85,8 @@ class ImageRole(enum.Enum):
 
 
 @dataclass(frozen=True)
-class PackSpec:
+class PackSpec(ChannelsSpec):
     """Dense ``[H, W, channels]`` f32 <-> blocked tensor of ``precision``."""
-
-    channels: int
-    precision: Precision = Precision.FP32
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.channels, int) or self.channels < 1:
-            raise InvalidArgumentError(f"channels must be a positive int, got {self.channels!r}")
-
-    def describe(self) -> str:
-        return f"channels={self.channels} {self.precision.value}"
 
 
 @dataclass(frozen=True)
@@ -239,10 +229,6 @@ def _structs(params: ParamsLayout) -> str:
     return f"{params.wgsl()}\n\n{FRAME_PARAMS.wgsl()}"
 
 
-def _pixel_grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
-    return (ceil_div(width, WG_X), ceil_div(height, WG_Y), 1)
-
-
 def _pixel_kernel(
     name: str,
     key: str,
@@ -260,7 +246,7 @@ def _pixel_kernel(
         "main",
         (WG_X, WG_Y, 1),
         bindings,
-        _pixel_grid,
+        _common.pixel_grid(WG_X, WG_Y),
         trusted=True,
         features=enables,
         params=params,

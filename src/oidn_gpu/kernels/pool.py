@@ -68,9 +68,7 @@ def generate(
             return (x, ceil_div(height, WG_Y), ceil_div(gx, x))
 
     else:
-
-        def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
-            return (ceil_div(width, WG_X), ceil_div(height, WG_Y), nb)
+        grid = _common.pixel_grid(WG_X, WG_Y, nb)
 
     return Kernel(
         FAMILY,

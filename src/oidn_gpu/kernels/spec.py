@@ -299,8 +299,8 @@ class ConvSpec:
 
 
 @dataclass(frozen=True)
-class PoolSpec:
-    """A stand-alone 2x2 / stride 2 max pool of a ``channels``-channel tensor."""
+class ChannelsSpec:
+    """The spec of a kernel that only needs a channel count and a tensor precision."""
 
     channels: int
     precision: Precision = Precision.FP32
@@ -311,6 +311,11 @@ class PoolSpec:
 
     def describe(self) -> str:
         return f"channels={self.channels} {self.precision.value}"
+
+
+@dataclass(frozen=True)
+class PoolSpec(ChannelsSpec):
+    """A stand-alone 2x2 / stride 2 max pool of a ``channels``-channel tensor."""
 
 
 @dataclass(frozen=True)

@@ -317,7 +317,7 @@ class WgpuExecutor(ExecutorBase):
         (`info().fallbacks` keeps the reasons)."""
         if self.kernel_setting == "auto" and gemm is None:
             return
-        replaced = [f"{n.name}: {n.fallback_reason}" for n in self._nodes if n.fallback_reason]
+        replaced = [f"{name}: {reason}" for name, reason in self._fallbacks().items()]
         if replaced:
             warnings.warn(
                 f"kernel={self.kernel_setting!r} with the requested GEMM options does not run on "
@@ -325,6 +325,10 @@ class WgpuExecutor(ExecutorBase):
                 RuntimeWarning,
                 stacklevel=3,
             )
+
+    def _fallbacks(self) -> dict[str, str]:
+        """Layer -> why its kernel is not the one asked for (see `WgpuExecutorInfo`)."""
+        return {n.name: n.fallback_reason for n in self._nodes if n.fallback_reason}
 
     def _upload_weights(self) -> None:
         convs = self._model.convs
@@ -398,9 +402,7 @@ class WgpuExecutor(ExecutorBase):
             features=tuple(sorted(caps.features)),
             shape_cache_size=self.shape_cache_size,
             model=getattr(self._model, "name", None),
-            fallbacks=MappingProxyType(
-                {n.name: n.fallback_reason for n in self._nodes if n.fallback_reason}
-            ),
+            fallbacks=MappingProxyType(self._fallbacks()),
         )
 
     def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:
