@@ -1,7 +1,9 @@
 """What this installation has: versions, optional dependencies, backends and adapters.
 
-Used by ``oidn-gpu info``. Every probe is defensive: a missing or broken optional
-part is reported as such, never raised, so ``info`` works on any machine.
+Used by ``oidn-gpu info``. Backends come from the registry (`backends.base`):
+each one's probe and the devices it describes. Every probe is defensive: a
+missing or broken optional part is reported as such, never raised, so ``info``
+works on any machine.
 """
 
 from __future__ import annotations
@@ -10,7 +12,11 @@ import importlib
 import platform
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+
+from oidn_gpu import __version__
+from oidn_gpu.backends.base import AUTO, backend_names, get_backend, probe, resolve_backend
+from oidn_gpu.fetch import LARGE_WEIGHTS
+from oidn_gpu.model.weights import user_weights_dir
 
 OPTIONAL_MODULES = (
     ("numpy", "numpy"),
@@ -23,14 +29,13 @@ OPTIONAL_MODULES = (
 
 
 @dataclass(frozen=True)
-class AdapterDescription:
-    """One WebGPU adapter as wgpu reports it."""
+class BackendReport:
+    """One registered backend: whether it runs here, and what it sees."""
 
-    device: str
-    adapter_type: str
-    backend_type: str
-    vendor: str
-    features: tuple[str, ...] = ()
+    name: str
+    available: bool
+    note: str
+    details: tuple[str, ...] = ()
 
 
 @dataclass
@@ -41,9 +46,7 @@ class SystemInfo:
     python: str
     platform: str
     modules: list[tuple[str, str | None]] = field(default_factory=list)  # (name, version|None)
-    adapters: list[AdapterDescription] = field(default_factory=list)
-    adapter_error: str | None = None
-    backends: list[tuple[str, bool, str]] = field(default_factory=list)  # (name, ok, note)
+    backends: list[BackendReport] = field(default_factory=list)
     auto_backend: str | None = None
     auto_note: str = ""
     weights_dir: str = ""
@@ -58,77 +61,37 @@ def _module_version(module: str) -> str | None:
     return str(getattr(mod, "__version__", None) or getattr(mod, "VERSION", "") or "installed")
 
 
-def _adapters() -> tuple[list[AdapterDescription], str | None]:
-    try:
-        pass
-    except Exception as err:
-        return [], f"wgpu not importable ({err})"
-    try:
-        from oidn_gpu.backends.wgpu.device import enumerate_adapters
-
-        adapters = enumerate_adapters()
-    except Exception as err:
-        return [], f"enumerating adapters failed ({err})"
-    found = []
-    for adapter in adapters:
-        info: dict[str, Any] = dict(getattr(adapter, "info", {}) or {})
-        try:
-            features = tuple(sorted(str(f) for f in adapter.features))
-        except Exception:
-            features = ()
-        found.append(
-            AdapterDescription(
-                device=str(info.get("device", "") or "?"),
-                adapter_type=str(info.get("adapter_type", "") or "?"),
-                backend_type=str(info.get("backend_type", "") or "?"),
-                vendor=str(info.get("vendor", "") or ""),
-                features=features,
-            )
-        )
-    return found, None
-
-
 def _auto_backend() -> tuple[str | None, str]:
     """Which backend 'auto' resolves to (``backends.resolve_backend``), without denoising."""
-    from oidn_gpu.backends import resolve_backend
-
     try:
-        return resolve_backend("auto"), ""
+        return resolve_backend(AUTO), ""
     except Exception as err:  # a broken driver must not break `info`
         return None, f"resolve_backend('auto') failed: {err}"
 
 
-def _try_import(module: str) -> Any:
+def _backend_report(name: str, *, probe_devices: bool) -> BackendReport:
     try:
-        return importlib.import_module(module)
-    except Exception:
-        return None
+        backend = get_backend(name)
+        availability = probe(name)
+        details = backend.describe() if probe_devices else ()
+    except Exception as err:  # a broken optional package must not break `info`
+        return BackendReport(name, False, f"failed to load ({type(err).__name__}: {err})")
+    return BackendReport(name, availability.available, availability.note, tuple(details))
 
 
 def collect(*, probe_auto: bool = True) -> SystemInfo:
-    """Gather the report. ``probe_auto`` creates a Denoiser to see what 'auto' picks."""
-    import oidn_gpu
-
+    """Gather the report: every registered backend's probe (and, with ``probe_auto``,
+    the devices it sees and what 'auto' picks)."""
     report = SystemInfo(
-        version=oidn_gpu.__version__,
+        version=__version__,
         python=sys.version.split()[0],
         platform=platform.platform(),
     )
     report.modules = [(name, _module_version(module)) for name, module in OPTIONAL_MODULES]
-    report.adapters, report.adapter_error = _adapters()
-    report.backends.append(("reference", True, "NumPy, always available"))
-    wgpu_ok = bool(report.adapters) and _try_import("oidn_gpu.backends.wgpu") is not None
-    if report.adapters:
-        note = f"{len(report.adapters)} adapter(s)"
-    else:
-        note = report.adapter_error or "no adapter found"
-    report.backends.append(("wgpu", wgpu_ok, note))
+    report.backends = [_backend_report(name, probe_devices=probe_auto) for name in backend_names()]
     if probe_auto:
         report.auto_backend, report.auto_note = _auto_backend()
     try:
-        from oidn_gpu.fetch import LARGE_WEIGHTS
-        from oidn_gpu.model.weights import user_weights_dir
-
         folder = user_weights_dir()
         report.weights_dir = str(folder)
         report.large_weights = [(n, (folder / f"{n}.tza").is_file()) for n in LARGE_WEIGHTS]
@@ -147,18 +110,10 @@ def format_report(report: SystemInfo) -> str:
     for name, version in report.modules:
         lines.append(f"  {name:<12} {version or 'not installed'}")
     lines.append("backends:")
-    for name, ok, note in report.backends:
-        lines.append(f"  {name:<12} {'available' if ok else 'unavailable'} ({note})")
-    if report.adapters:
-        lines.append("adapters:")
-        for a in report.adapters:
-            extra = ", ".join(
-                f for f in a.features if f in ("shader-f16", "subgroup", "timestamp-query")
-            )
-            lines.append(
-                f"  {a.device} ({a.backend_type}, {a.adapter_type})"
-                + (f" features: {extra}" if extra else "")
-            )
+    for backend in report.backends:
+        state = "available" if backend.available else "unavailable"
+        lines.append(f"  {backend.name:<12} {state} ({backend.note})")
+        lines.extend(f"    {line}" for line in backend.details)
     if report.auto_backend is not None:
         device = f" on {report.auto_note}" if report.auto_note else ""
         lines.append(f"auto backend: {report.auto_backend}{device}")

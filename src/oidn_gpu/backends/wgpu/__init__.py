@@ -1,7 +1,8 @@
 """WebGPU backend (wgpu-py over wgpu-native): device, pipeline cache, executor, denoise pipeline.
 
-Importing this package needs wgpu; it raises `MissingDependencyError` naming
-the ``wgpu`` extra otherwise. Nothing outside ``backends/wgpu`` imports wgpu.
+Its modules need wgpu (a missing one raises `MissingDependencyError` naming the
+``wgpu`` extra), except `backend`, the registry entry, which imports wgpu only
+to probe or run. Nothing outside ``backends/wgpu`` imports wgpu.
 
 Public names (imported lazily, so ``import oidn_gpu.backends.wgpu.device`` stays cheap):
 
@@ -17,8 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from oidn_gpu.errors import require
-
-require("wgpu", "wgpu")
 
 _EXPORTS = {
     "open_device": "device",
@@ -47,5 +46,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'oidn_gpu.backends.wgpu' has no attribute {name!r}")
     import importlib
+
+    require("wgpu", "wgpu")
 
     return getattr(importlib.import_module(f"oidn_gpu.backends.wgpu.{module}"), name)

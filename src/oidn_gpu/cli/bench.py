@@ -1,7 +1,12 @@
-"""`oidn-gpu bench --backend reference`: time the NumPy reference backend on the CPU.
+"""``oidn-gpu bench``: the benchmarks' command line, and the reference benchmark.
 
-Two numbers per size, each the median (and p95) of ``runs`` wall-clock runs
-after ``warmup`` runs: the network alone (`ReferenceExecutor.run` on the padded
+``oidn-gpu bench [--backend wgpu]`` parses the flags of the wgpu benchmark and
+runs `oidn_gpu.backends.wgpu.bench.run_bench` (GPU timestamps, per-layer times,
+end to end); ``--backend reference`` runs `run_reference_bench` below.
+
+The reference benchmark times the NumPy reference backend on the CPU. Two
+numbers per size, each the median (and p95) of ``runs`` wall-clock runs after
+``warmup`` runs: the network alone (`ReferenceExecutor.run` on the padded
 network input) and the whole denoise (`Denoiser.denoise` on a random HDR
 color+albedo+normal image: autoexposure, input processing, tiling, network,
 output processing). The process's peak RSS is reported too. With ``--oidn``
@@ -19,13 +24,22 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
-from oidn_gpu.backends.sizes import parse_size
-from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.backends.base import AUTO, backend_names
+from oidn_gpu.backends.plan import model_alignment
+from oidn_gpu.backends.reference import ReferenceExecutor
+from oidn_gpu.cli.sizes import parse_size
+from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
+from oidn_gpu.filter import Denoiser
+from oidn_gpu.model import weights as builtin
 
-ALIGNMENT = 16
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+# The backend `oidn-gpu bench` measures when none is named.
+DEFAULT_BENCH_BACKEND = "wgpu"
 
 
 @dataclass(frozen=True)
@@ -83,10 +97,6 @@ def run_reference_bench(
     oidn: bool = False,
 ) -> ReferenceBench:
     """Benchmark the reference backend; see the module docstring."""
-    from oidn_gpu.backends.reference import ReferenceExecutor
-    from oidn_gpu.filter import Denoiser
-    from oidn_gpu.model import weights as builtin
-
     if runs < 1 or warmup < 0:
         raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
     height, width = parse_size(size)
@@ -100,7 +110,8 @@ def run_reference_bench(
     color = (rng.random((height, width, 3), np.float32) * 4).astype(np.float32)
     albedo = rng.random((height, width, 3), np.float32)
     normal = rng.random((height, width, 3), np.float32) * 2 - 1
-    net_h, net_w = -(-height // ALIGNMENT) * ALIGNMENT, -(-width // ALIGNMENT) * ALIGNMENT
+    alignment = model_alignment(model)
+    net_h, net_w = -(-height // alignment) * alignment, -(-width // alignment) * alignment
     x = rng.random((9, net_h, net_w), np.float32)
     with ReferenceExecutor(model) as executor:
         network = _times(lambda: executor.run(x), runs, warmup)
@@ -131,8 +142,6 @@ def _time_oidn(
     warmup: int,
 ) -> list[float]:
     """Intel OIDN's CPU device on the same images, weights chosen by OIDN (same file)."""
-    from oidn_gpu.errors import require
-
     pyoidn = require("pyoidn", "dev")
     device = pyoidn.Device(pyoidn.OIDN_DEVICE_TYPE_CPU)
     device.commit()
@@ -151,7 +160,8 @@ def _time_oidn(
     return times
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def reference_main(argv: Sequence[str] | None = None) -> int:
+    """``oidn-gpu bench --backend reference ...``."""
     parser = argparse.ArgumentParser(prog="oidn-gpu bench --backend reference",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
@@ -173,3 +183,95 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.json_path, "w", encoding="utf-8") as fh:
             json.dump(asdict(result), fh, indent=2)
     return 0
+
+
+def wgpu_main(argv: Sequence[str] | None = None) -> int:
+    """``oidn-gpu bench [--backend wgpu] ...``: flags of `backends.wgpu.bench.run_bench`."""
+    parser = argparse.ArgumentParser(
+        prog="oidn-gpu bench [--backend wgpu]", description="Benchmark the wgpu executor."
+    )
+    parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
+    parser.add_argument(
+        "--weights", default="rt_hdr_alb_nrm", help="a .tza path or built-in name"
+    )
+    parser.add_argument("--precision", default="auto", choices=("auto", "fp16", "fp32"))
+    parser.add_argument("--kernel", default="auto")
+    parser.add_argument(
+        "--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'"
+    )
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--top", type=int, default=8)
+    parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
+    parser.add_argument(
+        "--no-end-to-end",
+        dest="end_to_end",
+        action="store_false",
+        help="time the network only (skip the GpuDenoiser end-to-end runs)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        # The benchmark engine needs wgpu: imported only when asked for.
+        from oidn_gpu.backends.wgpu import bench
+    except ImportError as err:
+        print(
+            f"error: the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' "
+            f"({err})",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    try:
+        gemm = json.loads(args.gemm) if args.gemm else None
+        result = bench.run_bench(
+            size=parse_size(args.size),
+            weights=args.weights,
+            precision=args.precision,
+            kernel=args.kernel,
+            gemm=gemm,
+            runs=args.runs,
+            warmup=args.warmup,
+            top=args.top,
+            end_to_end=args.end_to_end,
+        )
+    except (OIDNGPUError, json.JSONDecodeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(err, (InvalidArgumentError, json.JSONDecodeError)) else 1
+    print(result.table())
+    if args.json_path:
+        Path(args.json_path).write_text(result.to_json() + "\n", encoding="utf-8")
+    return 0
+
+
+# Backend name -> its benchmark's command line; a backend without one is reported as such.
+BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
+    "reference": reference_main,
+    "wgpu": wgpu_main,
+}
+
+
+def main(argv: Sequence[str]) -> int:
+    """``oidn-gpu bench [--backend NAME] ...``: the named backend's benchmark (default wgpu)."""
+    rest = list(argv)
+    backend = DEFAULT_BENCH_BACKEND
+    for index, arg in enumerate(rest):
+        if arg == "--backend" and index + 1 < len(rest):
+            backend = rest[index + 1]
+            del rest[index : index + 2]
+            break
+        if arg.startswith("--backend="):
+            backend = arg.split("=", 1)[1]
+            del rest[index]
+            break
+    if backend == AUTO:
+        backend = DEFAULT_BENCH_BACKEND
+    run = BENCHMARKS.get(backend)
+    if run is None:
+        known = [n for n in backend_names() if n in BENCHMARKS]
+        reason = "it has no benchmark" if backend in backend_names() else "not a backend"
+        print(
+            f"error: unknown bench backend '{backend}' ({reason}); expected "
+            + " or ".join(f"'{n}'" for n in known),
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return int(run(rest) or 0)
