@@ -463,8 +463,8 @@ def _aux_path(spec: str, src: Path, many: bool) -> Path:
 
 def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[Any]:
     """Build the `FrameJob` list and check outputs and aux files before any work."""
+    from oidn_gpu.cli.sequence import AuxSource, FrameJob
     from oidn_gpu.image.io import output_format_name
-    from oidn_gpu.sequence import AuxSource, FrameJob
 
     jobs = []
     for src in files:
@@ -643,7 +643,7 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         return _list_layers(files, args)
     jobs = plan_jobs(args, files, many)
 
-    from oidn_gpu.sequence import InputOptions, run_sequence
+    from oidn_gpu.cli.sequence import InputOptions, run_sequence
 
     options = InputOptions(
         color_layer=args.color_layer,
@@ -751,7 +751,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     """``oidn-gpu info``."""
-    from oidn_gpu.sysinfo import collect, format_report
+    from oidn_gpu.cli.info import collect, format_report
 
     print(format_report(collect(probe_auto=not args.no_probe)))
     return EXIT_OK
