@@ -354,10 +354,14 @@ def check_outputs(
     clash = find_input_overwritten(outputs, inputs)
     if clash is not None:
         output, source = clash
-        same = "" if str(output) == str(source) else f" (the same file as '{source}')"
+        what = (
+            "is also an input"
+            if str(output) == str(source)
+            else f"is the same file as the input '{source}'"
+        )
         raise OutputRefusedError(
-            f"output '{output}' is the input '{source}'{same}; inputs are never replaced, "
-            "even with --overwrite: choose another output"
+            f"output '{output}' {what}; inputs are never replaced, even with --overwrite: "
+            "choose another output"
         )
     checked: set[Path] = set()
     for target in outputs:
