@@ -26,7 +26,6 @@ import hashlib
 import math
 import os
 import re
-import shutil
 import sys
 import traceback
 from collections.abc import Sequence
@@ -35,7 +34,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
-from oidn_gpu.files import OutputFileError, check_outputs, install_signal_cleanup
+from oidn_gpu.files import (
+    OutputFileError,
+    check_outputs,
+    install_signal_cleanup,
+    write_bytes_atomic,
+)
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.record import cli as record_cli
 
@@ -789,8 +793,7 @@ def cmd_example(args: argparse.Namespace) -> int:
     """``oidn-gpu example``: print (or copy) the bundled example render."""
     path = example_path()
     if args.copy is not None:
-        args.copy.mkdir(parents=True, exist_ok=True)
-        path = Path(shutil.copyfile(path, args.copy / EXAMPLE_NAME))
+        path = write_bytes_atomic(args.copy / EXAMPLE_NAME, path.read_bytes())
     print(path)
     return EXIT_OK
 
