@@ -174,13 +174,15 @@ def check_output_folder(destination: str | os.PathLike[str]) -> None:
     folder = destination.parent
     problem = _describe_folder_problem(folder)
     if problem is None and folder.is_dir():
-        try:
-            fd, name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=folder)
-        except OSError as err:
-            problem = f"folder '{folder}' is not writable ({(err.strerror or str(err)).lower()})"
-        else:
-            os.close(fd)
-            _unlink_quietly(Path(name))
+        with _signals_blocked():  # the probe is never left behind
+            try:
+                fd, name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=folder)
+            except OSError as err:
+                reason = (err.strerror or str(err)).lower()
+                problem = f"folder '{folder}' is not writable ({reason})"
+            else:
+                os.close(fd)
+                _unlink_quietly(Path(name))
     if problem is not None:
         raise OutputFileError(f"cannot write '{destination}': {problem}")
 
