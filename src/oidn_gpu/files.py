@@ -7,8 +7,9 @@ recorded programs) goes through `atomic_write`:
   (``O_CREAT | O_EXCL``, mode 0600, so a planted file or symbolic link is never
   followed), named ``.oidn-gpu-tmp-PID-RANDOM-NAME`` (the destination's name last,
   so its extension is kept for writers that choose the format by extension);
-* the data is written and flushed to disk (``fsync``), the file gets the mode a
-  new file would get (umask), and `os.replace` renames it over the destination;
+* the data is written and flushed to disk (``fsync``), the file gets the mode of
+  the file it replaces (or the one a new file would get, from the umask), and
+  `os.replace` renames it over the destination;
 * on any exception, KeyboardInterrupt included, the temporary file is removed and
   the destination is untouched.
 
@@ -25,6 +26,7 @@ import contextlib
 import os
 import re
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -103,7 +105,7 @@ def remove_live_temporaries() -> None:
 
 
 def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
+    if pid == os.getpid() or os.name == "nt":  # Windows' os.kill cannot probe: assume alive
         return True
     try:
         os.kill(pid, 0)
@@ -222,6 +224,15 @@ def _sync_folder(folder: Path) -> None:
             os.close(fd)
 
 
+def _replacement_mode(destination: Path) -> int:
+    """The mode of the file being replaced, else the mode a new file gets (umask)."""
+    try:
+        info = destination.lstat()
+    except OSError:
+        return _NEW_FILE_MODE
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else _NEW_FILE_MODE
+
+
 @contextlib.contextmanager
 def atomic_write(destination: str | os.PathLike[str]) -> Iterator[TemporaryFile]:
     """Write ``destination`` through a temporary file that replaces it when complete.
@@ -260,7 +271,7 @@ def atomic_write(destination: str | os.PathLike[str]) -> Iterator[TemporaryFile]
         with os.fdopen(fd, "wb") as file:
             yield TemporaryFile(tmp, file)
         _sync(tmp)
-        os.chmod(tmp, _NEW_FILE_MODE)
+        os.chmod(tmp, _replacement_mode(destination))
         with _signals_blocked():
             os.replace(tmp, destination)
             with _live_lock:

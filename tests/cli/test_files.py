@@ -39,6 +39,9 @@ def test_write_replaces_the_destination_with_the_new_mode_and_no_temporary(tmp_p
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
+    target.chmod(0o640)
+    files.write_bytes_atomic(target, b"three")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640  # a replaced file keeps its mode
     assert leftovers(tmp_path) == []
 
 
