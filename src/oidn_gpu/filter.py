@@ -447,6 +447,7 @@ class Denoiser:
         elif hdr:
             assert images.color is not None
             scale = autoexposure.autoexposure(images.color)
+            process.warn_if_autoexposure_blackens(images.color, scale)
         else:
             scale = 1.0
         return process.Mode(transfer=tf, hdr=hdr, snorm=snorm, input_scale=scale)

@@ -51,6 +51,7 @@ import numpy as np
 from oidn_gpu.backends.sizes import parse_size
 from oidn_gpu.backends.wgpu.device import GpuDevice
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.files import write_bytes_atomic
 
 DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
 ALIGNMENT = 16
@@ -563,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2 if isinstance(err, (InvalidArgumentError, json.JSONDecodeError)) else 1
     print(result.table())
     if args.json_path:
-        Path(args.json_path).write_text(result.to_json() + "\n", encoding="utf-8")
+        write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
     return 0
 
 
