@@ -46,6 +46,7 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise, plan_mode
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.image import process
 from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.model import unet, weights
 from oidn_gpu.model.unet import ValidatedModel
@@ -524,7 +525,9 @@ class Denoiser:
         if self.options.input_scale is not None:
             return self.options.input_scale
         if plan_mode(self.options.denoise_options(images)).hdr and images.color is not None:
-            return autoexposure(images.color)
+            scale = autoexposure(images.color)
+            process.warn_if_autoexposure_blackens(images.color, scale)
+            return scale
         return 1.0
 
     def _run(

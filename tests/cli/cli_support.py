@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from oidn_gpu.files import TEMP_PREFIX
 from oidn_gpu.image import io
 from tests import compare, oracle
 
@@ -71,7 +72,7 @@ def oidn(*args: object, **kwargs: object) -> np.ndarray:
 
 def leftovers(folder: Path) -> list[str]:
     """Temporary files our atomic writer would leave behind if it were broken."""
-    return sorted(p.name for p in folder.rglob("*") if ".tmp-" in p.name or ".part-" in p.name)
+    return sorted(p.name for p in folder.rglob("*") if p.name.startswith(TEMP_PREFIX))
 
 
 def pythonpath_env() -> dict[str, str]:

@@ -346,3 +346,27 @@ def test_example_main_job_command(cli, tmp_path: Path) -> None:
     assert io.read_image(out).pixels.shape == (256, 256, 3)
     assert io.read_image(preview).pixels.shape == (256, 2 * 256 + 4, 3)
     assert os.path.getsize(preview) > 10_000
+
+
+def test_infinite_pixels_that_blacken_a_frame_are_warned_about(cli, scene, tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    good = scene(32)["color_4spp"]
+    bad = good.copy()
+    bad[3, 4, 1] = np.inf
+    bad[7, 7, :] = np.inf
+    write_exr(frames / "f1.exr", good)
+    write_exr(frames / "f2.exr", bad)
+    result = cli("denoise", frames, "-o", tmp_path / "out")
+    assert result.rc == 0, result.err
+    warned = [line for line in result.err.splitlines() if line.startswith("warning:")]
+    assert warned == [
+        f"warning: {frames / 'f2.exr'}: autoexposure is 0 because 2 pixels of the color are "
+        "not finite (Inf or NaN): the output is black; set input_scale (--input-scale on the "
+        "command line) or replace those pixels"
+    ]
+    black = io.read_image(tmp_path / "out" / "f2.exr").pixels
+    expected = oidn(bad, hdr=True)  # OIDN gives the same black image
+    assert not expected.any()
+    np.testing.assert_array_equal(black, expected)
+    _assert_parity(tmp_path / "out" / "f1.exr", oidn(good, hdr=True))

@@ -77,6 +77,73 @@ def test_existing_output_needs_overwrite_or_skip(cli, image: Path, tmp_path: Pat
     assert out.read_bytes() == before
 
 
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "case", ["same-file", "same-folder", "albedo", "hard-link", "symlink", "side-by-side"]
+)
+def test_overwrite_never_replaces_an_input(cli, tmp_path: Path, case: str) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    color = write_exr(frames / "f1.exr", np.full((16, 16, 3), 0.5, np.float32))
+    albedo = write_exr(tmp_path / "albedo.exr", np.full((16, 16, 3), 0.25, np.float32))
+    args: list[object] = [color, "-o", tmp_path / "out.exr"]
+    if case == "same-file":
+        args = [color, "-o", color]
+    elif case == "same-folder":
+        write_exr(frames / "f2.exr", np.full((16, 16, 3), 0.5, np.float32))
+        args = [frames, "-o", frames]
+    elif case == "albedo":
+        args = [color, "--albedo", albedo, "-o", albedo]
+    elif case == "hard-link":
+        (tmp_path / "link.exr").hardlink_to(color)
+        args = [color, "-o", tmp_path / "link.exr"]
+    elif case == "symlink":
+        (tmp_path / "link.exr").symlink_to(color)
+        args = [color, "-o", tmp_path / "link.exr"]
+    elif case == "side-by-side":
+        args = [color, "-o", tmp_path / "out.exr", "--side-by-side", color]
+    before = _snapshot(tmp_path)
+    result = cli("denoise", *args, "--overwrite")
+    _usage_error(result, "inputs are never replaced, even with --overwrite")
+    source = albedo if case == "albedo" else color
+    if case in ("hard-link", "symlink"):
+        assert f"is the same file as the input '{source}'" in result.err
+    else:
+        assert "is also an input" in result.err and f"'{source}'" in result.err
+    assert _snapshot(tmp_path) == before
+
+
+def test_output_folder_problems_are_found_before_the_first_frame(cli, tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in (1, 2):
+        write_exr(frames / f"f{i}.exr", np.full((16, 16, 3), 0.5, np.float32))
+    (tmp_path / "plain").write_bytes(b"a file")
+    result = cli("denoise", frames, "-o", tmp_path / "plain" / "out")
+    _usage_error(result, f"'{tmp_path / 'plain'}' is a file, not a folder")
+    assert "exists" not in result.err and "denoised" not in result.err
+    if Path("/proc/self").is_dir():  # /proc refuses new files for every user, root included
+        result = cli("denoise", frames, "-o", "/proc/{stem}.exr")
+        _usage_error(result, "folder '/proc' is not writable")
+        assert "denoised" not in result.err
+
+
+def test_corrupt_weights_are_one_error_before_the_first_frame(cli, tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in (1, 2, 3):
+        write_exr(frames / f"f{i}.exr", np.full((16, 16, 3), 0.5, np.float32))
+    bad = tmp_path / "bad.tza"
+    bad.write_bytes(b"not a tza file at all")
+    result = cli("denoise", frames, "-o", tmp_path / "out", "--weights", bad)
+    _usage_error(result, f"weights file '{bad}' cannot be used: ")
+    assert result.err.count("error:") == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_unwritable_extension_and_missing_aux(cli, image: Path, tmp_path: Path) -> None:
     _usage_error(cli("denoise", image, "-o", tmp_path / "out.xyz"), "cannot write '.xyz' files")
     _usage_error(

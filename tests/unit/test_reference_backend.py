@@ -160,7 +160,7 @@ def test_executor_implements_the_protocol(base_model: ValidatedModel) -> None:
     ("x", "message"),
     [
         (np.zeros((3, 16, 16), np.float32), r"shape \(3, 16, 16\); expected \(9, H, W\)"),
-        (np.zeros((9, 16, 24), np.float32), "16x24 must be a positive multiple of 16"),
+        (np.zeros((9, 16, 24), np.float32), "24x16 must be a positive multiple of 16"),  # W x H
         (np.zeros((9, 16, 16), np.int32), "dtype int32"),
         (np.zeros((16, 16), np.float32), r"shape \(16, 16\)"),
     ],

@@ -16,35 +16,45 @@ The ``--backend`` choices and the per-backend execution flags (``--precision``,
 backend's ``Options`` says which of its options are flags, their choices and help.
 
 Exit codes: 0 all done, 1 failure (some frames failed, a download failed, ...),
-2 bad usage (unknown flag, bad value, missing input), 130 interrupted (Ctrl-C; no
-partial outputs are left). Errors print ``error: <message>`` on stderr; a traceback
+2 bad usage (unknown flag, bad value, missing input, an output that cannot be
+written or that is an input), 130 interrupted (Ctrl-C or SIGTERM; no partial
+outputs or temporary files are left). Errors print ``error: <message>`` on stderr; a traceback
 only with ``--verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import glob
 import hashlib
 import math
 import os
 import re
-import shutil
-import signal
 import sys
-import threading
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
-from oidn_gpu.backends.base import AUTO, backend_names, get_backend, make_options
+from oidn_gpu.backends.base import (
+    AUTO,
+    backend_names,
+    get_backend,
+    make_options,
+    resolve_backend,
+)
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import record as record_cli
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.files import (
+    OutputFileError,
+    check_outputs,
+    install_signal_cleanup,
+    write_bytes_atomic,
+)
+from oidn_gpu.model.unet import load_model
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -212,7 +222,18 @@ def build_parser() -> argparse.ArgumentParser:
         "or the official oidn-weights repository)",
     )
     fetch.add_argument("--force", action="store_true", help="download even if present")
-    fetch.add_argument("--timeout", type=_finite_float, default=30.0, help="seconds (default 30)")
+    fetch.add_argument(
+        "--timeout",
+        type=_finite_float,
+        default=30.0,
+        help="seconds to connect and for each read (default 30)",
+    )
+    fetch.add_argument(
+        "--deadline",
+        type=_finite_float,
+        metavar="SECONDS",
+        help="most seconds for each whole file (default 20 x --timeout, so 600)",
+    )
     fetch.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     fetch.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
 
@@ -501,6 +522,14 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
             output_format_name(target)
         except InvalidArgumentError as err:
             raise UsageError(str(err)) from None
+    inputs = [job.color for job in jobs] + [
+        aux.path for job in jobs for aux in (job.albedo, job.normal) if aux is not None
+    ]
+    targets = [t for job in jobs for t in (job.output, job.side_by_side) if t is not None]
+    try:
+        check_outputs(targets, inputs)
+    except OutputFileError as err:
+        raise UsageError(str(err)) from None
     if not (args.overwrite or args.skip_existing):
         for job in jobs:
             for target in (job.output, job.side_by_side):
@@ -535,18 +564,26 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             )
     if args.weights and not Path(args.weights).is_file():
         raise UsageError(f"weights file '{args.weights}' does not exist")
+    if args.weights:
+        try:
+            load_model(args.weights)
+        except (OIDNGPUError, OSError) as err:
+            raise UsageError(f"weights file '{args.weights}' cannot be used: {err}") from None
     if args.weights_dir and not Path(args.weights_dir).is_dir():
         raise UsageError(f"weights folder '{args.weights_dir}' does not exist")
     if not args.list_layers and not args.output:
         raise UsageError("no output given; pass -o OUTPUT (a file, or a directory for sequences)")
     options = backend_options(args)
-    if args.backend != AUTO and options:
+    if options:
+        # Checked against the backend that will run, also when 'auto' picks it.
+        backend = resolve_backend(args.backend)
         try:
-            make_options(args.backend, **options)
+            make_options(backend, **options)
         except InvalidArgumentError as err:
             flags = ", ".join(f"--{name.replace('_', '-')}" for name in options)
+            chosen = f", which chose the {backend} backend" if args.backend == AUTO else ""
             raise UsageError(
-                f"{flags} cannot be used with --backend {args.backend} ({err})"
+                f"{flags} cannot be used with --backend {args.backend}{chosen} ({err})"
             ) from None
 
 
@@ -616,23 +653,6 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
     return status
 
 
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while frames are written, so temporary files are removed."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
     from oidn_gpu import __version__
@@ -652,18 +672,17 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         auto_aux=not args.no_aux,
         mode=args.mode,
     )
-    with _terminate_as_interrupt():
-        summary = run_sequence(
-            jobs,
-            denoiser_kwargs(args),
-            options,
-            lightmap=args.lightmap,
-            skip_existing=args.skip_existing,
-            show_progress=False if args.no_progress else None,
-            verbose=args.verbose,
-            quiet=args.quiet,
-            software=f"oidn-gpu {__version__}",
-        )
+    summary = run_sequence(
+        jobs,
+        denoiser_kwargs(args),
+        options,
+        lightmap=args.lightmap,
+        skip_existing=args.skip_existing,
+        show_progress=False if args.no_progress else None,
+        verbose=args.verbose,
+        quiet=args.quiet,
+        software=f"oidn-gpu {__version__}",
+    )
     if not args.quiet:
         print(summary.line(len(jobs)), file=sys.stderr)
         if len(jobs) == 1 and summary.count("done"):
@@ -790,6 +809,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
             url=args.url,
             force=args.force,
             timeout_s=args.timeout,
+            deadline_s=args.deadline,
             progress_factory=progress_factory,
         )
     finally:
@@ -811,8 +831,7 @@ def cmd_example(args: argparse.Namespace) -> int:
     """``oidn-gpu example``: print (or copy) the bundled example render."""
     path = example_path()
     if args.copy is not None:
-        args.copy.mkdir(parents=True, exist_ok=True)
-        path = Path(shutil.copyfile(path, args.copy / EXAMPLE_NAME))
+        path = write_bytes_atomic(args.copy / EXAMPLE_NAME, path.read_bytes())
     print(path)
     return EXIT_OK
 
@@ -850,8 +869,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        return COMMANDS[args.command](args)
+        with install_signal_cleanup():  # SIGTERM: no temporary file left, exit 130
+            return COMMANDS[args.command](args)
     except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except OutputFileError as err:  # an output refused or unwritable before any work
+        if verbose:
+            traceback.print_exc()
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

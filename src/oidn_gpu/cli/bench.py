@@ -24,7 +24,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from oidn_gpu.backends.plan import model_alignment
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.cli.sizes import parse_size
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
+from oidn_gpu.files import write_bytes_atomic
 from oidn_gpu.filter import Denoiser
 from oidn_gpu.model import weights as builtin
 
@@ -180,8 +180,7 @@ def reference_main(argv: Sequence[str] | None = None) -> int:
         return 2 if isinstance(err, InvalidArgumentError) else 1
     print(result.table())
     if args.json_path:
-        with open(args.json_path, "w", encoding="utf-8") as fh:
-            json.dump(asdict(result), fh, indent=2)
+        write_bytes_atomic(args.json_path, json.dumps(asdict(result), indent=2).encode("utf-8"))
     return 0
 
 
@@ -238,7 +237,7 @@ def wgpu_main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE if isinstance(err, (InvalidArgumentError, json.JSONDecodeError)) else 1
     print(result.table())
     if args.json_path:
-        Path(args.json_path).write_text(result.to_json() + "\n", encoding="utf-8")
+        write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
     return 0
 
 

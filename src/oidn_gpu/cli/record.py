@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu import files
 from oidn_gpu.errors import InvalidArgumentError
 
 EXIT_OK = 0
@@ -69,6 +70,7 @@ def add_record_parsers(sub: Any) -> None:
         "--features", default="", help="with --baseline: comma-separated shader-f16,subgroups"
     )
     rec.add_argument("-o", "--output", required=True, type=Path, help="program file to write")
+    rec.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
     rep = sub.add_parser("replay", help="run a recorded program on image files")
     rep.add_argument("program", type=Path)
@@ -82,7 +84,8 @@ def add_record_parsers(sub: Any) -> None:
         help="scale of the color (default: autoexposure for HDR programs, else the recorded scale)",
     )
     rep.add_argument("--repeat", type=int, default=1, help="replay this many times (timing)")
-    rep.add_argument("-o", "--output", required=True, type=Path)
+    rep.add_argument("-o", "--output", required=True, type=Path, help="image file to write")
+    rep.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
     prog = sub.add_parser("program", help="inspect recorded programs")
     prog_sub = prog.add_subparsers(
@@ -110,6 +113,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     from oidn_gpu.record.summary import describe
 
     width, height = args.size
+    weights_file = Path(args.weights)
+    inputs = [weights_file] if weights_file.exists() else []
+    files.check_outputs([args.output], inputs, overwrite=args.overwrite)
     tza = _weights_bytes(args.weights)
     options: dict[str, Any] = {"precision": args.precision, "kernel": args.kernel}
     if args.baseline:
@@ -133,19 +139,9 @@ def cmd_record(args: argparse.Namespace) -> int:
             **options,
         )
         data = record_denoise(tza, config)
-    _write_atomic(args.output, data)
+    files.write_bytes_atomic(args.output, data)
     print(describe(read_program(data), file_bytes=len(data)), file=sys.stderr)
     return EXIT_OK
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
-    try:
-        temp.write_bytes(data)
-        temp.replace(path)
-    finally:
-        if temp.exists():
-            temp.unlink()
 
 
 def _rgba(pixels: np.ndarray, channels: tuple[str, ...]) -> np.ndarray:
@@ -169,6 +165,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from oidn_gpu.record.replay import Replayer
     from oidn_gpu.record.summary import program_hdr, summarize
 
+    inputs = [p for p in (args.program, args.color, args.albedo, args.normal) if p is not None]
+    files.check_outputs([args.output], inputs, overwrite=args.overwrite)
+    io.output_format_name(args.output)  # an unwritable extension fails before the GPU work
     program = read_program(args.program.read_bytes())
     kind = summarize(program).kind
     has_frame = program.meta is not None and program.meta.frame_buffer is not None

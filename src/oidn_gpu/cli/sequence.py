@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, OIDNGPUError
+from oidn_gpu.errors import (
+    InvalidArgumentError,
+    MissingDependencyError,
+    NonFiniteInputWarning,
+    OIDNGPUError,
+)
 from oidn_gpu.image import io
 
 MODES = ("auto", "hdr", "ldr", "srgb")
@@ -291,12 +297,24 @@ def denoise_frame(
     lightmap: bool,
     progress: Callable[[float], bool] | None,
     software: str,
+    warn: Callable[[str], None] | None = None,
 ) -> str:
-    """Denoise one frame and write its outputs; returns a description of the inputs used."""
+    """Denoise one frame and write its outputs; returns a description of the inputs used.
+
+    ``warn`` receives this frame's `NonFiniteInputWarning` messages (other warnings
+    are issued as usual).
+    """
     frame = load_frame(job, options, lightmap=lightmap)
     hdr, srgb = resolve_mode(options, frame.color)
     denoiser = pool.get(hdr, srgb)
-    result = denoiser.denoise(frame.color.pixels, frame.albedo, frame.normal, progress=progress)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NonFiniteInputWarning)
+        result = denoiser.denoise(frame.color.pixels, frame.albedo, frame.normal, progress=progress)
+    for w in caught:
+        if issubclass(w.category, NonFiniteInputWarning) and warn is not None:
+            warn(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     result = np.asarray(result, dtype=np.float32)
     if result.ndim == 2:
         result = result[:, :, None]
@@ -380,7 +398,15 @@ def run_sequence(
             callback = progress.frame_callback(index, job.color.name)
             try:
                 used = denoise_frame(
-                    job, pool, options, lightmap=lightmap, progress=callback, software=software
+                    job,
+                    pool,
+                    options,
+                    lightmap=lightmap,
+                    progress=callback,
+                    software=software,
+                    warn=lambda text, job=job: progress.write(
+                        f"warning: {job.color}: {text}", stream
+                    ),
                 )
             except KeyboardInterrupt:
                 summary.interrupted = True

@@ -24,17 +24,16 @@ before the last dot (``ViewLayer.Denoising Albedo.R`` -> layer
 names for Blender, Mitsuba and Arnold are in `COLOR_LAYER_NAMES`,
 `ALBEDO_LAYER_NAMES` and `NORMAL_LAYER_NAMES`.
 
-Writes go to a temporary file in the destination folder, which is renamed over
-the destination only once complete; any exception, KeyboardInterrupt included,
-removes the temporary file, so a destination is either the old file or the new
-one, never a partial one.
+Writes go through `oidn_gpu.files.atomic_write`: a temporary file in the
+destination folder, renamed over the destination only once complete; any
+exception, KeyboardInterrupt included, removes the temporary file, so a
+destination is either the old file or the new one, never a partial one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
+from oidn_gpu.files import atomic_write
 
 # --- AOV names -----------------------------------------------------------------------------
 # Compared case-insensitively with a layer's full name and with its last component
@@ -519,13 +519,6 @@ def _copied_attributes(like: Image | None, format_name: str) -> list[Attribute]:
     return kept
 
 
-def temporary_path(path: str | os.PathLike[str]) -> Path:
-    """A unique hidden temporary name beside ``path`` that keeps its extension
-    (OpenImageIO picks the writer by extension): ``.NAME.tmp-RANDOM.EXT``."""
-    path = Path(path)
-    return path.with_name(f".{path.stem}.tmp-{secrets.token_hex(4)}{path.suffix}")
-
-
 def write_image_atomic(
     path: str | os.PathLike[str],
     pixels: np.ndarray,
@@ -538,8 +531,8 @@ def write_image_atomic(
 ) -> Path:
     """Write an image so that ``path`` is never left partial or corrupt.
 
-    The image goes to a temporary file in the same folder, which then replaces
-    ``path`` with `os.replace`. On any exception (KeyboardInterrupt included) the
+    The image goes to a temporary file in the same folder (`oidn_gpu.files.atomic_write`),
+    which then replaces ``path``. On any exception (KeyboardInterrupt included) the
     temporary file is removed and ``path`` is untouched.
 
     Args:
@@ -559,6 +552,7 @@ def write_image_atomic(
     Raises:
         InvalidArgumentError: bad pixels array, encoding or extension.
         ImageFileError: the file cannot be written.
+        OutputFileError: its folder cannot be created or written.
     """
     oiio = _oiio()
     path = Path(path)
@@ -598,26 +592,22 @@ def write_image_atomic(
     if software:
         spec.attribute("Software", software)
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(path)
-    out = None
-    try:
-        out = oiio.ImageOutput.create(str(tmp))
-        if out is None or not out.open(str(tmp), spec):
-            raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-        if not out.write_image(np.ascontiguousarray(array)):
-            raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-        if not out.close():
-            raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-        out = None
-        os.replace(tmp, path)
-    except BaseException:
-        if out is not None:
-            # already failing: the original error matters, not one from closing
-            with contextlib.suppress(Exception):
-                out.close()
-        _remove_quietly(tmp)
-        raise
+    with atomic_write(path) as tmp:
+        tmp.file.close()  # OpenImageIO writes the (empty, exclusively created) file by name
+        out = oiio.ImageOutput.create(str(tmp.path))
+        try:
+            if out is None or not out.open(str(tmp.path), spec):
+                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+            if not out.write_image(np.ascontiguousarray(array)):
+                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+            closing, out = out, None
+            if not closing.close():
+                raise ImageFileError(f"cannot write '{path}': {_error(oiio, closing)}")
+        finally:
+            if out is not None:
+                # already failing: the original error matters, not one from closing
+                with contextlib.suppress(Exception):
+                    out.close()
     return path
 
 
@@ -626,11 +616,6 @@ def _error(oiio: Any, out: Any) -> str:
     if out is not None:
         message = out.geterror().strip()
     return message or oiio.geterror().strip() or "unknown error"
-
-
-def _remove_quietly(path: Path) -> None:
-    with contextlib.suppress(OSError):  # best effort; the caller's exception is what matters
-        path.unlink()
 
 
 def _default_channels(nchannels: int) -> list[str]:

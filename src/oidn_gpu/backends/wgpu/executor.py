@@ -658,14 +658,14 @@ class WgpuExecutor(ExecutorBase):
     def _create_plan(self, height: int, width: int) -> _ShapePlan:
         if height % self._alignment or width % self._alignment or height < 1 or width < 1:
             raise InvalidArgumentError(
-                f"network size {height}x{width} must be positive multiples of {self._alignment}"
+                f"network size {width}x{height} must be positive multiples of {self._alignment}"
             )
         plan = make_plan(self.graph, height, width, value_bytes=self._value_bytes)
         max_binding = self._device.capabilities.max_storage_buffer_binding_size
         largest = max(plan.slot_bytes)
         if largest > max_binding:
             raise OutOfMemoryError(
-                f"a {height}x{width} tile needs a {largest}-byte activation buffer but the "
+                f"a {width}x{height} tile needs a {largest}-byte activation buffer but the "
                 f"device binds at most {max_binding} bytes; use smaller tiles"
             )
         created: list[Any] = []
