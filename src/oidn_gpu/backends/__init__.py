@@ -17,6 +17,7 @@ from typing import Any
 from oidn_gpu.errors import InvalidArgumentError
 
 BACKENDS = ("auto", "reference", "wgpu")
+PRECISIONS = ("auto", "fp16", "fp32")
 # Environment override of what "auto" picks (e.g. OIDN_GPU_BACKEND=reference).
 BACKEND_ENV_VAR = "OIDN_GPU_BACKEND"
 
@@ -54,6 +55,41 @@ def resolve_backend(backend: str) -> str:
             )
         return forced
     return "wgpu" if _gpu_adapter_available() else "reference"
+
+
+def check_backend_options(backend: str, *, precision: Any, kernel: Any, gemm: Any) -> None:
+    """Validate the backend-specific options against the concrete ``backend``.
+
+    ``precision`` must be ``"auto"``, ``"fp16"`` or ``"fp32"``. The reference backend
+    computes in fp32 with NumPy convolutions, so it refuses ``precision="fp16"``, a
+    forced ``kernel`` and ``gemm`` options (also when ``backend="auto"`` picked it: a
+    forced GPU kernel that cannot run is an error, not a silent no-op). On wgpu the
+    kernel name and the GEMM options are checked here, before any device work.
+
+    Raises:
+        InvalidArgumentError: an unknown value, or an option the backend does not take.
+    """
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise InvalidArgumentError(
+            f"unknown precision {precision!r}; expected 'auto', 'fp16' or 'fp32'"
+        )
+    if backend == "reference":
+        if precision == "fp16":
+            raise InvalidArgumentError(
+                "the reference backend computes in fp32 only; got precision 'fp16'"
+            )
+        if kernel != "auto" or gemm is not None:
+            given = f"kernel={kernel!r}" if kernel != "auto" else f"gemm={gemm!r}"
+            raise InvalidArgumentError(
+                f"{given} is an option of the wgpu backend; the reference backend runs NumPy "
+                "convolutions (leave kernel='auto' and gemm=None, or use backend='wgpu')"
+            )
+        return
+    # The wgpu package imports wgpu (an optional dependency) on import.
+    from oidn_gpu.backends.wgpu import kernel_choice
+
+    kernel_choice.validate_kernel(kernel)
+    kernel_choice.validate_gemm(gemm)
 
 
 def create_executor(
