@@ -76,7 +76,9 @@ SHADER_CHECKS_ENV = "OIDN_GPU_SHADER_CHECKS"
 _RUNTIME_CHECKS_NONE = 0
 
 # The queue lock lives on the wgpu device object (like the pipeline cache), so every
-# `GpuDevice` wrapping one wgpu device shares it.
+# `GpuDevice` wrapping one wgpu device shares it. wgpu-py's queue helpers (staging copies
+# and buffer mapping in ``read_buffer``) are not safe from several threads at once
+# (pygfx/wgpu-py issue 781), so whole denoises on one device take turns.
 _LOCK_ATTRIBUTE = "_oidn_gpu_queue_lock"
 _locks_lock = threading.Lock()
 # File descriptor 2 is process-wide: one thread at a time may swap it out.
