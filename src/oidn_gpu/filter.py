@@ -355,7 +355,9 @@ class Denoiser:
             "device": device,
         }
         self.backend = resolve_backend(backend)
-        check_backend_options(self.backend, precision=precision, kernel=kernel, gemm=gemm)
+        check_backend_options(
+            self.backend, precision=precision, kernel=kernel, gemm=gemm, requested=backend
+        )
         self._models: dict[str, Any] = {}
         if weights is not None:
             self._models["custom"] = _load_custom_weights(weights)

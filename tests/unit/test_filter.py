@@ -274,3 +274,17 @@ def test_custom_weights_are_checked_at_construction(tmp_path) -> None:
         Denoiser(backend="reference", weights=3)
     with pytest.raises(InvalidArgumentError, match=r"parameter 'weights_dir': a int"):
         Denoiser(backend="reference", weights_dir=3)
+
+
+def test_gpu_options_name_the_auto_choice(monkeypatch) -> None:
+    monkeypatch.setenv("OIDN_GPU_BACKEND", "reference")
+    with pytest.raises(InvalidArgumentError, match=r"chosen by backend='auto'"):
+        Denoiser(kernel="direct")
+
+
+def test_wgpu_options_are_checked_at_construction() -> None:
+    """No device is opened: the names are checked before any GPU work."""
+    with pytest.raises(InvalidArgumentError, match=r"^unknown kernel 'bogus'"):
+        Denoiser(backend="wgpu", kernel="bogus")
+    with pytest.raises(InvalidArgumentError, match=r"invalid gemm options"):
+        Denoiser(backend="wgpu", gemm={"no_such_option": 1})

@@ -57,7 +57,9 @@ def resolve_backend(backend: str) -> str:
     return "wgpu" if _gpu_adapter_available() else "reference"
 
 
-def check_backend_options(backend: str, *, precision: Any, kernel: Any, gemm: Any) -> None:
+def check_backend_options(
+    backend: str, *, precision: Any, kernel: Any, gemm: Any, requested: str | None = None
+) -> None:
     """Validate the backend-specific options against the concrete ``backend``.
 
     ``precision`` must be ``"auto"``, ``"fp16"`` or ``"fp32"``. The reference backend
@@ -65,6 +67,7 @@ def check_backend_options(backend: str, *, precision: Any, kernel: Any, gemm: An
     forced ``kernel`` and ``gemm`` options (also when ``backend="auto"`` picked it: a
     forced GPU kernel that cannot run is an error, not a silent no-op). On wgpu the
     kernel name and the GEMM options are checked here, before any device work.
+    ``requested`` is the backend name the caller gave (for the message).
 
     Raises:
         InvalidArgumentError: an unknown value, or an option the backend does not take.
@@ -74,15 +77,16 @@ def check_backend_options(backend: str, *, precision: Any, kernel: Any, gemm: An
             f"unknown precision {precision!r}; expected 'auto', 'fp16' or 'fp32'"
         )
     if backend == "reference":
+        chosen = " (chosen by backend='auto')" if requested == "auto" else ""
         if precision == "fp16":
             raise InvalidArgumentError(
-                "the reference backend computes in fp32 only; got precision 'fp16'"
+                f"the reference backend{chosen} computes in fp32 only; got precision 'fp16'"
             )
         if kernel != "auto" or gemm is not None:
             given = f"kernel={kernel!r}" if kernel != "auto" else f"gemm={gemm!r}"
             raise InvalidArgumentError(
-                f"{given} is an option of the wgpu backend; the reference backend runs NumPy "
-                "convolutions (leave kernel='auto' and gemm=None, or use backend='wgpu')"
+                f"{given} is an option of the wgpu backend; the reference backend{chosen} runs "
+                "NumPy convolutions (leave kernel='auto' and gemm=None, or use backend='wgpu')"
             )
         return
     # The wgpu package imports wgpu (an optional dependency) on import.
