@@ -274,7 +274,8 @@ class Denoiser:
         precision, kernel, gemm: wgpu backend options (``"auto"``, ``"fp16"``, ``"fp32"``; ...).
         max_memory_mb: OIDN's memory budget; None or negative: at most 2160x2160 px per tile.
         tile_size: if set, tiles of at most this edge (px) instead of OIDN's plan.
-        device: a ``wgpu.GPUDevice`` to run on (wgpu backend).
+        device: a ``wgpu.GPUDevice`` to run on (wgpu backend; with ``backend="auto"`` a
+            device selects wgpu).
 
     Every option is validated here (`InvalidArgumentError` naming the parameter, the
     value and what is expected): booleans must be ``bool``, ``input_scale`` finite and
@@ -347,17 +348,26 @@ class Denoiser:
         self.max_memory_mb = max_memory_mb
         self.tile_size = tile_size
         self._custom_weights = weights
+        # A device given with backend "auto" asks for the wgpu backend on that device.
+        if backend == "auto" and device is not None:
+            self.backend = "wgpu"
+        else:
+            self.backend = resolve_backend(backend)
+        check_backend_options(
+            self.backend,
+            precision=precision,
+            kernel=kernel,
+            gemm=gemm,
+            device=device,
+            requested=backend,
+        )
         self._backend_options = {
-            "backend": backend,
+            "backend": self.backend,
             "precision": precision,
             "kernel": kernel,
             "gemm": gemm,
             "device": device,
         }
-        self.backend = resolve_backend(backend)
-        check_backend_options(
-            self.backend, precision=precision, kernel=kernel, gemm=gemm, requested=backend
-        )
         self._models: dict[str, Any] = {}
         if weights is not None:
             self._models["custom"] = _load_custom_weights(weights)
@@ -366,8 +376,10 @@ class Denoiser:
         self._prefilters: dict[str, Denoiser] = {}
         self._last_info: DenoiserInfo | None = None
         # Serializes denoise and close: the models, executors and their scratch buffers
-        # are per denoiser and reused across calls. Reentrant for prefiltering.
+        # are per denoiser and reused across calls. Reentrant, so that a progress
+        # callback calling back into this denoiser gets a clear error, not a deadlock.
         self._lock = threading.RLock()
+        self._running = False
         self._closed = False
 
     # -- lifetime -------------------------------------------------------------
@@ -376,8 +388,13 @@ class Denoiser:
         """Release every executor (and its GPU resources); idempotent.
 
         Waits for a `denoise` running in another thread to finish first.
+
+        Raises:
+            InvalidOperationError: called from inside this denoiser's running call
+                (a progress callback).
         """
         with self._lock:
+            self._check_not_running("close")
             self._closed = True
             for pipeline in self._gpu_pipelines.values():
                 pipeline.close()
@@ -396,8 +413,19 @@ class Denoiser:
         self.close()
 
     def info(self) -> DenoiserInfo | None:
-        """What the last `denoise` call ran: backend, device, precision, weights, tiles."""
+        """What the last `denoise` call (of any thread) ran: backend, device, precision,
+        weights, tiles."""
         return self._last_info
+
+    def _check_not_running(self, what: str) -> None:
+        # Only the thread holding the lock gets here while a call runs: the caller is
+        # that call's own progress callback.
+        if self._running:
+            raise InvalidOperationError(
+                f"{what}() was called from inside a running denoise of the same Denoiser "
+                "(from its progress callback); use another Denoiser, or call it after "
+                "denoise returns"
+            )
 
     # -- model and executor ---------------------------------------------------
 
@@ -482,7 +510,12 @@ class Denoiser:
             CancelledError: ``progress`` returned False.
         """
         with self._lock:
-            return self._denoise(color, albedo, normal, output, progress)
+            self._check_not_running("denoise")
+            self._running = True
+            try:
+                return self._denoise(color, albedo, normal, output, progress)
+            finally:
+                self._running = False
 
     def _denoise(
         self,

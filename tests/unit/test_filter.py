@@ -288,3 +288,27 @@ def test_wgpu_options_are_checked_at_construction() -> None:
         Denoiser(backend="wgpu", kernel="bogus")
     with pytest.raises(InvalidArgumentError, match=r"invalid gemm options"):
         Denoiser(backend="wgpu", gemm={"no_such_option": 1})
+
+
+def test_device_is_checked_at_construction() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"^device=object is an option of the wgpu"):
+        Denoiser(backend="reference", device=object())
+    with pytest.raises(InvalidArgumentError, match=r"^device must be a wgpu.GPUDevice, got str"):
+        Denoiser(device="gpu0")  # a device makes "auto" pick wgpu
+
+
+def test_reentrant_calls_from_a_progress_callback_raise_and_leave_it_usable() -> None:
+    color = _img(32, 32, seed=11)
+    with Denoiser(backend="reference", quality="fast") as den:
+        expected = den.denoise(color)
+        for inner in (lambda: den.denoise(color), den.close):
+            output = np.full_like(color, -1.0)
+
+            def progress(fraction: float, inner=inner) -> None:
+                if fraction == 0.0:
+                    inner()
+
+            with pytest.raises(InvalidOperationError, match=r"called from inside a running"):
+                den.denoise(color, output=output, progress=progress)
+            assert (output == -1.0).all()
+        np.testing.assert_array_equal(den.denoise(color), expected)
