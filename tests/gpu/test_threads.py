@@ -3,11 +3,13 @@
 A `Denoiser` shared by threads serializes its calls; denoisers sharing one wgpu
 device take turns on its queue; denoisers with their own devices run
 concurrently. Each result must equal the sequential result bit for bit (same
-weights, same inputs, same kernels). The tiny test network keeps it fast.
+weights, same inputs, same kernels). The tiny test network keeps it fast. Device
+opens from several threads restore stderr.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from oidn_gpu import Denoiser
+from oidn_gpu.backends.wgpu import device as dev
 from tests.gpu.conftest import DATA
 
 THREADS = 4
@@ -92,3 +95,34 @@ def test_denoisers_with_their_own_devices_in_threads(gpu) -> None:
     for d, (got, want) in enumerate(zip(results, expected, strict=True)):
         for c, (a, b) in enumerate(zip(got, want, strict=True)):
             np.testing.assert_array_equal(a, b, err_msg=f"denoiser {d}, call {c}")
+
+
+def test_stderr_silencing_in_two_threads_restores_stderr() -> None:
+    """Device opens silence fd 2; a second thread must wait, not save the silenced fd."""
+    before = os.fstat(2)
+    inside, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with dev._native_stderr_silenced():
+            inside.set()
+            release.wait()
+
+    def second() -> None:
+        with dev._native_stderr_silenced():
+            pass
+
+    one = threading.Thread(target=first)
+    one.start()
+    inside.wait()
+    two = threading.Thread(target=second)
+    two.start()
+    two.join(timeout=0.5)
+    # The second thread cannot enter while the first holds fd 2 (however loaded the
+    # machine is, it can only still be waiting here).
+    waiting = two.is_alive()
+    release.set()
+    one.join()
+    two.join()
+    after = os.fstat(2)
+    assert waiting
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
