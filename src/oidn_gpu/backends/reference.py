@@ -485,10 +485,11 @@ class ReferenceExecutor(ExecutorBase):
 
     def resources(self) -> ExecutorResources:
         """Prepared sizes and the bytes held (activation slots, scratch, packed weights)."""
-        held = [p.byte_size for p in self._prepared.values()]
-        count = sum(len(p.arrays) for p in self._prepared.values()) + len(self._weights)
-        weights = sum(w.nbytes for w in self._weights.values())
-        return ExecutorResources(tuple(self._prepared), count, sum(held) + weights)
+        with self._lock:
+            held = [p.byte_size for p in self._prepared.values()]
+            count = sum(len(p.arrays) for p in self._prepared.values()) + len(self._weights)
+            weights = sum(w.nbytes for w in self._weights.values())
+            return ExecutorResources(tuple(self._prepared), count, sum(held) + weights)
 
     def close(self) -> None:
         """Release every buffer; later calls to `run` raise `InvalidOperationError`.
