@@ -33,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
+from oidn_gpu.backends import resolve_backend
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.files import (
     OutputFileError,
@@ -547,10 +548,11 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         raise UsageError("no output given; pass -o OUTPUT (a file, or a directory for sequences)")
     gpu_options = [f"--{name}" for name, default in (("precision", "auto"), ("kernel", "auto"))
                    if getattr(args, name) != default] + (["--gemm"] if args.gemm else [])
-    if args.backend == "reference" and gpu_options:
+    if gpu_options and resolve_backend(args.backend) == "reference":
+        chosen = " (chosen by --backend auto)" if args.backend == "auto" else ""
         raise UsageError(
-            f"the wgpu options {', '.join(gpu_options)} cannot be used with --backend "
-            "reference (it computes in fp32 with NumPy)"
+            f"the wgpu options {', '.join(gpu_options)} cannot be used with the reference "
+            f"backend{chosen} (it computes in fp32 with NumPy)"
         )
 
 
