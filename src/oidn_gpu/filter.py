@@ -19,12 +19,20 @@ frame of a sequence; `denoise` is the one-call form.
 The caller's output array is written only after every tile has finished, so a
 cancelled or failed execution leaves it untouched, and in-place use (output
 aliasing an input) is safe.
+
+Threads: a `Denoiser` may be shared by threads. Its calls are serialized by a
+per-denoiser lock (as OIDN serializes the calls of one device), so each call
+sees the denoiser's models and buffers alone; separate denoisers run
+concurrently. Options are validated when the denoiser is constructed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import numbers
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,7 +53,7 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise, plan_mode
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, WeightsNotFoundError
 from oidn_gpu.image import process
 from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.model import unet, weights
@@ -173,17 +181,99 @@ def _check_output(output: Any, images: _Images) -> np.ndarray | None:
     return output
 
 
+def _check_bool(name: str, value: Any) -> bool:
+    """A boolean option: True or False (NumPy booleans too), never 1 or "yes"."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(
+            f"invalid value for parameter '{name}': {value!r} ({type(value).__name__}); "
+            "expected True or False"
+        )
+    return bool(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_input_scale(value: Any) -> float | None:
+    """None or NaN: automatic (autoexposure for HDR, else 1); else a finite number >= 0.
+
+    OIDN 2.5.1 accepts any float, but an infinite scale gives NaN or zero pixels and a
+    negative one flips the sign of the image, so those are refused here.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(
+            f"invalid value for parameter 'input_scale': {value!r} ({type(value).__name__}); "
+            "expected a number or None"
+        )
+    scale = float(value)
+    if math.isnan(scale):
+        return None
+    if math.isinf(scale) or scale < 0:
+        raise InvalidArgumentError(
+            f"invalid value for parameter 'input_scale': {scale}; expected a finite number "
+            ">= 0 (or None/NaN for automatic)"
+        )
+    return scale
+
+
+def _check_max_memory_mb(value: Any) -> int | None:
+    """None or an int: OIDN's ``maxMemoryMB`` (>= 0 a budget in MiB, < 0 the default)."""
+    if value is None:
+        return None
+    if not _is_int(value):
+        raise InvalidArgumentError(
+            f"invalid value for parameter 'max_memory_mb': {value!r} ({type(value).__name__}); "
+            "expected an int (MiB) or None"
+        )
+    return int(value)
+
+
+def _check_tile_size(value: Any) -> int | None:
+    if value is None:
+        return None
+    if not _is_int(value) or value < 1:
+        raise InvalidArgumentError(
+            f"invalid value for parameter 'tile_size': {value!r}; expected a positive int "
+            "(pixels) or None"
+        )
+    return int(value)
+
+
+def _load_custom_weights(source: Any):  # -> ValidatedModel
+    """Load a custom ``.tza`` (path or bytes) now, so a bad file fails at construction."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise WeightsNotFoundError(f"weights file not found: '{path}'")
+        try:
+            return unet.load_model(path)
+        except OSError as err:
+            raise InvalidArgumentError(
+                f"cannot read weights file '{path}': {err.strerror or err}"
+            ) from None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return unet.load_model(source)
+    raise InvalidArgumentError(
+        f"invalid value for parameter 'weights': a {type(source).__name__}; "
+        "expected a .tza path or its bytes"
+    )
+
+
 @dataclass(frozen=True)
 class FilterOptions:
     """OIDN's filter parameters, validated on creation (see `Denoiser` for each one).
 
-    ``quality`` is normalized to its name, a NaN ``input_scale`` to None
-    (autoexposure), and ``hdr``/``srgb`` of an ``RTLightmap`` filter are dropped
-    with a warning, as OIDN ignores them.
+    Booleans must be booleans (NumPy's too), ``quality`` is normalized to its name,
+    a NaN ``input_scale`` to None (autoexposure), and ``hdr``/``srgb`` of an
+    ``RTLightmap`` filter are dropped with a warning, as OIDN ignores them. Custom
+    ``weights`` are loaded by the `ModelCache` when the denoiser is built.
 
     Raises:
-        InvalidArgumentError: an unknown filter type, quality or prefilter, a bad
-            tile size or input scale.
+        InvalidArgumentError: an unknown filter type, quality or prefilter, or an
+            invalid value (``invalid value for parameter 'NAME': ...``).
     """
 
     filter_type: FilterType = "RT"
@@ -208,20 +298,14 @@ class FilterOptions:
             raise InvalidArgumentError(
                 f"unknown prefilter '{self.prefilter}'; expected 'none', 'fast' or 'accurate'"
             )
-        tile_size = self.tile_size
-        if tile_size is not None and (not isinstance(tile_size, int) or tile_size < 1):
-            raise InvalidArgumentError(f"tile_size must be a positive integer, got {tile_size!r}")
-        scale = self.input_scale
-        if scale is not None:
-            try:
-                scale = float(scale)
-            except (TypeError, ValueError):
-                raise InvalidArgumentError(
-                    f"input_scale must be a number or None, got {scale!r}"
-                ) from None
-            if math.isnan(scale):
-                scale = None
-        hdr, srgb = bool(self.hdr), bool(self.srgb)
+        hdr = _check_bool("hdr", self.hdr)
+        srgb = _check_bool("srgb", self.srgb)
+        weights_dir = self.weights_dir
+        if weights_dir is not None and not isinstance(weights_dir, (str, os.PathLike)):
+            raise InvalidArgumentError(
+                f"invalid value for parameter 'weights_dir': a {type(weights_dir).__name__}; "
+                "expected a folder path or None"
+            )
         if self.filter_type == "RTLightmap" and (hdr or srgb):
             warnings.warn(
                 "hdr and srgb are not parameters of the RTLightmap filter and are ignored",
@@ -231,10 +315,12 @@ class FilterOptions:
         set_field = object.__setattr__
         set_field(self, "hdr", hdr)
         set_field(self, "srgb", srgb)
-        set_field(self, "clean_aux", bool(self.clean_aux))
-        set_field(self, "directional", bool(self.directional))
+        set_field(self, "clean_aux", _check_bool("clean_aux", self.clean_aux))
+        set_field(self, "directional", _check_bool("directional", self.directional))
         set_field(self, "quality", weights.parse_quality(self.quality).value)
-        set_field(self, "input_scale", scale)
+        set_field(self, "input_scale", _check_input_scale(self.input_scale))
+        set_field(self, "max_memory_mb", _check_max_memory_mb(self.max_memory_mb))
+        set_field(self, "tile_size", _check_tile_size(self.tile_size))
 
     def denoise_options(self, images: _Images, input_scale: float = 1.0) -> DenoiseOptions:
         """The `DenoiseOptions` of a denoise of ``images`` with a resolved input scale."""
@@ -251,6 +337,7 @@ class FilterOptions:
 
 
 CUSTOM_WEIGHTS = "custom"
+_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(FilterOptions))
 
 
 class ModelCache:
@@ -263,6 +350,9 @@ class ModelCache:
     def __init__(self, options: FilterOptions) -> None:
         self.options = options
         self._models: dict[str, ValidatedModel] = {}
+        if options.weights is not None:
+            # Loaded now, so that a missing or malformed file fails at construction.
+            self._models[CUSTOM_WEIGHTS] = _load_custom_weights(options.weights)
 
     def get(self, images: _Images, clean_aux: bool) -> tuple[str, ValidatedModel]:
         """``(key, model)`` for ``images``; raises OIDN's errors for unsupported combinations."""
@@ -293,12 +383,7 @@ class ModelCache:
         return name, self._models[name]
 
     def _custom(self, images: _Images) -> ValidatedModel:
-        model = self._models.get(CUSTOM_WEIGHTS)
-        if model is None:
-            source = self.options.weights
-            if isinstance(source, (str, os.PathLike)):
-                source = Path(source)
-            model = self._models[CUSTOM_WEIGHTS] = unet.load_model(source)
+        model = self._models[CUSTOM_WEIGHTS]
         count = sum(x is not None for x in (images.color, images.albedo, images.normal))
         if model.input_channels != 3 * count:
             raise InvalidArgumentError(
@@ -308,7 +393,9 @@ class ModelCache:
         return model
 
     def clear(self) -> None:
-        self._models.clear()
+        """Forget the built-in models (custom weights stay: they belong to the options)."""
+        for key in [k for k in self._models if k != CUSTOM_WEIGHTS]:
+            del self._models[key]
 
 
 @dataclass
@@ -346,10 +433,14 @@ class Denoiser:
             `oidn_gpu.backends.backend_names`).
         backend_options: the backend's typed options (its ``Options`` class, e.g.
             `oidn_gpu.backends.wgpu.backend.WgpuOptions`).
-        **options: the backend's options as keywords, validated by its ``Options``
-            (wgpu: ``precision`` ``"auto"``/``"fp16"``/``"fp32"``, ``kernel``, ``gemm``,
-            ``device``; reference: ``precision`` ``"fp32"``). With ``backend="auto"``,
-            options of a backend that was not picked are ignored.
+        **options: the backend's options as keywords, validated by its ``Options`` when
+            the denoiser is built (wgpu: ``precision`` ``"auto"``/``"fp16"``/``"fp32"``,
+            ``kernel``, ``gemm``, ``device``; reference: ``precision`` ``"fp32"``). An
+            option of another backend is an error, also when ``"auto"`` picked this
+            one; a ``device`` with ``backend="auto"`` asks for wgpu on that device.
+
+    The filter parameters read back as attributes (``den.hdr``, ``den.quality``);
+    ``den.options`` holds them all (`FilterOptions`).
     """
 
     def __init__(
@@ -385,28 +476,48 @@ class Denoiser:
             max_memory_mb=max_memory_mb,
             tile_size=tile_size,
         )
-        self.backend = resolve_backend(backend)
+        self.backend = resolve_backend(backend, options)
         self.backend_options = make_options(
-            self.backend, backend_options, chosen_by_auto=backend == AUTO, **options
+            self.backend, backend_options, requested=backend, **options
         )
         self._models = ModelCache(self.options)
         self._engines: dict[str, _Engine] = {}
         self._prefilters: dict[str, Denoiser] = {}
         self._last_info: DenoiserInfo | None = None
+        # Serializes denoise and close: the models, executors and their scratch buffers
+        # are per denoiser and reused across calls. Reentrant, so that a progress
+        # callback calling back into this denoiser gets a clear error, not a deadlock.
+        self._lock = threading.RLock()
+        self._running = False
         self._closed = False
+
+    def __getattr__(self, name: str) -> Any:
+        # The filter parameters read as attributes (``den.hdr``), from the frozen options.
+        if name in _OPTION_NAMES:
+            return getattr(self.options, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
     # -- lifetime -------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every executor and runner (and their GPU resources); idempotent."""
-        for engine in self._engines.values():
-            engine.close()
-        self._engines.clear()
-        for sub in self._prefilters.values():
-            sub.close()
-        self._prefilters.clear()
-        self._models.clear()
-        self._closed = True
+        """Release every executor and runner (and their GPU resources); idempotent.
+
+        Waits for a `denoise` running in another thread to finish first.
+
+        Raises:
+            InvalidOperationError: called from inside this denoiser's running call
+                (a progress callback).
+        """
+        with self._lock:
+            self._check_not_running("close")
+            self._closed = True
+            for engine in self._engines.values():
+                engine.close()
+            self._engines.clear()
+            for sub in self._prefilters.values():
+                sub.close()
+            self._prefilters.clear()
+            self._models.clear()
 
     def __enter__(self) -> Denoiser:
         return self
@@ -415,8 +526,19 @@ class Denoiser:
         self.close()
 
     def info(self) -> DenoiserInfo | None:
-        """What the last `denoise` call ran: backend, device, precision, weights, tiles."""
+        """What the last `denoise` call (of any thread) ran: backend, device, precision,
+        weights, tiles."""
         return self._last_info
+
+    def _check_not_running(self, what: str) -> None:
+        # Only the thread holding the lock gets here while a call runs: the caller is
+        # that call's own progress callback.
+        if self._running:
+            raise InvalidOperationError(
+                f"{what}() was called from inside a running denoise of the same Denoiser "
+                "(from its progress callback); use another Denoiser, or call it after "
+                "denoise returns"
+            )
 
     # -- backend --------------------------------------------------------------
 
@@ -458,18 +580,36 @@ class Denoiser:
         Returns:
             The denoised image (``output`` if given), with the main input's dtype.
 
+        Calls on one denoiser from several threads run one at a time.
+
         Raises:
             InvalidOperationError, InvalidArgumentError: OIDN's errors.
             WeightsNotFoundError: a large weights file is not installed.
             CancelledError: ``progress`` returned False.
         """
+        with self._lock:
+            self._check_not_running("denoise")
+            self._running = True
+            try:
+                return self._denoise(color, albedo, normal, output, progress)
+            finally:
+                self._running = False
+
+    def _denoise(
+        self,
+        color: Any,
+        albedo: Any,
+        normal: Any,
+        output: Any,
+        progress: Progress | None,
+    ) -> np.ndarray:
         if self._closed:
             raise InvalidOperationError("the denoiser is closed")
         options = self.options
         if options.filter_type == "RTLightmap" and (albedo is not None or normal is not None):
             warnings.warn(
                 "the RTLightmap filter takes only a color image; albedo and normal are ignored",
-                stacklevel=2,
+                stacklevel=3,
             )
             albedo = normal = None
         images = _validate_images(color, albedo, normal)

@@ -268,7 +268,10 @@ def test_bench_runs_the_reference_backend(cli, tmp_path) -> None:
         (["--gemm", "[1]"], "--gemm must be a JSON object"),
         (["--gemm", '{"rows": 3}'], "unknown GEMM option"),
         (["--gemm", '{"rows_per_thread": 3}'], "rows_per_thread=3"),
-        (["--backend", "reference", "--precision", "fp16"], "cannot be used with --backend"),
+        (["--backend", "reference", "--precision", "fp16"], "cannot be used with the reference"),
+        (["--backend", "reference", "--kernel", "direct"], "cannot be used with the reference"),
+        # OIDN_GPU_BACKEND=reference (set for every CLI test) makes --backend auto pick it.
+        (["--gemm", '{"rows_per_thread": 4}'], "reference backend (chosen by --backend auto"),
     ],
 )
 def test_bad_gpu_option_values_are_usage_errors(cli, tmp_path, flags, message) -> None:

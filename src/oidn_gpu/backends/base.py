@@ -50,6 +50,8 @@ AUTO = "auto"
 BACKEND_ENV_VAR = "OIDN_GPU_BACKEND"
 
 Progress = Callable[[float], Any]
+# Every precision name a backend option may take (each backend accepts its subset).
+PRECISIONS = ("auto", "fp16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,8 @@ class BackendOptions:
     option_choices: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({})
     # Placeholder of a free-form option's value in command-line help (e.g. "JSON").
     option_metavars: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # Options that, given with backend="auto", ask for this backend (wgpu: a device).
+    selecting_options: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
@@ -324,11 +328,13 @@ def auto_order() -> tuple[str, ...]:
     return tuple(sorted(REGISTRY, key=lambda n: -get_backend(n).priority))
 
 
-def resolve_backend(name: str) -> str:
+def resolve_backend(name: str, options: Mapping[str, Any] | None = None) -> str:
     """The concrete backend for a requested name (``"auto"`` or a registered one).
 
-    ``auto`` honours the ``OIDN_GPU_BACKEND`` environment variable, else takes the
-    first backend in `auto_order` whose probe allows it.
+    ``auto`` takes the backend one of whose `BackendOptions.selecting_options` is
+    given in ``options`` (a wgpu ``device``), else honours the ``OIDN_GPU_BACKEND``
+    environment variable, else takes the first backend in `auto_order` whose probe
+    allows it.
 
     Raises:
         InvalidArgumentError: an unknown name (or environment value).
@@ -336,6 +342,11 @@ def resolve_backend(name: str) -> str:
     if name != AUTO:
         get_backend(name)
         return name
+    given = {k for k, v in (options or {}).items() if v is not None}
+    if given:
+        for candidate in auto_order():
+            if given & set(get_backend(candidate).Options.selecting_options):
+                return candidate
     forced = os.environ.get(BACKEND_ENV_VAR)
     if forced:
         if forced not in REGISTRY:
@@ -351,48 +362,74 @@ def resolve_backend(name: str) -> str:
     )
 
 
+def _shown(value: Any) -> str:
+    """An option value in a message: its repr when short and plain, else its type."""
+    if isinstance(value, (str, int, float, bool, dict, list, tuple)) and len(repr(value)) <= 60:
+        return repr(value)
+    return type(value).__name__
+
+
 def make_options(
     name: str,
     options: BackendOptions | None = None,
     /,
     *,
-    chosen_by_auto: bool = False,
+    requested: str | None = None,
     **kwargs: Any,
 ) -> BackendOptions:
     """The typed options of backend ``name`` from an ``Options`` object and/or keywords.
 
-    Keywords set to None are "not given". A keyword the backend does not have is an
-    error, unless the backend was picked by ``auto`` and another registered backend
-    has that option (it was meant for that one).
+    Keywords set to None are "not given", and so is an option of another backend set
+    to that backend's default (``kernel="auto"``); any other option the backend does
+    not have is an error, also when ``auto`` picked it (``requested``: the name the
+    caller asked for, for the message).
 
     Raises:
-        InvalidArgumentError: unknown options, options of another backend's type, or
-            values the backend's ``Options`` rejects.
+        InvalidArgumentError: unknown options, options of another backend, an ``Options``
+            object of another backend, or values the backend's ``Options`` rejects.
     """
     backend = get_backend(name)
     cls = backend.Options
+    chosen = " (chosen by backend='auto')" if requested == AUTO else ""
     if options is not None and not isinstance(options, cls):
         raise InvalidArgumentError(
-            f"backend options of type {type(options).__name__} do not fit the {name} backend; "
-            f"expected {cls.__module__}.{cls.__qualname__}"
+            f"backend options of type {type(options).__name__} do not fit the {name} backend"
+            f"{chosen}; expected {cls.__module__}.{cls.__qualname__}"
         )
     given = {k: v for k, v in kwargs.items() if v is not None}
     own = set(cls.option_names())
-    foreign = sorted(set(given) - own)
-    if foreign:
-        others = set()
-        if chosen_by_auto:
-            for other in REGISTRY:
-                if other != name:
-                    others.update(get_backend(other).Options.option_names())
-        unknown = [k for k in foreign if k not in others]
-        if unknown:
-            allowed = _expected(sorted(own)) if own else "none"
+    for key in sorted(set(given) - own):
+        owner = _owner_default(key, name)
+        if owner is not None and given[key] == owner[1]:
+            del given[key]  # another backend's option left at its default
+            continue
+        if owner is not None:
             raise InvalidArgumentError(
-                f"the {name} backend has no option '{unknown[0]}'; its options are {allowed}"
+                f"{key}={_shown(given[key])} is an option of the {owner[0]} backend; the "
+                f"{name} backend{chosen} does not take it (its options: "
+                f"{', '.join(sorted(own)) or 'none'})"
             )
-        for key in foreign:
-            del given[key]
-    if options is None:
-        return cls(**given)
-    return dataclasses.replace(options, **given) if given else options
+        raise InvalidArgumentError(
+            f"the {name} backend{chosen} has no option '{key}'; its options are "
+            f"{_expected(sorted(own)) if own else 'none'}"
+        )
+    try:
+        if options is None:
+            return cls(**given)
+        return dataclasses.replace(options, **given) if given else options
+    except InvalidArgumentError as err:
+        if not chosen:
+            raise
+        message = str(err).replace(f"the {name} backend", f"the {name} backend{chosen}", 1)
+        raise InvalidArgumentError(message) from None
+
+
+def _owner_default(option: str, besides: str) -> tuple[str, Any] | None:
+    """``(backend, default)`` of the first other registered backend that has ``option``."""
+    for other in REGISTRY:
+        if other == besides:
+            continue
+        for f in dataclasses.fields(get_backend(other).Options):
+            if f.name == option:
+                return other, f.default
+    return None

@@ -581,9 +581,9 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             make_options(backend, **options)
         except InvalidArgumentError as err:
             flags = ", ".join(f"--{name.replace('_', '-')}" for name in options)
-            chosen = f", which chose the {backend} backend" if args.backend == AUTO else ""
+            chosen = " (chosen by --backend auto)" if args.backend == AUTO else ""
             raise UsageError(
-                f"{flags} cannot be used with --backend {args.backend}{chosen} ({err})"
+                f"{flags} cannot be used with the {backend} backend{chosen}: {err}"
             ) from None
 
 

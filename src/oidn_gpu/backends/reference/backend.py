@@ -9,7 +9,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from oidn_gpu.backends.base import Availability, BackendOptions, NetworkExecutor, TileRunner
+from oidn_gpu.backends.base import (
+    PRECISIONS as ALL_PRECISIONS,
+)
+from oidn_gpu.backends.base import (
+    Availability,
+    BackendOptions,
+    NetworkExecutor,
+    TileRunner,
+)
 from oidn_gpu.backends.host_runner import HostTileRunner
 from oidn_gpu.backends.reference.executor import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError
@@ -31,6 +39,12 @@ class ReferenceOptions(BackendOptions):
     option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS})
 
     def __post_init__(self) -> None:
+        if not isinstance(self.precision, str) or self.precision not in ALL_PRECISIONS:
+            raise InvalidArgumentError(
+                f"unknown precision {self.precision!r}; expected "
+                + ", ".join(f"'{p}'" for p in ALL_PRECISIONS[:-1])
+                + f" or '{ALL_PRECISIONS[-1]}'"
+            )
         if self.precision not in PRECISIONS:
             raise InvalidArgumentError(
                 f"the reference backend computes in fp32 only; got precision '{self.precision}'"

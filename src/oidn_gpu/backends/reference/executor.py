@@ -34,6 +34,7 @@ which changes the last bits. The tests check band sizes 1, 3 and all rows.
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -197,6 +198,10 @@ class ReferenceExecutor(ExecutorBase):
             conv+pool); for tests of band independence.
         shape_cache_size: how many input sizes keep their buffers.
 
+    Every size's buffers are reused by the next run of that size, so `run`,
+    `prewarm` and `close` hold a per-executor lock: threads sharing one executor
+    take turns.
+
     Raises:
         InvalidArgumentError: missing or mis-shaped weights, bad options.
     """
@@ -227,6 +232,7 @@ class ReferenceExecutor(ExecutorBase):
         self._band_rows = band_rows
         self._cache_size = shape_cache_size
         self._prepared: OrderedDict[tuple[int, int], _Prepared] = OrderedDict()
+        self._lock = threading.Lock()
         self._closed = False
 
     @staticmethod
@@ -311,9 +317,10 @@ class ReferenceExecutor(ExecutorBase):
 
     def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:
         """Plan and allocate for each ``(H, W)``; only the last ``shape_cache_size`` stay."""
-        self._check_open()
-        for height, width in shapes:
-            self._prepare(int(height), int(width))
+        with self._lock:
+            self._check_open()
+            for height, width in shapes:
+                self._prepare(int(height), int(width))
 
     # -- execution -------------------------------------------------------------------
 
@@ -331,8 +338,12 @@ class ReferenceExecutor(ExecutorBase):
             InvalidArgumentError: bad input.
             InvalidOperationError: the executor is closed.
         """
-        self._check_open()
-        x = check_network_input(x, self._graph.input_channels, self._alignment)
+        with self._lock:
+            self._check_open()
+            x = check_network_input(x, self._graph.input_channels, self._alignment)
+            return self._run(x)
+
+    def _run(self, x: np.ndarray) -> np.ndarray:
         prep = self._prepare(x.shape[1], x.shape[2])
         graph = self._graph
         shapes = prep.plan.shapes
@@ -474,16 +485,21 @@ class ReferenceExecutor(ExecutorBase):
 
     def resources(self) -> ExecutorResources:
         """Prepared sizes and the bytes held (activation slots, scratch, packed weights)."""
-        held = [p.byte_size for p in self._prepared.values()]
-        count = sum(len(p.arrays) for p in self._prepared.values()) + len(self._weights)
-        weights = sum(w.nbytes for w in self._weights.values())
-        return ExecutorResources(tuple(self._prepared), count, sum(held) + weights)
+        with self._lock:
+            held = [p.byte_size for p in self._prepared.values()]
+            count = sum(len(p.arrays) for p in self._prepared.values()) + len(self._weights)
+            weights = sum(w.nbytes for w in self._weights.values())
+            return ExecutorResources(tuple(self._prepared), count, sum(held) + weights)
 
     def close(self) -> None:
-        """Release every buffer; later calls to `run` raise `InvalidOperationError`."""
-        self._prepared.clear()
-        self._weights = {}
-        self._closed = True
+        """Release every buffer; later calls to `run` raise `InvalidOperationError`.
+
+        Waits for a `run` in another thread to finish first.
+        """
+        with self._lock:
+            self._prepared.clear()
+            self._weights = {}
+            self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:

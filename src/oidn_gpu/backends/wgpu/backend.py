@@ -57,18 +57,26 @@ class WgpuOptions(BackendOptions):
     )
     option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS, "kernel": KERNELS})
     option_metavars: ClassVar = MappingProxyType({"gemm": "JSON"})
+    selecting_options: ClassVar = ("device",)
 
     def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
+        if not isinstance(self.precision, str) or self.precision not in PRECISIONS:
             raise InvalidArgumentError(
                 f"unknown precision {self.precision!r}; expected {_expected(PRECISIONS)}"
             )
-        if self.kernel not in KERNELS:
+        if not isinstance(self.kernel, str) or self.kernel not in KERNELS:
             raise InvalidArgumentError(
                 f"unknown kernel {self.kernel!r}; expected one of "
                 + ", ".join(repr(k) for k in KERNELS)
             )
         object.__setattr__(self, "gemm", gemm_options(self.gemm))
+        device = self.device
+        if device is not None and not (
+            hasattr(device, "create_compute_pipeline") and hasattr(device, "queue")
+        ):
+            raise InvalidArgumentError(
+                f"device must be a wgpu.GPUDevice, got {type(device).__name__}"
+            )
 
     @classmethod
     def parse_cli_option(cls, name: str, text: str) -> Any:

@@ -75,6 +75,15 @@ SHADER_CHECKS_ENV = "OIDN_GPU_SHADER_CHECKS"
 # WGPUShaderRuntimeChecks_None in wgpu-native's wgpu.h.
 _RUNTIME_CHECKS_NONE = 0
 
+# The queue lock lives on the wgpu device object (like the pipeline cache), so every
+# `GpuDevice` wrapping one wgpu device shares it. wgpu-py's queue helpers (staging copies
+# and buffer mapping in ``read_buffer``) are not safe from several threads at once
+# (pygfx/wgpu-py issue 781), so whole denoises on one device take turns.
+_LOCK_ATTRIBUTE = "_oidn_gpu_queue_lock"
+_locks_lock = threading.Lock()
+# File descriptor 2 is process-wide: one thread at a time may swap it out.
+_stderr_lock = threading.RLock()
+
 BufferUsage = wgpu.BufferUsage
 STORAGE_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 
@@ -261,7 +270,8 @@ class GpuDevice:
 
     Create one with `open_device`. Several executors may share one `GpuDevice`
     (and its pipeline cache). ``owned`` is False for a caller-supplied device,
-    which `close` then leaves alone.
+    which `close` then leaves alone. `queue_lock` gives threads sharing the device
+    turns on its queue.
     """
 
     def __init__(self, device: Any, adapter: Any = None, *, owned: bool = False) -> None:
@@ -271,6 +281,22 @@ class GpuDevice:
         self.capabilities = capabilities_of(device, self.adapter)
         self.owned = owned
         self._timestamp_period_ns: float | None = None
+
+    @property
+    def queue_lock(self) -> Any:
+        """Reentrant lock of the underlying wgpu device, shared by every `GpuDevice` of it.
+
+        A whole denoise (uploads, submissions, readback) holds it, so denoisers in
+        several threads sharing one device take turns on its queue.
+        """
+        lock = getattr(self.device, _LOCK_ATTRIBUTE, None)
+        if lock is None:
+            with _locks_lock:
+                lock = getattr(self.device, _LOCK_ATTRIBUTE, None)
+                if lock is None:
+                    lock = threading.RLock()
+                    setattr(self.device, _LOCK_ATTRIBUTE, lock)
+        return lock
 
     # -- resources -------------------------------------------------------------------
 
@@ -411,18 +437,19 @@ def _request_adapter(power_preference: str) -> Any:
 @contextlib.contextmanager
 def _native_stderr_silenced() -> Iterator[None]:
     """Silence C-level stderr (driver chatter such as Mesa's XDG_RUNTIME_DIR notice)."""
-    try:
-        saved = os.dup(2)
-    except OSError:  # no usable stderr descriptor: nothing to silence
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as devnull:
-            os.dup2(devnull.fileno(), 2)
+    with _stderr_lock:  # else a second thread would save (and later restore) devnull
+        try:
+            saved = os.dup(2)
+        except OSError:  # no usable stderr descriptor: nothing to silence
             yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+            return
+        try:
+            with open(os.devnull, "wb") as devnull:
+                os.dup2(devnull.fileno(), 2)
+                yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _xdg_runtime_dir_usable() -> bool:

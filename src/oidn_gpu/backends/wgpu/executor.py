@@ -452,7 +452,13 @@ class WgpuExecutor(ExecutorBase):
 
         Returns:
             ``[3, H, W]`` float32.
+
+        Holds the device's queue lock (`GpuDevice.queue_lock`): threads take turns.
         """
+        with self._device.queue_lock:
+            return self._run(x)
+
+    def _run(self, x: np.ndarray) -> np.ndarray:
         self._check_open()
         x = check_network_input(x, self.input_channels, self._alignment)
         height, width = int(x.shape[1]), int(x.shape[2])
@@ -581,6 +587,10 @@ class WgpuExecutor(ExecutorBase):
 
     def close(self) -> None:
         """Release every GPU object of this executor; idempotent."""
+        with self._device.queue_lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._closed:
             return
         self._closed = True

@@ -37,6 +37,7 @@ image, section 6.3).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import OrderedDict
@@ -64,6 +65,17 @@ TILE_SET_CACHE_SIZE = 4
 F32_BYTES = 4
 
 _ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
+
+
+def _queue_turn(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a method holding its device's queue lock (see `GpuDevice.queue_lock`)."""
+
+    @functools.wraps(method)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._device.queue_lock:
+            return method(self, *args, **kwargs)
+
+    return locked
 
 
 @dataclass(frozen=True)
@@ -247,6 +259,7 @@ class GpuDenoiser:
             progress=progress,
         )
 
+    @_queue_turn
     def denoise(
         self,
         main: np.ndarray,
@@ -297,6 +310,7 @@ class GpuDenoiser:
         raw = self._device.read_buffer(output.buffer, 0, height * width * channels * F32_BYTES)
         return np.frombuffer(raw, np.float32).reshape(height, width, channels).copy()
 
+    @_queue_turn
     def denoise_buffers(
         self,
         images: Sequence[GpuImage],
@@ -324,6 +338,7 @@ class GpuDenoiser:
             )
         self._run_tiles(list(images), tuple(roles), output, mode, plan, progress=progress)
 
+    @_queue_turn
     def denoise_interactive(
         self,
         main: np.ndarray,
@@ -400,6 +415,7 @@ class GpuDenoiser:
         snap = self._resources.snapshot(len(self._pending))
         return snap.count(BUFFER), snap.byte_size
 
+    @_queue_turn
     def close(self) -> None:
         """Release the pipeline's buffers (not the executor); idempotent."""
         if self._closed:
