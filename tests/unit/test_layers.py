@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import REPO_ROOT
 
@@ -34,3 +36,38 @@ def test_import_oidn_gpu_loads_no_gpu_backend() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Modules that import wgpu when loaded: the only oidn_gpu modules imported inside functions.
+OPTIONAL_DEPENDENCY_MODULES = ("oidn_gpu.backends.wgpu", "oidn_gpu.record.device")
+# The wgpu backend's registry entry, which must import without wgpu.
+WGPU_REGISTRY_ENTRY = "oidn_gpu.backends.wgpu.backend"
+
+
+def _function_level_imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.ImportFrom) and inner.module and inner.level == 0:
+                names = [inner.module] + [f"{inner.module}.{a.name}" for a in inner.names]
+            elif isinstance(inner, ast.Import):
+                names = [a.name for a in inner.names]
+            else:
+                continue
+            for name in names[:1] if isinstance(inner, ast.ImportFrom) else names:
+                if name.split(".")[0] == "oidn_gpu":
+                    found.append((inner.lineno, name))
+    return found
+
+
+def test_oidn_gpu_modules_are_imported_inside_functions_only_to_reach_wgpu() -> None:
+    offenders = []
+    for path in sorted((REPO_ROOT / "src" / "oidn_gpu").rglob("*.py")):
+        for line, name in _function_level_imports(path):
+            lazy_ok = name.startswith(OPTIONAL_DEPENDENCY_MODULES) and name != WGPU_REGISTRY_ENTRY
+            inside_wgpu = "backends/wgpu/" in path.as_posix() and path.name != "backend.py"
+            if not lazy_ok or inside_wgpu:
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {name}")
+    assert not offenders, "\n".join(offenders)

@@ -38,6 +38,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
+from oidn_gpu import __version__
 from oidn_gpu.backends.base import (
     AUTO,
     backend_names,
@@ -47,14 +48,21 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import record as record_cli
+from oidn_gpu.cli.info import collect, format_report
+from oidn_gpu.cli.sequence import AuxSource, FrameJob, InputOptions, run_sequence
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.fetch import base_url, fetch_weights
 from oidn_gpu.files import (
     OutputFileError,
     check_outputs,
     install_signal_cleanup,
     write_bytes_atomic,
 )
-from oidn_gpu.model.unet import load_model
+from oidn_gpu.image import io
+from oidn_gpu.image.io import output_format_name
+from oidn_gpu.model.tza import parse_tza
+from oidn_gpu.model.unet import flops_per_pixel, load_model
+from oidn_gpu.model.weights import is_official
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -192,7 +200,6 @@ def backend_flags() -> dict[str, BackendFlag]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (exposed for docs and tests)."""
-    from oidn_gpu import __version__
 
     parser = _Parser(prog="oidn-gpu", description="Intel Open Image Denoise networks on any GPU.")
     parser.add_argument("--version", action="version", version=f"oidn-gpu {__version__}")
@@ -484,8 +491,6 @@ def _aux_path(spec: str, src: Path, many: bool) -> Path:
 
 def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[Any]:
     """Build the `FrameJob` list and check outputs and aux files before any work."""
-    from oidn_gpu.cli.sequence import AuxSource, FrameJob
-    from oidn_gpu.image.io import output_format_name
 
     jobs = []
     for src in files:
@@ -621,7 +626,6 @@ def denoiser_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
-    from oidn_gpu.image import io
 
     status = EXIT_OK
     for path in files:
@@ -655,7 +659,6 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
 
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
-    from oidn_gpu import __version__
 
     _check_denoise_args(args)
     files, many = expand_inputs(args.inputs)
@@ -663,7 +666,6 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         return _list_layers(files, args)
     jobs = plan_jobs(args, files, many)
 
-    from oidn_gpu.cli.sequence import InputOptions, run_sequence
 
     options = InputOptions(
         color_layer=args.color_layer,
@@ -726,8 +728,6 @@ def describe_inputs(name: str | None, channels: int) -> str:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """``oidn-gpu inspect WEIGHTS.tza``."""
-    from oidn_gpu.model.tza import parse_tza
-    from oidn_gpu.model.weights import is_official
 
     path = Path(args.weights)
     if not path.is_file():
@@ -740,7 +740,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"sha-256:         {sha}")
     print("official:        " + (f"yes, {official}.tza (OIDN 2.5.1)" if official else "no"))
     try:
-        from oidn_gpu.model.unet import flops_per_pixel, load_model
 
         model = load_model(blob, name=official or path.stem)
     except OIDNGPUError as err:
@@ -770,7 +769,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     """``oidn-gpu info``."""
-    from oidn_gpu.cli.info import collect, format_report
 
     print(format_report(collect(probe_auto=not args.no_probe)))
     return EXIT_OK
@@ -780,7 +778,6 @@ def cmd_weights(args: argparse.Namespace) -> int:
     """``oidn-gpu weights fetch``."""
     if args.weights_command != "fetch":
         raise UsageError("missing action; expected 'oidn-gpu weights fetch'")
-    from oidn_gpu.fetch import base_url, fetch_weights
 
     bars: list[Any] = []
 

@@ -45,6 +45,7 @@ from oidn_gpu.record.format import (
     frame_data,
 )
 from oidn_gpu.record.reader import read_program, validate_program
+from oidn_gpu.record.summary import frame_input_scale
 
 _BIND_GROUP_CACHE_SIZE = 4
 _HOST_USAGE = BufferUsage.COPY_SRC | BufferUsage.COPY_DST
@@ -241,7 +242,6 @@ class Replayer:
     @property
     def recorded_input_scale(self) -> float | None:
         """The input scale the program was recorded with (None without a frame buffer)."""
-        from oidn_gpu.record.summary import frame_input_scale
 
         return frame_input_scale(self.program)
 

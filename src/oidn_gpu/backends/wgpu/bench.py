@@ -47,8 +47,14 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
-from oidn_gpu.backends.wgpu.device import GpuDevice
+from oidn_gpu.backends.wgpu import kernel_choice
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage, GpuDevice, open_device
+from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.kernels.gemm import default_options
+from oidn_gpu.model import unet
+from oidn_gpu.model import weights as builtin
 
 DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
 ALIGNMENT = 16
@@ -165,12 +171,10 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def _load(weights: str | Path) -> Any:
-    from oidn_gpu.model import unet
 
     path = Path(weights)
     if path.suffix == ".tza" or path.exists():
         return unet.load_model(path)
-    from oidn_gpu.model import weights as builtin
 
     return builtin.load_builtin(str(weights))
 
@@ -200,7 +204,6 @@ def run_bench(
     Raises:
         InvalidArgumentError: bad size, runs or options.
     """
-    from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 
     if runs < 1 or warmup < 0:
         raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
@@ -335,8 +338,6 @@ def _gemm_text(executor: Any) -> str:
     options = getattr(executor, "gemm", None)
     if options is None:
         try:
-            from oidn_gpu.backends.wgpu import kernel_choice
-            from oidn_gpu.kernels.gemm import default_options
 
             limits = kernel_choice.device_limits(executor.device.capabilities)
             options = default_options(limits, executor.precision)
@@ -357,8 +358,6 @@ def _end_to_end(
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     """Time `GpuDenoiser` on GPU buffers (GPU + wall) and on host arrays (wall)."""
-    from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
-    from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
     device = executor.device
     count = executor.input_channels // 3
     hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()
@@ -423,7 +422,6 @@ class TimedDevice(GpuDevice):  # type: ignore[misc, valid-type]
 
 def open_timed_device(device: Any = None) -> Any:
     """`open_device(device)` as a `TimedDevice` (the same wgpu device, closed with it)."""
-    from oidn_gpu.backends.wgpu.device import open_device
 
     return TimedDevice(open_device(device))
 
@@ -473,7 +471,6 @@ class CommandTimer:
         """Waits for the queue; GPU ms of each encoder recorded in the last ``with``."""
         if not self.enabled or self._count == 0:
             return []
-        from oidn_gpu.backends.wgpu.device import BufferUsage
 
         count = 2 * self._count
         device = self.device

@@ -70,6 +70,7 @@ from oidn_gpu.graph import ir
 from oidn_gpu.graph import passes as graph_passes
 from oidn_gpu.graph.plan import Plan, Shape, size_alignment
 from oidn_gpu.graph.plan import plan as make_plan
+from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import Kernel, Precision, blocks
 
 PRECISIONS = ("auto", "fp16", "fp32")
@@ -754,7 +755,6 @@ class WgpuExecutor(ExecutorBase):
     def _io_kernel(self, name: str) -> Kernel:
         kernel = self._io_kernels.get(name)
         if kernel is None:
-            from oidn_gpu.kernels import io_passes
 
             if name == "input-pack":
                 spec = io_passes.PackSpec(self.input_channels, self.precision)
