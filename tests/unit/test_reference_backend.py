@@ -57,13 +57,8 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol:
 
 
 @pytest.fixture(scope="module")
-def base_model(weights_dir) -> ValidatedModel:
-    return load_model(weights_dir / "rt_hdr_alb_nrm.tza")
-
-
-@pytest.fixture(scope="module")
-def large_model(weights_dir) -> ValidatedModel:
-    return load_model(weights_dir / "rt_hdr_calb_cnrm_large.tza")
+def base_model(package_weights_dir) -> ValidatedModel:
+    return load_model(package_weights_dir / "rt_hdr_alb_nrm.tza")
 
 
 @pytest.mark.parametrize(
@@ -182,11 +177,13 @@ def test_missing_or_misshaped_weights_are_rejected(rng: np.random.Generator) -> 
 
 
 @pytest.mark.oracle
-def test_matches_intel_oidn_on_an_ldr_srgb_image(weights_dir, rng: np.random.Generator) -> None:
+def test_matches_intel_oidn_on_an_ldr_srgb_image(
+    package_weights_dir, rng: np.random.Generator
+) -> None:
     """RT, LDR, srgb=1: the network sees the color as is; OIDN clamps its output to [0, 1]."""
     from tests.oracle import oidn_denoise
 
-    blob = (weights_dir / "rt_ldr.tza").read_bytes()
+    blob = (package_weights_dir / "rt_ldr.tza").read_bytes()
     model = load_model(blob)
     yy, xx = np.mgrid[0:64, 0:80] / 80.0
     clean = np.stack([xx, yy, 0.5 * (xx + yy)], axis=-1)
