@@ -35,11 +35,6 @@ def _shared_fixtures() -> set[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        f"{datasets.SHARED_MARKER}: needs the full-size data set ({datasets.SHARED_ENV_VAR}); "
-        "deselected without it",
-    )
     try:
         config.stash[_SHARED_DIR] = datasets.locate_shared_dir()
     except datasets.SharedDataError as err:
