@@ -19,8 +19,6 @@ import pytest
 from oidn_gpu.model.weights import bundled_weights_dir
 from tests import datasets
 
-REPO_ROOT = datasets.REPO_ROOT
-
 _SHARED_DIR = pytest.StashKey[Path | None]()
 _DESELECTED = pytest.StashKey[int]()
 
