@@ -1,6 +1,6 @@
 """End-to-end ``oidn-gpu denoise`` on real files, compared with Intel OIDN 2.5.1.
 
-Inputs are crops of the shared Mitsuba scene ``textured_checker`` written to
+Inputs are crops of the Mitsuba scene ``textured_checker`` (tests/data/scenes) written to
 EXR/PFM/PNG; the CLI output read back from disk must equal what pyoidn computes
 on the same crop (relative L2 <= 1e-5 for float files). Runs on the NumPy
 reference backend (autouse fixture in conftest.py).
@@ -29,6 +29,7 @@ from cli_support import (
 )
 
 from oidn_gpu.image import io
+from tests import datasets
 
 
 def _assert_parity(path: Path, expected: np.ndarray) -> None:
@@ -263,14 +264,12 @@ def test_signal_to_a_running_sequence_leaves_only_complete_outputs(
 
 
 def test_prefilter_accurate_matches_oidns_documented_workflow(
-    cli, scene, tmp_path: Path, weights_dir: Path, scenes_dir: Path
+    cli, scene, tmp_path: Path, weights_dir: Path
 ) -> None:
-    y, x = 300, 260
-    noisy_albedo = io.read_image(scenes_dir / "textured_checker" / "albedo_1spp.exr").pixels
-    noisy_normal = io.read_image(scenes_dir / "textured_checker" / "normal_1spp.exr").pixels
+    noisy = datasets.scene_crop("textured_checker_wide", ("albedo_1spp", "normal_1spp"))
     crop = scene(48)
-    albedo = np.ascontiguousarray(noisy_albedo[y : y + 48, x : x + 48])
-    normal = np.ascontiguousarray(noisy_normal[y : y + 48, x : x + 48])
+    albedo = np.ascontiguousarray(noisy["albedo_1spp"][:48, :48])
+    normal = np.ascontiguousarray(noisy["normal_1spp"][:48, :48])
     path = write_multilayer(
         tmp_path / "r.exr", {"": crop["color_4spp"], "albedo": albedo, "nn": normal}
     )

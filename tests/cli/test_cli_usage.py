@@ -189,8 +189,8 @@ def test_list_layers_shows_layers_and_the_default_picks(cli, tmp_path: Path) -> 
     assert "-> albedo: 'albedo'" in result.out and "-> normal: 'nn'" in result.out
 
 
-def test_inspect_official_weights(cli, weights_dir: Path) -> None:
-    result = cli("inspect", weights_dir / "rt_hdr_alb_nrm.tza")
+def test_inspect_official_weights(cli, package_weights_dir: Path) -> None:
+    result = cli("inspect", package_weights_dir / "rt_hdr_alb_nrm.tza")
     assert result.rc == 0, result.err
     out = result.out
     assert "sha-256:         e586ef2ff48d7fbb" in out

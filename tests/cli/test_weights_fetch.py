@@ -1,9 +1,10 @@
 """``oidn-gpu weights fetch`` against a local HTTP server (this machine has no GitHub access).
 
-The server serves the official large files from the shared weights folder, a
-corrupted copy for the checksum case, and a closed port stands in for "offline".
-A second server misbehaves on purpose: it drips, lies about the length, sends
-too much or closes early.
+The server serves the official large files (from the package, else from the full-size
+data set) or, without them, stand-ins whose SHA-256 and size replace the official ones for
+the test; a corrupted copy for the checksum case, and a closed port stands in for "offline".
+A second server misbehaves on purpose with a body of the official size: it drips, lies
+about the length, sends too much or closes early.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from oidn_gpu.fetch import (
     base_url,
 )
 from oidn_gpu.files import TEMP_PREFIX
+from oidn_gpu.model import weights
 from oidn_gpu.model.weights import LARGE_WEIGHTS_SHA256
+from tests import datasets
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -62,29 +65,49 @@ def server(server_root: Path) -> Iterator[str]:
         httpd.server_close()
 
 
-def _serve_official(weights_dir: Path, root: Path) -> None:
+@pytest.fixture
+def large_files(monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """The file `weights fetch` must deliver for each large weights name: the official one
+    where the package or the full-size data set has it, else a stand-in (a tiny generated
+    large U-Net) whose SHA-256 and size take the official ones' place for this test."""
+    shared = datasets.locate_shared_dir()
+    files = {}
     for name in LARGE_WEIGHTS:
-        shutil.copyfile(weights_dir / f"{name}.tza", root / f"{name}.tza")
+        path = weights.bundled_weights_dir() / f"{name}.tza"
+        if not path.is_file() and shared is not None:
+            path = shared / "weights" / f"{name}.tza"
+        if not path.is_file():
+            path = datasets.DATA_DIR / "tiny_large_ic6.tza"
+            blob = path.read_bytes()
+            monkeypatch.setitem(LARGE_WEIGHTS_SHA256, name, hashlib.sha256(blob).hexdigest())
+            monkeypatch.setitem(LARGE_WEIGHTS_BYTES, name, len(blob))
+        files[name] = path
+    return files
+
+
+def _serve_official(large_files: dict[str, Path], root: Path) -> None:
+    for name, path in large_files.items():
+        shutil.copyfile(path, root / f"{name}.tza")
 
 
 def test_fetch_downloads_and_verifies_the_three_large_files(
-    cli, server: str, server_root: Path, weights_dir: Path, tmp_path: Path
+    cli, server: str, server_root: Path, large_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    _serve_official(weights_dir, server_root)
+    _serve_official(large_files, server_root)
     dest = tmp_path / "user-weights"
     result = cli("weights", "fetch", "--dir", dest, "--url", server, "--quiet")
     assert result.rc == 0, result.err
     for name in LARGE_WEIGHTS:
-        assert (dest / f"{name}.tza").read_bytes() == (weights_dir / f"{name}.tza").read_bytes()
+        assert (dest / f"{name}.tza").read_bytes() == large_files[name].read_bytes()
     assert sorted(p.name for p in dest.iterdir()) == sorted(f"{n}.tza" for n in LARGE_WEIGHTS)
     again = cli("weights", "fetch", "--dir", dest, "--url", server)
     assert again.rc == 0 and again.err.count("already present") == 3
 
 
 def test_url_comes_from_the_environment(
-    cli, server: str, server_root: Path, weights_dir: Path, tmp_path: Path, monkeypatch
+    cli, server: str, server_root: Path, large_files: dict[str, Path], tmp_path: Path, monkeypatch
 ) -> None:
-    _serve_official(weights_dir, server_root)
+    _serve_official(large_files, server_root)
     monkeypatch.setenv(URL_ENV_VAR, server + "/")
     assert base_url() == server
     result = cli("weights", "fetch", "--dir", tmp_path / "w", "--quiet")
@@ -100,9 +123,9 @@ def test_default_url_is_the_official_lfs_host(monkeypatch) -> None:
 
 
 def test_checksum_mismatch_keeps_nothing(
-    cli, server: str, server_root: Path, weights_dir: Path, tmp_path: Path
+    cli, server: str, server_root: Path, large_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    _serve_official(weights_dir, server_root)
+    _serve_official(large_files, server_root)
     corrupted = bytearray((server_root / "rt_alb_large.tza").read_bytes())
     corrupted[1000] ^= 0xFF
     (server_root / "rt_alb_large.tza").write_bytes(bytes(corrupted))
@@ -146,9 +169,9 @@ def test_recorded_sizes_and_sums_are_those_of_the_official_files(weights_dir: Pa
 
 
 def test_failed_fetch_never_writes_through_a_planted_link(
-    cli, server: str, server_root: Path, weights_dir: Path, tmp_path: Path
+    cli, server: str, server_root: Path, large_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    _serve_official(weights_dir, server_root)
+    _serve_official(large_files, server_root)
     corrupted = bytearray((server_root / "rt_alb_large.tza").read_bytes())
     corrupted[1000] ^= 0xFF
     (server_root / "rt_alb_large.tza").write_bytes(bytes(corrupted))
@@ -205,10 +228,10 @@ class _BadServer(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def bad_server(weights_dir: Path) -> Iterator[str]:
-    handler = type(
-        "Handler", (_BadServer,), {"body": (weights_dir / "rt_alb_large.tza").read_bytes()}
-    )
+def bad_server() -> Iterator[str]:
+    # Any body of the official size: these cases fail before the checksum is computed.
+    body = bytes(range(256)) * (LARGE_WEIGHTS_BYTES["rt_alb_large"] // 256 + 1)
+    handler = type("Handler", (_BadServer,), {"body": body[: LARGE_WEIGHTS_BYTES["rt_alb_large"]]})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

@@ -54,10 +54,10 @@ def test_fp16_matches_reference_and_is_finite(executors, tiny_models, name):
     assert_close(executors[name, "fp16"].run(x), _reference(model, x), FP16_REL_L2, name)
 
 
-def test_real_small_model_fp32_matches_reference(gpu, weights_dir):
+def test_real_small_model_fp32_matches_reference(gpu, package_weights_dir):
     from oidn_gpu.model.unet import load_model
 
-    model = load_model(weights_dir / "rt_hdr_alb_nrm_small.tza")
+    model = load_model(package_weights_dir / "rt_hdr_alb_nrm_small.tza")
     x = _input(model, 32, 32, seed=2)
     with WgpuExecutor(model, device=gpu, precision="fp32") as executor:
         assert_close(executor.run(x), _reference(model, x), FP32_REL_L2, "rt_hdr_alb_nrm_small")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
+from tests.datasets import REPO_ROOT
 
 # Runs import-linter's command line in this interpreter (its contracts live in pyproject.toml).
 LINT_IMPORTS = "from importlinter.cli import lint_imports_command; lint_imports_command()"

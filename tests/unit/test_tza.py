@@ -21,6 +21,7 @@ from oidn_gpu.model.tza import (
     read_tza,
     write_tza,
 )
+from tests.datasets import official_params
 
 # The 23 official files (section 2.4 of oidn-semantics.md).
 OFFICIAL_NAMES = [
@@ -97,9 +98,9 @@ def _expect(blob: bytes, *fragments: str) -> WeightsFormatError:
 # --- official files ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", OFFICIAL_NAMES)
-def test_official_file_parses_and_writes_back_byte_identical(name: str, weights_dir: Path) -> None:
-    blob = (weights_dir / f"{name}.tza").read_bytes()
+@pytest.mark.parametrize("name", official_params(OFFICIAL_NAMES))
+def test_official_file_parses_and_writes_back_byte_identical(name: str, official_weights) -> None:
+    blob = official_weights(name).read_bytes()
     tensors = parse_tza(blob)
     assert len(tensors) == (38 if name.endswith("_large") else 32)
     assert all(t.dtype == np.float16 for t in tensors.values())
@@ -111,8 +112,8 @@ def test_all_23_official_files_are_covered(weights_dir: Path) -> None:
     assert sorted(p.stem for p in weights_dir.glob("*.tza")) == OFFICIAL_NAMES
 
 
-def test_official_file_layout_matches_the_writer_conventions(weights_dir: Path) -> None:
-    blob = (weights_dir / "rt_ldr_small.tza").read_bytes()
+def test_official_file_layout_matches_the_writer_conventions(package_weights_dir: Path) -> None:
+    blob = (package_weights_dir / "rt_ldr_small.tza").read_bytes()
     assert struct.unpack_from("<HBB", blob, 0) == (MAGIC, 2, 0)
     assert _table_offset(blob) % ALIGNMENT_BYTES == 0
     offsets = [struct.unpack_from("<Q", blob, r.data_offset)[0] for r in _records(blob)]
