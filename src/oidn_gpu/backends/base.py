@@ -38,6 +38,7 @@ from oidn_gpu.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from oidn_gpu.backends.plan import DenoisePlan
+    from oidn_gpu.model.unet import ValidatedModel
 
 # Backend name -> "module:attribute" of its `Backend` object, imported on first use.
 # A new backend adds one line here (and its folder under backends/).
@@ -265,7 +266,7 @@ class Backend(Protocol):
         """Lines about what it sees (devices, adapters) for ``oidn-gpu info``; never raises."""
         ...
 
-    def create_executor(self, model: Any, options: BackendOptions) -> NetworkExecutor:
+    def create_executor(self, model: ValidatedModel, options: BackendOptions) -> NetworkExecutor:
         """A `NetworkExecutor` of ``model`` with these options."""
         ...
 

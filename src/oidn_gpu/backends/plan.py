@@ -11,7 +11,6 @@ use it, so tile seams cannot differ between them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.graph.plan import plan as plan_graph
@@ -19,6 +18,7 @@ from oidn_gpu.graph.plan import size_alignment
 from oidn_gpu.image import process, tiling
 from oidn_gpu.image.transfer import Transfer
 from oidn_gpu.model import unet
+from oidn_gpu.model.unet import ValidatedModel
 
 BYTES_PER_MB = 1024 * 1024
 
@@ -81,7 +81,7 @@ class DenoisePlan:
         return self.tiles.tile_h, self.tiles.tile_w
 
 
-def model_alignment(model: Any) -> int:
+def model_alignment(model: ValidatedModel) -> int:
     """The tile alignment of ``model``: its graph's size alignment, at least OIDN's 16."""
     align = size_alignment(model.graph)
     return tiling.round_up(max(align, tiling.MIN_TILE_ALIGNMENT), tiling.MIN_TILE_ALIGNMENT)
@@ -106,7 +106,9 @@ def plan_mode(options: DenoiseOptions) -> process.Mode:
     )
 
 
-def plan_tiles(model: Any, height: int, width: int, options: DenoiseOptions) -> tiling.TilePlan:
+def plan_tiles(
+    model: ValidatedModel, height: int, width: int, options: DenoiseOptions
+) -> tiling.TilePlan:
     """The tile plan of a ``height x width`` image for ``model`` (see `DenoiseOptions`)."""
     alignment = model_alignment(model)
     overlap = unet.tile_overlap(model.spec, alignment)
@@ -132,7 +134,9 @@ def plan_tiles(model: Any, height: int, width: int, options: DenoiseOptions) -> 
     )
 
 
-def plan_denoise(model: Any, height: int, width: int, options: DenoiseOptions) -> DenoisePlan:
+def plan_denoise(
+    model: ValidatedModel, height: int, width: int, options: DenoiseOptions
+) -> DenoisePlan:
     """The `DenoisePlan` of one ``height x width`` image (both at least 1).
 
     Raises:
