@@ -70,13 +70,17 @@ def _auto_backend() -> tuple[str | None, str]:
 
 
 def _backend_report(name: str, *, probe_devices: bool) -> BackendReport:
+    # A broken optional package or driver must not break `info`: failures are reported.
     try:
         backend = get_backend(name)
-        availability = probe(name)
-        details = backend.describe() if probe_devices else ()
-    except Exception as err:  # a broken optional package must not break `info`
+    except Exception as err:
         return BackendReport(name, False, f"failed to load ({type(err).__name__}: {err})")
-    return BackendReport(name, availability.available, availability.note, tuple(details))
+    availability = probe(name)  # never raises
+    try:
+        details = tuple(backend.describe()) if probe_devices else ()
+    except Exception as err:
+        details = (f"describing it failed ({type(err).__name__}: {err})",)
+    return BackendReport(name, availability.available, availability.note, details)
 
 
 def collect(*, probe_auto: bool = True) -> SystemInfo:
