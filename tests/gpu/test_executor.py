@@ -191,22 +191,14 @@ def test_execution_on_caller_owned_buffers_matches_host_run(gpu, executors, tiny
 
 
 def test_evicted_plans_are_destroyed_only_after_the_queue_finished(gpu, tiny_models):
+    """Plans evicted while their work is in flight go through the device's deferred release
+    (tests/gpu/test_device.py checks that it waits for the queue); every output is right."""
     model = tiny_models["tiny_base_ic3"]
     executor = WgpuExecutor(model, device=gpu, precision="fp32", shape_cache_size=1)
-    destroyed = []
-    original = executor._destroy_plan
-
-    def checked_destroy(shape_plan):
-        if not executor._closed:
-            fence = shape_plan.fence
-            assert fence is not None and fence.is_done(), "destroyed in flight"
-        destroyed.append((shape_plan.height, shape_plan.width))
-        original(shape_plan)
-
-    executor._destroy_plan = checked_destroy
     shapes = [(16, 16), (32, 16), (16, 32), (32, 32)]
     inputs, outputs, xs = [], [], []
     try:
+        weights_only = executor.resources().buffer_count
         for index, (h, w) in enumerate(shapes):
             x = _input(model, h, w, seed=10 + index)
             xs.append(x)
@@ -218,10 +210,14 @@ def test_evicted_plans_are_destroyed_only_after_the_queue_finished(gpu, tiny_mod
         for (h, w), x, out in zip(shapes, xs, outputs, strict=True):
             y = np.frombuffer(gpu.read_buffer(out), np.float32).reshape(h, w, 3).transpose(2, 0, 1)
             assert_close(y, _reference(model, x), FP32_REL_L2, f"{h}x{w}")
-        for fence_plan in list(executor._retired):
-            fence_plan.fence.wait(30.0)
+        for _ in range(300):  # the fences signal from the device's poll thread
+            if executor.resources().pending_operations == 0:
+                break
+            gpu.fence().wait(0.1)
         assert executor.resources().pending_operations == 0
-        assert sorted(destroyed) == sorted(shapes[:-1])
+        executor.prewarm([(32, 32)])  # the live plan alone is left besides the weights
+        live = executor.resources().buffer_count - weights_only
+        assert 0 < live < 2 * len(executor.graph.nodes) + 8
     finally:
         executor.close()
         for buffer in inputs + outputs:

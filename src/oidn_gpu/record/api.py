@@ -154,7 +154,7 @@ def submit_denoise(
 
     device = denoiser.executor.device
     encoder = device.create_command_encoder("oidn/denoise/alpha")
-    encoder.copy_buffer_to_buffer(inputs[0], 0, output, 0, width * height * RGBA_F32_BYTES)
+    encoder.copy_buffer(inputs[0], 0, output, 0, width * height * RGBA_F32_BYTES)
     device.submit([encoder.finish()])
     images = [GpuImage(b, height, width, 3, pixel_stride=4) for b in inputs]
     denoiser.denoise_buffers(

@@ -5,9 +5,9 @@ the ``wgpu`` extra otherwise. Nothing outside ``backends/wgpu`` imports wgpu.
 
 Public names (imported lazily, so ``import oidn_gpu.backends.wgpu.device`` stays cheap):
 
-- `open_device`, `GpuDevice`, `Capabilities` (device.py)
+- `open_device`, `WgpuDevice`, `GpuDevice`, `Capabilities` (device.py)
 - `pipeline_cache`, `PipelineCache` (pipelines.py)
-- `WgpuExecutor`, `ExecutionProfile`, `LayerTiming` (executor.py)
+- `WgpuExecutor` (executor.py), `ExecutionProfile`, `LayerTiming` (profiling.py)
 - `GpuDenoiser`, `GpuImage`, `TileRect` (pipeline.py)
 - `run_bench`, `BenchResult` (bench.py)
 """
@@ -23,13 +23,14 @@ require("wgpu", "wgpu")
 _EXPORTS = {
     "open_device": "device",
     "GpuDevice": "device",
+    "WgpuDevice": "device",
     "Capabilities": "device",
     "AdapterInfo": "device",
     "pipeline_cache": "pipelines",
     "PipelineCache": "pipelines",
     "WgpuExecutor": "executor",
-    "ExecutionProfile": "executor",
-    "LayerTiming": "executor",
+    "ExecutionProfile": "profiling",
+    "LayerTiming": "profiling",
     "WgpuExecutorInfo": "executor",
     "WgpuResources": "executor",
     "GpuDenoiser": "pipeline",

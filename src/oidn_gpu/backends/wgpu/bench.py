@@ -48,8 +48,9 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.gpu_device import BufferUsage, PassTimestamps
 from oidn_gpu.backends.sizes import parse_size
-from oidn_gpu.backends.wgpu.device import GpuDevice
+from oidn_gpu.backends.wgpu.device import WgpuDevice, open_device
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 
 DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
@@ -399,8 +400,8 @@ def _end_to_end(
     return {"tiles": len(plan.tiles), "e2e_gpu": gpu_ms, "e2e_wall": wall_ms, "host_wall": host_ms}
 
 
-class TimedDevice(GpuDevice):  # type: ignore[misc, valid-type]
-    """A `GpuDevice` whose command encoders can carry start/end timestamps (`CommandTimer`)."""
+class TimedDevice(WgpuDevice):
+    """A `WgpuDevice` whose command encoders can carry start/end timestamps (`CommandTimer`)."""
 
     def __init__(self, base: Any) -> None:
         super().__init__(base.device, base.adapter, owned=False)
@@ -418,8 +419,6 @@ class TimedDevice(GpuDevice):  # type: ignore[misc, valid-type]
 
 def open_timed_device(device: Any = None) -> Any:
     """`open_device(device)` as a `TimedDevice` (the same wgpu device, closed with it)."""
-    from oidn_gpu.backends.wgpu.device import open_device
-
     return TimedDevice(open_device(device))
 
 
@@ -468,15 +467,13 @@ class CommandTimer:
         """Waits for the queue; GPU ms of each encoder recorded in the last ``with``."""
         if not self.enabled or self._count == 0:
             return []
-        from oidn_gpu.backends.wgpu.device import BufferUsage
-
         count = 2 * self._count
         device = self.device
         resolve = device.create_buffer(
             "oidn/bench/timer/resolve", count * 8, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC
         )
-        encoder = GpuDevice.create_command_encoder(device, "oidn/bench/timer/resolve")
-        encoder.resolve_query_set(self._query_set, 0, count, resolve, 0)
+        encoder = WgpuDevice.create_command_encoder(device, "oidn/bench/timer/resolve")
+        encoder.resolve_timestamps(self._query_set, count, resolve)
         device.submit([encoder.finish()])
         ticks = np.frombuffer(device.read_buffer(resolve, 0, count * 8), np.uint64).astype(np.int64)
         resolve.destroy()
@@ -493,22 +490,16 @@ class _TimedEncoder:
         self._encoder = encoder
         self._query_set = query_set
         self._index = index
-        compute = encoder.begin_compute_pass(
-            label="oidn/bench/timer/start",
-            timestamp_writes={"query_set": query_set, "beginning_of_pass_write_index": index},
+        encoder.write_timestamps(
+            PassTimestamps(query_set, begin_index=index), label="oidn/bench/timer/start"
         )
-        compute.end()
 
-    def finish(self, *args: Any, **kwargs: Any) -> Any:
-        compute = self._encoder.begin_compute_pass(
+    def finish(self) -> Any:
+        self._encoder.write_timestamps(
+            PassTimestamps(self._query_set, end_index=self._index + 1),
             label="oidn/bench/timer/end",
-            timestamp_writes={
-                "query_set": self._query_set,
-                "end_of_pass_write_index": self._index + 1,
-            },
         )
-        compute.end()
-        return self._encoder.finish(*args, **kwargs)
+        return self._encoder.finish()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._encoder, name)
