@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.image import io
+from oidn_gpu.image.autoexposure import autoexposure
+from oidn_gpu.model.weights import weights_path
+from oidn_gpu.record.config import KERNELS, TRANSFERS, make_config
+from oidn_gpu.record.reader import read_program
+from oidn_gpu.record.summary import describe, program_hdr, summarize
 
 EXIT_OK = 0
 _PRECISIONS = ("auto", "fp32", "fp16")
@@ -40,8 +47,6 @@ def _size(text: str) -> tuple[int, int]:
 
 def add_record_parsers(sub: Any) -> None:
     """Add ``record``, ``replay`` and ``program`` to the tool's subparsers."""
-    from oidn_gpu.record.config import KERNELS, TRANSFERS
-
     rec = sub.add_parser(
         "record", help="record a whole denoise (or the network) as a replayable GPU program"
     )
@@ -97,7 +102,6 @@ def _weights_bytes(text: str) -> bytes:
     path = Path(text)
     if path.suffix == ".tza" or path.exists():
         return path.read_bytes()
-    from oidn_gpu.model.weights import weights_path
 
     return weights_path(text).read_bytes()
 
@@ -105,9 +109,6 @@ def _weights_bytes(text: str) -> bytes:
 def cmd_record(args: argparse.Namespace) -> int:
     """``oidn-gpu record``: write a program file."""
     from oidn_gpu.record.api import record_denoise, record_network
-    from oidn_gpu.record.config import make_config
-    from oidn_gpu.record.reader import read_program
-    from oidn_gpu.record.summary import describe
 
     width, height = args.size
     tza = _weights_bytes(args.weights)
@@ -162,12 +163,7 @@ def _rgba(pixels: np.ndarray, channels: tuple[str, ...]) -> np.ndarray:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """``oidn-gpu replay``: run a program on image files, write the output image."""
-    import time
-
-    from oidn_gpu.image import io
-    from oidn_gpu.record.reader import read_program
     from oidn_gpu.record.replay import Replayer
-    from oidn_gpu.record.summary import program_hdr, summarize
 
     program = read_program(args.program.read_bytes())
     kind = summarize(program).kind
@@ -199,8 +195,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     # from the color image, once per image), else the program's recorded scale.
     scale = args.input_scale
     if scale is None and has_frame and program_hdr(program):
-        from oidn_gpu.image.autoexposure import autoexposure
-
         scale = autoexposure(rgba[0][:, :, :3])
     with Replayer(program) as replayer:
         start = time.perf_counter()
@@ -217,9 +211,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_program(args: argparse.Namespace) -> int:
     """``oidn-gpu program info``: print what a program contains."""
-    from oidn_gpu.record.reader import read_program
-    from oidn_gpu.record.summary import describe
-
     data = args.program.read_bytes()
     print(describe(read_program(data), file_bytes=len(data)))
     return EXIT_OK

@@ -50,8 +50,15 @@ import numpy as np
 
 from oidn_gpu.backends.gpu_device import BufferUsage, PassTimestamps
 from oidn_gpu.backends.sizes import parse_size
-from oidn_gpu.backends.wgpu.device import WgpuDevice, open_device
+from oidn_gpu.backends.wgpu import kernel_choice
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, WgpuDevice, open_device
+from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.image import process, tiling
+from oidn_gpu.kernels.gemm import default_options
+from oidn_gpu.model import unet
+from oidn_gpu.model import weights as builtin
 
 DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
 ALIGNMENT = 16
@@ -168,12 +175,9 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def _load(weights: str | Path) -> Any:
-    from oidn_gpu.model import unet
-
     path = Path(weights)
     if path.suffix == ".tza" or path.exists():
         return unet.load_model(path)
-    from oidn_gpu.model import weights as builtin
 
     return builtin.load_builtin(str(weights))
 
@@ -202,8 +206,6 @@ def run_bench(
     Raises:
         InvalidArgumentError: bad size, runs or options.
     """
-    from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-
     if runs < 1 or warmup < 0:
         raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
     height, width = parse_size(size)
@@ -327,9 +329,6 @@ def _gemm_text(executor: Any) -> str:
     options = getattr(executor, "gemm", None)
     if options is None:
         try:
-            from oidn_gpu.backends.wgpu import kernel_choice
-            from oidn_gpu.kernels.gemm import default_options
-
             limits = kernel_choice.device_limits(executor.device.capabilities)
             options = default_options(limits, executor.precision)
         except ImportError:  # pragma: no cover - kernels without GemmOptions
@@ -349,11 +348,6 @@ def _end_to_end(
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     """Time `GpuDenoiser` on GPU buffers (GPU + wall) and on host arrays (wall)."""
-    from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
-    from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
-    from oidn_gpu.image import process, tiling
-    from oidn_gpu.model import unet
-
     device = executor.device
     count = executor.input_channels // 3
     hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()

@@ -48,8 +48,10 @@ from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRel
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
+from oidn_gpu.image import tiling
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
+from oidn_gpu.model import unet
 
 TILE_ALIGNMENT = 16
 MIN_INTERACTIVE_EDGE = 256  # px; below this the overlap dominates the work
@@ -510,9 +512,6 @@ class GpuDenoiser:
         return tile_set
 
     def _interactive_plan(self, height: int, width: int) -> Any:
-        from oidn_gpu.image import tiling
-        from oidn_gpu.model import unet
-
         overlap = unet.tile_overlap(self.executor.model.spec, TILE_ALIGNMENT)
         return tiling.plan_tiles_max_edge(
             height, width, max_edge=self.interactive_edge, overlap=overlap, alignment=TILE_ALIGNMENT
