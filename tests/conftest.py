@@ -3,17 +3,51 @@
 The project's shared data (official weights, Mitsuba test scenes) lives in
 ``shared/`` beside the checkout (``../shared`` from the repository root), as on
 the developers' machines and in CI. ``OIDN_GPU_SHARED`` overrides the location.
+
+GPU test modules (everything under ``tests/gpu/``, and modules that start with
+``pytestmark = pytest.mark.gpu``) import the wgpu backend at module level. When
+``-m`` deselects the ``gpu`` marker, such modules are not imported at all, so
+``pytest -m "not gpu"`` collects and runs on a machine without wgpu. Without
+``-m``, they are collected as usual and fail loudly when wgpu is missing.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _pytest.mark.expression import Expression
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+GPU_DIRECTORIES = (REPO_ROOT / "tests" / "gpu",)  # their conftest marks every test gpu
+_GPU_MODULE_MARK = re.compile(r"^pytestmark = \[?pytest\.mark\.gpu\b", re.MULTILINE)
+
+
+def _gpu_deselected(config: pytest.Config) -> bool:
+    """Whether the ``-m`` expression deselects every test marked ``gpu``."""
+    markexpr = config.getoption("markexpr", default="")
+    if not markexpr:
+        return False
+    return not Expression.compile(markexpr).evaluate(lambda name, **_: name == "gpu")
+
+
+def _is_gpu_module(path: Path) -> bool:
+    if any(directory in path.parents for directory in GPU_DIRECTORIES):
+        return True
+    return bool(_GPU_MODULE_MARK.search(path.read_text(encoding="utf-8")))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Do not import GPU-only test modules when ``-m`` deselects their tests anyway."""
+    name = collection_path.name
+    if collection_path.suffix != ".py" or not name.startswith("test_"):
+        return None
+    if _gpu_deselected(config) and _is_gpu_module(collection_path):
+        return True
+    return None
 
 
 def _shared_dir() -> Path:

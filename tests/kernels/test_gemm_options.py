@@ -15,6 +15,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from oidn_gpu.backends.gpu_device import AdapterInfo, Capabilities
+from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import conv_igemm, gemm
 from oidn_gpu.kernels.gemm import GemmOptions
@@ -447,8 +449,6 @@ def test_select_uses_device_defaults(precision: Precision, limits) -> None:
 
 
 def _caps(adapter_type: str, storage: int, invocations: int):
-    from oidn_gpu.backends.wgpu.device import AdapterInfo, Capabilities
-
     limits = (
         ("max-compute-invocations-per-workgroup", invocations),
         ("max-compute-workgroup-size-x", 1024),
@@ -472,8 +472,6 @@ def _caps(adapter_type: str, storage: int, invocations: int):
     ],
 )
 def test_large_gpu_rule(adapter_type: str, storage: int, invocations: int, large: bool) -> None:
-    from oidn_gpu.backends.wgpu import kernel_choice
-
     caps = _caps(adapter_type, storage, invocations)
     assert kernel_choice.is_large_gpu(caps) is large
     assert kernel_choice.device_limits(caps).large_gpu is large
@@ -483,8 +481,6 @@ def test_large_gpu_rule(adapter_type: str, storage: int, invocations: int, large
 def test_test_device_is_classified_by_its_adapter(gpu) -> None:
     """lavapipe (CI) is a CPU adapter and keeps the seeds' tiles; a discrete GPU with the
     large limits (the H200) takes the large-GPU defaults."""
-    from oidn_gpu.backends.wgpu import kernel_choice
-
     caps = gpu.capabilities
     expected = (
         caps.adapter.is_discrete

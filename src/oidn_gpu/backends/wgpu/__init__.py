@@ -1,7 +1,9 @@
 """WebGPU backend (wgpu-py over wgpu-native): device, pipeline cache, executor, denoise pipeline.
 
-Importing this package needs wgpu; it raises `MissingDependencyError` naming
-the ``wgpu`` extra otherwise. Nothing outside ``backends/wgpu`` imports wgpu.
+`device.py` imports wgpu (and raises `MissingDependencyError` naming the ``wgpu``
+extra without it); so do the modules that open devices (`executor`, `pipeline`,
+`bench`). `kernel_choice` needs only the kernels. Nothing outside
+``backends/wgpu`` imports wgpu.
 
 Public names (imported lazily, so ``import oidn_gpu.backends.wgpu.device`` stays cheap):
 
@@ -15,10 +17,6 @@ Public names (imported lazily, so ``import oidn_gpu.backends.wgpu.device`` stays
 from __future__ import annotations
 
 from typing import Any
-
-from oidn_gpu.errors import require
-
-require("wgpu", "wgpu")
 
 _EXPORTS = {
     "open_device": "device",
