@@ -48,7 +48,7 @@ from oidn_gpu.record.writer import error_packet, model_packet, write_program
 
 RGBA_F32_BYTES = 16
 F32_BYTES = 4
-TILE_ALIGNMENT = 16
+TILE_ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 IMAGE_NAMES = ("color", "albedo", "normal")
 _KERNEL_SETTINGS = {  # config kernel -> WgpuExecutor kernel setting
     "auto": "auto",

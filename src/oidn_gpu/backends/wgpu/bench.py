@@ -61,7 +61,7 @@ from oidn_gpu.model import unet
 from oidn_gpu.model import weights as builtin
 
 DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
-ALIGNMENT = 16
+ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
 from oidn_gpu.model import unet
 
-TILE_ALIGNMENT = 16
+TILE_ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 MIN_INTERACTIVE_EDGE = 256  # px; below this the overlap dominates the work
 MAX_INTERACTIVE_EDGE = 4096
 DEFAULT_INTERACTIVE_EDGE = 512
