@@ -47,6 +47,14 @@ class KernelKind(enum.Enum):
     FINAL_RGB = "final-rgb"
 
 
+# The conv kernel families a caller can ask for (``kernel=``), by name: the one list.
+CONV_KERNELS = tuple(
+    k.value for k in KernelKind if k not in (KernelKind.AUTO, KernelKind.FINAL_RGB)
+)
+# The forms a fused conv+pool has.
+POOL_CONV_KERNELS = (KernelKind.DIRECT.value, KernelKind.IMPLICIT_GEMM.value)
+
+
 def _kind(value: KernelKind | str) -> KernelKind:
     try:
         kind = KernelKind(value)

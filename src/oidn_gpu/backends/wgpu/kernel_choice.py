@@ -27,7 +27,7 @@ from oidn_gpu.kernels.spec import ConvSource, ConvSpec, Kernel, PoolSpec, Precis
 
 def kernel_names() -> tuple[str, ...]:
     """Accepted ``kernel=`` settings (the final RGB layer is chosen, never asked for)."""
-    return tuple(k.value for k in select.KernelKind if k is not select.KernelKind.FINAL_RGB)
+    return (select.KernelKind.AUTO.value, *select.CONV_KERNELS)
 
 
 def validate_kernel(kernel: str) -> str:
