@@ -1,6 +1,6 @@
 """`WgpuExecutor`: runs an OIDN U-Net on a wgpu device (the ``NetworkExecutor`` protocol).
 
-Life of an executor (after oidn-web's ``NativeUNetExecutor``, seeds 000/001):
+Life of an executor (after oidn-web's ``NativeUNetExecutor``):
 
 1. Construction: resolve precision (``auto`` = fp16 when the device has
    ``shader-f16``), optimize the graph (conv+pool and upsample+concat+conv

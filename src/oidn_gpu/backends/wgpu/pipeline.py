@@ -1,6 +1,6 @@
 """The GPU denoise pipeline: per tile an input pass, the network and an output pass, one queue.
 
-After oidn-webgpu's ``recordDenoiseExecution`` (seed 004). For every tile of a
+After oidn-webgpu's ``recordDenoiseExecution``. For every tile of a
 `image.tiling.TilePlan`, one command encoder records
 
 1. the input pass (`kernels.io_passes.generate_input_pass`): the tile's image
