@@ -13,6 +13,7 @@ GPU test modules (everything under ``tests/gpu/``, and modules that start with
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
@@ -27,11 +28,18 @@ _GPU_MODULE_MARK = re.compile(r"^pytestmark = \[?pytest\.mark\.gpu\b", re.MULTIL
 
 
 def _gpu_deselected(config: pytest.Config) -> bool:
-    """Whether the ``-m`` expression deselects every test marked ``gpu``."""
+    """Whether the ``-m`` expression deselects every test marked ``gpu``, whatever other
+    marks it has (``not gpu`` does; ``oracle`` or ``not slow`` do not)."""
     markexpr = config.getoption("markexpr", default="")
     if not markexpr:
         return False
-    return not Expression.compile(markexpr).evaluate(lambda name, **_: name == "gpu")
+    expression = Expression.compile(markexpr)
+    others = sorted(set(re.findall(r"[A-Za-z_]\w*", markexpr)) - {"and", "or", "not", "gpu"})
+    for values in itertools.product((False, True), repeat=len(others)):
+        marks = {"gpu", *(name for name, on in zip(others, values, strict=True) if on)}
+        if expression.evaluate(lambda name, marks=marks, **_: name in marks):
+            return False
+    return True
 
 
 def _is_gpu_module(path: Path) -> bool:
