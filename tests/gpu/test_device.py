@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from oidn_gpu.backends.gpu_device import DeferredRelease
+from oidn_gpu.backends.gpu_device import DeferredRelease, GpuDevice
 from oidn_gpu.backends.wgpu import device as dev
 from oidn_gpu.errors import InvalidArgumentError
 
@@ -106,6 +106,15 @@ def test_deferred_release_waits_for_work_submitted_before_retiring(gpu):
         buffer.destroy()
 
 
+def test_the_wgpu_device_implements_the_interface(gpu):
+    assert isinstance(gpu, dev.WgpuDevice) and isinstance(gpu, GpuDevice)
+    assert not isinstance(gpu.device, GpuDevice)  # a raw wgpu device gets wrapped
+    assert gpu.handle is gpu.device
+    buffer = gpu.create_buffer("rounded", 5)
+    assert buffer.size == 8
+    buffer.destroy()
+
+
 def test_wgpu_buffer_usage_bits_are_webgpus(gpu):
     for name in ("MAP_READ", "COPY_SRC", "COPY_DST", "UNIFORM", "STORAGE", "QUERY_RESOLVE"):
         assert int(getattr(dev.BufferUsage, name)) == int(getattr(dev.wgpu.BufferUsage, name))
@@ -113,7 +122,7 @@ def test_wgpu_buffer_usage_bits_are_webgpus(gpu):
 
 _OPEN_AND_REPORT = """
 import os
-from oidn_gpu.backends.gpu_device import DeferredRelease
+from oidn_gpu.backends.gpu_device import DeferredRelease, GpuDevice
 from oidn_gpu.backends.wgpu import device as dev
 d = dev.open_device()
 with dev._xdg_notice_silenced():
