@@ -16,4 +16,5 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
+.venv/bin/lint-imports  # the import contracts of pyproject.toml
 exec .venv/bin/python -m pytest "$@"

@@ -6,21 +6,65 @@ the weights are the package's own, OIDN's outputs come live from ``pyoidn``
 full-size data set (``OIDN_GPU_SHARED``, or ``shared/`` beside the checkout) are
 marked ``shared_data`` and deselected, with one line saying how many, when there
 is none; a named but incomplete data set is an error.
+
+GPU test modules (everything under ``tests/gpu/``, and modules that start with
+``pytestmark = pytest.mark.gpu``) import the wgpu backend at module level. When
+``-m`` deselects the ``gpu`` marker, such modules are not imported at all, so
+``pytest -m "not gpu"`` collects and runs on a machine without wgpu. Without
+``-m``, they are collected as usual and fail loudly when wgpu is missing.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _pytest.mark.expression import Expression
 
 from oidn_gpu.model.weights import bundled_weights_dir
 from tests import datasets
 
 _SHARED_DIR = pytest.StashKey[Path | None]()
 _DESELECTED = pytest.StashKey[int]()
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+GPU_DIRECTORIES = (REPO_ROOT / "tests" / "gpu",)  # their conftest marks every test gpu
+_GPU_MODULE_MARK = re.compile(r"^pytestmark = \[?pytest\.mark\.gpu\b", re.MULTILINE)
+
+
+def _gpu_deselected(config: pytest.Config) -> bool:
+    """Whether the ``-m`` expression deselects every test marked ``gpu``, whatever other
+    marks it has (``not gpu`` does; ``oracle`` or ``not slow`` do not)."""
+    markexpr = config.getoption("markexpr", default="")
+    if not markexpr:
+        return False
+    expression = Expression.compile(markexpr)
+    others = sorted(set(re.findall(r"[A-Za-z_]\w*", markexpr)) - {"and", "or", "not", "gpu"})
+    for values in itertools.product((False, True), repeat=len(others)):
+        marks = {"gpu", *(name for name, on in zip(others, values, strict=True) if on)}
+        if expression.evaluate(lambda name, marks=marks, **_: name in marks):
+            return False
+    return True
+
+
+def _is_gpu_module(path: Path) -> bool:
+    if any(directory in path.parents for directory in GPU_DIRECTORIES):
+        return True
+    return bool(_GPU_MODULE_MARK.search(path.read_text(encoding="utf-8")))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Do not import GPU-only test modules when ``-m`` deselects their tests anyway."""
+    name = collection_path.name
+    if collection_path.suffix != ".py" or not name.startswith("test_"):
+        return None
+    if _gpu_deselected(config) and _is_gpu_module(collection_path):
+        return True
+    return None
 
 
 def _shared_fixtures() -> set[str]:

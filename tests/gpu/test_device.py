@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from oidn_gpu.backends.gpu_device import DeferredRelease, GpuDevice
 from oidn_gpu.backends.wgpu import device as dev
 from oidn_gpu.errors import InvalidArgumentError
 
@@ -58,7 +59,8 @@ def test_fence_signals_after_submitted_work(gpu):
     data = np.arange(64, dtype=np.float32)
     buffer = gpu.create_buffer_with_data("fence-test", data, dev.STORAGE_USAGE)
     encoder = gpu.create_command_encoder("fence-test")
-    encoder.clear_buffer(buffer, 0, 16)
+    zeros = gpu.create_buffer("fence-test-zeros", 16, dev.STORAGE_USAGE)
+    encoder.copy_buffer(zeros, 0, buffer, 0, 16)
     gpu.submit([encoder.finish()])
     fence = gpu.fence()
     assert fence.wait(30.0)
@@ -68,8 +70,59 @@ def test_fence_signals_after_submitted_work(gpu):
     buffer.destroy()
 
 
+def test_deferred_release_waits_for_work_submitted_before_retiring(gpu):
+    data = np.zeros(1 << 16, np.float32)
+    buffers = [
+        gpu.create_buffer_with_data(f"deferred-{i}", data, dev.STORAGE_USAGE) for i in (0, 1)
+    ]
+    released = []
+
+    def release(item):
+        fence = fences[item]
+        assert fence.is_done(), "released while its work was in flight"
+        released.append(item)
+
+    deferred = DeferredRelease(gpu, release)
+    fences = {}
+    for index in range(3):
+        encoder = gpu.create_command_encoder("deferred")
+        encoder.copy_buffer(buffers[0], 0, buffers[1], 0, data.nbytes)
+        gpu.submit([encoder.finish()])
+        fences[index] = gpu.fence()  # the same work as the fence `retire` takes next
+        deferred.retire(index)
+    assert len(deferred) + len(released) == 3
+    assert fences[2].wait(30.0)
+    for _ in range(100):
+        deferred.collect()
+        if not len(deferred):
+            break
+        gpu.fence().wait(0.1)
+    assert sorted(released) == [0, 1, 2] and len(deferred) == 0
+    deferred.retire(3)
+    fences[3] = gpu.fence()
+    deferred.release_all()  # waits for the queue
+    assert released[-1] == 3 and len(deferred) == 0
+    for buffer in buffers:
+        buffer.destroy()
+
+
+def test_the_wgpu_device_implements_the_interface(gpu):
+    assert isinstance(gpu, dev.WgpuDevice) and isinstance(gpu, GpuDevice)
+    assert not isinstance(gpu.device, GpuDevice)  # a raw wgpu device gets wrapped
+    assert gpu.handle is gpu.device
+    buffer = gpu.create_buffer("rounded", 5)
+    assert buffer.size == 8
+    buffer.destroy()
+
+
+def test_wgpu_buffer_usage_bits_are_webgpus(gpu):
+    for name in ("MAP_READ", "COPY_SRC", "COPY_DST", "UNIFORM", "STORAGE", "QUERY_RESOLVE"):
+        assert int(getattr(dev.BufferUsage, name)) == int(getattr(dev.wgpu.BufferUsage, name))
+
+
 _OPEN_AND_REPORT = """
 import os
+from oidn_gpu.backends.gpu_device import DeferredRelease, GpuDevice
 from oidn_gpu.backends.wgpu import device as dev
 d = dev.open_device()
 with dev._xdg_notice_silenced():
@@ -91,8 +144,12 @@ def test_opening_a_device_prints_no_driver_notice(gpu, tmp_path, xdg):
     if xdg == "usable":
         env["XDG_RUNTIME_DIR"] = str(tmp_path)
     run = subprocess.run(
-        [sys.executable, "-c", _OPEN_AND_REPORT], env=env, capture_output=True, text=True,
-        timeout=120, check=True,
+        [sys.executable, "-c", _OPEN_AND_REPORT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     assert run.stdout.strip() == gpu.capabilities.adapter.device
     assert "XDG_RUNTIME_DIR" not in run.stderr

@@ -27,6 +27,7 @@ from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import size_alignment
 from oidn_gpu.graph.reference import run_graph
+from tests.compare import assert_close
 from tests.models import Model, random_model
 from tests.property.graph_strategies import unet_graphs
 
@@ -52,18 +53,6 @@ def cases(draw: st.DrawFn) -> tuple[Model, np.ndarray]:
     width = align * draw(st.integers(1, 3))
     x = rng.standard_normal((graph.input_channels, height, width)).astype(np.float32)
     return model, x
-
-
-def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:
-    """Shape, dtype, then |a - e| <= atol + rtol * |e|, reporting the worst element."""
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    err = np.abs(actual.astype(np.float64) - expected)
-    bound = atol + rtol * np.abs(expected.astype(np.float64))
-    worst = np.unravel_index(np.argmax(err - bound), err.shape)
-    assert np.all(err <= bound), (
-        f"max error {err.max():.3g} at {worst} "
-        f"(value {expected[worst]:.6g}, bound {bound[worst]:.3g})"
-    )
 
 
 @settings(max_examples=40, deadline=None)

@@ -39,7 +39,11 @@ def test_import_oidn_gpu_loads_no_gpu_backend() -> None:
 
 
 # Modules that import wgpu when loaded: the only oidn_gpu modules imported inside functions.
-OPTIONAL_DEPENDENCY_MODULES = ("oidn_gpu.backends.wgpu", "oidn_gpu.record.device")
+OPTIONAL_DEPENDENCY_MODULES = (
+    "oidn_gpu.backends.wgpu",
+    "oidn_gpu.record.api",
+    "oidn_gpu.record.replay",
+)
 # The wgpu backend's registry entry, which must import without wgpu.
 WGPU_REGISTRY_ENTRY = "oidn_gpu.backends.wgpu.backend"
 

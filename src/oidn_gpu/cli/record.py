@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,8 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import io
 from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.model.weights import weights_path
-from oidn_gpu.record.api import record_denoise, record_network
 from oidn_gpu.record.config import KERNELS, TRANSFERS, make_config
 from oidn_gpu.record.reader import read_program
-from oidn_gpu.record.replay import Replayer
 from oidn_gpu.record.summary import describe, program_hdr, summarize
 
 EXIT_OK = 0
@@ -49,7 +48,6 @@ def _size(text: str) -> tuple[int, int]:
 
 def add_record_parsers(sub: Any) -> None:
     """Add ``record``, ``replay`` and ``program`` to the tool's subparsers."""
-
     rec = sub.add_parser(
         "record", help="record a whole denoise (or the network) as a replayable GPU program"
     )
@@ -113,6 +111,7 @@ def _weights_bytes(text: str) -> bytes:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """``oidn-gpu record``: write a program file."""
+    from oidn_gpu.record.api import record_denoise, record_network
 
     width, height = args.size
     weights_file = Path(args.weights)
@@ -160,8 +159,7 @@ def _rgba(pixels: np.ndarray, channels: tuple[str, ...]) -> np.ndarray:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """``oidn-gpu replay``: run a program on image files, write the output image."""
-    import time
-
+    from oidn_gpu.record.replay import Replayer
 
     inputs = [p for p in (args.program, args.color, args.albedo, args.normal) if p is not None]
     files.check_outputs([args.output], inputs, overwrite=args.overwrite)
@@ -196,7 +194,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     # from the color image, once per image), else the program's recorded scale.
     scale = args.input_scale
     if scale is None and has_frame and program_hdr(program):
-
         scale = autoexposure(rgba[0][:, :, :3])
     with Replayer(program) as replayer:
         start = time.perf_counter()
@@ -213,7 +210,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_program(args: argparse.Namespace) -> int:
     """``oidn-gpu program info``: print what a program contains."""
-
     data = args.program.read_bytes()
     print(describe(read_program(data), file_bytes=len(data)))
     return EXIT_OK

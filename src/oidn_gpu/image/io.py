@@ -43,6 +43,13 @@ import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
 from oidn_gpu.files import atomic_write
+from oidn_gpu.image.transfer import (
+    SRGB_ENCODED_LIMIT,
+    SRGB_GAMMA,
+    SRGB_LINEAR_LIMIT,
+    SRGB_OFFSET,
+    SRGB_SLOPE,
+)
 
 # --- AOV names -----------------------------------------------------------------------------
 # Compared case-insensitively with a layer's full name and with its last component
@@ -427,26 +434,22 @@ def describe_layers(layers: Sequence[Layer]) -> str:
 
 
 # --- transfer between file conventions -------------------------------------------------------
-# IEC 61966-2-1 sRGB, the encoding of 8-bit image files (not OIDN's internal transfer).
-_SRGB_LINEAR_LIMIT = 0.0031308
-_SRGB_ENCODED_LIMIT = 0.04045
-_SRGB_SLOPE = 12.92
-_SRGB_GAMMA = 2.4
-_SRGB_OFFSET = 0.055
+# IEC 61966-2-1 sRGB, the encoding of 8-bit image files, evaluated in double precision (OIDN's
+# float transfer function is image/transfer.py; the constants are the same).
 
 
 def srgb_encode(linear: np.ndarray) -> np.ndarray:
     """Linear [0, 1] -> sRGB-encoded [0, 1] (input clamped to [0, 1] first)."""
     x = np.clip(np.nan_to_num(linear, nan=0.0), 0.0, 1.0).astype(np.float32)
-    high = (1 + _SRGB_OFFSET) * np.power(x, 1 / _SRGB_GAMMA) - _SRGB_OFFSET
-    return np.where(x <= _SRGB_LINEAR_LIMIT, x * _SRGB_SLOPE, high).astype(np.float32)
+    high = (1 + SRGB_OFFSET) * np.power(x, 1 / SRGB_GAMMA) - SRGB_OFFSET
+    return np.where(x <= SRGB_LINEAR_LIMIT, x * SRGB_SLOPE, high).astype(np.float32)
 
 
 def srgb_decode(encoded: np.ndarray) -> np.ndarray:
     """sRGB-encoded -> linear (values outside [0, 1] clamped first)."""
     x = np.clip(np.nan_to_num(encoded, nan=0.0), 0.0, 1.0).astype(np.float32)
-    high = np.power((x + _SRGB_OFFSET) / (1 + _SRGB_OFFSET), _SRGB_GAMMA)
-    return np.where(x <= _SRGB_ENCODED_LIMIT, x / _SRGB_SLOPE, high).astype(np.float32)
+    high = np.power((x + SRGB_OFFSET) / (1 + SRGB_OFFSET), SRGB_GAMMA)
+    return np.where(x <= SRGB_ENCODED_LIMIT, x / SRGB_SLOPE, high).astype(np.float32)
 
 
 # --- writing ---------------------------------------------------------------------------------

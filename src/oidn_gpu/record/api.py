@@ -33,10 +33,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_denoise
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage
+from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.image.transfer import Transfer
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.record.config import RecordConfig, parse_config
+from oidn_gpu.record.device import RecordingDevice, recording_capabilities
 from oidn_gpu.record.format import KernelBit, MetaPrecision, ProgramMeta, frame_data
 from oidn_gpu.record.writer import error_packet, model_packet, write_program
 
@@ -146,11 +150,9 @@ def submit_denoise(
 
     The color's alpha is copied into ``output`` first; the denoise then writes RGB.
     """
-    from oidn_gpu.backends.wgpu.pipeline import GpuImage
-
     device = denoiser.executor.device
     encoder = device.create_command_encoder("oidn/denoise/alpha")
-    encoder.copy_buffer_to_buffer(inputs[0], 0, output, 0, width * height * RGBA_F32_BYTES)
+    encoder.copy_buffer(inputs[0], 0, output, 0, width * height * RGBA_F32_BYTES)
     device.submit([encoder.finish()])
     images = [GpuImage(b, height, width, 3, pixel_stride=4) for b in inputs]
     denoiser.denoise_buffers(
@@ -165,9 +167,6 @@ def submit_denoise(
 
 
 def _recording(tza: bytes, config_bytes: bytes, *, denoise: bool) -> tuple[Any, ...]:
-    from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-    from oidn_gpu.record.device import RecordingDevice, recording_capabilities
-
     config = parse_config(config_bytes, denoise=denoise)
     model = _load_model(tza)
     device = RecordingDevice(recording_capabilities(config))
@@ -185,7 +184,6 @@ def record_network(tza: bytes, config: bytes) -> bytes:
         UnsupportedDeviceError: the config's device cannot run the requested precision.
     """
     cfg, model, device, executor, weights = _recording(tza, config, denoise=False)
-    from oidn_gpu.backends.wgpu.device import BufferUsage
 
     try:
         w, h = cfg.width, cfg.height
@@ -224,9 +222,6 @@ def record_denoise(tza: bytes, config: bytes) -> bytes:
             model's overlap.
         UnsupportedDeviceError: the config's device cannot run the requested precision.
     """
-    from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
-    from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
-
     cfg, model, device, executor, weights = _recording(tza, config, denoise=True)
     denoiser = GpuDenoiser(executor)
     try:

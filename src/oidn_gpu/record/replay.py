@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.wgpu.device import open_device
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.record.format import (
     BufferUsage,
@@ -84,8 +85,6 @@ class Replayer:
     """
 
     def __init__(self, program: Program | bytes, device: Any = None, *, trusted: bool = False):
-        from oidn_gpu.backends.wgpu.device import open_device
-
         if isinstance(program, (bytes, bytearray, memoryview)):
             program = read_program(program)
         else:
@@ -242,7 +241,6 @@ class Replayer:
     @property
     def recorded_input_scale(self) -> float | None:
         """The input scale the program was recorded with (None without a frame buffer)."""
-
         return frame_input_scale(self.program)
 
     def run(

@@ -46,9 +46,10 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.gpu_device import BufferUsage, PassTimestamps
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.wgpu import kernel_choice
-from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage, GpuDevice, open_device
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, WgpuDevice, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
@@ -57,7 +58,7 @@ from oidn_gpu.model import unet
 from oidn_gpu.model import weights as builtin
 
 DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
-ALIGNMENT = 16
+ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,6 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def _load(weights: str | Path) -> Any:
-
     path = Path(weights)
     if path.suffix == ".tza" or path.exists():
         return unet.load_model(path)
@@ -204,7 +204,6 @@ def run_bench(
     Raises:
         InvalidArgumentError: bad size, runs or options.
     """
-
     if runs < 1 or warmup < 0:
         raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
     height, width = _check_size(size)
@@ -338,7 +337,6 @@ def _gemm_text(executor: Any) -> str:
     options = getattr(executor, "gemm", None)
     if options is None:
         try:
-
             limits = kernel_choice.device_limits(executor.device.capabilities)
             options = default_options(limits, executor.precision)
         except ImportError:  # pragma: no cover - kernels without GemmOptions
@@ -403,8 +401,8 @@ def _end_to_end(
     return {"tiles": len(plan.tiles), "e2e_gpu": gpu_ms, "e2e_wall": wall_ms, "host_wall": host_ms}
 
 
-class TimedDevice(GpuDevice):  # type: ignore[misc, valid-type]
-    """A `GpuDevice` whose command encoders can carry start/end timestamps (`CommandTimer`)."""
+class TimedDevice(WgpuDevice):
+    """A `WgpuDevice` whose command encoders can carry start/end timestamps (`CommandTimer`)."""
 
     def __init__(self, base: Any) -> None:
         super().__init__(base.device, base.adapter, owned=False)
@@ -422,7 +420,6 @@ class TimedDevice(GpuDevice):  # type: ignore[misc, valid-type]
 
 def open_timed_device(device: Any = None) -> Any:
     """`open_device(device)` as a `TimedDevice` (the same wgpu device, closed with it)."""
-
     return TimedDevice(open_device(device))
 
 
@@ -471,14 +468,13 @@ class CommandTimer:
         """Waits for the queue; GPU ms of each encoder recorded in the last ``with``."""
         if not self.enabled or self._count == 0:
             return []
-
         count = 2 * self._count
         device = self.device
         resolve = device.create_buffer(
             "oidn/bench/timer/resolve", count * 8, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC
         )
-        encoder = GpuDevice.create_command_encoder(device, "oidn/bench/timer/resolve")
-        encoder.resolve_query_set(self._query_set, 0, count, resolve, 0)
+        encoder = WgpuDevice.create_command_encoder(device, "oidn/bench/timer/resolve")
+        encoder.resolve_timestamps(self._query_set, count, resolve)
         device.submit([encoder.finish()])
         ticks = np.frombuffer(device.read_buffer(resolve, 0, count * 8), np.uint64).astype(np.int64)
         resolve.destroy()
@@ -495,22 +491,16 @@ class _TimedEncoder:
         self._encoder = encoder
         self._query_set = query_set
         self._index = index
-        compute = encoder.begin_compute_pass(
-            label="oidn/bench/timer/start",
-            timestamp_writes={"query_set": query_set, "beginning_of_pass_write_index": index},
+        encoder.write_timestamps(
+            PassTimestamps(query_set, begin_index=index), label="oidn/bench/timer/start"
         )
-        compute.end()
 
-    def finish(self, *args: Any, **kwargs: Any) -> Any:
-        compute = self._encoder.begin_compute_pass(
+    def finish(self) -> Any:
+        self._encoder.write_timestamps(
+            PassTimestamps(self._query_set, end_index=self._index + 1),
             label="oidn/bench/timer/end",
-            timestamp_writes={
-                "query_set": self._query_set,
-                "end_of_pass_write_index": self._index + 1,
-            },
         )
-        compute.end()
-        return self._encoder.finish(*args, **kwargs)
+        return self._encoder.finish()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._encoder, name)

@@ -1,12 +1,10 @@
-"""Adapter and device creation, device capabilities, and the narrow device interface.
+"""Adapter and device creation, and `WgpuDevice`: the `GpuDevice` interface on wgpu.
 
-`GpuDevice` is the only object through which the wgpu backend talks to a GPU:
-buffers, uploads, shader modules, pipelines, bind groups, command encoders,
-submissions, fences, query sets and readback. Executors and the denoise
-pipeline never call wgpu directly, so a recording device (which captures
-everything a denoise submits into a replayable program, seed 004's
-``RecordingDevice``) can later stand in with the same methods and no second
-code path.
+`WgpuDevice` is the only object through which the wgpu backend talks to a GPU
+(the interface, `backends.gpu_device.GpuDevice`, lists what it offers); the
+recorder's `RecordingDevice` implements the same interface, so executors and
+the denoise pipeline run unchanged against either. Its command encoders
+(`WgpuCommandEncoder`) keep consecutive dispatches in one compute pass.
 
 `open_device()` requests a high-performance adapter and a device with the
 optional features the kernels can use (``shader-f16``, ``subgroup``,
@@ -24,11 +22,26 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.gpu_device import (
+    FEATURE_F16,
+    FEATURE_SUBGROUP,
+    FEATURE_TIMESTAMP,
+    KERNEL_FEATURE_TO_DEVICE,
+    OPTIONAL_FEATURES,
+    STORAGE_USAGE,
+    AdapterInfo,
+    BufferUsage,
+    Capabilities,
+    GpuDevice,
+    PassTimestamps,
+    buffer_byte_size,
+    padded_bytes,
+    queue_lock_of,
+)
 from oidn_gpu.errors import (
     InvalidArgumentError,
     OutOfMemoryError,
@@ -38,20 +51,6 @@ from oidn_gpu.errors import (
 )
 
 wgpu = require("wgpu", "wgpu")
-
-# The optional features the kernels can use, by their wgpu-native names.
-FEATURE_F16 = "shader-f16"
-FEATURE_SUBGROUP = "subgroup"
-FEATURE_TIMESTAMP = "timestamp-query"
-OPTIONAL_FEATURES = (FEATURE_F16, FEATURE_SUBGROUP, FEATURE_TIMESTAMP)
-
-# WGSL `enable`/capability names used in Kernel.features -> device feature needed.
-KERNEL_FEATURE_TO_DEVICE = {
-    "f16": FEATURE_F16,
-    "shader-f16": FEATURE_F16,
-    "subgroups": FEATURE_SUBGROUP,
-    "subgroup": FEATURE_SUBGROUP,
-}
 
 # Limits requested at the adapter's maximum (the defaults are far too small for
 # 4K activations: 128 MiB storage bindings, 16 KiB workgroup memory).
@@ -75,120 +74,10 @@ SHADER_CHECKS_ENV = "OIDN_GPU_SHADER_CHECKS"
 # WGPUShaderRuntimeChecks_None in wgpu-native's wgpu.h.
 _RUNTIME_CHECKS_NONE = 0
 
-# The queue lock lives on the wgpu device object (like the pipeline cache), so every
-# `GpuDevice` wrapping one wgpu device shares it. wgpu-py's queue helpers (staging copies
-# and buffer mapping in ``read_buffer``) are not safe from several threads at once
-# (pygfx/wgpu-py issue 781), so whole denoises on one device take turns.
-_LOCK_ATTRIBUTE = "_oidn_gpu_queue_lock"
-_locks_lock = threading.Lock()
-# File descriptor 2 is process-wide: one thread at a time may swap it out.
-_stderr_lock = threading.RLock()
-
-BufferUsage = wgpu.BufferUsage
-STORAGE_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
-
 
 def shader_checks_forced() -> bool:
     """True when ``OIDN_GPU_SHADER_CHECKS=1`` asks for runtime checks on every kernel."""
     return os.environ.get(SHADER_CHECKS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@dataclass(frozen=True)
-class AdapterInfo:
-    """What the adapter says about itself."""
-
-    vendor: str
-    architecture: str
-    device: str
-    description: str
-    adapter_type: str
-    backend_type: str
-
-    @property
-    def is_cpu(self) -> bool:
-        return self.adapter_type.lower() == "cpu"
-
-    @property
-    def is_discrete(self) -> bool:
-        return "discrete" in self.adapter_type.lower()
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """Features and limits of an open device, frozen at creation.
-
-    Attributes:
-        features: device feature names (wgpu-native spelling).
-        limits: every device limit as ``(name, value)`` pairs, sorted by name.
-        subgroup_min_size: smallest subgroup size the adapter reports (0 if unknown).
-        subgroup_max_size: largest subgroup size the adapter reports (0 if unknown).
-        adapter: the adapter's description.
-    """
-
-    features: frozenset[str]
-    limits: tuple[tuple[str, int], ...]
-    subgroup_min_size: int
-    subgroup_max_size: int
-    adapter: AdapterInfo
-
-    def limit(self, name: str) -> int:
-        """The value of limit ``name`` (wgpu spelling, e.g. ``max-buffer-size``)."""
-        for key, value in self.limits:
-            if key == name:
-                return value
-        raise KeyError(f"unknown device limit '{name}'")
-
-    @property
-    def has_f16(self) -> bool:
-        return FEATURE_F16 in self.features
-
-    @property
-    def has_subgroups(self) -> bool:
-        return FEATURE_SUBGROUP in self.features
-
-    @property
-    def has_timestamps(self) -> bool:
-        return FEATURE_TIMESTAMP in self.features
-
-    @property
-    def max_storage_buffer_binding_size(self) -> int:
-        return self.limit("max-storage-buffer-binding-size")
-
-    @property
-    def max_buffer_size(self) -> int:
-        return self.limit("max-buffer-size")
-
-    @property
-    def max_compute_workgroup_storage_size(self) -> int:
-        return self.limit("max-compute-workgroup-storage-size")
-
-    @property
-    def max_compute_invocations_per_workgroup(self) -> int:
-        return self.limit("max-compute-invocations-per-workgroup")
-
-    @property
-    def max_compute_workgroup_size(self) -> tuple[int, int, int]:
-        return (
-            self.limit("max-compute-workgroup-size-x"),
-            self.limit("max-compute-workgroup-size-y"),
-            self.limit("max-compute-workgroup-size-z"),
-        )
-
-    @property
-    def max_compute_workgroups_per_dimension(self) -> int:
-        return self.limit("max-compute-workgroups-per-dimension")
-
-    @property
-    def max_storage_buffers_per_shader_stage(self) -> int:
-        return self.limit("max-storage-buffers-per-shader-stage")
-
-    def supports_kernel_features(self, features: Sequence[str]) -> bool:
-        """Whether every WGSL feature a kernel declares is enabled on this device."""
-        return all(KERNEL_FEATURE_TO_DEVICE.get(f, f) in self.features for f in features)
-
-    def describe(self) -> str:
-        a = self.adapter
-        return f"{a.device} ({a.backend_type}, {a.adapter_type}; {a.description})".strip()
 
 
 def _adapter_info(adapter: Any) -> tuple[AdapterInfo, int, int]:
@@ -265,13 +154,87 @@ class Fence:
         return self._event.wait(timeout_s)
 
 
-class GpuDevice:
-    """A wgpu device, its capabilities, and the narrow interface the backend uses.
+class WgpuCommandEncoder:
+    """A wgpu command encoder behind the `CommandEncoder` interface.
 
-    Create one with `open_device`. Several executors may share one `GpuDevice`
+    Consecutive dispatches share one compute pass (WebGPU orders the dispatches of a
+    pass, so this changes nothing but the pass count); a copy, a dispatch with
+    timestamps, or `finish` ends it.
+    """
+
+    def __init__(self, encoder: Any) -> None:
+        self._encoder = encoder
+        self._pass: Any = None
+
+    def dispatch(
+        self,
+        pipeline: Any,
+        bind_group: Any,
+        groups: Sequence[int],
+        *,
+        label: str = "",
+        timestamps: PassTimestamps | None = None,
+    ) -> None:
+        if timestamps is not None:
+            self._end_pass()
+            compute = self._begin(label, timestamps)
+        else:
+            if self._pass is None:
+                self._pass = self._begin(label, None)
+            compute = self._pass
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, bind_group)
+        compute.dispatch_workgroups(*(int(g) for g in groups))
+        if timestamps is not None:
+            compute.end()
+
+    def write_timestamps(self, timestamps: PassTimestamps, *, label: str = "") -> None:
+        self._end_pass()
+        self._begin(label, timestamps).end()
+
+    def copy_buffer(
+        self,
+        source: Any,
+        source_offset: int,
+        destination: Any,
+        destination_offset: int,
+        byte_size: int,
+    ) -> None:
+        self._end_pass()
+        self._encoder.copy_buffer_to_buffer(
+            source, source_offset, destination, destination_offset, byte_size
+        )
+
+    def resolve_timestamps(self, query_set: Any, count: int, destination: Any) -> None:
+        self._end_pass()
+        self._encoder.resolve_query_set(query_set, 0, count, destination, 0)
+
+    def finish(self) -> Any:
+        self._end_pass()
+        return self._encoder.finish()
+
+    def _begin(self, label: str, timestamps: PassTimestamps | None) -> Any:
+        writes = None
+        if timestamps is not None:
+            writes = {"query_set": timestamps.query_set}
+            if timestamps.begin_index is not None:
+                writes["beginning_of_pass_write_index"] = timestamps.begin_index
+            if timestamps.end_index is not None:
+                writes["end_of_pass_write_index"] = timestamps.end_index
+        return self._encoder.begin_compute_pass(label=label, timestamp_writes=writes)
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+
+class WgpuDevice:
+    """A wgpu device, its capabilities, and the `GpuDevice` interface on it.
+
+    Create one with `open_device`. Several executors may share one `WgpuDevice`
     (and its pipeline cache). ``owned`` is False for a caller-supplied device,
-    which `close` then leaves alone. `queue_lock` gives threads sharing the device
-    turns on its queue.
+    which `close` then leaves alone.
     """
 
     def __init__(self, device: Any, adapter: Any = None, *, owned: bool = False) -> None:
@@ -283,42 +246,35 @@ class GpuDevice:
         self._timestamp_period_ns: float | None = None
 
     @property
+    def handle(self) -> Any:
+        """The wgpu device (the pipeline cache hangs off it)."""
+        return self.device
+
+    @property
     def queue_lock(self) -> Any:
-        """Reentrant lock of the underlying wgpu device, shared by every `GpuDevice` of it.
+        """Reentrant lock of the underlying wgpu device, shared by every `WgpuDevice` of it.
 
         A whole denoise (uploads, submissions, readback) holds it, so denoisers in
         several threads sharing one device take turns on its queue.
         """
-        lock = getattr(self.device, _LOCK_ATTRIBUTE, None)
-        if lock is None:
-            with _locks_lock:
-                lock = getattr(self.device, _LOCK_ATTRIBUTE, None)
-                if lock is None:
-                    lock = threading.RLock()
-                    setattr(self.device, _LOCK_ATTRIBUTE, lock)
-        return lock
+        return queue_lock_of(self.device)
 
     # -- resources -------------------------------------------------------------------
 
     def create_buffer(self, label: str, byte_size: int, usage: int = STORAGE_USAGE) -> Any:
-        """A zero-initialized buffer of at least 4 bytes, size rounded up to 4."""
-        byte_size = max(4, (int(byte_size) + 3) // 4 * 4)
-        if byte_size > self.capabilities.max_buffer_size:
-            raise OutOfMemoryError(
-                f"buffer '{label}' needs {byte_size} bytes but the device allows at most "
-                f"{self.capabilities.max_buffer_size}; use smaller tiles"
-            )
+        """A zero-initialized buffer of `buffer_byte_size` bytes."""
+        size = buffer_byte_size(label, byte_size, self.capabilities.max_buffer_size, "the device")
         try:
-            return self.device.create_buffer(label=label, size=byte_size, usage=usage)
+            return self.device.create_buffer(label=label, size=size, usage=int(usage))
         except MemoryError as err:
             raise OutOfMemoryError(
-                f"out of GPU memory allocating '{label}' ({byte_size} bytes)"
+                f"out of GPU memory allocating '{label}' ({size} bytes)"
             ) from err
 
     def create_buffer_with_data(self, label: str, data: np.ndarray | bytes, usage: int) -> Any:
-        raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
-        padded = raw + b"\0" * (-len(raw) % 4 or (4 if not raw else 0))
-        return self.device.create_buffer_with_data(label=label, data=padded, usage=usage)
+        padded = padded_bytes(data)
+        buffer_byte_size(label, len(padded), self.capabilities.max_buffer_size, "the device")
+        return self.device.create_buffer_with_data(label=label, data=padded, usage=int(usage))
 
     def write_buffer(self, buffer: Any, byte_offset: int, data: np.ndarray | bytes) -> None:
         if isinstance(data, np.ndarray):
@@ -364,8 +320,8 @@ class GpuDevice:
 
     # -- commands --------------------------------------------------------------------
 
-    def create_command_encoder(self, label: str) -> Any:
-        return self.device.create_command_encoder(label=label)
+    def create_command_encoder(self, label: str) -> WgpuCommandEncoder:
+        return WgpuCommandEncoder(self.device.create_command_encoder(label=label))
 
     def submit(self, command_buffers: Sequence[Any]) -> None:
         self.queue.submit(list(command_buffers))
@@ -396,7 +352,7 @@ class GpuDevice:
         self.owned = False
 
     def __repr__(self) -> str:
-        return f"GpuDevice({self.capabilities.describe()!r})"
+        return f"WgpuDevice({self.capabilities.describe()!r})"
 
 
 def _create_trusted_shader_module(device: Any, label: str, source: str) -> Any:
@@ -432,6 +388,10 @@ def _request_adapter(power_preference: str) -> Any:
             "(or Mesa's lavapipe for a CPU fallback)"
         )
     return adapter
+
+
+# File descriptor 2 is process-wide: one thread at a time may swap it out.
+_stderr_lock = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -499,7 +459,7 @@ def open_device(
 
     Args:
         device: an existing ``wgpu.GPUDevice`` (or `GpuDevice`) to use as is; it is not
-            destroyed by `GpuDevice.close`. None creates a new device.
+            destroyed by `WgpuDevice.close`. None creates a new device.
         power_preference: ``"high-performance"`` or ``"low-power"``.
         features: optional features to request when available; default
             ``shader-f16``, ``subgroup`` and ``timestamp-query``.
@@ -511,14 +471,14 @@ def open_device(
         UnsupportedDeviceError: no adapter exists.
         InvalidArgumentError: ``device`` is not a wgpu device.
     """
-    if isinstance(device, GpuDevice):
+    if isinstance(device, (WgpuDevice, GpuDevice)):
         return device
     if device is not None:
         if not hasattr(device, "create_compute_pipeline") or not hasattr(device, "queue"):
             raise InvalidArgumentError(
                 f"device must be a wgpu.GPUDevice, got {type(device).__name__}"
             )
-        return GpuDevice(device, owned=False)
+        return WgpuDevice(device, owned=False)
     if power_preference not in ("high-performance", "low-power"):
         raise InvalidArgumentError(
             f"unknown power preference '{power_preference}'; expected 'high-performance' "
@@ -536,4 +496,26 @@ def open_device(
             required_features=required_features,
             required_limits=required_limits,
         )
-    return GpuDevice(created, adapter, owned=True)
+    return WgpuDevice(created, adapter, owned=True)
+
+
+__all__ = [
+    "FEATURE_F16",
+    "FEATURE_SUBGROUP",
+    "FEATURE_TIMESTAMP",
+    "KERNEL_FEATURE_TO_DEVICE",
+    "OPTIONAL_FEATURES",
+    "STORAGE_USAGE",
+    "AdapterInfo",
+    "BufferUsage",
+    "Capabilities",
+    "Fence",
+    "GpuDevice",
+    "WgpuCommandEncoder",
+    "WgpuDevice",
+    "capabilities_of",
+    "enumerate_adapters",
+    "has_hardware_adapter",
+    "open_device",
+    "shader_checks_forced",
+]
