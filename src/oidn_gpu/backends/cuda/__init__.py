@@ -26,8 +26,8 @@ def available() -> tuple[bool, str]:
     if not torch.cuda.is_available():
         return False, "torch sees no CUDA GPU"
     try:
-        import triton  # noqa: F401
+        import triton
         import triton.language  # noqa: F401
-    except Exception:  # noqa: BLE001 - any import failure means the cuDNN path
+    except Exception:
         return True, "cudnn"
     return True, "triton"

@@ -55,6 +55,8 @@ from oidn_gpu.backends.cuda.tuning import (
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, MissingDependencyError
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import Plan, plan, size_alignment
+from oidn_gpu.image.tiling import TILE_OVERLAP_BASE
+from oidn_gpu.model.unet import tile_overlap
 
 PRECISIONS = ("fp16", "bf16")
 ENGINES = ("auto", "triton", "cudnn")
@@ -173,6 +175,8 @@ class CudaExecutor(ExecutorBase):
         self.output_channels = self.graph.output_channels
         self.input_stored = layout.stored_channels(self.input_channels)
         self.alignment = size_alignment(self.graph)
+        spec = getattr(model, "spec", None)
+        self.tile_overlap = tile_overlap(spec) if spec is not None else TILE_OVERLAP_BASE
         self._cache_size = shape_cache_size
         self._prepared: OrderedDict[tuple[int, int], Prepared] = OrderedDict()
         self._weights: dict[str, tuple[Any, Any]] = {}
@@ -216,9 +220,7 @@ class CudaExecutor(ExecutorBase):
         import triton
 
         name = (
-            self._torch.cuda.get_device_name(self.device)
-            if self.device.type == "cuda"
-            else "cpu"
+            self._torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         )
         return f"{name}|triton {triton.__version__}|{self.precision}"
 
@@ -253,14 +255,16 @@ class CudaExecutor(ExecutorBase):
             slot = slots[execution.slot_of[name]]
             if name == self.graph.output:
                 count = shape.height * shape.width * layout.OUTPUT_CHANNELS
-                views[name] = slot[: count * 4].view(torch.float32).view(
-                    shape.height, shape.width, layout.OUTPUT_CHANNELS
+                views[name] = (
+                    slot[: count * 4]
+                    .view(torch.float32)
+                    .view(shape.height, shape.width, layout.OUTPUT_CHANNELS)
                 )
             else:
                 stored = layout.stored_channels(shape.channels)
                 count = shape.height * shape.width * stored
-                views[name] = slot[: count * 2].view(self.dtype).view(
-                    shape.height, shape.width, stored
+                views[name] = (
+                    slot[: count * 2].view(self.dtype).view(shape.height, shape.width, stored)
                 )
         while len(self._prepared) >= self._cache_size:
             self._prepared.popitem(last=False)
@@ -289,9 +293,7 @@ class CudaExecutor(ExecutorBase):
 
                 call()
                 torch.cuda.synchronize(self.device)
-                return float(
-                    triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median")
-                )
+                return float(triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median"))
 
             prep.configs[launch.name] = self._tuner.choose(key, candidates(launch), time_ms)
 
@@ -500,11 +502,6 @@ class _Rect:
 
 
 def _image_view(target: FinalTarget) -> Any:
-    """``[H, W, pixel_stride]`` view of a strided fp32 image from its flat buffer."""
-    flat = target.image.reshape(-1)
-    rows = (flat.numel() - target.offset) // target.row_stride
-    return flat.as_strided(
-        (rows, target.row_stride // target.pixel_stride, target.pixel_stride),
-        (target.row_stride, target.pixel_stride, 1),
-        target.offset,
-    )
+    """The ``[H, W, C]`` image tensor of a target (its offset is 0 by construction)."""
+    image = target.image
+    return image if image.dim() == 3 else image.unsqueeze(2)

@@ -177,7 +177,7 @@ def pack_weights(launch: ConvLaunch, params: ConvParams) -> tuple[np.ndarray, np
     return packed, packed_bias
 
 
-def value_bytes(graph: ir.Graph):  # noqa: ANN201 - a plan callback
+def value_bytes(graph: ir.Graph):
     """The `graph.plan` size callback: NHWC padded activations, fp32 ``[H, W, 3]`` output."""
 
     def size(name: str, shape: Shape) -> int:

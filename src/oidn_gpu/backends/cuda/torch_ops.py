@@ -90,8 +90,9 @@ def forward_transfer(transfer: Transfer, v: Any) -> Any:
         linear = v * float(tf.PU_A)
         power = float(tf.PU_B) * torch.pow(v, float(tf.PU_C)) + float(tf.PU_D)
         logarithmic = float(tf.PU_E) * torch.log(v + float(tf.PU_F)) + float(tf.PU_G)
-        out = torch.where(v <= float(tf.PU_Y0), linear, torch.where(v <= float(tf.PU_Y1),
-                                                                     power, logarithmic))
+        out = torch.where(
+            v <= float(tf.PU_Y0), linear, torch.where(v <= float(tf.PU_Y1), power, logarithmic)
+        )
         return out * float(tf.PU_NORM_SCALE)
     if transfer is Transfer.SRGB:
         curve = float(tf.SRGB_B) * torch.pow(v, float(tf.SRGB_EXPONENT)) - float(tf.SRGB_C)
@@ -108,8 +109,9 @@ def inverse_transfer(transfer: Transfer, x: Any) -> Any:
         linear = x / float(tf.PU_A)
         power = torch.pow((x - float(tf.PU_D)) / float(tf.PU_B), float(tf.PU_INV_C))
         logarithmic = torch.exp((x - float(tf.PU_G)) / float(tf.PU_E)) - float(tf.PU_F)
-        return torch.where(x <= float(tf.PU_X0), linear, torch.where(x <= float(tf.PU_X1),
-                                                                      power, logarithmic))
+        return torch.where(
+            x <= float(tf.PU_X0), linear, torch.where(x <= float(tf.PU_X1), power, logarithmic)
+        )
     if transfer is Transfer.SRGB:
         curve = torch.pow((x + float(tf.SRGB_C)) / float(tf.SRGB_B), float(tf.SRGB_INV_EXPONENT))
         return torch.where(x <= float(tf.SRGB_X0), x / float(tf.SRGB_A), curve)
@@ -125,9 +127,7 @@ def rgb(image: Any) -> Any:
     return image[:, :, index].float()
 
 
-def input_pass(
-    images: list[Any], scale: Any, mode: Any, tile: Any, out: Any
-) -> None:
+def input_pass(images: list[Any], scale: Any, mode: Any, tile: Any, out: Any) -> None:
     """Fill ``out [H_t, W_t, C]`` (the padded NHWC tile input) from ``images`` ``[H, W, C]``.
 
     ``tile`` gives the read rectangle (``in_*``) and its place (``buf_*``);
