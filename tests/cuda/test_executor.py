@@ -111,7 +111,7 @@ def test_launches_of_the_official_network(weights_dir):
     dec1a = by_name["dec_conv1a"]
     assert [(s.channels, s.upsample) for s in dec1a.sources] == [(64, True), (9, False)]
     assert dec1a.sources[1].stored == 16 and dec1a.weight_rows == 64 + 64
-    assert launches[-1].final and not launches[-1].relu and launches[-1].out_channels == 3
+    assert launches[-1].final and launches[-1].out_channels == 3
     for launch in launches:
         if not launch.final:
             assert launch.out_stored % layout.CHANNEL_ALIGN == 0
@@ -127,7 +127,9 @@ def test_packed_weights_place_every_tap(rng):
     assert weight.shape == (9, 64 + 64, 128)
     np.testing.assert_array_equal(weight[3 * 1 + 2, 5, :3], w[:, 5, 1, 2])
     np.testing.assert_array_equal(weight[3 * 2 + 0, 64 + 4, :3], w[:, 24 + 4, 2, 0])
-    assert not weight[:, 24:64].any() and not weight[:, 64 + 9 :].any() and not weight[..., 3:].any()
+    assert (
+        not weight[:, 24:64].any() and not weight[:, 64 + 9 :].any() and not weight[..., 3:].any()
+    )
     np.testing.assert_array_equal(bias[:3], model.convs["d0"].bias)
     assert not bias[3:].any()
 
