@@ -58,9 +58,10 @@ def test_tiny_unet_matches_reference(channels, size, rng, device):
 @pytest.mark.parametrize(
     "tile",
     [
-        TileConfig(64, 32, 16, 4, 2),
-        TileConfig(64, 16, 64, 4, 3),  # several N programs, one K chunk of 64 masked
-        TileConfig(32, 64, 32, 2, 2),
+        TileConfig(64, 32, 16, 4, 2),  # one tap per K step everywhere
+        TileConfig(64, 16, 64, 4, 3),  # several N programs; 4 taps of 16 / 2 of 32 per step
+        TileConfig(32, 64, 32, 2, 2),  # 2 taps of 16 per K step
+        TileConfig(32, 64, 128, 4, 2),  # 8 taps of 16 / 4 taps of 32 per step, masked tail
     ],
 )
 def test_forced_tiles_match_reference(tile, rng, device):

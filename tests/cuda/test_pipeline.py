@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
+from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, _image, default_plan
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import autoexposure, process
@@ -91,7 +91,7 @@ def test_autoexposure_on_the_device_matches_host(denoiser, small_model, rng):
     wrong = process.mode_for("RT", hdr=True, input_scale=123.0)
     actual = denoiser.denoise(color, albedo, normal, mode=wrong, autoexposure=True)
     assert rel_l2(actual, expected) <= IMAGE_REL_L2
-    device_scale = float(denoiser._scale.cpu()[0])  # noqa: SLF001 - the device scalar itself
+    device_scale = float(denoiser._scale.cpu()[0])
     assert abs(device_scale - scale) <= 1e-6 * scale
 
 
@@ -100,17 +100,10 @@ def test_autoexposure_scale_within_1e6(shape, denoiser, rng, device):
     color = (rng.random(shape) ** 4 * 50).astype(np.float32)
     color[0, 0] = np.nan
     tensor = torch.from_numpy(color).to(device)
-    image = tensor if tensor.dim() == 3 else tensor
-    denoiser._autoexposure(pipeline_image(image))  # noqa: SLF001
+    denoiser._autoexposure(_image(tensor, "color"))
     expected = autoexposure.autoexposure(color)
-    actual = float(denoiser._scale.cpu()[0])  # noqa: SLF001
+    actual = float(denoiser._scale.cpu()[0])
     assert abs(actual - expected) <= 1e-6 * expected, (actual, expected)
-
-
-def pipeline_image(tensor):
-    from oidn_gpu.backends.cuda.pipeline import _image
-
-    return _image(tensor, "color")
 
 
 def test_tiled_plan_matches_host_tiles(denoiser, small_model, rng):

@@ -32,6 +32,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from oidn_gpu.model.weights import load_builtin
 
 DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
 ALIGNMENT = 16
+LAYER_REPEAT = 10  # launches of one layer per timed graph replay
 PEAK_TFLOPS = 790.0  # dense fp16/bf16 tensor-core rate measured on an H200 (KINDS.md)
 
 
@@ -105,6 +107,8 @@ class BenchResult:
     host_wall_p95_ms: float | None = None
     gemm: str = ""
     layers: tuple[LayerStat, ...] = field(default=())
+    host_direct_wall_median_ms: float | None = None  # NumPy through pageable copies
+    transfers: dict[str, float] = field(default_factory=dict)
     peak_memory_mb: float = 0.0
     floor_ms: float = 0.0  # the network's FLOPs at the tensor-core rate
 
@@ -135,7 +139,10 @@ class BenchResult:
                 f"output pass, {self.e2e_tiles} tile(s))",
                 f"e2e wall   {self.e2e_wall_median_ms:.3f} ms median (torch tensors in and out)",
                 f"host wall  {self.host_wall_median_ms:.3f} ms median, "
-                f"{self.host_wall_p95_ms:.3f} ms p95 (NumPy in and out)",
+                f"{self.host_wall_p95_ms:.3f} ms p95 (NumPy in and out, pinned staging); "
+                f"{self.host_direct_wall_median_ms:.3f} ms through pageable copies",
+                "transfers  "
+                + ", ".join(f"{k} {v:.1f}" for k, v in self.transfers.items() if k != "bytes"),
             ]
         lines.append(f"memory     {self.peak_memory_mb:.0f} MiB peak device allocation")
         if self.layers:
@@ -161,6 +168,20 @@ def _load(weights: str | Path) -> Any:
     if path.suffix == ".tza" or path.exists():
         return load_model(path)
     return load_builtin(str(weights))
+
+
+def _graph_of(torch: Any, fn: Any, repeat: int = 1) -> Any:
+    """A CUDA graph of ``repeat`` calls of ``fn`` (after one warm-up call on a side stream)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(repeat):
+            fn()
+    return graph
 
 
 def _time_events(torch: Any, fn: Any, runs: int, warmup: int) -> list[float]:
@@ -220,14 +241,7 @@ def run_bench(
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
 
-    graph = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        executor.forward(x, prep=prep)
-    torch.cuda.current_stream().wait_stream(stream)
-    with torch.cuda.graph(graph):
-        executor.forward(x, prep=prep)
+    graph = _graph_of(torch, lambda: executor.forward(x, prep=prep))
     network = _time_events(torch, graph.replay, runs, warmup)
     wall = _time_wall(torch, graph.replay, runs, warmup)
 
@@ -241,15 +255,13 @@ def run_bench(
         target = executor._raw_target(prep)
         for launch in launches:
             config = prep.configs[launch.name]
-            times = _time_events(
-                torch,
-                lambda launch=launch, config=config: executor._launch(
-                    prep, launch, config, target if launch.final else None
-                ),
-                max(10, runs // 2),
-                3,
-            )
-            layer_ms[launch.name] = statistics.median(times)
+
+            def one(launch=launch, config=config) -> None:
+                executor._launch(prep, launch, config, target if launch.final else None)
+
+            layer_graph = _graph_of(torch, one, LAYER_REPEAT)
+            times = _time_events(torch, layer_graph.replay, max(10, runs // 4), 3)
+            layer_ms[launch.name] = statistics.median(times) / LAYER_REPEAT
     total_layers = sum(layer_ms.values())
     for launch in launches:
         if launch.name not in layer_ms:
@@ -335,13 +347,67 @@ def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, wid
     if not np.isfinite(result).all():
         raise OIDNGPUError("the benchmark's denoised image has NaN or Inf values")
     denoiser.close()
-    return {"tiles": len(plan.tiles), "e2e_gpu": gpu, "e2e_wall": wall, "host_wall": host_wall}
+    direct = CudaDenoiser(executor, host_transfer="direct")
+
+    def on_host_direct() -> None:
+        direct.denoise(*host, mode=mode, plan=plan, autoexposure=True, output=result)
+
+    host_direct = _time_wall(torch, on_host_direct, host_runs, 3)
+    direct.close()
+    return {
+        "tiles": len(plan.tiles),
+        "e2e_gpu": gpu,
+        "e2e_wall": wall,
+        "host_wall": host_wall,
+        "host_direct_wall_median_ms": statistics.median(host_direct),
+        "transfers": _transfers(torch, host),
+    }
+
+
+def _transfers(torch: Any, host: list[np.ndarray]) -> dict[str, float]:
+    """GB/s of the copies a NumPy denoise makes (the inputs' bytes), for the record."""
+    array = np.concatenate([a.reshape(-1) for a in host])
+    size = array.nbytes
+    pinned = torch.empty(array.size, dtype=torch.float32, pin_memory=True)
+    pinned_np = pinned.numpy()
+    device = torch.empty(array.size, dtype=torch.float32, device="cuda")
+    out: dict[str, float] = {"bytes": float(size)}
+
+    def rate(fn: Any) -> float:
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        return size / statistics.median(times) / 1e9
+
+    out["host_copy_1_thread_gbps"] = rate(lambda: np.copyto(pinned_np, array))
+    with ThreadPoolExecutor(16) as pool:
+        parts = np.array_split(np.arange(array.size), 16)
+
+        def threaded() -> None:
+            list(pool.map(lambda p: np.copyto(pinned_np[p[0] : p[-1] + 1],
+                                              array[p[0] : p[-1] + 1]), parts))  # fmt: skip
+
+        out["host_copy_16_threads_gbps"] = rate(threaded)
+    out["h2d_pinned_gbps"] = rate(lambda: device.copy_(pinned, non_blocking=True))
+    out["d2h_pinned_gbps"] = rate(lambda: pinned.copy_(device, non_blocking=True))
+    out["h2d_pageable_gbps"] = rate(lambda: device.copy_(torch.from_numpy(array)))
+    return out
 
 
 def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
     if not e2e:
         return {}
-    out: dict[str, Any] = {"end_to_end": True, "e2e_tiles": e2e["tiles"]}
+    out: dict[str, Any] = {
+        "end_to_end": True,
+        "e2e_tiles": e2e["tiles"],
+        "host_direct_wall_median_ms": e2e["host_direct_wall_median_ms"],
+        "transfers": e2e["transfers"],
+    }
     for key in ("e2e_gpu", "e2e_wall", "host_wall"):
         values = e2e[key]
         out[f"{key}_ms"] = tuple(values)
@@ -374,18 +440,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             warmup=args.warmup, host_runs=args.host_runs, end_to_end=not args.no_end_to_end,
             peak_tflops=args.peak_tflops,
         )  # fmt: skip
-        results = {"cuda": run_bench(engine=args.engine, **kwargs)}
-        if args.baseline:
-            results["baseline"] = run_bench(engine="cudnn", **kwargs)
+        results = {}
+        for name, engine in [("cuda", args.engine)] + [("baseline", "cudnn")] * args.baseline:
+            results[name] = run_bench(engine=engine, **kwargs)
+            print(f"== {name} ({args.size}, {args.weights})")
+            print(results[name].table(), flush=True)
+            if args.json_path:
+                data = {key: r.to_dict() for key, r in results.items()}
+                Path(args.json_path).write_text(json.dumps(data))
     except OIDNGPUError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    for name, result in results.items():
-        print(f"== {name}")
-        print(result.table())
-    if args.json_path:
-        data = {name: r.to_dict() for name, r in results.items()}
-        Path(args.json_path).write_text(json.dumps(data if args.baseline else data["cuda"]))
     return 0
 
 

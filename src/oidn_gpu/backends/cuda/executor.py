@@ -206,6 +206,8 @@ class CudaExecutor(ExecutorBase):
             device = torch.device(device if not isinstance(device, int) else f"cuda:{device}")
             if device.type == "cuda" and not torch.cuda.is_available():
                 raise InvalidArgumentError("no CUDA device is available to torch")
+            if device.type == "cuda" and device.index is None:
+                device = torch.device("cuda", torch.cuda.current_device())
             return device
         if torch.cuda.is_available():
             return torch.device("cuda", torch.cuda.current_device())
@@ -378,6 +380,8 @@ class CudaExecutor(ExecutorBase):
         src_a = launch.sources[0]
         src_b = launch.sources[1] if len(sources) > 1 else src_a
         weight, bias = self._weights[launch.name]
+        block_a, taps_a = block_k_for(config.block_k, src_a.stored)
+        block_b, taps_b = block_k_for(config.block_k, src_b.stored)
         if launch.pool:
             grid_m = -(-(height // 2) * (width // 2) // (config.block_m // 4))
         else:
@@ -418,8 +422,10 @@ class CudaExecutor(ExecutorBase):
             FINAL=launch.final,
             BLOCK_M=config.block_m,
             BLOCK_N=block_n,
-            BLOCK_K_A=block_k_for(config.block_k, src_a.stored),
-            BLOCK_K_B=block_k_for(config.block_k, src_b.stored),
+            BLOCK_K_A=block_a,
+            BLOCK_K_B=block_b,
+            TAPS_A=taps_a,
+            TAPS_B=taps_b,
             num_warps=config.num_warps,
             num_stages=config.num_stages,
             **flags,

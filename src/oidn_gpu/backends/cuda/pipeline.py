@@ -38,6 +38,7 @@ copies, and the result comes back the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections import OrderedDict
@@ -55,6 +56,9 @@ from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, TilePlan, plan_tiles
 
 GRAPH_CACHE_SIZE = 4
+# NumPy images reach the device through pinned buffers filled by several threads in row
+# bands ("staged"), or through CUDA's own copies from pageable memory ("direct").
+HOST_TRANSFERS = ("staged", "direct")
 INPUT_BLOCK = 128  # pixels per program of the input pass
 BAND_BYTES = 8 << 20  # host <-> device copies go in row bands of about this size
 MAX_INDEX_ELEMENTS = 2**31 - 1  # the kernels index activations with 32-bit integers
@@ -138,8 +142,18 @@ class CudaDenoiser:
     """
 
     def __init__(
-        self, executor: CudaExecutor, *, use_graphs: bool | None = None, copy_threads: int = 8
+        self,
+        executor: CudaExecutor,
+        *,
+        use_graphs: bool | None = None,
+        copy_threads: int = 16,
+        host_transfer: str = "staged",
     ) -> None:
+        if host_transfer not in HOST_TRANSFERS:
+            raise InvalidArgumentError(
+                f"host_transfer {host_transfer!r} is unknown; expected one of {HOST_TRANSFERS}"
+            )
+        self.host_transfer = host_transfer
         self.executor = executor
         self._torch = torch_ops.torch
         self.device = executor.device
@@ -150,7 +164,8 @@ class CudaDenoiser:
         self._pool = self._torch.cuda.graph_pool_handle() if self.use_graphs else None
         self._host: dict[str, Any] = {}  # pinned host buffers by role
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
-        self._threads = ThreadPoolExecutor(max(1, min(copy_threads, os.cpu_count() or 1)))
+        self._thread_count = max(1, min(copy_threads, os.cpu_count() or 1))
+        self._threads = ThreadPoolExecutor(self._thread_count)
         self._closed = False
 
     # ------------------------------------------------------------------ frame body
@@ -268,15 +283,17 @@ class CudaDenoiser:
             if not isinstance(out, torch.Tensor) or out.dtype != torch.float32:
                 raise InvalidArgumentError("out must be a float32 torch tensor")
             out_image = _image(out, "output", max_channels=4)
+            written = min(out_image.channels, channels)
             if (out_image.height, out_image.width) != (height, width):
                 raise InvalidArgumentError(
                     f"output size {out_image.height}x{out_image.width} differs from the "
                     f"input's {height}x{width}"
                 )
-            if out_image.channels < channels:
+            if written < channels:
                 raise InvalidArgumentError(
                     f"output has {out_image.channels} channels; {channels} are written"
                 )
+            out_image = dataclasses.replace(out_image, channels=channels)
             if plan.is_tiled and any(
                 i.tensor.data_ptr() == out_image.tensor.data_ptr() for i in images
             ):
@@ -428,7 +445,7 @@ class CudaDenoiser:
 
     def _parallel_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
         rows = dst.shape[0]
-        parts = max(1, min(self._threads._max_workers, rows // 16))
+        parts = max(1, min(self._thread_count, rows // 16))
         bounds = [rows * i // parts for i in range(parts + 1)]
         list(self._threads.map(
             lambda i: np.copyto(dst[bounds[i] : bounds[i + 1]], src[bounds[i] : bounds[i + 1]]),
@@ -437,8 +454,11 @@ class CudaDenoiser:
 
     def _upload(self, role: str, array: np.ndarray, stream: Any) -> Any:
         height, width, channels = array.shape
-        host = self._buffer(self._host, role, array.shape, pinned=True)
         dev = self._buffer(self._dev, role, array.shape, pinned=False)
+        if self.host_transfer == "direct":
+            dev.copy_(self._torch.from_numpy(np.ascontiguousarray(array, np.float32)))
+            return dev
+        host = self._buffer(self._host, role, array.shape, pinned=True)
         host_np = host.numpy()
         for y0, y1 in self._bands(height, width * channels * 4):
             self._parallel_copy(host_np[y0:y1], array[y0:y1])
@@ -448,6 +468,9 @@ class CudaDenoiser:
     def _download(self, dev: Any, target: np.ndarray, stream: Any) -> None:
         torch = self._torch
         height, width, channels = dev.shape
+        if self.host_transfer == "direct":
+            target[...] = dev.cpu().numpy()
+            return
         host = self._buffer(self._host, "out", tuple(dev.shape), pinned=True)
         host_np = host.numpy()
         bands = self._bands(height, width * channels * 4)

@@ -123,8 +123,12 @@ def inverse_transfer(transfer: Transfer, x: Any) -> Any:
 def rgb(image: Any) -> Any:
     """``[H, W, C]`` (C 1..3) -> ``[H, W, 3]`` float32, broadcast as OIDN does."""
     channels = image.shape[2]
-    index = [0, min(1, channels - 1), min(2, channels - 1)]
-    return image[:, :, index].float()
+    image = image.float()
+    if channels == 1:
+        return image.expand(-1, -1, 3)
+    if channels == 2:
+        return torch.cat([image, image[:, :, 1:2]], dim=2)
+    return image[:, :, :3]
 
 
 def input_pass(images: list[Any], scale: Any, mode: Any, tile: Any, out: Any) -> None:

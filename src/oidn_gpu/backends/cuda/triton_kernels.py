@@ -113,32 +113,62 @@ def _accumulate(
     offs_n,
     UPSAMPLE: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    TAPS: tl.constexpr,
 ):
-    """``acc += A(src) @ W`` over the 9 taps and all channel chunks of one source."""
+    """``acc += A(src) @ W`` over the 9 taps and all channel chunks of one source.
+
+    ``TAPS == 1``: each K step is one tap's chunk of ``BLOCK_K`` channels. ``TAPS > 1``
+    (sources of 16 or 32 stored channels): each K step covers ``TAPS`` consecutive taps
+    of all ``BLOCK_K // TAPS`` channels, so short K loops become fewer, larger dots.
+    """
     offs_k = tl.arange(0, BLOCK_K)
-    chunks = tl.cdiv(channels, BLOCK_K)
     if UPSAMPLE:
         src_width = width // 2
     else:
         src_width = width
-    for i in range(0, 9 * chunks):
-        tap = i // chunks
-        c0 = (i - tap * chunks) * BLOCK_K
-        yy = y + (tap // 3 - 1)
-        xx = x + (tap % 3 - 1)
-        ok = m_ok & (yy >= 0) & (yy < height) & (xx >= 0) & (xx < width)
-        if UPSAMPLE:
-            pixel = (tl.maximum(yy, 0) // 2) * src_width + tl.maximum(xx, 0) // 2
-        else:
-            pixel = yy * src_width + xx
-        cols = c0 + offs_k
-        a = tl.load(
-            src_ptr + pixel[:, None] * channels + cols[None, :],
-            mask=ok[:, None] & (cols < channels)[None, :],
-            other=0.0,
-        )
-        b = tl.load(w_ptr + (tap * w_rows + w_row0 + cols)[:, None] * w_cols + offs_n[None, :])
-        acc = tl.dot(a, b, acc)
+    if TAPS > 1:
+        sub = offs_k // (BLOCK_K // TAPS)
+        cols = offs_k % (BLOCK_K // TAPS)
+        for i in range(0, (9 + TAPS - 1) // TAPS):
+            tap = i * TAPS + sub
+            tap_ok = tap < 9
+            yy = y[:, None] + (tap // 3 - 1)[None, :]
+            xx = x[:, None] + (tap % 3 - 1)[None, :]
+            ok = m_ok[:, None] & tap_ok[None, :] & (yy >= 0) & (yy < height)
+            ok = ok & (xx >= 0) & (xx < width)
+            if UPSAMPLE:
+                pixel = (tl.maximum(yy, 0) // 2) * src_width + tl.maximum(xx, 0) // 2
+            else:
+                pixel = yy * src_width + xx
+            a = tl.load(src_ptr + pixel * channels + cols[None, :], mask=ok, other=0.0)
+            rows = tl.minimum(tap, 8) * w_rows + w_row0 + cols
+            b = tl.load(
+                w_ptr + rows[:, None] * w_cols + offs_n[None, :],
+                mask=tap_ok[:, None],
+                other=0.0,
+            )
+            acc = tl.dot(a, b, acc)
+    else:
+        chunks = tl.cdiv(channels, BLOCK_K)
+        for i in range(0, 9 * chunks):
+            tap = i // chunks
+            c0 = (i - tap * chunks) * BLOCK_K
+            yy = y + (tap // 3 - 1)
+            xx = x + (tap % 3 - 1)
+            ok = m_ok & (yy >= 0) & (yy < height) & (xx >= 0) & (xx < width)
+            if UPSAMPLE:
+                pixel = (tl.maximum(yy, 0) // 2) * src_width + tl.maximum(xx, 0) // 2
+            else:
+                pixel = yy * src_width + xx
+            cols = c0 + offs_k
+            a = tl.load(
+                src_ptr + pixel[:, None] * channels + cols[None, :],
+                mask=ok[:, None] & (cols < channels)[None, :],
+                other=0.0,
+            )
+            rows = tap * w_rows + w_row0 + cols
+            b = tl.load(w_ptr + rows[:, None] * w_cols + offs_n[None, :])
+            acc = tl.dot(a, b, acc)
     return acc
 
 
@@ -231,6 +261,8 @@ def conv3x3_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K_A: tl.constexpr,
     BLOCK_K_B: tl.constexpr,
+    TAPS_A: tl.constexpr,
+    TAPS_B: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -253,12 +285,12 @@ def conv3x3_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc = _accumulate(
         acc, a_ptr, w_ptr, 0, y, x, m_ok, height, width, channels_a, w_rows, w_cols, offs_n,
-        UP_A, BLOCK_K_A,
+        UP_A, BLOCK_K_A, TAPS_A,
     )  # fmt: skip
     if HAS_B:
         acc = _accumulate(
             acc, b_ptr, w_ptr, rows_a, y, x, m_ok, height, width, channels_b, w_rows, w_cols,
-            offs_n, UP_B, BLOCK_K_B,
+            offs_n, UP_B, BLOCK_K_B, TAPS_B,
         )  # fmt: skip
 
     acc = acc + tl.load(bias_ptr + offs_n)[None, :]

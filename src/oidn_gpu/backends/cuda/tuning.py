@@ -46,9 +46,16 @@ def _pow2_at_least(value: int) -> int:
     return out
 
 
-def block_k_for(block_k: int, channels: int) -> int:
-    """K tile of one source: ``block_k``, or less for a source with fewer stored channels."""
-    return max(16, min(block_k, _pow2_at_least(channels)))
+def block_k_for(block_k: int, channels: int) -> tuple[int, int]:
+    """``(K tile, taps per K step)`` of one source with ``channels`` stored channels.
+
+    A source narrower than ``block_k`` with 16 or 32 channels covers several taps
+    per K step (``block_k // channels``); others use ``block_k`` (or their own
+    power-of-two width, if smaller) per tap.
+    """
+    if channels in (16, 32) and channels < block_k:
+        return block_k, block_k // channels
+    return max(16, min(block_k, _pow2_at_least(channels))), 1
 
 
 def default_config(launch: ConvLaunch) -> TileConfig:
@@ -64,16 +71,15 @@ def candidates(launch: ConvLaunch) -> tuple[TileConfig, ...]:
     shapes = [
         (128, block_n, 64, 4, 3),
         (256, block_n, 32, 8, 3),
-        (256, block_n, 64, 8, 3),
         (64, block_n, 32, 4, 4),
-        (128, block_n, 32, 4, 5),
-        (128, block_n, 16, 4, 4),
+        (128, block_n, 64, 8, 4),
+        (256, block_n, 64, 8, 3),
     ]
     if launch.final:
-        shapes = [(256, 16, 32, 4, 3), (256, 16, 64, 8, 3), (64, 16, 32, 2, 4), (512, 16, 32, 8, 3)]
+        shapes = [(256, 16, 32, 4, 3), (256, 16, 64, 4, 3), (128, 16, 64, 4, 4),
+                  (512, 16, 64, 8, 3)]  # fmt: skip
     elif block_n > 64:
         shapes.append((128, 64, 32, 4, 3))
-        shapes.append((256, 64, 32, 8, 3))
     out = [first]
     for shape in shapes:
         config = TileConfig(*shape)
