@@ -16,11 +16,11 @@ bench() {  # name, then bench arguments
   timeout 300 python3 -m oidn_gpu.backends.cuda.bench --json "$OUT/bench_$name.json" "$@" \
     2>&1 | tee -a "$OUT/bench.log"
 }
-bench 1080p --size 1080p --runs 100 --baseline ${BENCH_1080P_ARGS:-}
+bench 1080p --size 1080p --runs 100 --baseline
+bench fast --size 1080p --runs 100 --weights rt_hdr_alb_nrm_small
 timeout 240 python3 -m pytest -q -p no:cacheprovider tests/cuda 2>&1 | tee "$OUT/pytest.log" | tail -15
 timeout 120 python3 bench/cuda_scenes.py denoise --inputs scenes_inputs.npz \
   --out "$OUT/scenes_out.npz" 2>&1 | tail -5
 bench 720p --size 720p --runs 100
 bench 4k --size 4k --runs 60
-bench fast --size 1080p --runs 100 --weights rt_hdr_alb_nrm_small
-grep -E "^== |e2e gpu|gpu net|host wall|memory" "$OUT/bench.log"
+grep -E "^== |e2e gpu|gpu net|host wall|memory|transfers" "$OUT/bench.log"

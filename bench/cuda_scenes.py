@@ -63,7 +63,7 @@ def denoise(inputs: Path, out: Path, engine: str) -> None:
     for scene in SCENES:
         images = [data[f"{scene}.{n}"] for n in ("color_4spp", "albedo", "normal")]
         results[scene] = denoiser.denoise(*images, mode=mode, autoexposure=True)
-        results[scene + ".scale"] = np.float32(denoiser._scale.cpu()[0])  # noqa: SLF001
+        results[scene + ".scale"] = np.float32(denoiser._scale.cpu()[0])
     torch.cuda.synchronize()
     np.savez(out, **results)
 
@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'scene':<18} {'relL2 vs OIDN CPU':>18} {'OIDN CUDA':>10} {'PSNR':>7} "
               f"{'OIDN PSNR':>9} {'dPSNR':>7} {'AE rel':>8}")  # fmt: skip
         for r in rows:
-            print(f"{r['scene']:<18} {r['rel_l2_vs_oidn_cpu']:>18.3e} {r['oidn_cuda_rel_l2']:>10.2e} "
+            print(f"{r['scene']:<18} {r['rel_l2_vs_oidn_cpu']:>18.3e} "
+                  f"{r['oidn_cuda_rel_l2']:>10.2e} "
                   f"{r['psnr']:>7.3f} {r['oidn_psnr']:>9.3f} {r['psnr'] - r['oidn_psnr']:>+7.3f} "
                   f"{r['scale_rel_err']:>8.1e}")  # fmt: skip
         ok = all(r["rel_l2_vs_oidn_cpu"] <= r["oidn_cuda_rel_l2"] and
