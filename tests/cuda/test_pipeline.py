@@ -66,19 +66,24 @@ def _aov(rng, height, width, hdr_max=6.0):
 
 
 @pytest.mark.parametrize(
-    ("filter_type", "hdr", "out_channels"),
-    [("RT", True, 3), ("RT", False, 3), ("RT", True, 1)],
+    ("filter_type", "hdr", "out_channels", "extreme"),
+    [("RT", True, 3, 1e4), ("RT", False, 3, 2.0), ("RT", True, 1, 1e4), ("RT", True, 3, np.inf)],
 )
-def test_numpy_denoise_matches_host(filter_type, hdr, out_channels, denoiser, small_model, rng):
+def test_numpy_denoise_matches_host(
+    filter_type, hdr, out_channels, extreme, denoiser, small_model, rng
+):
     color, albedo, normal = _aov(rng, 24, 40, 6.0 if hdr else 1.0)
     color[3, 5, 1] = np.nan
-    color[7, 2, 0] = np.inf if hdr else 2.0
+    color[7, 2, 0] = extreme
     mode = process.mode_for(filter_type, hdr=hdr, input_scale=0.75)
     plan = default_plan(24, 40, overlap=96)
     expected = host_denoise(small_model, [color, albedo, normal], mode, plan, out_channels)
     actual = denoiser.denoise(color, albedo, normal, mode=mode, out_channels=out_channels)
     assert actual.shape == (24, 40, out_channels) and np.isfinite(actual).all()
-    assert rel_l2(actual, expected) <= IMAGE_REL_L2
+    # An Inf input becomes FLT_MAX, about 5.8 in PU space, where one fp16 step of the
+    # network output is 6% after the inverse PU: the brightest pixels dominate the norm.
+    bound = IMAGE_REL_L2 if np.isfinite(extreme) else 2 * IMAGE_REL_L2
+    assert rel_l2(actual, expected) <= bound
 
 
 def test_autoexposure_on_the_device_matches_host(denoiser, small_model, rng):

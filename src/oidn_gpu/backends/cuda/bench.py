@@ -128,7 +128,12 @@ class BenchResult:
             f"compile    {self.compile_s:.2f} s (with tuning)",
             f"gpu net    {self.network_gpu_median_ms:.3f} ms median, "
             f"{self.network_gpu_p95_ms:.3f} ms p95 (one CUDA graph)",
-            f"layers     {self.gpu_median_ms:.3f} ms (sum of per-layer medians)",
+            "layers     "
+            + (
+                f"{self.gpu_median_ms:.3f} ms (sum of per-layer medians)"
+                if self.gpu_median_ms is not None
+                else "n/a (cuDNN: timed as a whole)"
+            ),
             f"work       {self.gflop:.1f} GFLOP -> {self.gflops_per_s / 1e3:.0f} TFLOP/s; "
             f"tensor-core floor {self.floor_ms:.3f} ms",
         ]
@@ -443,11 +448,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = {}
         for name, engine in [("cuda", args.engine)] + [("baseline", "cudnn")] * args.baseline:
             results[name] = run_bench(engine=engine, **kwargs)
-            print(f"== {name} ({args.size}, {args.weights})")
-            print(results[name].table(), flush=True)
             if args.json_path:
                 data = {key: r.to_dict() for key, r in results.items()}
                 Path(args.json_path).write_text(json.dumps(data))
+            print(f"== {name} ({args.size}, {args.weights})")
+            print(results[name].table(), flush=True)
     except OIDNGPUError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -30,10 +30,10 @@ tensors (a render loop) replays at once; other tensors capture another graph
 into the caller's tensor; without it, into a buffer of the denoiser whose copy
 is returned.
 
-`denoise` takes NumPy arrays: they are copied with several threads into pinned
-host buffers in row bands, each band uploaded asynchronously as soon as it is
-staged (the copies overlap the transfers), the frame graph runs on the device
-copies, and the result comes back the same way.
+`denoise` takes NumPy arrays: each image is copied by several threads into a
+pinned host buffer and uploaded asynchronously while the next one is staged; the
+frame graph runs on the device copies, and the result comes back in row bands,
+each copied out by the threads while the next band transfers.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ GRAPH_CACHE_SIZE = 4
 # bands ("staged"), or through CUDA's own copies from pageable memory ("direct").
 HOST_TRANSFERS = ("staged", "direct")
 INPUT_BLOCK = 128  # pixels per program of the input pass
-BAND_BYTES = 8 << 20  # host <-> device copies go in row bands of about this size
+DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
 MAX_INDEX_ELEMENTS = 2**31 - 1  # the kernels index activations with 32-bit integers
 WIDEST_STORED_CHANNELS = 128  # the widest activation any OIDN U-Net stores (112 -> 128)
 
@@ -182,8 +182,11 @@ class CudaDenoiser:
                 color.channels, color.height, color.width, nb_h, nb_w, bins,
                 MAX_BIN=ae.MAX_BIN_SIZE,
             )  # fmt: skip
-        else:
-            bins = torch_ops.autoexposure_bins(_hwc_view(color))
+            tk.autoexposure_scale_kernel[(1,)](
+                bins, nb_h * nb_w, self._scale, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024
+            )
+            return
+        bins = torch_ops.autoexposure_bins(_hwc_view(color))
         valid = bins > float(ae.EPS)
         logs = torch.log2(torch.where(valid, bins, torch.ones_like(bins)))
         total = torch.where(valid, logs, torch.zeros_like(logs)).double().sum()
@@ -439,41 +442,40 @@ class CudaDenoiser:
             store[role] = buf
         return buf
 
-    def _bands(self, height: int, row_bytes: int) -> list[tuple[int, int]]:
-        rows = max(1, BAND_BYTES // max(1, row_bytes))
-        return [(y, min(y + rows, height)) for y in range(0, height, rows)]
-
     def _parallel_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """``dst[...] = src`` in row parts on the copy threads (NumPy releases the GIL)."""
         rows = dst.shape[0]
-        parts = max(1, min(self._thread_count, rows // 16))
+        parts = max(1, min(self._thread_count, rows // 8))
         bounds = [rows * i // parts for i in range(parts + 1)]
-        list(self._threads.map(
-            lambda i: np.copyto(dst[bounds[i] : bounds[i + 1]], src[bounds[i] : bounds[i + 1]]),
-            range(parts),
-        ))  # fmt: skip
+
+        def copy(i: int) -> None:
+            np.copyto(dst[bounds[i] : bounds[i + 1]], src[bounds[i] : bounds[i + 1]])
+
+        list(self._threads.map(copy, range(parts)))
 
     def _upload(self, role: str, array: np.ndarray, stream: Any) -> Any:
-        height, width, channels = array.shape
+        """The device copy of one image; its transfer overlaps the staging of the next."""
         dev = self._buffer(self._dev, role, array.shape, pinned=False)
         if self.host_transfer == "direct":
             dev.copy_(self._torch.from_numpy(np.ascontiguousarray(array, np.float32)))
             return dev
         host = self._buffer(self._host, role, array.shape, pinned=True)
-        host_np = host.numpy()
-        for y0, y1 in self._bands(height, width * channels * 4):
-            self._parallel_copy(host_np[y0:y1], array[y0:y1])
-            dev[y0:y1].copy_(host[y0:y1], non_blocking=True)
+        self._parallel_copy(host.numpy(), array)
+        dev.copy_(host, non_blocking=True)
         return dev
 
     def _download(self, dev: Any, target: np.ndarray, stream: Any) -> None:
+        """Read ``dev`` back into ``target`` in row bands: each band's copy-out overlaps
+        the transfer of the next."""
         torch = self._torch
-        height, width, channels = dev.shape
         if self.host_transfer == "direct":
             target[...] = dev.cpu().numpy()
             return
+        height = dev.shape[0]
         host = self._buffer(self._host, "out", tuple(dev.shape), pinned=True)
         host_np = host.numpy()
-        bands = self._bands(height, width * channels * 4)
+        count = max(1, min(DOWNLOAD_BANDS, height))
+        bands = [(height * i // count, height * (i + 1) // count) for i in range(count)]
         events = []
         for y0, y1 in bands:
             host[y0:y1].copy_(dev[y0:y1], non_blocking=True)

@@ -492,3 +492,21 @@ def autoexposure_bins_kernel(
     total = tl.sum(tl.sum(tl.where(ok, lum, 0.0), axis=1), axis=0)
     count = ((r1 - r0) * (c1 - c0)).to(tl.float32)
     tl.store(out_ptr + i * bins_w + j, total / count)
+
+
+@triton.jit
+def autoexposure_scale_kernel(bins_ptr, count, scale_ptr, KEY: tl.constexpr,
+                              EPS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    """One program: ``scale = KEY / 2^mean(log2(bins > EPS))`` (1 without such bins)."""
+    offs = tl.arange(0, BLOCK)
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    valid = tl.zeros((BLOCK,), dtype=tl.int32)
+    for start in range(0, count, BLOCK):
+        v = tl.load(bins_ptr + start + offs, mask=start + offs < count, other=0.0)
+        ok = v > EPS
+        total += tl.where(ok, tl.log2(tl.where(ok, v, 1.0)), 0.0)
+        valid += ok.to(tl.int32)
+    n = tl.sum(valid, axis=0)
+    mean = tl.sum(total, axis=0) / tl.maximum(n, 1).to(tl.float32)
+    scale = tl.where(n > 0, KEY / tl.exp2(mean), 1.0)
+    tl.store(scale_ptr, scale)
