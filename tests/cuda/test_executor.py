@@ -111,7 +111,9 @@ def test_launches_of_the_official_network(weights_dir):
     ]  # fmt: skip
     dec1a = by_name["dec_conv1a"]
     assert [(s.channels, s.upsample) for s in dec1a.sources] == [(64, True), (9, False)]
-    assert dec1a.sources[1].stored == 16 and dec1a.weight_rows == 64 + 64
+    assert dec1a.sources[1].stored == 16 and dec1a.parity
+    assert dec1a.b_base == 16 * 64 and dec1a.weight_rows == 16 * 64 + 9 * 64
+    assert not any(launch.parity for launch in launches if launch.name.startswith("enc"))
     assert launches[-1].final and launches[-1].out_channels == 3
     for launch in launches:
         if not launch.final:
@@ -125,12 +127,17 @@ def test_packed_weights_place_every_tap(rng):
     launch = next(lc for lc in layout.launches(optimize(graph, channel_align=1)) if lc.name == "d0")
     weight, bias = layout.pack_weights(launch, model.convs["d0"])
     w = model.convs["d0"].weight  # [O, I, 3, 3], sources: upsampled d1 (24) then input (9)
-    assert weight.shape == (9, 64 + 64, 128)
-    np.testing.assert_array_equal(weight[3 * 1 + 2, 5, :3], w[:, 5, 1, 2])
-    np.testing.assert_array_equal(weight[3 * 2 + 0, 64 + 4, :3], w[:, 24 + 4, 2, 0])
-    assert (
-        not weight[:, 24:64].any() and not weight[:, 64 + 9 :].any() and not weight[..., 3:].any()
-    )
+    assert launch.parity and weight.shape == (16 * 64 + 9 * 64, 128)
+    # source B (the input), tap (kh, kw) = (1, 2), channel 4
+    np.testing.assert_array_equal(weight[16 * 64 + 5 * 64 + 4, :3], w[:, 24 + 4, 1, 2])
+    # source A, output parity (py, px) = (0, 1), 2x2 tap (1, 1): kernel rows 1, 2 x column 2
+    summed = w[:, 5, 1, 2] + w[:, 5, 2, 2]
+    np.testing.assert_allclose(weight[(4 * 1 + 3) * 64 + 5, :3], summed, rtol=1e-6)
+    # parity (1, 0), tap (0, 0): kernel rows 0, 1 x column 0
+    summed = w[:, 7, 0, 0] + w[:, 7, 1, 0]
+    np.testing.assert_allclose(weight[(4 * 2 + 0) * 64 + 7, :3], summed, rtol=1e-6)
+    assert not weight[: 16 * 64].reshape(16, 64, 128)[:, 24:].any()
+    assert not weight[16 * 64 :].reshape(9, 64, 128)[:, 9:].any() and not weight[:, 3:].any()
     np.testing.assert_array_equal(bias[:3], model.convs["d0"].bias)
     assert not bias[3:].any()
 
@@ -162,6 +169,6 @@ def test_resources_and_info(rng, device):
     info = executor.info()
     assert info.backend == "cuda" and info.precision == "fp16"
     assert info.kernels["e0"].startswith("triton-igemm+maxpool")
-    assert info.kernels["d0"].startswith("upsample+concat+triton-igemm+output")
+    assert info.kernels["d0"].startswith("upsample+concat+triton-igemm-2x2parity+output")
     executor.close()
     assert executor.resources().byte_size == 0

@@ -384,10 +384,13 @@ class CudaExecutor(ExecutorBase):
         block_b, taps_b = block_k_for(config.block_k, src_b.stored)
         if launch.pool:
             grid_m = -(-(height // 2) * (width // 2) // (config.block_m // 4))
+        elif launch.parity:
+            grid_m = -(-(height // 2) * (width // 2) // config.block_m)
         else:
             grid_m = -(-height * width // config.block_m)
         block_n = 16 if launch.final else config.block_n
-        grid = (grid_m, -(-launch.out_stored // block_n) if not launch.final else 1)
+        grid_n = -(-launch.out_stored // block_n) if not launch.final else 1
+        grid = (grid_m, grid_n, 4 if launch.parity else 1)
         if launch.final:
             assert target is not None
             out = target.image
@@ -411,10 +414,12 @@ class CudaExecutor(ExecutorBase):
             flags = dict(OUTPUT_PASS=False, TRANSFER=0, HDR=True, SNORM=False, OUT_CHANNELS=3)
         tk.conv3x3_kernel[grid](
             a, b, weight, bias, out,
-            height, width, src_a.stored, src_b.stored, src_a.weight_rows,
-            launch.weight_rows, launch.weight_cols, launch.out_stored,
+            height, width, src_a.stored, src_b.stored,
+            launch.a_tap_rows, launch.b_base, launch.b_tap_rows, launch.weight_cols,
+            launch.out_stored,
             *final_args,
             HAS_B=len(sources) > 1,
+            PARITY=launch.parity,
             UP_A=src_a.upsample,
             UP_B=src_b.upsample if len(sources) > 1 else False,
             RELU=launch.relu,
@@ -458,6 +463,8 @@ class CudaExecutor(ExecutorBase):
                     kind = "upsample+concat+" + kind
             else:
                 kind = "triton-igemm"
+                if launch.parity:
+                    kind += "-2x2parity"
                 if launch.pool:
                     kind += "+maxpool"
                 if any(s.upsample for s in launch.sources):

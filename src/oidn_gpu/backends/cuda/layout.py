@@ -9,11 +9,13 @@ weight columns and biases are zero). The network output of the executor is fp32
 Every convolution of the fused graph becomes one `ConvLaunch`: its sources (one,
 or two for a decoder conv: the upsampled half-resolution value first, then the
 skip), whether a 2x2 max-pool follows (``ConvPool``) and whether it is the final
-layer. Weights are packed as ``[9, K, N]`` (tap-major, ``tap = 3 * kh + kw``):
-rows ``[0, K_A)`` are source A's input channels, rows ``[K_A, K_A + K_B)``
-source B's, each block padded with zero rows to a multiple of `K_BLOCK_PAD`
+layer. Weights are packed tap-major (``tap = 3 * kh + kw``), per tap source A's
+input channels then source B's, each block padded with zero rows to a multiple of
+`K_BLOCK_PAD`
 so that any K tile of 16, 32 or 64 reads inside the packed matrix; columns are
-padded with zeros to a multiple of `N_BLOCK_PAD`. Nothing here imports torch.
+padded with zeros to a multiple of `N_BLOCK_PAD`. A decoder conv whose first
+source is upsampled stores that source as four 2x2 kernels (`ConvLaunch.parity`).
+Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ N_BLOCK_PAD = 128  # largest N tile; packed weight columns are padded to it
 ACTIVATION_BYTES = 2  # fp16 / bf16
 OUTPUT_BYTES = 4  # the network output is fp32
 OUTPUT_CHANNELS = 3
+PARITY_TAPS = 16  # 4 output parities x 2x2 taps of an upsampled source
+# 3x3 kernel rows (or columns) that land on the 2x2 tap ``t`` of output parity ``p``
+# (nearest upsampling): parity 0 reads rows i - 1 (kernel row 0) and i (rows 1, 2);
+# parity 1 reads rows i (kernel rows 0, 1) and i + 1 (row 2).
+PARITY_GROUPS = (((0,), (1, 2)), ((0, 1), (2,)))
 
 
 def round_up(value: int, multiple: int) -> int:
@@ -94,8 +101,47 @@ class ConvLaunch:
         return stored_channels(self.out_channels)
 
     @property
-    def weight_rows(self) -> int:
+    def parity(self) -> bool:
+        """Source A is upsampled (and no other is): it is read as four 2x2 convs.
+
+        Output pixel ``(2i + py, 2j + px)`` of a 3x3 conv over a nearest-upsampled
+        source only sees source pixels ``(i + py - 1 + ty, j + px - 1 + tx)``,
+        ``ty, tx`` in {0, 1}; the 3x3 taps landing on the same source pixel are summed
+        into a 2x2 kernel per output parity, 4 taps instead of 9.
+        """
+        first, *rest = self.sources
+        return first.upsample and not self.pool and not any(s.upsample for s in rest)
+
+    @property
+    def a_tap_rows(self) -> int:
+        """Weight rows between two taps of source A (all sources' rows unless `parity`)."""
+        return self.sources[0].weight_rows if self.parity else self._tap_rows
+
+    @property
+    def b_base(self) -> int:
+        """First weight row of source B."""
+        return (
+            PARITY_TAPS * self.sources[0].weight_rows
+            if self.parity
+            else self.sources[0].weight_rows
+        )
+
+    @property
+    def b_tap_rows(self) -> int:
+        """Weight rows between two taps of source B."""
+        return self.sources[-1].weight_rows if self.parity else self._tap_rows
+
+    @property
+    def _tap_rows(self) -> int:
         return sum(s.weight_rows for s in self.sources)
+
+    @property
+    def weight_rows(self) -> int:
+        """All rows of the packed weight matrix."""
+        if self.parity:
+            rest = sum(s.weight_rows for s in self.sources[1:])
+            return PARITY_TAPS * self.sources[0].weight_rows + 9 * rest
+        return 9 * self._tap_rows
 
     @property
     def weight_cols(self) -> int:
@@ -149,7 +195,12 @@ def launches(graph: ir.Graph) -> tuple[ConvLaunch, ...]:
 
 
 def pack_weights(launch: ConvLaunch, params: ConvParams) -> tuple[np.ndarray, np.ndarray]:
-    """``([9, K, N] float32, [N] float32)``: the packed weight and bias of one launch.
+    """``([rows, N] float32, [N] float32)``: the packed weight matrix and bias of a launch.
+
+    Without `ConvLaunch.parity`, row ``tap * tap_rows + offset(source) + c`` holds input
+    channel ``c`` of a source at ``tap = 3 * kh + kw``. With it, source A's rows come
+    first as ``(4 * parity + t) * rows_A + c`` (2x2 tap ``t`` of parity ``2 * py + px``,
+    the summed 3x3 taps), then the other sources' 9 taps from `ConvLaunch.b_base`.
 
     Raises:
         InvalidArgumentError: the weights do not have the launch's shape.
@@ -162,18 +213,32 @@ def pack_weights(launch: ConvLaunch, params: ConvParams) -> tuple[np.ndarray, np
             f"conv '{launch.name}' weights have shapes {weight.shape} and {bias.shape}; "
             f"expected {expected} and {expected[:1]}"
         )
-    packed = np.zeros((9, launch.weight_rows, launch.weight_cols), np.float32)
-    # [O, I, kh, kw] -> [kh * 3 + kw, I, O]
-    taps = weight.transpose(2, 3, 1, 0).reshape(9, launch.in_channels, launch.out_channels)
-    row, first = 0, 0
-    for source in launch.sources:
-        packed[:, row : row + source.channels, : launch.out_channels] = taps[
-            :, first : first + source.channels
-        ]
-        row += source.weight_rows
+    packed = np.zeros((launch.weight_rows, launch.weight_cols), np.float32)
+    n = launch.out_channels
+    first = 0
+    for index, source in enumerate(launch.sources):
+        part = weight[:, first : first + source.channels]  # [O, C, 3, 3]
+        if index == 0 and launch.parity:
+            for py in range(2):
+                for px in range(2):
+                    for t in range(4):
+                        rows = PARITY_GROUPS[py][t // 2]
+                        cols = PARITY_GROUPS[px][t % 2]
+                        summed = part[:, :, rows][:, :, :, cols].sum(axis=(2, 3))  # [O, C]
+                        row = (4 * (2 * py + px) + t) * source.weight_rows
+                        packed[row : row + source.channels, :n] = summed.T
+        else:
+            base = launch.b_base if index > 0 else 0
+            if not launch.parity:
+                base = sum(s.weight_rows for s in launch.sources[:index])
+            stride = launch.b_tap_rows if index > 0 else launch.a_tap_rows
+            for kh in range(3):
+                for kw in range(3):
+                    row = base + (3 * kh + kw) * stride
+                    packed[row : row + source.channels, :n] = part[:, :, kh, kw].T
         first += source.channels
     packed_bias = np.zeros(launch.weight_cols, np.float32)
-    packed_bias[: launch.out_channels] = bias
+    packed_bias[:n] = bias
     return packed, packed_bias
 
 

@@ -101,14 +101,14 @@ def _accumulate(
     acc,
     src_ptr,
     w_ptr,
-    w_row0,
+    w_base,
     y,
     x,
     m_ok,
     height,
     width,
     channels,
-    w_rows,
+    w_stride,
     w_cols,
     offs_n,
     UPSAMPLE: tl.constexpr,
@@ -141,7 +141,7 @@ def _accumulate(
             else:
                 pixel = yy * src_width + xx
             a = tl.load(src_ptr + pixel * channels + cols[None, :], mask=ok, other=0.0)
-            rows = tl.minimum(tap, 8) * w_rows + w_row0 + cols
+            rows = w_base + tl.minimum(tap, 8) * w_stride + cols
             b = tl.load(
                 w_ptr + rows[:, None] * w_cols + offs_n[None, :],
                 mask=tap_ok[:, None],
@@ -166,9 +166,56 @@ def _accumulate(
                 mask=ok[:, None] & (cols < channels)[None, :],
                 other=0.0,
             )
-            rows = tap * w_rows + w_row0 + cols
+            rows = w_base + tap * w_stride + cols
             b = tl.load(w_ptr + rows[:, None] * w_cols + offs_n[None, :])
             acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def _accumulate_parity(
+    acc,
+    src_ptr,
+    w_ptr,
+    w_base,
+    qi,
+    qj,
+    m_ok,
+    half_h,
+    half_w,
+    channels,
+    w_stride,
+    w_cols,
+    offs_n,
+    py,
+    px,
+    BLOCK_K: tl.constexpr,
+):
+    """``acc += A @ W`` for an upsampled source, all outputs of one parity ``(py, px)``.
+
+    Output ``(2i + py, 2j + px)`` of a 3x3 conv over the nearest-upsampled source reads
+    only source rows ``i + py - 1 + ty`` and columns ``j + px - 1 + tx`` (``ty, tx`` in
+    0, 1): a 2x2 conv with the 3x3 taps that land on the same source pixel summed
+    (`layout.pack_weights`), 4 taps instead of 9.
+    """
+    offs_k = tl.arange(0, BLOCK_K)
+    chunks = tl.cdiv(channels, BLOCK_K)
+    for i in range(0, 4 * chunks):
+        t = i // chunks
+        c0 = (i - t * chunks) * BLOCK_K
+        sy = qi + py - 1 + t // 2
+        sx = qj + px - 1 + t % 2
+        ok = m_ok & (sy >= 0) & (sy < half_h) & (sx >= 0) & (sx < half_w)
+        pixel = sy * half_w + sx
+        cols = c0 + offs_k
+        a = tl.load(
+            src_ptr + pixel[:, None] * channels + cols[None, :],
+            mask=ok[:, None] & (cols < channels)[None, :],
+            other=0.0,
+        )
+        rows = w_base + t * w_stride + cols
+        b = tl.load(w_ptr + rows[:, None] * w_cols + offs_n[None, :])
+        acc = tl.dot(a, b, acc)
     return acc
 
 
@@ -231,8 +278,9 @@ def conv3x3_kernel(
     width,
     channels_a,
     channels_b,
-    rows_a,
-    w_rows,
+    w_stride_a,
+    w_base_b,
+    w_stride_b,
     w_cols,
     out_channels,
     # final layer: output image and tile geometry
@@ -247,6 +295,7 @@ def conv3x3_kernel(
     dst_y,
     dst_x,
     HAS_B: tl.constexpr,
+    PARITY: tl.constexpr,
     UP_A: tl.constexpr,
     UP_B: tl.constexpr,
     RELU: tl.constexpr,
@@ -268,7 +317,19 @@ def conv3x3_kernel(
     pid_n = tl.program_id(1)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    if POOL:
+    if PARITY:
+        # one output parity per program row of the grid: source A read as a 2x2 conv
+        parity = tl.program_id(2)
+        py = parity // 2
+        px = parity % 2
+        half_w = width // 2
+        q = pid_m * BLOCK_M + offs_m
+        qi = q // half_w
+        qj = q - qi * half_w
+        y = 2 * qi + py
+        x = 2 * qj + px
+        m_ok = q < (height // 2) * half_w
+    elif POOL:
         half_w = width // 2
         quad = pid_m * (BLOCK_M // 4) + offs_m // 4
         sub = offs_m % 4
@@ -283,14 +344,20 @@ def conv3x3_kernel(
         m_ok = pixel < height * width
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    acc = _accumulate(
-        acc, a_ptr, w_ptr, 0, y, x, m_ok, height, width, channels_a, w_rows, w_cols, offs_n,
-        UP_A, BLOCK_K_A, TAPS_A,
-    )  # fmt: skip
+    if PARITY:
+        acc = _accumulate_parity(
+            acc, a_ptr, w_ptr, parity * 4 * w_stride_a, qi, qj, m_ok, height // 2, width // 2,
+            channels_a, w_stride_a, w_cols, offs_n, py, px, BLOCK_K_A,
+        )  # fmt: skip
+    else:
+        acc = _accumulate(
+            acc, a_ptr, w_ptr, 0, y, x, m_ok, height, width, channels_a, w_stride_a, w_cols,
+            offs_n, UP_A, BLOCK_K_A, TAPS_A,
+        )  # fmt: skip
     if HAS_B:
         acc = _accumulate(
-            acc, b_ptr, w_ptr, rows_a, y, x, m_ok, height, width, channels_b, w_rows, w_cols,
-            offs_n, UP_B, BLOCK_K_B, TAPS_B,
+            acc, b_ptr, w_ptr, w_base_b, y, x, m_ok, height, width, channels_b, w_stride_b,
+            w_cols, offs_n, UP_B, BLOCK_K_B, TAPS_B,
         )  # fmt: skip
 
     acc = acc + tl.load(bias_ptr + offs_n)[None, :]
