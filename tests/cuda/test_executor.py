@@ -75,6 +75,17 @@ def test_forced_tiles_match_reference(tile, rng, device):
     _check(executor, model, x, FP16_REL_L2)
 
 
+def test_two_taps_of_64_channels_per_k_step(rng, device):
+    graph = tiny_unet(9, 64, 40, 64)  # 64-channel sources, K steps of 128
+    model = random_model(graph, rng)
+    x = rng.random((9, 16, 16), dtype=np.float32)
+    executor = CudaExecutor(model, device=device, tune=False)
+    prep = executor.prepare(16, 16)
+    for launch in executor.launches:
+        prep.configs[launch.name] = TileConfig(32, 64, 128, 4, 2)
+    _check(executor, model, x, FP16_REL_L2)
+
+
 @pytest.mark.cuda_device  # Triton's interpreter mis-stores bfloat16 (NumPy has no bf16)
 def test_bf16(rng, device):
     graph = tiny_unet(9, 16, 24, 32)

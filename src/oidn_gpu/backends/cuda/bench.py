@@ -109,6 +109,7 @@ class BenchResult:
     layers: tuple[LayerStat, ...] = field(default=())
     host_direct_wall_median_ms: float | None = None  # NumPy through pageable copies
     transfers: dict[str, float] = field(default_factory=dict)
+    host_breakdown_ms: dict[str, float] = field(default_factory=dict)  # upload, frame, download
     peak_memory_mb: float = 0.0
     floor_ms: float = 0.0  # the network's FLOPs at the tensor-core rate
 
@@ -349,6 +350,7 @@ def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, wid
         denoiser.denoise(*host, mode=mode, plan=plan, autoexposure=True, output=result)
 
     host_wall = _time_wall(torch, on_host, host_runs, 3)
+    breakdown = _host_breakdown(torch, denoiser, host, mode, plan, result, host_runs)
     if not np.isfinite(result).all():
         raise OIDNGPUError("the benchmark's denoised image has NaN or Inf values")
     denoiser.close()
@@ -365,7 +367,31 @@ def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, wid
         "e2e_wall": wall,
         "host_wall": host_wall,
         "host_direct_wall_median_ms": statistics.median(host_direct),
+        "host_breakdown_ms": breakdown,
         "transfers": _transfers(torch, host),
+    }
+
+
+def _host_breakdown(torch: Any, denoiser: CudaDenoiser, host: list[np.ndarray], mode: Any,
+                    plan: Any, result: np.ndarray, runs: int) -> dict[str, float]:  # fmt: skip
+    """Medians of the NumPy path's stages, each run to completion on its own."""
+    stream = torch.cuda.current_stream()
+    images = [denoiser._upload(f"in{i}", a, stream) for i, a in enumerate(host)]
+    out = denoiser._dev["out"]
+
+    def upload() -> None:
+        for i, a in enumerate(host):
+            denoiser._upload(f"in{i}", a, stream)
+
+    def frame() -> None:
+        denoiser.denoise_tensors(*images, mode=mode, plan=plan, out=out, autoexposure=True)
+
+    def download() -> None:
+        denoiser._download(out, result, stream)
+
+    return {
+        name: statistics.median(_time_wall(torch, fn, runs, 2))
+        for name, fn in (("upload", upload), ("frame", frame), ("download", download))
     }
 
 
@@ -411,6 +437,7 @@ def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
         "end_to_end": True,
         "e2e_tiles": e2e["tiles"],
         "host_direct_wall_median_ms": e2e["host_direct_wall_median_ms"],
+        "host_breakdown_ms": e2e["host_breakdown_ms"],
         "transfers": e2e["transfers"],
     }
     for key in ("e2e_gpu", "e2e_wall", "host_wall"):

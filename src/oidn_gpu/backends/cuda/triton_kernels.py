@@ -118,7 +118,7 @@ def _accumulate(
     """``acc += A(src) @ W`` over the 9 taps and all channel chunks of one source.
 
     ``TAPS == 1``: each K step is one tap's chunk of ``BLOCK_K`` channels. ``TAPS > 1``
-    (sources of 16 or 32 stored channels): each K step covers ``TAPS`` consecutive taps
+    (sources of 16, 32 or 64 stored channels): each K step covers ``TAPS`` consecutive taps
     of all ``BLOCK_K // TAPS`` channels, so short K loops become fewer, larger dots.
     """
     offs_k = tl.arange(0, BLOCK_K)

@@ -49,11 +49,11 @@ def _pow2_at_least(value: int) -> int:
 def block_k_for(block_k: int, channels: int) -> tuple[int, int]:
     """``(K tile, taps per K step)`` of one source with ``channels`` stored channels.
 
-    A source narrower than ``block_k`` with 16 or 32 channels covers several taps
+    A source narrower than ``block_k`` with 16, 32 or 64 channels covers several taps
     per K step (``block_k // channels``); others use ``block_k`` (or their own
     power-of-two width, if smaller) per tap.
     """
-    if channels in (16, 32) and channels < block_k:
+    if channels in (16, 32, 64) and channels < block_k:
         return block_k, block_k // channels
     return max(16, min(block_k, _pow2_at_least(channels))), 1
 
@@ -74,10 +74,12 @@ def candidates(launch: ConvLaunch) -> tuple[TileConfig, ...]:
         (64, block_n, 32, 4, 4),
         (128, block_n, 64, 8, 4),
         (256, block_n, 64, 8, 3),
+        (128, block_n, 128, 4, 3),
+        (128, block_n, 128, 8, 3),
     ]
     if launch.final:
         shapes = [(256, 16, 32, 4, 3), (256, 16, 64, 4, 3), (128, 16, 64, 4, 4),
-                  (512, 16, 64, 8, 3)]  # fmt: skip
+                  (512, 16, 64, 8, 3), (256, 16, 128, 4, 3)]  # fmt: skip
     elif block_n > 64:
         shapes.append((128, 64, 32, 4, 3))
     out = [first]
