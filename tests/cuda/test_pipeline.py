@@ -9,6 +9,8 @@ pass, network and output pass. Autoexposure on the device is checked against
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -16,7 +18,7 @@ import torch
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, _image, default_plan
 from oidn_gpu.backends.reference import ReferenceExecutor
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image import autoexposure, process
 from oidn_gpu.image.tiling import plan_tiles_max_edge
 from oidn_gpu.model.unet import load_model
@@ -155,3 +157,60 @@ def test_bad_images(denoiser, rng, device):
     t = torch.from_numpy(color).to(device)
     with pytest.raises(InvalidArgumentError, match="float32 torch tensor"):
         denoiser.denoise_tensors(t, t, t, mode=mode, out=t.half())
+
+
+@pytest.fixture(scope="module")
+def color_only(device):
+    """A tiny random base U-Net with 3 input channels (tests/data), for one-image modes."""
+    model = load_model(Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic3.tza")
+    with CudaDenoiser(CudaExecutor(model, device=device, tune=False)) as den:
+        yield model, den
+
+
+@pytest.mark.parametrize(
+    ("filter_type", "options", "low"),
+    [
+        ("RTLightmap", {}, 0.0),  # HDR lightmap: Log transfer
+        ("RTLightmap", {"directional": True}, -1.0),  # directional: snorm, linear
+        ("RT", {"normal_only": True}, -1.0),  # normal filtered alone: snorm, linear
+        ("RT", {"srgb": True}, 0.0),  # LDR already sRGB-encoded: linear, clamp to 1
+    ],
+)
+def test_single_image_modes_match_host(filter_type, options, low, color_only, rng):
+    model, denoiser = color_only
+    image = (low + rng.random((20, 28, 3)) * (1 - low) * 1.5).astype(np.float32)
+    mode = process.mode_for(filter_type, input_scale=0.5, **options)
+    expected = host_denoise(model, [image], mode, default_plan(20, 28, 96), 3)
+    actual = denoiser.denoise(image, mode=mode)
+    assert np.isfinite(actual).all()
+    assert rel_l2(actual, expected) <= IMAGE_REL_L2
+
+
+def test_cudnn_engine_pipeline_matches_host(small_model, rng, device):
+    color, albedo, normal = _aov(rng, 20, 24)
+    mode = process.mode_for("RT", hdr=True, input_scale=autoexposure.autoexposure(color))
+    expected = host_denoise(small_model, [color, albedo, normal], mode,
+                            default_plan(20, 24, 96), 3)  # fmt: skip
+    executor = CudaExecutor(small_model, device=device, engine="cudnn")
+    with CudaDenoiser(executor) as denoiser:
+        actual = denoiser.denoise(color, albedo, normal, mode=mode, autoexposure=True)
+        device_scale = float(denoiser._scale.cpu()[0])
+    assert rel_l2(actual, expected) <= IMAGE_REL_L2
+    assert abs(device_scale - mode.input_scale) <= 1e-6 * mode.input_scale
+
+
+def test_cached_frames_survive_executor_eviction(small_model, rng, device):
+    """A frame keeps the executor buffers its graph points into, even once evicted there."""
+    executor = CudaExecutor(small_model, device=device, tune=False, shape_cache_size=1)
+    mode = process.mode_for("RT", hdr=True, input_scale=1.0)
+    first_images = [torch.from_numpy(a).to(device) for a in _aov(rng, 16, 16)]
+    other_images = [torch.from_numpy(a).to(device) for a in _aov(rng, 32, 16)]
+    with CudaDenoiser(executor) as denoiser:
+        first = denoiser.denoise_tensors(*first_images, mode=mode)
+        denoiser.denoise_tensors(*other_images, mode=mode)  # evicts the 16x16 buffers
+        assert executor.resources().shapes == ((32, 16),)
+        again = denoiser.denoise_tensors(*first_images, mode=mode)
+    assert torch.isfinite(first).all() and torch.equal(first, again)
+    executor.close()
+    with pytest.raises(InvalidOperationError, match="closed"):
+        CudaDenoiser(executor).denoise_tensors(*first_images, mode=mode)

@@ -490,6 +490,17 @@ class CudaExecutor(ExecutorBase):
         size += sum(int(t.numel() * t.element_size()) for t in weights)
         return ExecutorResources(tuple(self._prepared), count, size)
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closed
+
+    def weight_tensors(self) -> tuple[Any, ...]:
+        """The device tensors of the packed weights (kept alive by captured graphs)."""
+        if self._torch_net is not None:
+            return tuple(t for pair in self._torch_net.weights.values() for t in pair)
+        return tuple(t for pair in self._weights.values() for t in pair)
+
     def close(self) -> None:
         """Release every buffer; later calls raise `InvalidOperationError`."""
         self._prepared.clear()

@@ -130,6 +130,9 @@ class _Frame:
     graph: Any
     run: Any  # the callable the graph replays (run eagerly where graphs do not exist)
     output: Any  # the output tensor the frame writes ([H, W, C] float32)
+    # what the graph's addresses point into, kept alive while the graph is: the
+    # executor's buffers for the tile size (it may evict them from its own cache)
+    keep: Any = None
 
 
 class CudaDenoiser:
@@ -265,6 +268,8 @@ class CudaDenoiser:
             queued on the current stream, as torch operations are.
         """
         self._check_open()
+        if self.executor.closed:
+            raise InvalidOperationError("the cuda executor of this denoiser is closed")
         images = [_image(main, "main")]
         for name, tensor in (("albedo", albedo), ("normal", normal)):
             if tensor is not None:
@@ -354,7 +359,7 @@ class CudaDenoiser:
             owned = torch.empty((height, width, channels), dtype=torch.float32,
                                 device=self.device)  # fmt: skip
             out_image = _image(owned, "output")
-        self.executor.prepare(plan.tile_h, plan.tile_w)  # compile and tune outside capture
+        prepared = self.executor.prepare(plan.tile_h, plan.tile_w)  # tune outside capture
 
         def run() -> None:
             self._body(images, out_image, mode, plan, autoexposure)
@@ -371,7 +376,8 @@ class CudaDenoiser:
                 run()
         while len(self._frames) >= GRAPH_CACHE_SIZE:
             self._frames.popitem(last=False)
-        frame = _Frame(graph, run, owned if owned is not None else out_image.tensor)
+        keep = (prepared, self.executor.weight_tensors())
+        frame = _Frame(graph, run, owned if owned is not None else out_image.tensor, keep)
         self._frames[key] = frame
         return frame
 
