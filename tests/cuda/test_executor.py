@@ -14,10 +14,11 @@ import pytest
 
 from oidn_gpu.backends.base import NetworkExecutor
 from oidn_gpu.backends.cuda import layout
+from oidn_gpu.backends.cuda import triton_kernels as tk
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.tuning import TileConfig, candidates
 from oidn_gpu.backends.reference import ReferenceExecutor
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, MissingDependencyError
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.model.unet import load_model
 from tests.cuda.conftest import rel_l2
@@ -110,6 +111,18 @@ def test_cudnn_path_matches_reference(rng, device):
         assert executor.engine == "cudnn" and executor.fallback is None
         assert "cudnn" in executor.info().device
         _check(executor, model, x, FP16_REL_L2)
+
+
+def test_cudnn_fallback_without_triton(monkeypatch, rng, device):
+    monkeypatch.setattr(tk, "UNAVAILABLE", "triton is not importable (ImportError: test)")
+    model = random_model(tiny_unet(9, 16, 24, 32), rng)
+    with CudaExecutor(model, device=device) as executor:
+        assert executor.engine == "cudnn"
+        assert "fallback: triton is not importable" in executor.info().device
+        assert executor.info().kernels["e0"] == "cudnn-conv2d+maxpool"
+        _check(executor, model, rng.random((9, 16, 16), dtype=np.float32), FP16_REL_L2)
+    with pytest.raises(MissingDependencyError, match="engine 'triton' is unavailable"):
+        CudaExecutor(model, device=device, engine="triton")
 
 
 def test_launches_of_the_official_network(weights_dir):
