@@ -7,8 +7,11 @@ Tolerances:
   relative L2 about 2.5e-7 and max error about 1e-6 of the output scale, asserted
   at 1e-6 and 1e-5 (OIDN's own CPU output differs from float64 by about 1e-5
   max relative, oidn-semantics.md section 11).
-- band sizes, fused vs unfused, repeated runs: bit-identical (fixed gemm call
-  shape, see the backend's docstring).
+- repeated runs: bit-identical (the same BLAS calls on the same buffers).
+- band sizes, fused vs unfused: the same products, but a pixel sits at another
+  column of the BLAS calls, and OpenBLAS's AVX2 kernels round by column position
+  (its AVX-512 kernels do not): equal up to float32 summation order
+  (`tests.compare.assert_equal_up_to_summation_order`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
 from oidn_gpu.graph.reference import run_graph
 from oidn_gpu.model.unet import ValidatedModel, load_model
+from tests.compare import assert_equal_up_to_summation_order
 from tests.models import Weights, random_model
 
 
@@ -88,23 +92,24 @@ def test_executor_matches_run_graph_on_tiny_unets_with_odd_channels(
 
 
 @pytest.mark.parametrize("band_rows", [1, 3, 2, 5])
-def test_band_sizes_do_not_change_results_on_a_tiny_unet(
+def test_band_sizes_change_results_only_by_rounding_on_a_tiny_unet(
     rng: np.random.Generator, band_rows: int
 ) -> None:
     model = random_model(tiny_unet(5, 7, 9, 6), rng)
     x = rng.standard_normal((5, 40, 28)).astype(np.float32)
     whole = ReferenceExecutor(model, band_rows=40).run(x)
     banded = ReferenceExecutor(model, band_rows=band_rows).run(x)
-    np.testing.assert_array_equal(banded, whole)
+    assert_equal_up_to_summation_order(banded, whole, label=f"{band_rows} rows per band")
 
 
-def test_band_sizes_and_fusion_do_not_change_results_on_the_base_unet(
+def test_band_sizes_and_fusion_change_results_only_by_rounding_on_the_base_unet(
     base_model: ValidatedModel, rng: np.random.Generator
 ) -> None:
     x = rng.random((9, 32, 48), dtype=np.float32)
     default = ReferenceExecutor(base_model).run(x)
     for options in ({"band_rows": 1}, {"band_rows": 3}, {"band_rows": 32}, {"fuse": False}):
-        np.testing.assert_array_equal(ReferenceExecutor(base_model, **options).run(x), default)
+        actual = ReferenceExecutor(base_model, **options).run(x)
+        assert_equal_up_to_summation_order(actual, default, label=str(options))
 
 
 @pytest.mark.parametrize(
