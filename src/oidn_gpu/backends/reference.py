@@ -61,7 +61,8 @@ from oidn_gpu.graph.reference import ConvParams, weight_matrix
 FP32_BYTES = 4
 GEMM_COLUMNS = 2048
 """Columns (pixels) of every gemm call. A fixed call shape makes OpenBLAS pick the same
-kernels whatever the band sizes and image width; 2048 is within ~5% of unchunked throughput on a 2-core AVX-512 host."""
+kernels whatever the band sizes and image width; 2048 is within ~5% of unchunked
+throughput on a 2-core AVX-512 host."""
 DEFAULT_BAND_BYTES = 24 << 20
 """Target im2col band size: measured fastest around 16-32 MiB on a 2-core AVX-512 host
 (small enough to stay in cache between the copies and the gemm)."""
