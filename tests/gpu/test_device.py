@@ -141,3 +141,28 @@ def test_a_machine_with_only_an_opengl_adapter_gets_a_clean_error():
     assert lines["error"].startswith("no Vulkan, Metal or D3D12 adapter found")
     assert "mesa-vulkan-drivers" in lines["error"]
     assert lines["egl loaded"] == "False"  # wgpu's OpenGL backend was never started
+
+
+APP_INSTANCE_PROBE = """
+import wgpu
+from oidn_gpu.backends.wgpu import device as dev
+
+wgpu.gpu.enumerate_adapters_sync()  # the application creates wgpu's instance, OpenGL included
+print("backend:", dev.open_device().capabilities.adapter.backend_type)
+print("adapters:", sorted({a.info["backend_type"] for a in dev.enumerate_adapters()}))
+"""
+
+
+def test_an_opengl_adapter_of_the_applications_instance_is_passed_over():
+    env = {**os.environ, "WGPU_BACKEND_TYPE": "OpenGL"}  # wgpu would pick OpenGL first
+    result = subprocess.run(
+        [sys.executable, "-c", APP_INSTANCE_PROBE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    assert lines["backend"] in ("Vulkan", "Metal", "D3D12")
+    assert "OpenGL" not in lines["adapters"]

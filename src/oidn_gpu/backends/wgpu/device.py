@@ -440,7 +440,11 @@ def _request_adapter(power_preference: str) -> Any:
             adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
         except RuntimeError:  # wgpu-native reports "no adapter" as a failed request
             adapter = None
-    if adapter is None or not _is_allowed(adapter):
+    if adapter is not None and not _is_allowed(adapter):
+        # only where the application created wgpu's instance with OpenGL enabled
+        allowed = enumerate_adapters()
+        adapter = allowed[0] if allowed else None
+    if adapter is None:
         raise UnsupportedDeviceError(NO_ADAPTER_MESSAGE)
     return adapter
 
