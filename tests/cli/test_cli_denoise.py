@@ -30,6 +30,7 @@ from cli_support import (
 
 from oidn_gpu.image import io
 from tests import datasets
+from tests.compare import assert_equal_up_to_summation_order
 
 
 def _assert_parity(path: Path, expected: np.ndarray) -> None:
@@ -225,6 +226,28 @@ def test_interrupt_while_writing_leaves_no_partial_output(
     assert leftovers(tmp_path) == []
 
 
+# The CLI in a child process whose second output write waits for a signal instead of
+# finishing, so the run is always still going (inside a frame, a temporary file open)
+# when the test signals it, however loaded the machine is.
+HOLD_AT_SECOND_WRITE = """
+import sys, time
+import OpenImageIO as oiio
+from oidn_gpu.cli import main
+
+real_write = oiio.ImageOutput.write_image
+writes = []
+
+def write_or_hold(self, *args):
+    writes.append(None)
+    while len(writes) == 2:
+        time.sleep(0.05)  # interrupted by the test's SIGINT/SIGTERM
+    return real_write(self, *args)
+
+oiio.ImageOutput.write_image = write_or_hold
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="signals to a child are POSIX-only")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_to_a_running_sequence_leaves_only_complete_outputs(
@@ -232,34 +255,31 @@ def test_signal_to_a_running_sequence_leaves_only_complete_outputs(
 ) -> None:
     frames = tmp_path / "frames"
     frames.mkdir()
-    frame_count = 24  # enough that the run is still going when the signal arrives
+    frame_count = 4
     for i in range(frame_count):
         write_exr(frames / f"f{i:02d}.exr", scene(64, offset=i)["color_4spp"])
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "oidn_gpu", "denoise", str(frames), "-o", str(out)],
+        [sys.executable, "-c", HOLD_AT_SECOND_WRITE, "denoise", str(frames), "-o", str(out)],
         env=pythonpath_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if out.is_dir() and any(
-            p.suffix == ".exr" and not p.name.startswith(".") for p in out.iterdir()
-        ):
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before it could be interrupted"
+    first = out / "f00.exr"
+    deadline = time.monotonic() + 600  # only bounds a broken run; a working one never waits it
+    while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        _, err = proc.communicate()
+        pytest.fail(f"the run ended (exit {proc.returncode}) before it was interrupted: {err}")
+    assert first.exists(), "no output after 600 s"
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "error: interrupted" in err
-    written = sorted(p for p in out.iterdir())
-    assert 1 <= len(written) < frame_count
-    for path in written:
-        assert not path.name.startswith("."), f"temporary file left: {path}"
-        assert io.read_image(path).pixels.shape == (64, 64, 3)
+    assert sorted(p.name for p in out.iterdir()) == ["f00.exr"]  # no frame 2, no temporary
+    assert io.read_image(first).pixels.shape == (64, 64, 3)
     assert leftovers(tmp_path) == []
 
 
@@ -301,14 +321,18 @@ def test_lightmap_matches_oidn(cli, scene, tmp_path: Path) -> None:
     _assert_parity(out, oidn(crop["color_4spp"], filter_type="RTLightmap"))
 
 
-def test_tile_size_does_not_change_the_result(cli, scene, tmp_path: Path) -> None:
+def test_tile_size_changes_the_result_only_by_rounding(cli, scene, tmp_path: Path) -> None:
+    # Not bit for bit: a pixel sits elsewhere in the BLAS calls of a tile than in those
+    # of the whole image, and some BLAS kernels round by position (tests/compare.py).
     wide = scene(224)["color_4spp"][:48]  # 224 x 48: two tiles of at most 208 px
     color = write_exr(tmp_path / "c.exr", wide)
     whole, tiled = tmp_path / "whole.exr", tmp_path / "tiled.exr"
     assert cli("denoise", color, "-o", whole, "--quality", "fast").rc == 0
     result = cli("denoise", color, "-o", tiled, "--quality", "fast", "--tile-size", "208")
     assert result.rc == 0, result.err
-    np.testing.assert_array_equal(io.read_image(whole).pixels, io.read_image(tiled).pixels)
+    assert_equal_up_to_summation_order(
+        io.read_image(tiled).pixels, io.read_image(whole).pixels, label="tiled vs whole"
+    )
 
 
 @pytest.mark.slow
