@@ -452,3 +452,27 @@ def test_every_renderer_name_is_looked_for() -> None:
             folded = {n.casefold() for n in names}
             for name in getattr(entry, kind):
                 assert name.casefold() in folded, (entry.renderer, kind, name)
+
+
+def test_a_mip_mapped_input_gives_its_full_resolution_level(cli, scene, tmp_path: Path) -> None:
+    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's usual alias
+
+    color = scene(SIZE)["color_4spp"]
+    buf = oiio.ImageBuf(oiio.ImageSpec(SIZE, SIZE, 3, "float"))
+    buf.set_pixels(oiio.ROI(0, SIZE, 0, SIZE, 0, 1, 0, 3), color)
+    config = oiio.ImageSpec()
+    config.tile_width = config.tile_height = 16
+    config.attribute("compression", "zip")
+    src = tmp_path / "tex.exr"
+    assert oiio.ImageBufAlgo.make_texture(oiio.MakeTxTexture, buf, str(src), config)
+    out = tmp_path / "o.exr"
+    result = cli("denoise", src, "-o", out, "--no-aux", "--quality", "fast")
+    assert result.rc == 0, result.err
+    inp = oiio.ImageInput.open(str(out))
+    assert not inp.seek_subimage(0, 1)  # one level: the coarser ones would still be noisy
+    assert inp.spec().tile_width == 16
+    inp.close()
+    expected = oidn_gpu.denoise(
+        io.read_layer(src, "").pixels, hdr=True, quality="fast", backend="reference"
+    )
+    assert rel_l2(io.read_layer(out, "").pixels, expected) <= PARITY_REL_L2

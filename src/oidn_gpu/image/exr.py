@@ -32,8 +32,19 @@ from oidn_gpu.files import atomic_write
 from oidn_gpu.image.io import ImageFileError
 
 EXR_FORMAT = "openexr"
-# Attributes that describe the reading, not the file: never written back.
-_READ_ONLY_ATTRIBUTES = ("oiio:subimages", "oiio:UnassociatedAlpha", "openexr:chunkCount")
+# Attributes that describe the reading, not the file, or summarise pixels that denoising
+# changes (OpenImageIO's maketx writes the last three): never written back.
+_READ_ONLY_ATTRIBUTES = (
+    "oiio:subimages",
+    "oiio:UnassociatedAlpha",
+    "openexr:chunkCount",
+    "oiio:miplevels",
+    "oiio:AverageColor",
+    "oiio:ConstantColor",
+    "oiio:SHA-1",
+)
+# What makes OpenImageIO write MIP levels; only the full-resolution level is written.
+_MIPMAP_ATTRIBUTES = ("textureformat", "openexr:roundingmode")
 
 
 def _oiio() -> Any:
@@ -177,8 +188,10 @@ def read_file(path: str | os.PathLike[str]) -> ExrFile:
             pixels = np.asarray(pixels, dtype=np.float64)
             if pixels.ndim == 2:
                 pixels = pixels[:, :, None]
-            for name in _READ_ONLY_ATTRIBUTES:
+            mipmapped = inp.seek_subimage(subimage, 1)
+            for name in _READ_ONLY_ATTRIBUTES + (_MIPMAP_ATTRIBUTES if mipmapped else ()):
                 spec.erase_attribute(name)
+            inp.seek_subimage(subimage, 0)
             parts.append(ExrPart(spec, np.array(pixels)))
             subimage += 1
         return ExrFile(path, parts)
