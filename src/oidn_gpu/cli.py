@@ -659,6 +659,7 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
             ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
         ]
+        found: dict[str, bool] = {}
         for kind, named, defaults in picks:
             if named is not None:
                 print(f"  -> {kind}: '{named}' (--{kind}-layer)")
@@ -666,7 +667,10 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             if kind != "color" and (args.no_aux or args.lightmap):
                 continue
             layer = io.find_layer(img_layers, defaults)
+            found[kind] = layer is not None
             print(f"  -> {kind}: " + (f"'{layer.name or '(root)'}'" if layer else "none found"))
+        if found.get("normal") and found.get("albedo") is False:
+            print("  (a normal is used only with an albedo: the color would be denoised alone)")
     return status
 
 

@@ -223,6 +223,11 @@ def test_list_layers_shows_layers_and_the_default_picks(cli, tmp_path: Path) -> 
     assert result.rc == 0, result.err
     assert "(root): R, G, B" in result.out and "nn: X, Y, Z" in result.out
     assert "-> albedo: 'albedo'" in result.out and "-> normal: 'nn'" in result.out
+    assert "used only with an albedo" not in result.out
+    vray = write_multilayer(tmp_path / "v.exr", {"": ones, "VRayNormals": ones})
+    result = cli("denoise", "--list-layers", vray)
+    assert "-> albedo: none found" in result.out and "-> normal: 'VRayNormals'" in result.out
+    assert "(a normal is used only with an albedo: the color would be denoised alone)" in result.out
 
 
 def test_inspect_official_weights(cli, package_weights_dir: Path) -> None:
