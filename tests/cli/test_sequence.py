@@ -109,7 +109,11 @@ def test_without_a_bar_each_frame_gets_one_log_line(fake, tmp_path: Path) -> Non
     assert (data["frames"], data["denoised"], data["failed"]) == (3, 2, 1)
     assert [r["status"] for r in data["results"]] == ["done", "failed", "done"]
     assert data["results"][0]["layers"] == {
-        "color": "(root)", "albedo": None, "normal": None, "aovs": [], "mode": "hdr"
+        "color": "(root)",
+        "albedo": None,
+        "normal": None,
+        "aovs": [],
+        "mode": "hdr",
     }
     assert "boom" in data["results"][1]["error"]
 
@@ -120,3 +124,21 @@ def test_quiet_runs_print_no_frame_lines(fake, tmp_path: Path) -> None:
         _jobs(tmp_path, [1.0]), {}, sequence.InputOptions(), quiet=True, stream=stream
     )
     assert stream.getvalue() == ""
+
+
+def test_the_bar_names_the_frame_being_denoised(monkeypatch, tmp_path: Path) -> None:
+    stream = stdio.StringIO()
+    seen: list[str] = []
+
+    class Watcher(FakeDenoiser):
+        def denoise(self, color, albedo=None, normal=None, *, progress=None):
+            # the bar's last drawn line while this frame is denoised, before any progress call
+            seen.append(stream.getvalue().rsplit("\r", 1)[-1])
+            return super().denoise(color, albedo, normal, progress=progress)
+
+    monkeypatch.setattr(oidn_gpu, "Denoiser", Watcher)
+    jobs = _jobs(tmp_path, [1.0, 2.0, 3.0])
+    sequence.run_sequence(
+        jobs, {}, sequence.InputOptions(auto_aux=False), show_progress=True, stream=stream
+    )
+    assert [line.split(":")[0] for line in seen] == [job.color.name for job in jobs]
