@@ -476,7 +476,10 @@ class FrameOutcome:
     notes: tuple[FrameNote, ...] = ()
 
 
-def _scaled(progress: Callable[[float], bool] | None, start: float, share: float):
+def _scaled(
+    progress: Callable[[float], bool] | None, start: float, share: float
+) -> Callable[[float], bool] | None:
+    """``progress`` for one of several passes: its 0..1 mapped to start..start+share."""
     if progress is None:
         return None
     return lambda fraction: progress(start + share * float(fraction))

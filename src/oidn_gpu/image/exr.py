@@ -3,9 +3,9 @@
 `read_file` reads every part of a (multi-part, multi-layer) OpenEXR file with its
 OpenImageIO ``ImageSpec``: channel names and per-channel pixel types (half stays
 half, float stays float, uint stays uint), data window and display window, tiling,
-compression and every other attribute. Pixels are held as float64, which holds
-half, float and 32-bit unsigned values exactly, so channels that are not replaced
-are written back bit for bit.
+compression and every other attribute. Pixels are held as float32, which holds half
+and float values exactly (float64 in a part with 32-bit unsigned channels, such as
+object IDs), so channels that are not replaced are written back bit for bit.
 
 `ExrFile.replace_channels` puts new values into existing channels (the denoised
 beauty under the noisy one's names) and `ExrFile.add_channels` adds channels (a new
@@ -32,6 +32,7 @@ from oidn_gpu.files import atomic_write
 from oidn_gpu.image.io import ImageFileError
 
 EXR_FORMAT = "openexr"
+_FLOAT_TYPES = frozenset({"half", "float"})
 # Attributes that describe the reading, not the file, or summarise pixels that denoising
 # changes (OpenImageIO's maketx writes the last three): never written back.
 _READ_ONLY_ATTRIBUTES = (
@@ -57,8 +58,8 @@ class ExrPart:
 
     Attributes:
         spec: the part's OpenImageIO ImageSpec (a private copy).
-        pixels: H x W x C float64 over the data window, channels in ``spec.channelnames``
-            order.
+        pixels: H x W x C over the data window, channels in ``spec.channelnames`` order;
+            float32, or float64 where a channel is a 32-bit unsigned integer.
     """
 
     spec: Any
@@ -123,7 +124,7 @@ class ExrFile:
         spec.channelnames = tuple(part.channels) + tuple(names)
         spec.channelformats = tuple(oiio.TypeDesc(str(f)) for f in formats + new_formats)
         part.spec = spec
-        part.pixels = np.concatenate([part.pixels, values.astype(np.float64)], axis=2)
+        part.pixels = np.concatenate([part.pixels, values.astype(part.pixels.dtype)], axis=2)
 
     def keep_only(self, subimage: int, names: Sequence[str]) -> None:
         """Drop every part but ``subimage`` and every channel of it but ``names``."""
@@ -143,7 +144,7 @@ class ExrFile:
 
 
 def _checked_values(part: ExrPart, names: Sequence[str], values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values, dtype=np.float64)
+    values = np.asarray(values, dtype=part.pixels.dtype)
     if values.ndim == 2:
         values = values[:, :, None]
     expected = (part.pixels.shape[0], part.pixels.shape[1], len(names))
@@ -181,11 +182,13 @@ def read_file(path: str | os.PathLike[str]) -> ExrFile:
             spec = oiio.ImageSpec(inp.spec())
             if spec.deep:
                 raise ImageFileError(f"cannot denoise '{path}': deep images are not supported")
-            pixels = inp.read_image(subimage, 0, 0, spec.nchannels, "double")
+            formats = spec.channelformats or (spec.format,) * spec.nchannels
+            exact = "double" if any(str(f) not in _FLOAT_TYPES for f in formats) else "float"
+            pixels = inp.read_image(subimage, 0, 0, spec.nchannels, exact)
             if pixels is None or inp.has_error:
                 message = inp.geterror().strip() or "read failed"
                 raise ImageFileError(f"cannot read '{path}': {message}")
-            pixels = np.asarray(pixels, dtype=np.float64)
+            pixels = np.asarray(pixels)
             if pixels.ndim == 2:
                 pixels = pixels[:, :, None]
             mipmapped = inp.seek_subimage(subimage, 1)
