@@ -29,7 +29,7 @@ from oidn_gpu.model.weights import bundled_weights_dir
 from tests import datasets
 
 _SHARED_DIR = pytest.StashKey[Path | None]()
-_DESELECTED = pytest.StashKey[int]()
+_NOTES = pytest.StashKey[list[str]]()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GPU_DIRECTORIES = (REPO_ROOT / "tests" / "gpu",)  # their conftest marks every test gpu
@@ -96,23 +96,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if fixtures.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(datasets.SHARED_MARKER)
-    if config.stash.get(_SHARED_DIR, None) is not None:
-        return
-    deselected = [item for item in items if item.get_closest_marker(datasets.SHARED_MARKER)]
+    notes = []
+    if config.stash.get(_SHARED_DIR, None) is None:
+        count = _deselect(config, items, datasets.SHARED_MARKER)
+        if count:
+            notes.append(
+                f"{count} extra tests need the full-size data set and are deselected: set "
+                f"{datasets.SHARED_ENV_VAR} to a folder holding weights/ and testdata/scenes/"
+            )
+    if any(item.get_closest_marker(CUDA_DEVICE_MARKER) for item in items) and not _has_cuda():
+        count = _deselect(config, items, CUDA_DEVICE_MARKER)
+        notes.append(
+            f"{count} CUDA tests need an NVIDIA GPU and are deselected (the CUDA kernels are "
+            "tested here through Triton's interpreter; bench/cuda_h200.sh runs these)"
+        )
+    config.stash[_NOTES] = notes
+
+
+CUDA_DEVICE_MARKER = "cuda_device"
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def _deselect(config: pytest.Config, items: list[pytest.Item], marker: str) -> int:
+    deselected = [item for item in items if item.get_closest_marker(marker)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if not item.get_closest_marker(datasets.SHARED_MARKER)]
-    config.stash[_DESELECTED] = len(deselected)
+        items[:] = [item for item in items if not item.get_closest_marker(marker)]
+    return len(deselected)
 
 
-def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
-    count = config.stash.get(_DESELECTED, 0)
-    if not count:
-        return None
-    return (
-        f"{count} extra tests need the full-size data set and are deselected: set "
-        f"{datasets.SHARED_ENV_VAR} to a folder holding weights/ and testdata/scenes/"
-    )
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    return config.stash.get(_NOTES, [])
 
 
 @pytest.fixture(scope="session")

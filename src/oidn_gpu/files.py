@@ -162,12 +162,15 @@ def _describe_folder_problem(folder: Path) -> str | None:
     return None
 
 
-def check_output_folder(destination: str | os.PathLike[str]) -> None:
+def check_output_folder(
+    destination: str | os.PathLike[str], *, create_folders: bool = True
+) -> None:
     """Check, before any work, that ``destination`` can be created.
 
-    The folder itself need not exist yet (it is created on the first write); the
-    nearest existing folder above it must be a writable folder. An existing folder
-    is probed by creating and removing a temporary file in it.
+    With ``create_folders`` the folder need not exist yet (it is created on the first
+    write) and the nearest existing folder above it must be a writable folder;
+    without, the folder itself must exist. An existing folder is probed by creating
+    and removing a temporary file in it.
 
     Raises:
         OutputFileError: naming the destination and what is wrong.
@@ -175,6 +178,8 @@ def check_output_folder(destination: str | os.PathLike[str]) -> None:
     destination = Path(destination)
     folder = destination.parent
     problem = _describe_folder_problem(folder)
+    if problem is None and not create_folders and not folder.exists():
+        problem = f"folder '{folder}' does not exist; create it or pass --mkdir"
     if problem is None and folder.is_dir():
         with _signals_blocked():  # the probe is never left behind
             try:
@@ -354,10 +359,12 @@ def check_outputs(
     inputs: Iterable[str | os.PathLike[str]],
     *,
     overwrite: bool | None = None,
+    create_folders: bool = True,
 ) -> None:
     """Check outputs before any work: none replaces an input (the same file, or a hard
     or symbolic link to it; refused even when overwriting), every folder can be
-    written, and, when ``overwrite`` is False, none exists yet.
+    written (and exists, unless ``create_folders``), and, when ``overwrite`` is False,
+    none exists yet.
 
     Raises:
         OutputRefusedError: an output is an input, or exists without ``overwrite``.
@@ -380,6 +387,6 @@ def check_outputs(
     for target in outputs:
         if target.parent not in checked:
             checked.add(target.parent)
-            check_output_folder(target)
+            check_output_folder(target, create_folders=create_folders)
         if overwrite is False and (target.exists() or target.is_symlink()):
             raise OutputRefusedError(f"output '{target}' exists; pass --overwrite to replace it")

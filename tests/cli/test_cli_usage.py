@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from cli_support import write_exr, write_multilayer
 
+from oidn_gpu.cli import map_path
 from oidn_gpu.image import io
 
 
@@ -131,6 +132,41 @@ def test_output_folder_problems_are_found_before_the_first_frame(cli, tmp_path: 
         assert "denoised" not in result.err
 
 
+def test_a_missing_output_folder_is_an_error_unless_mkdir(cli, tmp_path: Path) -> None:
+    color = write_exr(tmp_path / "f1.exr", np.full((16, 16, 3), 0.5, np.float32))
+    missing = tmp_path / "no" / "such"
+    for output in (missing / "x.exr", f"{missing}/"):
+        result = cli("denoise", color, "-o", output, "--quality", "fast")
+        _usage_error(result, f"folder '{missing}' does not exist; create it or pass --mkdir")
+        assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("{stem}_dn.{ext}", "shot.0042_dn.exr"),
+        ("dn.####.exr", "dn.0042.exr"),
+        ("dn.##.exr", "dn.42.exr"),
+        ("dn.%06d.exr", "dn.000042.exr"),
+        ("dn.%d.exr", "dn.42.exr"),
+        ("dn.$F4.exr", "dn.0042.exr"),
+        ("dn.$F.{ext}", "dn.42.exr"),
+        ("{frame}/####.exr", "0042/0042.exr"),
+    ],
+)
+def test_output_templates_take_frame_patterns(template: str, expected: str) -> None:
+    src = Path("in") / "shot.0042.exr"
+    for many in (False, True):
+        assert map_path(f"out/{template}", src, many=many) == Path("out") / expected
+
+
+def test_a_frame_pattern_needs_a_numbered_input(cli, tmp_path: Path) -> None:
+    color = write_exr(tmp_path / "still.exr", np.full((16, 16, 3), 0.5, np.float32))
+    result = cli("denoise", color, "-o", tmp_path / "dn.####.exr")
+    _usage_error(result, f"'{tmp_path / 'dn.####.exr'}' needs a frame number, but ")
+    assert "'render.0001.exr'" in result.err
+
+
 def test_corrupt_weights_are_one_error_before_the_first_frame(cli, tmp_path: Path) -> None:
     frames = tmp_path / "frames"
     frames.mkdir()
@@ -187,6 +223,11 @@ def test_list_layers_shows_layers_and_the_default_picks(cli, tmp_path: Path) -> 
     assert result.rc == 0, result.err
     assert "(root): R, G, B" in result.out and "nn: X, Y, Z" in result.out
     assert "-> albedo: 'albedo'" in result.out and "-> normal: 'nn'" in result.out
+    assert "used only with an albedo" not in result.out
+    vray = write_multilayer(tmp_path / "v.exr", {"": ones, "VRayNormals": ones})
+    result = cli("denoise", "--list-layers", vray)
+    assert "-> albedo: none found" in result.out and "-> normal: 'VRayNormals'" in result.out
+    assert "(a normal is used only with an albedo: the color would be denoised alone)" in result.out
 
 
 def test_inspect_official_weights(cli, package_weights_dir: Path) -> None:
@@ -242,9 +283,9 @@ def test_bench_reports_a_clear_error_when_unavailable(cli, monkeypatch) -> None:
 
 
 def test_bench_rejects_an_unknown_backend(cli) -> None:
-    result = cli("bench", "--backend", "cuda")
+    result = cli("bench", "--backend", "metal")
     assert result.rc == 2
-    assert result.err.startswith("error: unknown bench backend 'cuda'")
+    assert result.err.startswith("error: unknown bench backend 'metal'")
 
 
 def test_bench_runs_the_reference_backend(cli, tmp_path) -> None:

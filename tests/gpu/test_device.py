@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -154,3 +157,69 @@ def test_opening_a_device_prints_no_driver_notice(gpu, tmp_path, xdg):
     assert run.stdout.strip() == gpu.capabilities.adapter.device
     assert "XDG_RUNTIME_DIR" not in run.stderr
     assert ("native-line" in run.stderr) is (xdg == "usable")
+
+
+# A machine whose only WebGPU adapter is OpenGL: the Vulkan loader finds no driver
+# (lavapipe hidden) and wgpu is asked for its OpenGL backend. Mesa's llvmpipe still
+# offers an OpenGL adapter through EGL there, which wgpu would otherwise use.
+GL_ONLY_ENV = {
+    "VK_ICD_FILENAMES": "/nonexistent/vulkan-icd.json",
+    "VK_DRIVER_FILES": "/nonexistent/vulkan-icd.json",
+    "WGPU_BACKEND_TYPE": "OpenGL",
+}
+
+GL_ONLY_PROBE = """
+import numpy as np
+import oidn_gpu
+from oidn_gpu.backends.wgpu import device as dev
+from oidn_gpu.errors import UnsupportedDeviceError
+
+print("adapters:", len(dev.enumerate_adapters()), dev.has_hardware_adapter())
+try:
+    oidn_gpu.denoise(np.ones((16, 16, 3), np.float32), backend="wgpu")
+except UnsupportedDeviceError as err:
+    print("error:", err)
+else:
+    print("error: none")
+with open("/proc/self/maps") as maps:
+    print("egl loaded:", "libEGL" in maps.read())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux driver environment")
+def test_a_machine_with_only_an_opengl_adapter_gets_a_clean_error():
+    env = {**os.environ, **GL_ONLY_ENV}
+    result = subprocess.run(
+        [sys.executable, "-c", GL_ONLY_PROBE], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr  # no abort, no Rust panic
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    assert lines["adapters"] == "0 False"
+    assert lines["error"].startswith("no Vulkan, Metal or D3D12 adapter found")
+    assert "mesa-vulkan-drivers" in lines["error"]
+    assert lines["egl loaded"] == "False"  # wgpu's OpenGL backend was never started
+
+
+APP_INSTANCE_PROBE = """
+import wgpu
+from oidn_gpu.backends.wgpu import device as dev
+
+wgpu.gpu.enumerate_adapters_sync()  # the application creates wgpu's instance, OpenGL included
+print("backend:", dev.open_device().capabilities.adapter.backend_type)
+print("adapters:", sorted({a.info["backend_type"] for a in dev.enumerate_adapters()}))
+"""
+
+
+def test_an_opengl_adapter_of_the_applications_instance_is_passed_over():
+    env = {**os.environ, "WGPU_BACKEND_TYPE": "OpenGL"}  # wgpu would pick OpenGL first
+    result = subprocess.run(
+        [sys.executable, "-c", APP_INSTANCE_PROBE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    assert lines["backend"] in ("Vulkan", "Metal", "D3D12")
+    assert "OpenGL" not in lines["adapters"]

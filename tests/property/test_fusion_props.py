@@ -9,8 +9,10 @@ Tolerances:
   the same arrays (the concat and the pre-pool conv output are built exactly
   as the unfused nodes build them), so results are expected to be identical;
   ``rtol = 1e-6`` only allows for a BLAS that picks different kernels.
-- `ReferenceExecutor` fused vs unfused: bit-identical. Every gemm call has the
-  same fixed shape, so each output pixel goes through the same BLAS kernel.
+- `ReferenceExecutor` fused vs unfused: the same products, but a pixel can sit
+  at another column of the BLAS calls, and some BLAS kernels (OpenBLAS's AVX2
+  ones) round by column position: equal up to float32 summation order
+  (`tests.compare.assert_equal_up_to_summation_order`).
 - `ReferenceExecutor` vs `run_graph` (both fp32): same products, different
   summation order (bias inside the gemm, other call shapes), so about 1e-7
   relative per layer; ``rtol = atol = 2e-5`` of the output scale.
@@ -27,7 +29,7 @@ from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import size_alignment
 from oidn_gpu.graph.reference import run_graph
-from tests.compare import assert_close
+from tests.compare import assert_close, assert_equal_up_to_summation_order
 from tests.models import Model, random_model
 from tests.property.graph_strategies import unet_graphs
 
@@ -67,13 +69,13 @@ def test_run_graph_fused_equals_unfused(case: tuple[Model, np.ndarray], align: i
 
 @settings(max_examples=25, deadline=None)
 @given(cases())
-def test_executor_fused_and_unfused_are_bit_identical_and_match_run_graph(
+def test_executor_fused_and_unfused_agree_and_match_run_graph(
     case: tuple[Model, np.ndarray],
 ) -> None:
     model, x = case
     fused = ReferenceExecutor(model).run(x)
     unfused = ReferenceExecutor(model, fuse=False).run(x)
-    np.testing.assert_array_equal(fused, unfused)
+    assert_equal_up_to_summation_order(fused, unfused, label="fused vs unfused")
     expected = run_graph(model.graph, model.convs, x)
     scale = float(np.abs(expected).max()) or 1.0
     assert_close(fused, expected, rtol=2e-5, atol=2e-5 * scale)

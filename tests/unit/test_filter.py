@@ -13,6 +13,7 @@ from oidn_gpu import (
     InvalidOperationError,
     WeightsNotFoundError,
 )
+from tests.compare import assert_equal_up_to_summation_order
 
 
 def _img(h: int = 16, w: int = 16, c: int = 3, seed: int = 0) -> np.ndarray:
@@ -117,14 +118,16 @@ def test_cancel_between_tiles() -> None:
     assert (output == -1.0).all()
 
 
-def test_tiles_equal_untiled_bit_for_bit() -> None:
+def test_tiles_equal_untiled_up_to_summation_order() -> None:
+    # Not bit for bit: a pixel sits elsewhere in the BLAS calls of a tile than in those
+    # of the whole image, and some BLAS kernels round by position (tests/compare.py).
     color = _img(48, 500, seed=3)
     untiled = oidn_gpu.denoise(color, backend="reference", quality="fast")
     with Denoiser(backend="reference", quality="fast", tile_size=224) as den:
         tiled = den.denoise(color)
         info = den.info()
     assert info is not None and info.tiles > 1
-    np.testing.assert_array_equal(tiled, untiled)
+    assert_equal_up_to_summation_order(tiled, untiled, label="tiled vs untiled")
 
 
 def test_denoiser_reuse_and_info() -> None:

@@ -38,9 +38,11 @@ def test_import_oidn_gpu_loads_no_gpu_backend() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-# Modules that import wgpu when loaded: the only oidn_gpu modules imported inside functions.
+# Modules that import wgpu or torch when loaded: the only oidn_gpu modules imported inside
+# functions.
 OPTIONAL_DEPENDENCY_MODULES = (
     "oidn_gpu.backends.wgpu",
+    "oidn_gpu.backends.cuda",
     "oidn_gpu.record.api",
     "oidn_gpu.record.replay",
 )
@@ -66,12 +68,15 @@ def _function_level_imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def test_oidn_gpu_modules_are_imported_inside_functions_only_to_reach_wgpu() -> None:
+def test_oidn_gpu_modules_are_imported_inside_functions_only_for_wgpu_or_torch() -> None:
     offenders = []
     for path in sorted((REPO_ROOT / "src" / "oidn_gpu").rglob("*.py")):
         for line, name in _function_level_imports(path):
             lazy_ok = name.startswith(OPTIONAL_DEPENDENCY_MODULES) and name != WGPU_REGISTRY_ENTRY
-            inside_wgpu = "backends/wgpu/" in path.as_posix() and path.name != "backend.py"
-            if not lazy_ok or inside_wgpu:
+            posix = path.as_posix()
+            inside = ("backends/wgpu/" in posix or "backends/cuda/" in posix) and (
+                path.name not in ("backend.py", "__init__.py")
+            )
+            if not lazy_ok or inside:
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {name}")
     assert not offenders, "\n".join(offenders)

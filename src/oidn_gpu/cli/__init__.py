@@ -49,7 +49,15 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import record as record_cli
 from oidn_gpu.cli.info import collect, format_report
-from oidn_gpu.cli.sequence import AuxSource, FrameJob, InputOptions, run_sequence
+from oidn_gpu.cli.sequence import (
+    AuxSource,
+    FrameJob,
+    InputOptions,
+    OutputOptions,
+    expand_frame_patterns,
+    has_frame_pattern,
+    run_sequence,
+)
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.fetch import base_url, fetch_weights
 from oidn_gpu.files import (
@@ -264,8 +272,11 @@ def _add_denoise(sub: Any) -> None:
             "Denoise image files. INPUT may be files, globs or directories (every image "
             "in it, in natural order). Float files (EXR, PFM, HDR) are HDR by default and "
             "8-bit files (PNG, JPEG) sRGB-encoded LDR. Auxiliary images come from --albedo/"
-            "--normal files or from layers of a multi-layer EXR (Blender, Mitsuba and Arnold "
-            "names are found automatically; see --list-layers)."
+            "--normal files or from layers of a multi-layer EXR (the names Blender, Arnold, "
+            "V-Ray, Redshift, RenderMan, Karma, Octane and Mitsuba give them are found "
+            "automatically; see --list-layers). An EXR written from an EXR keeps every "
+            "layer, channel and header field of the input; the denoised beauty replaces "
+            "the noisy one (see --layer-name, --only-beauty, --aovs)."
         ),
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT")
@@ -273,8 +284,19 @@ def _add_denoise(sub: Any) -> None:
         "-o",
         "--output",
         metavar="OUTPUT",
-        help="output file, or a directory for several inputs; may be a template "
-        "with {stem} {name} {ext} {frame} {dir}",
+        help="output file, or a folder for several inputs; may be a template with {stem} "
+        "{name} {ext} (the extension without its dot) {frame} {dir}, and a frame number "
+        "as #### (one # per digit), %%04d or $F4. The output folder must exist (see --mkdir)",
+    )
+    p.add_argument(
+        "--mkdir",
+        action="store_true",
+        help="create missing output folders (for -o, a folder -o and --side-by-side)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary on stdout: counts, and each frame's layers, time and output",
     )
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="only errors, no progress/summary")
@@ -298,6 +320,12 @@ def _add_denoise(sub: Any) -> None:
     aux.add_argument("--normal-layer", metavar="NAME", help="layer or channels of the normal")
     aux.add_argument(
         "--no-aux", action="store_true", help="do not look for albedo/normal layers automatically"
+    )
+    aux.add_argument(
+        "--aovs",
+        metavar="LAYER,...",
+        help="also denoise these layers of an EXR (e.g. 'DiffDir,GlossDir') into the output; "
+        "each uses the beauty's albedo and normal, shadow passes the color alone",
     )
     aux.add_argument(
         "--list-layers",
@@ -385,6 +413,18 @@ def _add_denoise(sub: Any) -> None:
     out = p.add_argument_group("output").add_mutually_exclusive_group()
     out.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     out.add_argument("--skip-existing", action="store_true", help="leave existing outputs alone")
+    layers = p.add_argument_group("EXR output layers").add_mutually_exclusive_group()
+    layers.add_argument(
+        "--layer-name",
+        metavar="NAME",
+        help="write the denoised beauty as a new layer NAME beside the noisy one "
+        "(ViewLayer.Combined -> ViewLayer.NAME) instead of replacing it",
+    )
+    layers.add_argument(
+        "--only-beauty",
+        action="store_true",
+        help="write the denoised beauty (and its alpha) alone, not the other layers",
+    )
     p.add_argument(
         "--side-by-side",
         metavar="PNG",
@@ -449,7 +489,7 @@ def _fields(src: Path) -> dict[str, str]:
     return {
         "stem": src.stem,
         "name": src.name,
-        "ext": src.suffix,
+        "ext": src.suffix.lstrip("."),
         "frame": match.group(1) if match else "",
         "dir": str(src.parent),
     }
@@ -461,6 +501,14 @@ def map_path(spec: str, src: Path, *, many: bool, suffix: str | None = None) -> 
     Raises:
         UsageError: unknown placeholder in a template.
     """
+    if has_frame_pattern(spec):
+        frame = _fields(src)["frame"]
+        try:
+            spec = expand_frame_patterns(spec, int(frame) if frame else None, str(src))
+        except InvalidArgumentError as err:
+            raise UsageError(str(err)) from None
+        if "{" not in spec and not spec.endswith(("/", os.sep)):
+            return Path(spec)  # one file per frame
     if "{" in spec:
         try:
             return Path(spec.format(**_fields(src)))
@@ -476,7 +524,7 @@ def map_path(spec: str, src: Path, *, many: bool, suffix: str | None = None) -> 
 
 
 def _aux_path(spec: str, src: Path, many: bool) -> Path:
-    if "{" in spec:
+    if "{" in spec or has_frame_pattern(spec):
         return map_path(spec, src, many=many)
     path = Path(spec)
     if path.is_dir():
@@ -532,9 +580,17 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
     ]
     targets = [t for job in jobs for t in (job.output, job.side_by_side) if t is not None]
     try:
-        check_outputs(targets, inputs)
+        check_outputs(targets, inputs, create_folders=args.mkdir)
     except OutputFileError as err:
         raise UsageError(str(err)) from None
+    if args.aovs or args.layer_name is not None:
+        flag = "--aovs" if args.aovs else "--layer-name"
+        for job in jobs:
+            if job.output.suffix.lower() != ".exr" or job.color.suffix.lower() != ".exr":
+                raise UsageError(
+                    f"{flag} writes layers into an EXR: '{job.color}' -> '{job.output}' "
+                    "needs an .exr input and output"
+                )
     if not (args.overwrite or args.skip_existing):
         for job in jobs:
             for target in (job.output, job.side_by_side):
@@ -548,6 +604,10 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
 def _check_denoise_args(args: argparse.Namespace) -> None:
     if args.directional and not args.lightmap:
         raise UsageError("--directional needs --lightmap")
+    if args.only_beauty and args.aovs:
+        raise UsageError("--only-beauty writes the beauty alone; it cannot be used with --aovs")
+    if args.layer_name is not None and not args.layer_name.strip():
+        raise UsageError("--layer-name is empty; expected a name such as 'Denoised'")
     if args.lightmap:
         conflicting = [
             flag
@@ -646,6 +706,7 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
             ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
         ]
+        found: dict[str, bool] = {}
         for kind, named, defaults in picks:
             if named is not None:
                 print(f"  -> {kind}: '{named}' (--{kind}-layer)")
@@ -653,7 +714,10 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             if kind != "color" and (args.no_aux or args.lightmap):
                 continue
             layer = io.find_layer(img_layers, defaults)
+            found[kind] = layer is not None
             print(f"  -> {kind}: " + (f"'{layer.name or '(root)'}'" if layer else "none found"))
+        if found.get("normal") and found.get("albedo") is False:
+            print("  (a normal is used only with an albedo: the color would be denoised alone)")
     return status
 
 
@@ -674,6 +738,11 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         auto_aux=not args.no_aux,
         mode=args.mode,
     )
+    output = OutputOptions(
+        layer_name=args.layer_name,
+        only_beauty=args.only_beauty,
+        aovs=tuple(a.strip() for a in (args.aovs or "").split(",") if a.strip()),
+    )
     summary = run_sequence(
         jobs,
         denoiser_kwargs(args),
@@ -684,11 +753,19 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         quiet=args.quiet,
         software=f"oidn-gpu {__version__}",
+        output=output,
     )
     if not args.quiet:
         print(summary.line(len(jobs)), file=sys.stderr)
+        layers = summary.layers_line()
+        if layers:
+            print(layers, file=sys.stderr)
         if len(jobs) == 1 and summary.count("done"):
             print(f"wrote {jobs[0].output}", file=sys.stderr)
+    if args.json:
+        import json
+
+        print(json.dumps(summary.as_json(len(jobs)), indent=2))
     failed = summary.count("failed") + (len(jobs) - len(summary.results))
     return EXIT_FAILURE if failed else EXIT_OK
 

@@ -241,10 +241,67 @@ def wgpu_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def cuda_main(argv: Sequence[str] | None = None) -> int:
+    """``oidn-gpu bench --backend cuda ...``: flags of `backends.cuda.bench.run_bench`."""
+    parser = argparse.ArgumentParser(
+        prog="oidn-gpu bench --backend cuda",
+        description="Benchmark the CUDA backend (CUDA events, medians).",
+    )
+    parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
+    parser.add_argument("--weights", default="rt_hdr_alb_nrm", help="a .tza path or built-in name")
+    parser.add_argument("--precision", default="fp16", choices=("fp16", "bf16"))
+    parser.add_argument("--engine", default="auto", choices=("auto", "triton", "cudnn"))
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--host-runs", type=int, default=20)
+    parser.add_argument("--no-end-to-end", action="store_true")
+    parser.add_argument(
+        "--baseline", action="store_true", help="also run the plain cuDNN port and print both"
+    )
+    parser.add_argument("--peak-tflops", type=float, default=None, help="tensor-core peak")
+    parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
+    args = parser.parse_args(argv)
+    try:
+        # The benchmark engine needs torch: imported only when asked for.
+        from oidn_gpu.backends.cuda import bench
+    except ImportError as err:
+        print(
+            f"error: the CUDA benchmark needs the cuda backend: pip install 'oidn-gpu[cuda]' "
+            f"({err})",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    try:
+        kwargs = {
+            "size": parse_size(args.size),
+            "weights": args.weights,
+            "precision": args.precision,
+            "runs": args.runs,
+            "warmup": args.warmup,
+            "host_runs": args.host_runs,
+            "end_to_end": not args.no_end_to_end,
+        }
+        if args.peak_tflops is not None:
+            kwargs["peak_tflops"] = args.peak_tflops
+        results = {}
+        for name, engine in [("cuda", args.engine)] + [("baseline", "cudnn")] * args.baseline:
+            results[name] = bench.run_bench(engine=engine, **kwargs)
+            if args.json_path:
+                data = {key: r.to_dict() for key, r in results.items()}
+                write_bytes_atomic(args.json_path, json.dumps(data).encode("utf-8"))
+            print(f"== {name} ({args.size}, {args.weights})")
+            print(results[name].table(), flush=True)
+    except OIDNGPUError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(err, InvalidArgumentError) else EXIT_FAILURE
+    return 0
+
+
 # Backend name -> its benchmark's command line; a backend without one is reported as such.
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "reference": reference_main,
     "wgpu": wgpu_main,
+    "cuda": cuda_main,
 }
 
 

@@ -20,9 +20,10 @@ Encoding convention (decided here, used by the CLI):
 Multi-layer EXR: channels named ``layer.sublayer.C`` are grouped by everything
 before the last dot (``ViewLayer.Denoising Albedo.R`` -> layer
 ``ViewLayer.Denoising Albedo``); channels without a dot form the root layer
-``''``. Parts of a multi-part file are layers named after the part. Default AOV
-names for Blender, Mitsuba and Arnold are in `COLOR_LAYER_NAMES`,
-`ALBEDO_LAYER_NAMES` and `NORMAL_LAYER_NAMES`.
+``''``. Parts of a multi-part file are layers named after the part. The layer names
+renderers give the beauty and the AOVs are in `oidn_gpu.image.aovs` (re-exported here as
+`COLOR_LAYER_NAMES`, `ALBEDO_LAYER_NAMES` and `NORMAL_LAYER_NAMES`). Whole files, every
+part and channel with its header, are read and written by `oidn_gpu.image.exr`.
 
 Writes go through `oidn_gpu.files.atomic_write`: a temporary file in the
 destination folder, renamed over the destination only once complete; any
@@ -43,60 +44,15 @@ import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
 from oidn_gpu.files import atomic_write
+from oidn_gpu.image.aovs import ALBEDO_LAYER_NAMES as ALBEDO_LAYER_NAMES
+from oidn_gpu.image.aovs import COLOR_LAYER_NAMES as COLOR_LAYER_NAMES
+from oidn_gpu.image.aovs import NORMAL_LAYER_NAMES as NORMAL_LAYER_NAMES
 from oidn_gpu.image.transfer import (
     SRGB_ENCODED_LIMIT,
     SRGB_GAMMA,
     SRGB_LINEAR_LIMIT,
     SRGB_OFFSET,
     SRGB_SLOPE,
-)
-
-# --- AOV names -----------------------------------------------------------------------------
-# Compared case-insensitively with a layer's full name and with its last component
-# (so 'ViewLayer.Denoising Albedo' matches 'Denoising Albedo'); first match wins.
-# Sources (from the renderers' documentation and from experience with their files):
-#   Blender Cycles multilayer EXR: '<ViewLayer>.Combined', '<ViewLayer>.Noisy Image' (the
-#     undenoised beauty when Denoising Data is on, in which case Combined is already
-#     denoised), '<ViewLayer>.Denoising Albedo', '<ViewLayer>.Denoising Normal' (X, Y, Z),
-#     '<ViewLayer>.DiffCol' (diffuse colour pass), '<ViewLayer>.Normal' (X, Y, Z).
-#   Mitsuba 3 'aov' integrator: beauty in the root R, G, B, A; AOVs named by the user,
-#     conventionally 'albedo:albedo' and 'nn:sh_normal' (so 'albedo.R', 'nn.X', ...).
-#   Arnold EXR driver: beauty 'RGBA' (root R, G, B, A or layer 'RGBA' with Preserve Layer
-#     Name), AOVs 'albedo', 'diffuse_albedo', 'N'; the OIDN/OptiX imagers use
-#     'denoise_albedo' / 'denoise_normal' style names in some hosts.
-
-COLOR_LAYER_NAMES: tuple[str, ...] = (
-    "Noisy Image",
-    "Combined",
-    "",
-    "RGBA",
-    "RGB",
-    "beauty",
-    "color",
-    "colour",
-    "image",
-    "rgb_color",
-)
-ALBEDO_LAYER_NAMES: tuple[str, ...] = (
-    "Denoising Albedo",
-    "albedo",
-    "denoise_albedo",
-    "denoising_albedo",
-    "diffuse_albedo",
-    "DiffCol",
-    "diffuse_color",
-    "base_color",
-)
-NORMAL_LAYER_NAMES: tuple[str, ...] = (
-    "Denoising Normal",
-    "normal",
-    "normals",
-    "nn",
-    "sh_normal",
-    "shading_normal",
-    "denoise_normal",
-    "denoising_normal",
-    "N",
 )
 
 # Channel-name suffix sets, in the order they are tried; compared case-insensitively.
@@ -304,7 +260,7 @@ def _nparts(inp: Any) -> int:
     return int(inp.spec().getattribute("oiio:subimages") or 1)
 
 
-def _match_layer(layers: Sequence[Layer], name: str) -> Layer | None:
+def match_layer(layers: Sequence[Layer], name: str) -> Layer | None:
     """Exact name, then case-insensitive full name, then case-insensitive last component."""
     for layer in layers:
         if layer.name == name:
@@ -324,7 +280,7 @@ def find_layer(layers: Sequence[Layer], candidates: Iterable[str]) -> Layer | No
     """The first layer matching one of ``candidates`` (in candidate order) that has pixels
     usable as an image (1 to 3 colour or vector channels), or None."""
     for name in candidates:
-        layer = _match_layer(layers, name)
+        layer = match_layer(layers, name)
         if layer is not None and _select_components(layer) is not None:
             return layer
     return None
@@ -375,7 +331,7 @@ def read_layer(
         layer = None
         explicit = [c.strip() for c in layer_or_channels.split(",") if c.strip()]
     else:
-        layer = _match_layer(layers, layer_or_channels)
+        layer = match_layer(layers, layer_or_channels)
         explicit = None
         if layer is None:
             all_channels = {c for lay in layers for c in lay.channels}

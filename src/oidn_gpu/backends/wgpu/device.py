@@ -6,7 +6,8 @@ recorder's `RecordingDevice` implements the same interface, so executors and
 the denoise pipeline run unchanged against either. Its command encoders
 (`WgpuCommandEncoder`) keep consecutive dispatches in one compute pass.
 
-`open_device()` requests a high-performance adapter and a device with the
+`open_device()` requests a high-performance Vulkan, Metal or D3D12 adapter (wgpu's
+instance is created without its OpenGL backend) and a device with the
 optional features the kernels can use (``shader-f16``, ``subgroup``,
 ``timestamp-query``) and the adapter's maximum of every limit the kernels and
 the planner depend on; or it wraps a caller-owned ``wgpu.GPUDevice``.
@@ -73,6 +74,21 @@ SHADER_CHECKS_ENV = "OIDN_GPU_SHADER_CHECKS"
 
 # WGPUShaderRuntimeChecks_None in wgpu-native's wgpu.h.
 _RUNTIME_CHECKS_NONE = 0
+
+# The wgpu-native instance backends oidn-gpu runs on (wgpu-py's InstanceBackend flag
+# names). OpenGL/GLES is left out: wgpu-hal's EGL start-up has aborted the whole
+# process with a Rust panic on a machine whose only driver was OpenGL, so the GL
+# backend must never even be initialized.
+INSTANCE_BACKENDS = ("Vulkan", "Metal", "DX12")
+# The same backends as adapters report them (adapter.info["backend_type"]).
+ADAPTER_BACKENDS = frozenset({"Vulkan", "Metal", "D3D12"})
+NO_ADAPTER_MESSAGE = (
+    "no Vulkan, Metal or D3D12 adapter found (OpenGL adapters are not used); install "
+    "your GPU's Vulkan driver, or Mesa's lavapipe for a CPU fallback "
+    "(Debian/Ubuntu: apt install mesa-vulkan-drivers)"
+)
+_instance_lock = threading.Lock()
+_instance_restricted = False
 
 
 def shader_checks_forced() -> bool:
@@ -379,14 +395,39 @@ def _create_trusted_shader_module(device: Any, label: str, source: str) -> Any:
     return _api.GPUShaderModule(label, handle, device)
 
 
+def _restrict_instance_backends() -> None:
+    """Create wgpu's process-wide instance with only `INSTANCE_BACKENDS`, before any
+    adapter is requested or enumerated. An instance the application created first is
+    left as it is (its adapters are filtered by `_is_allowed` instead)."""
+    global _instance_restricted
+    with _instance_lock:
+        if _instance_restricted:
+            return
+        from wgpu.backends.wgpu_native.extras import set_instance_extras
+
+        # RuntimeError: the instance already exists
+        with contextlib.suppress(RuntimeError), _native_stderr_silenced():
+            set_instance_extras(backends=INSTANCE_BACKENDS)
+        _instance_restricted = True
+
+
+def _is_allowed(adapter: Any) -> bool:
+    return str(dict(adapter.info).get("backend_type", "")) in ADAPTER_BACKENDS
+
+
 def _request_adapter(power_preference: str) -> Any:
+    _restrict_instance_backends()
     with _xdg_notice_silenced():
-        adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+        except RuntimeError:  # wgpu-native reports "no adapter" as a failed request
+            adapter = None
+    if adapter is not None and not _is_allowed(adapter):
+        # only where the application created wgpu's instance with OpenGL enabled
+        allowed = enumerate_adapters()
+        adapter = allowed[0] if allowed else None
     if adapter is None:
-        raise UnsupportedDeviceError(
-            "no WebGPU adapter found; install a Vulkan, Metal or D3D12 driver "
-            "(or Mesa's lavapipe for a CPU fallback)"
-        )
+        raise UnsupportedDeviceError(NO_ADAPTER_MESSAGE)
     return adapter
 
 
@@ -430,9 +471,11 @@ def _xdg_notice_silenced() -> Iterator[None]:
 
 
 def enumerate_adapters() -> list[Any]:
-    """Every wgpu adapter of this machine (driver chatter while probing is silenced)."""
+    """Every Vulkan, Metal and D3D12 adapter of this machine (driver chatter while
+    probing is silenced)."""
+    _restrict_instance_backends()
     with _native_stderr_silenced():
-        return list(wgpu.gpu.enumerate_adapters_sync())
+        return [a for a in wgpu.gpu.enumerate_adapters_sync() if _is_allowed(a)]
 
 
 def has_hardware_adapter() -> bool:
@@ -441,9 +484,13 @@ def has_hardware_adapter() -> bool:
     A probe for ``backend="auto"``: driver messages printed while enumerating
     adapters are silenced, since nothing is wrong when a machine has no GPU.
     """
+    _restrict_instance_backends()
     with _native_stderr_silenced():
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    if adapter is None:
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        except RuntimeError:  # no adapter at all
+            return False
+    if adapter is None or not _is_allowed(adapter):
         return False
     info, _, _ = _adapter_info(adapter)
     return not info.is_cpu
@@ -468,7 +515,8 @@ def open_device(
         The `GpuDevice`.
 
     Raises:
-        UnsupportedDeviceError: no adapter exists.
+        UnsupportedDeviceError: no Vulkan, Metal or D3D12 adapter exists (OpenGL
+            adapters are never used).
         InvalidArgumentError: ``device`` is not a wgpu device.
     """
     if isinstance(device, (WgpuDevice, GpuDevice)):
