@@ -37,13 +37,13 @@ from oidn_gpu.errors import (
 )
 from oidn_gpu.model import weights as builtin
 from oidn_gpu.model.unet import load_model
-from tests.compare import assert_close, assert_equal_up_to_summation_order
+from tests.compare import SUMMATION_ORDER_REL_L2, assert_close
 from tests.oracle import oidn_denoise
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY_COLOR = DATA / "tiny_base_ic3.tza"
 # OIDN's CPU device folds HDR +Inf into FLT_MAX before the PU transfer; its inverse then
-# amplifies float rounding (the one documented exception of the 1e-5 contract).
+# amplifies float rounding near that pixel (the one documented exception of the fp32 1e-5).
 INF_REL_L2 = 5e-5
 
 
@@ -58,8 +58,11 @@ class Entry:
     Attributes:
         options: the backend's options for these tests (fp32 where it has a choice).
         rel_l2: relative L2 tolerance against Intel OIDN (fp32: float rounding only).
-        tiled_exact: tiled output equals untiled output bit for bit; else they agree up to
-            float32 summation order (`tests.compare.assert_equal_up_to_summation_order`).
+        tiled_exact: tiled output equals untiled output bit for bit; else they agree within
+            ``tiled_rel_l2`` (a tile's pixels may be summed in another order).
+        tiled_rel_l2: relative L2 of tiled against untiled output when not exact.
+        progress_per_tile: ``progress`` hears every finished tile (else only the frame).
+        inf_rel_l2: tolerance against OIDN for an HDR image with +Inf pixels.
         fixtures: builds further options from pytest fixtures (a shared device).
         marks: pytest marks of its cases (``gpu`` runs on lavapipe in CI).
     """
@@ -67,18 +70,36 @@ class Entry:
     options: dict[str, Any] = field(default_factory=dict)
     rel_l2: float = 1e-5
     tiled_exact: bool = True
+    tiled_rel_l2: float = SUMMATION_ORDER_REL_L2
+    progress_per_tile: bool = True
+    inf_rel_l2: float = INF_REL_L2
     fixtures: Callable[[pytest.FixtureRequest], dict[str, Any]] | None = None
     marks: tuple[Any, ...] = ()
 
 
 CONTRACT: dict[str, Entry] = {
     # OpenBLAS's AVX2 sgemm kernels round a pixel by its column position in the call, so
-    # a tile's pixels may differ from the untiled run by float32 summation order.
+    # a tile's pixels may differ from the untiled run by float32 summation order
+    # (tests/compare.py).
     "reference": Entry(tiled_exact=False),
     "wgpu": Entry(
         options={"precision": "fp32"},
         fixtures=_gpu_device,
         marks=(pytest.mark.gpu,),
+    ),
+    # fp16 activations: OIDN's own CUDA device is 3.2e-3 to 4.2e-3 from its CPU output on
+    # the shared scenes; tiles of another shape may run other tuned K blocks, which round
+    # fp16 partial sums differently; the inverse PU amplifies fp16 rounding near +Inf
+    # pixels as it does fp32's (1.1e-2 measured through Triton's interpreter). One CUDA
+    # graph per frame: progress hears the frame.
+    "cuda": Entry(
+        options={"precision": "fp16"},
+        rel_l2=5e-3,
+        inf_rel_l2=2e-2,
+        tiled_exact=False,
+        tiled_rel_l2=2e-3,
+        progress_per_tile=False,
+        marks=(pytest.mark.cuda_device,),
     ),
 }
 
@@ -165,7 +186,7 @@ def test_options_of_another_backend_are_refused_even_when_auto_picked(name, monk
     own = set(get_backend(name).Options.option_names())
     for other in CONTRACT:
         for f in dataclasses.fields(get_backend(other).Options):
-            if f.name in own or f.name in get_backend(other).Options.selecting_options:
+            if f.name in own or get_backend(other).Options.selected_by({f.name: "x"}):
                 continue
             value = "x" if f.default is None else None
             if value is None:
@@ -240,7 +261,12 @@ def test_nan_and_inf_are_sanitized_as_oidn(backend, rng) -> None:
     ours = _denoise(backend, color, hdr=True, quality="fast", input_scale=0.5)
     expected = oidn_denoise(color, hdr=True, quality="fast", input_scale=0.5)
     assert np.isfinite(ours).all()
-    assert_close(ours, expected, rel_l2_tol=max(backend[2].rel_l2, INF_REL_L2), label="nan/inf")
+    assert_close(ours, expected, rel_l2_tol=backend[2].inf_rel_l2, label="nan/+inf/-inf")
+    finite_top = color.copy()
+    finite_top[10, 7, 1] = 1.0  # NaN and -Inf only: sanitized to 0, nothing amplified
+    ours = _denoise(backend, finite_top, hdr=True, quality="fast", input_scale=0.5)
+    expected = oidn_denoise(finite_top, hdr=True, quality="fast", input_scale=0.5)
+    assert_close(ours, expected, rel_l2_tol=backend[2].rel_l2, label="nan/-inf")
 
 
 @pytest.mark.oracle
@@ -254,7 +280,7 @@ def test_tiles_equal_the_untiled_image_and_oidn(backend, rng) -> None:
     if backend[2].tiled_exact:
         np.testing.assert_array_equal(tiled, untiled)
     else:
-        assert_equal_up_to_summation_order(tiled, untiled, label="tiled vs untiled")
+        assert_close(tiled, untiled, rel_l2_tol=backend[2].tiled_rel_l2, label="tiled vs untiled")
     assert_close(
         tiled,
         oidn_denoise(color, weights=blob),
@@ -294,13 +320,14 @@ def test_half_inputs_give_half_outputs(backend, rng) -> None:
 
 
 def test_progress_runs_from_zero_to_one_and_cancel_leaves_the_output(backend, rng) -> None:
-    name, options, _ = backend
+    name, options, entry = backend
     color = rng.random((48, 272, 3), np.float32)
     blob = TINY_COLOR.read_bytes()
     seen: list[float] = []
     with oidn_gpu.Denoiser(backend=name, weights=blob, tile_size=240, **options) as den:
         den.denoise(color, progress=seen.append)
-        assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen) and len(seen) == 3
+        assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen)
+        assert len(seen) == (3 if entry.progress_per_tile else 2)  # 2 tiles
         for stop_after in (1, 2):  # before the first tile, after the first tile
             output = np.full_like(color, 7.0)
             calls: list[float] = []

@@ -33,7 +33,7 @@ def _usage_error(result, fragment: str) -> None:
     [
         (["--quality", "ultra"], "unknown quality 'ultra'; expected 'fast', 'balanced' or 'high'"),
         (["--prefilter", "slow"], "unknown prefilter 'slow'"),
-        (["--backend", "cuda"], "unknown backend 'cuda'"),
+        (["--backend", "metal"], "unknown backend 'metal'"),
         (["--tile-size", "0"], "0 must be at least 1"),
         (["--tile-size", "big"], "invalid integer 'big'"),
         (["--input-scale", "nan"], "must be a finite number"),

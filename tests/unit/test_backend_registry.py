@@ -73,10 +73,30 @@ def test_the_environment_overrides_auto_and_is_checked(monkeypatch) -> None:
         resolve_backend("auto")
 
 
-def test_a_device_makes_auto_pick_wgpu(monkeypatch) -> None:
+def test_a_device_makes_auto_pick_the_backend_of_its_kind(monkeypatch) -> None:
+    import torch  # the cuda extra is part of the dev extras
+
     monkeypatch.setenv(base.BACKEND_ENV_VAR, "reference")
+    assert resolve_backend("auto", {"device": torch.device("cpu")}) == "cuda"
     assert resolve_backend("auto", {"device": object()}) == "wgpu"
     assert resolve_backend("auto", {"device": None}) == "reference"
+
+
+def test_cuda_options_without_torch_work() -> None:
+    assert make_options("cuda").compute_precision == "fp16"
+    assert make_options("cuda", precision="bf16", engine="cudnn", device=0).engine == "cudnn"
+    with pytest.raises(
+        InvalidArgumentError, match=r"computes in fp16 or bf16; got precision 'fp32'"
+    ):
+        make_options("cuda", precision="fp32")
+    with pytest.raises(InvalidArgumentError, match=r"^unknown engine 'tensorrt'"):
+        make_options("cuda", engine="tensorrt")
+    with pytest.raises(InvalidArgumentError, match=r"^device must be a torch.device"):
+        make_options("cuda", device=1.5)
+    with pytest.raises(
+        InvalidArgumentError, match=r"computes in fp16 or fp32; got precision 'bf16'"
+    ):
+        make_options("wgpu", precision="bf16")
 
 
 def test_unknown_backends_list_the_registered_ones() -> None:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 REGISTRY: dict[str, str] = {
     "reference": "oidn_gpu.backends.reference.backend:BACKEND",
     "wgpu": "oidn_gpu.backends.wgpu.backend:BACKEND",
+    "cuda": "oidn_gpu.backends.cuda.backend:BACKEND",
 }
 AUTO = "auto"
 # Environment override of what "auto" picks (e.g. OIDN_GPU_BACKEND=reference).
@@ -52,7 +53,7 @@ BACKEND_ENV_VAR = "OIDN_GPU_BACKEND"
 
 Progress = Callable[[float], Any]
 # Every precision name a backend option may take (each backend accepts its subset).
-PRECISIONS = ("auto", "fp16", "fp32")
+PRECISIONS = ("auto", "fp16", "bf16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -235,12 +236,16 @@ class BackendOptions:
     option_choices: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({})
     # Placeholder of a free-form option's value in command-line help (e.g. "JSON").
     option_metavars: ClassVar[Mapping[str, str]] = MappingProxyType({})
-    # Options that, given with backend="auto", ask for this backend (wgpu: a device).
-    selecting_options: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def selected_by(cls, options: Mapping[str, Any]) -> bool:
+        """Whether these options, given with ``backend="auto"``, ask for this backend
+        (a wgpu or torch ``device``)."""
+        return False
 
 
 class Backend(Protocol):
@@ -332,10 +337,10 @@ def auto_order() -> tuple[str, ...]:
 def resolve_backend(name: str, options: Mapping[str, Any] | None = None) -> str:
     """The concrete backend for a requested name (``"auto"`` or a registered one).
 
-    ``auto`` takes the backend one of whose `BackendOptions.selecting_options` is
-    given in ``options`` (a wgpu ``device``), else honours the ``OIDN_GPU_BACKEND``
-    environment variable, else takes the first backend in `auto_order` whose probe
-    allows it.
+    ``auto`` takes the first backend in `auto_order` whose options class is
+    `BackendOptions.selected_by` ``options`` (a device of its kind), else honours
+    the ``OIDN_GPU_BACKEND`` environment variable, else takes the first backend in
+    `auto_order` whose probe allows it.
 
     Raises:
         InvalidArgumentError: an unknown name (or environment value).
@@ -343,10 +348,10 @@ def resolve_backend(name: str, options: Mapping[str, Any] | None = None) -> str:
     if name != AUTO:
         get_backend(name)
         return name
-    given = {k for k, v in (options or {}).items() if v is not None}
+    given = {k: v for k, v in (options or {}).items() if v is not None}
     if given:
         for candidate in auto_order():
-            if given & set(get_backend(candidate).Options.selecting_options):
+            if get_backend(candidate).Options.selected_by(given):
                 return candidate
     forced = os.environ.get(BACKEND_ENV_VAR)
     if forced:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from oidn_gpu.backends.base import PRECISIONS as ALL_PRECISIONS
 from oidn_gpu.backends.base import Availability, BackendOptions, NetworkExecutor, TileRunner
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
 from oidn_gpu.kernels.gemm import GemmOptions
@@ -57,12 +58,15 @@ class WgpuOptions(BackendOptions):
     )
     option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS, "kernel": KERNELS})
     option_metavars: ClassVar = MappingProxyType({"gemm": "JSON"})
-    selecting_options: ClassVar = ("device",)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.precision, str) or self.precision not in PRECISIONS:
+        if not isinstance(self.precision, str) or self.precision not in ALL_PRECISIONS:
             raise InvalidArgumentError(
                 f"unknown precision {self.precision!r}; expected {_expected(PRECISIONS)}"
+            )
+        if self.precision not in PRECISIONS:
+            raise InvalidArgumentError(
+                f"the wgpu backend computes in fp16 or fp32; got precision '{self.precision}'"
             )
         if not isinstance(self.kernel, str) or self.kernel not in KERNELS:
             raise InvalidArgumentError(
@@ -77,6 +81,12 @@ class WgpuOptions(BackendOptions):
             raise InvalidArgumentError(
                 f"device must be a wgpu.GPUDevice, got {type(device).__name__}"
             )
+
+    @classmethod
+    def selected_by(cls, options: Mapping[str, Any]) -> bool:
+        # A device with backend="auto" asks for wgpu on it (backends before wgpu in the
+        # auto order claim their own kinds of device first).
+        return options.get("device") is not None
 
     @classmethod
     def parse_cli_option(cls, name: str, text: str) -> Any:
