@@ -255,16 +255,15 @@ class FrameWorker:
         return FrameOutcome("done", time.perf_counter() - start, used=used)
 
     def close(self) -> None:
-        """Release the Denoisers (and their GPU resources)."""
+        """Release the Denoisers (and their GPU resources) and the BLAS thread limit."""
         self._pool.close()
+        self._blas_limits.restore_original_limits()
 
 
 def _assigned_gpu_ids() -> list[int]:
+    """The GPUs Ray assigned to this worker; none when the class is used outside Ray."""
     ray = import_ray()
-    try:
-        return [int(i) for i in ray.get_gpu_ids()]
-    except Exception:  # not inside a Ray worker (the class used directly): no GPU assigned
-        return []
+    return [int(i) for i in ray.get_gpu_ids()] if ray.is_initialized() else []
 
 
 def _requested_backend(kwargs: Mapping[str, Any]) -> str:

@@ -1,0 +1,169 @@
+"""Throughput of `oidn_gpu.farm` on one machine: frames per minute per worker layout.
+
+The story: a render farm is worth its setup only if it turns cores or GPUs into frames.
+This script writes a sequence of noisy HDR frames (color only, ``--size`` px square), then
+denoises it with the single-process loop (`sequence.run_sequence`, all cores for BLAS) and
+with the farm in each ``--layouts`` entry (``WORKERSxCPUS``: workers of CPUS cores each,
+or ``WORKERSgpu``: workers of one GPU each) on one Ray instance started here. Each run
+writes into a fresh folder; the farm outputs are checked against the single-process
+outputs (same backend; equal up to the BLAS thread-count rounding when layouts differ in
+threads per worker). The wall clock of a run includes starting its workers (loading the
+model), not starting Ray.
+
+    python bench/farm_throughput.py --frames 40 --size 256 --backend reference \\
+        --layouts 1x1,1x2,2x1 --repeat 2 --json farm.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu import farm, sequence
+from oidn_gpu.image import io
+
+_LAYOUT = re.compile(r"^(\d+)(?:x(\d+)|(gpu))$")
+
+
+def write_frames(folder: Path, count: int, size: int, seed: int = 11) -> list[Path]:
+    rng = np.random.default_rng(seed)
+    paths = []
+    for i in range(count):
+        base = rng.uniform(0.2, 2.0, (1, 1, 3))
+        pixels = (base * rng.exponential(0.5, (size, size, 3))).astype(np.float32)
+        paths.append(io.write_image_atomic(folder / f"frame_{i:04d}.exr", pixels))
+    return paths
+
+
+def parse_layout(text: str) -> tuple[int, int, bool]:
+    match = _LAYOUT.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"bad layout '{text}'; expected e.g. 2x1 or 4gpu")
+    workers = int(match.group(1))
+    return workers, int(match.group(2) or 1), match.group(3) is not None
+
+
+def run_layout(
+    ray: Any, inputs: list[Path], out: Path, kwargs: dict[str, Any], layout: str
+) -> dict[str, Any]:
+    workers, cpus, _gpu = parse_layout(layout)
+    jobs = [sequence.FrameJob(src, out / src.name) for src in inputs]
+    start = time.perf_counter()
+    summary = farm.denoise_sequence(
+        jobs, kwargs, workers=workers, cpus_per_worker=cpus, quiet=True, show_progress=False
+    )
+    wall = time.perf_counter() - start
+    if summary.count("done") != len(jobs):
+        raise SystemExit(f"{layout}: {summary.line(len(jobs))}")
+    return {"layout": layout, "wall_s": wall, "workers": summary.workers}
+
+
+def run_single(inputs: list[Path], out: Path, kwargs: dict[str, Any]) -> dict[str, Any]:
+    jobs = [sequence.FrameJob(src, out / src.name) for src in inputs]
+    start = time.perf_counter()
+    summary = sequence.run_sequence(jobs, kwargs, sequence.InputOptions(), quiet=True)
+    wall = time.perf_counter() - start
+    if summary.count("done") != len(jobs):
+        raise SystemExit(f"single process: {summary.line(len(jobs))}")
+    return {"layout": "single process", "wall_s": wall}
+
+
+def max_difference(a: Path, b: Path) -> float:
+    worst = 0.0
+    for path in sorted(a.iterdir()):
+        diff = np.abs(io.read_image(path).pixels - io.read_image(b / path.name).pixels)
+        worst = max(worst, float(diff.max()))
+    return worst
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=int, default=40)
+    parser.add_argument("--size", type=int, default=256, help="frame edge in pixels")
+    parser.add_argument("--backend", default="reference")
+    parser.add_argument("--quality", default="high")
+    parser.add_argument("--layouts", default="1x1,1x2,2x1", help="WORKERSxCPUS or Ngpu, ...")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per layout (median)")
+    parser.add_argument("--num-cpus", type=int, default=os.cpu_count())
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    layouts = args.layouts.split(",")
+    for layout in layouts:
+        parse_layout(layout)
+
+    os.environ.setdefault(farm.RAY_USAGE_STATS_ENV, "0")
+    ray = farm.import_ray()
+    kwargs = {"backend": args.backend, "quality": args.quality}
+    work = Path(tempfile.mkdtemp(prefix="farm-bench-"))
+    try:
+        inputs = write_frames(work / "in", args.frames, args.size)
+        rows: list[dict[str, Any]] = []
+        single_out = work / "single"
+        runs = [run_single(inputs, single_out, kwargs)]
+        for _ in range(1, args.repeat):
+            shutil.rmtree(single_out)
+            runs.append(run_single(inputs, single_out, kwargs))
+        rows.append({"layout": "single process", "walls_s": [x["wall_s"] for x in runs]})
+        start = time.perf_counter()
+        ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+        ray_start_s = time.perf_counter() - start
+        for layout in layouts:
+            walls = []
+            for r in range(args.repeat):
+                out = work / f"{layout}-{r}"
+                result = run_layout(ray, inputs, out, kwargs, layout)
+                walls.append(result["wall_s"])
+                difference = max_difference(out, single_out)
+            rows.append(
+                {
+                    "layout": layout,
+                    "walls_s": walls,
+                    "max_abs_difference": difference,
+                    "workers": result["workers"],
+                }
+            )
+        ray.shutdown()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(
+        f"{args.frames} frames of {args.size}x{args.size}, backend {args.backend}, "
+        f"quality {args.quality}, {os.cpu_count()} CPUs ({platform.processor() or 'cpu'}); "
+        f"Ray started in {ray_start_s:.1f} s"
+    )
+    print("| layout | wall (median) | frames/min | max abs diff vs single process |")
+    print("| --- | ---: | ---: | ---: |")
+    for row in rows:
+        wall = statistics.median(row["walls_s"])
+        row["frames_per_min"] = args.frames * 60.0 / wall
+        diff = row.get("max_abs_difference")
+        print(
+            f"| {row['layout']} | {wall:.1f} s | {row['frames_per_min']:.1f} | "
+            f"{'' if diff is None else f'{diff:.1e}'} |"
+        )
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "args": vars(args) | {"json": str(args.json)},
+                    "ray_start_s": ray_start_s,
+                    "rows": rows,
+                },
+                indent=2,
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
