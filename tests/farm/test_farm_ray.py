@@ -41,8 +41,10 @@ def test_a_sequence_equals_the_single_process_output_and_a_rerun_redoes_only_bro
     frames: list[Path], single_process: dict, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    summary, log = _run(jobs_for(frames, out))
+    reported: list[farm.FarmFrameResult] = []
+    summary, log = _run(jobs_for(frames, out), on_frame=reported.append)
     assert summary.count("done") == FRAME_COUNT, summary.failed
+    assert sorted(reported, key=lambda r: r.index) == summary.results
     assert len(summary.workers) == 2  # one per CPU of the instance
     assert {r.worker for r in summary.results} == set(summary.workers)  # both did frames
     assert [r.job.color for r in summary.results] == [p.absolute() for p in frames]

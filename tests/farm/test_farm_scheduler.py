@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from oidn_gpu import farm, sequence
+from oidn_gpu.farm import scheduler
 
 
 class ActorError(Exception):
@@ -101,8 +102,8 @@ def _schedule(
     handles = [Worker(i, script) for i in range(workers)]
     jobs = [sequence.FrameJob(Path(f"f{i:03d}.exr"), Path(f"o{i:03d}.exr")) for i in range(count)]
     summary = farm.FarmSummary()
-    report = farm._Report(count, False, True, False, stdio.StringIO())
-    scheduler = farm._Scheduler(
+    report = scheduler.Report(count, False, True, False, stdio.StringIO())
+    loop = scheduler.Scheduler(
         ray,
         handles,
         jobs,
@@ -112,8 +113,8 @@ def _schedule(
         summary=summary,
         on_frame=None,
     )
-    scheduler.run()
-    summary.results.extend(sorted(scheduler.results, key=lambda r: r.index))
+    loop.run()
+    summary.results.extend(sorted(loop.results, key=lambda r: r.index))
     return summary, handles, ray
 
 
