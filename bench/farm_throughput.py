@@ -5,10 +5,11 @@ This script writes a sequence of noisy HDR frames (color only, ``--size`` px squ
 denoises it with the single-process loop (`sequence.run_sequence`, all cores for BLAS) and
 with the farm in each ``--layouts`` entry (``WORKERSxCPUS``: workers of CPUS cores each,
 or ``WORKERSgpu``: workers of one GPU each) on one Ray instance started here. Each run
-writes into a fresh folder; the farm outputs are checked against the single-process
-outputs (same backend; equal up to the BLAS thread-count rounding when layouts differ in
-threads per worker). The wall clock of a run includes starting its workers (loading the
-model), not starting Ray.
+writes into a fresh folder; the farm outputs are compared with the single-process
+outputs of the same round (max abs diff: zero with the same BLAS thread count, else float
+rounding, here one half-float step as the frames are half EXRs). The layouts run in rounds
+(``--repeat``), with the machine's 1-minute load average before and after each run. The
+wall clock of a run includes starting its workers (loading the model), not starting Ray.
 
     python bench/farm_throughput.py --frames 40 --size 256 --backend reference \\
         --layouts 1x1,1x2,2x1 --repeat 2 --json farm.json
@@ -79,6 +80,17 @@ def run_single(inputs: list[Path], out: Path, kwargs: dict[str, Any]) -> dict[st
     return {"layout": "single process", "wall_s": wall}
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else what `platform` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def max_difference(a: Path, b: Path) -> float:
     worst = 0.0
     for path in sorted(a.iterdir()):
@@ -105,64 +117,57 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault(farm.RAY_USAGE_STATS_ENV, "0")
     ray = farm.import_ray()
     kwargs = {"backend": args.backend, "quality": args.quality}
+    names = ["single process", *layouts]
+    rows: dict[str, dict[str, Any]] = {name: {"layout": name, "runs": []} for name in names}
     work = Path(tempfile.mkdtemp(prefix="farm-bench-"))
     try:
         inputs = write_frames(work / "in", args.frames, args.size)
-        rows: list[dict[str, Any]] = []
-        single_out = work / "single"
-        runs = [run_single(inputs, single_out, kwargs)]
-        for _ in range(1, args.repeat):
-            shutil.rmtree(single_out)
-            runs.append(run_single(inputs, single_out, kwargs))
-        rows.append({"layout": "single process", "walls_s": [x["wall_s"] for x in runs]})
         start = time.perf_counter()
         ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
         ray_start_s = time.perf_counter() - start
-        for layout in layouts:
-            walls = []
-            for r in range(args.repeat):
-                out = work / f"{layout}-{r}"
-                result = run_layout(ray, inputs, out, kwargs, layout)
-                walls.append(result["wall_s"])
-                difference = max_difference(out, single_out)
-            rows.append(
-                {
-                    "layout": layout,
-                    "walls_s": walls,
-                    "max_abs_difference": difference,
-                    "workers": result["workers"],
-                }
-            )
+        # rounds over every layout, so that a change of the machine's load hits them alike
+        for r in range(args.repeat):
+            for name in names:
+                out = work / f"{name.replace(' ', '-')}-{r}"
+                load_before = os.getloadavg()[0]
+                if name == "single process":
+                    result = run_single(inputs, out, kwargs)
+                else:
+                    result = run_layout(ray, inputs, out, kwargs, name)
+                    rows[name]["workers"] = result["workers"]
+                    reference = work / f"single-process-{r}"
+                    rows[name]["max_abs_difference"] = max_difference(out, reference)
+                rows[name]["runs"].append(
+                    {"wall_s": result["wall_s"], "load_1min": [load_before, os.getloadavg()[0]]}
+                )
         ray.shutdown()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     print(
-        f"{args.frames} frames of {args.size}x{args.size}, backend {args.backend}, "
-        f"quality {args.quality}, {os.cpu_count()} CPUs ({platform.processor() or 'cpu'}); "
-        f"Ray started in {ray_start_s:.1f} s"
+        f"{args.frames} frames of {args.size}x{args.size}, backend {args.backend}, quality "
+        f"{args.quality}, {os.cpu_count()} CPUs ({cpu_model()}); Ray started in "
+        f"{ray_start_s:.1f} s"
     )
-    print("| layout | wall (median) | frames/min | max abs diff vs single process |")
-    print("| --- | ---: | ---: | ---: |")
-    for row in rows:
-        wall = statistics.median(row["walls_s"])
+    print("| layout | wall (median) | frames/min | 1-min load during runs | max abs diff |")
+    print("| --- | ---: | ---: | --- | ---: |")
+    for row in rows.values():
+        wall = statistics.median(run["wall_s"] for run in row["runs"])
         row["frames_per_min"] = args.frames * 60.0 / wall
+        loads = [f"{a:.1f}-{b:.1f}" for run in row["runs"] for a, b in [run["load_1min"]]]
         diff = row.get("max_abs_difference")
         print(
             f"| {row['layout']} | {wall:.1f} s | {row['frames_per_min']:.1f} | "
-            f"{'' if diff is None else f'{diff:.1e}'} |"
+            f"{', '.join(loads)} | {'' if diff is None else f'{diff:.1e}'} |"
         )
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "args": vars(args) | {"json": str(args.json)},
-                    "ray_start_s": ray_start_s,
-                    "rows": rows,
-                },
-                indent=2,
-            )
-        )
+        report = {
+            "args": vars(args) | {"json": str(args.json)},
+            "cpu": cpu_model(),
+            "ray_start_s": ray_start_s,
+            "rows": list(rows.values()),
+        }
+        args.json.write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
