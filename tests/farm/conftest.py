@@ -1,7 +1,12 @@
 """Fixtures of the render-farm tests: one local Ray instance for the package, small frames.
 
-Ray runs here as CI has it: two CPUs, no dashboard, no usage statistics, and only the
-loopback address (nothing leaves the machine).
+Ray runs here as CI has it: two CPUs, no dashboard, and nothing that leaves the machine.
+By default a Ray head finds its address by routing towards a public DNS server and its
+usage-statistics module probes the cloud metadata address 169.254.169.254 (even with the
+statistics off); here Ray uses the loopback address (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``,
+read when ``ray`` is imported, makes Linux behave like a single-machine macOS install), and
+a home folder holding an empty ``ray_bootstrap_config.yaml`` (the file a cluster launched
+by ``ray up`` has) stops the probing.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ from pathlib import Path
 import farm_workers
 import numpy as np
 import pytest
-import ray
 from threadpoolctl import threadpool_limits
 
 from oidn_gpu import sequence
 from oidn_gpu.image import io
+
+# before anything imports ray (farm_workers imports it only inside the workers)
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
 FRAME_COUNT = 40
 # Frame edges: 16 to 32 px, several sizes so that every worker builds several plans.
@@ -26,20 +34,25 @@ DENOISER_KWARGS = {"backend": "reference", "quality": "high"}
 
 
 @pytest.fixture(scope="package")
-def ray_instance() -> Iterator[object]:
+def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local Ray with two CPUs, started once for the farm tests and shut down after."""
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(
-        num_cpus=2,
-        num_gpus=0,
-        include_dashboard=False,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-    )
-    # the worker classes that tests define are sent to the workers by value
-    ray.cloudpickle.register_pickle_by_value(farm_workers)
-    yield ray
-    ray.shutdown()
+    import ray  # after the environment above
+
+    home = tmp_path_factory.mktemp("ray-home")
+    (home / "ray_bootstrap_config.yaml").write_text("")
+    saved_home = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)  # Ray's processes inherit it
+    try:
+        ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
+        # the worker classes that tests define are sent to the workers by value
+        ray.cloudpickle.register_pickle_by_value(farm_workers)
+        yield ray
+        ray.shutdown()
+    finally:
+        if saved_home is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = saved_home
 
 
 def write_frames(folder: Path, count: int, seed: int = 7) -> list[Path]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import ray
-
 from oidn_gpu.errors import MissingDependencyError
 from oidn_gpu.farm import FrameOutcome, FrameWorker
 from oidn_gpu.sequence import FrameJob
@@ -42,6 +40,8 @@ def leaving_worker(frame_name: str, marker: Path) -> type[FrameWorker]:
     class LeavingWorker(FrameWorker):
         def denoise(self, job: FrameJob, skip_existing: bool = False) -> FrameOutcome:
             if _first_time(job, frame_name, marker, self):
+                import ray  # in the worker: the tests import ray only once configured
+
                 ray.actor.exit_actor()
             return super().denoise(job, skip_existing)
 

@@ -24,9 +24,8 @@ pytestmark = pytest.mark.usefixtures("ray_instance")
 
 def _run(jobs, **kwargs) -> tuple[farm.FarmSummary, str]:
     stream = stdio.StringIO()
-    summary = farm.denoise_sequence(
-        jobs, dict(DENOISER_KWARGS), stream=stream, show_progress=False, **kwargs
-    )
+    kwargs.setdefault("show_progress", False)  # a line per frame
+    summary = farm.denoise_sequence(jobs, dict(DENOISER_KWARGS), stream=stream, **kwargs)
     return summary, stream.getvalue()
 
 
@@ -125,10 +124,13 @@ def test_a_failing_frame_is_retried_on_another_worker_then_reported(
 
 def test_workers_that_cannot_start_fail_every_frame_with_the_reason(tmp_path: Path) -> None:
     inputs = write_frames(tmp_path / "in", 3)
-    summary, log = _run(jobs_for(inputs, tmp_path / "out"), worker_class=UnstartableWorker)
+    summary, log = _run(
+        jobs_for(inputs, tmp_path / "out"), worker_class=UnstartableWorker, show_progress=True
+    )
     assert summary.count("failed") == 3 and summary.workers_lost == 2
     assert all("pip install 'oidn-gpu[images]'" in r.error for r in summary.results)
     assert "pip install 'oidn-gpu[images]'" in log
+    assert "3/3" in log  # the progress bar reached the end
     assert not (tmp_path / "out").exists()
 
 

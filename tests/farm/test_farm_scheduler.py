@@ -171,4 +171,4 @@ def test_when_every_worker_is_gone_the_remaining_frames_fail_with_the_reason():
 
     summary, _, _ = _schedule(5, 2, script, retries=5)
     assert summary.count("failed") == 5 and summary.workers_lost == 2
-    assert all("gone for good" in r.error or "died" in r.error for r in summary.results)
+    assert all(r.error == "no worker left to run it (gone for good)" for r in summary.results)

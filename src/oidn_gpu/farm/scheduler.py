@@ -290,9 +290,7 @@ class Scheduler:
     def _fail_remaining(self) -> None:
         why = "; ".join(sorted(set(self._gone.values()))) or "no worker could be started"
         for frame in [*self._retry, *self._fresh]:
-            self._finish(
-                frame, "failed", "", error=frame.error or f"no worker left to run it ({why})"
-            )
+            self._finish(frame, "failed", "", error=f"no worker left to run it ({why})")
         self._retry.clear()
         self._fresh.clear()
 

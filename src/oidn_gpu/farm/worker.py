@@ -66,7 +66,8 @@ def select_gpu_adapter(adapters: Sequence[Any], gpu_id: int) -> Any:
 
     Vulkan sees every GPU of the node whatever ``CUDA_VISIBLE_DEVICES`` says, so the
     worker picks the ``gpu_id``-th hardware adapter itself: discrete adapters if there are
-    any (an integrated GPU is not one of Ray's GPUs), in the driver's order. Distinct ids
+    any (an integrated GPU is not one of Ray's GPUs), in the order the graphics driver
+    lists them. Distinct ids
     give distinct adapters, so no two workers of a node share a GPU.
 
     Raises:
