@@ -37,6 +37,17 @@ from oidn_gpu.image import io
 _LAYOUT = re.compile(r"^(\d+)(?:x(\d+)|(gpu))$")
 
 
+def import_ray_on_this_machine(home: Path) -> Any:
+    """Ray for an instance that stays on this machine: loopback addresses, no usage
+    statistics, no cloud metadata probing (as in tests/farm/conftest.py)."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported
+    os.environ[farm.RAY_USAGE_STATS_ENV] = "0"
+    home.mkdir(parents=True)
+    (home / "ray_bootstrap_config.yaml").write_text("")
+    os.environ["HOME"] = str(home)
+    return farm.import_ray()
+
+
 def write_frames(folder: Path, count: int, size: int, seed: int = 11) -> list[Path]:
     rng = np.random.default_rng(seed)
     paths = []
@@ -114,12 +125,11 @@ def main(argv: list[str] | None = None) -> None:
     for layout in layouts:
         parse_layout(layout)
 
-    os.environ.setdefault(farm.RAY_USAGE_STATS_ENV, "0")
-    ray = farm.import_ray()
+    work = Path(tempfile.mkdtemp(prefix="farm-bench-"))
+    ray = import_ray_on_this_machine(work / "home")
     kwargs = {"backend": args.backend, "quality": args.quality}
     names = ["single process", *layouts]
     rows: dict[str, dict[str, Any]] = {name: {"layout": name, "runs": []} for name in names}
-    work = Path(tempfile.mkdtemp(prefix="farm-bench-"))
     try:
         inputs = write_frames(work / "in", args.frames, args.size)
         start = time.perf_counter()
