@@ -358,7 +358,7 @@ def _add_denoise(sub: Any) -> None:
         "--retries",
         type=_non_negative_int,
         metavar="N",
-        help=f"with --ray: tries again a failing frame on other workers up to N times "
+        help=f"with --ray: try a failing frame again on other workers up to N times "
         f"(default {farm.DEFAULT_RETRIES})",
     )
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oidn_gpu.backends import BACKEND_ENV_VAR
+from oidn_gpu.backends import BACKEND_ENV_VAR, resolve_backend
 from oidn_gpu.errors import InvalidArgumentError, require
 from oidn_gpu.image import io
 from oidn_gpu.sequence import FrameJob, InputOptions, _DenoiserPool, _message, denoise_frame
@@ -145,9 +145,12 @@ class FrameWorker:
         gpu_ids = _assigned_gpu_ids()
         if gpu_ids:
             self._where += f" GPU {gpu_ids[0]}"
-            if requested_backend(kwargs) != "reference" and "device" not in kwargs:
+            # CUDA sees only this worker's GPU (Ray sets CUDA_VISIBLE_DEVICES); WebGPU sees
+            # them all, so the wgpu backend gets a device on this worker's adapter
+            backend = resolve_backend(str(kwargs.get("backend", "auto")))
+            if backend == "wgpu" and "device" not in kwargs:
                 kwargs["device"] = _open_wgpu_device_for_gpu(gpu_ids[0])
-                kwargs["backend"] = "wgpu"
+                kwargs["backend"] = backend
         else:
             self._where += f" {blas_threads} CPU" + ("s" if blas_threads != 1 else "")
         self._pool = _DenoiserPool(kwargs, lightmap)
