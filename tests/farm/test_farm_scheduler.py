@@ -25,9 +25,10 @@ class TaskError(Exception):
 class Ref:
     submitted = itertools.count()
 
-    def __init__(self, answer: Callable[[], Any], frame: bool) -> None:
+    def __init__(self, answer: Callable[[], Any], frame: bool, never: bool = False) -> None:
         self.answer = answer
         self.frame = frame
+        self.never = never  # a worker that never starts (no resources for it)
         self.order = next(Ref.submitted)
 
 
@@ -41,7 +42,9 @@ class ScriptedRay:
 
     def wait(self, refs: list[Ref], num_returns: int, fetch_local: bool):
         self.max_frames_in_flight = max(self.max_frames_in_flight, sum(1 for r in refs if r.frame))
-        oldest = min(refs, key=lambda r: r.order)
+        answering = [r for r in refs if not r.never]
+        assert answering, "the scheduler would wait forever"
+        oldest = min(answering, key=lambda r: r.order)
         return [oldest], [r for r in refs if r is not oldest]
 
     def get(self, ref: Ref) -> Any:
@@ -54,7 +57,7 @@ class Worker:
     ``script(frame_name, attempt)`` returns the status of an attempt, or raises.
     """
 
-    def __init__(self, number: int, script: Callable[[str, int], str]) -> None:
+    def __init__(self, number: int, script: Callable[[str, int], str], starts: bool) -> None:
         self.number = number
         self.frames: list[str] = []
         self.alive = True
@@ -89,17 +92,23 @@ class Worker:
                         outer.alive = True
                     return f"host{outer.number}"
 
-                return Ref(answer, frame=False)
+                return Ref(answer, frame=False, never=not starts)
 
         self.denoise = Denoise
         self.ready = Ready
 
 
 def _schedule(
-    count: int, workers: int, script: Callable[[str, int], str], retries: int = 2
+    count: int,
+    workers: int,
+    script: Callable[[str, int], str],
+    retries: int = 2,
+    starting: int | None = None,
 ) -> tuple[farm.FarmSummary, list[Worker], ScriptedRay]:
+    """Run the scheduler; only the first ``starting`` workers ever start (default all)."""
     ray = ScriptedRay()
-    handles = [Worker(i, script) for i in range(workers)]
+    starting = workers if starting is None else starting
+    handles = [Worker(i, script, starts=i < starting) for i in range(workers)]
     jobs = [sequence.FrameJob(Path(f"f{i:03d}.exr"), Path(f"o{i:03d}.exr")) for i in range(count)]
     summary = farm.FarmSummary()
     report = scheduler.Report(count, False, True, False, stdio.StringIO())
@@ -172,3 +181,17 @@ def test_when_every_worker_is_gone_the_remaining_frames_fail_with_the_reason():
     summary, _, _ = _schedule(5, 2, script, retries=5)
     assert summary.count("failed") == 5 and summary.workers_lost == 2
     assert all(r.error == "no worker left to run it (gone for good)" for r in summary.results)
+
+
+def test_a_retry_runs_again_on_the_same_worker_rather_than_wait_for_one_that_never_starts():
+    attempts: list[int] = []
+
+    def script(name: str, worker: int) -> str:
+        if name != "f002.exr":
+            return "done"
+        attempts.append(worker)
+        return "failed" if len(attempts) == 1 else "done"
+
+    summary, handles, _ = _schedule(4, 2, script, starting=1)
+    assert summary.count("done") == 4 and attempts == [0, 0]
+    assert handles[1].frames == []

@@ -174,21 +174,32 @@ class Scheduler:
     def _assign(self) -> None:
         waiting: list[_Frame] = []
         for frame in self._retry:
-            free = self._free_workers()
-            untried_free = [w for w in free if w not in frame.tried_on]
-            if untried_free:
-                self._submit(frame, min(untried_free, key=self._load.__getitem__))
-            elif free and all(w in frame.tried_on for w in self._ready):
-                # every live worker has had it: any of them may try again
-                self._submit(frame, min(free, key=self._load.__getitem__))
+            worker = self._worker_for_retry(frame)
+            if worker is None:
+                waiting.append(frame)
             else:
-                waiting.append(frame)  # until a worker it has not failed on is free
+                self._submit(frame, worker)
         self._retry = waiting
         while self._fresh:
             free = self._free_workers()
             if not free:
                 break
             self._submit(self._fresh.popleft(), min(free, key=self._load.__getitem__))
+
+    def _worker_for_retry(self, frame: _Frame) -> int | None:
+        """A free worker the frame has not failed on; else, a free one it has, when no
+        other worker can take it soon (every live one had it, or nothing else runs, so
+        waiting for a busy or starting worker could wait forever)."""
+        free = self._free_workers()
+        if not free:
+            return None
+        untried = [w for w in free if w not in frame.tried_on]
+        if untried:
+            return min(untried, key=self._load.__getitem__)
+        coming = [w for w in [*self._ready, *self._probes.values()] if w not in frame.tried_on]
+        if coming and self._in_flight:
+            return None
+        return min(free, key=self._load.__getitem__)
 
     def _submit(self, frame: _Frame, worker: int) -> None:
         ref = self._handles[worker].denoise.remote(frame.job, self._skip_existing)
