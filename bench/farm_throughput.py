@@ -2,12 +2,13 @@
 
 The story: a render farm is worth its setup only if it turns cores or GPUs into frames.
 This script writes a sequence of noisy HDR frames (color only, ``--size`` px square), then
-denoises it with the single-process loop (`sequence.run_sequence`, all cores for BLAS) and
-with the farm in each ``--layouts`` entry (``WORKERSxCPUS``: workers of CPUS cores each,
-or ``WORKERSgpu``: workers of one GPU each) on one Ray instance started here. Each run
-writes into a fresh folder; the farm outputs are compared with the single-process
-outputs of the same round (max abs diff: zero with the same BLAS thread count, else float
-rounding, here one half-float step as the frames are half EXRs). The layouts run in rounds
+denoises it with the single-process loop (`sequence.run_sequence`, all cores for BLAS, and
+again with one BLAS thread) and with the farm in each ``--layouts`` entry
+(``WORKERSxCPUS``: workers of CPUS cores each, or ``WORKERSgpu``: workers of one GPU each)
+on one Ray instance started here. Each run writes into a fresh folder; the farm outputs
+are compared with the all-core single-process outputs of the same round (max abs diff:
+zero with the same BLAS thread count, else float rounding, here one half-float step as
+the frames are half EXRs). The layouts run in rounds
 (``--repeat``), with the machine's 1-minute load average before and after each run. The
 wall clock of a run includes starting its workers (loading the model), not starting Ray.
 
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from oidn_gpu import farm, sequence
 from oidn_gpu.image import io
@@ -81,10 +83,14 @@ def run_layout(
     return {"layout": layout, "wall_s": wall, "workers": summary.workers}
 
 
-def run_single(inputs: list[Path], out: Path, kwargs: dict[str, Any]) -> dict[str, Any]:
+def run_single(
+    inputs: list[Path], out: Path, kwargs: dict[str, Any], blas_threads: int | None
+) -> dict[str, Any]:
+    """The single-process loop, with every core for BLAS (None) or ``blas_threads``."""
     jobs = [sequence.FrameJob(src, out / src.name) for src in inputs]
     start = time.perf_counter()
-    summary = sequence.run_sequence(jobs, kwargs, sequence.InputOptions(), quiet=True)
+    with threadpool_limits(limits=blas_threads):
+        summary = sequence.run_sequence(jobs, kwargs, sequence.InputOptions(), quiet=True)
     wall = time.perf_counter() - start
     if summary.count("done") != len(jobs):
         raise SystemExit(f"single process: {summary.line(len(jobs))}")
@@ -128,7 +134,8 @@ def main(argv: list[str] | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix="farm-bench-"))
     ray = import_ray_on_this_machine(work / "home")
     kwargs = {"backend": args.backend, "quality": args.quality}
-    names = ["single process", *layouts]
+    singles = {"single process": None, "single process, 1 BLAS thread": 1}
+    names = [*singles, *layouts]
     rows: dict[str, dict[str, Any]] = {name: {"layout": name, "runs": []} for name in names}
     try:
         inputs = write_frames(work / "in", args.frames, args.size)
@@ -140,8 +147,8 @@ def main(argv: list[str] | None = None) -> None:
             for name in names:
                 out = work / f"{name.replace(' ', '-')}-{r}"
                 load_before = os.getloadavg()[0]
-                if name == "single process":
-                    result = run_single(inputs, out, kwargs)
+                if name in singles:
+                    result = run_single(inputs, out, kwargs, singles[name])
                 else:
                     result = run_layout(ray, inputs, out, kwargs, name)
                     rows[name]["workers"] = result["workers"]
