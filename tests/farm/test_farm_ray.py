@@ -16,7 +16,7 @@ import pytest
 from conftest import DENOISER_KWARGS, FRAME_COUNT, jobs_for, write_frames
 from farm_workers import UnstartableWorker, crashing_worker, flaky_worker, leaving_worker
 
-from oidn_gpu import farm
+from oidn_gpu import farm, sequence
 from oidn_gpu.cli import main
 from oidn_gpu.image import io
 
@@ -150,3 +150,23 @@ def test_cli_ray_flag_runs_the_sequence_on_the_farm(
     assert "6 frames: 6 denoised, 0 skipped, 0 failed" in err
     assert re.search(r"on [12] workers?\n", err)  # the second may start after the last frame
     _assert_outputs_equal(out, [p.name for p in subset], single_process)
+
+
+@pytest.mark.gpu
+def test_wgpu_workers_without_ray_gpus_run_on_cpu_slots_like_the_single_process(
+    frames: list[Path], tmp_path: Path
+) -> None:
+    """A cluster without GPU resources still runs the wgpu backend (lavapipe in CI)."""
+    subset = frames[:3]
+    kwargs = {"backend": "wgpu", "precision": "fp32", "quality": "high"}
+    single = tmp_path / "single"
+    done = sequence.run_sequence(jobs_for(subset, single), kwargs, sequence.InputOptions())
+    assert done.count("done") == len(subset), done.failed
+    out = tmp_path / "out"
+    summary = farm.denoise_sequence(jobs_for(subset, out), kwargs, workers=1, quiet=True)
+    assert summary.count("done") == len(subset), summary.failed
+    assert "CPU" in summary.workers[0]  # a CPU slot: the instance has no GPU resources
+    for src in subset:
+        np.testing.assert_array_equal(
+            io.read_image(out / src.name).pixels, io.read_image(single / src.name).pixels
+        )
