@@ -3,16 +3,14 @@
 # Vulkan, with a per-test timeout and a JUnit report, so a slow or hanging test shows up by
 # name. Intel OIDN (pyoidn) is not on that machine, so the oracle tests stay here.
 #
+# The tests need only the repository (tests/data) and the package's weights.
 # Prepare once here:   bash ../shared/tools/device/prepare.sh
-#                      mkdir -p .devshared/weights && cp ../shared/weights/rt_hdr_alb_nrm_small.tza .devshared/weights/
-#                      echo /.devshared/ >> .git/info/exclude
-# Run there (carry [".device", ".devshared"]):
+# Run there (carry [".device"]):
 #   source .device/setup.sh && bash bench/h200_gpu_suite.sh [pytest args...]
 # Every test's outcome is logged as it ends (-v), a hung test is named and its stack dumped by
 # pytest-timeout's thread method, and the whole run is interrupted (SIGINT, so the report is
 # still written) before the device's per-command limit.
 set -u
-export OIDN_GPU_SHARED="$PWD/.devshared"
 out="${OUT:-.}"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

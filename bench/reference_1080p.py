@@ -23,9 +23,10 @@ import numpy as np
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.graph.reference import run_graph
 from oidn_gpu.model.unet import load_model
+from oidn_gpu.model.weights import bundled_weights_dir
 
 WIDTH, HEIGHT, PADDED_HEIGHT = 1920, 1080, 1088
-DEFAULT_WEIGHTS = Path(__file__).resolve().parents[2] / "shared" / "weights" / "rt_hdr_alb_nrm.tza"
+DEFAULT_WEIGHTS = bundled_weights_dir() / "rt_hdr_alb_nrm.tza"
 
 
 def accuracy(model, sizes=((64, 64), (96, 80))) -> None:

@@ -15,5 +15,10 @@ fi
 PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
+# The CUDA backend's kernels are tested through Triton's interpreter on the CPU: a CPU
+# build of PyTorch is enough (2.13.0 is the one this project's CI machines keep locally;
+# an installed torch is kept).
+.venv/bin/python -c 'import torch' 2>/dev/null || .venv/bin/python -m pip install -q 'torch==2.13.0'
 .venv/bin/python -m pip install -q -e '.[dev]'
+.venv/bin/lint-imports  # the import contracts of pyproject.toml
 exec .venv/bin/python -m pytest "$@"

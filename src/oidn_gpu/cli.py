@@ -12,34 +12,40 @@ Subcommands:
     program   ``program info``: what a recorded program contains
 
 Exit codes: 0 all done, 1 failure (some frames failed, a download failed, ...),
-2 bad usage (unknown flag, bad value, missing input), 130 interrupted (Ctrl-C; no
-partial outputs are left). Errors print ``error: <message>`` on stderr; a traceback
+2 bad usage (unknown flag, bad value, missing input, an output that cannot be
+written or that is an input), 130 interrupted (Ctrl-C or SIGTERM; no partial
+outputs or temporary files are left). Errors print ``error: <message>`` on stderr; a traceback
 only with ``--verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import glob
 import hashlib
 import math
 import os
 import re
-import shutil
-import signal
 import sys
-import threading
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
 from oidn_gpu import farm
+from oidn_gpu.backends import resolve_backend
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.files import (
+    OutputFileError,
+    check_outputs,
+    install_signal_cleanup,
+    write_bytes_atomic,
+)
+from oidn_gpu.model.unet import load_model
 from oidn_gpu.record import cli as record_cli
+from oidn_gpu.sequence import OutputOptions, expand_frame_patterns, has_frame_pattern
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -184,7 +190,18 @@ def build_parser() -> argparse.ArgumentParser:
         "or the official oidn-weights repository)",
     )
     fetch.add_argument("--force", action="store_true", help="download even if present")
-    fetch.add_argument("--timeout", type=_finite_float, default=30.0, help="seconds (default 30)")
+    fetch.add_argument(
+        "--timeout",
+        type=_finite_float,
+        default=30.0,
+        help="seconds to connect and for each read (default 30)",
+    )
+    fetch.add_argument(
+        "--deadline",
+        type=_finite_float,
+        metavar="SECONDS",
+        help="most seconds for each whole file (default 20 x --timeout, so 600)",
+    )
     fetch.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     fetch.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
 
@@ -208,8 +225,11 @@ def _add_denoise(sub: Any) -> None:
             "Denoise image files. INPUT may be files, globs or directories (every image "
             "in it, in natural order). Float files (EXR, PFM, HDR) are HDR by default and "
             "8-bit files (PNG, JPEG) sRGB-encoded LDR. Auxiliary images come from --albedo/"
-            "--normal files or from layers of a multi-layer EXR (Blender, Mitsuba and Arnold "
-            "names are found automatically; see --list-layers)."
+            "--normal files or from layers of a multi-layer EXR (the names Blender, Arnold, "
+            "V-Ray, Redshift, RenderMan, Karma, Octane and Mitsuba give them are found "
+            "automatically; see --list-layers). An EXR written from an EXR keeps every "
+            "layer, channel and header field of the input; the denoised beauty replaces "
+            "the noisy one (see --layer-name, --only-beauty, --aovs)."
         ),
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT")
@@ -217,8 +237,19 @@ def _add_denoise(sub: Any) -> None:
         "-o",
         "--output",
         metavar="OUTPUT",
-        help="output file, or a directory for several inputs; may be a template "
-        "with {stem} {name} {ext} {frame} {dir}",
+        help="output file, or a folder for several inputs; may be a template with {stem} "
+        "{name} {ext} (the extension without its dot) {frame} {dir}, and a frame number "
+        "as #### (one # per digit), %%04d or $F4. The output folder must exist (see --mkdir)",
+    )
+    p.add_argument(
+        "--mkdir",
+        action="store_true",
+        help="create missing output folders (for -o, a folder -o and --side-by-side)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary on stdout: counts, and each frame's layers, time and output",
     )
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="only errors, no progress/summary")
@@ -242,6 +273,12 @@ def _add_denoise(sub: Any) -> None:
     aux.add_argument("--normal-layer", metavar="NAME", help="layer or channels of the normal")
     aux.add_argument(
         "--no-aux", action="store_true", help="do not look for albedo/normal layers automatically"
+    )
+    aux.add_argument(
+        "--aovs",
+        metavar="LAYER,...",
+        help="also denoise these layers of an EXR (e.g. 'DiffDir,GlossDir') into the output; "
+        "each uses the beauty's albedo and normal, shadow passes the color alone",
     )
     aux.add_argument(
         "--list-layers",
@@ -365,6 +402,18 @@ def _add_denoise(sub: Any) -> None:
     out = p.add_argument_group("output").add_mutually_exclusive_group()
     out.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     out.add_argument("--skip-existing", action="store_true", help="leave existing outputs alone")
+    layers = p.add_argument_group("EXR output layers").add_mutually_exclusive_group()
+    layers.add_argument(
+        "--layer-name",
+        metavar="NAME",
+        help="write the denoised beauty as a new layer NAME beside the noisy one "
+        "(ViewLayer.Combined -> ViewLayer.NAME) instead of replacing it",
+    )
+    layers.add_argument(
+        "--only-beauty",
+        action="store_true",
+        help="write the denoised beauty (and its alpha) alone, not the other layers",
+    )
     p.add_argument(
         "--side-by-side",
         metavar="PNG",
@@ -429,7 +478,7 @@ def _fields(src: Path) -> dict[str, str]:
     return {
         "stem": src.stem,
         "name": src.name,
-        "ext": src.suffix,
+        "ext": src.suffix.lstrip("."),
         "frame": match.group(1) if match else "",
         "dir": str(src.parent),
     }
@@ -441,6 +490,14 @@ def map_path(spec: str, src: Path, *, many: bool, suffix: str | None = None) -> 
     Raises:
         UsageError: unknown placeholder in a template.
     """
+    if has_frame_pattern(spec):
+        frame = _fields(src)["frame"]
+        try:
+            spec = expand_frame_patterns(spec, int(frame) if frame else None, str(src))
+        except InvalidArgumentError as err:
+            raise UsageError(str(err)) from None
+        if "{" not in spec and not spec.endswith(("/", os.sep)):
+            return Path(spec)  # one file per frame
     if "{" in spec:
         try:
             return Path(spec.format(**_fields(src)))
@@ -456,7 +513,7 @@ def map_path(spec: str, src: Path, *, many: bool, suffix: str | None = None) -> 
 
 
 def _aux_path(spec: str, src: Path, many: bool) -> Path:
-    if "{" in spec:
+    if "{" in spec or has_frame_pattern(spec):
         return map_path(spec, src, many=many)
     path = Path(spec)
     if path.is_dir():
@@ -509,6 +566,22 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
             output_format_name(target)
         except InvalidArgumentError as err:
             raise UsageError(str(err)) from None
+    inputs = [job.color for job in jobs] + [
+        aux.path for job in jobs for aux in (job.albedo, job.normal) if aux is not None
+    ]
+    targets = [t for job in jobs for t in (job.output, job.side_by_side) if t is not None]
+    try:
+        check_outputs(targets, inputs, create_folders=args.mkdir)
+    except OutputFileError as err:
+        raise UsageError(str(err)) from None
+    if args.aovs or args.layer_name is not None:
+        flag = "--aovs" if args.aovs else "--layer-name"
+        for job in jobs:
+            if job.output.suffix.lower() != ".exr" or job.color.suffix.lower() != ".exr":
+                raise UsageError(
+                    f"{flag} writes layers into an EXR: '{job.color}' -> '{job.output}' "
+                    "needs an .exr input and output"
+                )
     if not (args.overwrite or args.skip_existing):
         for job in jobs:
             for target in (job.output, job.side_by_side):
@@ -522,6 +595,10 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
 def _check_denoise_args(args: argparse.Namespace) -> None:
     if args.directional and not args.lightmap:
         raise UsageError("--directional needs --lightmap")
+    if args.only_beauty and args.aovs:
+        raise UsageError("--only-beauty writes the beauty alone; it cannot be used with --aovs")
+    if args.layer_name is not None and not args.layer_name.strip():
+        raise UsageError("--layer-name is empty; expected a name such as 'Denoised'")
     if args.lightmap:
         conflicting = [
             flag
@@ -543,6 +620,11 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             )
     if args.weights and not Path(args.weights).is_file():
         raise UsageError(f"weights file '{args.weights}' does not exist")
+    if args.weights:
+        try:
+            load_model(args.weights)
+        except (OIDNGPUError, OSError) as err:
+            raise UsageError(f"weights file '{args.weights}' cannot be used: {err}") from None
     if args.weights_dir and not Path(args.weights_dir).is_dir():
         raise UsageError(f"weights folder '{args.weights_dir}' does not exist")
     if not args.list_layers and not args.output:
@@ -561,10 +643,11 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         ]
         if farm_options:
             raise UsageError(f"{farm_options[0]} needs --ray")
-    if args.backend == "reference" and gpu_options:
+    if gpu_options and resolve_backend(args.backend) == "reference":
+        chosen = " (chosen by --backend auto)" if args.backend == "auto" else ""
         raise UsageError(
-            f"the wgpu options {', '.join(gpu_options)} cannot be used with --backend "
-            "reference (it computes in fp32 with NumPy)"
+            f"the wgpu options {', '.join(gpu_options)} cannot be used with the reference "
+            f"backend{chosen} (it computes in fp32 with NumPy)"
         )
 
 
@@ -628,6 +711,7 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
             ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
         ]
+        found: dict[str, bool] = {}
         for kind, named, defaults in picks:
             if named is not None:
                 print(f"  -> {kind}: '{named}' (--{kind}-layer)")
@@ -635,25 +719,11 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             if kind != "color" and (args.no_aux or args.lightmap):
                 continue
             layer = io.find_layer(img_layers, defaults)
+            found[kind] = layer is not None
             print(f"  -> {kind}: " + (f"'{layer.name or '(root)'}'" if layer else "none found"))
+        if found.get("normal") and found.get("albedo") is False:
+            print("  (a normal is used only with an albedo: the color would be denoised alone)")
     return status
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while frames are written, so temporary files are removed."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_denoise(args: argparse.Namespace) -> int:
@@ -675,26 +745,38 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         auto_aux=not args.no_aux,
         mode=args.mode,
     )
+    output = OutputOptions(
+        layer_name=args.layer_name,
+        only_beauty=args.only_beauty,
+        aovs=tuple(a.strip() for a in (args.aovs or "").split(",") if a.strip()),
+    )
     run = run_sequence
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
         run = functools.partial(farm.denoise_sequence, **farm_kwargs(args))
-    with _terminate_as_interrupt():
-        summary = run(
-            jobs,
-            denoiser_kwargs(args),
-            options,
-            lightmap=args.lightmap,
-            skip_existing=args.skip_existing,
-            show_progress=False if args.no_progress else None,
-            verbose=args.verbose,
-            quiet=args.quiet,
-            software=f"oidn-gpu {__version__}",
-        )
+    summary = run(
+        jobs,
+        denoiser_kwargs(args),
+        options,
+        lightmap=args.lightmap,
+        skip_existing=args.skip_existing,
+        show_progress=False if args.no_progress else None,
+        verbose=args.verbose,
+        quiet=args.quiet,
+        software=f"oidn-gpu {__version__}",
+        output=output,
+    )
     if not args.quiet:
         print(summary.line(len(jobs)), file=sys.stderr)
+        layers = summary.layers_line()
+        if layers:
+            print(layers, file=sys.stderr)
         if len(jobs) == 1 and summary.count("done"):
             print(f"wrote {jobs[0].output}", file=sys.stderr)
+    if args.json:
+        import json
+
+        print(json.dumps(summary.as_json(len(jobs)), indent=2))
     failed = summary.count("failed") + (len(jobs) - len(summary.results))
     return EXIT_FAILURE if failed else EXIT_OK
 
@@ -817,6 +899,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
             url=args.url,
             force=args.force,
             timeout_s=args.timeout,
+            deadline_s=args.deadline,
             progress_factory=progress_factory,
         )
     finally:
@@ -838,8 +921,7 @@ def cmd_example(args: argparse.Namespace) -> int:
     """``oidn-gpu example``: print (or copy) the bundled example render."""
     path = example_path()
     if args.copy is not None:
-        args.copy.mkdir(parents=True, exist_ok=True)
-        path = Path(shutil.copyfile(path, args.copy / EXAMPLE_NAME))
+        path = write_bytes_atomic(args.copy / EXAMPLE_NAME, path.read_bytes())
     print(path)
     return EXIT_OK
 
@@ -911,8 +993,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        return COMMANDS[args.command](args)
+        with install_signal_cleanup():  # SIGTERM: no temporary file left, exit 130
+            return COMMANDS[args.command](args)
     except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except OutputFileError as err:  # an output refused or unwritable before any work
+        if verbose:
+            traceback.print_exc()
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

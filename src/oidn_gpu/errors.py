@@ -63,6 +63,11 @@ class MissingDependencyError(OIDNGPUError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
 
+class NonFiniteInputWarning(RuntimeWarning):
+    """HDR color with infinite (or float32-overflowing) pixels drove autoexposure to 0,
+    so the output is black, as in OIDN; pass an input scale or fix the pixels."""
+
+
 def require(module: str, extra: str):  # returns a module
     """Import an optional dependency or raise `MissingDependencyError` naming the extra."""
     import importlib

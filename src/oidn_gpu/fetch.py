@@ -9,22 +9,29 @@ pin the ref to the commit that holds the OIDN 2.3+ weights (unchanged through
 The base URL can be replaced (a mirror, or a local server in tests) with the
 ``OIDN_GPU_WEIGHTS_URL`` environment variable or ``--url``; files are then
 ``<base>/<name>.tza``. Each file is streamed into a temporary file beside its
-destination, hashed on the way, and renamed into place only if the SHA-256
-matches; anything else leaves no file behind.
+destination (`oidn_gpu.files.atomic_write`), hashed on the way, and renamed into
+place only if its size and SHA-256 match; anything else leaves no file behind.
+The known size bounds the download: a server announcing another length is
+refused, a longer body is cut off, a shorter one is an "incomplete download",
+and a whole-file deadline stops a server that sends too slowly.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import http.client
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from oidn_gpu.errors import OIDNGPUError
+from oidn_gpu.files import atomic_write
+from oidn_gpu.model.weights import bundled_weights_dir, official_sha256, user_weights_dir
 
 URL_ENV_VAR = "OIDN_GPU_WEIGHTS_URL"
 OIDN_WEIGHTS_COMMIT = "28883d1769d5930e13cf7f1676dd852bd81ed9e7"  # "add v2.3 fast quality weights"
@@ -32,7 +39,15 @@ DEFAULT_BASE_URL = (
     f"https://media.githubusercontent.com/media/RenderKit/oidn-weights/{OIDN_WEIGHTS_COMMIT}"
 )
 LARGE_WEIGHTS = ("rt_alb_large", "rt_hdr_calb_cnrm_large", "rt_nrm_large")
+# Byte sizes of the large files at OIDN_WEIGHTS_COMMIT (the files whose SHA-256 sums are
+# `oidn_gpu.model.weights.LARGE_WEIGHTS_SHA256`).
+LARGE_WEIGHTS_BYTES = {
+    "rt_alb_large": 7_684_615,
+    "rt_hdr_calb_cnrm_large": 7_698_439,
+    "rt_nrm_large": 7_684_615,
+}
 DEFAULT_TIMEOUT_S = 30.0
+DEADLINE_PER_TIMEOUT = 20  # default whole-file deadline: 20 x the per-read timeout
 CHUNK_BYTES = 1 << 20
 
 
@@ -65,12 +80,38 @@ def sha256_of(path: Path) -> str:
 
 
 def _expected_sha256(name: str) -> str:
-    from oidn_gpu.model.weights import official_sha256
-
     sums = official_sha256()
     if name not in sums:
         raise DownloadError(f"'{name}' is not an official weights file")
     return sums[name]
+
+
+def expected_byte_size(name: str) -> int:
+    """The size of an official weights file: recorded for the large ones, else the
+    bundled copy's size.
+
+    Raises:
+        DownloadError: the size of ``name`` is not known.
+    """
+    if name in LARGE_WEIGHTS_BYTES:
+        return LARGE_WEIGHTS_BYTES[name]
+    try:
+        return (bundled_weights_dir() / f"{name}.tza").stat().st_size
+    except OSError:
+        raise DownloadError(f"the size of '{name}.tza' is not known") from None
+
+
+def _read_some(response: Any, url: str, received: int, expected: int) -> bytes:
+    try:
+        # read1: what has arrived (one socket read at most), so a slow server cannot
+        # hold one call for longer than the socket timeout
+        return response.read1(CHUNK_BYTES)
+    except http.client.IncompleteRead:
+        return b""  # the server closed early; reported below with the byte counts
+    except (TimeoutError, OSError, http.client.HTTPException) as err:
+        raise DownloadError(
+            f"could not download {url}: {err} after {received} of {expected} bytes (offline?)"
+        ) from None
 
 
 def download(
@@ -78,63 +119,83 @@ def download(
     destination: Path,
     expected_sha256: str,
     *,
+    expected_bytes: int,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    deadline_s: float | None = None,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> int:
-    """Stream ``url`` into ``destination`` atomically, verifying its SHA-256.
+    """Stream ``url`` into ``destination`` atomically, verifying its size and SHA-256.
 
     Args:
-        progress: called with (bytes so far, total bytes or None).
+        expected_bytes: the file's size; a server announcing another length is refused
+            before reading, and a longer body is cut off with an error.
+        timeout_s: for connecting and for each read.
+        deadline_s: for the whole file (default ``DEADLINE_PER_TIMEOUT`` x ``timeout_s``).
+        progress: called with (bytes so far, total bytes).
 
     Returns:
         The number of bytes written.
 
     Raises:
-        DownloadError: network failure (with an "offline?" hint), HTTP error or
-            checksum mismatch; no file is left at ``destination`` or beside it.
+        DownloadError: network failure (with an "offline?" hint), HTTP error, wrong or
+            incomplete length, deadline passed or checksum mismatch; no file is left at
+            ``destination`` or beside it.
     """
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    tmp = destination.with_name(f".{destination.name}.part-{os.getpid()}")
+    if deadline_s is None:
+        deadline_s = DEADLINE_PER_TIMEOUT * timeout_s
+    stop_at = time.monotonic() + deadline_s
+    request = urllib.request.Request(url, headers={"User-Agent": "oidn-gpu"})
+    try:
+        response = urllib.request.urlopen(request, timeout=timeout_s)
+    except urllib.error.HTTPError as err:
+        raise DownloadError(f"could not download {url}: HTTP {err.code} {err.reason}") from None
+    except (TimeoutError, urllib.error.URLError, OSError, http.client.HTTPException) as err:
+        reason = getattr(err, "reason", err)
+        raise DownloadError(
+            f"could not download {url}: {reason} (offline? set {URL_ENV_VAR} or --url to a "
+            "mirror, or copy the files into the weights folder by hand)"
+        ) from None
     digest = hashlib.sha256()
     written = 0
-    try:
-        request = urllib.request.Request(url, headers={"User-Agent": "oidn-gpu"})
-        try:
-            response = urllib.request.urlopen(request, timeout=timeout_s)
-        except urllib.error.HTTPError as err:
-            raise DownloadError(f"could not download {url}: HTTP {err.code} {err.reason}") from None
-        except (TimeoutError, urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
+    with response:
+        length = response.headers.get("Content-Length")
+        if length is not None and length.strip() != str(expected_bytes):
             raise DownloadError(
-                f"could not download {url}: {reason} (offline? set {URL_ENV_VAR} or --url to a "
-                "mirror, or copy the files into the weights folder by hand)"
-            ) from None
-        with response, tmp.open("wb") as f:
-            length = response.headers.get("Content-Length")
-            total = int(length) if length and length.isdigit() else None
+                f"could not download {url}: the server announces {length.strip()} bytes but "
+                f"the file has {expected_bytes}; the file was not saved"
+            )
+        with atomic_write(destination) as tmp:
             while True:
-                try:
-                    chunk = response.read(CHUNK_BYTES)
-                except (TimeoutError, OSError) as err:
-                    raise DownloadError(f"could not download {url}: {err} (offline?)") from None
+                if time.monotonic() > stop_at:
+                    raise DownloadError(
+                        f"could not download {url}: not complete after {deadline_s:g} s "
+                        f"({written} of {expected_bytes} bytes; see --deadline); "
+                        "the file was not saved"
+                    )
+                chunk = _read_some(response, url, written, expected_bytes)
                 if not chunk:
                     break
-                f.write(chunk)
+                if written + len(chunk) > expected_bytes:
+                    raise DownloadError(
+                        f"could not download {url}: the server sent more than the "
+                        f"{expected_bytes} bytes of the file; the file was not saved"
+                    )
+                tmp.file.write(chunk)
                 digest.update(chunk)
                 written += len(chunk)
                 if progress is not None:
-                    progress(written, total)
-        got = digest.hexdigest()
-        if got != expected_sha256:
-            raise DownloadError(
-                f"sha-256 mismatch for {url}: got {got}, expected {expected_sha256}; "
-                "the file was not saved"
-            )
-        os.replace(tmp, destination)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+                    progress(written, expected_bytes)
+            if written != expected_bytes:
+                raise DownloadError(
+                    f"incomplete download of {url} ({written} of {expected_bytes} bytes); "
+                    "the file was not saved"
+                )
+            got = digest.hexdigest()
+            if got != expected_sha256:
+                raise DownloadError(
+                    f"sha-256 mismatch for {url}: got {got}, expected {expected_sha256}; "
+                    "the file was not saved"
+                )
     return written
 
 
@@ -145,18 +206,19 @@ def fetch_weights(
     url: str | None = None,
     force: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    deadline_s: float | None = None,
     progress_factory: Callable[[str], Callable[[int, int | None], None] | None] | None = None,
 ) -> list[FetchResult]:
     """Download official weights files into the user weights folder.
 
     Files already present with the right SHA-256 are kept unless ``force``.
+    ``timeout_s`` bounds connecting and each read, ``deadline_s`` each whole file
+    (see `download`).
 
     Raises:
         DownloadError: the first file that fails (files fetched before it stay).
     """
     if directory is None:
-        from oidn_gpu.model.weights import user_weights_dir
-
         directory = user_weights_dir()
     results = []
     base = base_url(url)
@@ -168,7 +230,13 @@ def fetch_weights(
             continue
         callback = progress_factory(name) if progress_factory is not None else None
         size = download(
-            f"{base}/{name}.tza", destination, expected, timeout_s=timeout_s, progress=callback
+            f"{base}/{name}.tza",
+            destination,
+            expected,
+            expected_bytes=expected_byte_size(name),
+            timeout_s=timeout_s,
+            deadline_s=deadline_s,
+            progress=callback,
         )
         results.append(FetchResult(name, destination, "downloaded", size))
     return results

@@ -12,12 +12,19 @@ serves every frame of a sequence; `denoise` is the one-call form.
 The caller's output array is written only after every tile has finished, so a
 cancelled or failed execution leaves it untouched, and in-place use (output
 aliasing an input) is safe.
+
+Threads: a `Denoiser` may be shared by threads. Its calls are serialized by a
+per-denoiser lock (as OIDN serializes the calls of one device), so each call
+sees the denoiser's models and buffers alone; separate denoisers run
+concurrently. Options are validated when the denoiser is constructed.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,11 +33,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from oidn_gpu.backends import check_backend_options, resolve_backend
 from oidn_gpu.errors import (
     CancelledError,
     InvalidArgumentError,
     InvalidOperationError,
+    WeightsNotFoundError,
 )
+from oidn_gpu.model import unet
 
 FilterType = Literal["RT", "RTLightmap"]
 Progress = Callable[[float], Any]
@@ -156,6 +166,87 @@ def _check_output(output: Any, images: _Images) -> np.ndarray | None:
     return output
 
 
+def _check_bool(name: str, value: Any) -> bool:
+    """A boolean option: True or False (NumPy booleans too), never 1 or "yes"."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(
+            f"invalid value for parameter '{name}': {value!r} ({type(value).__name__}); "
+            "expected True or False"
+        )
+    return bool(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_input_scale(value: Any) -> float | None:
+    """None or NaN: automatic (autoexposure for HDR, else 1); else a finite number >= 0.
+
+    OIDN 2.5.1 accepts any float, but an infinite scale gives NaN or zero pixels and a
+    negative one flips the sign of the image, so those are refused here.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(
+            f"invalid value for parameter 'input_scale': {value!r} ({type(value).__name__}); "
+            "expected a number or None"
+        )
+    scale = float(value)
+    if math.isnan(scale):
+        return None
+    if math.isinf(scale) or scale < 0:
+        raise InvalidArgumentError(
+            f"invalid value for parameter 'input_scale': {scale}; expected a finite number "
+            ">= 0 (or None/NaN for automatic)"
+        )
+    return scale
+
+
+def _check_max_memory_mb(value: Any) -> int | None:
+    """None or an int: OIDN's ``maxMemoryMB`` (>= 0 a budget in MiB, < 0 the default)."""
+    if value is None:
+        return None
+    if not _is_int(value):
+        raise InvalidArgumentError(
+            f"invalid value for parameter 'max_memory_mb': {value!r} ({type(value).__name__}); "
+            "expected an int (MiB) or None"
+        )
+    return int(value)
+
+
+def _check_tile_size(value: Any) -> int | None:
+    if value is None:
+        return None
+    if not _is_int(value) or value < 1:
+        raise InvalidArgumentError(
+            f"invalid value for parameter 'tile_size': {value!r}; expected a positive int "
+            "(pixels) or None"
+        )
+    return int(value)
+
+
+def _load_custom_weights(source: Any):  # -> ValidatedModel
+    """Load a custom ``.tza`` (path or bytes) now, so a bad file fails at construction."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise WeightsNotFoundError(f"weights file not found: '{path}'")
+        try:
+            return unet.load_model(path)
+        except OSError as err:
+            raise InvalidArgumentError(
+                f"cannot read weights file '{path}': {err.strerror or err}"
+            ) from None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return unet.load_model(source)
+    raise InvalidArgumentError(
+        f"invalid value for parameter 'weights': a {type(source).__name__}; "
+        "expected a .tza path or its bytes"
+    )
+
+
 def _normalize_quality(quality: Any) -> str:
     from oidn_gpu.model.weights import parse_quality
 
@@ -183,7 +274,19 @@ class Denoiser:
         precision, kernel, gemm: wgpu backend options (``"auto"``, ``"fp16"``, ``"fp32"``; ...).
         max_memory_mb: OIDN's memory budget; None or negative: at most 2160x2160 px per tile.
         tile_size: if set, tiles of at most this edge (px) instead of OIDN's plan.
-        device: a ``wgpu.GPUDevice`` to run on (wgpu backend).
+        device: a ``wgpu.GPUDevice`` to run on (wgpu backend; with ``backend="auto"`` a
+            device selects wgpu).
+
+    Every option is validated here (`InvalidArgumentError` naming the parameter, the
+    value and what is expected): booleans must be ``bool``, ``input_scale`` finite and
+    >= 0, ``tile_size`` and ``max_memory_mb`` ints; a custom ``weights`` file is read
+    and checked now. ``kernel``, ``gemm`` and ``precision="fp16"`` are refused when the
+    backend (also as picked by ``"auto"``) is ``reference``.
+
+    Threads: one denoiser may be shared by threads. Its calls are serialized (one
+    `denoise` at a time; `close` waits for a running call), so results equal those of
+    sequential calls; separate denoisers run concurrently. Denoisers given the same
+    ``device`` take turns on its queue.
     """
 
     def __init__(
@@ -215,17 +318,18 @@ class Denoiser:
             raise InvalidArgumentError(
                 f"unknown prefilter '{prefilter}'; expected 'none', 'fast' or 'accurate'"
             )
-        if tile_size is not None and (not isinstance(tile_size, int) or tile_size < 1):
-            raise InvalidArgumentError(f"tile_size must be a positive integer, got {tile_size!r}")
-        if input_scale is not None:
-            try:
-                input_scale = float(input_scale)
-            except (TypeError, ValueError):
-                raise InvalidArgumentError(
-                    f"input_scale must be a number or None, got {input_scale!r}"
-                ) from None
-            if math.isnan(input_scale):
-                input_scale = None
+        hdr = _check_bool("hdr", hdr)
+        srgb = _check_bool("srgb", srgb)
+        clean_aux = _check_bool("clean_aux", clean_aux)
+        directional = _check_bool("directional", directional)
+        tile_size = _check_tile_size(tile_size)
+        max_memory_mb = _check_max_memory_mb(max_memory_mb)
+        input_scale = _check_input_scale(input_scale)
+        if weights_dir is not None and not isinstance(weights_dir, (str, os.PathLike)):
+            raise InvalidArgumentError(
+                f"invalid value for parameter 'weights_dir': a {type(weights_dir).__name__}; "
+                "expected a folder path or None"
+            )
         if filter_type == "RTLightmap" and (hdr or srgb):
             warnings.warn(
                 "hdr and srgb are not parameters of the RTLightmap filter and are ignored",
@@ -233,48 +337,74 @@ class Denoiser:
             )
             hdr = srgb = False
         self.filter_type: FilterType = filter_type
-        self.hdr = bool(hdr)
-        self.srgb = bool(srgb)
-        self.clean_aux = bool(clean_aux)
+        self.hdr = hdr
+        self.srgb = srgb
+        self.clean_aux = clean_aux
         self.quality = _normalize_quality(quality)
         self.input_scale = input_scale
-        self.directional = bool(directional)
+        self.directional = directional
         self.prefilter = prefilter
         self.weights_dir = weights_dir
         self.max_memory_mb = max_memory_mb
         self.tile_size = tile_size
         self._custom_weights = weights
+        # A device given with backend "auto" asks for the wgpu backend on that device.
+        if backend == "auto" and device is not None:
+            self.backend = "wgpu"
+        else:
+            self.backend = resolve_backend(backend)
+        check_backend_options(
+            self.backend,
+            precision=precision,
+            kernel=kernel,
+            gemm=gemm,
+            device=device,
+            requested=backend,
+        )
         self._backend_options = {
-            "backend": backend,
+            "backend": self.backend,
             "precision": precision,
             "kernel": kernel,
             "gemm": gemm,
             "device": device,
         }
-        from oidn_gpu.backends import resolve_backend
-
-        self.backend = resolve_backend(backend)
         self._models: dict[str, Any] = {}
+        if weights is not None:
+            self._models["custom"] = _load_custom_weights(weights)
         self._executors: dict[str, Any] = {}
         self._gpu_pipelines: dict[str, Any] = {}
         self._prefilters: dict[str, Denoiser] = {}
         self._last_info: DenoiserInfo | None = None
+        # Serializes denoise and close: the models, executors and their scratch buffers
+        # are per denoiser and reused across calls. Reentrant, so that a progress
+        # callback calling back into this denoiser gets a clear error, not a deadlock.
+        self._lock = threading.RLock()
+        self._running = False
         self._closed = False
 
     # -- lifetime -------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every executor (and its GPU resources); idempotent."""
-        for pipeline in self._gpu_pipelines.values():
-            pipeline.close()
-        self._gpu_pipelines.clear()
-        for executor in self._executors.values():
-            executor.close()
-        self._executors.clear()
-        for sub in self._prefilters.values():
-            sub.close()
-        self._prefilters.clear()
-        self._closed = True
+        """Release every executor (and its GPU resources); idempotent.
+
+        Waits for a `denoise` running in another thread to finish first.
+
+        Raises:
+            InvalidOperationError: called from inside this denoiser's running call
+                (a progress callback).
+        """
+        with self._lock:
+            self._check_not_running("close")
+            self._closed = True
+            for pipeline in self._gpu_pipelines.values():
+                pipeline.close()
+            self._gpu_pipelines.clear()
+            for executor in self._executors.values():
+                executor.close()
+            self._executors.clear()
+            for sub in self._prefilters.values():
+                sub.close()
+            self._prefilters.clear()
 
     def __enter__(self) -> Denoiser:
         return self
@@ -283,13 +413,24 @@ class Denoiser:
         self.close()
 
     def info(self) -> DenoiserInfo | None:
-        """What the last `denoise` call ran: backend, device, precision, weights, tiles."""
+        """What the last `denoise` call (of any thread) ran: backend, device, precision,
+        weights, tiles."""
         return self._last_info
+
+    def _check_not_running(self, what: str) -> None:
+        # Only the thread holding the lock gets here while a call runs: the caller is
+        # that call's own progress callback.
+        if self._running:
+            raise InvalidOperationError(
+                f"{what}() was called from inside a running denoise of the same Denoiser "
+                "(from its progress callback); use another Denoiser, or call it after "
+                "denoise returns"
+            )
 
     # -- model and executor ---------------------------------------------------
 
     def _model(self, images: _Images, clean_aux: bool):  # -> ValidatedModel
-        from oidn_gpu.model import unet, weights
+        from oidn_gpu.model import weights
 
         count = sum(x is not None for x in (images.color, images.albedo, images.normal))
         # Validates the combination of inputs and flags with OIDN's messages even when
@@ -312,12 +453,7 @@ class Denoiser:
                 raise
         if self._custom_weights is not None:
             key = "custom"
-            if key not in self._models:
-                source = self._custom_weights
-                if isinstance(source, (str, os.PathLike)):
-                    source = Path(source)
-                self._models[key] = unet.load_model(source)
-            model = self._models[key]
+            model = self._models[key]  # loaded at construction
             if model.input_channels != 3 * count:
                 raise InvalidArgumentError(
                     f"the custom weights take {model.input_channels} input channels but "
@@ -366,17 +502,35 @@ class Denoiser:
         Returns:
             The denoised image (``output`` if given), with the main input's dtype.
 
+        Calls on one denoiser from several threads run one at a time.
+
         Raises:
-            InvalidOperationError, InvalidArgumentError: OIDN's errors (section 9).
+            InvalidOperationError, InvalidArgumentError: OIDN's errors.
             WeightsNotFoundError: a large weights file is not installed.
             CancelledError: ``progress`` returned False.
         """
+        with self._lock:
+            self._check_not_running("denoise")
+            self._running = True
+            try:
+                return self._denoise(color, albedo, normal, output, progress)
+            finally:
+                self._running = False
+
+    def _denoise(
+        self,
+        color: Any,
+        albedo: Any,
+        normal: Any,
+        output: Any,
+        progress: Progress | None,
+    ) -> np.ndarray:
         if self._closed:
             raise InvalidOperationError("the denoiser is closed")
         if self.filter_type == "RTLightmap" and (albedo is not None or normal is not None):
             warnings.warn(
                 "the RTLightmap filter takes only a color image; albedo and normal are ignored",
-                stacklevel=2,
+                stacklevel=3,
             )
             albedo = normal = None
         images = _validate_images(color, albedo, normal)
@@ -447,6 +601,7 @@ class Denoiser:
         elif hdr:
             assert images.color is not None
             scale = autoexposure.autoexposure(images.color)
+            process.warn_if_autoexposure_blackens(images.color, scale)
         else:
             scale = 1.0
         return process.Mode(transfer=tf, hdr=hdr, snorm=snorm, input_scale=scale)
@@ -526,7 +681,6 @@ class Denoiser:
 
     def _tile_plan(self, h: int, w: int, model: Any):  # -> tiling.TilePlan
         from oidn_gpu.image import tiling
-        from oidn_gpu.model import unet
 
         overlap = unet.tile_overlap(model.spec, TILE_ALIGNMENT)
         if self.tile_size is not None:

@@ -4,7 +4,17 @@ For each frame: read the beauty (and alpha) and the albedo/normal AOVs, from
 separate files or from layers of the same multi-layer EXR; denoise; write the
 output atomically (and optionally a noisy | denoised preview). A frame that fails
 is reported and the others still run. Progress goes to stderr through tqdm
-(per frame, advancing per tile within a frame); a summary ends the run.
+(per frame, advancing per tile within a frame); where no bar is shown (stderr is
+not a terminal, as on a render farm) each frame gets one log line instead: the
+frame, the layers used, the time and the output. A summary ends the run
+(`SequenceSummary.line`, or `SequenceSummary.as_json` for machines).
+
+An OpenEXR input written to an OpenEXR output keeps everything the input holds
+(`oidn_gpu.image.exr`): every part, layer and channel, data and display window,
+tiling, compression, pixel types and attributes. The denoised beauty replaces the
+noisy one under the same channel names, or goes into a new layer beside it
+(`OutputOptions.layer_name`); `OutputOptions.aovs` denoises further passes into the
+same file. Other outputs hold the beauty (and its alpha) alone.
 
 The Denoiser is created on the first frame and reused; frames whose files need
 another mode (HDR vs sRGB, from the file's pixel type) get their own one.
@@ -12,9 +22,11 @@ another mode (HDR vs sRGB, from the file's pixel type) get their own one.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +34,18 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, OIDNGPUError
-from oidn_gpu.image import io
+from oidn_gpu.errors import (
+    InvalidArgumentError,
+    MissingDependencyError,
+    NonFiniteInputWarning,
+    OIDNGPUError,
+)
+from oidn_gpu.image import aovs, exr, io
 
 MODES = ("auto", "hdr", "ldr", "srgb")
+# Notes a run gives once (the first frame they apply to), not for every frame.
+NOTE_NORMAL_WITHOUT_ALBEDO = "normal-without-albedo"
+NOTE_NO_AUX = "no-aux"
 
 
 @dataclass(frozen=True)
@@ -67,15 +87,72 @@ class InputOptions:
     mode: str = "auto"
 
 
+@dataclass(frozen=True)
+class OutputOptions:
+    """What an OpenEXR output holds besides the denoised beauty.
+
+    Attributes:
+        layer_name: write the denoised beauty as a new layer of this name beside the
+            noisy one (``ViewLayer.Combined`` -> ``ViewLayer.<name>``; a root beauty ->
+            ``<name>``) instead of replacing it; denoised ``aovs`` go to
+            ``<layer> <name>``.
+        only_beauty: write the denoised beauty (and its alpha) alone, in its own part's
+            header.
+        aovs: further layers of the beauty file to denoise into the output, each with
+            the beauty's albedo and normal, or colour-only for passes the albedo does not
+            modulate (`oidn_gpu.image.aovs.is_color_only_aov`).
+    """
+
+    layer_name: str | None = None
+    only_beauty: bool = False
+    aovs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.layer_name is not None and not self.layer_name.strip():
+            raise InvalidArgumentError(
+                "the layer name is empty; expected a name such as 'Denoised'"
+            )
+        if self.only_beauty and (self.aovs or self.layer_name is not None):
+            raise InvalidArgumentError(
+                "--only-beauty writes the beauty alone; it cannot be used with --aovs or "
+                "--layer-name"
+            )
+
+
+@dataclass(frozen=True)
+class FrameNote:
+    """Something a run says once: a kind (NOTE_*) and the text for the first frame."""
+
+    kind: str
+    text: str
+
+
 @dataclass
 class FrameResult:
-    """What happened to one frame."""
+    """What happened to one frame.
+
+    Attributes:
+        layers: the inputs used: ``color``, ``albedo``, ``normal`` (a layer name, a
+            file, or None), ``aovs`` (the passes denoised with ``--aovs``) and ``mode``.
+    """
 
     job: FrameJob
     status: str  # 'done', 'skipped' or 'failed'
     elapsed_s: float = 0.0
     error: str | None = None
-    used: str = ""  # which inputs were used, for verbose output
+    used: str = ""  # which inputs were used, in words
+    layers: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready description of this frame."""
+        return {
+            "input": str(self.job.color),
+            "output": str(self.job.output),
+            "status": self.status,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "error": self.error,
+            "layers": self.layers or None,
+        }
 
 
 @dataclass
@@ -109,21 +186,67 @@ class SequenceSummary:
             text += f"; {not_started} not started"
         return text
 
+    def layers_line(self) -> str | None:
+        """``layers used: color 'ViewLayer.Noisy Image', albedo ... (3 frames)``, one
+        line per distinct choice, or None when no frame was denoised."""
+        counts: dict[str, int] = {}
+        for result in self.results:
+            if result.status == "done":
+                counts[result.used] = counts.get(result.used, 0) + 1
+        if not counts:
+            return None
+        lines = [
+            f"layers used: {used} ({n} frame{'s' if n != 1 else ''})" for used, n in counts.items()
+        ]
+        return "\n".join(lines)
+
+    def as_json(self, total: int) -> dict[str, Any]:
+        """The run as a JSON-ready dict: counts, time and every frame's inputs and output."""
+        return {
+            "frames": total,
+            "denoised": self.count("done"),
+            "skipped": self.count("skipped"),
+            "failed": self.count("failed"),
+            "not_started": total - len(self.results),
+            "interrupted": self.interrupted,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "results": [r.as_json() for r in self.results],
+        }
+
 
 @dataclass(frozen=True)
 class LoadedFrame:
-    """The images of one frame, ready for the denoiser."""
+    """The images of one frame, ready for the denoiser.
+
+    Attributes:
+        color: the beauty's value channels (full channel names in ``color.channels``).
+        alpha: the beauty's alpha channel, H x W x 1, or None.
+        alpha_channel: the alpha channel's full name, or None.
+        color_subimage: the part of the beauty file holding the beauty.
+        layers: the beauty file's layers.
+        sources: what was used: ``color``, ``albedo``, ``normal`` (None where absent).
+        notes: what the run should say once (a normal without an albedo, no AOVs).
+    """
 
     color: io.Image
     alpha: np.ndarray | None
     albedo: np.ndarray | None
     normal: np.ndarray | None
     used: str
+    alpha_channel: str | None = None
+    color_subimage: int = 0
+    layers: tuple[io.Layer, ...] = ()
+    sources: dict[str, str | None] = field(default_factory=dict)
+    notes: tuple[FrameNote, ...] = ()
 
 
-def _aux_from_file(source: AuxSource, names: Sequence[str], kind: str) -> np.ndarray:
+def _layer_label(name: str) -> str:
+    return name or "(root)"
+
+
+def _aux_from_file(source: AuxSource, names: Sequence[str], kind: str) -> tuple[np.ndarray, str]:
     if source.layer is not None:
-        return io.read_layer(source.path, source.layer).pixels
+        return io.read_layer(source.path, source.layer).pixels, f"{source.path}:{source.layer}"
     layers = io.list_layers(source.path)
     layer = io.find_layer(layers, names) or io.find_layer(layers, [""])
     if layer is None:
@@ -134,11 +257,20 @@ def _aux_from_file(source: AuxSource, names: Sequence[str], kind: str) -> np.nda
                 f"cannot tell which layer of '{source.path}' is the {kind}; its layers are "
                 f"{io.describe_layers(layers)}; name one with --{kind}-layer"
             )
-    return io.read_layer(source.path, layer).pixels
+    label = str(source.path) if not layer.name else f"{source.path}:{layer.name}"
+    return io.read_layer(source.path, layer).pixels, label
+
+
+def _subimage_of(layers: Sequence[io.Layer], channel: str) -> int:
+    return next((lay.subimage for lay in layers if channel in lay.channels), 0)
 
 
 def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) -> LoadedFrame:
     """Read the beauty (+ alpha) and the AOVs of one frame.
+
+    An albedo and normal are looked for under the names of `oidn_gpu.image.aovs`
+    unless named (``options``) or given as files (``job``). A normal found without an
+    albedo is left out (OIDN takes a normal only with an albedo) and noted.
 
     Raises:
         io.ImageFileError: a file is unreadable or lacks the requested layer.
@@ -147,6 +279,7 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
     layers = io.list_layers(job.color)
     if options.color_layer is not None:
         color = io.read_layer(job.color, options.color_layer, with_alpha=True)
+        color_label = options.color_layer
     else:
         layer = io.find_layer(layers, io.COLOR_LAYER_NAMES)
         if layer is None:
@@ -155,11 +288,14 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
                 f"{io.describe_layers(layers)}; name it with --color-layer"
             )
         color = io.read_layer(job.color, layer, with_alpha=True)
+        color_label = _layer_label(layer.name)
     pixels = color.pixels
     alpha = None
+    alpha_channel = None
     value_channels = pixels.shape[2]
     if value_channels in (2, 4) and color.channels[-1].rsplit(".", 1)[-1].lower() in ("a", "alpha"):
         alpha = pixels[:, :, -1:].copy()
+        alpha_channel = color.channels[-1]
         pixels = np.ascontiguousarray(pixels[:, :, :-1])
     color = io.Image(
         pixels=pixels,
@@ -169,36 +305,79 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
         attributes=color.attributes,
         path=color.path,
     )
-    used = [f"color {job.color}" + (" +alpha" if alpha is not None else "")]
+    sources: dict[str, str | None] = {"color": color_label, "albedo": None, "normal": None}
     albedo = normal = None
+    notes: list[FrameNote] = []
     if not lightmap:
-        albedo = _load_aux(job, options, layers, "albedo")
-        normal = _load_aux(job, options, layers, "normal")
+        albedo, sources["albedo"] = _load_aux(job, options, layers, "albedo")
+        normal, sources["normal"] = _load_aux(job, options, layers, "normal")
+        discovered = options.auto_aux and job.albedo is None and job.normal is None
+        if discovered and options.albedo_layer is None and options.normal_layer is None:
+            if normal is not None and albedo is None:
+                notes.append(FrameNote(NOTE_NORMAL_WITHOUT_ALBEDO, _normal_only_text(job, sources)))
+                normal, sources["normal"] = None, None
+            elif normal is None and albedo is None:
+                notes.append(FrameNote(NOTE_NO_AUX, _no_aux_text(job)))
         for kind, img in (("albedo", albedo), ("normal", normal)):
-            if img is not None:
-                used.append(kind)
-                if img.shape[:2] != pixels.shape[:2]:
-                    raise InvalidArgumentError(
-                        f"{kind} is {img.shape[1]}x{img.shape[0]} but the color is "
-                        f"{pixels.shape[1]}x{pixels.shape[0]} in '{job.color}'"
-                    )
-    return LoadedFrame(color, alpha, albedo, normal, ", ".join(used))
+            if img is not None and img.shape[:2] != pixels.shape[:2]:
+                raise InvalidArgumentError(
+                    f"{kind} is {img.shape[1]}x{img.shape[0]} but the color is "
+                    f"{pixels.shape[1]}x{pixels.shape[0]} in '{job.color}'"
+                )
+    used = [f"color '{color_label}'" + (" +alpha" if alpha is not None else "")]
+    used += [f"{kind} '{sources[kind]}'" for kind in ("albedo", "normal") if sources[kind]]
+    return LoadedFrame(
+        color,
+        alpha,
+        albedo,
+        normal,
+        ", ".join(used),
+        alpha_channel=alpha_channel,
+        color_subimage=_subimage_of(layers, color.channels[0]),
+        layers=tuple(layers),
+        sources=sources,
+        notes=tuple(notes),
+    )
+
+
+def _normal_only_text(job: FrameJob, sources: dict[str, str | None]) -> str:
+    return (
+        f"'{job.color}' has a normal ('{sources['normal']}') but no albedo, and a normal is "
+        "used only with an albedo: denoising with the color alone. Name the albedo layer "
+        "with --albedo-layer, or name it as renderers do (" + _examples(io.ALBEDO_LAYER_NAMES)
+        + "; see docs/aovs.md)"
+    )
+
+
+def _no_aux_text(job: FrameJob) -> str:
+    return (
+        f"'{job.color}' has no albedo or normal layer: denoising with the color alone, which "
+        "keeps less detail. Name them with --albedo-layer and --normal-layer, or as renderers "
+        "do (albedo: " + _examples(io.ALBEDO_LAYER_NAMES) + "; normal: "
+        + _examples(io.NORMAL_LAYER_NAMES) + "; see docs/aovs.md); --no-aux silences this"
+    )
+
+
+def _examples(names: Sequence[str]) -> str:
+    return ", ".join(f"'{n}'" for n in names[:5]) + ", ..."
 
 
 def _load_aux(
     job: FrameJob, options: InputOptions, layers: Sequence[io.Layer], kind: str
-) -> np.ndarray | None:
+) -> tuple[np.ndarray | None, str | None]:
     names = io.ALBEDO_LAYER_NAMES if kind == "albedo" else io.NORMAL_LAYER_NAMES
     source: AuxSource | None = job.albedo if kind == "albedo" else job.normal
     layer_name = options.albedo_layer if kind == "albedo" else options.normal_layer
     if source is not None:
         return _aux_from_file(source, names, kind)
     if layer_name is not None:
-        return io.read_layer(job.color, layer_name).pixels
+        return io.read_layer(job.color, layer_name).pixels, layer_name
     if not options.auto_aux:
-        return None
+        return None, None
     layer = io.find_layer(layers, names)
-    return None if layer is None else io.read_layer(job.color, layer).pixels
+    if layer is None:
+        return None, None
+    return io.read_layer(job.color, layer).pixels, _layer_label(layer.name)
 
 
 def resolve_mode(options: InputOptions, color: io.Image) -> tuple[bool, bool]:
@@ -255,9 +434,14 @@ class _Progress:
         )
         self._base = 0
 
+    @property
+    def shown(self) -> bool:
+        """Whether a bar is drawn (False when disabled or stderr is not a terminal)."""
+        return self._bar is not None and not self._bar.disable
+
     def frame_callback(self, index: int, name: str) -> Callable[[float], bool]:
         if self._bar is not None:
-            self._bar.set_description_str(name, refresh=False)
+            self._bar.set_description_str(name, refresh=True)  # this frame's name, now
 
         def report(fraction: float) -> bool:
             if self._bar is not None:
@@ -276,11 +460,29 @@ class _Progress:
         if self._bar is not None:
             self._bar.write(text, file=stream)
         else:
-            print(text, file=stream)
+            print(text, file=stream, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+@dataclass(frozen=True)
+class FrameOutcome:
+    """What `denoise_frame` did: the inputs used, in words and as data, and its notes."""
+
+    used: str
+    layers: dict[str, Any]
+    notes: tuple[FrameNote, ...] = ()
+
+
+def _scaled(
+    progress: Callable[[float], bool] | None, start: float, share: float
+) -> Callable[[float], bool] | None:
+    """``progress`` for one of several passes: its 0..1 mapped to start..start+share."""
+    if progress is None:
+        return None
+    return lambda fraction: progress(start + share * float(fraction))
 
 
 def denoise_frame(
@@ -291,27 +493,74 @@ def denoise_frame(
     lightmap: bool,
     progress: Callable[[float], bool] | None,
     software: str,
-) -> str:
-    """Denoise one frame and write its outputs; returns a description of the inputs used."""
+    warn: Callable[[str], None] | None = None,
+    output: OutputOptions | None = None,
+) -> FrameOutcome:
+    """Denoise one frame (and its ``output.aovs``) and write its outputs.
+
+    ``warn`` receives this frame's `NonFiniteInputWarning` messages (other warnings
+    are issued as usual).
+
+    Raises:
+        io.ImageFileError: a file is unreadable, lacks a layer, or cannot be written.
+        InvalidArgumentError: image sizes differ, or an option needs an OpenEXR output.
+    """
+    output = OutputOptions() if output is None else output
     frame = load_frame(job, options, lightmap=lightmap)
     hdr, srgb = resolve_mode(options, frame.color)
     denoiser = pool.get(hdr, srgb)
-    result = denoiser.denoise(frame.color.pixels, frame.albedo, frame.normal, progress=progress)
-    result = np.asarray(result, dtype=np.float32)
-    if result.ndim == 2:
-        result = result[:, :, None]
-    result = result[:, :, : frame.color.pixels.shape[2]]
-    if frame.alpha is not None:
-        result = np.concatenate([result, frame.alpha], axis=2)
-    channels = _output_channels(frame.color.pixels.shape[2], frame.alpha is not None)
-    io.write_image_atomic(
-        job.output,
-        result,
-        channels=channels,
-        like=frame.color,
-        encoding=frame.color.encoding,
-        software=software,
-    )
+    lossless = exr.is_exr(job.output) and frame.color.file_format == exr.EXR_FORMAT
+    if (output.aovs or output.layer_name) and not lossless:
+        flag = "--aovs" if output.aovs else "--layer-name"
+        raise InvalidArgumentError(
+            f"{flag} needs an OpenEXR input and output; '{job.color}' -> '{job.output}'"
+        )
+    passes = [(io.match_layer(frame.layers, name), name) for name in output.aovs]
+    for layer, name in passes:
+        if layer is None:
+            raise io.ImageFileError(
+                f"'{job.color}' has no layer '{name}' (--aovs); its layers are "
+                f"{io.describe_layers(frame.layers)}"
+            )
+    share = 1.0 / (1 + len(passes))
+
+    def run(color: np.ndarray, albedo: Any, normal: Any, index: int) -> np.ndarray:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", NonFiniteInputWarning)
+            result = denoiser.denoise(
+                color, albedo, normal, progress=_scaled(progress, index * share, share)
+            )
+        for w in caught:
+            if issubclass(w.category, NonFiniteInputWarning) and warn is not None:
+                warn(str(w.message))
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        result = np.asarray(result, dtype=np.float32)
+        if result.ndim == 2:
+            result = result[:, :, None]
+        return result[:, :, : color.shape[2]]
+
+    result = run(frame.color.pixels, frame.albedo, frame.normal, 0)
+    denoised_aovs = []
+    for index, (layer, _) in enumerate(passes, start=1):
+        assert layer is not None
+        image = io.read_layer(job.color, layer)
+        guided = not aovs.is_color_only_aov(layer.name)
+        albedo, normal = (frame.albedo, frame.normal) if guided else (None, None)
+        denoised_aovs.append((layer, image, run(image.pixels, albedo, normal, index), guided))
+
+    if lossless:
+        _write_exr(job, frame, result, denoised_aovs, output, software)
+    else:
+        full = result if frame.alpha is None else np.concatenate([result, frame.alpha], axis=2)
+        io.write_image_atomic(
+            job.output,
+            full,
+            channels=_output_channels(frame.color.pixels.shape[2], frame.alpha is not None),
+            like=frame.color,
+            encoding=frame.color.encoding,
+            software=software,
+        )
     if job.side_by_side is not None:
         from oidn_gpu.image.preview import write_side_by_side
 
@@ -319,7 +568,72 @@ def denoise_frame(
             job.side_by_side, frame.color.pixels, result, encoding=frame.color.encoding
         )
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
-    return f"{frame.used}; {mode}"
+    aov_words = [
+        f"'{_layer_label(layer.name)}' ({'albedo-guided' if guided else 'color-only'})"
+        for layer, _, _, guided in denoised_aovs
+    ]
+    used = frame.used + (f", aovs {', '.join(aov_words)}" if aov_words else "") + f"; {mode}"
+    layers = dict(frame.sources)
+    layers["aovs"] = [
+        {"layer": layer.name, "guided": guided} for layer, _, _, guided in denoised_aovs
+    ]
+    layers["mode"] = mode
+    return FrameOutcome(used, layers, frame.notes)
+
+
+def _new_layer_channels(channels: Sequence[str], name: str, *, sibling_of_layer: bool) -> list[str]:
+    """Channel names of a new layer beside the one ``channels`` belong to.
+
+    ``sibling_of_layer`` False (the beauty): ``ViewLayer.Combined.R`` -> ``ViewLayer.<name>.R``
+    and ``R`` -> ``<name>.R``. True (a pass): ``ViewLayer.DiffDir.R`` ->
+    ``ViewLayer.DiffDir <name>.R``.
+    """
+    out = []
+    for channel in channels:
+        prefix, _, component = channel.rpartition(".")
+        if sibling_of_layer:
+            layer = f"{prefix} {name}"
+        else:
+            parent = prefix.rpartition(".")[0]
+            layer = f"{parent}.{name}" if parent else name
+        out.append(f"{layer}.{component}")
+    return out
+
+
+def _write_exr(
+    job: FrameJob,
+    frame: LoadedFrame,
+    result: np.ndarray,
+    denoised_aovs: Sequence[tuple[io.Layer, io.Image, np.ndarray, bool]],
+    output: OutputOptions,
+    software: str,
+) -> None:
+    """Write the input file again with the denoised beauty (and passes) in it."""
+    contents = exr.read_file(job.color)
+    sub = frame.color_subimage
+    names = list(frame.color.channels)
+    if output.only_beauty:
+        contents.replace_channels(sub, names, result)
+        keep = names + ([frame.alpha_channel] if frame.alpha_channel else [])
+        contents.keep_only(sub, keep)
+    elif output.layer_name:
+        values = result
+        like = names
+        if frame.alpha is not None and frame.alpha_channel is not None:
+            values = np.concatenate([result, frame.alpha], axis=2)
+            like = [*names, frame.alpha_channel]
+        new = _new_layer_channels(like, output.layer_name, sibling_of_layer=False)
+        contents.add_channels(sub, new, values, like)
+    else:
+        contents.replace_channels(sub, names, result)
+    for layer, image, values, _ in denoised_aovs:
+        channels = list(image.channels)
+        if output.layer_name:
+            new = _new_layer_channels(channels, output.layer_name, sibling_of_layer=True)
+            contents.add_channels(layer.subimage, new, values, channels)
+        else:
+            contents.replace_channels(layer.subimage, channels, values)
+    exr.write_file(job.output, contents, software=software)
 
 
 def _output_channels(value_channels: int, alpha: bool) -> list[str]:
@@ -339,6 +653,7 @@ def run_sequence(
     quiet: bool = False,
     stream: TextIO | None = None,
     software: str = "oidn-gpu",
+    output: OutputOptions | None = None,
 ) -> SequenceSummary:
     """Denoise every job; one failing frame does not stop the others.
 
@@ -352,6 +667,12 @@ def run_sequence(
         show_progress: True/False, or None for "when stderr is a terminal".
         verbose: print each frame's inputs and tracebacks of failures.
         quiet: print only errors.
+        output: what OpenEXR outputs hold besides the beauty (`OutputOptions`).
+
+    Where no progress bar is drawn (``show_progress`` False, or None and stderr not a
+    terminal) and not ``quiet``, every frame gets one line: ``frame 2/3 in.exr: color
+    'ViewLayer.Noisy Image', albedo ..., normal ...; hdr; 1.20 s -> out.exr``. A
+    missing albedo or normal is warned about once per run.
         stream: where messages go (stderr).
         software: the ``Software`` attribute written into outputs.
 
@@ -367,6 +688,8 @@ def run_sequence(
     summary = SequenceSummary()
     progress = _Progress(len(jobs), False if quiet else show_progress, stream)
     pool = _DenoiserPool(denoiser_kwargs, lightmap)
+    log_frames = verbose or (not quiet and not progress.shown)
+    noted: set[str] = set()
     start = time.perf_counter()
     try:
         for index, job in enumerate(jobs):
@@ -379,8 +702,17 @@ def run_sequence(
             frame_start = time.perf_counter()
             callback = progress.frame_callback(index, job.color.name)
             try:
-                used = denoise_frame(
-                    job, pool, options, lightmap=lightmap, progress=callback, software=software
+                outcome = denoise_frame(
+                    job,
+                    pool,
+                    options,
+                    lightmap=lightmap,
+                    progress=callback,
+                    software=software,
+                    warn=lambda text, job=job: progress.write(
+                        f"warning: {job.color}: {text}", stream
+                    ),
+                    output=output,
                 )
             except KeyboardInterrupt:
                 summary.interrupted = True
@@ -395,10 +727,17 @@ def run_sequence(
                     break  # every other frame would fail the same way
             else:
                 elapsed = time.perf_counter() - frame_start
-                summary.results.append(FrameResult(job, "done", elapsed, used=used))
-                if verbose:
+                summary.results.append(
+                    FrameResult(job, "done", elapsed, used=outcome.used, layers=outcome.layers)
+                )
+                for note in outcome.notes:
+                    if note.kind not in noted and not quiet:
+                        noted.add(note.kind)
+                        progress.write(f"warning: {note.text}", stream)
+                if log_frames:
                     progress.write(
-                        f"denoised {job.color} -> {job.output} in {elapsed:.2f} s ({used})",
+                        f"frame {index + 1}/{len(jobs)} {job.color}: {outcome.used}; "
+                        f"{elapsed:.2f} s -> {job.output}",
                         stream,
                     )
             progress.finish_frame(index)
@@ -417,3 +756,40 @@ def _message(err: BaseException) -> str:
     if not isinstance(err, (OIDNGPUError, OSError, ValueError, MemoryError)):
         text = f"internal error: {type(err).__name__}: {text}"  # a bug, not a bad file
     return text or type(err).__name__
+
+
+# --- frame numbers in output names -------------------------------------------------------------
+# Frame-number patterns of the tools that write sequences: '####' (Nuke, Arnold, V-Ray; one '#'
+# per digit), '%04d' (printf, Nuke, ffmpeg) and '$F4' / '$F' (Houdini).
+_FRAME_PATTERN = re.compile(r"(#+)|%(0?\d*)d|\$F(\d?)")
+
+
+def has_frame_pattern(spec: str) -> bool:
+    """Whether a file name holds a frame-number pattern (``####``, ``%04d``, ``$F4``)."""
+    return _FRAME_PATTERN.search(spec) is not None
+
+
+def expand_frame_patterns(spec: str, frame: int | None, source: str = "") -> str:
+    """Replace ``####``, ``%04d``/``%d`` and ``$F4``/``$F`` in ``spec`` by ``frame``,
+    zero-padded to the pattern's width (``render.####.exr`` -> ``render.0007.exr``).
+
+    Raises:
+        InvalidArgumentError: ``spec`` has a pattern but ``frame`` is None (the input
+            ``source`` has no frame number).
+    """
+    def number(match: re.Match[str]) -> str:
+        if frame is None:
+            raise InvalidArgumentError(
+                f"'{spec}' needs a frame number, but '{source}' has none (expected digits "
+                "at the end of its name, such as 'render.0001.exr')"
+            )
+        hashes, printf, houdini = match.groups()
+        if hashes is not None:
+            width = len(hashes)
+        elif printf is not None:
+            width = int(printf) if printf else 0
+        else:
+            width = int(houdini) if houdini else 0
+        return f"{frame:0{width}d}"
+
+    return _FRAME_PATTERN.sub(number, spec)

@@ -1,7 +1,7 @@
 """Helpers for the command-line tests (imported by the test modules).
 
-The crops come from the shared Mitsuba scenes (``textured_checker``) so the CLI
-runs on real renderer output; they are small (48-64 px) because the NumPy
+The crops come from the Mitsuba scene ``textured_checker`` (tests/data/scenes) so the
+CLI runs on real renderer output; they are small (48-64 px) because the NumPy
 reference backend is slow. Outputs are compared with Intel OIDN 2.5.1 (pyoidn)
 on the same crop by relative L2 error.
 """
@@ -13,10 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from oidn_gpu.files import TEMP_PREFIX
 from oidn_gpu.image import io
 from tests import compare, oracle
 
-CROP_Y, CROP_X = 300, 260  # box edge, sphere and checker floor of textured_checker
+# Where tests/data/scenes/textured_checker_wide starts in the scene (scripts/make_test_data.py):
+# box edge, sphere and checker floor.
+CROP_Y, CROP_X = 300, 260
 
 # Relative L2 between our float32 output and OIDN's: float32 rounding in the convolutions
 # gives ~1e-6 (shared/reference/oidn-semantics.md section 11); the issue asks for <= 1e-5.
@@ -71,7 +74,7 @@ def oidn(*args: object, **kwargs: object) -> np.ndarray:
 
 def leftovers(folder: Path) -> list[str]:
     """Temporary files our atomic writer would leave behind if it were broken."""
-    return sorted(p.name for p in folder.rglob("*") if ".tmp-" in p.name or ".part-" in p.name)
+    return sorted(p.name for p in folder.rglob("*") if p.name.startswith(TEMP_PREFIX))
 
 
 def pythonpath_env() -> dict[str, str]:

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_support import CROP_X, CROP_Y
 
 from oidn_gpu.cli import main
-from oidn_gpu.image import io
+from tests import datasets
 
 
 @dataclass(frozen=True)
@@ -44,20 +42,13 @@ def _reference_backend(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def scene(scenes_dir: Path) -> Callable[[str, int], dict[str, np.ndarray]]:
-    """Crops of textured_checker: color, albedo, normal, oidn (the stored OIDN output)."""
-    cache: dict[str, np.ndarray] = {}
-
-    def load(name: str) -> np.ndarray:
-        if name not in cache:
-            cache[name] = io.read_image(scenes_dir / "textured_checker" / f"{name}.exr").pixels
-        return cache[name]
+def scene() -> Callable[[int, int], dict[str, np.ndarray]]:
+    """Crops of textured_checker (color_4spp, albedo, normal) starting ``offset`` px right
+    and down of the scene pixel (CROP_Y, CROP_X): tests/data/scenes/textured_checker_wide."""
+    images = datasets.scene_crop("textured_checker_wide")
 
     def crop(size: int = 64, offset: int = 0) -> dict[str, np.ndarray]:
-        y, x = CROP_Y + offset, CROP_X + offset
-        return {
-            name: np.ascontiguousarray(load(name)[y : y + size, x : x + size])
-            for name in ("color_4spp", "albedo", "normal")
-        }
+        window = (slice(offset, offset + size), slice(offset, offset + size))
+        return {name: np.array(pixels[window]) for name, pixels in images.items()}
 
     return crop

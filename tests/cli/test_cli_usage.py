@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from cli_support import write_exr, write_multilayer
 
+from oidn_gpu.cli import map_path
 from oidn_gpu.image import io
 
 
@@ -77,6 +78,108 @@ def test_existing_output_needs_overwrite_or_skip(cli, image: Path, tmp_path: Pat
     assert out.read_bytes() == before
 
 
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "case", ["same-file", "same-folder", "albedo", "hard-link", "symlink", "side-by-side"]
+)
+def test_overwrite_never_replaces_an_input(cli, tmp_path: Path, case: str) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    color = write_exr(frames / "f1.exr", np.full((16, 16, 3), 0.5, np.float32))
+    albedo = write_exr(tmp_path / "albedo.exr", np.full((16, 16, 3), 0.25, np.float32))
+    args: list[object] = [color, "-o", tmp_path / "out.exr"]
+    if case == "same-file":
+        args = [color, "-o", color]
+    elif case == "same-folder":
+        write_exr(frames / "f2.exr", np.full((16, 16, 3), 0.5, np.float32))
+        args = [frames, "-o", frames]
+    elif case == "albedo":
+        args = [color, "--albedo", albedo, "-o", albedo]
+    elif case == "hard-link":
+        (tmp_path / "link.exr").hardlink_to(color)
+        args = [color, "-o", tmp_path / "link.exr"]
+    elif case == "symlink":
+        (tmp_path / "link.exr").symlink_to(color)
+        args = [color, "-o", tmp_path / "link.exr"]
+    elif case == "side-by-side":
+        args = [color, "-o", tmp_path / "out.exr", "--side-by-side", color]
+    before = _snapshot(tmp_path)
+    result = cli("denoise", *args, "--overwrite")
+    _usage_error(result, "inputs are never replaced, even with --overwrite")
+    source = albedo if case == "albedo" else color
+    if case in ("hard-link", "symlink"):
+        assert f"is the same file as the input '{source}'" in result.err
+    else:
+        assert "is also an input" in result.err and f"'{source}'" in result.err
+    assert _snapshot(tmp_path) == before
+
+
+def test_output_folder_problems_are_found_before_the_first_frame(cli, tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in (1, 2):
+        write_exr(frames / f"f{i}.exr", np.full((16, 16, 3), 0.5, np.float32))
+    (tmp_path / "plain").write_bytes(b"a file")
+    result = cli("denoise", frames, "-o", tmp_path / "plain" / "out")
+    _usage_error(result, f"'{tmp_path / 'plain'}' is a file, not a folder")
+    assert "exists" not in result.err and "denoised" not in result.err
+    if Path("/proc/self").is_dir():  # /proc refuses new files for every user, root included
+        result = cli("denoise", frames, "-o", "/proc/{stem}.exr")
+        _usage_error(result, "folder '/proc' is not writable")
+        assert "denoised" not in result.err
+
+
+def test_a_missing_output_folder_is_an_error_unless_mkdir(cli, tmp_path: Path) -> None:
+    color = write_exr(tmp_path / "f1.exr", np.full((16, 16, 3), 0.5, np.float32))
+    missing = tmp_path / "no" / "such"
+    for output in (missing / "x.exr", f"{missing}/"):
+        result = cli("denoise", color, "-o", output, "--quality", "fast")
+        _usage_error(result, f"folder '{missing}' does not exist; create it or pass --mkdir")
+        assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("{stem}_dn.{ext}", "shot.0042_dn.exr"),
+        ("dn.####.exr", "dn.0042.exr"),
+        ("dn.##.exr", "dn.42.exr"),
+        ("dn.%06d.exr", "dn.000042.exr"),
+        ("dn.%d.exr", "dn.42.exr"),
+        ("dn.$F4.exr", "dn.0042.exr"),
+        ("dn.$F.{ext}", "dn.42.exr"),
+        ("{frame}/####.exr", "0042/0042.exr"),
+    ],
+)
+def test_output_templates_take_frame_patterns(template: str, expected: str) -> None:
+    src = Path("in") / "shot.0042.exr"
+    for many in (False, True):
+        assert map_path(f"out/{template}", src, many=many) == Path("out") / expected
+
+
+def test_a_frame_pattern_needs_a_numbered_input(cli, tmp_path: Path) -> None:
+    color = write_exr(tmp_path / "still.exr", np.full((16, 16, 3), 0.5, np.float32))
+    result = cli("denoise", color, "-o", tmp_path / "dn.####.exr")
+    _usage_error(result, f"'{tmp_path / 'dn.####.exr'}' needs a frame number, but ")
+    assert "'render.0001.exr'" in result.err
+
+
+def test_corrupt_weights_are_one_error_before_the_first_frame(cli, tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in (1, 2, 3):
+        write_exr(frames / f"f{i}.exr", np.full((16, 16, 3), 0.5, np.float32))
+    bad = tmp_path / "bad.tza"
+    bad.write_bytes(b"not a tza file at all")
+    result = cli("denoise", frames, "-o", tmp_path / "out", "--weights", bad)
+    _usage_error(result, f"weights file '{bad}' cannot be used: ")
+    assert result.err.count("error:") == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_unwritable_extension_and_missing_aux(cli, image: Path, tmp_path: Path) -> None:
     _usage_error(cli("denoise", image, "-o", tmp_path / "out.xyz"), "cannot write '.xyz' files")
     _usage_error(
@@ -120,10 +223,15 @@ def test_list_layers_shows_layers_and_the_default_picks(cli, tmp_path: Path) -> 
     assert result.rc == 0, result.err
     assert "(root): R, G, B" in result.out and "nn: X, Y, Z" in result.out
     assert "-> albedo: 'albedo'" in result.out and "-> normal: 'nn'" in result.out
+    assert "used only with an albedo" not in result.out
+    vray = write_multilayer(tmp_path / "v.exr", {"": ones, "VRayNormals": ones})
+    result = cli("denoise", "--list-layers", vray)
+    assert "-> albedo: none found" in result.out and "-> normal: 'VRayNormals'" in result.out
+    assert "(a normal is used only with an albedo: the color would be denoised alone)" in result.out
 
 
-def test_inspect_official_weights(cli, weights_dir: Path) -> None:
-    result = cli("inspect", weights_dir / "rt_hdr_alb_nrm.tza")
+def test_inspect_official_weights(cli, package_weights_dir: Path) -> None:
+    result = cli("inspect", package_weights_dir / "rt_hdr_alb_nrm.tza")
     assert result.rc == 0, result.err
     out = result.out
     assert "sha-256:         e586ef2ff48d7fbb" in out
@@ -201,7 +309,10 @@ def test_bench_runs_the_reference_backend(cli, tmp_path) -> None:
         (["--gemm", "[1]"], "--gemm must be a JSON object"),
         (["--gemm", '{"rows": 3}'], "unknown GEMM option"),
         (["--gemm", '{"rows_per_thread": 3}'], "rows_per_thread=3"),
-        (["--backend", "reference", "--precision", "fp16"], "cannot be used with --backend"),
+        (["--backend", "reference", "--precision", "fp16"], "cannot be used with the reference"),
+        (["--backend", "reference", "--kernel", "direct"], "cannot be used with the reference"),
+        # OIDN_GPU_BACKEND=reference (set for every CLI test) makes --backend auto pick it.
+        (["--gemm", '{"rows_per_thread": 4}'], "reference backend (chosen by --backend auto"),
     ],
 )
 def test_bad_gpu_option_values_are_usage_errors(cli, tmp_path, flags, message) -> None:

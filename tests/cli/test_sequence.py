@@ -90,3 +90,55 @@ def test_mode_follows_the_file_type(tmp_path: Path) -> None:
     assert sequence.resolve_mode(auto, png) == (False, True)
     assert sequence.resolve_mode(auto, exr) == (True, False)
     assert sequence.resolve_mode(sequence.InputOptions(mode="ldr"), exr) == (False, False)
+
+
+def test_without_a_bar_each_frame_gets_one_log_line(fake, tmp_path: Path) -> None:
+    stream = stdio.StringIO()
+    jobs = _jobs(tmp_path, [1.0, 42.0, 3.0])
+    summary = sequence.run_sequence(
+        jobs, {}, sequence.InputOptions(auto_aux=False), show_progress=False, stream=stream
+    )
+    lines = stream.getvalue().splitlines()
+    frames = [line for line in lines if line.startswith("frame ")]
+    assert len(frames) == 2  # the failed frame gets its error line instead
+    assert frames[0].startswith(f"frame 1/3 {jobs[0].color}: color '(root)'; hdr; ")
+    assert frames[0].endswith(f" s -> {jobs[0].output}")
+    assert frames[1].startswith(f"frame 3/3 {jobs[2].color}: ")
+    assert summary.layers_line() == "layers used: color '(root)'; hdr (2 frames)"
+    data = summary.as_json(3)
+    assert (data["frames"], data["denoised"], data["failed"]) == (3, 2, 1)
+    assert [r["status"] for r in data["results"]] == ["done", "failed", "done"]
+    assert data["results"][0]["layers"] == {
+        "color": "(root)",
+        "albedo": None,
+        "normal": None,
+        "aovs": [],
+        "mode": "hdr",
+    }
+    assert "boom" in data["results"][1]["error"]
+
+
+def test_quiet_runs_print_no_frame_lines(fake, tmp_path: Path) -> None:
+    stream = stdio.StringIO()
+    sequence.run_sequence(
+        _jobs(tmp_path, [1.0]), {}, sequence.InputOptions(), quiet=True, stream=stream
+    )
+    assert stream.getvalue() == ""
+
+
+def test_the_bar_names_the_frame_being_denoised(monkeypatch, tmp_path: Path) -> None:
+    stream = stdio.StringIO()
+    seen: list[str] = []
+
+    class Watcher(FakeDenoiser):
+        def denoise(self, color, albedo=None, normal=None, *, progress=None):
+            # the bar's last drawn line while this frame is denoised, before any progress call
+            seen.append(stream.getvalue().rsplit("\r", 1)[-1])
+            return super().denoise(color, albedo, normal, progress=progress)
+
+    monkeypatch.setattr(oidn_gpu, "Denoiser", Watcher)
+    jobs = _jobs(tmp_path, [1.0, 2.0, 3.0])
+    sequence.run_sequence(
+        jobs, {}, sequence.InputOptions(auto_aux=False), show_progress=True, stream=stream
+    )
+    assert [line.split(":")[0] for line in seen] == [job.color.name for job in jobs]

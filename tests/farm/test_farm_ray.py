@@ -48,7 +48,14 @@ def test_a_sequence_equals_the_single_process_output_and_a_rerun_redoes_only_bro
     assert {r.worker for r in summary.results} <= set(summary.workers)
     assert 1 <= len(summary.workers) <= 2  # one per CPU; the second may start late
     assert [r.job.color for r in summary.results] == [p.absolute() for p in frames]
-    assert log.count("] denoised ") == FRAME_COUNT  # a line per frame off a terminal
+    lines = [line for line in log.splitlines() if line.startswith("frame ")]
+    assert len(lines) == FRAME_COUNT  # a line per frame off a terminal
+    first = summary.results[0]
+    assert any(
+        line.startswith(f"frame 1/{FRAME_COUNT} {first.job.color}: color")
+        and line.endswith(f" -> {first.job.output} on {first.worker}")
+        for line in lines
+    )
     _assert_outputs_equal(out, [p.name for p in frames], single_process)
 
     # damage three outputs the way other tools might leave them
@@ -144,7 +151,16 @@ def test_cli_ray_flag_runs_the_sequence_on_the_farm(
     for path in subset:
         (src / path.name).write_bytes(path.read_bytes())
     out = tmp_path / "out"
-    argv = ["denoise", str(src), "-o", str(out), "--backend", "reference", "--no-progress"]
+    argv = [
+        "denoise",
+        str(src),
+        "-o",
+        str(out),
+        "--mkdir",
+        "--backend",
+        "reference",
+        "--no-progress",
+    ]
     assert main([*argv, "--ray", "--retries", "1"]) == 0
     err = capsys.readouterr().err
     assert "6 frames: 6 denoised, 0 skipped, 0 failed" in err

@@ -8,14 +8,13 @@ looser fp16 budget and must stay finite.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import oidn_gpu
+from tests import datasets
 from tests.compare import assert_close
-from tests.golden.test_oidn_parity import SCENES, hdr_image, ldr_image, read_exr
+from tests.golden.test_oidn_parity import hdr_image, ldr_image
 from tests.oracle import oidn_denoise
 
 pytestmark = [pytest.mark.oracle, pytest.mark.gpu]
@@ -25,14 +24,19 @@ pytestmark = [pytest.mark.oracle, pytest.mark.gpu]
 # output stage can amplify it slightly: allow 5e-3 in image space.
 FP16_IMAGE_TOL = 5e-3
 
+# 48 x 64 px of each scene crop in tests/data/scenes (rows 232:280, columns 200:264 of the
+# scene): lavapipe is a CPU rasterizer.
+CROP = (slice(32, 80), slice(50, 114))
 
-@pytest.mark.parametrize("scene", SCENES)
-def test_wgpu_fp32_scene_crop_matches_oidn(scene: str, scenes_dir: Path) -> None:
-    folder = scenes_dir / scene
-    crop = (slice(232, 280), slice(200, 264))
-    color = np.ascontiguousarray(read_exr(folder / "color_4spp.exr")[crop])
-    albedo = np.ascontiguousarray(read_exr(folder / "albedo.exr")[crop])
-    normal = np.ascontiguousarray(read_exr(folder / "normal.exr")[crop])
+
+def _crop(scene: str, window: tuple[slice, slice] = CROP) -> list[np.ndarray]:
+    images = datasets.scene_crop(scene)
+    return [np.ascontiguousarray(images[k][window]) for k in ("color_4spp", "albedo", "normal")]
+
+
+@pytest.mark.parametrize("scene", datasets.SCENES)
+def test_wgpu_fp32_scene_crop_matches_oidn(scene: str) -> None:
+    color, albedo, normal = _crop(scene)
     theirs = oidn_denoise(color, albedo, normal, hdr=True)
     with oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp32") as den:
         ours = den.denoise(color, albedo, normal)
@@ -42,12 +46,10 @@ def test_wgpu_fp32_scene_crop_matches_oidn(scene: str, scenes_dir: Path) -> None
     assert_close(ours, theirs, rel_l2_tol=1e-5, label=f"wgpu fp32 {scene}")
 
 
-def test_gemm_options_that_cannot_run_still_match_oidn(scenes_dir: Path) -> None:
+def test_gemm_options_that_cannot_run_still_match_oidn() -> None:
     """Forced GEMM options over the register budget: the filter warns, reports the layers
     that fell back to the direct conv, and the image is still OIDN's."""
-    folder = scenes_dir / "textured_checker"
-    crop = (slice(232, 264), slice(200, 248))
-    color = np.ascontiguousarray(read_exr(folder / "color_4spp.exr")[crop])
+    color = _crop("textured_checker", (slice(32, 64), slice(50, 98)))[0]
     theirs = oidn_denoise(color, hdr=True)
     spilled = {"tile_policy": "fixed", "address_mode": "base-offset", "rows_per_thread": 8,
                "workgroup_size": (4, 16), "cols_per_thread": 4, "k_tile": 16}
@@ -60,12 +62,8 @@ def test_gemm_options_that_cannot_run_still_match_oidn(scenes_dir: Path) -> None
     assert_close(ours, theirs, rel_l2_tol=1e-5, label="wgpu fp32 over-budget GEMM options")
 
 
-def test_wgpu_fp16_scene_crop_is_close_to_oidn(scenes_dir: Path) -> None:
-    folder = scenes_dir / "textured_checker"
-    crop = (slice(232, 280), slice(200, 264))
-    color = np.ascontiguousarray(read_exr(folder / "color_4spp.exr")[crop])
-    albedo = np.ascontiguousarray(read_exr(folder / "albedo.exr")[crop])
-    normal = np.ascontiguousarray(read_exr(folder / "normal.exr")[crop])
+def test_wgpu_fp16_scene_crop_is_close_to_oidn() -> None:
+    color, albedo, normal = _crop("textured_checker")
     theirs = oidn_denoise(color, albedo, normal, hdr=True)
     ours = oidn_gpu.denoise(color, albedo, normal, hdr=True, backend="wgpu", precision="fp16")
     assert_close(ours, theirs, rel_l2_tol=FP16_IMAGE_TOL, label="wgpu fp16 textured_checker")

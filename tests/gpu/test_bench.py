@@ -37,16 +37,39 @@ def test_json_keeps_old_fields_and_adds_new(result) -> None:
     data = json.loads(result.to_json())
     for key in ("wall_median_ms", "gpu_median_ms", "gflops_per_s", "top_layers", "compile_s"):
         assert key in data
-    for key in ("e2e_gpu_median_ms", "e2e_wall_median_ms", "host_wall_median_ms",
-                "network_gpu_median_ms", "e2e_tiles", "gemm", "layers"):
+    for key in (
+        "e2e_gpu_median_ms",
+        "e2e_wall_median_ms",
+        "host_wall_median_ms",
+        "network_gpu_median_ms",
+        "e2e_tiles",
+        "gemm",
+        "layers",
+    ):
         assert key in data
 
 
 def test_cli_network_only(tmp_path, capsys) -> None:
     out = tmp_path / "b.json"
-    code = bench.main(["--size", "32x16", "--weights", TINY, "--precision", "fp32", "--runs",
-                       "1", "--warmup", "0", "--no-end-to-end", "--gemm",
-                       '{"cols_per_thread": 2}', "--json", str(out)])
+    code = bench.main(
+        [
+            "--size",
+            "32x16",
+            "--weights",
+            TINY,
+            "--precision",
+            "fp32",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--no-end-to-end",
+            "--gemm",
+            '{"cols_per_thread": 2}',
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     data = json.loads(out.read_text())
     assert data["end_to_end"] is False and data["e2e_wall_ms"] == []

@@ -6,6 +6,7 @@ import numpy as np
 
 from oidn_gpu.kernels import weights as wpack
 from oidn_gpu.kernels.spec import ConvSpec, Kernel, Precision, blocks
+from tests.compare import rel_l2
 
 from . import gpu_runner
 
@@ -40,12 +41,6 @@ def reference(spec: ConvSpec, srcs: list[np.ndarray], w: np.ndarray, b: np.ndarr
     if spec.pool:
         y = pool2(y)
     return y
-
-
-def rel_l2(a: np.ndarray, ref: np.ndarray) -> float:
-    a = np.asarray(a, np.float64)
-    ref = np.asarray(ref, np.float64)
-    return float(np.linalg.norm(a - ref) / max(np.linalg.norm(ref), 1e-30))
 
 
 def tolerance(precision: Precision) -> float:

@@ -15,10 +15,12 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from oidn_gpu.backends.gpu_device import AdapterInfo, Capabilities
+from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import conv_igemm, gemm
 from oidn_gpu.kernels.gemm import GemmOptions
-from oidn_gpu.kernels.spec import ConvSpec, DeviceLimits, Precision, WeightLayout
+from oidn_gpu.kernels.spec import ConvSource, ConvSpec, DeviceLimits, Precision, WeightLayout
 
 from .conv_ref import make_case, reference, rel_l2, run_conv, tolerance
 
@@ -447,8 +449,6 @@ def test_select_uses_device_defaults(precision: Precision, limits) -> None:
 
 
 def _caps(adapter_type: str, storage: int, invocations: int):
-    from oidn_gpu.backends.wgpu.device import AdapterInfo, Capabilities
-
     limits = (
         ("max-compute-invocations-per-workgroup", invocations),
         ("max-compute-workgroup-size-x", 1024),
@@ -472,8 +472,6 @@ def _caps(adapter_type: str, storage: int, invocations: int):
     ],
 )
 def test_large_gpu_rule(adapter_type: str, storage: int, invocations: int, large: bool) -> None:
-    from oidn_gpu.backends.wgpu import kernel_choice
-
     caps = _caps(adapter_type, storage, invocations)
     assert kernel_choice.is_large_gpu(caps) is large
     assert kernel_choice.device_limits(caps).large_gpu is large
@@ -483,8 +481,6 @@ def test_large_gpu_rule(adapter_type: str, storage: int, invocations: int, large
 def test_test_device_is_classified_by_its_adapter(gpu) -> None:
     """lavapipe (CI) is a CPU adapter and keeps the seeds' tiles; a discrete GPU with the
     large limits (the H200) takes the large-GPU defaults."""
-    from oidn_gpu.backends.wgpu import kernel_choice
-
     caps = gpu.capabilities
     expected = (
         caps.adapter.is_discrete
@@ -494,3 +490,32 @@ def test_test_device_is_classified_by_its_adapter(gpu) -> None:
     if caps.adapter.is_cpu:
         assert not expected
     assert kernel_choice.is_large_gpu(caps) is expected
+
+
+@pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16])
+@pytest.mark.parametrize(
+    "options",
+    [GemmOptions(), GemmOptions(rows_per_thread=4, cols_per_thread=2, k_tile=16)],
+    ids=lambda o: o.describe(),
+)
+def test_igemm_steps_agree_on_the_tile(precision: Precision, options: GemmOptions) -> None:
+    """validate -> plan_tile -> constants: every invocation's loads cover the shared tiles
+    exactly once, and the constants describe the same tile."""
+    spec = ConvSpec((ConvSource(32),), 48, precision)
+    tile = conv_igemm.validate(spec, options, DeviceLimits(max_workgroup_storage_bytes=32768))
+    plan = conv_igemm.plan_tile(spec, tile)
+    consts = conv_igemm.constants(spec, tile)
+    kt = tile.k_tile
+    assert plan.input_loads * tile.threads == tile.tile_m * kt
+    assert plan.weight_loads * tile.threads == kt * tile.tile_n * 4
+    assert len(plan.accs) == tile.rows_per_thread * tile.cols_per_thread
+    assert sum(len(g["ksteps"]) for g in plan.groups) == kt
+    assert consts["ROW_GROUP"] == consts["ROWS"] * consts["K_TILE"] == tile.rows_per_thread * kt
+    assert consts["TOTAL_K"] == 9 * spec.in_blocks
+    assert consts["TILE_M"] == tile.tile_m and consts["TILE_N"] == tile.tile_n
+
+
+def test_igemm_validate_rejects_a_pool_with_few_rows() -> None:
+    spec = ConvSpec((ConvSource(32),), 32, Precision.FP32, pool=True)
+    with pytest.raises(InvalidArgumentError, match="rows_per_thread >= 4, got 2"):
+        conv_igemm.validate(spec, GemmOptions(rows_per_thread=2), DeviceLimits())

@@ -9,8 +9,10 @@ Tolerances:
   the same arrays (the concat and the pre-pool conv output are built exactly
   as the unfused nodes build them), so results are expected to be identical;
   ``rtol = 1e-6`` only allows for a BLAS that picks different kernels.
-- `ReferenceExecutor` fused vs unfused: bit-identical. Every gemm call has the
-  same fixed shape, so each output pixel goes through the same BLAS kernel.
+- `ReferenceExecutor` fused vs unfused: the same products, but a pixel can sit
+  at another column of the BLAS calls, and some BLAS kernels (OpenBLAS's AVX2
+  ones) round by column position: equal up to float32 summation order
+  (`tests.compare.assert_equal_up_to_summation_order`).
 - `ReferenceExecutor` vs `run_graph` (both fp32): same products, different
   summation order (bias inside the gemm, other call shapes), so about 1e-7
   relative per layer; ``rtol = atol = 2e-5`` of the output scale.
@@ -27,6 +29,8 @@ from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import size_alignment
 from oidn_gpu.graph.reference import run_graph
+from tests.compare import assert_close
+from tests.compare import assert_equal_up_to_summation_order
 from tests.models import Model, random_model
 from tests.property.graph_strategies import unet_graphs
 
@@ -54,18 +58,6 @@ def cases(draw: st.DrawFn) -> tuple[Model, np.ndarray]:
     return model, x
 
 
-def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:
-    """Shape, dtype, then |a - e| <= atol + rtol * |e|, reporting the worst element."""
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    err = np.abs(actual.astype(np.float64) - expected)
-    bound = atol + rtol * np.abs(expected.astype(np.float64))
-    worst = np.unravel_index(np.argmax(err - bound), err.shape)
-    assert np.all(err <= bound), (
-        f"max error {err.max():.3g} at {worst} "
-        f"(value {expected[worst]:.6g}, bound {bound[worst]:.3g})"
-    )
-
-
 @settings(max_examples=40, deadline=None)
 @given(cases(), st.sampled_from([1, 2, 4]))
 def test_run_graph_fused_equals_unfused(case: tuple[Model, np.ndarray], align: int) -> None:
@@ -78,13 +70,13 @@ def test_run_graph_fused_equals_unfused(case: tuple[Model, np.ndarray], align: i
 
 @settings(max_examples=25, deadline=None)
 @given(cases())
-def test_executor_fused_and_unfused_are_bit_identical_and_match_run_graph(
+def test_executor_fused_and_unfused_agree_and_match_run_graph(
     case: tuple[Model, np.ndarray],
 ) -> None:
     model, x = case
     fused = ReferenceExecutor(model).run(x)
     unfused = ReferenceExecutor(model, fuse=False).run(x)
-    np.testing.assert_array_equal(fused, unfused)
+    assert_equal_up_to_summation_order(fused, unfused, label="fused vs unfused")
     expected = run_graph(model.graph, model.convs, x)
     scale = float(np.abs(expected).max()) or 1.0
     assert_close(fused, expected, rtol=2e-5, atol=2e-5 * scale)

@@ -150,3 +150,56 @@ def test_ldr_replay_keeps_the_recorded_scale_and_network_programs_take_none(tmp_
     with pytest.raises(InvalidArgumentError, match="--input-scale needs a denoise program"):
         run(["replay", str(net), "--color", str(tmp_path / "in.exr"), "--input-scale", "2",
              "-o", str(tmp_path / "net.exr")])  # fmt: skip
+
+
+def test_record_and_replay_outputs_follow_the_denoise_rules(tmp_path, capsys):
+    from oidn_gpu import cli as tool
+
+    weights = tmp_path / "w.tza"
+    weights.write_bytes((DATA / "tiny_base_ic3.tza").read_bytes())
+    program = tmp_path / "p.oidnp"
+    program.write_bytes(b"an older program")
+    record = ["record", "--weights", str(weights), "--size", "16x16", "--baseline", "-o"]
+    capsys.readouterr()
+    assert tool.main([*record, str(program)]) == 2  # exists: needs --overwrite
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert program.read_bytes() == b"an older program"
+    assert tool.main([*record, str(weights), "--overwrite"]) == 2  # the input itself
+    assert "inputs are never replaced" in capsys.readouterr().err
+    assert weights.read_bytes() == (DATA / "tiny_base_ic3.tza").read_bytes()
+    assert tool.main([*record, str(program), "--overwrite"]) == 0
+    assert read_program(program.read_bytes()).output_width == 16
+
+    color = tmp_path / "in.exr"
+    color.write_bytes(b"not read: the output check comes first")
+    replay = ["replay", str(program), "--color", str(color), "-o"]
+    assert tool.main([*replay, str(color), "--overwrite"]) == 2
+    assert "inputs are never replaced" in capsys.readouterr().err
+    (tmp_path / "out.exr").write_bytes(b"old output")
+    assert tool.main([*replay, str(tmp_path / "out.exr")]) == 2
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert (tmp_path / "out.exr").read_bytes() == b"old output"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.exr", "out.exr", "p.oidnp", "w.tza"]
+
+
+def test_record_never_writes_through_a_planted_link(tmp_path):
+    from oidn_gpu import cli as tool
+
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious")
+    program = tmp_path / "p.oidnp"
+    (tmp_path / ".p.oidnp.tmp").symlink_to(victim)  # the fixed temporary name of old versions
+    argv = ["record", "--weights", str(DATA / "tiny_base_ic3.tza"), "--size", "16x16"]
+    assert tool.main([*argv, "--baseline", "-o", str(program)]) == 0
+    assert victim.read_bytes() == b"precious"
+    assert program.stat().st_size > 1000 and not program.is_symlink()
+
+
+def test_network_size_is_reported_width_first(tmp_path, capsys):
+    from oidn_gpu import cli as tool
+
+    argv = ["record", "--weights", str(DATA / "tiny_base_ic3.tza"), "--size", "48x40"]
+    capsys.readouterr()
+    assert tool.main([*argv, "--network", "--baseline", "-o", str(tmp_path / "n.oidnp")]) == 1
+    assert "network size 48x40 must be positive multiples of 16" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

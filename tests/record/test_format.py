@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.record.config import (
+    KERNELS,
     DenoiseOptions,
     MatrixConfig,
     RecordConfig,
@@ -273,3 +275,9 @@ def test_meta_frame_buffer_must_be_a_16_byte_uniform():
         bad = _replace(base, meta=_replace(base.meta, frame_buffer=frame))
         with pytest.raises(ProgramFormatError, match=r"frame buffer .* UNIFORM buffer of at least"):
             read_program(write_program(bad))
+
+
+def test_the_config_kernel_words_cover_every_kernel_setting() -> None:
+    """The config word keeps its own order (it is part of the format); its names are the
+    kernel settings the executor takes, plus subgroup-matrix (recorded, not generated)."""
+    assert set(KERNELS) == {*kernel_choice.kernel_names(), "subgroup-matrix"}

@@ -80,3 +80,31 @@ def test_any_word_replaced_by_any_value_is_rejected_or_valid(index, value):
     data = bytearray(PROGRAM)
     struct.pack_into("<I", data, 4 * index, value)
     parse_or_reject(bytes(data))
+
+
+# The header words after the input list: output id, external flag, width, height, channels.
+_HEADER_WORD = 3 + len(doubling_program().inputs)
+_EDGE_U32 = st.sampled_from([0, 1, 2, 3, 4, 5, 2**16, 2**31, 2**32 - 1]) | st.integers(0, 2**32 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.tuples(_EDGE_U32, _EDGE_U32, _EDGE_U32, _EDGE_U32, _EDGE_U32))
+def test_any_output_header_is_rejected_or_a_valid_program(words):
+    data = bytearray(PROGRAM)
+    struct.pack_into("<5I", data, 4 * _HEADER_WORD, *words)
+    program = parse_or_reject(bytes(data))
+    if program is None:
+        return
+    output, external, width, height, channels = words
+    assert (program.output, program.output_external) == (output, bool(external))
+    assert (program.output_width, program.output_height) == (width, height)
+    assert width >= 1 and height >= 1 and 1 <= channels <= 4
+    assert program.output < len(program.buffers) and program.output not in program.inputs
+
+
+@pytest.mark.parametrize(("width", "height"), [(0, 4), (4, 0), (0, 0), (0, 2**32 - 1)])
+def test_an_empty_output_size_is_rejected(width, height):
+    data = bytearray(PROGRAM)
+    struct.pack_into("<2I", data, 4 * (_HEADER_WORD + 2), width, height)
+    with pytest.raises(ProgramFormatError, match=f"output size {width}x{height} is empty"):
+        read_program(bytes(data))

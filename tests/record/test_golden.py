@@ -18,9 +18,14 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from oidn_gpu.record import make_config, read_program
 from oidn_gpu.record.api import record_denoise
 from oidn_gpu.record.summary import summarize
+
+# The recorder runs the wgpu backend's executor (on a recording device), so it needs wgpu.
+pytestmark = pytest.mark.gpu
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "program_golden.json"
 CONFIG = dict(width=16, height=16, precision="fp32", denoise=True)

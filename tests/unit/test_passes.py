@@ -17,6 +17,7 @@ from oidn_gpu.graph.passes import (
     use_counts,
 )
 from oidn_gpu.model.unet import load_model
+from tests.datasets import official_param
 
 
 def conv(name: str, src: str, cin: int, cout: int) -> ir.Conv:
@@ -142,11 +143,11 @@ REAL_NETWORKS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "conv_count"), REAL_NETWORKS)
+@pytest.mark.parametrize(("name", "conv_count"), [official_param(*row) for row in REAL_NETWORKS])
 def test_real_unets_get_four_conv_pool_and_four_decoder_fusions(
-    weights_dir, name: str, conv_count: int
+    official_weights, name: str, conv_count: int
 ) -> None:
-    model = load_model(weights_dir / f"{name}.tza")
+    model = load_model(official_weights(name))
     fused = optimize(model.graph, channel_align=4)
     counts = kinds(fused)
     assert counts["ConvPool"] == 4

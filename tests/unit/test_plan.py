@@ -14,8 +14,8 @@ from oidn_gpu.model.unet import load_model
 
 
 @pytest.fixture(scope="module")
-def base_graph(weights_dir) -> ir.Graph:
-    return load_model(weights_dir / "rt_hdr_alb_nrm.tza").graph
+def base_graph(package_weights_dir) -> ir.Graph:
+    return load_model(package_weights_dir / "rt_hdr_alb_nrm.tza").graph
 
 
 def chain(*channels: int) -> ir.Graph:

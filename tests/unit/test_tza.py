@@ -21,6 +21,7 @@ from oidn_gpu.model.tza import (
     read_tza,
     write_tza,
 )
+from tests.datasets import official_params
 
 # The 23 official files (section 2.4 of oidn-semantics.md).
 OFFICIAL_NAMES = [
@@ -97,9 +98,9 @@ def _expect(blob: bytes, *fragments: str) -> WeightsFormatError:
 # --- official files ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", OFFICIAL_NAMES)
-def test_official_file_parses_and_writes_back_byte_identical(name: str, weights_dir: Path) -> None:
-    blob = (weights_dir / f"{name}.tza").read_bytes()
+@pytest.mark.parametrize("name", official_params(OFFICIAL_NAMES))
+def test_official_file_parses_and_writes_back_byte_identical(name: str, official_weights) -> None:
+    blob = official_weights(name).read_bytes()
     tensors = parse_tza(blob)
     assert len(tensors) == (38 if name.endswith("_large") else 32)
     assert all(t.dtype == np.float16 for t in tensors.values())
@@ -111,8 +112,8 @@ def test_all_23_official_files_are_covered(weights_dir: Path) -> None:
     assert sorted(p.stem for p in weights_dir.glob("*.tza")) == OFFICIAL_NAMES
 
 
-def test_official_file_layout_matches_the_writer_conventions(weights_dir: Path) -> None:
-    blob = (weights_dir / "rt_ldr_small.tza").read_bytes()
+def test_official_file_layout_matches_the_writer_conventions(package_weights_dir: Path) -> None:
+    blob = (package_weights_dir / "rt_ldr_small.tza").read_bytes()
     assert struct.unpack_from("<HBB", blob, 0) == (MAGIC, 2, 0)
     assert _table_offset(blob) % ALIGNMENT_BYTES == 0
     offsets = [struct.unpack_from("<Q", blob, r.data_offset)[0] for r in _records(blob)]
@@ -435,3 +436,60 @@ def test_valid_magic_with_random_version_and_table_raises_only_format_errors(
     blob = struct.pack("<HBBQ", MAGIC, major, 0, table_offset) + tail
     with contextlib.suppress(WeightsFormatError):
         parse_tza(blob)
+
+
+def test_zero_size_tensor_with_huge_dims_is_rejected(small_blob: bytes) -> None:
+    record = _records(small_blob)[0]
+    dims = struct.pack("<4I", 0, *([0xFFFFFFFF] * 3))
+    _expect(
+        _patch(small_blob, record.dims, dims),
+        "invalid or corrupted weights blob",
+        f"tensor 'a.weight' at byte offset {record.dims} has dims "
+        "(0, 4294967295, 4294967295, 4294967295)",
+        "expected every dimension to be at least 1",
+    )
+
+
+# Dimensions at the edges: empty, one, small, and the sizes where a count or a byte size
+# overflows 32 or 64 bits or NumPy's limits.
+_EDGE_DIMS = st.sampled_from([0, 1, 2, 3, 2**16, 2**31 - 1, 2**31, 2**32 - 1]) | st.integers(
+    0, 2**32 - 1
+)
+
+
+def _one_tensor_blob(
+    ndims: int, dims: list[int], layout: bytes, dtype_char: bytes, data_offset: int, data: bytes
+) -> bytes:
+    """A blob holding ``data`` at byte 64 and a one-record table, fields as given."""
+    body = bytearray(64) + data
+    body += bytes(-len(body) % ALIGNMENT_BYTES)
+    table = struct.pack("<IH", 1, 1) + b"t" + struct.pack(f"<B{len(dims)}I", ndims, *dims)
+    table += layout + dtype_char + struct.pack("<Q", data_offset)
+    body[0:HEADER_BYTE_SIZE] = struct.pack("<HBBQ", MAGIC, 2, 0, len(body))
+    return bytes(body + table)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ndims=st.sampled_from([1, 4]) | st.integers(0, 8),
+    dims=st.lists(_EDGE_DIMS, min_size=0, max_size=8),
+    dtype_char=st.sampled_from([b"h", b"f"]) | st.binary(min_size=1, max_size=1),
+    data_offset=st.sampled_from([0, 12, 64, 2**63, 2**64 - 1]) | st.integers(0, 2**64 - 1),
+    data_byte_size=st.integers(0, 256),
+)
+def test_any_dims_dtype_and_data_offset_give_a_tensor_or_a_weights_format_error(
+    ndims: int, dims: list[int], dtype_char: bytes, data_offset: int, data_byte_size: int
+) -> None:
+    layout = {1: b"x", 4: b"oihw"}.get(ndims, b"x" * min(ndims, 8))
+    dims = (dims + [1] * ndims)[:ndims]
+    blob = _one_tensor_blob(ndims, dims, layout, dtype_char, data_offset, bytes(data_byte_size))
+    try:
+        tensors = parse_tza(blob)
+    except WeightsFormatError:
+        return
+    # accepted: then it is a real, in-bounds tensor of the declared shape
+    tensor = tensors["t"]
+    assert tensor.shape == tuple(dims) and 0 not in dims
+    assert tensor.dtype == {b"h": np.float16, b"f": np.float32}[dtype_char]
+    assert data_offset >= HEADER_BYTE_SIZE
+    assert data_offset + tensor.nbytes <= len(blob)

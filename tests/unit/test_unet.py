@@ -1,8 +1,8 @@
 """Tests of model/unet.py: descriptors, detection, validation, graph, helpers.
 
 Run this file as a script to regenerate the tiny models in tests/data
-(``python tests/unit/test_unet.py``); `test_tiny_models_in_test_data_are_up_to_date`
-checks the committed files still match.
+(``python -m tests.unit.test_unet`` in the repository root);
+`test_tiny_models_in_test_data_are_up_to_date` checks the committed files still match.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from oidn_gpu.model.unet import (
     tile_overlap,
     validate_model,
 )
+from tests.datasets import official_params
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -172,10 +173,10 @@ def tiny_base() -> dict[str, np.ndarray]:
 # --- official files ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(OFFICIAL_FILES))
-def test_official_file_validates_with_the_documented_shapes(name: str, weights_dir: Path) -> None:
+@pytest.mark.parametrize("name", official_params(sorted(OFFICIAL_FILES)))
+def test_official_file_validates_with_the_documented_shapes(name: str, official_weights) -> None:
     family, ic, tensor_count, byte_size = OFFICIAL_FILES[name]
-    path = weights_dir / f"{name}.tza"
+    path = official_weights(name)
     blob = path.read_bytes()
     assert len(blob) == byte_size
     model = load_model(path)
@@ -201,8 +202,8 @@ def test_official_file_validates_with_the_documented_shapes(name: str, weights_d
         assert not conv.weight.flags.writeable
 
 
-def test_base_graph_has_the_documented_nodes_in_order(weights_dir: Path) -> None:
-    model = load_model(weights_dir / "rt_hdr_alb.tza")
+def test_base_graph_has_the_documented_nodes_in_order(package_weights_dir: Path) -> None:
+    model = load_model(package_weights_dir / "rt_hdr_alb.tza")
     graph = model.graph
     assert graph.input == "input"
     assert graph.output == "dec_conv0"
@@ -240,8 +241,8 @@ def test_base_graph_has_the_documented_nodes_in_order(weights_dir: Path) -> None
     assert all(c.activation is ir.Activation.RELU for c in graph.convs())
 
 
-def test_large_graph_skips_are_pooled_outputs_and_the_input(weights_dir: Path) -> None:
-    model = load_model(weights_dir / "rt_nrm_large.tza")
+def test_large_graph_skips_are_pooled_outputs_and_the_input() -> None:
+    model = load_model(DATA_DIR / "tiny_large_ic6.tza")  # the topology of every *_large file
     graph = model.graph
     assert graph.output == "dec_conv1c"
     concats = {n.name: n.inputs for n in graph.nodes if isinstance(n, ir.Concat)}
@@ -425,8 +426,8 @@ def test_tile_overlap_is_half_the_receptive_field_rounded_to_the_alignment() -> 
     assert tile_overlap(BASE_SPEC, 1) == 87
 
 
-def test_flops_per_pixel_matches_the_channel_table(weights_dir: Path) -> None:
-    model = load_model(weights_dir / "rt_hdr.tza")
+def test_flops_per_pixel_matches_the_channel_table(package_weights_dir: Path) -> None:
+    model = load_model(package_weights_dir / "rt_hdr.tza")
     expected = sum(
         2 * _resolve(i, 3) * o * 9 / 4 ** BASE_LEVELS[name] for name, i, o in BASE_CHANNELS
     )
@@ -436,16 +437,21 @@ def test_flops_per_pixel_matches_the_channel_table(weights_dir: Path) -> None:
     assert expected > 1728
 
 
-def test_flops_per_pixel_of_the_large_model_exceeds_the_base_one(weights_dir: Path) -> None:
-    base = flops_per_pixel(load_model(weights_dir / "rt_alb.tza"))
-    large = flops_per_pixel(load_model(weights_dir / "rt_alb_large.tza"))
+def test_flops_per_pixel_of_the_large_model_exceeds_the_base_one(
+    package_weights_dir: Path,
+) -> None:
+    base = flops_per_pixel(load_model(package_weights_dir / "rt_alb.tza"))
+    # rt_alb_large's shapes (the channel table) with random values: FLOPs depend on shapes only
+    widths = {name: out for name, _, out in LARGE_CHANNELS}
+    large_tensors = make_tensors(LARGE_SPEC, 3, widths, seed=4)
+    large = flops_per_pixel(validate_model(large_tensors, LARGE_SPEC, name="rt_alb_large shapes"))
     assert 2 < large / base < 3
 
 
 def test_tiny_models_in_test_data_are_up_to_date() -> None:
     for file_name in TINY_MODELS:
         committed = (DATA_DIR / file_name).read_bytes()
-        assert committed == tiny_blob(file_name), f"regenerate with python {__file__}"
+        assert committed == tiny_blob(file_name), "regenerate with python -m tests.unit.test_unet"
         assert len(committed) < 32 * 1024
         load_model(committed)
 

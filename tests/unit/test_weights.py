@@ -32,6 +32,7 @@ from oidn_gpu.model.weights import (
     user_weights_dir,
     weights_path,
 )
+from tests.datasets import official_params
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -302,16 +303,26 @@ def oracle() -> _Oracle:
     return _Oracle()
 
 
-@pytest.mark.oracle
-def test_rt_weights_choice_matches_intel_oidn(oracle: _Oracle, weights_dir: Path) -> None:
-    """For every table row and quality, OIDN's own choice gives the same output as our
-    choice passed to OIDN as user weights; OIDN's error messages equal ours."""
+# (row, quality) choices of RT_TABLE that pick a *_large file
+LARGE_CHOICES = sum(
+    name.endswith("_large") for row in RT_TABLE.values() if isinstance(row, tuple) for name in row
+)
+
+
+def _check_rt_choices(oracle: _Oracle, weights_dir: Path, *, large: bool) -> int:
+    """For every table row and quality whose choice is (or is not) a large file, OIDN's own
+    choice gives the same output as our choice passed to OIDN as user weights; OIDN's error
+    messages equal ours (checked with ``large=False``). Returns the number of choices
+    compared."""
     names = {"c": "color", "a": "albedo", "n": "normal"}
     checked = 0
     for (images, hdr, srgb, clean_aux), expected in RT_TABLE.items():
         flags = {"hdr": bool(hdr), "srgb": bool(srgb), "cleanAux": bool(clean_aux)}
         given = [names[c] for c in images]
         for index, quality in enumerate(QUALITIES):
+            uses_large = not isinstance(expected, str) and expected[index].endswith("_large")
+            if uses_large != large:
+                continue
             builtin, error = oracle.run("RT", given, flags, OIDN_QUALITY_INT[quality])
             if isinstance(expected, str):
                 assert error == expected, (images, flags, quality)
@@ -322,14 +333,28 @@ def test_rt_weights_choice_matches_intel_oidn(oracle: _Oracle, weights_dir: Path
             assert error is None
             np.testing.assert_array_equal(ours, builtin, err_msg=str((images, flags, quality)))
             checked += 1
-    assert checked == 24 * 3
+    return checked
 
 
 @pytest.mark.oracle
-def test_rtlightmap_weights_choice_matches_intel_oidn(oracle: _Oracle, weights_dir: Path) -> None:
+def test_rt_weights_choice_matches_intel_oidn(oracle: _Oracle, package_weights_dir: Path) -> None:
+    checked = _check_rt_choices(oracle, package_weights_dir, large=False)
+    assert checked == 24 * 3 - LARGE_CHOICES
+
+
+@pytest.mark.oracle
+def test_rt_large_weights_choice_matches_intel_oidn(oracle: _Oracle, weights_dir: Path) -> None:
+    checked = _check_rt_choices(oracle, weights_dir, large=True)
+    assert checked == LARGE_CHOICES > 0
+
+
+@pytest.mark.oracle
+def test_rtlightmap_weights_choice_matches_intel_oidn(
+    oracle: _Oracle, package_weights_dir: Path
+) -> None:
     for directional in (False, True):
         name = select_weights("RTLightmap", color=True, directional=directional)
-        blob = (weights_dir / f"{name}.tza").read_bytes()
+        blob = (package_weights_dir / f"{name}.tza").read_bytes()
         flags = {"directional": directional}
         for quality in (4, 5, 6):
             builtin, error = oracle.run("RTLightmap", ["color"], flags, quality)
@@ -339,12 +364,12 @@ def test_rtlightmap_weights_choice_matches_intel_oidn(oracle: _Oracle, weights_d
 
 
 @pytest.mark.oracle
-def test_the_oracle_distinguishes_weights(oracle: _Oracle, weights_dir: Path) -> None:
+def test_the_oracle_distinguishes_weights(oracle: _Oracle, package_weights_dir: Path) -> None:
     # guards the two tests above: a wrong choice must change the output
     flags = {"hdr": True, "cleanAux": True}
     images = ["color", "albedo", "normal"]
     builtin, _ = oracle.run("RT", images, flags, 6)
-    wrong = (weights_dir / "rt_hdr_calb_cnrm.tza").read_bytes()
+    wrong = (package_weights_dir / "rt_hdr_calb_cnrm.tza").read_bytes()
     other, _ = oracle.run("RT", images, flags, 6, wrong)
     assert not np.array_equal(builtin, other)
 
@@ -392,47 +417,46 @@ def test_user_weights_dir_on_macos_and_windows(
     assert user_weights_dir() == tmp_path / "local" / "oidn-gpu" / "weights"
 
 
-def _copy_large(weights_dir: Path, target: Path, name: str = "rt_nrm_large") -> Path:
+def _copy_large(target: Path, name: str = "rt_nrm_large") -> Path:
+    """A file named like a weights file in ``target`` (lookup reads names, not contents)."""
     target.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.copy(weights_dir / f"{name}.tza", target / f"{name}.tza"))
+    return Path(shutil.copy(DATA_DIR / "tiny_large_ic6.tza", target / f"{name}.tza"))
 
 
 def test_large_weights_are_found_through_the_weights_dir_argument(
-    no_user_env: Path, weights_dir: Path, tmp_path: Path
+    no_user_env: Path, tmp_path: Path
 ) -> None:
-    copied = _copy_large(weights_dir, tmp_path / "arg")
+    copied = _copy_large(tmp_path / "arg")
     assert weights_path("rt_nrm_large", tmp_path / "arg") == copied
     assert weights_path("rt_nrm_large", str(tmp_path / "arg")) == copied
 
 
 def test_large_weights_are_found_through_the_env_var(
-    no_user_env: Path, weights_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    no_user_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    copied = _copy_large(weights_dir, tmp_path / "env")
+    copied = _copy_large(tmp_path / "env")
     monkeypatch.setenv(weights.WEIGHTS_ENV_VAR, str(tmp_path / "env"))
     assert weights_path("rt_nrm_large") == copied
 
 
-def test_large_weights_are_found_in_the_per_user_cache(
-    no_user_env: Path, weights_dir: Path
-) -> None:
-    copied = _copy_large(weights_dir, no_user_env)
+def test_large_weights_are_found_in_the_per_user_cache(no_user_env: Path) -> None:
+    copied = _copy_large(no_user_env)
     assert weights_path("rt_nrm_large") == copied
 
 
 def test_weights_dir_argument_overrides_the_env_var(
-    no_user_env: Path, weights_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    no_user_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _copy_large(weights_dir, tmp_path / "env")
+    _copy_large(tmp_path / "env")
     monkeypatch.setenv(weights.WEIGHTS_ENV_VAR, str(tmp_path / "env"))
     with pytest.raises(WeightsNotFoundError):
         weights_path("rt_nrm_large", tmp_path / "empty")
 
 
 def test_user_directory_is_searched_before_the_bundled_one(
-    no_user_env: Path, weights_dir: Path, tmp_path: Path
+    no_user_env: Path, tmp_path: Path
 ) -> None:
-    copied = _copy_large(weights_dir, tmp_path / "arg", "rt_hdr")
+    copied = _copy_large(tmp_path / "arg", "rt_hdr")
     assert weights_path("rt_hdr", tmp_path / "arg") == copied
 
 
@@ -469,6 +493,14 @@ def test_weights_names_must_be_plain_stems(name: str) -> None:
 # --- checksums and loading --------------------------------------------------------------------
 
 
+def test_bundled_files_match_their_official_sums(package_weights_dir: Path) -> None:
+    sums = official_sha256()
+    bundled = sorted(package_weights_dir.glob("*.tza"))
+    assert len(bundled) >= 20
+    for path in bundled:
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == sums[path.stem], path.name
+
+
 def test_official_sums_match_the_shared_sha256sums_and_the_files(weights_dir: Path) -> None:
     sums = official_sha256()
     listed = {}
@@ -497,9 +529,9 @@ def test_every_official_file_is_selectable() -> None:
     assert sorted(official_sha256()) == SELECTABLE
 
 
-@pytest.mark.parametrize("name", SELECTABLE)
-def test_every_selectable_weights_file_loads(name: str, weights_dir: Path) -> None:
-    model = load_builtin(name, weights_dir)
+@pytest.mark.parametrize("name", official_params(SELECTABLE))
+def test_every_selectable_weights_file_loads(name: str, official_weights) -> None:
+    model = load_builtin(name, official_weights(name).parent)
     assert model.name == name
     assert model.sha256 == official_sha256()[name]
     assert model.topology is (Topology.LARGE if name.endswith("_large") else Topology.BASE)

@@ -17,6 +17,7 @@ from typing import Any
 from oidn_gpu.errors import InvalidArgumentError
 
 BACKENDS = ("auto", "reference", "wgpu")
+PRECISIONS = ("auto", "fp16", "fp32")
 # Environment override of what "auto" picks (e.g. OIDN_GPU_BACKEND=reference).
 BACKEND_ENV_VAR = "OIDN_GPU_BACKEND"
 
@@ -54,6 +55,63 @@ def resolve_backend(backend: str) -> str:
             )
         return forced
     return "wgpu" if _gpu_adapter_available() else "reference"
+
+
+def check_backend_options(
+    backend: str,
+    *,
+    precision: Any,
+    kernel: Any,
+    gemm: Any,
+    device: Any = None,
+    requested: str | None = None,
+) -> None:
+    """Validate the backend-specific options against the concrete ``backend``.
+
+    ``precision`` must be ``"auto"``, ``"fp16"`` or ``"fp32"``. The reference backend
+    computes in fp32 with NumPy convolutions, so it refuses ``precision="fp16"``, a
+    forced ``kernel`` and ``gemm`` options (also when ``backend="auto"`` picked it: a
+    forced GPU kernel that cannot run is an error, not a silent no-op), and a ``device``.
+    On wgpu the kernel name, the GEMM options and the type of ``device`` are checked
+    here, before any device work.
+    ``requested`` is the backend name the caller gave (for the message).
+
+    Raises:
+        InvalidArgumentError: an unknown value, or an option the backend does not take.
+    """
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise InvalidArgumentError(
+            f"unknown precision {precision!r}; expected 'auto', 'fp16' or 'fp32'"
+        )
+    if backend == "reference":
+        chosen = " (chosen by backend='auto')" if requested == "auto" else ""
+        if precision == "fp16":
+            raise InvalidArgumentError(
+                f"the reference backend{chosen} computes in fp32 only; got precision 'fp16'"
+            )
+        if kernel != "auto" or gemm is not None or device is not None:
+            given = (
+                f"kernel={kernel!r}"
+                if kernel != "auto"
+                else f"gemm={gemm!r}"
+                if gemm is not None
+                else f"device={type(device).__name__}"
+            )
+            raise InvalidArgumentError(
+                f"{given} is an option of the wgpu backend; the reference backend{chosen} runs "
+                "NumPy convolutions (leave kernel='auto', gemm=None and device=None, or use "
+                "backend='wgpu')"
+            )
+        return
+    if device is not None and not (
+        hasattr(device, "create_compute_pipeline") and hasattr(device, "queue")
+    ):
+        raise InvalidArgumentError(f"device must be a wgpu.GPUDevice, got {type(device).__name__}")
+    # The wgpu package imports wgpu (an optional dependency) on import.
+    from oidn_gpu.backends.wgpu import kernel_choice
+
+    kernel_choice.validate_kernel(kernel)
+    kernel_choice.validate_gemm(gemm)
 
 
 def create_executor(

@@ -104,7 +104,7 @@ def check_network_input(x: np.ndarray, channels: int, alignment: int) -> np.ndar
     height, width = x.shape[1:]
     if height <= 0 or width <= 0 or height % alignment or width % alignment:
         raise InvalidArgumentError(
-            f"network input size {height}x{width} must be a positive multiple of {alignment} "
+            f"network input size {width}x{height} must be a positive multiple of {alignment} "
             "in both dimensions"
         )
     return np.ascontiguousarray(x, dtype=np.float32)

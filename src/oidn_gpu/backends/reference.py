@@ -22,18 +22,23 @@ organised for speed and bounded memory at full-HD sizes:
   (plus a one-row halo) in a small band buffer, so neither the upsampled nor
   the concatenated tensor exists. Unfused nodes work too.
 
-Results are bit-identical whatever the band sizes, fused or not, and (for
-each pixel given the same inputs) whatever the image width: every gemm call
-has exactly ``GEMM_COLUMNS`` columns (a band's last partial call is padded
-with scratch columns and its result cropped), so OpenBLAS runs every output
-pixel through the same kernel with the same summation order. Calls of varying
-width would not be: OpenBLAS picks small-matrix and tail kernels by shape,
-which changes the last bits. The tests check band sizes 1, 3 and all rows.
+Every gemm call has exactly ``GEMM_COLUMNS`` columns (a band's last partial
+call is padded with scratch columns and its result cropped): calls of varying
+width make OpenBLAS pick small-matrix and tail kernels by shape, which changes
+the last bits. With the fixed shape, results on OpenBLAS's AVX-512 kernels are
+bit-identical whatever the band sizes, fusion, tiling or image width. They are
+not on every BLAS: OpenBLAS's AVX2 (Haswell) sgemm kernels sum a column in an
+order that depends on where the column sits in the call, so other bands or
+tiles change the last bits (measured: at most 1.7e-6 of the output scale).
+Repeated runs of one shape make the same calls on the same buffers and are
+bit-identical everywhere. The tests check band sizes 1, 3 and all rows against
+float32 rounding bounds.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -56,9 +61,9 @@ from oidn_gpu.graph.reference import ConvParams, weight_matrix
 
 FP32_BYTES = 4
 GEMM_COLUMNS = 2048
-"""Columns (pixels) of every gemm call. A fixed call shape makes OpenBLAS run each
-column through the same kernel, which makes results independent of band sizes and
-image width; 2048 is within ~5% of unchunked throughput on a 2-core AVX-512 host."""
+"""Columns (pixels) of every gemm call. A fixed call shape makes OpenBLAS pick the same
+kernels whatever the band sizes and image width; 2048 is within ~5% of unchunked
+throughput on a 2-core AVX-512 host."""
 DEFAULT_BAND_BYTES = 24 << 20
 """Target im2col band size: measured fastest around 16-32 MiB on a 2-core AVX-512 host
 (small enough to stay in cache between the copies and the gemm)."""
@@ -141,9 +146,9 @@ def _im2col(src: np.ndarray, row_stride: int, start: int, n: int, out: np.ndarra
 def _gemm(weights: np.ndarray, patches: np.ndarray, out: np.ndarray, spill: np.ndarray) -> None:
     """``out [O, n] = weights [O, K] @ patches[:, :n]`` in gemm calls of exactly GEMM_COLUMNS.
 
-    Every call has the same shape, so each column goes through the same BLAS
-    kernel wherever it sits: results do not depend on band sizes or image
-    width. The last partial call lands in ``spill`` and is copied.
+    Every call has the same shape, so OpenBLAS picks the same kernels whatever
+    the band sizes or image width (see the module docstring for what still
+    varies). The last partial call lands in ``spill`` and is copied.
     """
     n = out.shape[1]
     for first in range(0, n, GEMM_COLUMNS):
@@ -197,6 +202,10 @@ class ReferenceExecutor(ExecutorBase):
             conv+pool); for tests of band independence.
         shape_cache_size: how many input sizes keep their buffers.
 
+    Every size's buffers are reused by the next run of that size, so `run`,
+    `prewarm` and `close` hold a per-executor lock: threads sharing one executor
+    take turns.
+
     Raises:
         InvalidArgumentError: missing or mis-shaped weights, bad options.
     """
@@ -227,6 +236,7 @@ class ReferenceExecutor(ExecutorBase):
         self._band_rows = band_rows
         self._cache_size = shape_cache_size
         self._prepared: OrderedDict[tuple[int, int], _Prepared] = OrderedDict()
+        self._lock = threading.Lock()
         self._closed = False
 
     @staticmethod
@@ -311,9 +321,10 @@ class ReferenceExecutor(ExecutorBase):
 
     def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:
         """Plan and allocate for each ``(H, W)``; only the last ``shape_cache_size`` stay."""
-        self._check_open()
-        for height, width in shapes:
-            self._prepare(int(height), int(width))
+        with self._lock:
+            self._check_open()
+            for height, width in shapes:
+                self._prepare(int(height), int(width))
 
     # -- execution -------------------------------------------------------------------
 
@@ -331,8 +342,12 @@ class ReferenceExecutor(ExecutorBase):
             InvalidArgumentError: bad input.
             InvalidOperationError: the executor is closed.
         """
-        self._check_open()
-        x = check_network_input(x, self._graph.input_channels, self._alignment)
+        with self._lock:
+            self._check_open()
+            x = check_network_input(x, self._graph.input_channels, self._alignment)
+            return self._run(x)
+
+    def _run(self, x: np.ndarray) -> np.ndarray:
         prep = self._prepare(x.shape[1], x.shape[2])
         graph = self._graph
         shapes = prep.plan.shapes
@@ -474,16 +489,21 @@ class ReferenceExecutor(ExecutorBase):
 
     def resources(self) -> ExecutorResources:
         """Prepared sizes and the bytes held (activation slots, scratch, packed weights)."""
-        held = [p.byte_size for p in self._prepared.values()]
-        count = sum(len(p.arrays) for p in self._prepared.values()) + len(self._weights)
-        weights = sum(w.nbytes for w in self._weights.values())
-        return ExecutorResources(tuple(self._prepared), count, sum(held) + weights)
+        with self._lock:
+            held = [p.byte_size for p in self._prepared.values()]
+            count = sum(len(p.arrays) for p in self._prepared.values()) + len(self._weights)
+            weights = sum(w.nbytes for w in self._weights.values())
+            return ExecutorResources(tuple(self._prepared), count, sum(held) + weights)
 
     def close(self) -> None:
-        """Release every buffer; later calls to `run` raise `InvalidOperationError`."""
-        self._prepared.clear()
-        self._weights = {}
-        self._closed = True
+        """Release every buffer; later calls to `run` raise `InvalidOperationError`.
+
+        Waits for a `run` in another thread to finish first.
+        """
+        with self._lock:
+            self._prepared.clear()
+            self._weights = {}
+            self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:

@@ -24,6 +24,7 @@ import numpy as np
 
 from oidn_gpu.backends.sizes import parse_size
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.files import write_bytes_atomic
 
 ALIGNMENT = 16
 
@@ -170,6 +171,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2 if isinstance(err, InvalidArgumentError) else 1
     print(result.table())
     if args.json_path:
-        with open(args.json_path, "w", encoding="utf-8") as fh:
-            json.dump(asdict(result), fh, indent=2)
+        write_bytes_atomic(args.json_path, json.dumps(asdict(result), indent=2).encode("utf-8"))
     return 0

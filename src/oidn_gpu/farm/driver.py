@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary, Report, Scheduler
 from oidn_gpu.farm.worker import FrameWorker, import_ray, requested_backend
-from oidn_gpu.sequence import AuxSource, FrameJob, InputOptions
+from oidn_gpu.sequence import AuxSource, FrameJob, InputOptions, OutputOptions
 
 DEFAULT_RETRIES = 2
 
@@ -98,6 +98,7 @@ def denoise_sequence(
     quiet: bool = False,
     stream: TextIO | None = None,
     software: str = "oidn-gpu",
+    output: OutputOptions | None = None,
     worker_class: type[FrameWorker] = FrameWorker,
     on_frame: Callable[[FarmFrameResult], None] | None = None,
 ) -> FarmSummary:
@@ -125,6 +126,7 @@ def denoise_sequence(
         quiet: only errors.
         stream: where messages go (stderr).
         software: the ``Software`` attribute written into outputs.
+        output: what OpenEXR outputs hold besides the beauty (`sequence.OutputOptions`).
         worker_class: `FrameWorker` or a subclass (extra work per frame).
         on_frame: called on the driver with each frame's final result, as it comes.
 
@@ -165,6 +167,7 @@ def denoise_sequence(
             retries,
             lightmap=lightmap,
             software=software,
+            output=output,
         )
         scheduler = Scheduler(
             ray,

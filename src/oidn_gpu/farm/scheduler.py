@@ -67,6 +67,7 @@ class Report:
         self._quiet = quiet
         self.verbose = verbose
         self._finished = 0
+        self._noted: set[str] = set()
         self._bar = None
         if show_progress is None:
             show_progress = bool(getattr(stream, "isatty", lambda: False)())
@@ -86,6 +87,15 @@ class Report:
         else:
             print(text, file=self._stream, flush=True)
 
+    def warnings(self, result: FarmFrameResult, outcome: FrameOutcome) -> None:
+        """The frame's warnings, and each kind of note once per run."""
+        for text in outcome.warnings:
+            self.message(f"warning: {result.job.color}: {text}")
+        for note in outcome.notes:
+            if note.kind not in self._noted:
+                self._noted.add(note.kind)
+                self.message(f"warning: {note.text}")
+
     def frame(self, result: FarmFrameResult) -> None:
         self._finished += 1
         if result.status == "failed":
@@ -95,12 +105,14 @@ class Report:
             return
         if result.status == "failed":
             return
-        verb = "denoised" if result.status == "done" else "skipped"
-        text = f"[{self._finished}/{self._total}] {verb} {result.job.color}"
-        if result.status == "done":
-            text += f" -> {result.job.output} in {result.elapsed_s:.2f} s on {result.worker}"
-            if self.verbose:
-                text += f" ({result.used})"
+        head = f"frame {result.index + 1}/{self._total} {result.job.color}"
+        if result.status == "skipped":
+            text = f"{head}: skipped, '{result.job.output}' is complete"
+        else:
+            text = (
+                f"{head}: {result.used}; {result.elapsed_s:.2f} s -> {result.job.output} "
+                f"on {result.worker}"
+            )
         self.message(text)
 
     def close(self) -> None:
@@ -288,12 +300,15 @@ class Scheduler:
             elapsed_s=outcome.elapsed_s if outcome else 0.0,
             error=error if error is not None else (outcome.error if outcome else None),
             used=outcome.used if outcome else "",
+            layers=dict(outcome.layers) if outcome else {},
             worker=worker,
             failed_attempts=frame.failed,
             lost_attempts=frame.lost,
             index=frame.index,
         )
         self.results.append(result)
+        if outcome is not None:
+            self._report.warnings(result, outcome)
         self._report.frame(result)
         if self._on_frame is not None:
             self._on_frame(result)

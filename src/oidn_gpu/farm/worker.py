@@ -13,13 +13,21 @@ import socket
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from oidn_gpu.backends import BACKEND_ENV_VAR, resolve_backend
 from oidn_gpu.errors import InvalidArgumentError, require
 from oidn_gpu.image import io
-from oidn_gpu.sequence import FrameJob, InputOptions, _DenoiserPool, _message, denoise_frame
+from oidn_gpu.sequence import (
+    FrameJob,
+    FrameNote,
+    InputOptions,
+    OutputOptions,
+    _DenoiserPool,
+    _message,
+    denoise_frame,
+)
 
 RAY_EXTRA = "ray"
 
@@ -31,13 +39,23 @@ def import_ray() -> Any:
 
 @dataclass(frozen=True)
 class FrameOutcome:
-    """What a worker reports for one attempt at one frame."""
+    """What a worker reports for one attempt at one frame.
+
+    Attributes:
+        used, layers, notes: as `sequence.FrameOutcome` (the inputs used, in words and as
+            data; what a run says once).
+        warnings: this frame's warnings (`NonFiniteInputWarning` messages).
+        details: the traceback of a failure.
+    """
 
     status: str  # 'done', 'skipped' or 'failed'
     elapsed_s: float = 0.0
     used: str = ""
+    layers: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[FrameNote, ...] = ()
+    warnings: tuple[str, ...] = ()
     error: str | None = None
-    details: str | None = None  # the traceback of a failure
+    details: str | None = None
 
 
 def output_is_complete(job: FrameJob) -> bool:
@@ -121,6 +139,7 @@ class FrameWorker:
         options: where to find the images in the files.
         lightmap: RTLightmap filter.
         software: the ``Software`` attribute written into outputs.
+        output: what OpenEXR outputs hold besides the beauty.
         blas_threads: BLAS threads of this worker (its CPU slots), so that the reference
             backends of several workers on one node do not oversubscribe its cores.
     """
@@ -132,6 +151,7 @@ class FrameWorker:
         *,
         lightmap: bool = False,
         software: str = "oidn-gpu",
+        output: OutputOptions | None = None,
         blas_threads: int = 1,
     ) -> None:
         threadpoolctl = require("threadpoolctl", RAY_EXTRA)
@@ -140,6 +160,7 @@ class FrameWorker:
         self._options = options
         self._lightmap = lightmap
         self._software = software
+        self._output = output
         kwargs = dict(denoiser_kwargs)
         self._where = f"{socket.gethostname()} pid {os.getpid()}"
         gpu_ids = _assigned_gpu_ids()
@@ -162,25 +183,32 @@ class FrameWorker:
     def denoise(self, job: FrameJob, skip_existing: bool = False) -> FrameOutcome:
         """Denoise one frame and write its outputs atomically; errors are returned."""
         start = time.perf_counter()
+        warned: list[str] = []
         try:
             if skip_existing and output_is_complete(job):
                 return FrameOutcome("skipped", time.perf_counter() - start)
-            used = denoise_frame(
+            done = denoise_frame(
                 job,
                 self._pool,
                 self._options,
                 lightmap=self._lightmap,
                 progress=None,
                 software=self._software,
+                warn=warned.append,
+                output=self._output,
             )
         except Exception as err:
             return FrameOutcome(
                 "failed",
                 time.perf_counter() - start,
+                warnings=tuple(warned),
                 error=_message(err),
                 details=traceback.format_exc().rstrip(),
             )
-        return FrameOutcome("done", time.perf_counter() - start, used=used)
+        elapsed = time.perf_counter() - start
+        return FrameOutcome(
+            "done", elapsed, done.used, done.layers, tuple(done.notes), tuple(warned)
+        )
 
     def close(self) -> None:
         """Release the Denoisers (and their GPU resources) and the BLAS thread limit."""

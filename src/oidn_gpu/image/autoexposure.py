@@ -6,14 +6,15 @@ and returns ``key / 2^mean(log2(bin averages))`` over the bins brighter than
 ``eps``: the key value divided by the geometric mean luminance. See section 4.4 of
 ``shared/reference/oidn-semantics.md``.
 
-The result depends on the order of float32 additions, which this module
-reproduces exactly for OIDN's CPU device on AVX-512 (16 SIMD lanes):
+The result depends on the order of float32 additions, and OIDN's CPU device sums
+with the SIMD width of the ISA it picks on the host (`host_isa`): AVX-512 (16
+lanes), AVX2 (8) or SSE4 (8 lanes in two 4-wide registers). This module reproduces
+each exactly (`ISAS`):
 
-* within a bin, lane ``k`` accumulates column ``beginW + k`` row by row (bins are
-  at most 16 wide, so each lane owns one column); the 16 lanes are then summed in
-  the order of ISPC's AVX-512 ``reduce_add`` (adjacent pairs twice, then the four
-  partial sums as ``(g0 + g2) + (g1 + g3)``; see `_reduce_lanes`) and the total is
-  divided by the pixel count;
+* within a bin, each row's (at most 16) columns are visited ``L`` at a time, so
+  lane ``k`` accumulates columns ``k, k + L, ...`` of each row, rows in order;
+  the lanes are then summed in the order of ISPC's ``reduce_add`` on that target
+  (see `_reduce_lanes`) and the total is divided by the pixel count;
 * across bins, a deterministic recursive halving tree (TBB
   ``parallel_deterministic_reduce`` over a ``blocked_range2d`` with grain 1) adds
   ``(sum of log2, count)`` pairs, split on columns when the range has fewer rows
@@ -25,11 +26,13 @@ reproduces exactly for OIDN's CPU device on AVX-512 (16 SIMD lanes):
   before this), else evaluated in float64 and rounded once to float32.
 
 The luminance ``0.212671 r + 0.715160 g + 0.072169 b`` is computed as OIDN's ISPC
-code compiles it, with FMA contraction: ``fma(0.072169, b, fma(0.212671, r,
-0.715160 g))``, emulated exactly here. The lane order and the luminance contraction
-were determined by matching OIDN 2.5.1's output bit for bit (``tests/unit/
-test_autoexposure.py``); section 4.4 of the semantics document describes the lane
-reduction as plain pairwise halving, which is 1 ULP off on some bin widths.
+code compiles it: on AVX2 and AVX-512 with FMA contraction, ``fma(0.072169, b,
+fma(0.212671, r, 0.715160 g))`` (emulated exactly here), on SSE4 (no FMA) with
+every product and sum rounded. The lane orders and the luminance contraction were
+determined by matching OIDN 2.5.1's output bit for bit on each ISA (``tests/unit/
+test_autoexposure.py``, ``tests/data/autoexposure/``); section 4.4 of the semantics
+document describes the lane reduction as plain pairwise halving, which is 1 ULP off
+on some bin widths.
 """
 
 from __future__ import annotations
@@ -37,7 +40,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
+import platform
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,7 +52,6 @@ from oidn_gpu.errors import InvalidArgumentError
 MAX_BIN_SIZE = 16  # AutoexposureParams::maxBinSize (OIDN core/autoexposure.h)
 KEY = np.float32(0.18)  # AutoexposureParams::key: target geometric mean luminance
 EPS = np.float32(1e-8)  # AutoexposureParams::eps: bins at or below this are skipped
-SIMD_LANES = 16  # ISPC programCount on AVX-512 (OIDN's CPU device on this target)
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 # Luminance weights (OIDN core/color.h, luminance()).
@@ -55,9 +60,105 @@ LUMINANCE_G = np.float32(0.715160)
 LUMINANCE_B = np.float32(0.072169)
 
 
+ISA_ENV = "OIDN_GPU_CPU_ISA"
+"""Environment variable naming the ISA whose addition order to follow (see `host_isa`)."""
+
+
+@dataclass(frozen=True)
+class CpuIsa:
+    """One ISPC target of OIDN 2.5.1's CPU device: how it sums a bin's luminance."""
+
+    name: str
+    simd_lanes: int  # ISPC programCount: the lanes of one vector
+    register_lanes: int  # float lanes of one hardware register (a vector may span two)
+    fma: bool  # whether the luminance's multiply-adds are fused
+
+
+# OIDN 2.5.1 ships ISPC kernels for SSE4, AVX2 and AVX-512 (SKX) and ISPC picks one at
+# run time from the CPU's features. The widths, the register split and the FMA choice
+# were determined by matching OIDN's scales bit for bit (tests/data/autoexposure/):
+# its SSE4 build runs 8 lanes in two 4-wide registers, without FMA.
+ISAS = {
+    "avx512": CpuIsa("avx512", 16, 16, fma=True),
+    "avx2": CpuIsa("avx2", 8, 8, fma=True),
+    "sse4": CpuIsa("sse4", 8, 4, fma=False),
+}
+
+# CPU features each ISPC target needs (AVX-512 "SKX": F, CD, DQ, BW and VL), as Linux's
+# /proc/cpuinfo names them.
+_AVX512_FLAGS = frozenset({"avx512f", "avx512cd", "avx512dq", "avx512bw", "avx512vl"})
+_AVX2_FLAGS = frozenset({"avx2", "fma"})
+
+
 _F32_MIN_NORMAL = 2.0**-126  # below this, float32 spacing is fixed (denormals)
 _LOW_BITS_MASK = np.uint64((1 << 29) - 1)  # float64 mantissa bits dropped by float32
 _HALFWAY_BITS = np.uint64(1 << 28)  # ...that put a float64 exactly between two float32
+
+
+def _isa_from_flags(flags: frozenset[str]) -> CpuIsa:
+    if _AVX512_FLAGS.issubset(flags):
+        return ISAS["avx512"]
+    if _AVX2_FLAGS.issubset(flags):
+        return ISAS["avx2"]
+    return ISAS["sse4"]
+
+
+def _cpu_flags() -> frozenset[str] | None:
+    """The CPU's features in /proc/cpuinfo spelling (lowercase), or None if unknown.
+
+    NumPy's run-time dispatcher already probed them (CPUID and the OS's register
+    state, on every OS); /proc/cpuinfo is the fallback on Linux.
+    """
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as features
+        except ImportError:
+            features = None
+    if features:
+        names = {name.lower() for name, present in features.items() if present}
+        return frozenset(names | ({"fma"} if "fma3" in names else set()))
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _detected_isa() -> CpuIsa:
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
+        # OIDN's CPU device on ARM runs ISPC's NEON target (neon-i32x4 assumed, FMA);
+        # this order is inferred from the x86 ones, not checked against OIDN on ARM.
+        return CpuIsa("neon", 4, 4, fma=True)
+    flags = _cpu_flags()
+    return ISAS["sse4"] if flags is None else _isa_from_flags(flags)
+
+
+def host_isa() -> CpuIsa:
+    """The ISPC target OIDN's CPU device runs on this host, whose addition order we follow.
+
+    ``OIDN_GPU_CPU_ISA=avx512|avx2|sse4`` overrides the detection (to match OIDN on
+    another machine).
+
+    Raises:
+        InvalidArgumentError: the variable names an unknown ISA.
+    """
+    name = os.environ.get(ISA_ENV, "").strip().lower()
+    if not name:
+        return _detected_isa()
+    return _isa_named(name, f"{ISA_ENV}={name!r}")
+
+
+def _isa_named(name: str, what: str) -> CpuIsa:
+    isa = ISAS.get(name)
+    if isa is None:
+        raise InvalidArgumentError(f"unknown CPU ISA {what}; expected 'avx512', 'avx2' or 'sse4'")
+    return isa
 
 
 def _fma32(a: np.ndarray, b: np.float32, c: np.ndarray) -> np.ndarray:
@@ -96,9 +197,15 @@ def _fma32_exact(product: np.ndarray, addend: np.ndarray, total: np.ndarray) -> 
     return np.where(fix, other, rounded)
 
 
-def luminance(rgb: np.ndarray) -> np.ndarray:
-    """Luminance of sanitized RGB values ``[..., 3]`` float32, as OIDN's CPU computes it."""
+def luminance(rgb: np.ndarray, *, fma: bool = True) -> np.ndarray:
+    """Luminance of sanitized RGB values ``[..., 3]`` float32, as OIDN's CPU computes it.
+
+    With ``fma`` (AVX2, AVX-512) the sum ``R r + G g + B b`` is contracted into two
+    fused multiply-adds; without (SSE4) every product and sum rounds.
+    """
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    if not fma:
+        return (r * LUMINANCE_R + g * LUMINANCE_G) + b * LUMINANCE_B
     return _fma32(b, LUMINANCE_B, _fma32(r, LUMINANCE_R, g * LUMINANCE_G))
 
 
@@ -120,21 +227,36 @@ def _bin_bounds(size: int, count: int) -> np.ndarray:
     return (np.arange(count + 1, dtype=np.int64) * size) // count
 
 
-def _reduce_lanes(lanes: np.ndarray) -> np.ndarray:
-    """Sum 16 lanes ``[..., 16]`` in the order of OIDN's ISPC ``reduce_add`` (AVX-512).
+def _reduce_lanes(lanes: np.ndarray, register_lanes: int) -> np.ndarray:
+    """Sum the lanes ``[..., L]`` in the order of ISPC's ``reduce_add`` on that target.
 
-    Adjacent pairs first, twice (each 128-bit group of 4 lanes summed as
-    ``(l0+l1) + (l2+l3)``), then the four group sums as ``(g0+g2) + (g1+g3)``.
-    This order was found by matching OIDN 2.5.1's autoexposure bit for bit.
+    A vector spanning several registers (SSE4's 8 lanes in two 4-wide registers)
+    first adds its registers lane by lane. Within a register, adjacent pairs are
+    added twice, so each group of 4 lanes (128 bits) becomes ``(l0+l1) + (l2+l3)``;
+    then the group sums: 4 of them (AVX-512) as ``(g0+g2) + (g1+g3)``, 2 (AVX2) as
+    ``g0 + g1``. These orders were found by matching OIDN 2.5.1's autoexposure bit
+    for bit on AVX-512, AVX2 and (emulated) SSE4 CPUs.
     """
-    pairs = lanes[..., 0::2] + lanes[..., 1::2]  # [..., 8]
-    groups = pairs[..., 0::2] + pairs[..., 1::2]  # [..., 4]
-    halves = groups[..., 0:2] + groups[..., 2:4]  # [..., 2]
-    return halves[..., 0] + halves[..., 1]
+    registers = lanes[..., 0:register_lanes]
+    for start in range(register_lanes, lanes.shape[-1], register_lanes):
+        registers = registers + lanes[..., start : start + register_lanes]
+    pairs = registers[..., 0::2] + registers[..., 1::2]
+    groups = pairs[..., 0::2] + pairs[..., 1::2]  # [..., register_lanes / 4]
+    if groups.shape[-1] == 4:
+        groups = groups[..., 0:2] + groups[..., 2:4]
+    if groups.shape[-1] == 2:
+        groups = groups[..., 0:1] + groups[..., 1:2]
+    return groups[..., 0]
 
 
-def _bin_averages(lum: np.ndarray) -> np.ndarray:
-    """Average luminance per bin, ``[nbH, nbW]`` float32, in OIDN's addition order."""
+def _bin_averages(lum: np.ndarray, isa: CpuIsa) -> np.ndarray:
+    """Average luminance per bin, ``[nbH, nbW]`` float32, in OIDN's addition order.
+
+    Within a bin, ISPC's ``foreach`` over the (at most 16) columns of a row runs
+    ``ceil(bin width / L)`` vector iterations, the last one masked, so lane ``k``
+    adds columns ``k, k + L, ...`` of each row, rows in order.
+    """
+    simd_lanes = isa.simd_lanes
     height, width = lum.shape
     nb_h = -(-height // MAX_BIN_SIZE)
     nb_w = -(-width // MAX_BIN_SIZE)
@@ -143,22 +265,21 @@ def _bin_averages(lum: np.ndarray) -> np.ndarray:
     bin_h = np.diff(rows)
     bin_w = np.diff(cols)
 
-    # Lane sums: one lane per column of a bin, rows added in order. acc[i, w] is the
-    # lane of column w in bin row i.
-    acc = np.zeros((nb_h, width), dtype=np.float32)
+    lane = np.arange(simd_lanes)
+    acc = np.zeros((nb_h, nb_w, simd_lanes), dtype=np.float32)
     for r in range(int(bin_h.max())):
-        active = bin_h > r
+        row_on = bin_h > r
         src_rows = np.minimum(rows[:-1] + r, height - 1)
-        contrib = np.where(active[:, None], lum[src_rows, :], np.float32(0))
-        acc += contrib  # adding +0.0 to an inactive lane leaves it unchanged
+        row_lum = lum[src_rows, :]  # [nbH, W]
+        for start in range(0, int(bin_w.max()), simd_lanes):
+            offset = start + lane  # [L]: the bin column each lane reads in this iteration
+            col_on = offset[None, :] < bin_w[:, None]  # [nbW, L]
+            src_cols = np.minimum(cols[:-1, None] + offset[None, :], width - 1)
+            contrib = row_lum[:, src_cols]  # [nbH, nbW, L]
+            on = row_on[:, None, None] & col_on[None, :, :]
+            acc += np.where(on, contrib, np.float32(0))  # +0.0 leaves a masked lane unchanged
 
-    # Gather the 16 lanes of each bin, zeros for lanes past the bin width.
-    lane = np.arange(SIMD_LANES)
-    lane_cols = cols[:-1, None] + lane[None, :]  # [nbW, 16]
-    lane_on = lane[None, :] < bin_w[:, None]
-    lanes = acc[:, np.minimum(lane_cols, width - 1)]  # [nbH, nbW, 16]
-    lanes = np.where(lane_on[None, :, :], lanes, np.float32(0))
-    totals = _reduce_lanes(lanes)
+    totals = _reduce_lanes(acc, isa.register_lanes)
     counts = (bin_h[:, None] * bin_w[None, :]).astype(np.float32)
     return totals / counts
 
@@ -225,21 +346,30 @@ def _tree_reduce(logs: np.ndarray, valid: np.ndarray) -> tuple[np.float32, int]:
     return reduce(0, values.shape[0], 0, values.shape[1])
 
 
-def autoexposure(color: np.ndarray) -> float:
+def autoexposure(color: np.ndarray, *, isa: str | CpuIsa | None = None) -> float:
     """Compute OIDN's autoexposure input scale for an HDR colour image.
 
     Args:
         color: ``[H, W]`` or ``[H, W, C]`` with C in 1..3 (a 4th alpha channel must be
             stripped by the caller), float16 or float32. 2-channel images are read as
             (c0, c1, c1), 1-channel as grey.
+        isa: ``"avx512"``, ``"avx2"`` or ``"sse4"`` (or a `CpuIsa`): follow the addition
+            order of OIDN's CPU device on that ISA; None (default): the one it runs on
+            this host (`host_isa`).
 
     Returns:
         The scale ``s`` (a float32 value as a Python float); 1.0 when no bin has a mean
         luminance above 1e-8 or the image is empty.
 
     Raises:
-        InvalidArgumentError: for a wrong shape or dtype.
+        InvalidArgumentError: for a wrong shape or dtype, or an unknown ISA.
     """
+    if isa is None:
+        target = host_isa()
+    elif isinstance(isa, CpuIsa):
+        target = isa
+    else:
+        target = _isa_named(isa, repr(isa))
     arr = np.asarray(color)
     if arr.ndim == 2:
         arr = arr[:, :, None]
@@ -256,8 +386,8 @@ def autoexposure(color: np.ndarray) -> float:
     # Near-FLT_MAX inputs overflow the float32 sums to +inf, as they do in OIDN
     # (the scale then becomes 0).
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        lum = luminance(_sanitized_rgb(arr))
-        averages = _bin_averages(lum)
+        lum = luminance(_sanitized_rgb(arr), fma=target.fma)
+        averages = _bin_averages(lum, target)
         valid = averages > EPS
         logs = _log2_f32(np.where(valid, averages, np.float32(1)))
         total, count = _tree_reduce(logs, valid)

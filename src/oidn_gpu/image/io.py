@@ -20,21 +20,21 @@ Encoding convention (decided here, used by the CLI):
 Multi-layer EXR: channels named ``layer.sublayer.C`` are grouped by everything
 before the last dot (``ViewLayer.Denoising Albedo.R`` -> layer
 ``ViewLayer.Denoising Albedo``); channels without a dot form the root layer
-``''``. Parts of a multi-part file are layers named after the part. Default AOV
-names for Blender, Mitsuba and Arnold are in `COLOR_LAYER_NAMES`,
-`ALBEDO_LAYER_NAMES` and `NORMAL_LAYER_NAMES`.
+``''``. Parts of a multi-part file are layers named after the part. The layer names
+renderers give the beauty and the AOVs are in `oidn_gpu.image.aovs` (re-exported here as
+`COLOR_LAYER_NAMES`, `ALBEDO_LAYER_NAMES` and `NORMAL_LAYER_NAMES`). Whole files, every
+part and channel with its header, are read and written by `oidn_gpu.image.exr`.
 
-Writes go to a temporary file in the destination folder, which is renamed over
-the destination only once complete; any exception, KeyboardInterrupt included,
-removes the temporary file, so a destination is either the old file or the new
-one, never a partial one.
+Writes go through `oidn_gpu.files.atomic_write`: a temporary file in the
+destination folder, renamed over the destination only once complete; any
+exception, KeyboardInterrupt included, removes the temporary file, so a
+destination is either the old file or the new one, never a partial one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,53 +43,16 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
-
-# --- AOV names -----------------------------------------------------------------------------
-# Compared case-insensitively with a layer's full name and with its last component
-# (so 'ViewLayer.Denoising Albedo' matches 'Denoising Albedo'); first match wins.
-# Sources (from the renderers' documentation and from experience with their files):
-#   Blender Cycles multilayer EXR: '<ViewLayer>.Combined', '<ViewLayer>.Noisy Image' (the
-#     undenoised beauty when Denoising Data is on, in which case Combined is already
-#     denoised), '<ViewLayer>.Denoising Albedo', '<ViewLayer>.Denoising Normal' (X, Y, Z),
-#     '<ViewLayer>.DiffCol' (diffuse colour pass), '<ViewLayer>.Normal' (X, Y, Z).
-#   Mitsuba 3 'aov' integrator: beauty in the root R, G, B, A; AOVs named by the user,
-#     conventionally 'albedo:albedo' and 'nn:sh_normal' (so 'albedo.R', 'nn.X', ...).
-#   Arnold EXR driver: beauty 'RGBA' (root R, G, B, A or layer 'RGBA' with Preserve Layer
-#     Name), AOVs 'albedo', 'diffuse_albedo', 'N'; the OIDN/OptiX imagers use
-#     'denoise_albedo' / 'denoise_normal' style names in some hosts.
-
-COLOR_LAYER_NAMES: tuple[str, ...] = (
-    "Noisy Image",
-    "Combined",
-    "",
-    "RGBA",
-    "RGB",
-    "beauty",
-    "color",
-    "colour",
-    "image",
-    "rgb_color",
-)
-ALBEDO_LAYER_NAMES: tuple[str, ...] = (
-    "Denoising Albedo",
-    "albedo",
-    "denoise_albedo",
-    "denoising_albedo",
-    "diffuse_albedo",
-    "DiffCol",
-    "diffuse_color",
-    "base_color",
-)
-NORMAL_LAYER_NAMES: tuple[str, ...] = (
-    "Denoising Normal",
-    "normal",
-    "normals",
-    "nn",
-    "sh_normal",
-    "shading_normal",
-    "denoise_normal",
-    "denoising_normal",
-    "N",
+from oidn_gpu.files import atomic_write
+from oidn_gpu.image.aovs import ALBEDO_LAYER_NAMES as ALBEDO_LAYER_NAMES
+from oidn_gpu.image.aovs import COLOR_LAYER_NAMES as COLOR_LAYER_NAMES
+from oidn_gpu.image.aovs import NORMAL_LAYER_NAMES as NORMAL_LAYER_NAMES
+from oidn_gpu.image.transfer import (
+    SRGB_ENCODED_LIMIT,
+    SRGB_GAMMA,
+    SRGB_LINEAR_LIMIT,
+    SRGB_OFFSET,
+    SRGB_SLOPE,
 )
 
 # Channel-name suffix sets, in the order they are tried; compared case-insensitively.
@@ -297,7 +260,7 @@ def _nparts(inp: Any) -> int:
     return int(inp.spec().getattribute("oiio:subimages") or 1)
 
 
-def _match_layer(layers: Sequence[Layer], name: str) -> Layer | None:
+def match_layer(layers: Sequence[Layer], name: str) -> Layer | None:
     """Exact name, then case-insensitive full name, then case-insensitive last component."""
     for layer in layers:
         if layer.name == name:
@@ -317,7 +280,7 @@ def find_layer(layers: Sequence[Layer], candidates: Iterable[str]) -> Layer | No
     """The first layer matching one of ``candidates`` (in candidate order) that has pixels
     usable as an image (1 to 3 colour or vector channels), or None."""
     for name in candidates:
-        layer = _match_layer(layers, name)
+        layer = match_layer(layers, name)
         if layer is not None and _select_components(layer) is not None:
             return layer
     return None
@@ -368,7 +331,7 @@ def read_layer(
         layer = None
         explicit = [c.strip() for c in layer_or_channels.split(",") if c.strip()]
     else:
-        layer = _match_layer(layers, layer_or_channels)
+        layer = match_layer(layers, layer_or_channels)
         explicit = None
         if layer is None:
             all_channels = {c for lay in layers for c in lay.channels}
@@ -427,26 +390,22 @@ def describe_layers(layers: Sequence[Layer]) -> str:
 
 
 # --- transfer between file conventions -------------------------------------------------------
-# IEC 61966-2-1 sRGB, the encoding of 8-bit image files (not OIDN's internal transfer).
-_SRGB_LINEAR_LIMIT = 0.0031308
-_SRGB_ENCODED_LIMIT = 0.04045
-_SRGB_SLOPE = 12.92
-_SRGB_GAMMA = 2.4
-_SRGB_OFFSET = 0.055
+# IEC 61966-2-1 sRGB, the encoding of 8-bit image files, evaluated in double precision (OIDN's
+# float transfer function is image/transfer.py; the constants are the same).
 
 
 def srgb_encode(linear: np.ndarray) -> np.ndarray:
     """Linear [0, 1] -> sRGB-encoded [0, 1] (input clamped to [0, 1] first)."""
     x = np.clip(np.nan_to_num(linear, nan=0.0), 0.0, 1.0).astype(np.float32)
-    high = (1 + _SRGB_OFFSET) * np.power(x, 1 / _SRGB_GAMMA) - _SRGB_OFFSET
-    return np.where(x <= _SRGB_LINEAR_LIMIT, x * _SRGB_SLOPE, high).astype(np.float32)
+    high = (1 + SRGB_OFFSET) * np.power(x, 1 / SRGB_GAMMA) - SRGB_OFFSET
+    return np.where(x <= SRGB_LINEAR_LIMIT, x * SRGB_SLOPE, high).astype(np.float32)
 
 
 def srgb_decode(encoded: np.ndarray) -> np.ndarray:
     """sRGB-encoded -> linear (values outside [0, 1] clamped first)."""
     x = np.clip(np.nan_to_num(encoded, nan=0.0), 0.0, 1.0).astype(np.float32)
-    high = np.power((x + _SRGB_OFFSET) / (1 + _SRGB_OFFSET), _SRGB_GAMMA)
-    return np.where(x <= _SRGB_ENCODED_LIMIT, x / _SRGB_SLOPE, high).astype(np.float32)
+    high = np.power((x + SRGB_OFFSET) / (1 + SRGB_OFFSET), SRGB_GAMMA)
+    return np.where(x <= SRGB_ENCODED_LIMIT, x / SRGB_SLOPE, high).astype(np.float32)
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -519,13 +478,6 @@ def _copied_attributes(like: Image | None, format_name: str) -> list[Attribute]:
     return kept
 
 
-def temporary_path(path: str | os.PathLike[str]) -> Path:
-    """A unique hidden temporary name beside ``path`` that keeps its extension
-    (OpenImageIO picks the writer by extension): ``.NAME.tmp-RANDOM.EXT``."""
-    path = Path(path)
-    return path.with_name(f".{path.stem}.tmp-{secrets.token_hex(4)}{path.suffix}")
-
-
 def write_image_atomic(
     path: str | os.PathLike[str],
     pixels: np.ndarray,
@@ -538,8 +490,8 @@ def write_image_atomic(
 ) -> Path:
     """Write an image so that ``path`` is never left partial or corrupt.
 
-    The image goes to a temporary file in the same folder, which then replaces
-    ``path`` with `os.replace`. On any exception (KeyboardInterrupt included) the
+    The image goes to a temporary file in the same folder (`oidn_gpu.files.atomic_write`),
+    which then replaces ``path``. On any exception (KeyboardInterrupt included) the
     temporary file is removed and ``path`` is untouched.
 
     Args:
@@ -559,6 +511,7 @@ def write_image_atomic(
     Raises:
         InvalidArgumentError: bad pixels array, encoding or extension.
         ImageFileError: the file cannot be written.
+        OutputFileError: its folder cannot be created or written.
     """
     oiio = _oiio()
     path = Path(path)
@@ -598,26 +551,22 @@ def write_image_atomic(
     if software:
         spec.attribute("Software", software)
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(path)
-    out = None
-    try:
-        out = oiio.ImageOutput.create(str(tmp))
-        if out is None or not out.open(str(tmp), spec):
-            raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-        if not out.write_image(np.ascontiguousarray(array)):
-            raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-        if not out.close():
-            raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-        out = None
-        os.replace(tmp, path)
-    except BaseException:
-        if out is not None:
-            # already failing: the original error matters, not one from closing
-            with contextlib.suppress(Exception):
-                out.close()
-        _remove_quietly(tmp)
-        raise
+    with atomic_write(path) as tmp:
+        tmp.file.close()  # OpenImageIO writes the (empty, exclusively created) file by name
+        out = oiio.ImageOutput.create(str(tmp.path))
+        try:
+            if out is None or not out.open(str(tmp.path), spec):
+                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+            if not out.write_image(np.ascontiguousarray(array)):
+                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+            closing, out = out, None
+            if not closing.close():
+                raise ImageFileError(f"cannot write '{path}': {_error(oiio, closing)}")
+        finally:
+            if out is not None:
+                # already failing: the original error matters, not one from closing
+                with contextlib.suppress(Exception):
+                    out.close()
     return path
 
 
@@ -626,11 +575,6 @@ def _error(oiio: Any, out: Any) -> str:
     if out is not None:
         message = out.geterror().strip()
     return message or oiio.geterror().strip() or "unknown error"
-
-
-def _remove_quietly(path: Path) -> None:
-    with contextlib.suppress(OSError):  # best effort; the caller's exception is what matters
-        path.unlink()
 
 
 def _default_channels(nchannels: int) -> list[str]:

@@ -14,11 +14,12 @@ tiling are the caller's job (see ``image/tiling.py``).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.errors import InvalidArgumentError, NonFiniteInputWarning
 from oidn_gpu.image.transfer import Transfer, forward, inverse, transfer_for
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)  # std::numeric_limits<float>::max()
@@ -27,6 +28,34 @@ _ZERO = np.float32(0)
 _HALF = np.float32(0.5)
 _ONE = np.float32(1)
 _TWO = np.float32(2)
+
+
+def warn_if_autoexposure_blackens(color: np.ndarray, scale: float) -> None:
+    """Warn (`NonFiniteInputWarning`) when autoexposure returned 0 for ``color``.
+
+    OIDN does the same arithmetic: +Inf pixels (or sums past FLT_MAX) make the
+    geometric mean infinite and the scale 0, so the whole output is black. The
+    scale is kept, for parity; the warning says how many pixels are not finite.
+    """
+    if scale != 0.0:
+        return
+    rgb = np.asarray(color)
+    if rgb.ndim == 3:
+        rgb = rgb[:, :, :3]
+    bad = ~np.isfinite(rgb)
+    count = int((bad.any(axis=2) if bad.ndim == 3 else bad).sum())
+    cause = (
+        f"{count} pixel{'s' if count != 1 else ''} of the color {'are' if count != 1 else 'is'} "
+        "not finite (Inf or NaN)"
+        if count
+        else "the color's values overflow float32 when summed"
+    )
+    warnings.warn(
+        f"autoexposure is 0 because {cause}: the output is black; set input_scale "
+        "(--input-scale on the command line) or replace those pixels",
+        NonFiniteInputWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass(frozen=True)

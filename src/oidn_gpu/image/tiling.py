@@ -89,7 +89,7 @@ def max_tile_px_for(max_memory_mb: int | None) -> int | None:
 
 def _check_sizes(height: int, width: int, overlap: int, alignment: int) -> None:
     if height < 1 or width < 1:
-        raise InvalidArgumentError(f"image size {height}x{width} is empty; expected at least 1x1")
+        raise InvalidArgumentError(f"image size {width}x{height} is empty; expected at least 1x1")
     if alignment < 1 or alignment % MIN_TILE_ALIGNMENT != 0:
         raise InvalidArgumentError(
             f"tile alignment {alignment} is not a positive multiple of {MIN_TILE_ALIGNMENT}"

@@ -42,13 +42,21 @@ PU_X0 = _F32(2.23151711e-03)  # inverse: PU(PU_Y0)
 PU_X1 = _F32(3.70974749e-01)  # inverse: PU(PU_Y1)
 PU_INV_C = _F32(1) / PU_C  # the inverse's exponent, `1.f / c` evaluated in float
 
-# sRGB curve, OIDN core/color.h (SRGBTransferFunction); no normalization.
-SRGB_A = _F32(12.92)  # slope of the linear segment
-SRGB_B = _F32(1.055)
-SRGB_C = _F32(0.055)
-SRGB_Y0 = _F32(0.0031308)  # forward: linear segment up to here
-SRGB_X0 = _F32(0.04045)  # inverse: linear segment up to here
-SRGB_EXPONENT = _F32(1) / _F32(2.4)  # forward exponent `1.f/2.4f`
+# sRGB curve (IEC 61966-2-1), as OIDN core/color.h types it (SRGBTransferFunction); no
+# normalization. The decimal constants are shared with the 8-bit file conversion (image/io.py);
+# OIDN evaluates them in float.
+SRGB_SLOPE = 12.92  # slope of the linear segment
+SRGB_SCALE = 1.055
+SRGB_OFFSET = 0.055
+SRGB_GAMMA = 2.4
+SRGB_LINEAR_LIMIT = 0.0031308  # forward: linear segment up to here
+SRGB_ENCODED_LIMIT = 0.04045  # inverse: linear segment up to here
+SRGB_A = _F32(SRGB_SLOPE)
+SRGB_B = _F32(SRGB_SCALE)
+SRGB_C = _F32(SRGB_OFFSET)
+SRGB_Y0 = _F32(SRGB_LINEAR_LIMIT)
+SRGB_X0 = _F32(SRGB_ENCODED_LIMIT)
+SRGB_EXPONENT = _F32(1) / _F32(SRGB_GAMMA)  # forward exponent `1.f/2.4f`
 SRGB_INV_EXPONENT = _F32(1) / SRGB_EXPONENT  # inverse exponent `1.f/(1.f/2.4f)` = 2.4f
 
 # Normalization point of the PU and Log curves: the largest half value

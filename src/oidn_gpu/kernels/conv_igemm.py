@@ -27,9 +27,18 @@ weights in ``options.weight_layout``. A fused pool needs ``rows_per_thread >= 4`
 Trusted: input loads are guarded by the row bound and the tap mask, weight
 loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds; shared
 indices are compile-time bounded.
+
+The generator runs in four steps: `validate` (the tile the options resolve to,
+and whether it runs within the limits), `plan_tile` (the straight-line code's
+structure: accumulators, loads, K groups), `constants` (the WGSL ``const``
+block) and `render_source` (every choice the options make, as flags and WGSL
+expressions for ``wgsl/conv_igemm.wgsl``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import _common, gemm
@@ -55,20 +64,24 @@ from oidn_gpu.kernels.spec import (
 from oidn_gpu.kernels.template import render
 
 FAMILY = "conv-igemm"
+TAPS = 9  # a 3x3 conv
+POOL_ROWS = 4  # GEMM rows of one pooled pixel (its 2x2 quad)
+PACKED_VEC4 = "vec2<u32>"  # four halfs in the bits of two u32s
 
 
-def _bindings(spec: ConvSpec, packed_input: bool, packed_weights: bool):
-    act = "vec2<u32>" if packed_input else spec.precision.vec4
-    wt = "vec2<u32>" if packed_weights else spec.precision.vec4
-    entries = [(f"input{i}", BindingKind.STORAGE_READ, act) for i in range(len(spec.sources))]
-    out_vec4 = spec.out_precision.vec4  # type: ignore[union-attr]
-    entries += [
-        ("weights", BindingKind.STORAGE_READ, wt),
-        ("bias", BindingKind.STORAGE_READ, "vec4<f32>"),
-        ("output", BindingKind.STORAGE_READ_WRITE, out_vec4),
-        ("params", BindingKind.UNIFORM, ""),
-    ]
-    return _common.make_bindings(entries)
+@dataclass(frozen=True)
+class TilePlan:
+    """The straight-line structure of one invocation's work (template loops)."""
+
+    input_loads: int  # input-tile vec4s each invocation loads per K step
+    weight_loads: int  # weight-tile vec4s each invocation loads per K step
+    slot_stride: int  # GEMM rows between an invocation's input loads
+    accs: tuple[dict[str, Any], ...]  # accumulator (row r, column c)
+    columns: tuple[dict[str, Any], ...]  # output block columns
+    groups: tuple[dict[str, Any], ...]  # K tile in f16 partial groups (one group for fp32)
+    loads: tuple[dict[str, Any], ...]
+    wloads: tuple[dict[str, Any], ...]
+    pool_groups: tuple[dict[str, Any], ...]  # the 4-row quads of a fused pool
 
 
 def resolve_tile(
@@ -78,23 +91,14 @@ def resolve_tile(
     return options.tile_for(spec.precision, spec.out_blocks, limits or DeviceLimits())
 
 
-def generate(
-    spec: ConvSpec,
-    options: GemmOptions | None = None,
-    limits: DeviceLimits | None = None,
-) -> Kernel:
-    """Generate the implicit-GEMM conv for ``spec`` with ``options``.
-
-    ``limits`` (default: WebGPU minimums) decides the output-aligned tile
-    widening and the z wrap of the grid.
+def validate(spec: ConvSpec, options: GemmOptions, limits: DeviceLimits) -> GemmTile:
+    """The tile of ``spec`` under ``options``, checked against ``limits``.
 
     Raises:
-        UnsupportedDeviceError: the resolved tile needs more workgroup storage or
-            invocations than ``limits`` allow, or more registers than
-            `gemm.REGISTER_BUDGET` (such a shader is not valid on the device, or spills).
+        UnsupportedDeviceError: the tile needs more workgroup storage, invocations or
+            registers than allowed.
+        InvalidArgumentError: a fused pool with ``rows_per_thread < 4``.
     """
-    options = options or GemmOptions()
-    limits = limits or DeviceLimits()
     tile = resolve_tile(spec, options, limits)
     problems = gemm.tile_problems(
         tile,
@@ -109,63 +113,36 @@ def generate(
             f"implicit GEMM tile {tile.describe()} ({spec.precision.value}) cannot run: "
             + "; ".join(problems)
         )
-    rpt = tile.rows_per_thread
-    if spec.pool and rpt < 4:
+    if spec.pool and tile.rows_per_thread < POOL_ROWS:
         raise InvalidArgumentError(
-            f"implicit GEMM with a fused pool needs rows_per_thread >= 4, got {rpt}"
+            f"implicit GEMM with a fused pool needs rows_per_thread >= {POOL_ROWS}, "
+            f"got {tile.rows_per_thread}"
         )
-    f16 = spec.precision is Precision.FP16
-    packed_input = f16 and options.load_mode is LoadMode.PACKED_ALL
-    packed_weights = f16 and options.load_mode in (LoadMode.PACKED_ALL, LoadMode.PACKED_WEIGHTS)
-    layout = options.weight_layout
-    bindings, decls = _bindings(spec, packed_input, packed_weights)
-
-    kt = tile.k_tile
-    cols = tile.cols_per_thread
-    group = F16_GROUP_BLOCKS
-    threads = tile.threads
+    kt, threads = tile.k_tile, tile.threads
     if (
-        kt % group
+        kt % F16_GROUP_BLOCKS
         or threads % kt
         or (tile.tile_m * kt) % threads
         or (kt * tile.tile_n * 4) % threads
     ):  # pragma: no cover - every allowed option value divides evenly
         raise InvalidArgumentError(f"GEMM tile {tile} does not divide its K tile evenly")
-    input_loads = tile.tile_m * kt // threads
-    weight_loads = kt * tile.tile_n * 4 // threads
+    return tile
+
+
+def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
+    """Accumulators, loads and K groups of one invocation, for the template's loops."""
+    rpt, cols, kt, threads = tile.rows_per_thread, tile.cols_per_thread, tile.k_tile, tile.threads
+    f16 = spec.precision is Precision.FP16
     slot_stride = threads // kt
-    in_blocks = spec.in_blocks
-    total_k = 9 * in_blocks
-    consts = {
-        "WG_X": tile.workgroup_x,
-        "WG_Y": tile.workgroup_y,
-        "ROWS": rpt,
-        "TILE_M": tile.tile_m,
-        "TILE_N": tile.tile_n,
-        "K_TILE": kt,
-        "IN_BLOCKS": in_blocks,
-        "OUT_BLOCKS": spec.out_blocks,
-        "COLS": cols,
-        "TOTAL_K": total_k,
-        "INPUT_TILE_SIZE": tile.input_tile_size,
-        "WEIGHT_TILE_SIZE": tile.weight_tile_size,
-        "ROW_GROUP": rpt * kt,
-        "INPUT_ROW_STRIDE": rpt * kt + (1 if tile.padded_input else 0),
-        "W_STRIDE": 5 if tile.padded_weights else 4,
-        "K_ADVANCE_BLOCKS": kt % in_blocks,
-        "K_ADVANCE_TAPS": kt // in_blocks,
-        **_common.source_consts(spec),
-    }
     target = "part" if f16 else "acc"
     # accumulator (row r, column c): acc{r}_{c} (f32), part{r}_{c} (f16 partial of one group)
-    accs = [
+    accs = tuple(
         {"r": r, "c": c, "name": f"{r}_{c}", "col_offset": c * tile.workgroup_x}
         for r in range(rpt)
         for c in range(cols)
-    ]
-    columns = [{"c": c, "col_offset": c * tile.workgroup_x} for c in range(cols)]
-    # K tile in f16 partial groups of F16_GROUP_BLOCKS blocks; fp32 has one group per K tile
-    # (the accumulator targets of row r, one per column)
+    )
+    columns = tuple({"c": c, "col_offset": c * tile.workgroup_x} for c in range(cols))
+    # the accumulator targets of row r, one per column
     row_targets = [
         [
             {"c": c, "target": f"{target}{r}_{c}", "col_offset": c * tile.workgroup_x}
@@ -173,8 +150,8 @@ def generate(
         ]
         for r in range(rpt)
     ]
+    group_size = F16_GROUP_BLOCKS if f16 else kt
     groups = []
-    group_size = group if f16 else kt
     for g in range(kt // group_size):
         tks = range(g * group_size, (g + 1) * group_size)
         groups.append(
@@ -200,58 +177,199 @@ def generate(
                 ],
             }
         )
-    loads = [
-        {"j": j, "row_offset": j * slot_stride, "offset": j * threads} for j in range(input_loads)
-    ]
-    wloads = [{"offset": j * threads} for j in range(weight_loads)]
-    pool_groups = [
-        {"g": g, "r0": 4 * g, "r1": 4 * g + 1, "r2": 4 * g + 2, "r3": 4 * g + 3}
-        for g in range(rpt // 4)
-    ]
-    key = _common.conv_key(
-        FAMILY,
-        spec,
-        f"{options.describe()} tile={tile.workgroup_x}x{tile.workgroup_y}x{rpt}x{cols}k{kt}"
-        f"{'p' if tile.padded_input else ''}{'q' if tile.padded_weights else ''}",
+    input_loads = tile.tile_m * kt // threads
+    weight_loads = kt * tile.tile_n * 4 // threads
+    return TilePlan(
+        input_loads=input_loads,
+        weight_loads=weight_loads,
+        slot_stride=slot_stride,
+        accs=accs,
+        columns=columns,
+        groups=tuple(groups),
+        loads=tuple(
+            {"j": j, "row_offset": j * slot_stride, "offset": j * threads}
+            for j in range(input_loads)
+        ),
+        wloads=tuple({"offset": j * threads} for j in range(weight_loads)),
+        pool_groups=tuple(
+            {"g": g, "r0": 4 * g, "r1": 4 * g + 1, "r2": 4 * g + 2, "r3": 4 * g + 3}
+            for g in range(rpt // POOL_ROWS)
+        ),
     )
-    enables = _common.enables_for(spec.precision, spec.out_precision)
+
+
+def constants(spec: ConvSpec, tile: GemmTile) -> dict[str, int]:
+    """The WGSL ``const`` block: tile shape, K extent, shared strides, source blocks."""
+    rpt, kt = tile.rows_per_thread, tile.k_tile
+    in_blocks = spec.in_blocks
+    return {
+        "WG_X": tile.workgroup_x,
+        "WG_Y": tile.workgroup_y,
+        "ROWS": rpt,
+        "TILE_M": tile.tile_m,
+        "TILE_N": tile.tile_n,
+        "K_TILE": kt,
+        "IN_BLOCKS": in_blocks,
+        "OUT_BLOCKS": spec.out_blocks,
+        "COLS": tile.cols_per_thread,
+        "TOTAL_K": TAPS * in_blocks,
+        "INPUT_TILE_SIZE": tile.input_tile_size,
+        "WEIGHT_TILE_SIZE": tile.weight_tile_size,
+        "ROW_GROUP": rpt * kt,
+        "INPUT_ROW_STRIDE": rpt * kt + (1 if tile.padded_input else 0),
+        "W_STRIDE": 5 if tile.padded_weights else 4,
+        "K_ADVANCE_BLOCKS": kt % in_blocks,
+        "K_ADVANCE_TAPS": kt // in_blocks,
+        **_common.source_consts(spec),
+    }
+
+
+def _packing(spec: ConvSpec, options: GemmOptions) -> tuple[bool, bool]:
+    """Whether fp16 activations / weights are read as packed ``vec2<u32>`` (``load_mode``)."""
+    f16 = spec.precision is Precision.FP16
+    packed_input = f16 and options.load_mode is LoadMode.PACKED_ALL
+    packed_weights = f16 and options.load_mode in (LoadMode.PACKED_ALL, LoadMode.PACKED_WEIGHTS)
+    return packed_input, packed_weights
+
+
+def _load(array: str, packed: bool) -> str:
+    """WGSL reading ``array[index]`` as a vec4 (unpacking packed halfs)."""
+    return f"unpack_f16x4({array}[index])" if packed else f"{array}[index]"
+
+
+def _sources(spec: ConvSpec, packed_input: bool) -> list[dict[str, Any]]:
+    """Per-source template data with its addressing as WGSL expressions."""
+    out = []
+    for s in _common.source_context(spec):
+        blocks = s["blocks"]
+        if s["upsample"]:  # nearest x2: a conv pixel reads the low-resolution pixel (y/2, x/2)
+            index = f"((iy / 2u) * (conv_w / 2u) + ix / 2u) * {blocks} + b"
+            base = f"((y / 2u) * (conv_w / 2u) + x / 2u) * {blocks}"
+            note = " (nearest x2 upsampled)"
+        else:
+            index = f"(iy * conv_w + ix) * {blocks} + b"
+            base = f"(y * conv_w + x) * {blocks}"
+            note = ""
+        out.append(
+            {
+                **s,
+                "index_expr": index,
+                "base_expr": base,
+                "note": note,
+                "load": _load(s["name"], packed_input),
+            }
+        )
+    return out
+
+
+def _fetch(source: int, load: int, block: str, base_offset: bool) -> str:
+    """WGSL reading block ``block`` of ``source`` at tap ``tap`` of load ``load``'s pixel."""
+    if base_offset:  # from the pixel's cached block base and parity
+        return f"fetch_base{source}(base{source}_{load}, parity{load}, tap, {block}, conv_w)"
+    return f"fetch{source}(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, {block}, conv_w)"
+
+
+def render_source(
+    spec: ConvSpec, options: GemmOptions, tile: GemmTile, plan: TilePlan, key: str
+) -> str:
+    """The WGSL of the kernel: every option decided here, the template prints it."""
+    packed_input, packed_weights = _packing(spec, options)
+    layout = options.weight_layout
+    _, decls = _bindings(spec, packed_input, packed_weights)
     context = _common.conv_common_context(spec, layout)
-    source = render(
+    context["sources"] = _sources(spec, packed_input)  # with their addressing expressions
+    base_offset = options.address_mode is AddressMode.BASE_OFFSET
+    loads = [
+        {
+            **load,
+            # the read of source i at this load's pixel and tap: block ``ib`` of the
+            # concatenation, or ``sb`` inside the source (source-first loads)
+            "fetch": [
+                _fetch(i, load["j"], f"ib - {s['offset']}", base_offset)
+                for i, s in enumerate(context["sources"])
+            ],
+            "fetch_in_source": [
+                _fetch(i, load["j"], "sb", base_offset) for i in range(len(spec.sources))
+            ],
+        }
+        for load in plan.loads
+    ]
+    if layout is WeightLayout.K_MAJOR:
+        weight_index = "(wk * OUT_BLOCKS + wob) * 4u + rem % 4u"
+    else:
+        weight_index = "(wob * TOTAL_K + wk) * 4u + rem % 4u"
+    return render(
         "conv_igemm.wgsl",
         header=f"oidn_gpu.kernels.conv_igemm {key}",
-        consts=consts,
-        enables=enables,
+        consts=constants(spec, tile),
+        enables=_common.enables_for(spec.precision, spec.out_precision),
         bindings=decls,
-        packed_input=packed_input,
-        packed_weights=packed_weights,
-        padded_input=tile.padded_input,
-        padded_weights=tile.padded_weights,
+        unpack=packed_input or packed_weights,
+        weight_load=_load("weights", packed_weights),
+        weight_index=weight_index,
+        # one hole per thread row group / per 4 weight vec4s when padded (bank conflicts)
+        input_slot="li + li / ROW_GROUP" if tile.padded_input else "li",
+        weight_slot="li + li / 4u" if tile.padded_weights else "li",
+        conv_h="out_h * 2u" if spec.pool else "out_h",
+        conv_w="out_w * 2u" if spec.pool else "out_w",
         analytic=options.address_mode is AddressMode.ANALYTIC,
-        base_offset=options.address_mode is AddressMode.BASE_OFFSET,
+        base_offset=base_offset,
         source_first=options.decoder_load is DecoderLoad.SOURCE_FIRST and len(spec.sources) > 1,
         row_major=options.accumulation_order is AccumulationOrder.ROW_MAJOR,
         vec=spec.precision.vec4,
-        rows=[{"r": r} for r in range(rpt)],
-        accs=accs,
-        columns=columns,
-        groups=groups,
+        rows=[{"r": r} for r in range(tile.rows_per_thread)],
+        accs=plan.accs,
+        columns=plan.columns,
+        groups=plan.groups,
         loads=loads,
-        weight_loads=wloads,
-        pool_groups=pool_groups,
+        weight_loads=plan.wloads,
+        pool_groups=plan.pool_groups,
         **context,
     )
-    tile_m = tile.tile_m
-    tile_n = tile.tile_n
-    out_blocks = spec.out_blocks
-    pool = spec.pool
-    max_dim = limits.max_workgroups_per_dimension
 
-    def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
-        rows_total = height * width * (4 if pool else 1)
-        groups = max(1, ceil_div(rows_total, tile_m))
-        gx = min(groups, max_dim)
-        return (gx, ceil_div(out_blocks, tile_n), ceil_div(groups, gx))
 
+def _bindings(spec: ConvSpec, packed_input: bool, packed_weights: bool):
+    act = PACKED_VEC4 if packed_input else spec.precision.vec4
+    wt = PACKED_VEC4 if packed_weights else spec.precision.vec4
+    entries = [(f"input{i}", BindingKind.STORAGE_READ, act) for i in range(len(spec.sources))]
+    out_vec4 = spec.out_precision.vec4  # type: ignore[union-attr]
+    entries += [
+        ("weights", BindingKind.STORAGE_READ, wt),
+        ("bias", BindingKind.STORAGE_READ, "vec4<f32>"),
+        ("output", BindingKind.STORAGE_READ_WRITE, out_vec4),
+        ("params", BindingKind.UNIFORM, ""),
+    ]
+    return _common.make_bindings(entries)
+
+
+def generate(
+    spec: ConvSpec,
+    options: GemmOptions | None = None,
+    limits: DeviceLimits | None = None,
+) -> Kernel:
+    """Generate the implicit-GEMM conv for ``spec`` with ``options``.
+
+    ``limits`` (default: WebGPU minimums) decides the output-aligned tile
+    widening and the z wrap of the grid.
+
+    Raises:
+        UnsupportedDeviceError: the resolved tile needs more workgroup storage or
+            invocations than ``limits`` allow, or more registers than
+            `gemm.REGISTER_BUDGET` (such a shader is not valid on the device, or spills).
+    """
+    options = options or GemmOptions()
+    limits = limits or DeviceLimits()
+    tile = validate(spec, options, limits)
+    key = _common.conv_key(
+        FAMILY,
+        spec,
+        f"{options.describe()} tile={tile.workgroup_x}x{tile.workgroup_y}x"
+        f"{tile.rows_per_thread}x{tile.cols_per_thread}k{tile.k_tile}"
+        f"{'p' if tile.padded_input else ''}{'q' if tile.padded_weights else ''}",
+    )
+    source = render_source(spec, options, tile, plan_tile(spec, tile), key)
+    packed_input, packed_weights = _packing(spec, options)
+    bindings, _ = _bindings(spec, packed_input, packed_weights)
     return Kernel(
         name=FAMILY,
         key=key,
@@ -259,14 +377,39 @@ def generate(
         entry_point="main",
         workgroup_size=(tile.workgroup_x, tile.workgroup_y, 1),
         bindings=bindings,
-        grid=grid,
+        grid=_grid(spec, tile, limits),
         trusted=True,
-        features=enables,
+        features=_common.enables_for(spec.precision, spec.out_precision),
         workgroup_storage_bytes=tile.storage_bytes(spec.precision),
         params=SHAPE_PARAMS,
-        weight_layout=layout,
+        weight_layout=options.weight_layout,
         precision=spec.precision,
     )
 
 
-__all__ = ["FAMILY", "WeightLayout", "generate", "resolve_tile"]
+def _grid(spec: ConvSpec, tile: GemmTile, limits: DeviceLimits):
+    """``(gx, ceil(OB / TILE_N), gz)`` with ``gx * gz`` row tiles (long images wrap to z)."""
+    tile_m, tile_n = tile.tile_m, tile.tile_n
+    out_blocks = spec.out_blocks
+    rows_per_pixel = POOL_ROWS if spec.pool else 1
+    max_dim = limits.max_workgroups_per_dimension
+
+    def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
+        groups = max(1, ceil_div(height * width * rows_per_pixel, tile_m))
+        gx = min(groups, max_dim)
+        return (gx, ceil_div(out_blocks, tile_n), ceil_div(groups, gx))
+
+    return grid
+
+
+__all__ = [
+    "FAMILY",
+    "TilePlan",
+    "WeightLayout",
+    "constants",
+    "generate",
+    "plan_tile",
+    "render_source",
+    "resolve_tile",
+    "validate",
+]

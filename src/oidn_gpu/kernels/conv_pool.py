@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels.gemm import GemmOptions
-from oidn_gpu.kernels.select import generate_form
+from oidn_gpu.kernels.select import POOL_CONV_KERNELS, generate_form
 from oidn_gpu.kernels.spec import ConvSpec, DeviceLimits, Kernel
 
 
@@ -27,9 +27,6 @@ def generate(
     """Generate the fused conv+pool with ``kernel`` = ``"direct"`` or ``"implicit-gemm"``."""
     if not spec.pool:
         raise InvalidArgumentError("conv_pool needs a ConvSpec with pool=True")
-    error = (
-        f"invalid kernel={kernel!r} for a fused conv+pool; "
-        "allowed values: 'direct', 'implicit-gemm'"
-    )
-    kinds = ("direct", "implicit-gemm")
-    return generate_form(spec, kernel, options, limits, kinds=kinds, error=error)
+    allowed = ", ".join(repr(k) for k in POOL_CONV_KERNELS)
+    error = f"invalid kernel={kernel!r} for a fused conv+pool; allowed values: {allowed}"
+    return generate_form(spec, kernel, options, limits, kinds=POOL_CONV_KERNELS, error=error)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels.gemm import GemmOptions
-from oidn_gpu.kernels.select import generate_form
+from oidn_gpu.kernels.select import CONV_KERNELS, generate_form
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, DeviceLimits, Kernel, Precision
 
-KINDS = ("direct", "implicit-gemm", "spatial", "subgroup")
+KINDS = CONV_KERNELS
 
 
 def decoder_spec(

@@ -47,6 +47,14 @@ class KernelKind(enum.Enum):
     FINAL_RGB = "final-rgb"
 
 
+# The conv kernel families a caller can ask for (``kernel=``), by name: the one list.
+CONV_KERNELS = tuple(
+    k.value for k in KernelKind if k not in (KernelKind.AUTO, KernelKind.FINAL_RGB)
+)
+# The forms a fused conv+pool has.
+POOL_CONV_KERNELS = (KernelKind.DIRECT.value, KernelKind.IMPLICIT_GEMM.value)
+
+
 def _kind(value: KernelKind | str) -> KernelKind:
     try:
         kind = KernelKind(value)
@@ -68,17 +76,27 @@ class Selection:
 
 
 def select_precision(precision: Precision | str, limits: DeviceLimits) -> Precision:
-    """Resolve ``"auto"`` (fp16 when the device has shader-f16) and check fp16 support."""
-    if precision == "auto":
+    """Resolve ``"auto"`` (fp16 when the device has shader-f16) and check fp16 support.
+
+    The one precision check: the wgpu executor and every kernel choice use it.
+
+    Raises:
+        InvalidArgumentError: an unknown value.
+        UnsupportedDeviceError: fp16 asked for on a device without shader-f16.
+    """
+    if isinstance(precision, str) and precision == "auto":
         return Precision.FP16 if limits.shader_f16 else Precision.FP32
     try:
         p = Precision(precision)
     except ValueError:
         raise InvalidArgumentError(
-            f"invalid precision={precision!r}; allowed values: 'auto', 'fp32', 'fp16'"
+            f"unknown precision {precision!r}; expected 'auto', 'fp16' or 'fp32'"
         ) from None
     if p is Precision.FP16 and not limits.shader_f16:
-        raise UnsupportedDeviceError("fp16 precision needs the device feature shader-f16")
+        raise UnsupportedDeviceError(
+            "fp16 precision needs the 'shader-f16' feature, which this device lacks; "
+            "use precision='fp32' or 'auto'"
+        )
     return p
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.errors import InvalidArgumentError, require
 
 WGSL_DIR = Path(__file__).resolve().parent / "wgsl"
 
@@ -62,8 +62,6 @@ def const_decl(name: str, value: object) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _environment():
-    from oidn_gpu.errors import require
-
     jinja2 = require("jinja2", "wgpu")
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(WGSL_DIR)),

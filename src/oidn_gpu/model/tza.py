@@ -164,7 +164,15 @@ def _read_record(cursor: _Cursor, index: int) -> tuple[str, tuple[int, ...], np.
             f"{MSG_LAYOUT}: {label} at byte offset {ndims_offset} has {ndims} dimensions; "
             "expected 1 (layout 'x') or 4 (layout 'oihw')"
         )
+    dims_offset = cursor.offset
     dims = tuple(cursor.u32(f"dimension {i} of {label}") for i in range(ndims))
+    if 0 in dims:
+        # An empty tensor is no weight or bias of any network; numpy could not even
+        # shape it when its other dimensions are huge.
+        raise WeightsFormatError(
+            f"{MSG_CORRUPTED}: {label} at byte offset {dims_offset} has dims {dims}; "
+            "expected every dimension to be at least 1"
+        )
     layout_offset = cursor.offset
     raw_layout = cursor.take(ndims, f"the layout of {label}")
     if raw_layout != _LAYOUT_BY_NDIMS[ndims].encode("ascii"):
@@ -234,8 +242,7 @@ def parse_tza(data: bytes | bytearray | memoryview) -> dict[str, np.ndarray]:
                 f"{MSG_CORRUPTED}: tensor '{name}' has data at bytes {data_offset}..{data_end} "
                 f"overlapping the table at bytes {table_offset}..{table_end}"
             )
-        if element_count > 0:
-            extents.append((data_offset, data_end, name))
+        extents.append((data_offset, data_end, name))
         array = np.frombuffer(blob, dtype=dtype, count=element_count, offset=data_offset)
         tensors[name] = array.reshape(dims)
     _check_no_overlap(extents)

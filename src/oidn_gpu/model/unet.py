@@ -36,6 +36,7 @@ import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError, WeightsFormatError
 from oidn_gpu.graph import ir
+from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT
 from oidn_gpu.model.tza import parse_tza
 
 INPUT = "input"
@@ -50,8 +51,9 @@ INPUT_CHANNEL_CHOICES = (3, 6, 9)
 KERNEL_SIZE = 3
 """Every conv is 3x3, stride 1, zero padding 1."""
 
-DEFAULT_TILE_ALIGNMENT = 16
-"""OIDN's tile alignment on CPU/CUDA/HIP/SYCL (section 8.1)."""
+DEFAULT_TILE_ALIGNMENT = MIN_TILE_ALIGNMENT
+"""OIDN's tile alignment on CPU/CUDA/HIP/SYCL (section 8.1): 16, the one definition is
+`image.tiling.MIN_TILE_ALIGNMENT`."""
 
 LARGE_MARKER_TENSOR = "enc_conv1b.weight"
 """OIDN picks the large topology exactly when this tensor exists (``UNetFilter::init``)."""

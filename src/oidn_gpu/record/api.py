@@ -33,14 +33,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage
+from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.image import process, tiling
+from oidn_gpu.image.transfer import Transfer
+from oidn_gpu.model import unet
+from oidn_gpu.model.unet import load_model
 from oidn_gpu.record.config import RecordConfig, parse_config
+from oidn_gpu.record.device import RecordingDevice, recording_capabilities
 from oidn_gpu.record.format import KernelBit, MetaPrecision, ProgramMeta, frame_data
 from oidn_gpu.record.writer import error_packet, model_packet, write_program
 
 RGBA_F32_BYTES = 16
 F32_BYTES = 4
-TILE_ALIGNMENT = 16
+TILE_ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 IMAGE_NAMES = ("color", "albedo", "normal")
 _KERNEL_SETTINGS = {  # config kernel -> WgpuExecutor kernel setting
     "auto": "auto",
@@ -57,8 +65,6 @@ _FAMILY_BITS = {
 
 
 def _load_model(tza: bytes | bytearray | memoryview) -> Any:
-    from oidn_gpu.model.unet import load_model
-
     return load_model(bytes(tza))
 
 
@@ -113,10 +119,6 @@ class DenoiseSetup:
 
 def denoise_setup(model: Any, config: RecordConfig) -> DenoiseSetup:
     """The `image.process.Mode` and `image.tiling.TilePlan` of a denoise config."""
-    from oidn_gpu.image import process, tiling
-    from oidn_gpu.image.transfer import Transfer
-    from oidn_gpu.model import unet
-
     options = config.denoise
     if options is None:
         raise InvalidArgumentError("the config has no denoise words")
@@ -150,11 +152,9 @@ def submit_denoise(
 
     The color's alpha is copied into ``output`` first; the denoise then writes RGB.
     """
-    from oidn_gpu.backends.wgpu.pipeline import GpuImage
-
     device = denoiser.executor.device
     encoder = device.create_command_encoder("oidn/denoise/alpha")
-    encoder.copy_buffer_to_buffer(inputs[0], 0, output, 0, width * height * RGBA_F32_BYTES)
+    encoder.copy_buffer(inputs[0], 0, output, 0, width * height * RGBA_F32_BYTES)
     device.submit([encoder.finish()])
     images = [GpuImage(b, height, width, 3, pixel_stride=4) for b in inputs]
     denoiser.denoise_buffers(
@@ -169,9 +169,6 @@ def submit_denoise(
 
 
 def _recording(tza: bytes, config_bytes: bytes, *, denoise: bool) -> tuple[Any, ...]:
-    from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-    from oidn_gpu.record.device import RecordingDevice, recording_capabilities
-
     config = parse_config(config_bytes, denoise=denoise)
     model = _load_model(tza)
     device = RecordingDevice(recording_capabilities(config))
@@ -189,7 +186,6 @@ def record_network(tza: bytes, config: bytes) -> bytes:
         UnsupportedDeviceError: the config's device cannot run the requested precision.
     """
     cfg, model, device, executor, weights = _recording(tza, config, denoise=False)
-    from oidn_gpu.backends.wgpu.device import BufferUsage
 
     try:
         w, h = cfg.width, cfg.height
@@ -228,9 +224,6 @@ def record_denoise(tza: bytes, config: bytes) -> bytes:
             model's overlap.
         UnsupportedDeviceError: the config's device cannot run the requested precision.
     """
-    from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
-    from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
-
     cfg, model, device, executor, weights = _recording(tza, config, denoise=True)
     denoiser = GpuDenoiser(executor)
     try:

@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from oidn_gpu import files
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.image import io
+from oidn_gpu.image.autoexposure import autoexposure
+from oidn_gpu.model.weights import weights_path
+from oidn_gpu.record.config import KERNELS, TRANSFERS, make_config
+from oidn_gpu.record.reader import read_program
+from oidn_gpu.record.summary import describe, program_hdr, summarize
 
 EXIT_OK = 0
 _PRECISIONS = ("auto", "fp32", "fp16")
@@ -40,8 +48,6 @@ def _size(text: str) -> tuple[int, int]:
 
 def add_record_parsers(sub: Any) -> None:
     """Add ``record``, ``replay`` and ``program`` to the tool's subparsers."""
-    from oidn_gpu.record.config import KERNELS, TRANSFERS
-
     rec = sub.add_parser(
         "record", help="record a whole denoise (or the network) as a replayable GPU program"
     )
@@ -69,6 +75,7 @@ def add_record_parsers(sub: Any) -> None:
         "--features", default="", help="with --baseline: comma-separated shader-f16,subgroups"
     )
     rec.add_argument("-o", "--output", required=True, type=Path, help="program file to write")
+    rec.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
     rep = sub.add_parser("replay", help="run a recorded program on image files")
     rep.add_argument("program", type=Path)
@@ -82,7 +89,8 @@ def add_record_parsers(sub: Any) -> None:
         help="scale of the color (default: autoexposure for HDR programs, else the recorded scale)",
     )
     rep.add_argument("--repeat", type=int, default=1, help="replay this many times (timing)")
-    rep.add_argument("-o", "--output", required=True, type=Path)
+    rep.add_argument("-o", "--output", required=True, type=Path, help="image file to write")
+    rep.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
     prog = sub.add_parser("program", help="inspect recorded programs")
     prog_sub = prog.add_subparsers(
@@ -97,7 +105,6 @@ def _weights_bytes(text: str) -> bytes:
     path = Path(text)
     if path.suffix == ".tza" or path.exists():
         return path.read_bytes()
-    from oidn_gpu.model.weights import weights_path
 
     return weights_path(text).read_bytes()
 
@@ -105,11 +112,11 @@ def _weights_bytes(text: str) -> bytes:
 def cmd_record(args: argparse.Namespace) -> int:
     """``oidn-gpu record``: write a program file."""
     from oidn_gpu.record.api import record_denoise, record_network
-    from oidn_gpu.record.config import make_config
-    from oidn_gpu.record.reader import read_program
-    from oidn_gpu.record.summary import describe
 
     width, height = args.size
+    weights_file = Path(args.weights)
+    inputs = [weights_file] if weights_file.exists() else []
+    files.check_outputs([args.output], inputs, overwrite=args.overwrite)
     tza = _weights_bytes(args.weights)
     options: dict[str, Any] = {"precision": args.precision, "kernel": args.kernel}
     if args.baseline:
@@ -133,19 +140,9 @@ def cmd_record(args: argparse.Namespace) -> int:
             **options,
         )
         data = record_denoise(tza, config)
-    _write_atomic(args.output, data)
+    files.write_bytes_atomic(args.output, data)
     print(describe(read_program(data), file_bytes=len(data)), file=sys.stderr)
     return EXIT_OK
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
-    try:
-        temp.write_bytes(data)
-        temp.replace(path)
-    finally:
-        if temp.exists():
-            temp.unlink()
 
 
 def _rgba(pixels: np.ndarray, channels: tuple[str, ...]) -> np.ndarray:
@@ -162,13 +159,11 @@ def _rgba(pixels: np.ndarray, channels: tuple[str, ...]) -> np.ndarray:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """``oidn-gpu replay``: run a program on image files, write the output image."""
-    import time
-
-    from oidn_gpu.image import io
-    from oidn_gpu.record.reader import read_program
     from oidn_gpu.record.replay import Replayer
-    from oidn_gpu.record.summary import program_hdr, summarize
 
+    inputs = [p for p in (args.program, args.color, args.albedo, args.normal) if p is not None]
+    files.check_outputs([args.output], inputs, overwrite=args.overwrite)
+    io.output_format_name(args.output)  # an unwritable extension fails before the GPU work
     program = read_program(args.program.read_bytes())
     kind = summarize(program).kind
     has_frame = program.meta is not None and program.meta.frame_buffer is not None
@@ -199,8 +194,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     # from the color image, once per image), else the program's recorded scale.
     scale = args.input_scale
     if scale is None and has_frame and program_hdr(program):
-        from oidn_gpu.image.autoexposure import autoexposure
-
         scale = autoexposure(rgba[0][:, :, :3])
     with Replayer(program) as replayer:
         start = time.perf_counter()
@@ -217,9 +210,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_program(args: argparse.Namespace) -> int:
     """``oidn-gpu program info``: print what a program contains."""
-    from oidn_gpu.record.reader import read_program
-    from oidn_gpu.record.summary import describe
-
     data = args.program.read_bytes()
     print(describe(read_program(data), file_bytes=len(data)))
     return EXIT_OK

@@ -1,10 +1,11 @@
 """`RecordingDevice`: a `GpuDevice` that records everything submitted into a `Program`.
 
-The wgpu backend talks to the GPU only through `GpuDevice`'s methods (buffers,
-uploads, shader modules, pipelines, bind groups, command encoders, submits,
-fences). `RecordingDevice` implements the same methods, so the unchanged
-`WgpuExecutor` and `GpuDenoiser` run against it: nothing is monkeypatched and
-there is no second code path. It records
+The wgpu backend talks to the GPU only through the `backends.gpu_device.GpuDevice`
+interface (buffers, uploads, shader modules, pipelines, bind groups, command
+encoders, submits, fences). `RecordingDevice` implements that interface, so the
+unchanged `WgpuExecutor` and `GpuDenoiser` run against it: nothing is
+monkeypatched, no wgpu object is imitated, and there is no second code path.
+It needs no wgpu. It records
 
 - buffers (size, usage, initial data, label) in creation order;
 - shader modules and compute pipelines (entry point, automatic layout);
@@ -32,15 +33,17 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.wgpu.device import (
+from oidn_gpu.backends.gpu_device import (
     FEATURE_F16,
     FEATURE_SUBGROUP,
     STORAGE_USAGE,
     AdapterInfo,
     Capabilities,
-    GpuDevice,
+    PassTimestamps,
+    buffer_byte_size,
+    padded_bytes,
 )
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, OutOfMemoryError
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.record.config import RecordConfig
 from oidn_gpu.record.format import (
     U32_MAX,
@@ -126,21 +129,12 @@ class RecordedShader:
     trusted: bool
 
 
-@dataclass(frozen=True)
-class RecordedLayout:
-    pipeline: RecordedPipeline
-    group: int
-
-
 @dataclass(eq=False)
 class RecordedPipeline:
     id: int
     shader: RecordedShader
     entry_point: str
     label: str
-
-    def get_bind_group_layout(self, index: int) -> RecordedLayout:
-        return RecordedLayout(self, int(index))
 
 
 @dataclass(eq=False)
@@ -186,82 +180,59 @@ class _RecordedSubmit:
     commands: tuple[_RecordedDispatch | _RecordedCopy, ...]
 
 
-class RecordingComputePass:
-    """``GPUComputePassEncoder`` subset: set_pipeline, set_bind_group, dispatch_workgroups, end."""
-
-    def __init__(self, encoder: RecordingCommandEncoder) -> None:
-        self._encoder = encoder
-        self._pipeline: RecordedPipeline | None = None
-        self._groups: dict[int, RecordedBindGroup] = {}
-        self._ended = False
-
-    def set_pipeline(self, pipeline: RecordedPipeline) -> None:
-        self._pipeline = pipeline
-
-    def set_bind_group(self, index: int, bind_group: RecordedBindGroup, *dynamic: Any) -> None:
-        if any(d for d in dynamic):
-            raise InvalidOperationError("recorded programs do not support dynamic offsets")
-        if bind_group.group != index:
-            raise InvalidOperationError(
-                f"bind group '{bind_group.label}' was made for group {bind_group.group} but is "
-                f"set at index {index}"
-            )
-        self._groups[int(index)] = bind_group
-
-    def dispatch_workgroups(self, x: int, y: int = 1, z: int = 1) -> None:
-        if self._pipeline is None or len(self._groups) != 1:
-            raise InvalidOperationError(
-                "a recorded dispatch needs a pipeline and exactly one bind group (the format "
-                f"stores one per dispatch); got {len(self._groups)} bind groups"
-            )
-        (group,) = self._groups.values()
-        if group.pipeline is not self._pipeline:
-            raise InvalidOperationError(
-                f"bind group '{group.label}' was made for pipeline '{group.pipeline.label}', "
-                f"not '{self._pipeline.label}'"
-            )
-        self._encoder._commands.append(
-            _RecordedDispatch(self._pipeline, group, (int(x), int(y), int(z)))
-        )
-
-    def end(self) -> None:
-        self._ended = True
-
-
 class RecordingCommandEncoder:
-    """``GPUCommandEncoder`` subset: compute passes, buffer copies, finish."""
+    """The `CommandEncoder` interface, recording dispatches and copies in order."""
 
     def __init__(self, label: str) -> None:
         self.label = label
         self._commands: list[_RecordedDispatch | _RecordedCopy] = []
 
-    def begin_compute_pass(
-        self, *, label: str = "", timestamp_writes: Any = None
-    ) -> RecordingComputePass:
-        if timestamp_writes is not None:
-            raise InvalidOperationError("a recording device has no timestamp queries")
-        return RecordingComputePass(self)
-
-    def copy_buffer_to_buffer(
+    def dispatch(
         self,
-        source: RecordedBuffer,
-        source_offset: int,
-        destination: RecordedBuffer,
-        destination_offset: int,
-        size: int | None = None,
+        pipeline: Any,
+        bind_group: Any,
+        groups: Sequence[int],
+        *,
+        label: str = "",
+        timestamps: PassTimestamps | None = None,
     ) -> None:
-        if size is None:
-            size = source.size - source_offset
+        if timestamps is not None:
+            raise InvalidOperationError("a recording device has no timestamp queries")
+        if not isinstance(pipeline, RecordedPipeline) or not isinstance(
+            bind_group, RecordedBindGroup
+        ):
+            raise InvalidArgumentError(
+                "the pipeline or bind group was not made by this recording device"
+            )
+        if bind_group.pipeline is not pipeline:
+            raise InvalidOperationError(
+                f"bind group '{bind_group.label}' was made for pipeline "
+                f"'{bind_group.pipeline.label}', not '{pipeline.label}'"
+            )
+        x, y, z = (int(g) for g in groups)
+        self._commands.append(_RecordedDispatch(pipeline, bind_group, (x, y, z)))
+
+    def write_timestamps(self, timestamps: PassTimestamps, *, label: str = "") -> None:
+        raise InvalidOperationError("a recording device has no timestamp queries")
+
+    def copy_buffer(
+        self,
+        source: Any,
+        source_offset: int,
+        destination: Any,
+        destination_offset: int,
+        byte_size: int,
+    ) -> None:
         self._commands.append(
             _RecordedCopy(
-                source, int(source_offset), destination, int(destination_offset), int(size)
+                source, int(source_offset), destination, int(destination_offset), int(byte_size)
             )
         )
 
-    def resolve_query_set(self, *args: Any) -> None:
+    def resolve_timestamps(self, query_set: Any, count: int, destination: Any) -> None:
         raise InvalidOperationError("a recording device has no timestamp queries")
 
-    def finish(self, **_: Any) -> RecordedCommandBuffer:
+    def finish(self) -> RecordedCommandBuffer:
         return RecordedCommandBuffer(tuple(self._commands), self.label)
 
 
@@ -288,7 +259,7 @@ class _Log:
     operations: list[_RecordedSubmit | _RecordedWrite] = field(default_factory=list)
 
 
-class RecordingDevice(GpuDevice):
+class RecordingDevice:
     """A `GpuDevice` that records instead of running (see the module doc).
 
     Args:
@@ -296,37 +267,39 @@ class RecordingDevice(GpuDevice):
     """
 
     def __init__(self, capabilities: Capabilities) -> None:
-        # GpuDevice.__init__ wraps a real wgpu device; this one has none.
-        self.device = _RecordingHandle()
-        self.adapter = None
-        self.queue = self  # write_buffer / submit also work as queue methods
         self.capabilities = capabilities
         self.owned = False
-        self._timestamp_period_ns = 1.0
+        self._handle: _RecordingHandle | None = _RecordingHandle()
         self._lock = threading.Lock()
+        self._queue_lock = threading.RLock()
         self._ids = itertools.count()
         self._log = _Log()
+
+    @property
+    def handle(self) -> Any:
+        """Stands for the device (the pipeline cache hangs off it); None once closed."""
+        return self._handle
+
+    @property
+    def queue_lock(self) -> Any:
+        """Serializes whole recorded denoises, as on a wgpu device."""
+        return self._queue_lock
 
     # -- resources ----------------------------------------------------------------------
 
     def _new_buffer(self, label: str, byte_size: int, usage: int, data: bytes) -> RecordedBuffer:
-        if byte_size > self.capabilities.max_buffer_size:
-            raise OutOfMemoryError(
-                f"buffer '{label}' needs {byte_size} bytes but a program allows at most "
-                f"{self.capabilities.max_buffer_size}; use smaller tiles"
-            )
+        buffer_byte_size(label, byte_size, self.capabilities.max_buffer_size, "a program")
         with self._lock:
             buffer = RecordedBuffer(len(self._log.buffers), byte_size, int(usage), label, data)
             self._log.buffers.append(buffer)
         return buffer
 
     def create_buffer(self, label: str, byte_size: int, usage: int = STORAGE_USAGE) -> Any:
-        byte_size = max(4, (int(byte_size) + 3) // 4 * 4)  # as GpuDevice.create_buffer
-        return self._new_buffer(label, byte_size, usage, b"")
+        size = buffer_byte_size(label, byte_size, self.capabilities.max_buffer_size, "a program")
+        return self._new_buffer(label, size, usage, b"")
 
     def create_buffer_with_data(self, label: str, data: np.ndarray | bytes, usage: int) -> Any:
-        raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
-        padded = raw + b"\0" * (-len(raw) % 4 or (4 if not raw else 0))
+        padded = padded_bytes(data)
         return self._new_buffer(label, len(padded), usage, padded)
 
     def write_buffer(self, buffer: Any, byte_offset: int, data: Any) -> None:
@@ -374,7 +347,7 @@ class RecordingDevice(GpuDevice):
 
     # -- commands -----------------------------------------------------------------------
 
-    def create_command_encoder(self, label: str = "") -> Any:
+    def create_command_encoder(self, label: str = "") -> RecordingCommandEncoder:
         return RecordingCommandEncoder(label)
 
     def submit(self, command_buffers: Sequence[Any]) -> None:
@@ -404,7 +377,7 @@ class RecordingDevice(GpuDevice):
         Dropping the handle also lets the pipeline cache's weak entry for this device go.
         """
         self._log = _Log()
-        self.device = None
+        self._handle = None
 
     def _check_buffer(self, buffer: Any) -> None:
         if not isinstance(buffer, RecordedBuffer) or (

@@ -165,8 +165,11 @@ def _read_header(r: ByteReader) -> tuple:
     external = r.u32("output external flag")
     if external > 1:
         raise r.fail(f"output external flag is {external}; expected 0 or 1", at)
+    at_size = r.offset
     width = r.u32("output width")
     height = r.u32("output height")
+    if width == 0 or height == 0:
+        raise r.fail(f"output size {width}x{height} is empty; expected at least 1x1", at_size)
     at = r.offset
     channels = r.u32("output channels")
     if not 1 <= channels <= _MAX_OUTPUT_CHANNELS:

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.wgpu.device import open_device
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.record.format import (
     BufferUsage,
@@ -45,6 +46,7 @@ from oidn_gpu.record.format import (
     frame_data,
 )
 from oidn_gpu.record.reader import read_program, validate_program
+from oidn_gpu.record.summary import frame_input_scale
 
 _BIND_GROUP_CACHE_SIZE = 4
 _HOST_USAGE = BufferUsage.COPY_SRC | BufferUsage.COPY_DST
@@ -83,8 +85,6 @@ class Replayer:
     """
 
     def __init__(self, program: Program | bytes, device: Any = None, *, trusted: bool = False):
-        from oidn_gpu.backends.wgpu.device import open_device
-
         if isinstance(program, (bytes, bytearray, memoryview)):
             program = read_program(program)
         else:
@@ -241,8 +241,6 @@ class Replayer:
     @property
     def recorded_input_scale(self) -> float | None:
         """The input scale the program was recorded with (None without a frame buffer)."""
-        from oidn_gpu.record.summary import frame_input_scale
-
         return frame_input_scale(self.program)
 
     def run(

@@ -1,13 +1,15 @@
 """WebGPU backend (wgpu-py over wgpu-native): device, pipeline cache, executor, denoise pipeline.
 
-Importing this package needs wgpu; it raises `MissingDependencyError` naming
-the ``wgpu`` extra otherwise. Nothing outside ``backends/wgpu`` imports wgpu.
+`device.py` imports wgpu (and raises `MissingDependencyError` naming the ``wgpu``
+extra without it); so do the modules that open devices (`executor`, `pipeline`,
+`bench`). `kernel_choice` needs only the kernels. Nothing outside
+``backends/wgpu`` imports wgpu.
 
 Public names (imported lazily, so ``import oidn_gpu.backends.wgpu.device`` stays cheap):
 
-- `open_device`, `GpuDevice`, `Capabilities` (device.py)
+- `open_device`, `WgpuDevice`, `GpuDevice`, `Capabilities` (device.py)
 - `pipeline_cache`, `PipelineCache` (pipelines.py)
-- `WgpuExecutor`, `ExecutionProfile`, `LayerTiming` (executor.py)
+- `WgpuExecutor` (executor.py), `ExecutionProfile`, `LayerTiming` (profiling.py)
 - `GpuDenoiser`, `GpuImage`, `TileRect` (pipeline.py)
 - `run_bench`, `BenchResult` (bench.py)
 """
@@ -16,20 +18,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from oidn_gpu.errors import require
-
-require("wgpu", "wgpu")
-
 _EXPORTS = {
     "open_device": "device",
     "GpuDevice": "device",
+    "WgpuDevice": "device",
     "Capabilities": "device",
     "AdapterInfo": "device",
     "pipeline_cache": "pipelines",
     "PipelineCache": "pipelines",
     "WgpuExecutor": "executor",
-    "ExecutionProfile": "executor",
-    "LayerTiming": "executor",
+    "ExecutionProfile": "profiling",
+    "LayerTiming": "profiling",
     "WgpuExecutorInfo": "executor",
     "WgpuResources": "executor",
     "GpuDenoiser": "pipeline",

@@ -48,12 +48,21 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.gpu_device import BufferUsage, PassTimestamps
 from oidn_gpu.backends.sizes import parse_size
-from oidn_gpu.backends.wgpu.device import GpuDevice
+from oidn_gpu.backends.wgpu import kernel_choice
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, WgpuDevice, open_device
+from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.files import write_bytes_atomic
+from oidn_gpu.image import process, tiling
+from oidn_gpu.kernels.gemm import default_options
+from oidn_gpu.model import unet
+from oidn_gpu.model import weights as builtin
 
 DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
-ALIGNMENT = 16
+ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 
 
 @dataclass(frozen=True)
@@ -167,12 +176,9 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def _load(weights: str | Path) -> Any:
-    from oidn_gpu.model import unet
-
     path = Path(weights)
     if path.suffix == ".tza" or path.exists():
         return unet.load_model(path)
-    from oidn_gpu.model import weights as builtin
 
     return builtin.load_builtin(str(weights))
 
@@ -201,8 +207,6 @@ def run_bench(
     Raises:
         InvalidArgumentError: bad size, runs or options.
     """
-    from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-
     if runs < 1 or warmup < 0:
         raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
     height, width = parse_size(size)
@@ -326,9 +330,6 @@ def _gemm_text(executor: Any) -> str:
     options = getattr(executor, "gemm", None)
     if options is None:
         try:
-            from oidn_gpu.backends.wgpu import kernel_choice
-            from oidn_gpu.kernels.gemm import default_options
-
             limits = kernel_choice.device_limits(executor.device.capabilities)
             options = default_options(limits, executor.precision)
         except ImportError:  # pragma: no cover - kernels without GemmOptions
@@ -348,11 +349,6 @@ def _end_to_end(
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     """Time `GpuDenoiser` on GPU buffers (GPU + wall) and on host arrays (wall)."""
-    from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
-    from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
-    from oidn_gpu.image import process, tiling
-    from oidn_gpu.model import unet
-
     device = executor.device
     count = executor.input_channels // 3
     hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()
@@ -399,8 +395,8 @@ def _end_to_end(
     return {"tiles": len(plan.tiles), "e2e_gpu": gpu_ms, "e2e_wall": wall_ms, "host_wall": host_ms}
 
 
-class TimedDevice(GpuDevice):  # type: ignore[misc, valid-type]
-    """A `GpuDevice` whose command encoders can carry start/end timestamps (`CommandTimer`)."""
+class TimedDevice(WgpuDevice):
+    """A `WgpuDevice` whose command encoders can carry start/end timestamps (`CommandTimer`)."""
 
     def __init__(self, base: Any) -> None:
         super().__init__(base.device, base.adapter, owned=False)
@@ -418,8 +414,6 @@ class TimedDevice(GpuDevice):  # type: ignore[misc, valid-type]
 
 def open_timed_device(device: Any = None) -> Any:
     """`open_device(device)` as a `TimedDevice` (the same wgpu device, closed with it)."""
-    from oidn_gpu.backends.wgpu.device import open_device
-
     return TimedDevice(open_device(device))
 
 
@@ -468,15 +462,13 @@ class CommandTimer:
         """Waits for the queue; GPU ms of each encoder recorded in the last ``with``."""
         if not self.enabled or self._count == 0:
             return []
-        from oidn_gpu.backends.wgpu.device import BufferUsage
-
         count = 2 * self._count
         device = self.device
         resolve = device.create_buffer(
             "oidn/bench/timer/resolve", count * 8, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC
         )
-        encoder = GpuDevice.create_command_encoder(device, "oidn/bench/timer/resolve")
-        encoder.resolve_query_set(self._query_set, 0, count, resolve, 0)
+        encoder = WgpuDevice.create_command_encoder(device, "oidn/bench/timer/resolve")
+        encoder.resolve_timestamps(self._query_set, count, resolve)
         device.submit([encoder.finish()])
         ticks = np.frombuffer(device.read_buffer(resolve, 0, count * 8), np.uint64).astype(np.int64)
         resolve.destroy()
@@ -493,22 +485,16 @@ class _TimedEncoder:
         self._encoder = encoder
         self._query_set = query_set
         self._index = index
-        compute = encoder.begin_compute_pass(
-            label="oidn/bench/timer/start",
-            timestamp_writes={"query_set": query_set, "beginning_of_pass_write_index": index},
+        encoder.write_timestamps(
+            PassTimestamps(query_set, begin_index=index), label="oidn/bench/timer/start"
         )
-        compute.end()
 
-    def finish(self, *args: Any, **kwargs: Any) -> Any:
-        compute = self._encoder.begin_compute_pass(
+    def finish(self) -> Any:
+        self._encoder.write_timestamps(
+            PassTimestamps(self._query_set, end_index=self._index + 1),
             label="oidn/bench/timer/end",
-            timestamp_writes={
-                "query_set": self._query_set,
-                "end_of_pass_write_index": self._index + 1,
-            },
         )
-        compute.end()
-        return self._encoder.finish(*args, **kwargs)
+        return self._encoder.finish()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._encoder, name)
@@ -563,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2 if isinstance(err, (InvalidArgumentError, json.JSONDecodeError)) else 1
     print(result.table())
     if args.json_path:
-        Path(args.json_path).write_text(result.to_json() + "\n", encoding="utf-8")
+        write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
     return 0
 
 

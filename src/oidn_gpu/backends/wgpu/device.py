@@ -1,14 +1,13 @@
-"""Adapter and device creation, device capabilities, and the narrow device interface.
+"""Adapter and device creation, and `WgpuDevice`: the `GpuDevice` interface on wgpu.
 
-`GpuDevice` is the only object through which the wgpu backend talks to a GPU:
-buffers, uploads, shader modules, pipelines, bind groups, command encoders,
-submissions, fences, query sets and readback. Executors and the denoise
-pipeline never call wgpu directly, so a recording device (which captures
-everything a denoise submits into a replayable program, seed 004's
-``RecordingDevice``) can later stand in with the same methods and no second
-code path.
+`WgpuDevice` is the only object through which the wgpu backend talks to a GPU
+(the interface, `backends.gpu_device.GpuDevice`, lists what it offers); the
+recorder's `RecordingDevice` implements the same interface, so executors and
+the denoise pipeline run unchanged against either. Its command encoders
+(`WgpuCommandEncoder`) keep consecutive dispatches in one compute pass.
 
-`open_device()` requests a high-performance adapter and a device with the
+`open_device()` requests a high-performance Vulkan, Metal or D3D12 adapter (wgpu's
+instance is created without its OpenGL backend) and a device with the
 optional features the kernels can use (``shader-f16``, ``subgroup``,
 ``timestamp-query``) and the adapter's maximum of every limit the kernels and
 the planner depend on; or it wraps a caller-owned ``wgpu.GPUDevice``.
@@ -24,11 +23,26 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.gpu_device import (
+    FEATURE_F16,
+    FEATURE_SUBGROUP,
+    FEATURE_TIMESTAMP,
+    KERNEL_FEATURE_TO_DEVICE,
+    OPTIONAL_FEATURES,
+    STORAGE_USAGE,
+    AdapterInfo,
+    BufferUsage,
+    Capabilities,
+    GpuDevice,
+    PassTimestamps,
+    buffer_byte_size,
+    padded_bytes,
+    queue_lock_of,
+)
 from oidn_gpu.errors import (
     InvalidArgumentError,
     OutOfMemoryError,
@@ -38,20 +52,6 @@ from oidn_gpu.errors import (
 )
 
 wgpu = require("wgpu", "wgpu")
-
-# The optional features the kernels can use, by their wgpu-native names.
-FEATURE_F16 = "shader-f16"
-FEATURE_SUBGROUP = "subgroup"
-FEATURE_TIMESTAMP = "timestamp-query"
-OPTIONAL_FEATURES = (FEATURE_F16, FEATURE_SUBGROUP, FEATURE_TIMESTAMP)
-
-# WGSL `enable`/capability names used in Kernel.features -> device feature needed.
-KERNEL_FEATURE_TO_DEVICE = {
-    "f16": FEATURE_F16,
-    "shader-f16": FEATURE_F16,
-    "subgroups": FEATURE_SUBGROUP,
-    "subgroup": FEATURE_SUBGROUP,
-}
 
 # Limits requested at the adapter's maximum (the defaults are far too small for
 # 4K activations: 128 MiB storage bindings, 16 KiB workgroup memory).
@@ -75,111 +75,25 @@ SHADER_CHECKS_ENV = "OIDN_GPU_SHADER_CHECKS"
 # WGPUShaderRuntimeChecks_None in wgpu-native's wgpu.h.
 _RUNTIME_CHECKS_NONE = 0
 
-BufferUsage = wgpu.BufferUsage
-STORAGE_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+# The wgpu-native instance backends oidn-gpu runs on (wgpu-py's InstanceBackend flag
+# names). OpenGL/GLES is left out: wgpu-hal's EGL start-up has aborted the whole
+# process with a Rust panic on a machine whose only driver was OpenGL, so the GL
+# backend must never even be initialized.
+INSTANCE_BACKENDS = ("Vulkan", "Metal", "DX12")
+# The same backends as adapters report them (adapter.info["backend_type"]).
+ADAPTER_BACKENDS = frozenset({"Vulkan", "Metal", "D3D12"})
+NO_ADAPTER_MESSAGE = (
+    "no Vulkan, Metal or D3D12 adapter found (OpenGL adapters are not used); install "
+    "your GPU's Vulkan driver, or Mesa's lavapipe for a CPU fallback "
+    "(Debian/Ubuntu: apt install mesa-vulkan-drivers)"
+)
+_instance_lock = threading.Lock()
+_instance_restricted = False
 
 
 def shader_checks_forced() -> bool:
     """True when ``OIDN_GPU_SHADER_CHECKS=1`` asks for runtime checks on every kernel."""
     return os.environ.get(SHADER_CHECKS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@dataclass(frozen=True)
-class AdapterInfo:
-    """What the adapter says about itself."""
-
-    vendor: str
-    architecture: str
-    device: str
-    description: str
-    adapter_type: str
-    backend_type: str
-
-    @property
-    def is_cpu(self) -> bool:
-        return self.adapter_type.lower() == "cpu"
-
-    @property
-    def is_discrete(self) -> bool:
-        return "discrete" in self.adapter_type.lower()
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """Features and limits of an open device, frozen at creation.
-
-    Attributes:
-        features: device feature names (wgpu-native spelling).
-        limits: every device limit as ``(name, value)`` pairs, sorted by name.
-        subgroup_min_size: smallest subgroup size the adapter reports (0 if unknown).
-        subgroup_max_size: largest subgroup size the adapter reports (0 if unknown).
-        adapter: the adapter's description.
-    """
-
-    features: frozenset[str]
-    limits: tuple[tuple[str, int], ...]
-    subgroup_min_size: int
-    subgroup_max_size: int
-    adapter: AdapterInfo
-
-    def limit(self, name: str) -> int:
-        """The value of limit ``name`` (wgpu spelling, e.g. ``max-buffer-size``)."""
-        for key, value in self.limits:
-            if key == name:
-                return value
-        raise KeyError(f"unknown device limit '{name}'")
-
-    @property
-    def has_f16(self) -> bool:
-        return FEATURE_F16 in self.features
-
-    @property
-    def has_subgroups(self) -> bool:
-        return FEATURE_SUBGROUP in self.features
-
-    @property
-    def has_timestamps(self) -> bool:
-        return FEATURE_TIMESTAMP in self.features
-
-    @property
-    def max_storage_buffer_binding_size(self) -> int:
-        return self.limit("max-storage-buffer-binding-size")
-
-    @property
-    def max_buffer_size(self) -> int:
-        return self.limit("max-buffer-size")
-
-    @property
-    def max_compute_workgroup_storage_size(self) -> int:
-        return self.limit("max-compute-workgroup-storage-size")
-
-    @property
-    def max_compute_invocations_per_workgroup(self) -> int:
-        return self.limit("max-compute-invocations-per-workgroup")
-
-    @property
-    def max_compute_workgroup_size(self) -> tuple[int, int, int]:
-        return (
-            self.limit("max-compute-workgroup-size-x"),
-            self.limit("max-compute-workgroup-size-y"),
-            self.limit("max-compute-workgroup-size-z"),
-        )
-
-    @property
-    def max_compute_workgroups_per_dimension(self) -> int:
-        return self.limit("max-compute-workgroups-per-dimension")
-
-    @property
-    def max_storage_buffers_per_shader_stage(self) -> int:
-        return self.limit("max-storage-buffers-per-shader-stage")
-
-    def supports_kernel_features(self, features: Sequence[str]) -> bool:
-        """Whether every WGSL feature a kernel declares is enabled on this device."""
-        return all(KERNEL_FEATURE_TO_DEVICE.get(f, f) in self.features for f in features)
-
-    def describe(self) -> str:
-        a = self.adapter
-        return f"{a.device} ({a.backend_type}, {a.adapter_type}; {a.description})".strip()
 
 
 def _adapter_info(adapter: Any) -> tuple[AdapterInfo, int, int]:
@@ -256,10 +170,85 @@ class Fence:
         return self._event.wait(timeout_s)
 
 
-class GpuDevice:
-    """A wgpu device, its capabilities, and the narrow interface the backend uses.
+class WgpuCommandEncoder:
+    """A wgpu command encoder behind the `CommandEncoder` interface.
 
-    Create one with `open_device`. Several executors may share one `GpuDevice`
+    Consecutive dispatches share one compute pass (WebGPU orders the dispatches of a
+    pass, so this changes nothing but the pass count); a copy, a dispatch with
+    timestamps, or `finish` ends it.
+    """
+
+    def __init__(self, encoder: Any) -> None:
+        self._encoder = encoder
+        self._pass: Any = None
+
+    def dispatch(
+        self,
+        pipeline: Any,
+        bind_group: Any,
+        groups: Sequence[int],
+        *,
+        label: str = "",
+        timestamps: PassTimestamps | None = None,
+    ) -> None:
+        if timestamps is not None:
+            self._end_pass()
+            compute = self._begin(label, timestamps)
+        else:
+            if self._pass is None:
+                self._pass = self._begin(label, None)
+            compute = self._pass
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, bind_group)
+        compute.dispatch_workgroups(*(int(g) for g in groups))
+        if timestamps is not None:
+            compute.end()
+
+    def write_timestamps(self, timestamps: PassTimestamps, *, label: str = "") -> None:
+        self._end_pass()
+        self._begin(label, timestamps).end()
+
+    def copy_buffer(
+        self,
+        source: Any,
+        source_offset: int,
+        destination: Any,
+        destination_offset: int,
+        byte_size: int,
+    ) -> None:
+        self._end_pass()
+        self._encoder.copy_buffer_to_buffer(
+            source, source_offset, destination, destination_offset, byte_size
+        )
+
+    def resolve_timestamps(self, query_set: Any, count: int, destination: Any) -> None:
+        self._end_pass()
+        self._encoder.resolve_query_set(query_set, 0, count, destination, 0)
+
+    def finish(self) -> Any:
+        self._end_pass()
+        return self._encoder.finish()
+
+    def _begin(self, label: str, timestamps: PassTimestamps | None) -> Any:
+        writes = None
+        if timestamps is not None:
+            writes = {"query_set": timestamps.query_set}
+            if timestamps.begin_index is not None:
+                writes["beginning_of_pass_write_index"] = timestamps.begin_index
+            if timestamps.end_index is not None:
+                writes["end_of_pass_write_index"] = timestamps.end_index
+        return self._encoder.begin_compute_pass(label=label, timestamp_writes=writes)
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+
+class WgpuDevice:
+    """A wgpu device, its capabilities, and the `GpuDevice` interface on it.
+
+    Create one with `open_device`. Several executors may share one `WgpuDevice`
     (and its pipeline cache). ``owned`` is False for a caller-supplied device,
     which `close` then leaves alone.
     """
@@ -272,27 +261,36 @@ class GpuDevice:
         self.owned = owned
         self._timestamp_period_ns: float | None = None
 
+    @property
+    def handle(self) -> Any:
+        """The wgpu device (the pipeline cache hangs off it)."""
+        return self.device
+
+    @property
+    def queue_lock(self) -> Any:
+        """Reentrant lock of the underlying wgpu device, shared by every `WgpuDevice` of it.
+
+        A whole denoise (uploads, submissions, readback) holds it, so denoisers in
+        several threads sharing one device take turns on its queue.
+        """
+        return queue_lock_of(self.device)
+
     # -- resources -------------------------------------------------------------------
 
     def create_buffer(self, label: str, byte_size: int, usage: int = STORAGE_USAGE) -> Any:
-        """A zero-initialized buffer of at least 4 bytes, size rounded up to 4."""
-        byte_size = max(4, (int(byte_size) + 3) // 4 * 4)
-        if byte_size > self.capabilities.max_buffer_size:
-            raise OutOfMemoryError(
-                f"buffer '{label}' needs {byte_size} bytes but the device allows at most "
-                f"{self.capabilities.max_buffer_size}; use smaller tiles"
-            )
+        """A zero-initialized buffer of `buffer_byte_size` bytes."""
+        size = buffer_byte_size(label, byte_size, self.capabilities.max_buffer_size, "the device")
         try:
-            return self.device.create_buffer(label=label, size=byte_size, usage=usage)
+            return self.device.create_buffer(label=label, size=size, usage=int(usage))
         except MemoryError as err:
             raise OutOfMemoryError(
-                f"out of GPU memory allocating '{label}' ({byte_size} bytes)"
+                f"out of GPU memory allocating '{label}' ({size} bytes)"
             ) from err
 
     def create_buffer_with_data(self, label: str, data: np.ndarray | bytes, usage: int) -> Any:
-        raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
-        padded = raw + b"\0" * (-len(raw) % 4 or (4 if not raw else 0))
-        return self.device.create_buffer_with_data(label=label, data=padded, usage=usage)
+        padded = padded_bytes(data)
+        buffer_byte_size(label, len(padded), self.capabilities.max_buffer_size, "the device")
+        return self.device.create_buffer_with_data(label=label, data=padded, usage=int(usage))
 
     def write_buffer(self, buffer: Any, byte_offset: int, data: np.ndarray | bytes) -> None:
         if isinstance(data, np.ndarray):
@@ -338,8 +336,8 @@ class GpuDevice:
 
     # -- commands --------------------------------------------------------------------
 
-    def create_command_encoder(self, label: str) -> Any:
-        return self.device.create_command_encoder(label=label)
+    def create_command_encoder(self, label: str) -> WgpuCommandEncoder:
+        return WgpuCommandEncoder(self.device.create_command_encoder(label=label))
 
     def submit(self, command_buffers: Sequence[Any]) -> None:
         self.queue.submit(list(command_buffers))
@@ -370,7 +368,7 @@ class GpuDevice:
         self.owned = False
 
     def __repr__(self) -> str:
-        return f"GpuDevice({self.capabilities.describe()!r})"
+        return f"WgpuDevice({self.capabilities.describe()!r})"
 
 
 def _create_trusted_shader_module(device: Any, label: str, source: str) -> Any:
@@ -397,32 +395,62 @@ def _create_trusted_shader_module(device: Any, label: str, source: str) -> Any:
     return _api.GPUShaderModule(label, handle, device)
 
 
+def _restrict_instance_backends() -> None:
+    """Create wgpu's process-wide instance with only `INSTANCE_BACKENDS`, before any
+    adapter is requested or enumerated. An instance the application created first is
+    left as it is (its adapters are filtered by `_is_allowed` instead)."""
+    global _instance_restricted
+    with _instance_lock:
+        if _instance_restricted:
+            return
+        from wgpu.backends.wgpu_native.extras import set_instance_extras
+
+        # RuntimeError: the instance already exists
+        with contextlib.suppress(RuntimeError), _native_stderr_silenced():
+            set_instance_extras(backends=INSTANCE_BACKENDS)
+        _instance_restricted = True
+
+
+def _is_allowed(adapter: Any) -> bool:
+    return str(dict(adapter.info).get("backend_type", "")) in ADAPTER_BACKENDS
+
+
 def _request_adapter(power_preference: str) -> Any:
+    _restrict_instance_backends()
     with _xdg_notice_silenced():
-        adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+        except RuntimeError:  # wgpu-native reports "no adapter" as a failed request
+            adapter = None
+    if adapter is not None and not _is_allowed(adapter):
+        # only where the application created wgpu's instance with OpenGL enabled
+        allowed = enumerate_adapters()
+        adapter = allowed[0] if allowed else None
     if adapter is None:
-        raise UnsupportedDeviceError(
-            "no WebGPU adapter found; install a Vulkan, Metal or D3D12 driver "
-            "(or Mesa's lavapipe for a CPU fallback)"
-        )
+        raise UnsupportedDeviceError(NO_ADAPTER_MESSAGE)
     return adapter
+
+
+# File descriptor 2 is process-wide: one thread at a time may swap it out.
+_stderr_lock = threading.RLock()
 
 
 @contextlib.contextmanager
 def _native_stderr_silenced() -> Iterator[None]:
     """Silence C-level stderr (driver chatter such as Mesa's XDG_RUNTIME_DIR notice)."""
-    try:
-        saved = os.dup(2)
-    except OSError:  # no usable stderr descriptor: nothing to silence
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as devnull:
-            os.dup2(devnull.fileno(), 2)
+    with _stderr_lock:  # else a second thread would save (and later restore) devnull
+        try:
+            saved = os.dup(2)
+        except OSError:  # no usable stderr descriptor: nothing to silence
             yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+            return
+        try:
+            with open(os.devnull, "wb") as devnull:
+                os.dup2(devnull.fileno(), 2)
+                yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _xdg_runtime_dir_usable() -> bool:
@@ -443,9 +471,11 @@ def _xdg_notice_silenced() -> Iterator[None]:
 
 
 def enumerate_adapters() -> list[Any]:
-    """Every wgpu adapter of this machine (driver chatter while probing is silenced)."""
+    """Every Vulkan, Metal and D3D12 adapter of this machine (driver chatter while
+    probing is silenced)."""
+    _restrict_instance_backends()
     with _native_stderr_silenced():
-        return list(wgpu.gpu.enumerate_adapters_sync())
+        return [a for a in wgpu.gpu.enumerate_adapters_sync() if _is_allowed(a)]
 
 
 def has_hardware_adapter() -> bool:
@@ -454,9 +484,13 @@ def has_hardware_adapter() -> bool:
     A probe for ``backend="auto"``: driver messages printed while enumerating
     adapters are silenced, since nothing is wrong when a machine has no GPU.
     """
+    _restrict_instance_backends()
     with _native_stderr_silenced():
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    if adapter is None:
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        except RuntimeError:  # no adapter at all
+            return False
+    if adapter is None or not _is_allowed(adapter):
         return False
     info, _, _ = _adapter_info(adapter)
     return not info.is_cpu
@@ -472,7 +506,7 @@ def open_device(
 
     Args:
         device: an existing ``wgpu.GPUDevice`` (or `GpuDevice`) to use as is; it is not
-            destroyed by `GpuDevice.close`. None creates a new device.
+            destroyed by `WgpuDevice.close`. None creates a new device.
         power_preference: ``"high-performance"`` or ``"low-power"``.
         features: optional features to request when available; default
             ``shader-f16``, ``subgroup`` and ``timestamp-query``.
@@ -481,17 +515,18 @@ def open_device(
         The `GpuDevice`.
 
     Raises:
-        UnsupportedDeviceError: no adapter exists.
+        UnsupportedDeviceError: no Vulkan, Metal or D3D12 adapter exists (OpenGL
+            adapters are never used).
         InvalidArgumentError: ``device`` is not a wgpu device.
     """
-    if isinstance(device, GpuDevice):
+    if isinstance(device, (WgpuDevice, GpuDevice)):
         return device
     if device is not None:
         if not hasattr(device, "create_compute_pipeline") or not hasattr(device, "queue"):
             raise InvalidArgumentError(
                 f"device must be a wgpu.GPUDevice, got {type(device).__name__}"
             )
-        return GpuDevice(device, owned=False)
+        return WgpuDevice(device, owned=False)
     if power_preference not in ("high-performance", "low-power"):
         raise InvalidArgumentError(
             f"unknown power preference '{power_preference}'; expected 'high-performance' "
@@ -509,4 +544,26 @@ def open_device(
             required_features=required_features,
             required_limits=required_limits,
         )
-    return GpuDevice(created, adapter, owned=True)
+    return WgpuDevice(created, adapter, owned=True)
+
+
+__all__ = [
+    "FEATURE_F16",
+    "FEATURE_SUBGROUP",
+    "FEATURE_TIMESTAMP",
+    "KERNEL_FEATURE_TO_DEVICE",
+    "OPTIONAL_FEATURES",
+    "STORAGE_USAGE",
+    "AdapterInfo",
+    "BufferUsage",
+    "Capabilities",
+    "Fence",
+    "GpuDevice",
+    "WgpuCommandEncoder",
+    "WgpuDevice",
+    "capabilities_of",
+    "enumerate_adapters",
+    "has_hardware_adapter",
+    "open_device",
+    "shader_checks_forced",
+]

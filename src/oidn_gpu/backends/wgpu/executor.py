@@ -1,6 +1,6 @@
 """`WgpuExecutor`: runs an OIDN U-Net on a wgpu device (the ``NetworkExecutor`` protocol).
 
-Life of an executor (after oidn-web's ``NativeUNetExecutor``, seeds 000/001):
+Life of an executor (after oidn-web's ``NativeUNetExecutor``):
 
 1. Construction: resolve precision (``auto`` = fp16 when the device has
    ``shader-f16``), optimize the graph (conv+pool and upsample+concat+conv
@@ -8,18 +8,15 @@ Life of an executor (after oidn-web's ``NativeUNetExecutor``, seeds 000/001):
    weights once in the layout its kernel reads, and upload them.
 2. `prepare()`: compile every kernel on the device's shared `PipelineCache`,
    concurrently. Later executions never compile.
-3. Per input shape, a `_ShapePlan`: `graph.plan.plan` resolves shapes and
-   activation slots (values share a slot buffer when their lifetimes do not
-   overlap), then the slot buffers, per-step params uniforms and bind groups
-   are created once. Plans live in an LRU of ``shape_cache_size`` entries; an
-   evicted plan is destroyed only after a queue fence says the GPU finished
-   every command submitted before the eviction (work recorded with it may
-   still be in flight).
+3. Per input shape, a `plan_cache.ShapePlan` (slot buffers, per-step params
+   uniforms and bind groups, created once) in an LRU of ``shape_cache_size``
+   entries whose evicted plans are destroyed only after the queue finished.
 4. Execution: `run` (host arrays), `execute_packed` / `encode` (GPU buffers,
    no host round trip; the denoise pipeline records input pass, network and
    output pass of a tile into one command encoder).
 5. `profile_next_execution()`: the next execution writes GPU timestamps around
-   each layer's compute pass; `last_profile()` returns per-layer times.
+   each layer's compute pass; `last_profile()` returns per-layer times
+   (`profiling.Profiler`).
 6. `close()`: releases every buffer and query set (idempotent);
    `resources()` is then empty.
 
@@ -28,14 +25,15 @@ is stored as ``[H, W, ceil(C/4)*4]`` in fp16 or fp32, zero padded lanes. The
 network input uses the executor precision; the network output (3 channels)
 is always fp32, i.e. one ``vec4<f32>`` per pixel (RGB + a zero lane).
 
-The executor talks to the GPU only through `GpuDevice` methods, so a recording
-device can stand in later.
+The executor talks to the GPU only through the `GpuDevice` interface, so the
+recorder's `RecordingDevice` stands in for a GPU with no second code path. Its
+parts: `nodes` (kernels and packed weights), `plan_cache` (per-shape plans),
+`profiling` (timestamps).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -49,60 +47,22 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
-from oidn_gpu.backends.wgpu import kernel_choice
-from oidn_gpu.backends.wgpu.device import (
-    STORAGE_USAGE,
-    BufferUsage,
-    Fence,
-    GpuDevice,
-    open_device,
-    shader_checks_forced,
-)
+from oidn_gpu.backends.gpu_device import CommandEncoder, GpuDevice
+from oidn_gpu.backends.wgpu import kernel_choice, nodes
+from oidn_gpu.backends.wgpu.device import open_device, shader_checks_forced
 from oidn_gpu.backends.wgpu.pipelines import pipeline_cache
-from oidn_gpu.backends.wgpu.resources import BUFFER, QUERY_SET, ResourceTracker
-from oidn_gpu.errors import (
-    InvalidArgumentError,
-    InvalidOperationError,
-    OutOfMemoryError,
-    UnsupportedDeviceError,
-)
-from oidn_gpu.graph import ir
+from oidn_gpu.backends.wgpu.plan_cache import ShapePlan, ShapePlanCache
+from oidn_gpu.backends.wgpu.profiling import ExecutionProfile, LayerTiming, Profiler, TimedLayer
+from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import passes as graph_passes
-from oidn_gpu.graph.plan import Plan, Shape, size_alignment
-from oidn_gpu.graph.plan import plan as make_plan
+from oidn_gpu.graph.plan import size_alignment
+from oidn_gpu.kernels import io_passes, select
 from oidn_gpu.kernels.spec import Kernel, Precision, blocks
 
-PRECISIONS = ("auto", "fp16", "fp32")
 DEFAULT_SHAPE_CACHE_SIZE = 2
-TIMESTAMP_BYTES = 8
-
-
-@dataclass(frozen=True)
-class LayerTiming:
-    """GPU time of one layer (one compute pass) and its arithmetic."""
-
-    name: str
-    kernel: str
-    elapsed_ms: float
-    flops: float
-
-    @property
-    def gflops_per_s(self) -> float:
-        return self.flops / (self.elapsed_ms * 1e6) if self.elapsed_ms > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class ExecutionProfile:
-    """Per-layer GPU timestamps of one execution."""
-
-    height: int
-    width: int
-    total_ms: float
-    layers: tuple[LayerTiming, ...]
-
-    @property
-    def flops(self) -> float:
-        return sum(layer.flops for layer in self.layers)
+# The network output: one vec4<f32> per pixel (RGB and a zero lane).
+OUTPUT_PIXEL_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -139,69 +99,14 @@ class WgpuResources(ExecutorResources):
         return self.buffer_count == 0 and not self.counts and self.pending_operations == 0
 
 
-@dataclass
-class _Node:
-    """One executable node: kernel, weights and what it reads."""
-
-    name: str
-    kind: str
-    kernel: Kernel
-    inputs: tuple[str, ...]
-    conv: str | None
-    flops_per_out_pixel: float
-    spec: Any = None
-    fallback_reason: str | None = None
-    weights: Any = None
-    bias: Any = None
-
-
-@dataclass
-class _Step:
-    node: _Node
-    bind_group: Any
-    grid: tuple[int, int, int]
-    flops: float
-
-
-@dataclass
-class _ShapePlan:
-    """GPU resources of one input shape."""
-
-    height: int
-    width: int
-    plan: Plan
-    slots: list[Any]
-    steps: list[_Step]
-    buffers: list[Any] = field(default_factory=list)  # everything to destroy with the plan
-    input_buffer: Any = None
-    output_buffer: Any = None
-    io_groups: dict[tuple[str, int, int], Any] = field(default_factory=dict)
-    io_params: dict[str, Any] = field(default_factory=dict)
-    fence: Fence | None = None
-
-
-def resolve_precision(device: GpuDevice, precision: str) -> Precision:
-    """``auto`` -> fp16 when the device has shader-f16, else fp32.
+def resolve_precision(device: GpuDevice, precision: str | Precision) -> Precision:
+    """``auto`` -> fp16 when the device has shader-f16, else fp32 (`select.select_precision`).
 
     Raises:
         InvalidArgumentError: unknown value.
         UnsupportedDeviceError: fp16 requested without shader-f16.
     """
-    if isinstance(precision, Precision):
-        precision = precision.value
-    if precision not in PRECISIONS:
-        raise InvalidArgumentError(
-            f"unknown precision {precision!r}; expected 'auto', 'fp16' or 'fp32'"
-        )
-    has_f16 = device.capabilities.has_f16
-    if precision == "fp16" and not has_f16:
-        raise UnsupportedDeviceError(
-            "fp16 precision needs the 'shader-f16' feature, which this device lacks; "
-            "use precision='fp32' or 'auto'"
-        )
-    if precision == "auto":
-        return Precision.FP16 if has_f16 else Precision.FP32
-    return Precision(precision)
+    return select.select_precision(precision, kernel_choice.device_limits(device.capabilities))
 
 
 class WgpuExecutor(ExecutorBase):
@@ -249,11 +154,7 @@ class WgpuExecutor(ExecutorBase):
         self._model = model
         self._cache = pipeline_cache(self._device)
         self._resources = ResourceTracker()
-        self._plans: OrderedDict[tuple[int, int], _ShapePlan] = OrderedDict()
-        self._retired: list[_ShapePlan] = []
-        self._profile_next = False
-        self._last_profile: ExecutionProfile | None = None
-        self._pending_profile: tuple[Any, ...] | None = None
+        self._profiler = Profiler(self._device, self._resources)
         self._io_kernels: dict[str, Kernel] = {}
         # The conv kernels read each decoder source separately, with its own vec4
         # block padding (and the weights are packed per source the same way), so
@@ -264,12 +165,31 @@ class WgpuExecutor(ExecutorBase):
         self.input_channels = int(model.graph.input_channels)
         self.output_channels = int(self.graph.output_channels)
         self._alignment = size_alignment(self.graph)
-        self._nodes: list[_Node] = []
+        self._nodes: list[nodes.Node] = []
+        self._plans: ShapePlanCache | None = None
         self._closed = False
         try:
-            self._nodes = self._build_nodes()
+            self._nodes = nodes.build_nodes(
+                self.graph,
+                self._device.capabilities,
+                precision=self.precision,
+                kernel=self.kernel_setting,
+                gemm=self.gemm,
+            )
             self._warn_forced_fallbacks(gemm)
-            self._upload_weights()
+            nodes.upload_weights(
+                self._nodes, model.convs, self._device, self.precision, self._track
+            )
+            self._plans = ShapePlanCache(
+                self._device,
+                self.graph,
+                self._nodes,
+                precision=self.precision,
+                pipelines=self._cache,
+                shader_checks=shader_checks,
+                resources=self._resources,
+                size=shape_cache_size,
+            )
             if prepare:
                 self.prepare()
         except BaseException:
@@ -278,76 +198,18 @@ class WgpuExecutor(ExecutorBase):
 
     # ------------------------------------------------------------------ construction
 
-    def _build_nodes(self) -> list[_Node]:
-        limits = kernel_choice.device_limits(self._device.capabilities)
-        nodes: list[_Node] = []
-        for node in self.graph.nodes:
-            final = node.name == self.graph.output
-            chosen = kernel_choice.kernel_for_node(
-                self.graph,
-                node,
-                precision=self.precision,
-                final=final,
-                limits=limits,
-                kernel=self.kernel_setting,
-                gemm=self.gemm,
-            )
-            conv = kernel_choice.conv_of(node)
-            flops = 0.0
-            if conv is not None:
-                flops = 2.0 * conv.in_channels * conv.out_channels * 9
-                if isinstance(node, ir.ConvPool):
-                    flops *= 4  # one pooled pixel covers four conv pixels
-            nodes.append(
-                _Node(
-                    name=node.name,
-                    kind=type(node).__name__,
-                    kernel=chosen.kernel,
-                    inputs=tuple(node.inputs),
-                    conv=conv.name if conv is not None else None,
-                    flops_per_out_pixel=flops,
-                    spec=chosen.spec,
-                    fallback_reason=chosen.fallback_reason,
-                )
-            )
-        return nodes
-
     def _warn_forced_fallbacks(self, gemm: Any) -> None:
         """Warn when a kernel or GEMM options the caller asked for cannot run somewhere
         (`info().fallbacks` keeps the reasons)."""
         if self.kernel_setting == "auto" and gemm is None:
             return
-        replaced = [f"{name}: {reason}" for name, reason in self._fallbacks().items()]
+        replaced = [f"{name}: {reason}" for name, reason in nodes.fallbacks(self._nodes).items()]
         if replaced:
             warnings.warn(
                 f"kernel={self.kernel_setting!r} with the requested GEMM options does not run on "
                 f"{len(replaced)} layer(s); they use other kernels: " + "; ".join(replaced),
                 RuntimeWarning,
                 stacklevel=3,
-            )
-
-    def _fallbacks(self) -> dict[str, str]:
-        """Layer -> why its kernel is not the one asked for (see `WgpuExecutorInfo`)."""
-        return {n.name: n.fallback_reason for n in self._nodes if n.fallback_reason}
-
-    def _upload_weights(self) -> None:
-        convs = self._model.convs
-        for node in self._nodes:
-            if node.conv is None:
-                continue
-            weights = convs[node.conv]
-            packed = kernel_choice.pack_conv(node.spec, node.kernel, weights.weight, weights.bias)
-            node.weights = self._track(
-                self._device.create_buffer_with_data(
-                    f"oidn/{node.conv}/weights/{self.precision.value}",
-                    packed.weights,
-                    BufferUsage.STORAGE,
-                )
-            )
-            node.bias = self._track(
-                self._device.create_buffer_with_data(
-                    f"oidn/{node.conv}/bias", packed.bias, BufferUsage.STORAGE
-                )
             )
 
     def _track(self, buffer: Any) -> Any:
@@ -402,7 +264,7 @@ class WgpuExecutor(ExecutorBase):
             features=tuple(sorted(caps.features)),
             shape_cache_size=self.shape_cache_size,
             model=getattr(self._model, "name", None),
-            fallbacks=MappingProxyType(self._fallbacks()),
+            fallbacks=MappingProxyType(nodes.fallbacks(self._nodes)),
         )
 
     def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:
@@ -415,12 +277,12 @@ class WgpuExecutor(ExecutorBase):
 
     def resources(self) -> WgpuResources:
         """Live GPU objects of this executor (weights included) and pending deferred work."""
-        if not self._closed:
-            self._collect_retired()
-        pending = len(self._retired) + (1 if self._pending_profile is not None else 0)
+        plans = self._plans
+        retired = plans.pending() if plans is not None and not self._closed else 0
+        pending = retired + self._profiler.pending
         snap = self._resources.snapshot(pending)
         return WgpuResources(
-            shapes=tuple(self._plans.keys()),
+            shapes=plans.shapes if plans is not None else (),
             buffer_count=snap.count(BUFFER),
             byte_size=snap.byte_size,
             counts=snap.counts,
@@ -434,15 +296,11 @@ class WgpuExecutor(ExecutorBase):
             False when the device has no ``timestamp-query`` feature (nothing happens).
         """
         self._check_open()
-        if not self._device.capabilities.has_timestamps:
-            return False
-        self._profile_next = True
-        return True
+        return self._profiler.arm()
 
     def last_profile(self) -> ExecutionProfile | None:
         """The profile of the last profiled execution (waits for its timestamps)."""
-        self._resolve_profile()
-        return self._last_profile
+        return self._profiler.last
 
     def run(self, x: np.ndarray) -> np.ndarray:
         """Run the network on a host tensor and wait for the result.
@@ -452,7 +310,13 @@ class WgpuExecutor(ExecutorBase):
 
         Returns:
             ``[3, H, W]`` float32.
+
+        Holds the device's queue lock (`GpuDevice.queue_lock`): threads take turns.
         """
+        with self._device.queue_lock:
+            return self._run(x)
+
+    def _run(self, x: np.ndarray) -> np.ndarray:
         self._check_open()
         x = check_network_input(x, self.input_channels, self._alignment)
         height, width = int(x.shape[1]), int(x.shape[2])
@@ -497,8 +361,9 @@ class WgpuExecutor(ExecutorBase):
         encoder = self._device.create_command_encoder(f"oidn/network/{height}x{width}")
         result = self.encode(encoder, height, width)
         if output is not None:
-            self._check_buffer(output, height * width * 16, "output")
-            encoder.copy_buffer_to_buffer(result, 0, output, 0, height * width * 16)
+            byte_size = height * width * OUTPUT_PIXEL_BYTES
+            self._check_buffer(output, byte_size, "output")
+            encoder.copy_buffer(result, 0, output, 0, byte_size)
             result = output
         self._device.submit([encoder.finish()])
         return result
@@ -520,13 +385,11 @@ class WgpuExecutor(ExecutorBase):
         self._check_buffer(input, height * width * self.input_channels * 4, "input")
         shape_plan = self._shape_plan(height, width)
         encoder = self._device.create_command_encoder(f"oidn/network/{height}x{width}")
-        pack = self._io_kernel("input-pack")
-        self._encode_io(encoder, shape_plan, pack, [input, shape_plan.input_buffer])
+        self._encode_io(encoder, shape_plan, "input-pack", [input, shape_plan.input_buffer])
         result = self.encode(encoder, height, width)
         if output is not None:
             self._check_buffer(output, height * width * self.output_channels * 4, "output")
-            unpack = self._io_kernel("output-unpack")
-            self._encode_io(encoder, shape_plan, unpack, [result, output])
+            self._encode_io(encoder, shape_plan, "output-unpack", [result, output])
             result = output
         self._device.submit([encoder.finish()])
         return result
@@ -534,11 +397,12 @@ class WgpuExecutor(ExecutorBase):
     def read_output(self, height: int, width: int) -> np.ndarray:
         """Read a shape's output buffer back: ``[3, H, W]`` float32 (waits for the GPU)."""
         shape_plan = self._shape_plan(height, width)
-        raw = self._device.read_buffer(shape_plan.output_buffer, 0, height * width * 16)
+        byte_size = height * width * OUTPUT_PIXEL_BYTES
+        raw = self._device.read_buffer(shape_plan.output_buffer, 0, byte_size)
         rgba = np.frombuffer(raw, np.float32).reshape(height, width, 4)
         return np.ascontiguousarray(rgba[:, :, : self.output_channels].transpose(2, 0, 1))
 
-    def encode(self, encoder: Any, height: int, width: int) -> Any:
+    def encode(self, encoder: CommandEncoder, height: int, width: int) -> Any:
         """Record the network of one shape into ``encoder``; returns the output buffer.
 
         The caller has filled the shape's `packed_input_buffer` (in this encoder or
@@ -546,62 +410,41 @@ class WgpuExecutor(ExecutorBase):
         """
         self._check_open()
         shape_plan = self._shape_plan(height, width)
-        profile = self._profile_next
-        self._profile_next = False
-        if profile:
-            self._resolve_profile()  # keep one profile in flight at most
-            query_set, resolve, count = self._begin_profile(shape_plan)
-        for index, step in enumerate(shape_plan.steps):
-            writes = None
-            if profile:
-                writes = {
-                    "query_set": query_set,
-                    "beginning_of_pass_write_index": 2 * index,
-                    "end_of_pass_write_index": 2 * index + 1,
-                }
-            if profile or index == 0:
-                compute = encoder.begin_compute_pass(
-                    label=f"oidn/{step.node.name}", timestamp_writes=writes
-                )
+        steps = shape_plan.steps
+        timed = [TimedLayer(s.node.name, s.node.kernel.name, s.flops) for s in steps]
+        timestamps = self._profiler.begin(height, width, timed)
+        for index, step in enumerate(steps):
             pipeline = self._cache.get(step.node.kernel, shader_checks=self.shader_checks)
-            compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, step.bind_group)
-            compute.dispatch_workgroups(*step.grid)
-            if profile or index == len(shape_plan.steps) - 1:
-                compute.end()
-        if profile:
-            encoder.resolve_query_set(query_set, 0, count, resolve, 0)
-            self._pending_profile = (
-                (shape_plan.height, shape_plan.width, list(shape_plan.steps)),
-                query_set,
-                resolve,
-                count,
+            encoder.dispatch(
+                pipeline,
+                step.bind_group,
+                step.grid,
+                label=f"oidn/{step.node.name}",
+                timestamps=timestamps[index] if timestamps is not None else None,
             )
+        if timestamps is not None:
+            self._profiler.finish(encoder)
         return shape_plan.output_buffer
 
     def close(self) -> None:
         """Release every GPU object of this executor; idempotent."""
+        with self._device.queue_lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        pending, self._pending_profile = self._pending_profile, None
-        if pending is not None:
-            self._resources.release(pending[1])
-            self._resources.release(pending[2])
-        plans = list(self._plans.values()) + self._retired
-        self._plans.clear()
-        self._retired = []
-        if plans:
-            self._device.wait_idle()  # commands recorded with these plans may be in flight
-        for shape_plan in plans:
-            self._destroy_plan(shape_plan)
+        self._profiler.close()
+        if self._plans is not None:
+            self._plans.close()
         for node in self._nodes:
             node.weights = node.bias = None
         self._resources.release_all()
         if self._owns_device:
             self._device.close()
 
-    # ------------------------------------------------------------------ shape plans
+    # ------------------------------------------------------------------ internals
 
     def _check_open(self) -> None:
         if self._closed:
@@ -614,138 +457,15 @@ class WgpuExecutor(ExecutorBase):
                 f"{what} buffer has {size} bytes; expected at least {byte_size}"
             )
 
-    def _value_bytes(self, name: str, shape: Shape) -> int:
-        itemsize = 4 if name == self.graph.output else self.precision.itemsize
-        return shape.height * shape.width * blocks(shape.channels) * 4 * itemsize
-
-    def _shape_plan(self, height: int, width: int) -> _ShapePlan:
+    def _shape_plan(self, height: int, width: int) -> ShapePlan:
         self._check_open()
-        self._collect_retired()
-        key = (int(height), int(width))
-        shape_plan = self._plans.get(key)
-        if shape_plan is not None:
-            self._plans.move_to_end(key)
-            return shape_plan
-        shape_plan = self._create_plan(*key)
-        self._plans[key] = shape_plan
-        while len(self._plans) > self.shape_cache_size:
-            _, evicted = self._plans.popitem(last=False)
-            self._retire(evicted)
-        return shape_plan
-
-    def _retire(self, shape_plan: _ShapePlan) -> None:
-        """Destroy ``shape_plan`` once the queue has finished everything submitted so far."""
-        shape_plan.fence = self._device.fence()
-        self._retired.append(shape_plan)
-
-    def _collect_retired(self) -> None:
-        keep: list[_ShapePlan] = []
-        for shape_plan in self._retired:
-            if shape_plan.fence is not None and shape_plan.fence.is_done():
-                self._destroy_plan(shape_plan)
-            else:
-                keep.append(shape_plan)
-        self._retired = keep
-
-    def _destroy_plan(self, shape_plan: _ShapePlan) -> None:
-        for buffer in shape_plan.buffers:
-            self._resources.release(buffer)
-        shape_plan.buffers = []
-        shape_plan.steps = []
-        shape_plan.io_groups.clear()
-        shape_plan.io_params.clear()
-
-    def _create_plan(self, height: int, width: int) -> _ShapePlan:
-        if height % self._alignment or width % self._alignment or height < 1 or width < 1:
-            raise InvalidArgumentError(
-                f"network size {height}x{width} must be positive multiples of {self._alignment}"
-            )
-        plan = make_plan(self.graph, height, width, value_bytes=self._value_bytes)
-        max_binding = self._device.capabilities.max_storage_buffer_binding_size
-        largest = max(plan.slot_bytes)
-        if largest > max_binding:
-            raise OutOfMemoryError(
-                f"a {height}x{width} tile needs a {largest}-byte activation buffer but the "
-                f"device binds at most {max_binding} bytes; use smaller tiles"
-            )
-        created: list[Any] = []
-        try:
-            label = f"{height}x{width}"
-            slots = []
-            for index, size in enumerate(plan.slot_bytes):
-                buffer = self._track(
-                    self._device.create_buffer(
-                        f"oidn/activation/{label}/{index}", size, STORAGE_USAGE
-                    )
-                )
-                created.append(buffer)
-                slots.append(buffer)
-            steps = []
-            for node, step in zip(self._nodes, plan.steps, strict=True):
-                steps.append(self._create_step(node, step, plan, slots, created, label))
-            return _ShapePlan(
-                height=height,
-                width=width,
-                plan=plan,
-                slots=slots,
-                steps=steps,
-                buffers=created,
-                input_buffer=slots[plan.slot_of[self.graph.input]],
-                output_buffer=slots[plan.slot_of[self.graph.output]],
-            )
-        except BaseException:
-            for buffer in created:
-                self._resources.release(buffer)
-            raise
-
-    def _create_step(
-        self, node: _Node, step: Any, plan: Plan, slots: list[Any], created: list[Any], label: str
-    ) -> _Step:
-        kernel = node.kernel
-        out = step.output_shape
-        grid = tuple(int(g) for g in kernel.grid(out.channels, out.height, out.width))
-        limit = self._device.capabilities.max_compute_workgroups_per_dimension
-        if max(grid) > limit:
-            raise UnsupportedDeviceError(
-                f"layer '{node.name}' needs a {grid} workgroup grid at {label} but the device "
-                f"allows {limit} per dimension; use smaller tiles"
-            )
-        resources: dict[str, Any] = {"weights": node.weights, "bias": node.bias}
-        for index, value in enumerate(node.inputs):
-            resources[f"input{index}"] = slots[plan.slot_of[value]]
-        if len(node.inputs) == 1:
-            resources["input"] = resources["input0"]
-        resources["output"] = slots[plan.slot_of[node.name]]
-        if kernel.params is not None:
-            params = self._track(
-                self._device.create_buffer_with_data(
-                    f"oidn/{node.name}/params/{label}",
-                    kernel.pack_params(height=out.height, width=out.width),
-                    BufferUsage.UNIFORM,
-                )
-            )
-            created.append(params)
-            resources["params"] = params
-        buffers = []
-        for binding in kernel.bindings:
-            if resources.get(binding.name) is None:
-                raise InvalidOperationError(
-                    f"kernel {kernel.key} binds '{binding.name}', which the executor does not "
-                    "provide for this node"
-                )
-            buffers.append(resources[binding.name])
-        pipeline = self._cache.get(kernel, shader_checks=self.shader_checks)
-        bind_group = self._device.create_bind_group(f"oidn/{node.name}/{label}", pipeline, buffers)
-        flops = node.flops_per_out_pixel * out.height * out.width
-        return _Step(node=node, bind_group=bind_group, grid=grid, flops=flops)
-
-    # ------------------------------------------------------------------ packing passes
+        assert self._plans is not None  # made by the constructor
+        return self._plans.get(height, width)
 
     def _io_kernel(self, name: str) -> Kernel:
+        """The input-pack or output-unpack kernel of this executor (generated once)."""
         kernel = self._io_kernels.get(name)
         if kernel is None:
-            from oidn_gpu.kernels import io_passes
-
             if name == "input-pack":
                 spec = io_passes.PackSpec(self.input_channels, self.precision)
                 kernel = io_passes.generate_input_pack(spec)
@@ -756,72 +476,15 @@ class WgpuExecutor(ExecutorBase):
         return kernel
 
     def _encode_io(
-        self, encoder: Any, shape_plan: _ShapePlan, kernel: Kernel, buffers: list[Any]
+        self, encoder: CommandEncoder, shape_plan: ShapePlan, name: str, buffers: list[Any]
     ) -> None:
         """One input-pack / output-unpack dispatch between ``buffers[0]`` and ``buffers[1]``."""
+        assert self._plans is not None
+        kernel = self._io_kernel(name)
+        group = self._plans.io_bind_group(shape_plan, kernel, buffers)
         pipeline = self._cache.get(kernel, shader_checks=self.shader_checks)
-        h, w = shape_plan.height, shape_plan.width
-        key = (kernel.key, id(buffers[0]), id(buffers[1]))
-        group = shape_plan.io_groups.get(key)
-        if group is None:
-            params = shape_plan.io_params.get(kernel.key)
-            if params is None:
-                params = self._track(
-                    self._device.create_buffer_with_data(
-                        f"oidn/{kernel.name}/params/{h}x{w}",
-                        kernel.pack_params(height=h, width=w),
-                        BufferUsage.UNIFORM,
-                    )
-                )
-                shape_plan.buffers.append(params)
-                shape_plan.io_params[kernel.key] = params
-            if len(shape_plan.io_groups) >= 16:  # caller buffers change: keep a few
-                shape_plan.io_groups.clear()
-            group = self._device.create_bind_group(
-                f"oidn/{kernel.name}/{h}x{w}", pipeline, [*buffers, params]
-            )
-            shape_plan.io_groups[key] = (group, buffers)  # keep the buffers alive with the key
-        compute = encoder.begin_compute_pass(label=f"oidn/{kernel.name}")
-        compute.set_pipeline(pipeline)
-        compute.set_bind_group(0, shape_plan.io_groups[key][0])
-        compute.dispatch_workgroups(*kernel.grid(0, h, w))
-        compute.end()
-
-    # ------------------------------------------------------------------ profiling
-
-    def _begin_profile(self, shape_plan: _ShapePlan) -> tuple[Any, Any, int]:
-        count = 2 * len(shape_plan.steps)
-        query_set = self._resources.track(
-            QUERY_SET, self._device.create_query_set("oidn/profile", count)
-        )
-        resolve = self._track(
-            self._device.create_buffer(
-                "oidn/profile/resolve",
-                count * TIMESTAMP_BYTES,
-                BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC,
-            )
-        )
-        return query_set, resolve, count
-
-    def _resolve_profile(self) -> None:
-        pending = self._pending_profile
-        if pending is None:
-            return
-        self._pending_profile = None
-        (height, width, steps), query_set, resolve, count = pending
-        try:
-            raw = self._device.read_buffer(resolve, 0, count * TIMESTAMP_BYTES)
-        finally:
-            self._resources.release(query_set)
-            self._resources.release(resolve)
-        ticks = np.frombuffer(raw, np.uint64).astype(np.int64)
-        period = self._device.timestamp_period_ns
-        layers = []
-        for index, step in enumerate(steps):
-            elapsed = max(0, int(ticks[2 * index + 1] - ticks[2 * index])) * period / 1e6
-            layers.append(LayerTiming(step.node.name, step.node.kernel.name, elapsed, step.flops))
-        total = sum(layer.elapsed_ms for layer in layers)
-        self._last_profile = ExecutionProfile(height, width, total, tuple(layers))
+        grid = kernel.grid(0, shape_plan.height, shape_plan.width)
+        encoder.dispatch(pipeline, group, grid, label=f"oidn/{kernel.name}")
 
     def __del__(self) -> None:  # best effort; close() is the contract
         try:

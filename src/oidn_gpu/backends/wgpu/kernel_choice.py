@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oidn_gpu.backends.wgpu.device import Capabilities
+from oidn_gpu.backends.gpu_device import Capabilities
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
-from oidn_gpu.kernels import select
+from oidn_gpu.kernels import select, weights
 from oidn_gpu.kernels import spec as kspec
 from oidn_gpu.kernels.gemm import GemmOptions
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, Kernel, PoolSpec, Precision
@@ -27,7 +27,7 @@ from oidn_gpu.kernels.spec import ConvSource, ConvSpec, Kernel, PoolSpec, Precis
 
 def kernel_names() -> tuple[str, ...]:
     """Accepted ``kernel=`` settings (the final RGB layer is chosen, never asked for)."""
-    return tuple(k.value for k in select.KernelKind if k is not select.KernelKind.FINAL_RGB)
+    return (select.KernelKind.AUTO.value, *select.CONV_KERNELS)
 
 
 def validate_kernel(kernel: str) -> str:
@@ -168,7 +168,5 @@ def kernel_for_node(
 
 def pack_conv(spec: ConvSpec, kernel: Kernel, weight: Any, bias: Any) -> Any:
     """Pack weights/bias in the layout ``kernel`` reads."""
-    from oidn_gpu.kernels import weights
-
     layout = kernel.weight_layout or kspec.WeightLayout.OUTPUT_MAJOR
     return weights.pack_conv(spec, weight, bias, layout)

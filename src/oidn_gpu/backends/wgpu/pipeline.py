@@ -1,6 +1,6 @@
 """The GPU denoise pipeline: per tile an input pass, the network and an output pass, one queue.
 
-After oidn-webgpu's ``recordDenoiseExecution`` (seed 004). For every tile of a
+After oidn-webgpu's ``recordDenoiseExecution``. For every tile of a
 `image.tiling.TilePlan`, one command encoder records
 
 1. the input pass (`kernels.io_passes.generate_input_pass`): the tile's image
@@ -35,6 +35,7 @@ image, section 6.3).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import OrderedDict
@@ -44,14 +45,16 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage, Fence
+from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
+from oidn_gpu.image import tiling
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
+from oidn_gpu.model import unet
 
-TILE_ALIGNMENT = 16
+TILE_ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 MIN_INTERACTIVE_EDGE = 256  # px; below this the overlap dominates the work
 MAX_INTERACTIVE_EDGE = 4096
 DEFAULT_INTERACTIVE_EDGE = 512
@@ -60,6 +63,17 @@ TILE_SET_CACHE_SIZE = 4
 F32_BYTES = 4
 
 _ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
+
+
+def _queue_turn(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a method holding its device's queue lock (see `GpuDevice.queue_lock`)."""
+
+    @functools.wraps(method)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._device.queue_lock:
+            return method(self, *args, **kwargs)
+
+    return locked
 
 
 @dataclass(frozen=True)
@@ -135,12 +149,6 @@ class TileRect:
     elapsed_ms: float
 
 
-@dataclass
-class _Pending:
-    fence: Fence
-    buffers: list[Any]
-
-
 class GpuDenoiser:
     """Runs whole denoises (input pass, network, output pass per tile) on one executor.
 
@@ -152,7 +160,10 @@ class GpuDenoiser:
         self.executor = executor
         self._device = executor.device
         self._resources = ResourceTracker()
-        self._pending: list[_Pending] = []
+        # Buffers dropped while work recorded with them may still be in flight.
+        self._pending: DeferredRelease[list[Any]] = DeferredRelease(
+            self._device, self._release_buffers
+        )
         self._staging: dict[tuple[str, int], Any] = {}
         self._frame: Any = None  # the frame uniform (FRAME_PARAMS), made by the first frame
         # Kernels and pipelines per (roles, transfer, hdr, snorm), and per-tile uniforms and
@@ -229,6 +240,7 @@ class GpuDenoiser:
 
     # ------------------------------------------------------------------ entry points
 
+    @_queue_turn
     def denoise(
         self,
         main: np.ndarray,
@@ -279,6 +291,7 @@ class GpuDenoiser:
         raw = self._device.read_buffer(output.buffer, 0, height * width * channels * F32_BYTES)
         return np.frombuffer(raw, np.float32).reshape(height, width, channels).copy()
 
+    @_queue_turn
     def denoise_buffers(
         self,
         images: Sequence[GpuImage],
@@ -306,6 +319,7 @@ class GpuDenoiser:
             )
         self._run_tiles(list(images), tuple(roles), output, mode, plan, progress=progress)
 
+    @_queue_turn
     def denoise_interactive(
         self,
         main: np.ndarray,
@@ -382,14 +396,13 @@ class GpuDenoiser:
         snap = self._resources.snapshot(len(self._pending))
         return snap.count(BUFFER), snap.byte_size
 
+    @_queue_turn
     def close(self) -> None:
         """Release the pipeline's buffers (not the executor); idempotent."""
         if self._closed:
             return
         self._closed = True
-        if self._pending:
-            self._device.wait_idle()
-        self._pending.clear()
+        self._pending.release_all()
         self._staging.clear()
         self._tile_sets.clear()
         self._passes.clear()
@@ -410,14 +423,11 @@ class GpuDenoiser:
         self._collect()
 
     def _collect(self) -> None:
-        keep = []
-        for pending in self._pending:
-            if pending.fence.is_done():
-                for buffer in pending.buffers:
-                    self._resources.release(buffer)
-            else:
-                keep.append(pending)
-        self._pending = keep
+        self._pending.collect()
+
+    def _release_buffers(self, buffers: list[Any]) -> None:
+        for buffer in buffers:
+            self._resources.release(buffer)
 
     def _staging_buffer(self, name: str, byte_size: int) -> Any:
         """A reusable STORAGE buffer per name (replaced when the size changes)."""
@@ -461,7 +471,7 @@ class GpuDenoiser:
 
     def _retire(self, buffers: list[Any]) -> None:
         if buffers:
-            self._pending.append(_Pending(self._device.fence(), buffers))
+            self._pending.retire(buffers)
 
     def _run_tiles(
         self,
@@ -518,9 +528,6 @@ class GpuDenoiser:
         return tile_set
 
     def _interactive_plan(self, height: int, width: int) -> Any:
-        from oidn_gpu.image import tiling
-        from oidn_gpu.model import unet
-
         overlap = unet.tile_overlap(self.executor.model.spec, TILE_ALIGNMENT)
         return tiling.plan_tiles_max_edge(
             height, width, max_edge=self.interactive_edge, overlap=overlap, alignment=TILE_ALIGNMENT
@@ -627,17 +634,19 @@ class _TileSet:
         passes = self.passes
         label = f"oidn/tile/{index}"
         encoder = self.device.create_command_encoder(label)
-        compute = encoder.begin_compute_pass(label=f"{label}/input")
-        compute.set_pipeline(passes.input_pipeline)
-        compute.set_bind_group(0, in_group)
-        compute.dispatch_workgroups(*passes.input_kernel.grid(0, self.tile_h, self.tile_w))
-        compute.end()
+        encoder.dispatch(
+            passes.input_pipeline,
+            in_group,
+            passes.input_kernel.grid(0, self.tile_h, self.tile_w),
+            label=f"{label}/input",
+        )
         self.executor.encode(encoder, self.tile_h, self.tile_w)
-        compute = encoder.begin_compute_pass(label=f"{label}/output")
-        compute.set_pipeline(passes.output_pipeline)
-        compute.set_bind_group(0, out_group)
-        compute.dispatch_workgroups(*passes.output_kernel.grid(0, tile.out_h, tile.out_w))
-        compute.end()
+        encoder.dispatch(
+            passes.output_pipeline,
+            out_group,
+            passes.output_kernel.grid(0, tile.out_h, tile.out_w),
+            label=f"{label}/output",
+        )
         self.device.submit([encoder.finish()])
 
 

@@ -24,7 +24,8 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from oidn_gpu.backends.wgpu.device import GpuDevice, shader_checks_forced
+from oidn_gpu.backends.gpu_device import GpuDevice
+from oidn_gpu.backends.wgpu.device import shader_checks_forced
 from oidn_gpu.errors import ShaderCompileError, UnsupportedDeviceError
 from oidn_gpu.kernels.spec import Kernel
 
@@ -188,18 +189,19 @@ def _dump(kernel: Kernel) -> None:
         f.write(kernel.source)
 
 
-# The cache lives on the wgpu device object itself. Its pipelines and its `GpuDevice` refer
-# back to that device, so a module-level weak-key mapping would never let a device go; as an
-# attribute, device and cache form a cycle that the garbage collector frees together.
+# The cache lives on the device's handle (the wgpu device object itself). Its pipelines and
+# its `GpuDevice` refer back to that device, so a module-level weak-key mapping would never
+# let a device go; as an attribute, device and cache form a cycle that the garbage collector
+# frees together.
 _CACHE_ATTRIBUTE = "_oidn_gpu_pipeline_cache"
 _caches_lock = threading.Lock()
 
 
 def pipeline_cache(device: GpuDevice) -> PipelineCache:
-    """The pipeline cache shared by every executor of ``device``'s underlying wgpu device."""
+    """The pipeline cache shared by every executor of ``device``'s underlying device."""
     with _caches_lock:
-        cache = getattr(device.device, _CACHE_ATTRIBUTE, None)
+        cache = getattr(device.handle, _CACHE_ATTRIBUTE, None)
         if cache is None:
             cache = PipelineCache(device)
-            setattr(device.device, _CACHE_ATTRIBUTE, cache)
+            setattr(device.handle, _CACHE_ATTRIBUTE, cache)
         return cache

@@ -6,7 +6,7 @@
 var<workgroup> input_tile: array<{{ act_type }}, INPUT_TILE_SIZE>;
 var<workgroup> weight_tile: array<{{ act_type }}, WEIGHT_TILE_SIZE>;
 
-{% if packed_input or packed_weights %}
+{% if unpack %}
 // Four halfs stored as vec2<u32> (the same 8 bytes as vec4<f16>). unpack2x16float widens
 // exactly, so the round trip through f32 keeps every bit of the stored halfs.
 fn unpack_f16x4(p: vec2<u32>) -> vec4<f16> {
@@ -15,18 +15,10 @@ fn unpack_f16x4(p: vec2<u32>) -> vec4<f16> {
 
 {% endif %}
 {% for s in sources %}
-// Source {{ s.index }} at conv-resolution pixel (iy, ix), block b{% if s.upsample %} (nearest x2 upsampled){% endif %}.
+// Source {{ s.index }} at conv-resolution pixel (iy, ix), block b{{ s.note }}.
 fn fetch{{ s.index }}(iy: u32, ix: u32, b: u32, conv_w: u32) -> {{ act_type }} {
-{% if s.upsample %}
-  let index = ((iy / 2u) * (conv_w / 2u) + ix / 2u) * {{ s.blocks }} + b;
-{% else %}
-  let index = (iy * conv_w + ix) * {{ s.blocks }} + b;
-{% endif %}
-{% if packed_input %}
-  return unpack_f16x4({{ s.name }}[index]);
-{% else %}
-  return {{ s.name }}[index];
-{% endif %}
+  let index = {{ s.index_expr }};
+  return {{ s.load }};
 }
 
 {% if base_offset %}
@@ -42,30 +34,18 @@ fn fetch_base{{ s.index }}(base: u32, parity: vec2<i32>, tap: u32, b: u32, conv_
   let offset = ((ky - 1) * i32(conv_w) + kx - 1) * i32({{ s.blocks }});
 {% endif %}
   let index = u32(i32(base) + offset) + b;
-{% if packed_input %}
-  return unpack_f16x4({{ s.name }}[index]);
-{% else %}
-  return {{ s.name }}[index];
-{% endif %}
+  return {{ s.load }};
 }
 
 // Block base of source {{ s.index }} at conv-resolution pixel (y, x).
 fn base{{ s.index }}(y: u32, x: u32, conv_w: u32) -> u32 {
-{% if s.upsample %}
-  return ((y / 2u) * (conv_w / 2u) + x / 2u) * {{ s.blocks }};
-{% else %}
-  return (y * conv_w + x) * {{ s.blocks }};
-{% endif %}
+  return {{ s.base_expr }};
 }
 
 {% endif %}
 {% endfor %}
 fn fetch_weight(index: u32) -> {{ act_type }} {
-{% if packed_weights %}
-  return unpack_f16x4(weights[index]);
-{% else %}
-  return weights[index];
-{% endif %}
+  return {{ weight_load }};
 }
 
 // Conv-resolution pixel of GEMM row m, as vec2(x, y).
@@ -89,20 +69,12 @@ fn tap_mask(y: u32, x: u32, conv_h: u32, conv_w: u32) -> u32 {
 
 // Shared index of input load index li (one hole per thread row group when padded).
 fn input_slot(li: u32) -> u32 {
-{% if padded_input %}
-  return li + li / ROW_GROUP;
-{% else %}
-  return li;
-{% endif %}
+  return {{ input_slot }};
 }
 
 // Shared index of weight load index li (one hole per 4 vec4s when padded).
 fn weight_slot(li: u32) -> u32 {
-{% if padded_weights %}
-  return li + li / 4u;
-{% else %}
-  return li;
-{% endif %}
+  return {{ weight_slot }};
 }
 
 @compute @workgroup_size(WG_X, WG_Y, 1)
@@ -113,13 +85,8 @@ fn main(
 ) {
   let out_h = params.height;
   let out_w = params.width;
-{% if pool %}
-  let conv_h = out_h * 2u;
-  let conv_w = out_w * 2u;
-{% else %}
-  let conv_h = out_h;
-  let conv_w = out_w;
-{% endif %}
+  let conv_h = {{ conv_h }};
+  let conv_w = {{ conv_w }};
   let row_count = conv_h * conv_w;
   let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
   // Column c of this invocation is output block ob0 + c * WG_X.
@@ -180,11 +147,7 @@ fn main(
 {% endif %}
         var v = {{ act_type }}();
         if (ok) {
-{% if base_offset %}
-          v = fetch_base{{ s.index }}(base{{ s.index }}_{{ l.j }}, parity{{ l.j }}, tap, sb, conv_w);
-{% else %}
-          v = fetch{{ s.index }}(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, sb, conv_w);
-{% endif %}
+          v = {{ l.fetch_in_source[s.index] }};
         }
         input_tile[input_slot(local_linear + {{ l.offset }}u)] = v;
       }
@@ -211,11 +174,7 @@ fn main(
       if (ok) {
 {% for s in sources %}
         {{ s.branch }} (ib < {{ s.end }}) {
-{% if base_offset %}
-          v = fetch_base{{ s.index }}(base{{ s.index }}_{{ l.j }}, parity{{ l.j }}, tap, ib - {{ s.offset }}, conv_w);
-{% else %}
-          v = fetch{{ s.index }}(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - {{ s.offset }}, conv_w);
-{% endif %}
+          v = {{ l.fetch[s.index] }};
 {% endfor %}
         }
       }
@@ -233,11 +192,7 @@ fn main(
       let wk = k_base + tk;
       var w = {{ act_type }}();
       if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-{% if k_major %}
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
-{% else %}
-        w = fetch_weight((wob * TOTAL_K + wk) * 4u + rem % 4u);
-{% endif %}
+        w = fetch_weight({{ weight_index }});
       }
       weight_tile[weight_slot(li)] = w;
     }

@@ -1,0 +1,490 @@
+"""Benchmark of the CUDA backend: network and whole-denoise GPU times, per-layer table, memory.
+
+Fields follow the wgpu bench (``oidn_gpu.backends.wgpu.bench``); times are CUDA
+events, medians and p95 over ``runs`` timed runs after ``warmup`` runs:
+
+- ``network_gpu_*``: the network alone (one CUDA graph of all conv launches) on
+  a random input of the network size (the image size rounded up to 16);
+- ``gpu_*``: the sum of the layers, each timed alone (``layers``: every conv with
+  its kernel and tile, time, share of the network, TFLOP/s and the share of the
+  tensor-core floor, i.e. its FLOPs at ``--peak-tflops`` over its time);
+- ``e2e_gpu_*``: a whole denoise with the data on the GPU (GPU autoexposure,
+  input pass, network, output pass: one CUDA graph replay) from random HDR
+  colour, albedo and normal tensors into an output tensor;
+- ``e2e_wall_*``: wall clock of `CudaDenoiser.denoise_tensors` until the stream
+  is idle; ``host_wall_*``: `CudaDenoiser.denoise` on NumPy arrays (pinned
+  staging, upload, denoise, readback);
+- ``peak_memory_mb``: torch's peak device allocation during the benchmark.
+
+``--baseline`` runs the same benchmark a second time on the plain cuDNN port
+(`torch_ops.TorchNetwork`, channels-last fp16 ``conv2d`` in one CUDA graph,
+torch input and output passes) and prints both.
+
+    python -m oidn_gpu.backends.cuda.bench --size 1080p --weights rt_hdr_alb_nrm \\
+        --runs 100 --baseline --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.cuda import layout, torch_ops
+from oidn_gpu.backends.cuda.executor import CudaExecutor
+from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
+from oidn_gpu.backends.sizes import parse_size
+from oidn_gpu.errors import OIDNGPUError
+from oidn_gpu.graph.plan import plan
+from oidn_gpu.image.process import mode_for
+from oidn_gpu.model.unet import load_model
+from oidn_gpu.model.weights import load_builtin
+
+DEFAULT_WEIGHTS = "rt_hdr_alb_nrm"
+ALIGNMENT = 16
+LAYER_REPEAT = 10  # launches of one layer per timed graph replay
+PEAK_TFLOPS = 790.0  # dense fp16/bf16 tensor-core rate measured on an H200 (KINDS.md)
+
+
+@dataclass(frozen=True)
+class LayerStat:
+    name: str
+    kernel: str
+    median_ms: float
+    share: float  # fraction of the summed layer medians
+    gflops_per_s: float
+    tflops_per_s: float
+    floor_share: float  # tensor-core floor time / measured time
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Benchmark numbers of one configuration (the wgpu bench's fields, plus memory)."""
+
+    device: str
+    backend_type: str
+    weights: str
+    precision: str
+    kernel: str
+    height: int
+    width: int
+    network_height: int
+    network_width: int
+    runs: int
+    warmup: int
+    wall_ms: tuple[float, ...]
+    gpu_ms: tuple[float, ...]
+    wall_median_ms: float
+    wall_p95_ms: float
+    gpu_median_ms: float | None
+    gpu_p95_ms: float | None
+    gflop: float
+    gflops_per_s: float
+    top_layers: tuple[LayerStat, ...] = field(default=())
+    compile_s: float = 0.0
+    network_gpu_ms: tuple[float, ...] = field(default=())
+    network_gpu_median_ms: float | None = None
+    network_gpu_p95_ms: float | None = None
+    end_to_end: bool = False
+    e2e_tiles: int = 0
+    e2e_gpu_ms: tuple[float, ...] = field(default=())
+    e2e_gpu_median_ms: float | None = None
+    e2e_gpu_p95_ms: float | None = None
+    e2e_wall_ms: tuple[float, ...] = field(default=())
+    e2e_wall_median_ms: float | None = None
+    e2e_wall_p95_ms: float | None = None
+    host_wall_ms: tuple[float, ...] = field(default=())
+    host_wall_median_ms: float | None = None
+    host_wall_p95_ms: float | None = None
+    gemm: str = ""
+    layers: tuple[LayerStat, ...] = field(default=())
+    host_direct_wall_median_ms: float | None = None  # NumPy through pageable copies
+    transfers: dict[str, float] = field(default_factory=dict)
+    host_breakdown_ms: dict[str, float] = field(default_factory=dict)  # upload, frame, download
+    peak_memory_mb: float = 0.0
+    floor_ms: float = 0.0  # the network's FLOPs at the tensor-core rate
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def table(self) -> str:
+        """A human-readable summary."""
+        lines = [
+            f"device     {self.device} ({self.backend_type}, {self.kernel})",
+            f"weights    {self.weights}  precision {self.precision}",
+            f"size       {self.width}x{self.height} (network {self.network_width}x"
+            f"{self.network_height}), {self.runs} runs after {self.warmup} warm-up",
+            f"compile    {self.compile_s:.2f} s (with tuning)",
+            f"gpu net    {self.network_gpu_median_ms:.3f} ms median, "
+            f"{self.network_gpu_p95_ms:.3f} ms p95 (one CUDA graph)",
+            "layers     "
+            + (
+                f"{self.gpu_median_ms:.3f} ms (sum of per-layer medians)"
+                if self.gpu_median_ms is not None
+                else "n/a (cuDNN: timed as a whole)"
+            ),
+            f"work       {self.gflop:.1f} GFLOP -> {self.gflops_per_s / 1e3:.0f} TFLOP/s; "
+            f"tensor-core floor {self.floor_ms:.3f} ms",
+        ]
+        if self.end_to_end:
+            lines += [
+                f"e2e gpu    {self.e2e_gpu_median_ms:.3f} ms median, "
+                f"{self.e2e_gpu_p95_ms:.3f} ms p95 (autoexposure + input pass + network + "
+                f"output pass, {self.e2e_tiles} tile(s))",
+                f"e2e wall   {self.e2e_wall_median_ms:.3f} ms median (torch tensors in and out)",
+                f"host wall  {self.host_wall_median_ms:.3f} ms median, "
+                f"{self.host_wall_p95_ms:.3f} ms p95 (NumPy in and out, pinned staging); "
+                f"{self.host_direct_wall_median_ms:.3f} ms through pageable copies",
+                "transfers  "
+                + ", ".join(f"{k} {v:.1f}" for k, v in self.transfers.items() if k != "bytes"),
+            ]
+        lines.append(f"memory     {self.peak_memory_mb:.0f} MiB peak device allocation")
+        if self.layers:
+            lines.append("")
+            lines.append(
+                f"{'layer':<12} {'kernel':<44} {'ms':>7} {'share':>6} {'TFLOP/s':>8} {'floor':>6}"
+            )
+            for layer in self.layers:
+                lines.append(
+                    f"{layer.name:<12} {layer.kernel[:44]:<44} {layer.median_ms:>7.3f} "
+                    f"{layer.share * 100:>5.1f}% {layer.tflops_per_s:>8.1f} "
+                    f"{layer.floor_share * 100:>5.1f}%"
+                )
+        return "\n".join(lines)
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, np.float64), q))
+
+
+def _load(weights: str | Path) -> Any:
+    path = Path(weights)
+    if path.suffix == ".tza" or path.exists():
+        return load_model(path)
+    return load_builtin(str(weights))
+
+
+def _graph_of(torch: Any, fn: Any, repeat: int = 1) -> Any:
+    """A CUDA graph of ``repeat`` calls of ``fn`` (after one warm-up call on a side stream)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(repeat):
+            fn()
+    return graph
+
+
+def _time_events(torch: Any, fn: Any, runs: int, warmup: int) -> list[float]:
+    """Per-run GPU milliseconds of ``fn`` between two CUDA events."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return times
+
+
+def _time_wall(torch: Any, fn: Any, runs: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def run_bench(
+    *,
+    size: str | tuple[int, int] = "1080p",
+    weights: str | Path = DEFAULT_WEIGHTS,
+    precision: str = "fp16",
+    engine: str = "auto",
+    runs: int = 100,
+    warmup: int = 10,
+    host_runs: int = 20,
+    end_to_end: bool = True,
+    peak_tflops: float = PEAK_TFLOPS,
+) -> BenchResult:
+    """Benchmark one configuration on the current CUDA device (see the module docstring)."""
+    torch = torch_ops.torch
+    height, width = parse_size(size)
+    net_h, net_w = -(-height // ALIGNMENT) * ALIGNMENT, -(-width // ALIGNMENT) * ALIGNMENT
+    model = _load(weights)
+    torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    executor = CudaExecutor(model, precision=precision, engine=engine)
+    prep = executor.prepare(net_h, net_w)
+    x = executor.input_view(prep, net_h, net_w)
+    x.copy_(torch.rand(x.shape, device=x.device).to(x.dtype))
+    x[..., executor.input_channels :] = 0
+    executor.forward(x, prep=prep)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - start
+
+    graph = _graph_of(torch, lambda: executor.forward(x, prep=prep))
+    network = _time_events(torch, graph.replay, runs, warmup)
+    wall = _time_wall(torch, graph.replay, runs, warmup)
+
+    launches = executor.launches
+    shapes = plan(executor.graph, net_h, net_w)
+    flops = {launch.name: launch.flops(*layout.conv_shapes(shapes, launch)) for launch in launches}
+    layers: list[LayerStat] = []
+    layer_ms: dict[str, float] = {}
+    kernels = executor.kernel_names()
+    if executor.engine == "triton" and prep is not None:
+        target = executor._raw_target(prep)
+        for launch in launches:
+            config = prep.configs[launch.name]
+
+            def one(launch=launch, config=config) -> None:
+                executor._launch(prep, launch, config, target if launch.final else None)
+
+            layer_graph = _graph_of(torch, one, LAYER_REPEAT)
+            times = _time_events(torch, layer_graph.replay, max(10, runs // 4), 3)
+            layer_ms[launch.name] = statistics.median(times) / LAYER_REPEAT
+    total_layers = sum(layer_ms.values())
+    for launch in launches:
+        if launch.name not in layer_ms:
+            continue
+        ms = layer_ms[launch.name]
+        tflops = flops[launch.name] / (ms * 1e9) if ms > 0 else 0.0
+        floor = flops[launch.name] / (peak_tflops * 1e9)
+        layers.append(LayerStat(
+            launch.name, kernels[launch.name], ms, ms / total_layers if total_layers else 0.0,
+            tflops * 1e3, tflops, floor / ms if ms > 0 else 0.0,
+        ))  # fmt: skip
+    total_flops = sum(flops.values())
+    net_median = statistics.median(network)
+    e2e: dict[str, Any] = {}
+    if end_to_end:
+        e2e = _end_to_end(torch, executor, model, height, width, runs, warmup, host_runs)
+    torch.cuda.synchronize()
+    peak_mb = torch.cuda.max_memory_allocated() / 2**20
+    result = BenchResult(
+        device=torch.cuda.get_device_name(),
+        backend_type=f"cuda (torch {torch.__version__})",
+        weights=str(weights),
+        precision=precision,
+        kernel=executor.engine + (f" (fallback: {executor.fallback})" if executor.fallback else ""),
+        height=height,
+        width=width,
+        network_height=net_h,
+        network_width=net_w,
+        runs=runs,
+        warmup=warmup,
+        wall_ms=tuple(wall),
+        gpu_ms=(total_layers,) if layer_ms else (),
+        wall_median_ms=statistics.median(wall),
+        wall_p95_ms=_percentile(wall, 95),
+        gpu_median_ms=total_layers if layer_ms else None,
+        gpu_p95_ms=total_layers if layer_ms else None,
+        gflop=total_flops / 1e9,
+        gflops_per_s=total_flops / (net_median * 1e6),
+        top_layers=tuple(sorted(layers, key=lambda s: -s.median_ms)[:8]),
+        compile_s=compile_s,
+        network_gpu_ms=tuple(network),
+        network_gpu_median_ms=net_median,
+        network_gpu_p95_ms=_percentile(network, 95),
+        gemm=", ".join(f"{k}: {v}" for k, v in kernels.items()),
+        layers=tuple(layers),
+        peak_memory_mb=peak_mb,
+        floor_ms=total_flops / (peak_tflops * 1e9),
+        **_summaries(e2e),
+    )
+    executor.close()
+    return result
+
+
+def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, width: int,
+                runs: int, warmup: int, host_runs: int) -> dict[str, Any]:  # fmt: skip
+    rng = np.random.default_rng(20261130)
+    channels = executor.input_channels // 3
+    host = [
+        (rng.random((height, width, 3)) * 4).astype(np.float32),
+        rng.random((height, width, 3)).astype(np.float32),
+        (rng.random((height, width, 3)) * 2 - 1).astype(np.float32),
+    ][:channels]
+    images = [torch.from_numpy(a).cuda() for a in host]
+    out = torch.empty((height, width, 3), dtype=torch.float32, device="cuda")
+    mode = mode_for("RT", hdr=True)
+    overlap = getattr(executor, "tile_overlap", 0)
+    plan = default_plan(height, width, overlap)
+    denoiser = CudaDenoiser(executor)
+
+    def on_tensors() -> None:
+        denoiser.denoise_tensors(*images, mode=mode, plan=plan, out=out, autoexposure=True)
+
+    on_tensors()
+    torch.cuda.synchronize()
+    gpu = _time_events(torch, on_tensors, runs, warmup)
+    wall = _time_wall(torch, on_tensors, runs, warmup)
+    result = np.empty((height, width, 3), np.float32)
+
+    def on_host() -> None:
+        denoiser.denoise(*host, mode=mode, plan=plan, autoexposure=True, output=result)
+
+    host_wall = _time_wall(torch, on_host, host_runs, 3)
+    breakdown = _host_breakdown(torch, denoiser, host, mode, plan, result, host_runs)
+    if not np.isfinite(result).all():
+        raise OIDNGPUError("the benchmark's denoised image has NaN or Inf values")
+    denoiser.close()
+    direct = CudaDenoiser(executor, host_transfer="direct")
+
+    def on_host_direct() -> None:
+        direct.denoise(*host, mode=mode, plan=plan, autoexposure=True, output=result)
+
+    host_direct = _time_wall(torch, on_host_direct, host_runs, 3)
+    direct.close()
+    return {
+        "tiles": len(plan.tiles),
+        "e2e_gpu": gpu,
+        "e2e_wall": wall,
+        "host_wall": host_wall,
+        "host_direct_wall_median_ms": statistics.median(host_direct),
+        "host_breakdown_ms": breakdown,
+        "transfers": _transfers(torch, host),
+    }
+
+
+def _host_breakdown(torch: Any, denoiser: CudaDenoiser, host: list[np.ndarray], mode: Any,
+                    plan: Any, result: np.ndarray, runs: int) -> dict[str, float]:  # fmt: skip
+    """Medians of the NumPy path's stages, each run to completion on its own."""
+    stream = torch.cuda.current_stream()
+    images = [denoiser._upload(f"in{i}", a, stream) for i, a in enumerate(host)]
+    out = denoiser._dev["out"]
+
+    def upload() -> None:
+        for i, a in enumerate(host):
+            denoiser._upload(f"in{i}", a, stream)
+
+    def frame() -> None:
+        denoiser.denoise_tensors(*images, mode=mode, plan=plan, out=out, autoexposure=True)
+
+    def download() -> None:
+        denoiser._download(out, result, stream)
+
+    return {
+        name: statistics.median(_time_wall(torch, fn, runs, 2))
+        for name, fn in (("upload", upload), ("frame", frame), ("download", download))
+    }
+
+
+def _transfers(torch: Any, host: list[np.ndarray]) -> dict[str, float]:
+    """GB/s of the copies a NumPy denoise makes (the inputs' bytes), for the record."""
+    array = np.concatenate([a.reshape(-1) for a in host])
+    size = array.nbytes
+    pinned = torch.empty(array.size, dtype=torch.float32, pin_memory=True)
+    pinned_np = pinned.numpy()
+    device = torch.empty(array.size, dtype=torch.float32, device="cuda")
+    out: dict[str, float] = {"bytes": float(size)}
+
+    def rate(fn: Any) -> float:
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        return size / statistics.median(times) / 1e9
+
+    out["host_copy_1_thread_gbps"] = rate(lambda: np.copyto(pinned_np, array))
+    with ThreadPoolExecutor(16) as pool:
+        parts = np.array_split(np.arange(array.size), 16)
+
+        def threaded() -> None:
+            list(pool.map(lambda p: np.copyto(pinned_np[p[0] : p[-1] + 1],
+                                              array[p[0] : p[-1] + 1]), parts))  # fmt: skip
+
+        out["host_copy_16_threads_gbps"] = rate(threaded)
+    out["h2d_pinned_gbps"] = rate(lambda: device.copy_(pinned, non_blocking=True))
+    out["d2h_pinned_gbps"] = rate(lambda: pinned.copy_(device, non_blocking=True))
+    out["h2d_pageable_gbps"] = rate(lambda: device.copy_(torch.from_numpy(array)))
+    return out
+
+
+def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
+    if not e2e:
+        return {}
+    out: dict[str, Any] = {
+        "end_to_end": True,
+        "e2e_tiles": e2e["tiles"],
+        "host_direct_wall_median_ms": e2e["host_direct_wall_median_ms"],
+        "host_breakdown_ms": e2e["host_breakdown_ms"],
+        "transfers": e2e["transfers"],
+    }
+    for key in ("e2e_gpu", "e2e_wall", "host_wall"):
+        values = e2e[key]
+        out[f"{key}_ms"] = tuple(values)
+        out[f"{key}_median_ms"] = statistics.median(values) if values else None
+        out[f"{key}_p95_ms"] = _percentile(values, 95) if values else None
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m oidn_gpu.backends.cuda.bench",
+        description="Benchmark the CUDA backend (CUDA events, medians).",
+    )
+    parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
+    parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="a .tza path or built-in name")
+    parser.add_argument("--precision", default="fp16", choices=("fp16", "bf16"))
+    parser.add_argument("--engine", default="auto", choices=("auto", "triton", "cudnn"))
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--host-runs", type=int, default=20)
+    parser.add_argument("--no-end-to-end", action="store_true")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also run the plain cuDNN port and print both")  # fmt: skip
+    parser.add_argument("--peak-tflops", type=float, default=PEAK_TFLOPS)
+    parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
+    args = parser.parse_args(argv)
+    try:
+        kwargs = dict(
+            size=args.size, weights=args.weights, precision=args.precision, runs=args.runs,
+            warmup=args.warmup, host_runs=args.host_runs, end_to_end=not args.no_end_to_end,
+            peak_tflops=args.peak_tflops,
+        )  # fmt: skip
+        results = {}
+        for name, engine in [("cuda", args.engine)] + [("baseline", "cudnn")] * args.baseline:
+            results[name] = run_bench(engine=engine, **kwargs)
+            if args.json_path:
+                data = {key: r.to_dict() for key, r in results.items()}
+                Path(args.json_path).write_text(json.dumps(data))
+            print(f"== {name} ({args.size}, {args.weights})")
+            print(results[name].table(), flush=True)
+    except OIDNGPUError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,531 @@
+"""The CUDA network executor: the fused graph as Triton kernels (or torch/cuDNN) on torch tensors.
+
+Built like every backend from a `ValidatedModel`: the graph is fused
+(`graph.passes.optimize` with ``channel_align=1``: each decoder source has its
+own K loop, so no channel alignment is needed), every node must then be a conv
+launch (`layout.launches`), and `graph.plan` assigns the activation buffers:
+one flat device buffer per planned slot, values viewed as NHWC ``[H, W, C_stored]``
+fp16/bf16 tensors inside them (`layout.value_bytes`).
+
+Engines:
+
+- ``triton`` (default where Triton imports): one `triton_kernels.conv3x3_kernel`
+  launch per conv (pools, upsamples and concats fused), tiles chosen per layer
+  shape by `tuning.Tuner` on a GPU;
+- ``cudnn``: `torch_ops.TorchNetwork` (torch ``conv2d`` on channels-last
+  tensors); chosen when Triton is missing or by ``engine="cudnn"``, and reported
+  by `info()` (``fallback``).
+
+`run` takes and returns NumPy arrays (the `NetworkExecutor` protocol);
+`forward` works on device tensors and only enqueues work on the current stream
+(CUDA-graph capturable); `pipeline.CudaDenoiser` uses it for whole denoises.
+With ``TRITON_INTERPRET=1`` the Triton engine runs on CPU tensors through
+Triton's interpreter (tests without a GPU).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.base import (
+    ExecutorBase,
+    ExecutorInfo,
+    ExecutorResources,
+    check_network_input,
+)
+from oidn_gpu.backends.cuda import layout, torch_ops
+from oidn_gpu.backends.cuda import triton_kernels as tk
+from oidn_gpu.backends.cuda.layout import ConvLaunch
+from oidn_gpu.backends.cuda.tuning import (
+    TileConfig,
+    Tuner,
+    block_k_for,
+    candidates,
+    default_config,
+    signature,
+    tuning_enabled,
+)
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, MissingDependencyError
+from oidn_gpu.graph.passes import optimize
+from oidn_gpu.graph.plan import Plan, plan, size_alignment
+from oidn_gpu.image.tiling import TILE_OVERLAP_BASE
+from oidn_gpu.model.unet import tile_overlap
+
+PRECISIONS = ("fp16", "bf16")
+ENGINES = ("auto", "triton", "cudnn")
+INTERPRET_ENV_VAR = "TRITON_INTERPRET"
+
+
+def triton_status() -> str | None:
+    """None when Triton imports, else why not (the reason the cuDNN path runs)."""
+    return tk.UNAVAILABLE
+
+
+def interpreting() -> bool:
+    """Whether Triton kernels run through its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get(INTERPRET_ENV_VAR, "0") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class FinalTarget:
+    """Where and how the final conv writes: an fp32 image rectangle, optionally the output pass.
+
+    Strides and offset are in float32 elements. Buffer pixels ``[keep_y, keep_y +
+    keep_h) x [keep_x, keep_x + keep_w)`` go to image pixels from ``(dst_y, dst_x)``.
+    ``mode`` None stores the raw network output (no output pass).
+    """
+
+    image: Any
+    offset: int
+    pixel_stride: int
+    row_stride: int
+    channels: int
+    keep_y: int
+    keep_x: int
+    keep_h: int
+    keep_w: int
+    dst_y: int
+    dst_x: int
+    mode: Any = None
+    scale: Any = None
+
+
+@dataclass
+class Prepared:
+    """Shape-dependent state of the Triton engine: plan, slot buffers, value views, tiles."""
+
+    plan: Plan
+    slots: list[Any]
+    views: dict[str, Any]
+    configs: dict[str, TileConfig] = field(default_factory=dict)
+
+    @property
+    def byte_size(self) -> int:
+        return sum(int(s.numel()) for s in self.slots)
+
+
+def transfer_id(transfer: Any) -> int:
+    """The kernels' id of an `image.transfer.Transfer` (0 linear, 1 sRGB, 2 PU, 3 log)."""
+    return {"linear": 0, "srgb": 1, "pu": 2, "log": 3}[transfer.value]
+
+
+class CudaExecutor(ExecutorBase):
+    """Runs one model's network on an NVIDIA GPU (implements `NetworkExecutor`).
+
+    Args:
+        model: a `ValidatedModel` (``.graph``, ``.convs``).
+        device: a torch device or index; default the current CUDA device (the CPU
+            under ``TRITON_INTERPRET=1`` when no GPU is present).
+        precision: ``"fp16"`` (default) or ``"bf16"`` activations and weights;
+            accumulation is fp32 either way.
+        engine: ``"auto"`` (Triton when it imports, else cuDNN), ``"triton"``, ``"cudnn"``.
+        tune: time tile candidates per layer shape (cached on disk); default on a
+            GPU unless ``OIDN_GPU_CUDA_TUNING=off``.
+        shape_cache_size: how many input sizes keep their buffers.
+
+    Raises:
+        MissingDependencyError: torch is missing, or ``engine="triton"`` without Triton.
+        InvalidArgumentError: bad options, missing weights, no CUDA device.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        device: Any = None,
+        precision: str = "fp16",
+        engine: str = "auto",
+        tune: bool | None = None,
+        shape_cache_size: int = 2,
+    ) -> None:
+        torch = torch_ops.torch
+        self._torch = torch
+        if precision not in PRECISIONS:
+            raise InvalidArgumentError(
+                f"precision {precision!r} is not supported by the cuda backend; "
+                f"expected one of {PRECISIONS}"
+            )
+        if engine not in ENGINES:
+            raise InvalidArgumentError(f"engine {engine!r} is unknown; expected one of {ENGINES}")
+        if shape_cache_size < 1:
+            raise InvalidArgumentError(f"shape_cache_size {shape_cache_size} must be at least 1")
+        self.device = self._pick_device(device)
+        missing = triton_status()
+        if self.device.type != "cuda" and not interpreting():
+            missing = missing or "Triton kernels need a CUDA device (or TRITON_INTERPRET=1)"
+        if engine == "triton" and missing:
+            raise MissingDependencyError(
+                f"engine 'triton' is unavailable: {missing}; pip install 'oidn-gpu[cuda]'"
+            )
+        self.engine = "cudnn" if engine == "cudnn" or missing else "triton"
+        self.fallback = missing if (self.engine == "cudnn" and engine != "cudnn") else None
+        self.precision = precision
+        self.dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+        self.graph = optimize(model.graph, channel_align=1)
+        layout.check_weights(self.graph, model.convs)
+        self.launches = layout.launches(self.graph)
+        self.input_channels = self.graph.input_channels
+        self.output_channels = self.graph.output_channels
+        self.input_stored = layout.stored_channels(self.input_channels)
+        self.alignment = size_alignment(self.graph)
+        spec = getattr(model, "spec", None)
+        self.tile_overlap = tile_overlap(spec) if spec is not None else TILE_OVERLAP_BASE
+        self._cache_size = shape_cache_size
+        self._prepared: OrderedDict[tuple[int, int], Prepared] = OrderedDict()
+        self._weights: dict[str, tuple[Any, Any]] = {}
+        self._torch_net = None
+        if self.engine == "triton":
+            for launch in self.launches:
+                weight, bias = layout.pack_weights(launch, model.convs[launch.name])
+                self._weights[launch.name] = (
+                    torch.as_tensor(weight, device=self.device).to(self.dtype).contiguous(),
+                    torch.as_tensor(bias, device=self.device),
+                )
+        else:
+            self._torch_net = torch_ops.TorchNetwork(
+                self.launches, model.convs, self.graph.input, self.device, self.dtype
+            )
+        self._dummy = torch.ones(1, dtype=torch.float32, device=self.device)
+        if tune is None:
+            tune = self.device.type == "cuda" and tuning_enabled()
+        self._tuner = Tuner(self._device_key()) if tune and self.engine == "triton" else None
+        self._closed = False
+
+    # ------------------------------------------------------------------ setup
+
+    def _pick_device(self, device: Any) -> Any:
+        torch = self._torch
+        if device is not None:
+            device = torch.device(device if not isinstance(device, int) else f"cuda:{device}")
+            if device.type == "cuda" and not torch.cuda.is_available():
+                raise InvalidArgumentError("no CUDA device is available to torch")
+            if device.type == "cuda" and device.index is None:
+                device = torch.device("cuda", torch.cuda.current_device())
+            return device
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        if interpreting():
+            return torch.device("cpu")
+        raise InvalidArgumentError(
+            "no CUDA device is available to torch (set TRITON_INTERPRET=1 to run the "
+            "Triton kernels on the CPU interpreter)"
+        )
+
+    def _device_key(self) -> str:
+        import triton
+
+        name = (
+            self._torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        )
+        return f"{name}|triton {triton.__version__}|{self.precision}"
+
+    @property
+    def device_name(self) -> str:
+        if self.device.type == "cuda":
+            return self._torch.cuda.get_device_name(self.device)
+        return "cpu (Triton interpreter)" if self.engine == "triton" else "cpu (torch)"
+
+    # ------------------------------------------------------------------ plans
+
+    def prepare(self, height: int, width: int) -> Prepared | None:
+        """The buffers and tiles of ``height x width`` (built and tuned on first use)."""
+        self._check_open()
+        if height % self.alignment or width % self.alignment or height < 1 or width < 1:
+            raise InvalidArgumentError(
+                f"network input size {height}x{width} must be a positive multiple of "
+                f"{self.alignment} in both dimensions"
+            )
+        if self.engine != "triton":
+            return None
+        key = (height, width)
+        if key in self._prepared:
+            self._prepared.move_to_end(key)
+            return self._prepared[key]
+        torch = self._torch
+        execution = plan(self.graph, height, width, value_bytes=layout.value_bytes(self.graph))
+        slots = [torch.empty(size, dtype=torch.uint8, device=self.device)
+                 for size in execution.slot_bytes]  # fmt: skip
+        views = {}
+        for name, shape in execution.shapes.items():
+            slot = slots[execution.slot_of[name]]
+            if name == self.graph.output:
+                count = shape.height * shape.width * layout.OUTPUT_CHANNELS
+                views[name] = (
+                    slot[: count * 4]
+                    .view(torch.float32)
+                    .view(shape.height, shape.width, layout.OUTPUT_CHANNELS)
+                )
+            else:
+                stored = layout.stored_channels(shape.channels)
+                count = shape.height * shape.width * stored
+                views[name] = (
+                    slot[: count * 2].view(self.dtype).view(shape.height, shape.width, stored)
+                )
+        while len(self._prepared) >= self._cache_size:
+            self._prepared.popitem(last=False)
+        prepared = Prepared(execution, slots, views)
+        for launch in self.launches:
+            prepared.configs[launch.name] = default_config(launch)
+        if self._tuner is not None:
+            self._tune(prepared)
+        self._prepared[key] = prepared
+        return prepared
+
+    def _tune(self, prep: Prepared) -> None:
+        import triton.testing
+
+        torch = self._torch
+        for view in prep.views.values():  # time on random data, never on zeros
+            view.copy_(torch.rand_like(view, dtype=torch.float32).to(view.dtype))
+        target = self._raw_target(prep)
+        for launch in self.launches:
+            height, width = layout.conv_shapes(prep.plan, launch)
+            key = signature(launch, height, width)
+
+            def time_ms(config: TileConfig, launch: ConvLaunch = launch) -> float:
+                def call() -> None:
+                    self._launch(prep, launch, config, target if launch.final else None)
+
+                call()
+                torch.cuda.synchronize(self.device)
+                return float(triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median"))
+
+            prep.configs[launch.name] = self._tuner.choose(key, candidates(launch), time_ms)
+
+    def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:
+        """Plan, allocate, compile and tune for each ``(H, W)``."""
+        for height, width in shapes:
+            prep = self.prepare(int(height), int(width))
+            x = self._torch.zeros(
+                (int(height), int(width), self.input_stored), dtype=self.dtype, device=self.device
+            )
+            self.forward(x, prep=prep)
+
+    # ------------------------------------------------------------------ execution
+
+    def _raw_target(self, prep: Prepared) -> FinalTarget:
+        out = prep.views[self.graph.output]
+        height, width = out.shape[:2]
+        return FinalTarget(out, 0, 3, 3 * width, 3, 0, 0, height, width, 0, 0)
+
+    def input_view(self, prep: Prepared | None, height: int, width: int) -> Any:
+        """The NHWC ``[H, W, C_stored]`` network input buffer to fill before `forward`."""
+        if prep is not None:
+            return prep.views[self.graph.input]
+        return self._torch.empty(
+            (height, width, self.input_stored), dtype=self.dtype, device=self.device
+        )
+
+    def forward(self, x: Any, *, prep: Prepared | None = None,
+                target: FinalTarget | None = None) -> Any:  # fmt: skip
+        """Enqueue the network on the current stream.
+
+        Args:
+            x: ``[H, W, C_stored]`` NHWC input (channels past ``input_channels`` zero);
+                for the Triton engine, normally `input_view` of ``prep``.
+            prep: the prepared shape (default: `prepare` of x's size).
+            target: where the final layer writes (with or without the output pass);
+                None gives the raw ``[H, W, 3]`` float32 output in the plan's buffer.
+
+        Returns:
+            The raw output tensor when ``target`` is None, else None.
+        """
+        self._check_open()
+        height, width = int(x.shape[0]), int(x.shape[1])
+        if self.engine != "triton":
+            return self._forward_torch(x, target)
+        prep = prep if prep is not None else self.prepare(height, width)
+        assert prep is not None
+        source = prep.views[self.graph.input]
+        if x.data_ptr() != source.data_ptr():
+            source.copy_(x)
+        raw = target is None
+        target = target if target is not None else self._raw_target(prep)
+        for launch in self.launches:
+            self._launch(prep, launch, prep.configs[launch.name],
+                         target if launch.final else None)  # fmt: skip
+        return prep.views[self.graph.output] if raw else None
+
+    def _forward_torch(self, x: Any, target: FinalTarget | None) -> Any:
+        assert self._torch_net is not None
+        inp = x[..., : self.input_channels].permute(2, 0, 1).unsqueeze(0)
+        out = self._torch_net.forward(inp)[0].permute(1, 2, 0)  # [H, W, 3] float32
+        if target is None:
+            return out
+        keep = _Rect(target.keep_y, target.keep_x, target.keep_h, target.keep_w,
+                     target.dst_y, target.dst_x)  # fmt: skip
+        image = _image_view(target)
+        if target.mode is None:
+            net = out[keep.src_y : keep.src_y + keep.out_h, keep.src_x : keep.src_x + keep.out_w]
+            image[keep.out_y : keep.out_y + keep.out_h, keep.out_x : keep.out_x + keep.out_w,
+                  : target.channels] = net[..., : target.channels]  # fmt: skip
+        else:
+            torch_ops.output_pass(out, target.scale, target.mode, keep, image, target.channels)
+        return None
+
+    def _launch(
+        self, prep: Prepared, launch: ConvLaunch, config: TileConfig, target: FinalTarget | None
+    ) -> None:
+        height, width = layout.conv_shapes(prep.plan, launch)
+        sources = [prep.views[s.value] for s in launch.sources]
+        a = sources[0]
+        b = sources[1] if len(sources) > 1 else a
+        src_a = launch.sources[0]
+        src_b = launch.sources[1] if len(sources) > 1 else src_a
+        weight, bias = self._weights[launch.name]
+        block_a, taps_a = block_k_for(config.block_k, src_a.stored)
+        block_b, taps_b = block_k_for(config.block_k, src_b.stored)
+        if launch.pool:
+            grid_m = -(-(height // 2) * (width // 2) // (config.block_m // 4))
+        elif launch.parity:
+            grid_m = -(-(height // 2) * (width // 2) // config.block_m)
+        else:
+            grid_m = -(-height * width // config.block_m)
+        block_n = 16 if launch.final else config.block_n
+        grid_n = -(-launch.out_stored // block_n) if not launch.final else 1
+        grid = (grid_m, grid_n, 4 if launch.parity else 1)
+        if launch.final:
+            assert target is not None
+            out = target.image
+            mode = target.mode
+            final_args = (
+                target.scale if target.scale is not None else self._dummy,
+                target.offset, target.pixel_stride, target.row_stride,
+                target.keep_y, target.keep_x, target.keep_h, target.keep_w,
+                target.dst_y, target.dst_x,
+            )  # fmt: skip
+            flags = dict(
+                OUTPUT_PASS=mode is not None,
+                TRANSFER=transfer_id(mode.transfer) if mode is not None else 0,
+                HDR=bool(mode.hdr) if mode is not None else True,
+                SNORM=bool(mode.snorm) if mode is not None else False,
+                OUT_CHANNELS=target.channels,
+            )
+        else:
+            out = prep.views[launch.value]
+            final_args = (self._dummy, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            flags = dict(OUTPUT_PASS=False, TRANSFER=0, HDR=True, SNORM=False, OUT_CHANNELS=3)
+        tk.conv3x3_kernel[grid](
+            a, b, weight, bias, out,
+            height, width, src_a.stored, src_b.stored,
+            launch.a_tap_rows, launch.b_base, launch.b_tap_rows, launch.weight_cols,
+            launch.out_stored,
+            *final_args,
+            HAS_B=len(sources) > 1,
+            PARITY=launch.parity,
+            UP_A=src_a.upsample,
+            UP_B=src_b.upsample if len(sources) > 1 else False,
+            RELU=launch.relu,
+            POOL=launch.pool,
+            FINAL=launch.final,
+            BLOCK_M=config.block_m,
+            BLOCK_N=block_n,
+            BLOCK_K_A=block_a,
+            BLOCK_K_B=block_b,
+            TAPS_A=taps_a,
+            TAPS_B=taps_b,
+            num_warps=config.num_warps,
+            num_stages=config.num_stages,
+            **flags,
+        )  # fmt: skip
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """Network output ``[3, H, W]`` float32 of ``x [C_in, H, W]`` (host arrays)."""
+        self._check_open()
+        x = check_network_input(x, self.input_channels, self.alignment)
+        torch = self._torch
+        height, width = x.shape[1:]
+        prep = self.prepare(height, width)
+        inp = self.input_view(prep, height, width)
+        host = torch.from_numpy(x).permute(1, 2, 0)
+        inp[..., : self.input_channels].copy_(host.to(self.device, non_blocking=False))
+        inp[..., self.input_channels :].zero_()
+        out = self.forward(inp, prep=prep)
+        return np.ascontiguousarray(out.permute(2, 0, 1).cpu().numpy(), dtype=np.float32)
+
+    # ------------------------------------------------------------------ introspection
+
+    def kernel_names(self) -> dict[str, str]:
+        """Layer -> kernel description (tile per layer for the largest prepared shape)."""
+        prep = next(reversed(self._prepared.values())) if self._prepared else None
+        out = {}
+        for launch in self.launches:
+            if self.engine != "triton":
+                kind = "cudnn-conv2d" + ("+maxpool" if launch.pool else "")
+                if any(s.upsample for s in launch.sources):
+                    kind = "upsample+concat+" + kind
+            else:
+                kind = "triton-igemm"
+                if launch.parity:
+                    kind += "-2x2parity"
+                if launch.pool:
+                    kind += "+maxpool"
+                if any(s.upsample for s in launch.sources):
+                    kind = "upsample+concat+" + kind
+                if launch.final:
+                    kind += "+output"
+                if prep is not None:
+                    kind += f" [{prep.configs[launch.name].describe()}]"
+            out[launch.name] = kind
+        return out
+
+    def info(self) -> ExecutorInfo:
+        """Backend ``'cuda'``, the GPU, precision and the kernel per layer."""
+        engine = self.engine + (f" (fallback: {self.fallback})" if self.fallback else "")
+        device = f"{self.device_name} [{engine}]"
+        return ExecutorInfo("cuda", device, self.precision, MappingProxyType(self.kernel_names()))
+
+    def resources(self) -> ExecutorResources:
+        """Prepared sizes, live buffers (slots and weights) and their bytes."""
+        weights = [t for pair in self._weights.values() for t in pair]
+        count = sum(len(p.slots) for p in self._prepared.values()) + len(weights)
+        size = sum(p.byte_size for p in self._prepared.values())
+        size += sum(int(t.numel() * t.element_size()) for t in weights)
+        return ExecutorResources(tuple(self._prepared), count, size)
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closed
+
+    def weight_tensors(self) -> tuple[Any, ...]:
+        """The device tensors of the packed weights (kept alive by captured graphs)."""
+        if self._torch_net is not None:
+            return tuple(t for pair in self._torch_net.weights.values() for t in pair)
+        return tuple(t for pair in self._weights.values() for t in pair)
+
+    def close(self) -> None:
+        """Release every buffer; later calls raise `InvalidOperationError`."""
+        self._prepared.clear()
+        self._weights = {}
+        self._torch_net = None
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidOperationError("the cuda executor is closed")
+
+
+@dataclass(frozen=True)
+class _Rect:
+    """A kept rectangle in the shape of `image.tiling.Tile`'s output fields."""
+
+    src_y: int
+    src_x: int
+    out_h: int
+    out_w: int
+    out_y: int
+    out_x: int
+
+
+def _image_view(target: FinalTarget) -> Any:
+    """The ``[H, W, C]`` image tensor of a target (its offset is 0 by construction)."""
+    image = target.image
+    return image if image.dim() == 3 else image.unsqueeze(2)

@@ -1,0 +1,545 @@
+"""Whole denoises on an NVIDIA GPU: input pass, network, output pass, GPU autoexposure, CUDA graphs.
+
+`CudaDenoiser` runs OIDN's filter semantics for one `CudaExecutor` (the
+counterpart of the wgpu backend's ``GpuDenoiser``). One frame is, per tile of
+an `image.tiling.TilePlan`:
+
+1. the input pass (`triton_kernels.input_pass_kernel`, or `torch_ops.input_pass`
+   on the cuDNN path): the tile's rectangle of the float32 (or float16) images,
+   any pixel and row strides, 1-3 channels broadcast as OIDN does, scaled by the
+   device scalar ``input_scale``, sanitized, transfer-encoded (main) or clamped
+   (albedo, normal) into the padded NHWC network input; zero elsewhere (OIDN's
+   padding);
+2. the network (`CudaExecutor.forward`), whose final conv applies the output
+   pass (inverse transfer, clamps, 1-channel average, snorm, output scale
+   ``1 / input_scale``) and writes the tile's kept rectangle of the float32
+   output image; channels past ``out_channels`` (alpha) are left untouched.
+
+With ``autoexposure=True`` the input scale is computed on the GPU first
+(`triton_kernels.autoexposure_bins_kernel` for the bin averages, torch
+reductions for ``key / 2^mean(log2)``, OIDN's algorithm over the whole image)
+and never leaves the device; else the given ``mode.input_scale`` is written to
+the device scalar before the frame.
+
+The frame is captured once as a CUDA graph per input configuration (image
+shapes, strides and device addresses, mode, plan) and replayed: a frame is one
+launch. A graph reads the caller's tensors in place, so torch tensors on the
+device are never copied to the host or staged: a repeated call with the same
+tensors (a render loop) replays at once; other tensors capture another graph
+(the last `GRAPH_CACHE_SIZE` are kept). With ``out=`` the graph writes straight
+into the caller's tensor; without it, into a buffer of the denoiser whose copy
+is returned.
+
+`denoise` takes NumPy arrays: each image is copied by several threads into a
+pinned host buffer and uploaded asynchronously while the next one is staged; the
+frame graph runs on the device copies, and the result comes back in row bands,
+each copied out by the threads while the next band transfers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.cuda import torch_ops
+from oidn_gpu.backends.cuda import triton_kernels as tk
+from oidn_gpu.backends.cuda.executor import CudaExecutor, FinalTarget, transfer_id
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.image import autoexposure as ae
+from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, TilePlan, plan_tiles
+
+GRAPH_CACHE_SIZE = 4
+# NumPy images reach the device through pinned buffers filled by several threads in row
+# bands ("staged"), or through CUDA's own copies from pageable memory ("direct").
+HOST_TRANSFERS = ("staged", "direct")
+INPUT_BLOCK = 128  # pixels per program of the input pass
+DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
+MAX_INDEX_ELEMENTS = 2**31 - 1  # the kernels index activations with 32-bit integers
+WIDEST_STORED_CHANNELS = 128  # the widest activation any OIDN U-Net stores (112 -> 128)
+
+
+@dataclass(frozen=True)
+class _Image:
+    """A device image: tensor, ``(H, W)``, channels read or written, strides in elements."""
+
+    tensor: Any
+    height: int
+    width: int
+    channels: int
+    pixel_stride: int
+    row_stride: int
+    offset: int
+
+    def key(self) -> tuple[Any, ...]:
+        return (
+            self.tensor.data_ptr(), self.tensor.dtype, self.height, self.width, self.channels,
+            self.pixel_stride, self.row_stride, self.offset,
+        )  # fmt: skip
+
+
+def _image(tensor: Any, name: str, *, max_channels: int = 3) -> _Image:
+    """Describe a ``[H, W]`` or ``[H, W, C]`` device tensor (C 1..4; a 4th is alpha, untouched)."""
+    torch = torch_ops.torch
+    if not isinstance(tensor, torch.Tensor):
+        raise InvalidArgumentError(f"{name} is a {type(tensor).__name__}; expected a torch tensor")
+    if tensor.dtype not in (torch.float32, torch.float16):
+        raise InvalidArgumentError(
+            f"{name} image has dtype {tensor.dtype}; expected torch.float32 or torch.float16"
+        )
+    if tensor.dim() == 2:
+        tensor = tensor.unsqueeze(2)
+    if tensor.dim() != 3 or not 1 <= tensor.shape[2] <= 4:
+        raise InvalidArgumentError(
+            f"{name} image has shape {tuple(tensor.shape)}; expected HxW or HxWxC with C 1..4"
+        )
+    if tensor.shape[2] > 1 and tensor.stride(2) != 1:
+        raise InvalidArgumentError(f"{name} image: channels must be contiguous (stride 1)")
+    height, width, channels = (int(v) for v in tensor.shape)
+    if height < 1 or width < 1:
+        raise InvalidArgumentError(f"{name} image size {height}x{width} is empty")
+    return _Image(
+        tensor, height, width, min(channels, max_channels), int(tensor.stride(1)),
+        int(tensor.stride(0)), 0,
+    )  # fmt: skip
+
+
+def index_fits(tile_h: int, tile_w: int) -> bool:
+    """Whether a tile's widest activation can be indexed by the kernels' 32-bit offsets."""
+    return tile_h * tile_w * WIDEST_STORED_CHANNELS <= MAX_INDEX_ELEMENTS
+
+
+def default_plan(height: int, width: int, overlap: int, max_tile_px: int | None = None) -> TilePlan:
+    """OIDN's tile plan here: one tile unless over ``max_tile_px`` or 32-bit indexing."""
+    return plan_tiles(
+        height, width, overlap=overlap, alignment=MIN_TILE_ALIGNMENT, max_tile_px=max_tile_px,
+        fits=index_fits,
+    )  # fmt: skip
+
+
+@dataclass
+class _Frame:
+    """One captured frame: its graph (None on the CPU), images and owned buffers."""
+
+    graph: Any
+    run: Any  # the callable the graph replays (run eagerly where graphs do not exist)
+    output: Any  # the output tensor the frame writes ([H, W, C] float32)
+    # what the graph's addresses point into, kept alive while the graph is: the
+    # executor's buffers for the tile size (it may evict them from its own cache)
+    keep: Any = None
+
+
+class CudaDenoiser:
+    """Runs whole denoises (input pass, network, output pass per tile) on one executor.
+
+    Args:
+        executor: the network executor; its device runs everything.
+        use_graphs: capture each frame as a CUDA graph (default on a GPU).
+        copy_threads: host threads for NumPy <-> pinned-buffer copies.
+    """
+
+    def __init__(
+        self,
+        executor: CudaExecutor,
+        *,
+        use_graphs: bool | None = None,
+        copy_threads: int = 16,
+        host_transfer: str = "staged",
+    ) -> None:
+        if host_transfer not in HOST_TRANSFERS:
+            raise InvalidArgumentError(
+                f"host_transfer {host_transfer!r} is unknown; expected one of {HOST_TRANSFERS}"
+            )
+        self.host_transfer = host_transfer
+        self.executor = executor
+        self._torch = torch_ops.torch
+        self.device = executor.device
+        self._cuda = self.device.type == "cuda"
+        self.use_graphs = self._cuda if use_graphs is None else bool(use_graphs and self._cuda)
+        self._frames: OrderedDict[tuple[Any, ...], _Frame] = OrderedDict()
+        self._scale = self._torch.ones(1, dtype=self._torch.float32, device=self.device)
+        self._pool = self._torch.cuda.graph_pool_handle() if self.use_graphs else None
+        self._host: dict[str, Any] = {}  # pinned host buffers by role
+        self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
+        self._thread_count = max(1, min(copy_threads, os.cpu_count() or 1))
+        self._threads = ThreadPoolExecutor(self._thread_count)
+        self._closed = False
+
+    # ------------------------------------------------------------------ frame body
+
+    def _autoexposure(self, color: _Image) -> None:
+        """Write OIDN's autoexposure scale of ``color`` into the device scalar."""
+        torch = self._torch
+        nb_h = math.ceil(color.height / ae.MAX_BIN_SIZE)
+        nb_w = math.ceil(color.width / ae.MAX_BIN_SIZE)
+        if self.executor.engine == "triton":
+            bins = torch.empty(nb_h * nb_w, dtype=torch.float32, device=self.device)
+            tk.autoexposure_bins_kernel[(nb_h, nb_w)](
+                color.tensor, color.offset, color.pixel_stride, color.row_stride,
+                color.channels, color.height, color.width, nb_h, nb_w, bins,
+                MAX_BIN=ae.MAX_BIN_SIZE,
+            )  # fmt: skip
+            tk.autoexposure_scale_kernel[(1,)](
+                bins, nb_h * nb_w, self._scale, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024
+            )
+            return
+        bins = torch_ops.autoexposure_bins(_hwc_view(color))
+        valid = bins > float(ae.EPS)
+        logs = torch.log2(torch.where(valid, bins, torch.ones_like(bins)))
+        total = torch.where(valid, logs, torch.zeros_like(logs)).double().sum()
+        count = valid.sum()
+        mean = total / count.clamp(min=1).double()
+        scale = torch.where(count > 0, float(ae.KEY) / torch.exp2(mean), torch.ones_like(mean))
+        self._scale.copy_(scale.float().reshape(1))
+
+    def _tile(self, images: list[_Image], tile: Any, plan: TilePlan, mode: Any,
+              output: _Image) -> None:  # fmt: skip
+        ex = self.executor
+        prep = ex.prepare(plan.tile_h, plan.tile_w)
+        inp = ex.input_view(prep, plan.tile_h, plan.tile_w)
+        if ex.engine == "triton":
+            main = images[0]
+            alb = images[1] if len(images) > 1 else main
+            nrm = images[2] if len(images) > 2 else main
+            grid = (-(-plan.tile_h * plan.tile_w // INPUT_BLOCK),)
+            tk.input_pass_kernel[grid](
+                main.tensor, main.offset, main.pixel_stride, main.row_stride, main.channels,
+                alb.tensor, alb.offset, alb.pixel_stride, alb.row_stride, alb.channels,
+                nrm.tensor, nrm.offset, nrm.pixel_stride, nrm.row_stride, nrm.channels,
+                self._scale, inp, plan.tile_h, plan.tile_w, ex.input_stored,
+                tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
+                IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
+                SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored,
+            )  # fmt: skip
+        else:
+            torch_ops.input_pass([_hwc_view(i) for i in images], self._scale, mode, tile, inp)
+        target = FinalTarget(
+            output.tensor, output.offset, output.pixel_stride, output.row_stride,
+            output.channels, tile.src_y, tile.src_x, tile.out_h, tile.out_w,
+            tile.out_y, tile.out_x, mode, self._scale,
+        )  # fmt: skip
+        ex.forward(inp, prep=prep, target=target)
+
+    def _body(self, images: list[_Image], output: _Image, mode: Any, plan: TilePlan,
+              autoexposure: bool) -> None:  # fmt: skip
+        if autoexposure:
+            self._autoexposure(images[0])
+        for tile in plan.tiles:
+            self._tile(images, tile, plan, mode, output)
+
+    # ------------------------------------------------------------------ entry points
+
+    def denoise_tensors(
+        self,
+        main: Any,
+        albedo: Any = None,
+        normal: Any = None,
+        *,
+        mode: Any,
+        plan: TilePlan | None = None,
+        out: Any = None,
+        out_channels: int | None = None,
+        autoexposure: bool = False,
+    ) -> Any:
+        """Denoise device tensors on the current stream; returns the output tensor.
+
+        Args:
+            main: the main input (color, or the aux image filtered alone), ``[H, W]``
+                or ``[H, W, C]`` (C 1..4, a 4th channel is not read) float32/float16
+                torch tensor on the executor's device, any row and pixel strides.
+            albedo, normal: auxiliary images given alongside color (network order).
+            mode: an `image.process.Mode`; its ``input_scale`` is used unless
+                ``autoexposure``.
+            plan: a `TilePlan` for this image size (default: `default_plan`, one tile
+                up to the kernels' size limit).
+            out: optional float32 ``[H, W, C]`` tensor written in place (channels past
+                ``out_channels`` untouched); default a new ``[H, W, out_channels]``.
+            out_channels: channels written (default: the main image's, at most 3).
+            autoexposure: compute OIDN's autoexposure scale on the GPU (HDR).
+
+        Returns:
+            ``out``, or a new float32 tensor. Nothing is synchronized: the work is
+            queued on the current stream, as torch operations are.
+        """
+        self._check_open()
+        if self.executor.closed:
+            raise InvalidOperationError("the cuda executor of this denoiser is closed")
+        images = [_image(main, "main")]
+        for name, tensor in (("albedo", albedo), ("normal", normal)):
+            if tensor is not None:
+                images.append(_image(tensor, name))
+        self._check_images(images)
+        height, width = images[0].height, images[0].width
+        channels = out_channels if out_channels is not None else images[0].channels
+        if not 1 <= channels <= 3:
+            raise InvalidArgumentError(f"out_channels is {channels}; expected 1, 2 or 3")
+        if plan is None:
+            plan = default_plan(height, width, overlap=self.executor.tile_overlap)
+        if (plan.height, plan.width) != (height, width):
+            raise InvalidArgumentError(
+                f"tile plan is for {plan.height}x{plan.width}; the images are {height}x{width}"
+            )
+        torch = self._torch
+        out_image = None
+        if out is not None:
+            if not isinstance(out, torch.Tensor) or out.dtype != torch.float32:
+                raise InvalidArgumentError("out must be a float32 torch tensor")
+            out_image = _image(out, "output", max_channels=4)
+            written = min(out_image.channels, channels)
+            if (out_image.height, out_image.width) != (height, width):
+                raise InvalidArgumentError(
+                    f"output size {out_image.height}x{out_image.width} differs from the "
+                    f"input's {height}x{width}"
+                )
+            if written < channels:
+                raise InvalidArgumentError(
+                    f"output has {out_image.channels} channels; {channels} are written"
+                )
+            out_image = dataclasses.replace(out_image, channels=channels)
+            if plan.is_tiled and any(
+                i.tensor.data_ptr() == out_image.tensor.data_ptr() for i in images
+            ):
+                raise InvalidArgumentError(
+                    "in-place denoising with several tiles needs a separate output tensor"
+                )
+        key = (
+            tuple(i.key() for i in images),
+            out_image.key() if out_image is not None else None,
+            mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
+        )  # fmt: skip
+        if not autoexposure:
+            self._scale.fill_(float(np.float32(mode.input_scale)))
+        frame = self._frame(key, images, out_image, (height, width, channels), mode, plan,
+                            autoexposure)  # fmt: skip
+        if frame.graph is not None:
+            frame.graph.replay()
+        else:
+            frame.run()
+        if out is not None:
+            return out
+        return frame.output.clone()
+
+    def _check_images(self, images: list[_Image]) -> None:
+        ex = self.executor
+        if 3 * len(images) != ex.input_channels:
+            raise InvalidArgumentError(
+                f"the network takes {ex.input_channels} input channels but {len(images)} "
+                "image(s) were given"
+            )
+        size = (images[0].height, images[0].width)
+        for image in images[1:]:
+            if (image.height, image.width) != size:
+                raise InvalidArgumentError(
+                    f"image size {image.height}x{image.width} differs from the main input's "
+                    f"{size[0]}x{size[1]}"
+                )
+        for image in images:
+            if image.tensor.device != self.device:
+                raise InvalidArgumentError(
+                    f"image on {image.tensor.device}; the denoiser runs on {self.device}"
+                )
+
+    def _frame(self, key: tuple[Any, ...], images: list[_Image], out_image: _Image | None,
+               shape: tuple[int, int, int], mode: Any, plan: TilePlan,
+               autoexposure: bool) -> _Frame:  # fmt: skip
+        frame = self._frames.get(key)
+        if frame is not None:
+            self._frames.move_to_end(key)
+            return frame
+        torch = self._torch
+        height, width, channels = shape
+        owned = None
+        if out_image is None:
+            owned = torch.empty((height, width, channels), dtype=torch.float32,
+                                device=self.device)  # fmt: skip
+            out_image = _image(owned, "output")
+        prepared = self.executor.prepare(plan.tile_h, plan.tile_w)  # tune outside capture
+
+        def run() -> None:
+            self._body(images, out_image, mode, plan, autoexposure)
+
+        graph = None
+        if self.use_graphs:
+            stream = torch.cuda.Stream(self.device)
+            stream.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(stream):
+                run()  # warm-up: compiles every kernel, allocates autoexposure buffers
+            torch.cuda.current_stream(self.device).wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self._pool):
+                run()
+        while len(self._frames) >= GRAPH_CACHE_SIZE:
+            self._frames.popitem(last=False)
+        keep = (prepared, self.executor.weight_tensors())
+        frame = _Frame(graph, run, owned if owned is not None else out_image.tensor, keep)
+        self._frames[key] = frame
+        return frame
+
+    def denoise(
+        self,
+        main: np.ndarray,
+        albedo: np.ndarray | None = None,
+        normal: np.ndarray | None = None,
+        *,
+        mode: Any,
+        plan: TilePlan | None = None,
+        out_channels: int | None = None,
+        autoexposure: bool = False,
+        output: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Denoise host images; returns ``[H, W, out_channels]`` float32 (or fills ``output``).
+
+        The images are staged in pinned buffers and uploaded in row bands (host
+        copies on several threads overlapping the transfers), the frame runs on the
+        GPU, and the result is read back the same way.
+        """
+        self._check_open()
+        arrays = [_as_hwc(main, "main")]
+        for name, array in (("albedo", albedo), ("normal", normal)):
+            if array is not None:
+                arrays.append(_as_hwc(array, name))
+        height, width = arrays[0].shape[:2]
+        for array in arrays[1:]:
+            if array.shape[:2] != (height, width):
+                raise InvalidArgumentError(
+                    f"image size {array.shape[0]}x{array.shape[1]} differs from the main "
+                    f"input's {height}x{width}"
+                )
+        channels = out_channels if out_channels is not None else arrays[0].shape[2]
+        if not 1 <= channels <= 3:
+            raise InvalidArgumentError(f"out_channels is {channels}; expected 1, 2 or 3")
+        if output is not None and (
+            output.shape[:2] != (height, width) or output.ndim != 3
+            or output.shape[2] < channels or output.dtype != np.float32
+        ):  # fmt: skip
+            raise InvalidArgumentError(
+                f"output has shape {output.shape} and dtype {output.dtype}; expected float32 "
+                f"({height}, {width}, >= {channels})"
+            )
+        stream = self._torch.cuda.current_stream(self.device) if self._cuda else None
+        device_images = [self._upload(f"in{i}", array, stream) for i, array in enumerate(arrays)]
+        dev_out = self._buffer(self._dev, "out", (height, width, channels), pinned=False)
+        self.denoise_tensors(
+            *device_images, mode=mode, plan=plan, out=dev_out, out_channels=channels,
+            autoexposure=autoexposure,
+        )  # fmt: skip
+        result = np.empty((height, width, channels), np.float32) if output is None else None
+        target = result if output is None else output[:, :, :channels]
+        self._download(dev_out, target, stream)
+        return result if output is None else output
+
+    # ------------------------------------------------------------------ host transfers
+
+    def _buffer(self, store: dict[str, Any], role: str, shape: tuple[int, ...],
+                pinned: bool) -> Any:  # fmt: skip
+        buf = store.get(role)
+        if buf is None or tuple(buf.shape) != shape:
+            torch = self._torch
+            if pinned:
+                buf = torch.empty(shape, dtype=torch.float32, pin_memory=self._cuda)
+            else:
+                buf = torch.empty(shape, dtype=torch.float32, device=self.device)
+            store[role] = buf
+        return buf
+
+    def _parallel_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """``dst[...] = src`` in row parts on the copy threads (NumPy releases the GIL)."""
+        rows = dst.shape[0]
+        parts = max(1, min(self._thread_count, rows // 8))
+        bounds = [rows * i // parts for i in range(parts + 1)]
+
+        def copy(i: int) -> None:
+            np.copyto(dst[bounds[i] : bounds[i + 1]], src[bounds[i] : bounds[i + 1]])
+
+        list(self._threads.map(copy, range(parts)))
+
+    def _upload(self, role: str, array: np.ndarray, stream: Any) -> Any:
+        """The device copy of one image; its transfer overlaps the staging of the next."""
+        dev = self._buffer(self._dev, role, array.shape, pinned=False)
+        if self.host_transfer == "direct":
+            dev.copy_(self._torch.from_numpy(np.ascontiguousarray(array, np.float32)))
+            return dev
+        host = self._buffer(self._host, role, array.shape, pinned=True)
+        self._parallel_copy(host.numpy(), array)
+        dev.copy_(host, non_blocking=True)
+        return dev
+
+    def _download(self, dev: Any, target: np.ndarray, stream: Any) -> None:
+        """Read ``dev`` back into ``target`` in row bands: each band's copy-out overlaps
+        the transfer of the next."""
+        torch = self._torch
+        if self.host_transfer == "direct":
+            target[...] = dev.cpu().numpy()
+            return
+        height = dev.shape[0]
+        host = self._buffer(self._host, "out", tuple(dev.shape), pinned=True)
+        host_np = host.numpy()
+        count = max(1, min(DOWNLOAD_BANDS, height))
+        bands = [(height * i // count, height * (i + 1) // count) for i in range(count)]
+        events = []
+        for y0, y1 in bands:
+            host[y0:y1].copy_(dev[y0:y1], non_blocking=True)
+            if self._cuda:
+                event = torch.cuda.Event()
+                event.record(stream)
+                events.append(event)
+        for index, (y0, y1) in enumerate(bands):
+            if self._cuda:
+                events[index].synchronize()
+            self._parallel_copy(target[y0:y1], host_np[y0:y1])
+
+    # ------------------------------------------------------------------ lifetime
+
+    def resources(self) -> tuple[int, int]:
+        """(live buffers, bytes) owned by the denoiser (the executor's are separate)."""
+        tensors = [*self._host.values(), *self._dev.values()]
+        tensors += [f.output for f in self._frames.values()]
+        return len(tensors), sum(int(t.numel() * t.element_size()) for t in tensors)
+
+    def close(self) -> None:
+        """Release the denoiser's graphs and buffers (not the executor); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._cuda:
+            self._torch.cuda.synchronize(self.device)
+        self._frames.clear()
+        self._host.clear()
+        self._dev.clear()
+        self._threads.shutdown(wait=True)
+
+    def __enter__(self) -> CudaDenoiser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidOperationError("the cuda denoiser is closed")
+
+
+def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
+    arr = np.asarray(image)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.ndim != 3 or not 1 <= arr.shape[2] <= 3:
+        raise InvalidArgumentError(
+            f"{name} image has shape {np.asarray(image).shape}; expected HxW or HxWxC with C 1..3"
+        )
+    if arr.dtype not in (np.float32, np.float16):
+        raise InvalidArgumentError(
+            f"{name} image has dtype {arr.dtype}; expected float16 or float32"
+        )
+    return arr
+
+
+def _hwc_view(image: _Image) -> Any:
+    """The ``[H, W, C]`` view of a described device image (the cuDNN path)."""
+    return image.tensor[:, :, : image.channels]

@@ -1,0 +1,192 @@
+"""The torch (cuDNN) path of the CUDA backend: used where Triton is missing, and as the baseline.
+
+Same semantics as the Triton kernels, written as plain torch operations:
+
+- `TorchNetwork`: the fused graph run with ``torch.nn.functional`` (``conv2d``
+  on channels-last tensors, so cuDNN picks its NHWC kernels on a GPU), ReLU,
+  ``max_pool2d``, nearest ``interpolate`` and ``cat``; fp16/bf16 on a GPU,
+  fp32 on the CPU (CPU half convolutions are slow or missing).
+- `input_pass`, `output_pass`, `autoexposure_bins`: OIDN's input processing,
+  output processing and autoexposure bin averages as torch element-wise ops
+  (formulas of `image.process`, `image.transfer`, `image.autoexposure`).
+
+Everything here is capturable in a CUDA graph (no host synchronization).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.cuda.layout import ConvLaunch
+from oidn_gpu.errors import MissingDependencyError
+from oidn_gpu.graph.reference import ConvParams
+from oidn_gpu.image import transfer as tf
+from oidn_gpu.image.transfer import Transfer
+
+try:
+    import torch
+    import torch.nn.functional as F  # noqa: N812 - torch's own alias
+except ImportError as exc:
+    raise MissingDependencyError(
+        "the cuda backend needs PyTorch: pip install 'oidn-gpu[cuda]'"
+    ) from exc
+
+FLT_MAX = float(np.finfo(np.float32).max)
+MAX_BIN_SIZE = 16  # OIDN core/autoexposure.h maxBinSize
+
+
+class TorchNetwork:
+    """The fused graph as torch operations on ``[1, C, H, W]`` channels-last tensors."""
+
+    def __init__(
+        self,
+        launches: tuple[ConvLaunch, ...],
+        convs: Mapping[str, ConvParams],
+        graph_input: str,
+        device: Any,
+        dtype: Any,
+    ) -> None:
+        self.launches = launches
+        self.graph_input = graph_input
+        self.dtype = dtype if device.type == "cuda" else torch.float32
+        self.weights: dict[str, tuple[Any, Any]] = {}
+        for launch in launches:
+            params = convs[launch.name]
+            weight = torch.as_tensor(np.asarray(params.weight, np.float32), device=device)
+            bias = torch.as_tensor(np.asarray(params.bias, np.float32), device=device)
+            weight = weight.to(self.dtype).contiguous(memory_format=torch.channels_last)
+            self.weights[launch.name] = (weight, bias.to(self.dtype))
+
+    def forward(self, x: Any) -> Any:
+        """``x [1, C_in, H, W]`` -> raw network output ``[1, 3, H, W]`` float32."""
+        values = {self.graph_input: x.to(self.dtype).contiguous(memory_format=torch.channels_last)}
+        out = None
+        for launch in self.launches:
+            parts = []
+            for source in launch.sources:
+                value = values[source.value]
+                if source.upsample:
+                    value = F.interpolate(value, scale_factor=2.0, mode="nearest")
+                parts.append(value)
+            inp = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+            weight, bias = self.weights[launch.name]
+            out = F.conv2d(inp, weight, bias, padding=1)
+            if launch.relu:
+                out = F.relu(out)
+            if launch.pool:
+                out = F.max_pool2d(out, 2, 2)
+            values[launch.value] = out
+        assert out is not None
+        return out.float()
+
+
+def forward_transfer(transfer: Transfer, v: Any) -> Any:
+    """`image.transfer.forward` in torch (float32)."""
+    if transfer is Transfer.PU:
+        linear = v * float(tf.PU_A)
+        power = float(tf.PU_B) * torch.pow(v, float(tf.PU_C)) + float(tf.PU_D)
+        logarithmic = float(tf.PU_E) * torch.log(v + float(tf.PU_F)) + float(tf.PU_G)
+        out = torch.where(
+            v <= float(tf.PU_Y0), linear, torch.where(v <= float(tf.PU_Y1), power, logarithmic)
+        )
+        return out * float(tf.PU_NORM_SCALE)
+    if transfer is Transfer.SRGB:
+        curve = float(tf.SRGB_B) * torch.pow(v, float(tf.SRGB_EXPONENT)) - float(tf.SRGB_C)
+        return torch.where(v <= float(tf.SRGB_Y0), v * float(tf.SRGB_A), curve)
+    if transfer is Transfer.LOG:
+        return torch.log(v + 1.0) * float(tf.LOG_NORM_SCALE)
+    return v
+
+
+def inverse_transfer(transfer: Transfer, x: Any) -> Any:
+    """`image.transfer.inverse` in torch (float32)."""
+    if transfer is Transfer.PU:
+        x = x * float(tf.PU_RCP_NORM_SCALE)
+        linear = x / float(tf.PU_A)
+        power = torch.pow((x - float(tf.PU_D)) / float(tf.PU_B), float(tf.PU_INV_C))
+        logarithmic = torch.exp((x - float(tf.PU_G)) / float(tf.PU_E)) - float(tf.PU_F)
+        return torch.where(
+            x <= float(tf.PU_X0), linear, torch.where(x <= float(tf.PU_X1), power, logarithmic)
+        )
+    if transfer is Transfer.SRGB:
+        curve = torch.pow((x + float(tf.SRGB_C)) / float(tf.SRGB_B), float(tf.SRGB_INV_EXPONENT))
+        return torch.where(x <= float(tf.SRGB_X0), x / float(tf.SRGB_A), curve)
+    if transfer is Transfer.LOG:
+        return torch.exp(x * float(tf.LOG_RCP_NORM_SCALE)) - 1.0
+    return x
+
+
+def rgb(image: Any) -> Any:
+    """``[H, W, C]`` (C 1..3) -> ``[H, W, 3]`` float32, broadcast as OIDN does."""
+    channels = image.shape[2]
+    image = image.float()
+    if channels == 1:
+        return image.expand(-1, -1, 3)
+    if channels == 2:
+        return torch.cat([image, image[:, :, 1:2]], dim=2)
+    return image[:, :, :3]
+
+
+def input_pass(images: list[Any], scale: Any, mode: Any, tile: Any, out: Any) -> None:
+    """Fill ``out [H_t, W_t, C]`` (the padded NHWC tile input) from ``images`` ``[H, W, C]``.
+
+    ``tile`` gives the read rectangle (``in_*``) and its place (``buf_*``);
+    ``scale`` is the device scalar input scale.
+    """
+    out.zero_()
+    rows = slice(tile.in_y, tile.in_y + tile.in_h)
+    cols = slice(tile.in_x, tile.in_x + tile.in_w)
+    dst = out[tile.buf_y : tile.buf_y + tile.in_h, tile.buf_x : tile.buf_x + tile.in_w]
+    v = rgb(images[0][rows, cols]) * scale
+    v = torch.nan_to_num(v, nan=0.0, posinf=FLT_MAX, neginf=-FLT_MAX)
+    lo, hi = mode.input_range
+    v = v.clamp(lo, hi)
+    if mode.snorm:
+        v = v * 0.5 + 0.5
+    dst[..., 0:3] = forward_transfer(mode.transfer, v).to(out.dtype)
+    if len(images) > 1:
+        a = torch.nan_to_num(rgb(images[1][rows, cols]), nan=0.0).clamp(0.0, 1.0)
+        dst[..., 3:6] = a.to(out.dtype)
+    if len(images) > 2:
+        n = torch.nan_to_num(rgb(images[2][rows, cols]), nan=0.0).clamp(-1.0, 1.0) * 0.5 + 0.5
+        dst[..., 6:9] = n.to(out.dtype)
+
+
+def output_pass(net: Any, scale: Any, mode: Any, tile: Any, image: Any, channels: int) -> None:
+    """Write the kept rectangle of the raw network output ``net [H_t, W_t, 3]`` into ``image``."""
+    v = net[tile.src_y : tile.src_y + tile.out_h, tile.src_x : tile.src_x + tile.out_w].float()
+    v = torch.nan_to_num(v, nan=0.0, posinf=FLT_MAX).clamp(0.0, FLT_MAX)
+    v = inverse_transfer(mode.transfer, v)
+    if channels == 1:
+        v = ((v[..., 0:1] + v[..., 1:2]) + v[..., 2:3]) * float(np.float32(1.0 / 3.0))
+    if mode.snorm:
+        v = torch.clamp(v * 2.0 - 1.0, min=-1.0)
+    if not mode.hdr:
+        v = torch.clamp(v, max=1.0)
+    out_scale = torch.where(scale == 0, torch.zeros_like(scale), 1.0 / scale)
+    v = v * out_scale
+    rows = slice(tile.out_y, tile.out_y + tile.out_h)
+    cols = slice(tile.out_x, tile.out_x + tile.out_w)
+    image[rows, cols, :channels] = v[..., :channels]
+
+
+def autoexposure_bins(color: Any) -> Any:
+    """Average luminance per OIDN autoexposure bin of ``color [H, W, C]``, ``[nbH * nbW]``."""
+    height, width = color.shape[:2]
+    nb_h, nb_w = math.ceil(height / MAX_BIN_SIZE), math.ceil(width / MAX_BIN_SIZE)
+    v = torch.nan_to_num(rgb(color), nan=0.0, posinf=FLT_MAX).clamp(0.0, FLT_MAX)
+    lum = 0.212671 * v[..., 0] + 0.715160 * v[..., 1] + 0.072169 * v[..., 2]
+    device = color.device
+    row_bounds = (torch.arange(nb_h + 1, device=device) * height) // nb_h
+    col_bounds = (torch.arange(nb_w + 1, device=device) * width) // nb_w
+    row_bin = torch.bucketize(torch.arange(height, device=device), row_bounds[1:], right=True)
+    col_bin = torch.bucketize(torch.arange(width, device=device), col_bounds[1:], right=True)
+    index = (row_bin[:, None] * nb_w + col_bin[None, :]).reshape(-1)
+    sums = torch.zeros(nb_h * nb_w, dtype=torch.float32, device=device)
+    sums.index_add_(0, index, lum.reshape(-1))
+    counts = (row_bounds[1:] - row_bounds[:-1])[:, None] * (col_bounds[1:] - col_bounds[:-1])
+    return sums / counts.reshape(-1).float()

@@ -1,0 +1,31 @@
+"""CUDA backend tests: on an NVIDIA GPU in full, elsewhere through Triton's interpreter.
+
+Without a CUDA device, ``TRITON_INTERPRET=1`` is set before any kernel module is
+imported, so the same Triton kernels run on CPU tensors (tiny shapes: the
+interpreter is slow). Tests marked ``cuda_device`` need a real GPU (CUDA
+graphs, the profiler, full-size shapes) and fail without one: CI without a GPU
+deselects them (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+HAS_CUDA = torch.cuda.is_available()
+if not HAS_CUDA:
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
+@pytest.fixture(scope="session")
+def device() -> torch.device:
+    return torch.device("cuda") if HAS_CUDA else torch.device("cpu")
+
+
+def rel_l2(actual: np.ndarray, expected: np.ndarray) -> float:
+    actual = np.asarray(actual, np.float64)
+    expected = np.asarray(expected, np.float64)
+    return float(np.linalg.norm(actual - expected) / np.linalg.norm(expected))
