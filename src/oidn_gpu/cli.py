@@ -21,6 +21,7 @@ only with ``--verbose``.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import hashlib
 import math
@@ -33,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
+from oidn_gpu import farm
 from oidn_gpu.backends import resolve_backend
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.files import (
@@ -369,6 +371,34 @@ def _add_denoise(sub: Any) -> None:
     run.add_argument("--weights", metavar="FILE", help="custom .tza weights")
     run.add_argument("--weights-dir", metavar="DIR", help="folder with the large weights")
 
+    ray = p.add_argument_group("render farm (Ray)")
+    ray.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run on a Ray cluster: one worker per GPU (or per CPU for the reference "
+        "backend); ADDRESS of the cluster, or none for RAY_ADDRESS, a cluster started on "
+        "this machine or a new local one (write --ray=ADDRESS before the inputs); paths "
+        "must be on storage every node sees",
+    )
+    ray.add_argument(
+        "--workers", type=_positive_int, metavar="N", help="with --ray: number of workers"
+    )
+    ray.add_argument(
+        "--cpus-per-worker",
+        type=_positive_int,
+        metavar="N",
+        help="with --ray: CPUs (BLAS threads) of each worker without a GPU (default 1)",
+    )
+    ray.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        metavar="N",
+        help=f"with --ray: try a failing frame again on other workers up to N times "
+        f"(default {farm.DEFAULT_RETRIES})",
+    )
+
     out = p.add_argument_group("output").add_mutually_exclusive_group()
     out.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     out.add_argument("--skip-existing", action="store_true", help="leave existing outputs alone")
@@ -601,6 +631,18 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         raise UsageError("no output given; pass -o OUTPUT (a file, or a directory for sequences)")
     gpu_options = [f"--{name}" for name, default in (("precision", "auto"), ("kernel", "auto"))
                    if getattr(args, name) != default] + (["--gemm"] if args.gemm else [])
+    if args.ray is None:
+        farm_options = [
+            flag
+            for flag, value in (
+                ("--workers", args.workers),
+                ("--cpus-per-worker", args.cpus_per_worker),
+                ("--retries", args.retries),
+            )
+            if value is not None
+        ]
+        if farm_options:
+            raise UsageError(f"{farm_options[0]} needs --ray")
     if gpu_options and resolve_backend(args.backend) == "reference":
         chosen = " (chosen by --backend auto)" if args.backend == "auto" else ""
         raise UsageError(
@@ -635,6 +677,16 @@ def denoiser_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.kernel != "auto":
         kwargs["kernel"] = args.kernel
     return kwargs
+
+
+def farm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword options of `farm.denoise_sequence` from ``--ray``, ``--workers``, ..."""
+    return {
+        "address": args.ray or None,
+        "workers": args.workers,
+        "cpus_per_worker": args.cpus_per_worker or 1,
+        "retries": farm.DEFAULT_RETRIES if args.retries is None else args.retries,
+    }
 
 
 def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
@@ -698,7 +750,11 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         only_beauty=args.only_beauty,
         aovs=tuple(a.strip() for a in (args.aovs or "").split(",") if a.strip()),
     )
-    summary = run_sequence(
+    run = run_sequence
+    if args.ray is not None:
+        farm.import_ray()  # says how to install Ray before any work
+        run = functools.partial(farm.denoise_sequence, **farm_kwargs(args))
+    summary = run(
         jobs,
         denoiser_kwargs(args),
         options,
