@@ -391,9 +391,8 @@ def test_bundled_weights_are_found_in_the_package(no_user_env: Path) -> None:
     path = weights_path("rt_hdr_alb")
     assert path == bundled_weights_dir() / "rt_hdr_alb.tza"
     assert weights_path("rt_hdr_alb.tza") == path
-    assert sorted(p.stem for p in bundled_weights_dir().glob("*.tza")) == sorted(
-        n for n in official_sha256() if not n.endswith("_large")
-    )
+    assert sorted(p.stem for p in bundled_weights_dir().glob("*.tza")) == sorted(official_sha256())
+    assert len(official_sha256()) == 23
 
 
 def test_user_weights_dir_defaults_to_the_per_user_cache(no_user_env: Path) -> None:
