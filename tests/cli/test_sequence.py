@@ -1,4 +1,4 @@
-"""oidn_gpu.cli.sequence: the frame loop, progress, summary and Denoiser reuse (fake denoiser)."""
+"""oidn_gpu.sequence: the frame loop, progress, summary and Denoiser reuse (fake denoiser)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from cli_support import write_exr
 
 import oidn_gpu
-from oidn_gpu.cli import sequence
+from oidn_gpu import sequence
 from oidn_gpu.image import io
 
 

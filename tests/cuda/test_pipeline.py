@@ -143,6 +143,30 @@ def test_tensors_strided_in_place_alpha_kept(denoiser, small_model, rng, device)
     np.testing.assert_array_equal(fresh.cpu().numpy(), got[..., :3])
 
 
+@pytest.mark.parametrize("options", [{}, {"host_transfer": "direct"}])
+def test_numpy_layouts_match_tensors(options, denoiser, rng, device):
+    """Strided, reversed, read-only and float16 NumPy inputs and an in-place RGBA output give
+    the denoise of the same images as device tensors."""
+    color, albedo, normal = _aov(rng, 40, 36)
+    rgba = np.concatenate([color, np.full((40, 36, 1), 0.5, np.float32)], axis=2)
+    albedo_half = albedo.astype(np.float16)
+    albedo_half.flags.writeable = False
+    normal_reversed = np.ascontiguousarray(normal[::-1, ::-1])[::-1, ::-1]  # negative strides
+    mode = process.mode_for("RT", hdr=True, input_scale=1.0)
+    tensors = [torch.from_numpy(a).to(device) for a in (color, albedo_half.copy(), normal)]
+    expected = denoiser.denoise_tensors(*tensors, mode=mode).cpu().numpy()
+    with CudaDenoiser(denoiser.executor, **options) as other:
+        for _ in range(2):  # the second call reuses the staging buffers
+            rgba[..., :3] = color
+            result = other.denoise(rgba[..., :3], albedo_half, normal_reversed, mode=mode,
+                                   output=rgba)  # fmt: skip
+            assert result is rgba
+            np.testing.assert_array_equal(rgba[..., :3], expected)
+            assert (rgba[..., 3] == 0.5).all()  # alpha untouched
+        fresh = other.denoise(color, albedo_half, normal_reversed, mode=mode)
+    np.testing.assert_array_equal(fresh, expected)
+
+
 def test_bad_images(denoiser, rng, device):
     color, albedo, normal = _aov(rng, 16, 16)
     mode = process.mode_for("RT", hdr=True)
@@ -154,6 +178,10 @@ def test_bad_images(denoiser, rng, device):
         denoiser.denoise(color.astype(np.int32), albedo, normal, mode=mode)
     with pytest.raises(InvalidArgumentError, match="out_channels is 4"):
         denoiser.denoise(color, albedo, normal, mode=mode, out_channels=4)
+    read_only = np.zeros_like(color)
+    read_only.flags.writeable = False
+    with pytest.raises(InvalidArgumentError, match="output array is read-only"):
+        denoiser.denoise(color, albedo, normal, mode=mode, output=read_only)
     t = torch.from_numpy(color).to(device)
     with pytest.raises(InvalidArgumentError, match="float32 torch tensor"):
         denoiser.denoise_tensors(t, t, t, mode=mode, out=t.half())

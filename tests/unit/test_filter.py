@@ -79,12 +79,17 @@ def test_unknown_quality_filter_backend_prefilter() -> None:
         Denoiser(prefilter="slow")
 
 
-def test_missing_large_weights_name_the_file_and_places(tmp_path, monkeypatch) -> None:
+def test_high_quality_modes_work_offline_from_the_package(tmp_path, monkeypatch) -> None:
+    # No user weights folder holds anything: the *_large weights come from the package.
     monkeypatch.setenv("OIDN_GPU_WEIGHTS", str(tmp_path))
     color, alb, nrm = _img(), _img(seed=1), _img(seed=2)
-    with pytest.raises(WeightsNotFoundError, match=r"rt_hdr_calb_cnrm_large\.tza") as info:
-        oidn_gpu.denoise(color, alb, nrm, hdr=True, clean_aux=True, backend="reference")
-    assert str(tmp_path) in str(info.value)
+    with oidn_gpu.Denoiser(hdr=True, clean_aux=True, backend="reference") as den:
+        den.denoise(color, alb, nrm)
+        assert den.info().weights == "rt_hdr_calb_cnrm_large"
+    with oidn_gpu.Denoiser(hdr=True, prefilter="accurate", backend="reference") as den:
+        out = den.denoise(color, alb, nrm)
+        assert den.info().weights == "rt_hdr_calb_cnrm_large"
+    assert out.shape == color.shape and np.isfinite(out).all()
 
 
 def test_progress_is_reported_and_cancel_leaves_output_untouched() -> None:

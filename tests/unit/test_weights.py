@@ -391,9 +391,8 @@ def test_bundled_weights_are_found_in_the_package(no_user_env: Path) -> None:
     path = weights_path("rt_hdr_alb")
     assert path == bundled_weights_dir() / "rt_hdr_alb.tza"
     assert weights_path("rt_hdr_alb.tza") == path
-    assert sorted(p.stem for p in bundled_weights_dir().glob("*.tza")) == sorted(
-        n for n in official_sha256() if not n.endswith("_large")
-    )
+    assert sorted(p.stem for p in bundled_weights_dir().glob("*.tza")) == sorted(official_sha256())
+    assert len(official_sha256()) == 23
 
 
 def test_user_weights_dir_defaults_to_the_per_user_cache(no_user_env: Path) -> None:
@@ -444,13 +443,17 @@ def test_large_weights_are_found_in_the_per_user_cache(no_user_env: Path) -> Non
     assert weights_path("rt_nrm_large") == copied
 
 
+# Not a file of the package (all 23 official weights are bundled): a user's own weights.
+MISSING = "rt_hdr_custom"
+
+
 def test_weights_dir_argument_overrides_the_env_var(
     no_user_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _copy_large(tmp_path / "env")
+    _copy_large(tmp_path / "env", MISSING)
     monkeypatch.setenv(weights.WEIGHTS_ENV_VAR, str(tmp_path / "env"))
     with pytest.raises(WeightsNotFoundError):
-        weights_path("rt_nrm_large", tmp_path / "empty")
+        weights_path(MISSING, tmp_path / "empty")
 
 
 def test_user_directory_is_searched_before_the_bundled_one(
@@ -465,9 +468,9 @@ def test_missing_file_message_names_the_file_every_place_and_the_fix(
 ) -> None:
     monkeypatch.setenv(weights.WEIGHTS_ENV_VAR, str(tmp_path / "env"))
     with pytest.raises(WeightsNotFoundError) as err:
-        weights_path("rt_hdr_calb_cnrm_large")
+        weights_path(MISSING)
     message = str(err.value)
-    assert message.startswith("weights file 'rt_hdr_calb_cnrm_large.tza' not found; looked in ")
+    assert message.startswith(f"weights file '{MISSING}.tza' not found; looked in ")
     assert f"{tmp_path / 'env'} ($OIDN_GPU_WEIGHTS)" in message
     assert f"{bundled_weights_dir()} (bundled with oidn-gpu)" in message
     assert "'oidn-gpu weights fetch'" in message
@@ -479,9 +482,9 @@ def test_missing_file_message_names_the_argument_or_the_per_user_folder(
     no_user_env: Path, tmp_path: Path
 ) -> None:
     with pytest.raises(WeightsNotFoundError, match=r"\(weights_dir argument\)"):
-        weights_path("rt_alb_large", tmp_path / "nowhere")
+        weights_path(MISSING, tmp_path / "nowhere")
     with pytest.raises(WeightsNotFoundError, match=r"\(per-user weights folder\)"):
-        weights_path("rt_alb_large")
+        weights_path(MISSING)
 
 
 @pytest.mark.parametrize("name", ["", "../rt_hdr", "a/b", "a\\b", ".."])

@@ -25,6 +25,7 @@ only with ``--verbose``.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import hashlib
 import math
@@ -38,7 +39,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
-from oidn_gpu import __version__
+from oidn_gpu import __version__, farm
 from oidn_gpu.backends.base import (
     AUTO,
     backend_names,
@@ -49,15 +50,6 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import record as record_cli
 from oidn_gpu.cli.info import collect, format_report
-from oidn_gpu.cli.sequence import (
-    AuxSource,
-    FrameJob,
-    InputOptions,
-    OutputOptions,
-    expand_frame_patterns,
-    has_frame_pattern,
-    run_sequence,
-)
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.fetch import base_url, fetch_weights
 from oidn_gpu.files import (
@@ -71,6 +63,15 @@ from oidn_gpu.image.io import output_format_name
 from oidn_gpu.model.tza import parse_tza
 from oidn_gpu.model.unet import flops_per_pixel, load_model
 from oidn_gpu.model.weights import is_official
+from oidn_gpu.sequence import (
+    AuxSource,
+    FrameJob,
+    InputOptions,
+    OutputOptions,
+    expand_frame_patterns,
+    has_frame_pattern,
+    run_sequence,
+)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -410,6 +411,34 @@ def _add_denoise(sub: Any) -> None:
     run.add_argument("--weights", metavar="FILE", help="custom .tza weights")
     run.add_argument("--weights-dir", metavar="DIR", help="folder with the large weights")
 
+    ray = p.add_argument_group("render farm (Ray)")
+    ray.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run on a Ray cluster: one worker per GPU (or per CPU for the reference "
+        "backend); ADDRESS of the cluster, or none for RAY_ADDRESS, a cluster started on "
+        "this machine or a new local one (write --ray=ADDRESS before the inputs); paths "
+        "must be on storage every node sees",
+    )
+    ray.add_argument(
+        "--workers", type=_positive_int, metavar="N", help="with --ray: number of workers"
+    )
+    ray.add_argument(
+        "--cpus-per-worker",
+        type=_positive_int,
+        metavar="N",
+        help="with --ray: CPUs (BLAS threads) of each worker without a GPU (default 1)",
+    )
+    ray.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        metavar="N",
+        help=f"with --ray: try a failing frame again on other workers up to N times "
+        f"(default {farm.DEFAULT_RETRIES})",
+    )
+
     out = p.add_argument_group("output").add_mutually_exclusive_group()
     out.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     out.add_argument("--skip-existing", action="store_true", help="leave existing outputs alone")
@@ -638,6 +667,18 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         raise UsageError(f"weights folder '{args.weights_dir}' does not exist")
     if not args.list_layers and not args.output:
         raise UsageError("no output given; pass -o OUTPUT (a file, or a directory for sequences)")
+    if args.ray is None:
+        farm_options = [
+            flag
+            for flag, value in (
+                ("--workers", args.workers),
+                ("--cpus-per-worker", args.cpus_per_worker),
+                ("--retries", args.retries),
+            )
+            if value is not None
+        ]
+        if farm_options:
+            raise UsageError(f"{farm_options[0]} needs --ray")
     options = backend_options(args)
     if options:
         # Checked against the backend that will run, also when 'auto' picks it.
@@ -683,6 +724,16 @@ def denoiser_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     kwargs.update({k: v for k, v in optional.items() if v is not None})
     kwargs.update(backend_options(args))
     return kwargs
+
+
+def farm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword options of `farm.denoise_sequence` from ``--ray``, ``--workers``, ..."""
+    return {
+        "address": args.ray or None,
+        "workers": args.workers,
+        "cpus_per_worker": args.cpus_per_worker or 1,
+        "retries": farm.DEFAULT_RETRIES if args.retries is None else args.retries,
+    }
 
 
 def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
@@ -743,7 +794,11 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         only_beauty=args.only_beauty,
         aovs=tuple(a.strip() for a in (args.aovs or "").split(",") if a.strip()),
     )
-    summary = run_sequence(
+    run = run_sequence
+    if args.ray is not None:
+        farm.import_ray()  # says how to install Ray before any work
+        run = functools.partial(farm.denoise_sequence, **farm_kwargs(args))
+    summary = run(
         jobs,
         denoiser_kwargs(args),
         options,

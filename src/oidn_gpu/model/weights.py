@@ -8,11 +8,11 @@ large) and the quality picks one of them. Invalid setups raise
 (verified against OIDN 2.5.1: missing input, then hdr+srgb, then the input
 combination, then the per-mode flags).
 
-Location: the 20 base and small files ship inside the package
-(``oidn_gpu/data/weights``); the three large ones (~7.7 MB each) live in a user
-directory: the ``weights_dir`` argument, else ``$OIDN_GPU_WEIGHTS``, else a
-per-user cache folder (`user_weights_dir`). That directory is searched first,
-then the bundled one. Files with an official name are checked against the
+Location: all 23 official files ship inside the package
+(``oidn_gpu/data/weights``). A user directory is searched first: the
+``weights_dir`` argument, else ``$OIDN_GPU_WEIGHTS``, else a per-user cache
+folder (`user_weights_dir`, where ``oidn-gpu weights fetch`` puts the three
+large files), then the bundled one. Files with an official name are checked against the
 official SHA-256 when loaded.
 """
 
@@ -41,7 +41,7 @@ WEIGHTS_SUFFIX = ".tza"
 
 LARGE_WEIGHTS_SHA256 = {
     # From SHA256SUMS of the official weights (github.com/RenderKit/oidn-weights,
-    # as shipped with OIDN 2.5.1); these three are not bundled in the package.
+    # as shipped with OIDN 2.5.1); also listed in the package's SHA256SUMS.
     "rt_alb_large": "a8efbe6eed511f41c8f5ff9145923214cefb0703cf91a3b00a1dc131ade1600a",
     "rt_hdr_calb_cnrm_large": "08130cdc4f33b7a513d0073757f089ac830f900613bb5bad72ca42c52b934465",
     "rt_nrm_large": "8ac7705ec5ac303116b40ad2f0880cd741ed1f4280828bf2f18f7635c3377257",
@@ -209,7 +209,7 @@ def _select_lightmap(*, color: bool, hdr: bool, srgb: bool, directional: bool) -
 
 
 def user_weights_dir() -> Path:
-    """The directory holding the large weights (and where ``weights fetch`` writes).
+    """The user weights directory, searched before the package's (``weights fetch`` writes there).
 
     ``$OIDN_GPU_WEIGHTS`` if set, else the per-user cache folder:
     ``$XDG_CACHE_HOME/oidn-gpu/weights`` (default ``~/.cache``) on Linux,
@@ -230,7 +230,7 @@ def user_weights_dir() -> Path:
 
 
 def bundled_weights_dir() -> Path:
-    """The package's own weights directory (the 20 base and small files)."""
+    """The package's own weights directory (all 23 official files)."""
     return Path(str(resources.files("oidn_gpu").joinpath("data", "weights")))
 
 

@@ -13,7 +13,8 @@ events, medians and p95 over ``runs`` timed runs after ``warmup`` runs:
   colour, albedo and normal tensors into an output tensor;
 - ``e2e_wall_*``: wall clock of `CudaDenoiser.denoise_tensors` until the stream
   is idle; ``host_wall_*``: `CudaDenoiser.denoise` on NumPy arrays (pinned
-  staging, upload, denoise, readback);
+  staging, upload, denoise, readback), its stages timed apart
+  (``host_breakdown_ms``), and ``host_direct_wall_median_ms`` through pageable copies;
 - ``peak_memory_mb``: torch's peak device allocation during the benchmark.
 
 ``--baseline`` runs the same benchmark a second time on the plain cuDNN port
@@ -146,6 +147,8 @@ class BenchResult:
                 f"host wall  {self.host_wall_median_ms:.3f} ms median, "
                 f"{self.host_wall_p95_ms:.3f} ms p95 (NumPy in and out, pinned staging); "
                 f"{self.host_direct_wall_median_ms:.3f} ms through pageable copies",
+                "host parts "
+                + ", ".join(f"{k} {v:.2f}" for k, v in self.host_breakdown_ms.items()),
                 "transfers  "
                 + ", ".join(f"{k} {v:.1f}" for k, v in self.transfers.items() if k != "bytes"),
             ]
@@ -359,13 +362,19 @@ def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, wid
     if not np.isfinite(result).all():
         raise OIDNGPUError("the benchmark's denoised image has NaN or Inf values")
     denoiser.close()
+    expected = result.copy()
     direct = CudaDenoiser(executor, host_transfer="direct")
 
     def on_host_direct() -> None:
         direct.denoise(*host, mode=mode, plan=plan, autoexposure=True, output=result)
 
+    result.fill(np.nan)
     host_direct = _time_wall(torch, on_host_direct, host_runs, 3)
     direct.close()
+    # the same kernels on the same data: equal up to the order of the autoexposure sums
+    error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
+    if not error <= 1e-6:
+        raise OIDNGPUError(f"the pageable NumPy path is {error:.2e} (relative L2) from the staged")
     return {
         "tiles": len(plan.tiles),
         "e2e_gpu": gpu,
@@ -381,12 +390,11 @@ def _host_breakdown(torch: Any, denoiser: CudaDenoiser, host: list[np.ndarray], 
                     plan: Any, result: np.ndarray, runs: int) -> dict[str, float]:  # fmt: skip
     """Medians of the NumPy path's stages, each run to completion on its own."""
     stream = torch.cuda.current_stream()
-    images = [denoiser._upload(f"in{i}", a, stream) for i, a in enumerate(host)]
+    images = denoiser._upload(host)
     out = denoiser._dev["out"]
 
     def upload() -> None:
-        for i, a in enumerate(host):
-            denoiser._upload(f"in{i}", a, stream)
+        denoiser._upload(host)
 
     def frame() -> None:
         denoiser.denoise_tensors(*images, mode=mode, plan=plan, out=out, autoexposure=True)

@@ -30,19 +30,21 @@ tensors (a render loop) replays at once; other tensors capture another graph
 into the caller's tensor; without it, into a buffer of the denoiser whose copy
 is returned.
 
-`denoise` takes NumPy arrays: each image is copied by several threads into a
-pinned host buffer and uploaded asynchronously while the next one is staged; the
-frame graph runs on the device copies, and the result comes back in row bands,
-each copied out by the threads while the next band transfers.
+`denoise` takes NumPy arrays (any strides, float32 or float16, kept as given):
+each image is copied into a pinned host buffer by torch's CPU threads and
+uploaded asynchronously while the next one is copied; the frame graph runs on
+the device copies, and the result comes back in row bands, each copied out by
+torch's CPU threads while the next band transfers. Torch's copies run in its
+native thread pool: Python copy threads cost more in wake-ups and GIL hand-offs
+than the copies themselves (bench/cuda_host_copies.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
+import warnings
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +58,8 @@ from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, TilePlan, plan_tiles
 
 GRAPH_CACHE_SIZE = 4
-# NumPy images reach the device through pinned buffers filled by several threads in row
-# bands ("staged"), or through CUDA's own copies from pageable memory ("direct").
+# NumPy images reach the device through pinned buffers filled by torch's CPU threads
+# ("staged"), or through CUDA's own copies from pageable memory ("direct").
 HOST_TRANSFERS = ("staged", "direct")
 INPUT_BLOCK = 128  # pixels per program of the input pass
 DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
@@ -141,7 +143,8 @@ class CudaDenoiser:
     Args:
         executor: the network executor; its device runs everything.
         use_graphs: capture each frame as a CUDA graph (default on a GPU).
-        copy_threads: host threads for NumPy <-> pinned-buffer copies.
+        host_transfer: ``"staged"`` (pinned buffers) or ``"direct"`` (CUDA's own
+            copies from pageable memory, for comparison).
     """
 
     def __init__(
@@ -149,7 +152,6 @@ class CudaDenoiser:
         executor: CudaExecutor,
         *,
         use_graphs: bool | None = None,
-        copy_threads: int = 16,
         host_transfer: str = "staged",
     ) -> None:
         if host_transfer not in HOST_TRANSFERS:
@@ -167,8 +169,6 @@ class CudaDenoiser:
         self._pool = self._torch.cuda.graph_pool_handle() if self.use_graphs else None
         self._host: dict[str, Any] = {}  # pinned host buffers by role
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
-        self._thread_count = max(1, min(copy_threads, os.cpu_count() or 1))
-        self._threads = ThreadPoolExecutor(self._thread_count)
         self._closed = False
 
     # ------------------------------------------------------------------ frame body
@@ -395,9 +395,11 @@ class CudaDenoiser:
     ) -> np.ndarray:
         """Denoise host images; returns ``[H, W, out_channels]`` float32 (or fills ``output``).
 
-        The images are staged in pinned buffers and uploaded in row bands (host
-        copies on several threads overlapping the transfers), the frame runs on the
-        GPU, and the result is read back the same way.
+        Each image is staged in a pinned buffer by torch's CPU threads and uploaded
+        while the next is staged, the frame runs on the GPU, and the result is read
+        back in row bands, each copied out while the next transfers (torch's CPU
+        thread count, ``torch.set_num_threads``, sets the copy rate). ``output`` may
+        be one of the inputs (in place) and may have a 4th channel, left untouched.
         """
         self._check_open()
         arrays = [_as_hwc(main, "main")]
@@ -422,9 +424,12 @@ class CudaDenoiser:
                 f"output has shape {output.shape} and dtype {output.dtype}; expected float32 "
                 f"({height}, {width}, >= {channels})"
             )
+        if output is not None and not output.flags.writeable:
+            raise InvalidArgumentError("output array is read-only; expected a writable array")
         stream = self._torch.cuda.current_stream(self.device) if self._cuda else None
-        device_images = [self._upload(f"in{i}", array, stream) for i, array in enumerate(arrays)]
-        dev_out = self._buffer(self._dev, "out", (height, width, channels), pinned=False)
+        device_images = self._upload(arrays)
+        dev_out = self._buffer(self._dev, "out", (height, width, channels), np.float32,
+                               pinned=False)  # fmt: skip
         self.denoise_tensors(
             *device_images, mode=mode, plan=plan, out=dev_out, out_channels=channels,
             autoexposure=autoexposure,
@@ -436,39 +441,35 @@ class CudaDenoiser:
 
     # ------------------------------------------------------------------ host transfers
 
-    def _buffer(self, store: dict[str, Any], role: str, shape: tuple[int, ...],
+    def _buffer(self, store: dict[str, Any], role: str, shape: tuple[int, ...], dtype: Any,
                 pinned: bool) -> Any:  # fmt: skip
+        torch = self._torch
+        dtype = torch.float16 if dtype == np.float16 else torch.float32
         buf = store.get(role)
-        if buf is None or tuple(buf.shape) != shape:
-            torch = self._torch
+        if buf is None or tuple(buf.shape) != shape or buf.dtype != dtype:
             if pinned:
-                buf = torch.empty(shape, dtype=torch.float32, pin_memory=self._cuda)
+                buf = torch.empty(shape, dtype=dtype, pin_memory=self._cuda)
             else:
-                buf = torch.empty(shape, dtype=torch.float32, device=self.device)
+                buf = torch.empty(shape, dtype=dtype, device=self.device)
             store[role] = buf
         return buf
 
-    def _parallel_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
-        """``dst[...] = src`` in row parts on the copy threads (NumPy releases the GIL)."""
-        rows = dst.shape[0]
-        parts = max(1, min(self._thread_count, rows // 8))
-        bounds = [rows * i // parts for i in range(parts + 1)]
-
-        def copy(i: int) -> None:
-            np.copyto(dst[bounds[i] : bounds[i + 1]], src[bounds[i] : bounds[i + 1]])
-
-        list(self._threads.map(copy, range(parts)))
-
-    def _upload(self, role: str, array: np.ndarray, stream: Any) -> Any:
-        """The device copy of one image; its transfer overlaps the staging of the next."""
-        dev = self._buffer(self._dev, role, array.shape, pinned=False)
+    def _upload(self, arrays: list[np.ndarray]) -> list[Any]:
+        """The device copies of the images, queued on the current stream: each upload
+        overlaps the host copy of the next image."""
+        torch = self._torch
+        devs = [self._buffer(self._dev, f"in{i}", a.shape, a.dtype, pinned=False)
+                for i, a in enumerate(arrays)]  # fmt: skip
         if self.host_transfer == "direct":
-            dev.copy_(self._torch.from_numpy(np.ascontiguousarray(array, np.float32)))
-            return dev
-        host = self._buffer(self._host, role, array.shape, pinned=True)
-        self._parallel_copy(host.numpy(), array)
-        dev.copy_(host, non_blocking=True)
-        return dev
+            for dev, array in zip(devs, arrays, strict=True):
+                array = np.ascontiguousarray(array)
+                dev.copy_(torch.from_numpy(array if array.flags.writeable else array.copy()))
+            return devs
+        for i, (dev, array) in enumerate(zip(devs, arrays, strict=True)):
+            host = self._buffer(self._host, f"in{i}", array.shape, array.dtype, pinned=True)
+            _host_copy(host, array)
+            dev.copy_(host, non_blocking=True)
+        return devs
 
     def _download(self, dev: Any, target: np.ndarray, stream: Any) -> None:
         """Read ``dev`` back into ``target`` in row bands: each band's copy-out overlaps
@@ -478,8 +479,7 @@ class CudaDenoiser:
             target[...] = dev.cpu().numpy()
             return
         height = dev.shape[0]
-        host = self._buffer(self._host, "out", tuple(dev.shape), pinned=True)
-        host_np = host.numpy()
+        host = self._buffer(self._host, "out", tuple(dev.shape), np.float32, pinned=True)
         count = max(1, min(DOWNLOAD_BANDS, height))
         bands = [(height * i // count, height * (i + 1) // count) for i in range(count)]
         events = []
@@ -492,7 +492,7 @@ class CudaDenoiser:
         for index, (y0, y1) in enumerate(bands):
             if self._cuda:
                 events[index].synchronize()
-            self._parallel_copy(target[y0:y1], host_np[y0:y1])
+            _host_copy(target[y0:y1], host[y0:y1])
 
     # ------------------------------------------------------------------ lifetime
 
@@ -512,7 +512,6 @@ class CudaDenoiser:
         self._frames.clear()
         self._host.clear()
         self._dev.clear()
-        self._threads.shutdown(wait=True)
 
     def __enter__(self) -> CudaDenoiser:
         return self
@@ -538,6 +537,25 @@ def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
             f"{name} image has dtype {arr.dtype}; expected float16 or float32"
         )
     return arr
+
+
+def _host_copy(dst: Any, src: Any) -> None:
+    """``dst[...] = src`` between a torch CPU tensor and a NumPy array (either way round)
+    on torch's CPU threads; views torch cannot wrap (negative strides) are copied by NumPy."""
+    torch = torch_ops.torch
+    array = src if isinstance(src, np.ndarray) else dst
+    if min(array.strides, default=0) < 0:
+        out = dst if isinstance(dst, np.ndarray) else dst.numpy()
+        np.copyto(out, src if isinstance(src, np.ndarray) else src.numpy())
+        return
+    if array is dst:
+        torch.from_numpy(dst).copy_(src)
+        return
+    with warnings.catch_warnings():
+        # a read-only source is only read: torch's warning about writes does not apply
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+        wrapped = torch.from_numpy(src)
+    dst.copy_(wrapped)
 
 
 def _hwc_view(image: _Image) -> Any:

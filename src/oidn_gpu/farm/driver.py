@@ -1,0 +1,234 @@
+"""`denoise_sequence`: a frame sequence on a Ray cluster, from the driver's side.
+
+Connects to Ray (or starts a local instance), plans the workers from the cluster's
+resources (`plan_workers`), starts them as actors and runs the `scheduler.Scheduler`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TextIO
+
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary, Report, Scheduler
+from oidn_gpu.farm.worker import FrameWorker, import_ray, requested_backend
+from oidn_gpu.sequence import AuxSource, FrameJob, InputOptions, OutputOptions
+
+DEFAULT_RETRIES = 2
+
+# Ray sends anonymous usage statistics from instances it starts unless told otherwise; an
+# instance oidn-gpu starts on this machine keeps them off unless the user set the variable.
+RAY_USAGE_STATS_ENV = "RAY_USAGE_STATS_ENABLED"
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """How many workers, and the Ray resources of each."""
+
+    count: int
+    num_cpus: int
+    num_gpus: int
+
+    def describe(self) -> str:
+        each = f"{self.num_gpus} GPU + " if self.num_gpus else ""
+        return f"{self.count} worker(s), each {each}{self.num_cpus} CPU"
+
+
+def plan_workers(
+    resources: Mapping[str, float],
+    backend: str,
+    workers: int | None = None,
+    cpus_per_worker: int = 1,
+) -> WorkerPlan:
+    """One worker per GPU of the cluster for GPU backends, else one per ``cpus_per_worker``
+    CPUs (the reference backend, or a cluster without GPUs).
+
+    Args:
+        resources: ``ray.cluster_resources()``.
+        backend: the requested backend (``auto`` uses the GPUs when the cluster has some).
+        workers: force the number of workers.
+        cpus_per_worker: CPU slots (and BLAS threads) of each CPU worker.
+
+    Raises:
+        InvalidArgumentError: bad counts, or a cluster with no CPU.
+    """
+    if workers is not None and workers < 1:
+        raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
+    if cpus_per_worker < 1:
+        raise InvalidArgumentError(f"cpus_per_worker must be at least 1, got {cpus_per_worker}")
+    gpus = int(resources.get("GPU", 0))
+    cpus = int(resources.get("CPU", 0))
+    if backend != "reference" and gpus > 0:
+        return WorkerPlan(workers or gpus, num_cpus=1, num_gpus=1)
+    if cpus < 1:
+        raise InvalidArgumentError(
+            f"the Ray cluster has no CPU to run workers on (resources: {dict(resources)})"
+        )
+    return WorkerPlan(workers or max(1, cpus // cpus_per_worker), cpus_per_worker, 0)
+
+
+def _start_ray(ray: Any, address: str | None) -> bool:
+    """Connect to ``address`` (or RAY_ADDRESS, or a cluster started on this machine), or
+    start a local instance; returns whether we did (and so shut it down afterwards)."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault(RAY_USAGE_STATS_ENV, "0")
+    ray.init(address=address, log_to_driver=False)
+    return True
+
+
+def denoise_sequence(
+    jobs: Sequence[FrameJob],
+    denoiser_kwargs: Mapping[str, Any] | None = None,
+    options: InputOptions | None = None,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    cpus_per_worker: int = 1,
+    retries: int = DEFAULT_RETRIES,
+    lightmap: bool = False,
+    skip_existing: bool = False,
+    show_progress: bool | None = None,
+    verbose: bool = False,
+    quiet: bool = False,
+    stream: TextIO | None = None,
+    software: str = "oidn-gpu",
+    output: OutputOptions | None = None,
+    worker_class: type[FrameWorker] = FrameWorker,
+    on_frame: Callable[[FarmFrameResult], None] | None = None,
+) -> FarmSummary:
+    """Denoise every frame on a Ray cluster; one failing frame does not stop the others.
+
+    Paths must mean the same file on every node (shared storage); relative ones are made
+    absolute here. Ray is used as it is when already initialized; otherwise
+    ``ray.init(address)`` connects to a cluster, or starts a local instance on this
+    machine, and is shut down at the end.
+
+    Args:
+        jobs: the frames (inputs and outputs), in order.
+        denoiser_kwargs: options of `oidn_gpu.Denoiser` (``backend``, ``quality``, ...).
+        options: where to find the images in the files.
+        address: a Ray cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); None
+            uses RAY_ADDRESS, a cluster started on this machine, or a new local instance.
+        workers: the number of workers; default one per GPU (GPU backends on a cluster
+            with GPUs), else one per ``cpus_per_worker`` CPUs.
+        cpus_per_worker: CPUs (and BLAS threads) of each worker without a GPU.
+        retries: how many more times a failing frame is tried (on other workers).
+        lightmap: RTLightmap filter.
+        skip_existing: skip frames whose output exists and decodes at the input's size.
+        show_progress: True/False, or None for "a bar when ``stream`` is a terminal".
+        verbose: the inputs used per frame, retries and tracebacks.
+        quiet: only errors.
+        stream: where messages go (stderr).
+        software: the ``Software`` attribute written into outputs.
+        output: what OpenEXR outputs hold besides the beauty (`sequence.OutputOptions`).
+        worker_class: `FrameWorker` or a subclass (extra work per frame).
+        on_frame: called on the driver with each frame's final result, as it comes.
+
+    Returns:
+        The per-frame results in frame order, the workers and their troubles.
+
+    Raises:
+        MissingDependencyError: Ray is not installed.
+        InvalidArgumentError: bad ``retries``/``workers``/``cpus_per_worker``.
+        KeyboardInterrupt: after stopping the workers; outputs are complete or absent.
+    """
+    if retries < 0:
+        raise InvalidArgumentError(f"retries must not be negative, got {retries}")
+    ray = import_ray()
+    stream = sys.stderr if stream is None else stream
+    kwargs = dict(denoiser_kwargs or {})
+    options = options or InputOptions()
+    jobs = [_absolute(job) for job in jobs]
+    summary = FarmSummary()
+    if not jobs:
+        return summary
+    started = _start_ray(ray, address)
+    report = Report(len(jobs), show_progress, quiet, verbose, stream)
+    handles: list[Any] = []
+    scheduler = None
+    start = time.perf_counter()
+    try:
+        plan = plan_workers(
+            ray.cluster_resources(), requested_backend(kwargs), workers, cpus_per_worker
+        )
+        if verbose:
+            report.message(f"starting {plan.describe()}")
+        handles = _start_workers(
+            ray,
+            plan,
+            worker_class,
+            (kwargs, options),
+            retries,
+            lightmap=lightmap,
+            software=software,
+            output=output,
+        )
+        scheduler = Scheduler(
+            ray,
+            handles,
+            jobs,
+            retries=retries,
+            skip_existing=skip_existing,
+            report=report,
+            summary=summary,
+            on_frame=on_frame,
+        )
+        scheduler.run()
+    except KeyboardInterrupt:
+        summary.interrupted = True  # the workers are stopped below; no output is partial
+        raise
+    finally:
+        summary.elapsed_s = time.perf_counter() - start
+        if scheduler is not None:
+            summary.results.extend(sorted(scheduler.results, key=lambda r: r.index))
+        report.close()
+        for handle in handles:
+            ray.kill(handle)
+        if started:
+            ray.shutdown()
+    return summary
+
+
+def _start_workers(
+    ray: Any,
+    plan: WorkerPlan,
+    worker_class: type[FrameWorker],
+    args: tuple[Mapping[str, Any], InputOptions],
+    retries: int,
+    **kwargs: Any,
+) -> list[Any]:
+    """Start ``plan.count`` actors of ``worker_class`` (Ray schedules them as resources allow)."""
+    actor = ray.remote(worker_class)
+    run_id = uuid.uuid4().hex[:8]
+    return [
+        actor.options(
+            name=f"oidn-gpu-{run_id}-worker-{i + 1}",  # as `ray list actors` shows them
+            num_cpus=plan.num_cpus,
+            num_gpus=plan.num_gpus,
+            max_restarts=retries + 1,
+            max_task_retries=0,  # the driver retries, on another worker
+        ).remote(*args, blas_threads=plan.num_cpus, **kwargs)
+        for i in range(plan.count)
+    ]
+
+
+def _absolute(job: FrameJob) -> FrameJob:
+    """The job with absolute paths: a worker's current folder is not the driver's."""
+
+    def aux(source: AuxSource | None) -> AuxSource | None:
+        return None if source is None else replace(source, path=source.path.absolute())
+
+    return replace(
+        job,
+        color=job.color.absolute(),
+        output=job.output.absolute(),
+        albedo=aux(job.albedo),
+        normal=aux(job.normal),
+        side_by_side=None if job.side_by_side is None else job.side_by_side.absolute(),
+    )

@@ -1,0 +1,123 @@
+"""oidn_gpu.farm without a Ray instance: worker plans, GPU adapters, complete outputs,
+the worker class run directly, the summary line and the command line's checks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import DENOISER_KWARGS, jobs_for, write_frames
+
+from oidn_gpu import farm, sequence
+from oidn_gpu.cli import main
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.image import io
+
+
+@pytest.mark.parametrize(
+    ("resources", "backend", "workers", "cpus", "expected"),
+    [
+        ({"CPU": 16.0, "GPU": 4.0}, "wgpu", None, 1, farm.WorkerPlan(4, 1, 1)),
+        ({"CPU": 16.0, "GPU": 4.0}, "auto", None, 1, farm.WorkerPlan(4, 1, 1)),
+        ({"CPU": 16.0, "GPU": 4.0}, "reference", None, 4, farm.WorkerPlan(4, 4, 0)),
+        ({"CPU": 16.0, "GPU": 4.0}, "wgpu", 2, 1, farm.WorkerPlan(2, 1, 1)),
+        ({"CPU": 2.0}, "reference", None, 1, farm.WorkerPlan(2, 1, 0)),
+        ({"CPU": 2.0}, "reference", None, 2, farm.WorkerPlan(1, 2, 0)),
+        ({"CPU": 2.0}, "wgpu", None, 1, farm.WorkerPlan(2, 1, 0)),  # lavapipe: CPU slots
+        ({"CPU": 3.0}, "reference", None, 4, farm.WorkerPlan(1, 4, 0)),
+    ],
+)
+def test_workers_are_one_per_gpu_or_per_cpu_slot(resources, backend, workers, cpus, expected):
+    assert farm.plan_workers(resources, backend, workers, cpus) == expected
+
+
+@pytest.mark.parametrize(
+    ("resources", "workers", "cpus", "message"),
+    [
+        ({"CPU": 2.0}, 0, 1, "workers must be at least 1, got 0"),
+        ({"CPU": 2.0}, None, 0, "cpus_per_worker must be at least 1, got 0"),
+        ({"memory": 1e9}, None, 1, "the Ray cluster has no CPU to run workers on"),
+    ],
+)
+def test_bad_worker_plans_say_what_is_wrong(resources, workers, cpus, message):
+    with pytest.raises(InvalidArgumentError, match=message):
+        farm.plan_workers(resources, "reference", workers, cpus)
+
+
+def _adapter(name: str, kind: str) -> SimpleNamespace:
+    return SimpleNamespace(info={"device": name, "adapter_type": kind})
+
+
+def test_each_ray_gpu_id_gets_its_own_discrete_adapter():
+    adapters = [
+        _adapter("llvmpipe", "CPU"),
+        _adapter("Intel UHD", "IntegratedGPU"),
+        _adapter("H200 a", "DiscreteGPU"),
+        _adapter("H200 b", "DiscreteGPU"),
+    ]
+    picked = [farm.select_gpu_adapter(adapters, i).info["device"] for i in (0, 1)]
+    assert picked == ["H200 a", "H200 b"]
+    assert farm.select_gpu_adapter(adapters[:2], 0).info["device"] == "Intel UHD"
+    with pytest.raises(InvalidArgumentError, match=r"Ray assigned GPU 2 .* lists 2 GPU adapter"):
+        farm.select_gpu_adapter(adapters, 2)
+
+
+def test_only_a_decodable_output_of_the_input_size_is_complete(tmp_path: Path):
+    [src] = write_frames(tmp_path / "in", 1)
+    job = sequence.FrameJob(src, tmp_path / "out.exr", side_by_side=tmp_path / "side.png")
+    assert not farm.output_is_complete(job)  # missing
+    pixels = io.read_image(src).pixels
+    io.write_image_atomic(job.output, pixels)
+    assert not farm.output_is_complete(job)  # the preview asked for is missing
+    io.write_image_atomic(job.side_by_side, np.zeros((4, 4, 3), np.float32))
+    assert farm.output_is_complete(job)
+    assert farm.output_is_complete(sequence.FrameJob(src, job.output))
+    io.write_image_atomic(job.output, pixels[:-1])
+    assert not farm.output_is_complete(job)  # another size: not ours
+    io.write_image_atomic(job.output, pixels)
+    job.output.write_bytes(job.output.read_bytes()[:-64])
+    assert not farm.output_is_complete(job)  # half-written by another tool
+
+
+def test_the_worker_class_denoises_and_reports_failures(tmp_path: Path):
+    inputs = write_frames(tmp_path / "in", 2)
+    jobs = jobs_for(inputs, tmp_path / "out")
+    worker = farm.FrameWorker(DENOISER_KWARGS, sequence.InputOptions(), blas_threads=1)
+    assert "1 CPU" in worker.ready()
+    outcome = worker.denoise(jobs[0])
+    assert outcome.status == "done" and outcome.used.endswith("; hdr")
+    assert io.read_image(jobs[0].output).pixels.shape == io.read_image(inputs[0]).pixels.shape
+    assert worker.denoise(jobs[0], skip_existing=True).status == "skipped"
+    missing = sequence.FrameJob(tmp_path / "nope.exr", tmp_path / "out" / "nope.exr")
+    failed = worker.denoise(missing)
+    assert failed.status == "failed" and "nope.exr" in failed.error
+    assert "Traceback" in failed.details
+    worker.close()
+
+
+def test_the_summary_line_names_workers_and_troubles():
+    summary = farm.FarmSummary(workers=["worker 1 (a)", "worker 2 (b)"], retried=1, lost=2)
+    line = summary.line(0)
+    assert line.startswith("0 frames: 0 denoised, 0 skipped, 0 failed in 0.0 s on 2 workers")
+    assert line.endswith("; 1 failed attempt retried, 2 frames requeued from dead workers")
+
+
+def test_farm_flags_need_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    [src] = write_frames(tmp_path, 1)
+    assert main(["denoise", str(src), "-o", str(tmp_path / "o.exr"), "--retries", "3"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --retries needs --ray"
+
+
+def test_ray_missing_says_how_to_install_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    [src] = write_frames(tmp_path, 1)
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    out = tmp_path / "o.exr"
+    assert main(["denoise", str(src), "-o", str(out), "--ray"]) == 1
+    err = capsys.readouterr().err
+    assert "install it with: pip install 'oidn-gpu[ray]'" in err
+    assert not out.exists()
