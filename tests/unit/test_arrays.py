@@ -132,6 +132,29 @@ def test_dlpack_and_array_interface_inputs(wrapper, dtype) -> None:
     np.testing.assert_array_equal(back, original)
 
 
+class Namespace:
+    """A minimal Array API namespace: ``asarray`` makes a `NamespacedArray`."""
+
+    @staticmethod
+    def asarray(values):
+        return NamespacedArray(np.asarray(values))
+
+
+class NamespacedArray(DLPackOnly):
+    """A DLPack array with an Array API namespace (as JAX, CuPy or array-api-strict)."""
+
+    def __array_namespace__(self, api_version=None):
+        return Namespace
+
+
+def test_array_api_inputs_come_back_through_their_namespace() -> None:
+    original = _pixels((5, 7, 3), np.uint8)
+    pixels, restore = as_image(NamespacedArray(original), "color")
+    back = restore(pixels)
+    assert isinstance(back, NamespacedArray)
+    np.testing.assert_array_equal(np.from_dlpack(back), original)
+
+
 def test_numpy_float_inputs_are_views() -> None:
     for dtype in (np.float16, np.float32):
         original = _pixels((4, 4, 3), dtype)
@@ -179,8 +202,9 @@ def test_integer_color_is_refused_for_hdr() -> None:
         InvalidOperationError, match=r"color has dtype uint8, which holds LDR values in \[0, 1\]"
     ):
         as_call(np.zeros((4, 4, 3), np.uint8), None, None, None, hdr=True)
-    call = as_call(np.zeros((4, 4, 3), np.float32), np.zeros((4, 4, 3), np.uint8), None, None,
-                   hdr=True)  # integer aux images are LDR anyway
+    call = as_call(
+        np.zeros((4, 4, 3), np.float32), np.zeros((4, 4, 3), np.uint8), None, None, hdr=True
+    )  # integer aux images are LDR anyway
     assert call.albedo.dtype == np.float32
 
 
@@ -324,16 +348,18 @@ def test_failed_call_leaves_a_foreign_output_untouched(color) -> None:
         oidn_gpu.denoise(color, output=out, backend="reference", progress=lambda f: f < 0.5)
     assert bool((out == 7.0).all())
     with pytest.raises(InvalidOperationError, match="channel count mismatch"):
-        oidn_gpu.denoise(color, output=torch.zeros(24, 20, 1, dtype=torch.float64),
-                         backend="reference")
+        oidn_gpu.denoise(
+            color, output=torch.zeros(24, 20, 1, dtype=torch.float64), backend="reference"
+        )
 
 
 def test_hdr_with_integer_color_is_an_error() -> None:
     with pytest.raises(InvalidOperationError, match="HDR denoising"):
         oidn_gpu.denoise(np.zeros((16, 16, 3), np.uint8), hdr=True, backend="reference")
     with pytest.raises(InvalidOperationError, match="HDR denoising"):
-        oidn_gpu.denoise(torch.zeros(16, 16, 3, dtype=torch.uint8), filter_type="RTLightmap",
-                         backend="reference")
+        oidn_gpu.denoise(
+            torch.zeros(16, 16, 3, dtype=torch.uint8), filter_type="RTLightmap", backend="reference"
+        )
 
 
 # -- BLAS threads of the reference backend ---------------------------------------------

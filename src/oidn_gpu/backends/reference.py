@@ -182,8 +182,8 @@ def default_threads() -> int:
     Half, because OpenBLAS threads spin while they wait: when other processes
     share the cores they collapse. Measured on a 2-core host under load (load
     average 5, 256x256 rt_hdr_alb_nrm): 1 thread 1.0 s, 2 threads 4.0-6.8 s. On
-    an idle 2-core host one thread costs less than that (about 1.5x, from the
-    16-core scaling in `MAX_DEFAULT_THREADS`).
+    an idle host a second thread gains much less (16 cores: 0.41 s with 1, 0.28 s
+    with 2; see `MAX_DEFAULT_THREADS`).
     """
     return max(1, min(MAX_DEFAULT_THREADS, usable_cores() // 2))
 
@@ -210,9 +210,9 @@ class _BlasThreads:
     def caller_setting(self) -> list[int]:
         """The thread counts the caller set (before any run of ours changed them)."""
         with self._lock:
-            return list(self._saved) if self._active else [
-                lib.num_threads for lib in self._libs()
-            ]
+            if self._active:
+                return list(self._saved)
+            return [lib.num_threads for lib in self._libs()]
 
     @contextmanager
     def limit(self, threads: int) -> Iterator[None]:

@@ -315,7 +315,11 @@ def as_call(color: Any, albedo: Any, normal: Any, output: Any, *, hdr: bool) -> 
     if output is not None:
         scratch, restore = _output(output, signed=main is not None and main.signed)
         return Call(
-            converted["color"], converted["albedo"], converted["normal"], scratch, restore,
+            converted["color"],
+            converted["albedo"],
+            converted["normal"],
+            scratch,
+            restore,
             target=output,
         )
     return Call(converted["color"], converted["albedo"], converted["normal"], None, main)
