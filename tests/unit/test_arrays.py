@@ -155,6 +155,24 @@ def test_array_api_inputs_come_back_through_their_namespace() -> None:
     np.testing.assert_array_equal(np.from_dlpack(back), original)
 
 
+class DeviceOnly(DLPackOnly):
+    """A DLPack array on a device NumPy cannot read (as a CuPy array)."""
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("the array is on a CUDA device; the CPU cannot take it")
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA
+
+
+def test_dlpack_arrays_numpy_cannot_read_raise_clear_errors() -> None:
+    with pytest.raises(
+        InvalidOperationError,
+        match=r"^unsupported input image format: color is a DeviceOnly that NumPy cannot read",
+    ):
+        as_image(DeviceOnly(np.zeros((4, 4, 3), np.float32)), "color")
+
+
 def test_numpy_float_inputs_are_views() -> None:
     for dtype in (np.float16, np.float32):
         original = _pixels((4, 4, 3), dtype)

@@ -167,9 +167,13 @@ def _generic_pixels(value: Any, name: str) -> tuple[np.ndarray, dict[str, Any]]:
     if hasattr(value, "__dlpack__"):
         try:
             return np.from_dlpack(value), info
-        except (TypeError, ValueError, RuntimeError, BufferError):
+        except (TypeError, ValueError, RuntimeError, BufferError) as error:
             if not hasattr(value, "__array__"):
-                raise
+                raise _unsupported(
+                    name,
+                    f"is a {type(value).__name__} that NumPy cannot read through DLPack "
+                    f"({error}); copy it to the host first",
+                ) from error
     return np.asarray(value), info
 
 
