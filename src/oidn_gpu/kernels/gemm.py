@@ -129,6 +129,7 @@ COLS_PER_THREAD = (1, 2, 4)
 K_TILES = (8, 16)
 WORKGROUP_X = (4, 8, 16)
 WORKGROUP_Y = (4, 8, 16)
+DEFAULT_WORKGROUP_SIZE = (8, 8)
 
 _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "tile_policy": TilePolicy,
@@ -222,7 +223,7 @@ class GemmTile:
 class GemmOptions:
     """Implicit-GEMM tuning options (see module doc). Frozen, validated, hashable."""
 
-    tile_policy: TilePolicy = TilePolicy.OUTPUT_ALIGNED
+    tile_policy: TilePolicy | None = None
     decoder_load: DecoderLoad = DecoderLoad.PER_LOAD
     pool_layout: PoolLayout = PoolLayout.CHANNELS
     shared_layout: SharedLayout | None = None
@@ -232,11 +233,19 @@ class GemmOptions:
     address_mode: AddressMode = AddressMode.INCREMENTAL
     weight_layout: WeightLayout = WeightLayout.K_MAJOR
     rows_per_thread: int = 8
-    workgroup_size: tuple[int, int] = (8, 8)
+    workgroup_size: tuple[int, int] | None = None
     cols_per_thread: int = 1
     k_tile: int = K_TILE_BLOCKS
 
     def __post_init__(self) -> None:
+        # An explicit workgroup size stays fixed unless a tile policy is given too.
+        if self.tile_policy is None:
+            fixed = self.workgroup_size is not None
+            object.__setattr__(
+                self, "tile_policy", TilePolicy.FIXED if fixed else TilePolicy.OUTPUT_ALIGNED
+            )
+        if self.workgroup_size is None:
+            object.__setattr__(self, "workgroup_size", DEFAULT_WORKGROUP_SIZE)
         for name, cls in _ENUM_OPTIONS.items():
             value = getattr(self, name)
             if name == "shared_layout" and value is None:
@@ -423,9 +432,10 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # On the H200 (1080p rt_hdr_alb_nrm, network GPU median of 20 runs, 2026-11-29) the BALANCED
 # tile policy took fp16 from 13.15 to 12.47 ms and fp32 from 25.33 to 22.40 ms; wider
 # register tiles (cols_per_thread 2, 4) and K tiles of 16 were slower there.
+# Those runs ordered the fused conv+pool workgroups row tiles first, the SPATIAL pool layout.
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
-    Precision.FP16: GemmOptions(tile_policy=TilePolicy.BALANCED),
-    Precision.FP32: GemmOptions(tile_policy=TilePolicy.BALANCED),
+    Precision.FP16: GemmOptions(tile_policy=TilePolicy.BALANCED, pool_layout=PoolLayout.SPATIAL),
+    Precision.FP32: GemmOptions(tile_policy=TilePolicy.BALANCED, pool_layout=PoolLayout.SPATIAL),
 }
 
 
