@@ -1,4 +1,4 @@
-"""Kernel choice by shape, precision and device limits (the seeds' ``auto``), or forced.
+"""Kernel choice by shape, precision and device limits (oidn-web's ``auto``), or forced.
 
 `select_conv` returns a `Selection` (the chosen `KernelKind`, the `Kernel`
 and, when a forced or preferred choice could not be used, the reason).
@@ -10,7 +10,7 @@ Rules:
 - The final layer (``final=True``: one output block, fp32 output, plain
   source) under ``auto`` or ``implicit-gemm`` uses `final_rgb` with
   ``gemm.final_layer`` (DIRECT -> `conv_direct`).
-- ``gemm=None``: `gemm.default_options(limits, precision)` (the seeds' defaults, or the
+- ``gemm=None``: `gemm.default_options(limits, precision)` (`GemmOptions()`, or the
   large-GPU defaults when ``limits.large_gpu``).
 - ``auto``: implicit GEMM when the GEMM tile fits the limits (with a fused pool
   and 2 rows per thread, its half-quad exchange too); otherwise direct.
@@ -22,7 +22,7 @@ Rules:
 - forced ``direct``: always.
 
 `select_pool` picks the max-pool layout from ``gemm.pool_layout`` when the
-kernel setting is ``auto``/``implicit-gemm`` (spatial otherwise), as the seeds.
+kernel setting is ``auto``/``implicit-gemm`` (spatial otherwise), as oidn-web does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Recording entry points for native hosts (seed 004's ``recordNetwork`` / ``recordDenoise``).
+"""Recording entry points for native hosts (oidn-web's ``recordNetwork`` / ``recordDenoise``).
 
 `record_network` records one execution of the U-Net at a fixed size;
 `record_denoise` records a whole denoise (per tile: input pass, network, output
