@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -407,6 +408,33 @@ def test_other_shapes_bit_identical(shape: str, precision: Precision, limits) ->
     for options in _SHAPE_OPTIONS:
         got = run_conv(conv_igemm.generate(spec, options, limits), spec, srcs, wt, bias, h, w)
         np.testing.assert_array_equal(got, base, err_msg=options.describe())
+
+
+def test_an_explicit_workgroup_size_keeps_its_tile() -> None:
+    """As oidn-web: a given workgroup size means the fixed tile policy (64 output channels,
+    16 blocks, stay 8 wide), unless a tile policy is given too; without one, output-aligned."""
+    lim = DeviceLimits(max_workgroup_storage_bytes=32768, shader_f16=True)
+    assert GemmOptions().tile_policy is gemm.TilePolicy.OUTPUT_ALIGNED
+    assert GemmOptions().workgroup_size == (8, 8)
+    assert GemmOptions().tile_for(Precision.FP16, 16, lim).workgroup_x == 16
+    given = GemmOptions(workgroup_size=(8, 8))
+    assert given.tile_policy is gemm.TilePolicy.FIXED
+    assert given.tile_for(Precision.FP16, 16, lim).workgroup_x == 8
+    both = GemmOptions(workgroup_size=(8, 8), tile_policy="output-aligned")
+    assert both.tile_for(Precision.FP16, 16, lim).workgroup_x == 16
+    assert GemmOptions(rows_per_thread=4).tile_policy is gemm.TilePolicy.OUTPUT_ALIGNED
+    # the resolved options are what a cache key or a copy sees
+    assert given.describe().startswith("tile_policy=fixed")
+    assert replace(given, rows_per_thread=4).tile_policy is gemm.TilePolicy.FIXED
+    assert GemmOptions(**{"workgroup_size": [8, 8]}) == given
+    # the generated decoder conv of 64 outputs: 8 x 8 invocations as given
+    kernel = conv_igemm.generate(_spec(Precision.FP16), given, lim)
+    assert kernel.workgroup_size == (8, 8, 1)
+    assert conv_igemm.generate(_spec(Precision.FP16), GemmOptions(), lim).workgroup_size == (
+        16,
+        8,
+        1,
+    )
 
 
 def test_balanced_policy_tiles() -> None:
