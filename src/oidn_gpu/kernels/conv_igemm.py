@@ -22,7 +22,8 @@ Workgroup memory: ``(TILE_M * KT [+ WG_Y]) + KT * TILE_N * (4 | 5)`` vec4s
 (`GemmTile.storage_bytes`), plus ``WG_X * WG_Y / 2 * C`` ``vec4<f32>`` for a fused
 pool with 2 rows per thread (`storage_bytes`). Grid: ``(gx, ceil(OB / TILE_N), gz)``
 with ``gx * gz >= ceil(M / TILE_M)``, ``gx <= max_workgroups_per_dimension`` (long
-images continue in z). Bindings and params: as every conv (see `kernels`),
+images continue in z); a fused pool in the CHANNELS layout: ``(gx, 1, gz)`` with
+``gx * gz >=`` row tiles x output-block tiles. Bindings and params: as every conv (see `kernels`),
 weights in ``options.weight_layout``.
 
 Fused pool (``spec.pool``): with 4 or 8 rows per thread an invocation holds whole
@@ -35,8 +36,9 @@ neighbours in a linear ``(x, z)`` grid, so the workgroups that read the same
 input rows run together. Max is exact, so neither choice changes a bit.
 
 Trusted: input loads are guarded by the row bound and the tap mask, weight
-loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds; shared
-indices are compile-time bounded.
+loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds (workgroups
+past the last row tile load zeros and store nothing); shared indices, the pool
+exchange's included, are compile-time bounded.
 
 The generator runs in four steps: `validate` (the tile the options resolve to,
 and whether it runs within the limits), `plan_tile` (the straight-line code's
