@@ -384,7 +384,6 @@ class DeferredRelease(Generic[T]):
 
 
 __all__ = [
-    "queue_lock_of",
     "FEATURE_F16",
     "FEATURE_SUBGROUP",
     "FEATURE_TIMESTAMP",
@@ -400,4 +399,5 @@ __all__ = [
     "PassTimestamps",
     "buffer_byte_size",
     "padded_bytes",
+    "queue_lock_of",
 ]

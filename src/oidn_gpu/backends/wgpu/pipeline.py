@@ -25,7 +25,9 @@ first frame's values), and bound by every tile. Queue writes are ordered with
 submits, so frames in flight keep their scale. A recorded program therefore has
 one buffer a host rewrites per frame (autoexposure) before replaying.
 
-`GpuDenoiser.denoise` works on host arrays (upload, all tiles, one readback);
+`GpuDenoiser` is the wgpu backend's `backends.base.TileRunner`: `run` takes a
+`backends.plan.DenoisePlan`. `GpuDenoiser.denoise` works on host arrays (upload,
+all tiles, one readback);
 `denoise_buffers` works on caller-owned GPU buffers and does not wait;
 `denoise_interactive` keeps at most one tile in flight, reports each finished
 rectangle, can be cancelled between tiles, and can size tiles to hit a target
@@ -45,11 +47,12 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.base import DenoiseImages, Progress
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease
+from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
-from oidn_gpu.image import tiling
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
 from oidn_gpu.model import unet
@@ -239,6 +242,20 @@ class GpuDenoiser:
         self.executor.pipeline_cache.prepare(kernels, shader_checks=self.executor.shader_checks)
 
     # ------------------------------------------------------------------ entry points
+
+    def run(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> np.ndarray:
+        """`TileRunner.run`: `denoise` of host images over a `DenoisePlan`."""
+        return self.denoise(
+            images.main,
+            images.albedo,
+            images.normal,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=images.out_channels,
+            progress=progress,
+        )
 
     @_queue_turn
     def denoise(
@@ -528,10 +545,8 @@ class GpuDenoiser:
         return tile_set
 
     def _interactive_plan(self, height: int, width: int) -> Any:
-        overlap = unet.tile_overlap(self.executor.model.spec, TILE_ALIGNMENT)
-        return tiling.plan_tiles_max_edge(
-            height, width, max_edge=self.interactive_edge, overlap=overlap, alignment=TILE_ALIGNMENT
-        )
+        options = DenoiseOptions(tile_size=self.interactive_edge)
+        return plan_tiles(self.executor.model, height, width, options)
 
     def _adapt_edge(self, plan: Any, measured_ms: float, target_ms: float) -> None:
         if measured_ms <= 0 or target_ms <= 0:
