@@ -125,5 +125,6 @@ def format_report(report: SystemInfo) -> str:
         lines.append(f"auto backend: unknown ({report.auto_note})")
     lines.append(f"user weights: {report.weights_dir}")
     for name, present in report.large_weights:
-        lines.append(f"  {name}.tza {'present' if present else 'missing (oidn-gpu weights fetch)'}")
+        where = "here (used before the package's copy)" if present else "from the package"
+        lines.append(f"  {name}.tza {where}")
     return "\n".join(lines)
