@@ -1,0 +1,162 @@
+"""GPU autoexposure (kernels.autoexposure) against the host autoexposure (image.autoexposure).
+
+The GPU sums each bin in another order than OIDN's CPU lanes and evaluates
+``log2``/``exp2`` with the GPU's own functions, so its scale is not bit-exact;
+the tree over the bins is the host's, so the scale stays within 1e-6 relative
+(and is exactly 0 or 1 where the host's is) while the geometric mean luminance
+lies within 2^-8 .. 2^8. Beyond, the host's own float32 rounding is coarser: its
+mean ``m`` of the log2 values has a ULP of up to 2^-19 (|m| < 16), and one ULP of
+``m`` moves the scale by ``ln 2 * ulp(m)`` relative (6.6e-7 at |m| = 8..16); a
+bin's average differing in its last bit flips the rounding of the host's partial
+sums there. The bar is then two ULPs of ``m``. Images: random sizes from 1x1 with
+partial bins at the edges, HDR ranges from 1e-6 to 1e6, NaN/Inf/negative
+pixels, float16, 1-3 channels, strided pixels, and the scene crops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oidn_gpu.image import autoexposure as ae
+from oidn_gpu.kernels import autoexposure as gae
+from tests import datasets
+from tests.kernels import gpu_runner
+
+pytestmark = pytest.mark.gpu
+
+# Relative tolerance against the host scale: float32 summation order within bins and
+# the GPU's log2/exp2 (a few ULP each) move the scale by ~1e-7 (measured).
+RTOL = 1e-6
+MEAN_ULPS = 2  # beyond |m| = 8: two float32 ULPs of the host's log2 mean (see above)
+
+
+def tolerance(host: float) -> float:
+    """The relative tolerance of a GPU scale against the host's scale ``host``."""
+    mean = np.float32(np.log2(float(ae.KEY) / host))
+    return max(RTOL, float(np.log(2) * MEAN_ULPS * np.spacing(np.abs(mean))))
+
+
+def gpu_scale(
+    color: np.ndarray, *, pixel_stride: int | None = None, buffer: np.ndarray | None = None
+) -> tuple[float, float]:
+    """(input scale, output scale) the two kernels write for an ``[H, W, C]`` image.
+
+    ``buffer`` (flat) and ``pixel_stride`` describe a strided image in it instead.
+    """
+    height, width, channels = color.shape
+    dtype = str(color.dtype)
+    spec = gae.AutoexposureSpec(dtype)
+    flat = np.ascontiguousarray(color).reshape(-1) if buffer is None else buffer
+    if flat.dtype == np.float16:
+        flat = np.concatenate([flat, np.zeros(flat.size % 2, np.float16)]).view(np.uint32)
+    bins_h, bins_w = gae.bin_grid(height, width)
+    stride = pixel_stride if pixel_stride is not None else channels
+    bins = gpu_runner.run(
+        gae.generate_bins(spec),
+        {"color_image": flat},
+        {"bins": 4 * bins_h * bins_w},
+        params={
+            "color_offset": 0,
+            "color_pixel_stride": stride,
+            "color_row_stride": stride * width,
+            "color_channels": channels,
+            "height": height,
+            "width": width,
+            "bins_h": bins_h,
+            "bins_w": bins_w,
+        },
+        grid_shape=(1, bins_h, bins_w),
+    )["bins"]
+    frame = gpu_runner.run(
+        gae.generate_scale(),
+        {"bins": np.frombuffer(bins, np.float32)},
+        {"frame": 8},
+        params={"bins_h": bins_h, "bins_w": bins_w},
+    )["frame"]
+    scales = np.frombuffer(frame, np.float32)
+    return float(scales[0]), float(scales[1])
+
+
+def check(color: np.ndarray, **kwargs) -> float:
+    """Compare GPU and host scales of ``color``; returns the relative difference."""
+    host = ae.autoexposure(color)
+    gpu, out = gpu_scale(color, **kwargs)
+    if host in (0.0, 1.0):
+        assert gpu == host, f"host scale {host}, GPU scale {gpu} for shape {color.shape}"
+    else:
+        rel = abs(gpu - host) / host
+        assert rel <= tolerance(host), f"GPU scale {gpu} vs host {host}: {rel:.3g} relative, {color.shape}"
+    expected_out = 0.0 if gpu == 0.0 else float(np.float32(1) / np.float32(gpu))
+    assert out == pytest.approx(expected_out, rel=1e-6)
+    return 0.0 if host in (0.0, 1.0) else abs(gpu - host) / host
+
+
+def test_the_tolerance_is_1e_6_for_geometric_means_within_2_to_the_8() -> None:
+    assert tolerance(float(ae.KEY) / 2.0**7.9) == RTOL
+    assert tolerance(float(ae.KEY) * 2.0**7.9) == RTOL
+    assert tolerance(float(ae.KEY) / 2.0**13) < 1.4e-6
+
+
+def test_random_sizes_with_partial_bins_match_the_host() -> None:
+    rng = np.random.default_rng(11)
+    sizes = [(1, 1), (1, 17), (17, 1), (15, 16), (16, 16), (33, 47), (100, 70), (70, 100)]
+    sizes += [tuple(int(v) for v in rng.integers(1, 101, 2)) for _ in range(6)]
+    for h, w in sizes:
+        color = rng.random((h, w, 3), dtype=np.float32) * np.float32(rng.uniform(0.1, 10))
+        check(color)
+
+
+@pytest.mark.parametrize("low,high", [(1e-6, 1e-3), (1e-3, 1e3), (1e-6, 1e6), (1e3, 1e6)])
+def test_hdr_ranges_match_the_host(low: float, high: float) -> None:
+    rng = np.random.default_rng(int(np.log10(high)) + 7)
+    for h, w in [(64, 64), (37, 91), (100, 70)]:
+        exponent = rng.uniform(np.log10(low), np.log10(high), (h, w, 3))
+        check((10.0**exponent).astype(np.float32))
+
+
+def test_constant_bright_and_dim_images_match_the_host() -> None:
+    # Every bin equal: the bins' rounding errors do not average out here.
+    for value in (3e-7, 0.37, 1.0, 2.0**20 + 1, 6e5):
+        check(np.full((48, 80, 3), value, np.float32))
+
+
+def test_nan_inf_and_negative_pixels_follow_the_host() -> None:
+    rng = np.random.default_rng(5)
+    color = rng.random((64, 80, 3), dtype=np.float32) * np.float32(4)
+    color[rng.random((64, 80)) < 0.05] = np.nan
+    color[rng.random((64, 80)) < 0.05, 1] = -np.inf
+    color[rng.random((64, 80)) < 0.05, 2] = -3.0
+    check(color)
+    color[3, 5] = np.inf  # +Inf -> FLT_MAX: its bin's sum overflows, the scale is 0
+    color[3, 6] = np.inf
+    assert ae.autoexposure(color) == 0.0
+    check(color)
+
+
+def test_black_and_tiny_images_give_one() -> None:
+    check(np.zeros((20, 30, 3), np.float32))
+    check(np.full((20, 30, 3), 1e-9, np.float32))
+
+
+def test_float16_and_fewer_channels_match_the_host() -> None:
+    rng = np.random.default_rng(3)
+    for shape in [(31, 45, 3), (30, 45, 1), (29, 17, 2), (1, 1, 3), (1, 1, 1)]:
+        color = (rng.random(shape) * 50).astype(np.float16)
+        check(color)
+        check(color.astype(np.float32))
+
+
+def test_strided_pixels_are_read_in_place() -> None:
+    rng = np.random.default_rng(8)
+    rgba = rng.random((40, 50, 4), dtype=np.float32)
+    check(rgba[:, :, :3], pixel_stride=4, buffer=rgba.reshape(-1))
+    half = rgba.astype(np.float16)
+    check(half[:, :, :3], pixel_stride=4, buffer=half.reshape(-1))
+
+
+@pytest.mark.parametrize("crop", datasets.SCENES)
+def test_scene_crops_match_the_host(crop: str) -> None:
+    color = datasets.scene_crop(crop, ("color_4spp",))["color_4spp"]
+    check(np.ascontiguousarray(color[:, :, :3], np.float32))
+    check(np.ascontiguousarray(color[:, :, :3] * np.float32(1e5), np.float32))
