@@ -580,7 +580,9 @@ class Denoiser:
             )
         return self._prefilters[name]
 
-    def _mode(self, images: _Images):  # -> process.Mode
+    def _mode(self, images: _Images, *, device_autoexposure: bool = False):  # -> process.Mode
+        """The processing mode; with ``device_autoexposure`` an automatic scale is left
+        at 1 for the GPU pipeline to compute (see `_needs_autoexposure`)."""
         from oidn_gpu.image import autoexposure, process, transfer
 
         if self.filter_type == "RT":
@@ -598,6 +600,8 @@ class Denoiser:
         )
         if self.input_scale is not None:
             scale = self.input_scale
+        elif hdr and device_autoexposure:
+            scale = 1.0  # placeholder: the GPU pipeline writes the frame's scale itself
         elif hdr:
             assert images.color is not None
             scale = autoexposure.autoexposure(images.color)
@@ -611,8 +615,11 @@ class Denoiser:
     ) -> np.ndarray:
         """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha)."""
         key, model = self._model(images, self.clean_aux if clean_aux is None else clean_aux)
-        mode = self._mode(images)
         h, w = images.height, images.width
+        # The wgpu pipeline computes the autoexposure on the GPU from the uploaded colour.
+        on_gpu = self.backend == "wgpu" and self.input_scale is None and images.color is not None
+        mode = self._mode(images, device_autoexposure=on_gpu and h > 0 and w > 0)
+        autoexposure_on_gpu = on_gpu and mode.hdr
         out_channels = images.main_channels - (1 if images.alpha is not None else 0)
         if h == 0 or w == 0:
             return np.zeros((h, w, out_channels), np.float32)
@@ -626,8 +633,13 @@ class Denoiser:
             # Input pass, network and output pass per tile on the GPU queue.
             result = pipeline.denoise(
                 main, aux_albedo, aux_normal, mode=mode, plan=plan,
-                out_channels=out_channels, progress=progress,
+                out_channels=out_channels, progress=progress, autoexposure=autoexposure_on_gpu,
             )
+            if autoexposure_on_gpu:
+                from oidn_gpu.image import process
+
+                mode = process.Mode(mode.transfer, mode.hdr, mode.snorm, pipeline.last_input_scale)
+                process.warn_if_autoexposure_blackens(main, mode.input_scale)
         else:
             result = self._run_host_tiles(executor, plan, main, aux_albedo, aux_normal, mode,
                                           out_channels, progress)

@@ -25,6 +25,12 @@ first frame's values), and bound by every tile. Queue writes are ordered with
 submits, so frames in flight keep their scale. A recorded program therefore has
 one buffer a host rewrites per frame (autoexposure) before replaying.
 
+With ``autoexposure=True`` (HDR without an ``input_scale``) the frame's scales
+are computed on the GPU from the uploaded colour image before the first tile
+(`kernels.autoexposure`: per-bin averages, then the log-average, written into
+the frame buffer, which is a storage buffer too), with no host round trip; the
+scale is read back with the output (`last_input_scale`).
+
 `GpuDenoiser.denoise` works on host arrays (upload, all tiles, one readback);
 `denoise_buffers` works on caller-owned GPU buffers and does not wait;
 `denoise_interactive` keeps at most one tile in flight, reports each finished
@@ -50,6 +56,7 @@ from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image import tiling
+from oidn_gpu.kernels import autoexposure as gpu_autoexposure
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
 from oidn_gpu.model import unet
@@ -61,6 +68,9 @@ DEFAULT_INTERACTIVE_EDGE = 512
 # (buffers, plan) combinations whose per-tile bind groups a denoiser keeps.
 TILE_SET_CACHE_SIZE = 4
 F32_BYTES = 4
+# The frame uniform (input and output scale), also written by the autoexposure kernel.
+FRAME_USAGE = BufferUsage.UNIFORM | BufferUsage.STORAGE | BufferUsage.COPY_DST | BufferUsage.COPY_SRC
+SCALE_BYTES = 2 * F32_BYTES  # the frame's two scales, read back after the output
 
 _ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
 
@@ -170,7 +180,11 @@ class GpuDenoiser:
         # bind groups per (buffers, plan): a repeated denoise only encodes and submits.
         self._passes: dict[tuple[Any, ...], _Passes] = {}
         self._tile_sets: OrderedDict[tuple[Any, ...], _TileSet] = OrderedDict()
-        self._frame_data = b""  # its contents as last written
+        self._frame_data = b""  # its contents as last written by the host
+        # Autoexposure kernels and their per-image bind groups (one image layout kept).
+        self._ae_pipelines: dict[str, tuple[Kernel, Any, Kernel, Any]] = {}
+        self._ae_bindings: tuple[tuple[Any, ...], Any, Any, list[Any]] | None = None
+        self.last_input_scale: float | None = None
         self._closed = False
         self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
 
@@ -251,6 +265,7 @@ class GpuDenoiser:
         plan: Any,
         out_channels: int | None = None,
         progress: Callable[[float], Any] | None = None,
+        autoexposure: bool = False,
     ) -> np.ndarray:
         """Denoise host images; returns ``[H, W, out_channels]`` float32.
 
@@ -263,6 +278,9 @@ class GpuDenoiser:
             out_channels: channels of the result (default: the main image's).
             progress: called with the submitted fraction after each tile; returning
                 False cancels (`CancelledError`) before any result is read back.
+            autoexposure: compute OIDN's autoexposure scale of ``main`` on the GPU
+                (``mode.input_scale`` is then ignored); `last_input_scale` holds it
+                after the call.
         """
         self._check_open()
         images = [a for a in (main, albedo, normal) if a is not None]
@@ -281,15 +299,21 @@ class GpuDenoiser:
             self._upload(f"input-{role.value}", arr)
             for arr, role in zip(arrays, roles, strict=True)
         ]
+        out_bytes = height * width * channels * F32_BYTES
+        # The frame's scales are copied behind the pixels, so one readback brings both.
         output = GpuImage(
-            self._staging_buffer("output", height * width * channels * F32_BYTES),
-            height,
-            width,
-            channels,
+            self._staging_buffer("output", out_bytes + SCALE_BYTES), height, width, channels
         )
-        self._run_tiles(gpu_images, roles, output, mode, plan, progress=progress)
-        raw = self._device.read_buffer(output.buffer, 0, height * width * channels * F32_BYTES)
-        return np.frombuffer(raw, np.float32).reshape(height, width, channels).copy()
+        self._run_tiles(
+            gpu_images, roles, output, mode, plan, progress=progress, autoexposure=autoexposure
+        )
+        encoder = self._device.create_command_encoder("oidn/frame/scales")
+        encoder.copy_buffer(self._frame, 0, output.buffer, out_bytes, SCALE_BYTES)
+        self._device.submit([encoder.finish()])
+        raw = self._device.read_buffer(output.buffer, 0, out_bytes + SCALE_BYTES)
+        self.last_input_scale = float(np.frombuffer(raw, np.float32, 1, out_bytes)[0])
+        pixels = np.frombuffer(raw, np.float32, height * width * channels)
+        return pixels.reshape(height, width, channels).copy()
 
     @_queue_turn
     def denoise_buffers(
@@ -406,6 +430,8 @@ class GpuDenoiser:
         self._staging.clear()
         self._tile_sets.clear()
         self._passes.clear()
+        self._ae_pipelines.clear()
+        self._ae_bindings = None
         self._frame = None
         self._resources.release_all()
 
@@ -460,9 +486,7 @@ class GpuDenoiser:
         if self._frame is None:
             self._frame = self._resources.track(
                 BUFFER,
-                self._device.create_buffer_with_data(
-                    "oidn/pipeline/frame", data, BufferUsage.UNIFORM | BufferUsage.COPY_DST
-                ),
+                self._device.create_buffer_with_data("oidn/pipeline/frame", data, FRAME_USAGE),
             )
         elif data != self._frame_data:
             self._device.write_buffer(self._frame, 0, data)
@@ -473,6 +497,66 @@ class GpuDenoiser:
         if buffers:
             self._pending.retire(buffers)
 
+    def _autoexposure_kernels(self, dtype: str) -> tuple[Kernel, Any, Kernel, Any]:
+        """The bins and scale kernels for a colour image of ``dtype``, compiled once."""
+        entry = self._ae_pipelines.get(dtype)
+        if entry is None:
+            cache = self.executor.pipeline_cache
+            bins = gpu_autoexposure.generate_bins(gpu_autoexposure.AutoexposureSpec(dtype))
+            scale = gpu_autoexposure.generate_scale()
+            entry = (bins, cache.get(bins), scale, cache.get(scale))
+            self._ae_pipelines[dtype] = entry
+        return entry
+
+    def _encode_autoexposure(self, color: GpuImage, frame: Any, dtype: str = "float32") -> None:
+        """Submit the autoexposure of ``color`` into ``frame`` (before the frame's tiles)."""
+        bins_kernel, bins_pipeline, scale_kernel, scale_pipeline = self._autoexposure_kernels(
+            dtype
+        )
+        bins_h, bins_w = gpu_autoexposure.bin_grid(color.height, color.width)
+        key = (color, id(frame), dtype)
+        cached = self._ae_bindings
+        if cached is None or cached[0] != key:
+            if cached is not None:
+                self._retire(cached[3])
+            bins = self._staging_buffer("autoexposure-bins", bins_h * bins_w * F32_BYTES)
+            bins_params = bins_kernel.pack_params(
+                **color.params("color"),
+                height=color.height,
+                width=color.width,
+                bins_h=bins_h,
+                bins_w=bins_w,
+            )
+            scale_params = scale_kernel.pack_params(bins_h=bins_h, bins_w=bins_w)
+            uniforms = [
+                self._resources.track(
+                    BUFFER,
+                    self._device.create_buffer_with_data(
+                        f"oidn/autoexposure/{name}/params", data, BufferUsage.UNIFORM
+                    ),
+                )
+                for name, data in (("bins", bins_params), ("scale", scale_params))
+            ]
+            bins_group = self._device.create_bind_group(
+                "oidn/autoexposure/bins", bins_pipeline, [color.buffer, bins, uniforms[0]]
+            )
+            scale_group = self._device.create_bind_group(
+                "oidn/autoexposure/scale", scale_pipeline, [bins, frame, uniforms[1]]
+            )
+            cached = self._ae_bindings = (key, bins_group, scale_group, uniforms)
+        encoder = self._device.create_command_encoder("oidn/autoexposure")
+        encoder.dispatch(
+            bins_pipeline,
+            cached[1],
+            bins_kernel.grid(0, bins_h, bins_w),
+            label="oidn/autoexposure/bins",
+        )
+        encoder.dispatch(
+            scale_pipeline, cached[2], scale_kernel.grid(0, 1, 1), label="oidn/autoexposure/scale"
+        )
+        self._device.submit([encoder.finish()])
+        self._frame_data = b""  # the GPU wrote the scales: the next fixed scale rewrites them
+
     def _run_tiles(
         self,
         images: list[GpuImage],
@@ -482,9 +566,12 @@ class GpuDenoiser:
         plan: Any,
         *,
         progress: Callable[[float], Any] | None,
+        autoexposure: bool = False,
     ) -> None:
         count = len(plan.tiles)
         tile_set = self._tile_set(images, roles, output, mode, plan)
+        if autoexposure:
+            self._encode_autoexposure(images[0], tile_set.frame)
         for index in range(count):
             tile_set.submit(index)
             if progress is not None and progress((index + 1) / count) is False:
@@ -572,6 +659,7 @@ class _TileSet:
         self.passes = passes
         self.plan = plan
         self.tile_h, self.tile_w = int(plan.tile_h), int(plan.tile_w)
+        self.frame = frame
         # Strong references: the cache key holds these objects, so their ids stay unique.
         self.images = images
         self.output = output
