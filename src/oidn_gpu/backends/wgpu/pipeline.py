@@ -88,12 +88,13 @@ def _queue_turn(method: Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class GpuImage:
-    """A float32 image in a GPU buffer (STORAGE usage; COPY_SRC to read it back).
+    """An image in a GPU buffer (STORAGE usage; COPY_SRC to read it back).
 
-    Strides and offset are in float32 elements; defaults describe a dense
-    ``[height, width, channels]`` image. Only the first ``channels`` (1..3) values of a
-    pixel are read or written, so RGBA data with ``pixel_stride=4, channels=3`` keeps
-    its alpha.
+    Strides and offset are in elements of ``dtype`` (``"float32"``, or ``"float16"``
+    for inputs: the input pass and autoexposure widen halves on the GPU; outputs are
+    float32); defaults describe a dense ``[height, width, channels]`` image. Only the
+    first ``channels`` (1..3) values of a pixel are read or written, so RGBA data with
+    ``pixel_stride=4, channels=3`` keeps its alpha.
     """
 
     buffer: Any
@@ -103,6 +104,11 @@ class GpuImage:
     pixel_stride: int | None = None
     row_stride: int | None = None
     offset: int = 0
+    dtype: str = "float32"
+
+    @property
+    def element_bytes(self) -> int:
+        return 2 if self.dtype == "float16" else F32_BYTES
 
     @property
     def pixel_stride_elems(self) -> int:
@@ -115,6 +121,10 @@ class GpuImage:
         return self.width * self.pixel_stride_elems
 
     def check(self, what: str) -> None:
+        if self.dtype not in ("float32", "float16"):
+            raise InvalidArgumentError(
+                f"{what} image has dtype {self.dtype!r}; expected 'float32' or 'float16'"
+            )
         if not 1 <= self.channels <= 3:
             raise InvalidArgumentError(
                 f"{what} image has {self.channels} channels; expected 1 to 3"
@@ -132,9 +142,9 @@ class GpuImage:
             + self.channels
         )
         size = int(getattr(self.buffer, "size", 0))
-        if last * F32_BYTES > size:
+        if last * self.element_bytes > size:
             raise InvalidArgumentError(
-                f"{what} image needs {last * F32_BYTES} bytes but its buffer has {size}"
+                f"{what} image needs {last * self.element_bytes} bytes but its buffer has {size}"
             )
 
     def params(self, prefix: str) -> dict[str, int]:
@@ -190,7 +200,12 @@ class GpuDenoiser:
 
     # ------------------------------------------------------------------ kernels
 
-    def _input_kernel(self, roles: tuple[io_passes.ImageRole, ...], mode: Any) -> Kernel:
+    def _input_kernel(
+        self,
+        roles: tuple[io_passes.ImageRole, ...],
+        mode: Any,
+        dtypes: tuple[str, ...] | None = None,
+    ) -> Kernel:
         channels = 3 * len(roles)
         if channels != self.executor.input_channels:
             raise InvalidArgumentError(
@@ -203,6 +218,7 @@ class GpuDenoiser:
             transfer=mode.transfer,
             hdr=bool(mode.hdr),
             snorm=bool(mode.snorm),
+            dtypes=dtypes if dtypes is not None and "float16" in dtypes else None,
         )
         return io_passes.generate_input_pass(spec)
 
@@ -216,14 +232,19 @@ class GpuDenoiser:
         )
         return io_passes.generate_output_pass(spec)
 
-    def _passes_for(self, roles: tuple[io_passes.ImageRole, ...], mode: Any) -> _Passes:
+    def _passes_for(
+        self,
+        roles: tuple[io_passes.ImageRole, ...],
+        mode: Any,
+        dtypes: tuple[str, ...] | None = None,
+    ) -> _Passes:
         """The input and output pass kernels and pipelines of ``mode`` (generated once)."""
-        key = (roles, mode.transfer, bool(mode.hdr), bool(mode.snorm))
+        key = (roles, mode.transfer, bool(mode.hdr), bool(mode.snorm), dtypes)
         passes = self._passes.get(key)
         if passes is None:
             cache = self.executor.pipeline_cache
             checks = self.executor.shader_checks
-            input_kernel = self._input_kernel(roles, mode)
+            input_kernel = self._input_kernel(roles, mode, dtypes)
             output_kernel = self._output_kernel(mode)
             passes = _Passes(
                 input_kernel,
@@ -470,10 +491,26 @@ class GpuDenoiser:
         return buffer
 
     def _upload(self, name: str, array: np.ndarray) -> GpuImage:
+        """Upload a float16/float32 ``[H, W, C]`` image as it is: its bytes from the first
+        pixel to the last, strides kept (an RGBA view's alpha travels along), no conversion."""
         height, width, channels = array.shape
-        buffer = self._staging_buffer(name, array.nbytes)
-        self._device.write_buffer(buffer, 0, array)
-        return GpuImage(buffer, height, width, channels)
+        span, pixel_stride, row_stride = _element_span(array)
+        raw = memoryview(span).cast("B")
+        aligned = len(raw) - len(raw) % 4  # queue writes are whole 4-byte words
+        buffer = self._staging_buffer(name, max((len(raw) + 3) & ~3, 4))
+        if aligned:
+            self._device.write_buffer(buffer, 0, raw[:aligned])
+        if aligned < len(raw):
+            self._device.write_buffer(buffer, aligned, bytes(raw[aligned:]).ljust(4, b"\0"))
+        return GpuImage(
+            buffer,
+            height,
+            width,
+            channels,
+            pixel_stride=pixel_stride,
+            row_stride=row_stride,
+            dtype=str(array.dtype),
+        )
 
     @property
     def frame_buffer(self) -> Any:
@@ -571,7 +608,7 @@ class GpuDenoiser:
         count = len(plan.tiles)
         tile_set = self._tile_set(images, roles, output, mode, plan)
         if autoexposure:
-            self._encode_autoexposure(images[0], tile_set.frame)
+            self._encode_autoexposure(images[0], tile_set.frame, images[0].dtype)
         for index in range(count):
             tile_set.submit(index)
             if progress is not None and progress((index + 1) / count) is False:
@@ -586,7 +623,7 @@ class GpuDenoiser:
         plan: Any,
     ) -> _TileSet:
         """The bind groups of every tile for these buffers and plan, built once and reused."""
-        passes = self._passes_for(roles, mode)
+        passes = self._passes_for(roles, mode, tuple(img.dtype for img in images))
         frame = self._frame_for(mode)
         tile_h, tile_w = int(plan.tile_h), int(plan.tile_w)
         network_input = self.executor.packed_input_buffer(tile_h, tile_w)
@@ -739,6 +776,7 @@ class _TileSet:
 
 
 def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
+    """``image`` as ``[H, W, C]``: float16 and float32 as they are, other dtypes as float32."""
     arr = np.asarray(image)
     if arr.ndim == 2:
         arr = arr[:, :, None]
@@ -746,4 +784,27 @@ def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
         raise InvalidArgumentError(
             f"{name} image has shape {np.asarray(image).shape}; expected HxW or HxWxC with C 1..3"
         )
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    if arr.dtype not in (np.float16, np.float32):
+        arr = arr.astype(np.float32)
+    return arr
+
+
+def _element_span(array: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """``(flat elements from the first pixel to the last, pixel stride, row stride)``.
+
+    A view with positive strides and adjacent channels (a crop, an RGBA array's RGB)
+    is read in place; any other layout is copied to a dense array first.
+    """
+    height, width, channels = array.shape
+    item = array.itemsize
+    row_bytes, pixel_bytes, channel_bytes = array.strides
+    in_place = (
+        channel_bytes == item or channels == 1
+    ) and all(s > 0 and s % item == 0 for s in (row_bytes, pixel_bytes))  # fmt: skip
+    if not in_place or height * width == 0:
+        array = np.ascontiguousarray(array)
+        row_bytes, pixel_bytes = array.strides[:2]
+    pixel_stride, row_stride = pixel_bytes // item, row_bytes // item
+    count = (height - 1) * row_stride + (width - 1) * pixel_stride + channels
+    span = np.lib.stride_tricks.as_strided(array, shape=(count,), strides=(item,), writeable=False)
+    return span, pixel_stride, row_stride
