@@ -314,6 +314,9 @@ class RecordingDevice:
             "recorded program on a GPU to get results"
         )
 
+    def read_mapped(self, buffer: Any, out: np.ndarray) -> None:
+        self.read_buffer(buffer)
+
     def create_query_set(self, label: str, count: int) -> Any:
         raise InvalidOperationError("a recording device has no timestamp queries")
 

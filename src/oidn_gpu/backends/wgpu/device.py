@@ -303,6 +303,17 @@ class WgpuDevice:
         """Copy a buffer (which needs COPY_SRC) to the host; waits for the queue."""
         return bytes(self.queue.read_buffer(buffer, byte_offset, byte_size))
 
+    def read_mapped(self, buffer: Any, out: np.ndarray) -> None:
+        """Map a MAP_READ buffer and copy its first ``out.nbytes`` bytes into ``out``
+        (one copy, from the mapped memory); the buffer is unmapped again for reuse."""
+        size = out.nbytes
+        buffer.map_sync("READ", 0, buffer.size)
+        try:
+            mapped = buffer.read_mapped(0, size, copy=False)
+            np.copyto(out.reshape(-1).view(np.uint8), np.frombuffer(mapped, np.uint8, size))
+        finally:
+            buffer.unmap()
+
     def create_query_set(self, label: str, count: int) -> Any:
         return self.device.create_query_set(label=label, type="timestamp", count=count)
 

@@ -328,13 +328,18 @@ class GpuDenoiser:
         self._run_tiles(
             gpu_images, roles, output, mode, plan, progress=progress, autoexposure=autoexposure
         )
-        encoder = self._device.create_command_encoder("oidn/frame/scales")
+        # A mapped readback buffer kept across frames: one copy from it into the result.
+        readback = self._staging_buffer(
+            "readback", out_bytes + SCALE_BYTES, BufferUsage.MAP_READ | BufferUsage.COPY_DST
+        )
+        encoder = self._device.create_command_encoder("oidn/frame/readback")
         encoder.copy_buffer(self._frame, 0, output.buffer, out_bytes, SCALE_BYTES)
+        encoder.copy_buffer(output.buffer, 0, readback, 0, out_bytes + SCALE_BYTES)
         self._device.submit([encoder.finish()])
-        raw = self._device.read_buffer(output.buffer, 0, out_bytes + SCALE_BYTES)
-        self.last_input_scale = float(np.frombuffer(raw, np.float32, 1, out_bytes)[0])
-        pixels = np.frombuffer(raw, np.float32, height * width * channels)
-        return pixels.reshape(height, width, channels).copy()
+        result = np.empty(height * width * channels + SCALE_BYTES // F32_BYTES, np.float32)
+        self._device.read_mapped(readback, result)
+        self.last_input_scale = float(result[height * width * channels])
+        return result[: height * width * channels].reshape(height, width, channels)
 
     @_queue_turn
     def denoise_buffers(
@@ -476,8 +481,9 @@ class GpuDenoiser:
         for buffer in buffers:
             self._resources.release(buffer)
 
-    def _staging_buffer(self, name: str, byte_size: int) -> Any:
-        """A reusable STORAGE buffer per name (replaced when the size changes)."""
+    def _staging_buffer(self, name: str, byte_size: int, usage: int = STORAGE_USAGE) -> Any:
+        """A reusable buffer per name, STORAGE unless ``usage`` says otherwise (replaced when
+        the size changes)."""
         key = (name, byte_size)
         buffer = self._staging.get(key)
         if buffer is None:
@@ -485,7 +491,7 @@ class GpuDenoiser:
                 self._retire([self._staging.pop(old_key)])
             buffer = self._resources.track(
                 BUFFER,
-                self._device.create_buffer(f"oidn/pipeline/{name}", byte_size, STORAGE_USAGE),
+                self._device.create_buffer(f"oidn/pipeline/{name}", byte_size, usage),
             )
             self._staging[key] = buffer
         return buffer
