@@ -283,9 +283,10 @@ class GpuDevice(Protocol):
         """Copy a buffer (COPY_SRC usage) to the host; waits for the queue."""
         ...
 
-    def read_mapped(self, buffer: Any, out: np.ndarray) -> None:
+    def read_mapped(self, buffer: Any, out: np.ndarray) -> float:
         """Copy the first ``out.nbytes`` bytes of a MAP_READ buffer into the C-contiguous
-        ``out``, straight from the mapped memory; waits for the work writing it."""
+        ``out``, straight from the mapped memory; waits for the work writing it and
+        returns the seconds spent waiting (the copy excluded)."""
         ...
 
     def create_query_set(self, label: str, count: int) -> Any: ...

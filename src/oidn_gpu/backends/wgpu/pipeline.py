@@ -195,6 +195,10 @@ class GpuDenoiser:
         self._ae_pipelines: dict[str, tuple[Kernel, Any, Kernel, Any]] = {}
         self._ae_bindings: tuple[tuple[Any, ...], Any, Any, list[Any]] | None = None
         self.last_input_scale: float | None = None
+        # Host-side times (ms) of the last `denoise`: "upload" (queue writes of the
+        # images), "submit" (encoding and submitting every pass), "wait" (until the GPU
+        # finished), "readback" (the copy of the mapped result into the array).
+        self.last_host_ms: dict[str, float] = {}
         self._closed = False
         self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
 
@@ -316,10 +320,12 @@ class GpuDenoiser:
             if arr.shape[:2] != (height, width):
                 raise InvalidArgumentError("image size mismatch")
         channels = out_channels if out_channels is not None else arrays[0].shape[2]
+        start = time.perf_counter()
         gpu_images = [
             self._upload(f"input-{role.value}", arr)
             for arr, role in zip(arrays, roles, strict=True)
         ]
+        uploaded = time.perf_counter()
         out_bytes = height * width * channels * F32_BYTES
         # The frame's scales are copied behind the pixels, so one readback brings both.
         output = GpuImage(
@@ -336,8 +342,16 @@ class GpuDenoiser:
         encoder.copy_buffer(self._frame, 0, output.buffer, out_bytes, SCALE_BYTES)
         encoder.copy_buffer(output.buffer, 0, readback, 0, out_bytes + SCALE_BYTES)
         self._device.submit([encoder.finish()])
+        submitted = time.perf_counter()
         result = np.empty(height * width * channels + SCALE_BYTES // F32_BYTES, np.float32)
-        self._device.read_mapped(readback, result)
+        waited = self._device.read_mapped(readback, result)
+        done = time.perf_counter()
+        self.last_host_ms = {
+            "upload": (uploaded - start) * 1e3,
+            "submit": (submitted - uploaded) * 1e3,
+            "wait": waited * 1e3,
+            "readback": (done - submitted - waited) * 1e3,
+        }
         self.last_input_scale = float(result[height * width * channels])
         return result[: height * width * channels].reshape(height, width, channels)
 
@@ -350,11 +364,14 @@ class GpuDenoiser:
         mode: Any,
         plan: Any,
         progress: Callable[[float], Any] | None = None,
+        autoexposure: bool = False,
     ) -> None:
         """Denoise GPU-resident images into ``output``; submits and returns without waiting.
 
         ``images`` are the main image then the auxiliary ones (albedo, normal) the
-        network takes. In-place use (``output.buffer`` is an input's buffer) is
+        network takes. With ``autoexposure`` the input scale is OIDN's autoexposure
+        of the main image, computed on the GPU before the tiles (`frame_buffer`
+        holds it afterwards). In-place use (``output.buffer`` is an input's buffer) is
         rejected for plans with several tiles, as later tiles would read pixels that
         earlier tiles already overwrote.
         """
@@ -367,7 +384,10 @@ class GpuDenoiser:
             raise InvalidArgumentError(
                 "in-place GPU denoising with several tiles needs a separate output buffer"
             )
-        self._run_tiles(list(images), tuple(roles), output, mode, plan, progress=progress)
+        self._run_tiles(
+            list(images), tuple(roles), output, mode, plan, progress=progress,
+            autoexposure=autoexposure,
+        )  # fmt: skip
 
     @_queue_turn
     def denoise_interactive(
@@ -551,8 +571,10 @@ class GpuDenoiser:
             self._ae_pipelines[dtype] = entry
         return entry
 
-    def _encode_autoexposure(self, color: GpuImage, frame: Any, dtype: str = "float32") -> None:
-        """Submit the autoexposure of ``color`` into ``frame`` (before the frame's tiles)."""
+    def _encode_autoexposure(
+        self, encoder: Any, color: GpuImage, frame: Any, dtype: str = "float32"
+    ) -> None:
+        """Encode the autoexposure of ``color`` into ``frame`` (before the first tile's passes)."""
         bins_kernel, bins_pipeline, scale_kernel, scale_pipeline = self._autoexposure_kernels(
             dtype
         )
@@ -587,7 +609,6 @@ class GpuDenoiser:
                 "oidn/autoexposure/scale", scale_pipeline, [bins, frame, uniforms[1]]
             )
             cached = self._ae_bindings = (key, bins_group, scale_group, uniforms)
-        encoder = self._device.create_command_encoder("oidn/autoexposure")
         encoder.dispatch(
             bins_pipeline,
             cached[1],
@@ -597,7 +618,6 @@ class GpuDenoiser:
         encoder.dispatch(
             scale_pipeline, cached[2], scale_kernel.grid(0, 1, 1), label="oidn/autoexposure/scale"
         )
-        self._device.submit([encoder.finish()])
         self._frame_data = b""  # the GPU wrote the scales: the next fixed scale rewrites them
 
     def _run_tiles(
@@ -613,10 +633,14 @@ class GpuDenoiser:
     ) -> None:
         count = len(plan.tiles)
         tile_set = self._tile_set(images, roles, output, mode, plan)
-        if autoexposure:
-            self._encode_autoexposure(images[0], tile_set.frame, images[0].dtype)
         for index in range(count):
-            tile_set.submit(index)
+            if autoexposure and index == 0:
+                color = images[0]
+                tile_set.submit(
+                    0, lambda enc: self._encode_autoexposure(enc, color, tile_set.frame, color.dtype)
+                )
+            else:
+                tile_set.submit(index)
             if progress is not None and progress((index + 1) / count) is False:
                 raise CancelledError("execution was cancelled by the progress callback")
 
@@ -758,13 +782,16 @@ class _TileSet:
         self.uniforms.append(buffer)
         return buffer
 
-    def submit(self, index: int) -> None:
-        """Encode and submit tile ``index``: input pass, network, output pass."""
+    def submit(self, index: int, prelude: Callable[[Any], None] | None = None) -> None:
+        """Encode and submit tile ``index``: ``prelude(encoder)`` (the frame's autoexposure),
+        input pass, network, output pass."""
         tile = self.plan.tiles[index]
         in_group, out_group = self.groups[index]
         passes = self.passes
         label = f"oidn/tile/{index}"
         encoder = self.device.create_command_encoder(label)
+        if prelude is not None:
+            prelude(encoder)
         encoder.dispatch(
             passes.input_pipeline,
             in_group,
