@@ -40,6 +40,7 @@ from oidn_gpu.errors import (
     InvalidOperationError,
     WeightsNotFoundError,
 )
+from oidn_gpu.image import arrays
 from oidn_gpu.model import unet
 
 FilterType = Literal["RT", "RTLightmap"]
@@ -481,26 +482,34 @@ class Denoiser:
 
     def denoise(
         self,
-        color: np.ndarray | None = None,
-        albedo: np.ndarray | None = None,
-        normal: np.ndarray | None = None,
+        color: Any = None,
+        albedo: Any = None,
+        normal: Any = None,
         *,
-        output: np.ndarray | None = None,
+        output: Any = None,
         progress: Progress | None = None,
-    ) -> np.ndarray:
+    ) -> Any:
         """Denoise one image; see the class docstring for the options.
 
         Args:
-            color, albedo, normal: HxW or HxWxC (C 1..4, a 4th channel is alpha and is
-                passed through) float32/float16 arrays of one size.
-            output: optional array to write into (may alias an input); same size and
-                channel count as the main input.
+            color, albedo, normal: HxW or HxWxC images of one size (C 1..4, a 4th channel
+                is alpha and is passed through): NumPy arrays, torch tensors, PIL images
+                (modes L, RGB, RGBA, I;16, F), or arrays with ``__array__`` or
+                ``__dlpack__``; float16, float32, float64, or uint8/uint16 holding LDR
+                values (``v / 255``, ``v / 65535``; for the normal ``2 v / max - 1``).
+                Integer colors are refused with ``hdr`` and by RTLightmap. torch CUDA
+                tensors are copied to the host and back.
+            output: optional image to write into (may alias an input); same size and
+                channel count as the main input. NumPy and CPU torch float16/float32
+                outputs are written in place; other types get the result copied in.
             progress: called with the finished fraction (0..1) before the first and after
                 every tile; returning ``False`` cancels with `CancelledError` and leaves
                 ``output`` untouched.
 
         Returns:
-            The denoised image (``output`` if given), with the main input's dtype.
+            The denoised image: ``output`` if given, else of the main input's type, shape
+            and dtype (the main input is the color, else the albedo, else the normal);
+            integers are rounded and clipped, an HxW input gives an HxW result.
 
         Calls on one denoiser from several threads run one at a time.
 
@@ -509,13 +518,16 @@ class Denoiser:
             WeightsNotFoundError: a large weights file is not installed.
             CancelledError: ``progress`` returned False.
         """
+        lightmap = self.filter_type == "RTLightmap"
+        call = arrays.as_call(color, albedo, normal, output, hdr=self.hdr or lightmap)
         with self._lock:
             self._check_not_running("denoise")
             self._running = True
             try:
-                return self._denoise(color, albedo, normal, output, progress)
+                result = self._denoise(call.color, call.albedo, call.normal, call.output, progress)
             finally:
                 self._running = False
+        return call.finish(result)
 
     def _denoise(
         self,
@@ -752,15 +764,15 @@ class RTLightmapFilter(Denoiser):
 
 
 def denoise(
-    color: np.ndarray | None = None,
-    albedo: np.ndarray | None = None,
-    normal: np.ndarray | None = None,
+    color: Any = None,
+    albedo: Any = None,
+    normal: Any = None,
     *,
-    output: np.ndarray | None = None,
+    output: Any = None,
     progress: Progress | None = None,
     **options: Any,
-) -> np.ndarray:
-    """Denoise one image in one call; options as for `Denoiser`.
+) -> Any:
+    """Denoise one image in one call; options as for `Denoiser`, images as `Denoiser.denoise`.
 
     For a sequence of frames, keep one `Denoiser`: it caches models and plans.
     """

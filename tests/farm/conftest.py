@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import farm_workers
-import numpy as np
 import pytest
+from farm_support import DENOISER_KWARGS, FRAME_COUNT, jobs_for, write_frames
 from threadpoolctl import threadpool_limits
 
 from oidn_gpu import sequence
@@ -26,12 +26,6 @@ from oidn_gpu.image import io
 # before anything imports ray (farm_workers imports it only inside the workers)
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-
-FRAME_COUNT = 40
-# Frame edges: 16 to 32 px, several sizes so that every worker builds several plans.
-FRAME_SIZES = (16, 20, 24, 28, 32)
-DENOISER_KWARGS = {"backend": "reference", "quality": "high"}
-
 
 @pytest.fixture(scope="package")
 def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
@@ -53,26 +47,6 @@ def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             del os.environ["HOME"]
         else:
             os.environ["HOME"] = saved_home
-
-
-def write_frames(folder: Path, count: int, seed: int = 7) -> list[Path]:
-    """``count`` noisy HDR frames ``frame_0000.exr``... of 16 to 32 px, color only."""
-    rng = np.random.default_rng(seed)
-    paths = []
-    for i in range(count):
-        height = FRAME_SIZES[i % len(FRAME_SIZES)]
-        width = FRAME_SIZES[(i * 3 + 1) % len(FRAME_SIZES)]
-        base = rng.uniform(0.0, 2.0, (1, 1, 3))
-        noise = rng.exponential(0.5, (height, width, 3))
-        pixels = (base * noise).astype(np.float32)
-        paths.append(
-            io.write_image_atomic(folder / f"frame_{i:04d}.exr", pixels, pixel_format="float")
-        )
-    return paths
-
-
-def jobs_for(inputs: list[Path], out: Path) -> list[sequence.FrameJob]:
-    return [sequence.FrameJob(src, out / src.name) for src in inputs]
 
 
 @pytest.fixture(scope="package")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DENOISER_KWARGS, FRAME_COUNT, jobs_for, write_frames
+from farm_support import DENOISER_KWARGS, FRAME_COUNT, jobs_for, write_frames
 from farm_workers import UnstartableWorker, crashing_worker, flaky_worker, leaving_worker
 
 from oidn_gpu import farm, sequence

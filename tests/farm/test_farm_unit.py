@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DENOISER_KWARGS, jobs_for, write_frames
+from farm_support import DENOISER_KWARGS, jobs_for, write_frames
 
 from oidn_gpu import farm, sequence
 from oidn_gpu.cli import main

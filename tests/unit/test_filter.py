@@ -54,7 +54,7 @@ def test_size_mismatch_and_channel_mismatch() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [np.zeros((4, 4, 3), np.float64), np.zeros((4, 4, 5), np.float32), np.zeros(4, np.float32),
+    [np.zeros((4, 4, 3), np.int32), np.zeros((4, 4, 5), np.float32), np.zeros(4, np.float32),
      [[0.0]]],
 )
 def test_unsupported_image_formats(bad: object) -> None:

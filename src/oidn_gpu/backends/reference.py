@@ -40,12 +40,14 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from oidn_gpu.backends.base import (
     ExecutorBase,
@@ -67,6 +69,12 @@ throughput on a 2-core AVX-512 host."""
 DEFAULT_BAND_BYTES = 24 << 20
 """Target im2col band size: measured fastest around 16-32 MiB on a 2-core AVX-512 host
 (small enough to stay in cache between the copies and the gemm)."""
+
+MAX_DEFAULT_THREADS = 8
+"""Cap of the default BLAS thread count. Measured on an idle 16-core host (256x256
+rt_hdr_alb_nrm): 1/2/4/8/16 threads took 0.41/0.28/0.21/0.16/0.16 s; 1024x1024 with
+1/4/16: 5.95/3.19/2.37 s. The im2col copies between the gemms are single-threaded,
+so threads past 8 gain nothing."""
 
 _TAPS = tuple((kh, kw) for kh in range(3) for kw in range(3))
 
@@ -161,6 +169,73 @@ def _gemm(weights: np.ndarray, patches: np.ndarray, out: np.ndarray, spill: np.n
             out[:, first:] = tail[:, : n - first]
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def default_threads() -> int:
+    """BLAS threads used when none are given: half the usable cores, 1 to 8.
+
+    Half, because OpenBLAS threads spin while they wait: when other processes
+    share the cores they collapse. Measured on a 2-core host under load (load
+    average 5, 256x256 rt_hdr_alb_nrm): 1 thread 1.0 s, 2 threads 4.0-6.8 s. On
+    an idle host a second thread gains much less (16 cores: 0.41 s with 1, 0.28 s
+    with 2; see `MAX_DEFAULT_THREADS`).
+    """
+    return max(1, min(MAX_DEFAULT_THREADS, usable_cores() // 2))
+
+
+class _BlasThreads:
+    """The process-wide BLAS thread count, set for the runs in flight and restored after.
+
+    OpenBLAS has one thread count per process, so runs of several executors in
+    several threads share it: the first run to start saves the caller's setting,
+    the last to end restores it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._controller: ThreadpoolController | None = None
+        self._active = 0
+        self._saved: list[int] = []
+
+    def _libs(self) -> list:
+        if self._controller is None:  # NumPy's BLAS is loaded by now
+            self._controller = ThreadpoolController().select(user_api="blas")
+        return list(self._controller.lib_controllers)
+
+    def caller_setting(self) -> list[int]:
+        """The thread counts the caller set (before any run of ours changed them)."""
+        with self._lock:
+            if self._active:
+                return list(self._saved)
+            return [lib.num_threads for lib in self._libs()]
+
+    @contextmanager
+    def limit(self, threads: int) -> Iterator[None]:
+        with self._lock:
+            libs = self._libs()
+            if self._active == 0:
+                self._saved = [lib.num_threads for lib in libs]
+            self._active += 1
+            for lib in libs:
+                lib.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active -= 1
+                if self._active == 0:
+                    for lib, saved in zip(libs, self._saved, strict=True):
+                        lib.set_num_threads(saved)
+
+
+_BLAS = _BlasThreads()
+
+
 def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
@@ -201,6 +276,10 @@ class ReferenceExecutor(ExecutorBase):
         band_rows: fixed rows per band instead (rounded up to even for
             conv+pool); for tests of band independence.
         shape_cache_size: how many input sizes keep their buffers.
+        threads: BLAS threads during `run` (set through threadpoolctl and restored
+            after). None: `default_threads` (half the usable cores, 1 to 8), but never
+            more than the BLAS's current setting, so ``OPENBLAS_NUM_THREADS`` and an
+            enclosing ``threadpoolctl.threadpool_limits`` still cap it.
 
     Every size's buffers are reused by the next run of that size, so `run`,
     `prewarm` and `close` hold a per-executor lock: threads sharing one executor
@@ -218,12 +297,18 @@ class ReferenceExecutor(ExecutorBase):
         band_bytes: int = DEFAULT_BAND_BYTES,
         band_rows: int | None = None,
         shape_cache_size: int = 1,
+        threads: int | None = None,
     ) -> None:
         if band_bytes < 1 or (band_rows is not None and band_rows < 1) or shape_cache_size < 1:
             raise InvalidArgumentError(
                 f"band_bytes {band_bytes}, band_rows {band_rows} and shape_cache_size "
                 f"{shape_cache_size} must all be at least 1"
             )
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
+            raise InvalidArgumentError(f"threads must be an int >= 1 or None, got {threads!r}")
+        self._threads = threads
         graph = model.graph
         self._graph = (
             optimize(graph, channel_align=1)
@@ -345,7 +430,14 @@ class ReferenceExecutor(ExecutorBase):
         with self._lock:
             self._check_open()
             x = check_network_input(x, self._graph.input_channels, self._alignment)
-            return self._run(x)
+            with _BLAS.limit(self.blas_threads()):
+                return self._run(x)
+
+    def blas_threads(self) -> int:
+        """BLAS threads the next `run` uses (see ``threads``)."""
+        if self._threads is not None:
+            return self._threads
+        return min([default_threads(), *_BLAS.caller_setting()])
 
     def _run(self, x: np.ndarray) -> np.ndarray:
         prep = self._prepare(x.shape[1], x.shape[2])
@@ -484,7 +576,7 @@ class ReferenceExecutor(ExecutorBase):
                 kernels[node.conv.name] = "upsample+concat+im2col-sgemm"
             else:
                 kernels[node.name] = type(node).__name__.lower()
-        device = f"cpu ({os.cpu_count()} threads, numpy {np.__version__})"
+        device = f"cpu ({self.blas_threads()} BLAS threads, numpy {np.__version__})"
         return ExecutorInfo("reference", device, "fp32", MappingProxyType(kernels))
 
     def resources(self) -> ExecutorResources:
