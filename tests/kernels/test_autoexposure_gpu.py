@@ -86,7 +86,9 @@ def check(color: np.ndarray, **kwargs) -> float:
         assert gpu == host, f"host scale {host}, GPU scale {gpu} for shape {color.shape}"
     else:
         rel = abs(gpu - host) / host
-        assert rel <= tolerance(host), f"GPU scale {gpu} vs host {host}: {rel:.3g} relative, {color.shape}"
+        assert rel <= tolerance(host), (
+            f"GPU {gpu} vs host {host}: {rel:.3g} relative, {color.shape}"
+        )
     expected_out = 0.0 if gpu == 0.0 else float(np.float32(1) / np.float32(gpu))
     assert out == pytest.approx(expected_out, rel=1e-6)
     return 0.0 if host in (0.0, 1.0) else abs(gpu - host) / host

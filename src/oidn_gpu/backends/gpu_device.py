@@ -390,7 +390,6 @@ class DeferredRelease(Generic[T]):
 
 
 __all__ = [
-    "queue_lock_of",
     "FEATURE_F16",
     "FEATURE_SUBGROUP",
     "FEATURE_TIMESTAMP",
@@ -406,4 +405,5 @@ __all__ = [
     "PassTimestamps",
     "buffer_byte_size",
     "padded_bytes",
+    "queue_lock_of",
 ]

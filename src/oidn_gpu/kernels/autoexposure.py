@@ -97,7 +97,10 @@ def _strides(size: int) -> list[int]:
 
 
 def generate_bins(spec: AutoexposureSpec) -> Kernel:
-    """Per-bin average luminance (see module doc). Bindings: ``color_image``, ``bins``, ``params``."""
+    """Per-bin average luminance (see module doc).
+
+    Bindings: ``color_image``, ``bins``, ``params``.
+    """
     key = f"autoexposure-bins[{spec.describe()}]"
     bindings, decls = _common.make_bindings(
         [
@@ -146,7 +149,10 @@ def _single_group(channels: int, height: int, width: int) -> tuple[int, int, int
 
 
 def generate_scale() -> Kernel:
-    """The scale from the bin averages (see module doc). Bindings: ``bins``, ``frame``, ``params``."""
+    """The scale from the bin averages (see module doc).
+
+    Bindings: ``bins``, ``frame`` (storage), ``params``.
+    """
     key = "autoexposure-scale[f32]"
     bindings, decls = _common.make_bindings(
         [

@@ -111,8 +111,7 @@ class InputPassSpec:
 
     def __post_init__(self) -> None:
         if self.dtypes is not None and (
-            len(self.dtypes) != len(self.images)
-            or any(d not in IMAGE_DTYPES for d in self.dtypes)
+            len(self.dtypes) != len(self.images) or any(d not in IMAGE_DTYPES for d in self.dtypes)
         ):
             raise InvalidArgumentError(
                 f"invalid image dtypes {self.dtypes!r} for {len(self.images)} image(s); "

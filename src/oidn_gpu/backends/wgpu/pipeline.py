@@ -45,7 +45,7 @@ import functools
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +69,7 @@ DEFAULT_INTERACTIVE_EDGE = 512
 TILE_SET_CACHE_SIZE = 4
 F32_BYTES = 4
 # The frame uniform (input and output scale), also written by the autoexposure kernel.
-FRAME_USAGE = BufferUsage.UNIFORM | BufferUsage.STORAGE | BufferUsage.COPY_DST | BufferUsage.COPY_SRC
+FRAME_USAGE = BufferUsage.UNIFORM | STORAGE_USAGE
 SCALE_BYTES = 2 * F32_BYTES  # the frame's two scales, read back after the output
 
 _ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
@@ -193,7 +193,10 @@ class GpuDenoiser:
         self._frame_data = b""  # its contents as last written by the host
         # Autoexposure kernels and their per-image bind groups (one image layout kept).
         self._ae_pipelines: dict[str, tuple[Kernel, Any, Kernel, Any]] = {}
-        self._ae_bindings: tuple[tuple[Any, ...], Any, Any, list[Any]] | None = None
+        # (image, frame, dtype) -> (bins group, scale group, uniforms, bins buffer)
+        self._ae_bindings: OrderedDict[tuple[Any, ...], tuple[Any, Any, list[Any], Any]] = (
+            OrderedDict()
+        )
         self.last_input_scale: float | None = None
         # Host-side times (ms) of the last `denoise`: "upload" (queue writes of the
         # images), "submit" (encoding and submitting every pass), "wait" (until the GPU
@@ -296,7 +299,8 @@ class GpuDenoiser:
 
         Args:
             main: the main input (color, or the aux image filtered alone), ``HxW`` or
-                ``HxWxC`` (C 1..3), float32 or float16.
+                ``HxWxC`` (C 1..3), float32 or float16; uploaded as it is (strided
+                views too), the GPU converts.
             albedo, normal: auxiliary images given alongside color (network order).
             mode: an `image.process.Mode` (transfer, hdr, snorm, input_scale, output_scale).
             plan: an `image.tiling.TilePlan` for this image size.
@@ -308,13 +312,65 @@ class GpuDenoiser:
                 after the call.
         """
         self._check_open()
-        images = [a for a in (main, albedo, normal) if a is not None]
-        roles = tuple(
-            r for r, a in zip(_ROLES, (main, albedo, normal), strict=True) if a is not None
+        frame = self._submit_frame(
+            (main, albedo, normal), mode, plan, out_channels, progress, autoexposure, slot=""
         )
-        arrays = [
-            _as_hwc(a, name) for a, name in zip(images, (r.value for r in roles), strict=True)
-        ]
+        return self._finish_frame(frame)
+
+    def denoise_many(
+        self,
+        frames: Iterable[Sequence[np.ndarray | None]],
+        *,
+        mode: Any,
+        plan: Any,
+        out_channels: int | None = None,
+        autoexposure: bool = False,
+    ) -> Iterator[np.ndarray]:
+        """Denoise a sequence of frames, yielding each result (as `denoise` returns it).
+
+        Each item of ``frames`` is ``(main, albedo, normal)`` (None for absent images),
+        all of ``plan``'s size. Frame ``i + 1`` is uploaded and submitted before frame
+        ``i`` is read back, so its upload overlaps the GPU's work on frame ``i`` and the
+        GPU works on it while frame ``i`` is copied out (two sets of buffers in turn).
+        `last_input_scale` is the scale of the frame last yielded. The device's queue
+        is taken per frame, not across the ``yield``.
+        """
+        pending: _PendingFrame | None = None
+        for index, images in enumerate(frames):
+            with self._device.queue_lock:
+                self._check_open()
+                submitted = self._submit_frame(
+                    tuple(images), mode, plan, out_channels, None, autoexposure,
+                    slot=f"/{index % 2}",
+                )  # fmt: skip
+            if pending is not None:
+                yield self._finish_locked(pending)
+            pending = submitted
+        if pending is not None:
+            yield self._finish_locked(pending)
+
+    def _finish_locked(self, frame: _PendingFrame) -> np.ndarray:
+        with self._device.queue_lock:
+            return self._finish_frame(frame)
+
+    def _submit_frame(
+        self,
+        images: tuple[np.ndarray | None, ...],
+        mode: Any,
+        plan: Any,
+        out_channels: int | None,
+        progress: Callable[[float], Any] | None,
+        autoexposure: bool,
+        *,
+        slot: str,
+    ) -> _PendingFrame:
+        """Upload one frame into the buffers of ``slot``, submit its passes and the copy of
+        its result (and scales) into a mapped readback buffer; does not wait."""
+        padded = (*images, None, None)[:3]
+        roles = tuple(r for r, a in zip(_ROLES, padded, strict=True) if a is not None)
+        arrays = [_as_hwc(a, r.value) for r, a in zip(_ROLES, padded, strict=True) if a is not None]
+        if not arrays or roles[0] is not _ROLES[0]:
+            raise InvalidArgumentError("the main image is missing")
         height, width = arrays[0].shape[:2]
         for arr in arrays:
             if arr.shape[:2] != (height, width):
@@ -322,38 +378,48 @@ class GpuDenoiser:
         channels = out_channels if out_channels is not None else arrays[0].shape[2]
         start = time.perf_counter()
         gpu_images = [
-            self._upload(f"input-{role.value}", arr)
+            self._upload(f"input-{role.value}{slot}", arr)
             for arr, role in zip(arrays, roles, strict=True)
         ]
         uploaded = time.perf_counter()
         out_bytes = height * width * channels * F32_BYTES
         # The frame's scales are copied behind the pixels, so one readback brings both.
         output = GpuImage(
-            self._staging_buffer("output", out_bytes + SCALE_BYTES), height, width, channels
+            self._staging_buffer(f"output{slot}", out_bytes + SCALE_BYTES), height, width, channels
         )
         self._run_tiles(
             gpu_images, roles, output, mode, plan, progress=progress, autoexposure=autoexposure
         )
         # A mapped readback buffer kept across frames: one copy from it into the result.
         readback = self._staging_buffer(
-            "readback", out_bytes + SCALE_BYTES, BufferUsage.MAP_READ | BufferUsage.COPY_DST
+            f"readback{slot}", out_bytes + SCALE_BYTES, BufferUsage.MAP_READ | BufferUsage.COPY_DST
         )
         encoder = self._device.create_command_encoder("oidn/frame/readback")
         encoder.copy_buffer(self._frame, 0, output.buffer, out_bytes, SCALE_BYTES)
         encoder.copy_buffer(output.buffer, 0, readback, 0, out_bytes + SCALE_BYTES)
         self._device.submit([encoder.finish()])
-        submitted = time.perf_counter()
-        result = np.empty(height * width * channels + SCALE_BYTES // F32_BYTES, np.float32)
-        waited = self._device.read_mapped(readback, result)
-        done = time.perf_counter()
+        return _PendingFrame(
+            readback,
+            (height, width, channels),
+            upload_ms=(uploaded - start) * 1e3,
+            submit_ms=(time.perf_counter() - uploaded) * 1e3,
+        )
+
+    def _finish_frame(self, frame: _PendingFrame) -> np.ndarray:
+        """Wait for a submitted frame and copy its result out of the mapped buffer."""
+        height, width, channels = frame.shape
+        pixels = height * width * channels
+        start = time.perf_counter()
+        result = np.empty(pixels + SCALE_BYTES // F32_BYTES, np.float32)
+        waited = self._device.read_mapped(frame.readback, result)
         self.last_host_ms = {
-            "upload": (uploaded - start) * 1e3,
-            "submit": (submitted - uploaded) * 1e3,
+            "upload": frame.upload_ms,
+            "submit": frame.submit_ms,
             "wait": waited * 1e3,
-            "readback": (done - submitted - waited) * 1e3,
+            "readback": (time.perf_counter() - start - waited) * 1e3,
         }
-        self.last_input_scale = float(result[height * width * channels])
-        return result[: height * width * channels].reshape(height, width, channels)
+        self.last_input_scale = float(result[pixels])
+        return result[:pixels].reshape(height, width, channels)
 
     @_queue_turn
     def denoise_buffers(
@@ -477,7 +543,7 @@ class GpuDenoiser:
         self._tile_sets.clear()
         self._passes.clear()
         self._ae_pipelines.clear()
-        self._ae_bindings = None
+        self._ae_bindings.clear()
         self._frame = None
         self._resources.release_all()
 
@@ -575,16 +641,15 @@ class GpuDenoiser:
         self, encoder: Any, color: GpuImage, frame: Any, dtype: str = "float32"
     ) -> None:
         """Encode the autoexposure of ``color`` into ``frame`` (before the first tile's passes)."""
-        bins_kernel, bins_pipeline, scale_kernel, scale_pipeline = self._autoexposure_kernels(
-            dtype
-        )
+        bins_kernel, bins_pipeline, scale_kernel, scale_pipeline = self._autoexposure_kernels(dtype)
         bins_h, bins_w = gpu_autoexposure.bin_grid(color.height, color.width)
         key = (color, id(frame), dtype)
-        cached = self._ae_bindings
-        if cached is None or cached[0] != key:
-            if cached is not None:
-                self._retire(cached[3])
+        cached = self._ae_bindings.get(key)
+        if cached is None:
             bins = self._staging_buffer("autoexposure-bins", bins_h * bins_w * F32_BYTES)
+            # Bind groups of another bin count hold the bins buffer just replaced.
+            for old in [k for k, v in self._ae_bindings.items() if v[3] is not bins]:
+                self._retire(self._ae_bindings.pop(old)[2])
             bins_params = bins_kernel.pack_params(
                 **color.params("color"),
                 height=color.height,
@@ -608,15 +673,19 @@ class GpuDenoiser:
             scale_group = self._device.create_bind_group(
                 "oidn/autoexposure/scale", scale_pipeline, [bins, frame, uniforms[1]]
             )
-            cached = self._ae_bindings = (key, bins_group, scale_group, uniforms)
+            cached = self._ae_bindings[key] = (bins_group, scale_group, uniforms, bins)
+            while len(self._ae_bindings) > TILE_SET_CACHE_SIZE:
+                self._retire(self._ae_bindings.popitem(last=False)[1][2])
+        else:
+            self._ae_bindings.move_to_end(key)
         encoder.dispatch(
             bins_pipeline,
-            cached[1],
+            cached[0],
             bins_kernel.grid(0, bins_h, bins_w),
             label="oidn/autoexposure/bins",
         )
         encoder.dispatch(
-            scale_pipeline, cached[2], scale_kernel.grid(0, 1, 1), label="oidn/autoexposure/scale"
+            scale_pipeline, cached[1], scale_kernel.grid(0, 1, 1), label="oidn/autoexposure/scale"
         )
         self._frame_data = b""  # the GPU wrote the scales: the next fixed scale rewrites them
 
@@ -633,14 +702,13 @@ class GpuDenoiser:
     ) -> None:
         count = len(plan.tiles)
         tile_set = self._tile_set(images, roles, output, mode, plan)
+        color = images[0]
+
+        def encode_autoexposure(encoder: Any) -> None:
+            self._encode_autoexposure(encoder, color, tile_set.frame, color.dtype)
+
         for index in range(count):
-            if autoexposure and index == 0:
-                color = images[0]
-                tile_set.submit(
-                    0, lambda enc: self._encode_autoexposure(enc, color, tile_set.frame, color.dtype)
-                )
-            else:
-                tile_set.submit(index)
+            tile_set.submit(index, encode_autoexposure if autoexposure and index == 0 else None)
             if progress is not None and progress((index + 1) / count) is False:
                 raise CancelledError("execution was cancelled by the progress callback")
 
@@ -695,6 +763,16 @@ class GpuDenoiser:
         # int(): on NumPy 1.x, round() of a NumPy float (plan sizes may be NumPy ints) is a float
         units = int(round(edge / TILE_ALIGNMENT))  # noqa: RUF046 - see above
         self.interactive_edge = units * TILE_ALIGNMENT
+
+
+@dataclass(frozen=True)
+class _PendingFrame:
+    """A submitted host-array frame: its readback buffer, result shape and host times."""
+
+    readback: Any
+    shape: tuple[int, int, int]
+    upload_ms: float
+    submit_ms: float
 
 
 @dataclass(frozen=True)
