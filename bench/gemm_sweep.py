@@ -40,6 +40,8 @@ from oidn_gpu.kernels.gemm import GemmOptions
 
 def _shape(ws: tuple[int, int], rows: int, cols: int, k: int, **extra: Any) -> dict[str, Any]:
     return {
+        # an explicit workgroup size alone would mean the fixed tile policy
+        "tile_policy": "output-aligned",
         "workgroup_size": list(ws),
         "rows_per_thread": rows,
         "cols_per_thread": cols,

@@ -261,7 +261,99 @@ def test_profiling_returns_per_layer_gpu_times(gpu, executors, tiny_models):
     executor.run(_input(tiny_models["tiny_base_ic3"], 32, 32))
     profile = executor.last_profile()
     assert profile is not None and (profile.height, profile.width) == (32, 32)
-    assert [layer.name for layer in profile.layers] == [node.name for node in executor.graph.nodes]
+    # run() packs its host input on the GPU: that pass is the profile's first entry
+    names = [layer.name for layer in profile.layers]
+    assert names == ["input-pack", *(node.name for node in executor.graph.nodes)]
+    assert profile.layers[0].kernel == "input-pack" and profile.layers[0].flops == 0
     assert all(layer.elapsed_ms >= 0 for layer in profile.layers)
     assert profile.total_ms > 0 and profile.flops > 0
     assert executor.resources().count("gpu-query-set") == 0
+
+
+def test_profiling_packed_input_has_no_input_pack_entry(gpu, executors, tiny_models):
+    """`execute_packed` reads an already packed input: only the network layers are timed."""
+    executor = executors["tiny_base_ic3", "fp32"]
+    model = tiny_models["tiny_base_ic3"]
+    x = _input(model, 32, 32, seed=5)
+    expected = executor.run(x)
+    packed = np.zeros((32, 32, 4), np.float32)  # blocked HWC: 3 channels and a zero lane
+    packed[:, :, :3] = x.transpose(1, 2, 0)
+    gpu.write_buffer(executor.packed_input_buffer(32, 32), 0, packed)
+    assert executor.profile_next_execution() is True
+    executor.execute_packed(32, 32)
+    profile = executor.last_profile()
+    assert [layer.name for layer in profile.layers] == [n.name for n in executor.graph.nodes]
+    np.testing.assert_array_equal(executor.read_output(32, 32), expected)
+
+
+def test_resolved_gemm_options_and_device_facts(gpu, tiny_models):
+    """`gemm` is the options in effect (the device's defaults when none are given), and
+    the executor says what the kernel choice knows of the device."""
+    from oidn_gpu.backends.wgpu import kernel_choice
+    from oidn_gpu.kernels import conv_spatial
+    from oidn_gpu.kernels.gemm import GemmOptions, TilePolicy, default_options
+
+    model = tiny_models["tiny_base_ic3"]
+    limits = kernel_choice.device_limits(gpu.capabilities)
+    for precision in ("fp32", "fp16"):
+        with WgpuExecutor(model, device=gpu, precision=precision, prepare=False) as executor:
+            assert isinstance(executor.gemm, GemmOptions)
+            assert executor.gemm == default_options(limits, executor.precision)
+            assert executor.subgroups_available is gpu.capabilities.has_subgroups
+            storage = gpu.capabilities.max_compute_workgroup_storage_size
+            itemsize = executor.precision.itemsize
+            # a 10x10 halo patch of vec4s per input block
+            assert executor.max_spatial_input_blocks == storage // (100 * 4 * itemsize)
+            assert executor.max_spatial_input_blocks == conv_spatial.max_input_blocks(
+                executor.precision, limits
+            )
+    with WgpuExecutor(
+        model, device=gpu, precision="fp32", gemm={"workgroup_size": (8, 8)}, prepare=False
+    ) as executor:
+        assert executor.gemm.tile_policy is TilePolicy.FIXED
+        assert executor.gemm.workgroup_size == (8, 8)
+        try:
+            executor.gemm.rows_per_thread = 4  # type: ignore[misc]
+        except AttributeError:
+            pass
+        else:
+            pytest.fail("the resolved GEMM options must be frozen")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_weight_buffers_view(tiny_models, precision):
+    """One entry per conv: the buffers its kernel binds, holding its weights packed in the
+    layout that kernel reads (on a recording device, whose buffers keep their data)."""
+    from oidn_gpu.backends.wgpu import kernel_choice
+    from oidn_gpu.record.config import RecordConfig
+    from oidn_gpu.record.device import RecordingDevice, recording_capabilities
+
+    model = tiny_models["tiny_base_ic3"]
+    config = RecordConfig(16, 16, features=frozenset({"shader-f16"}))
+    device = RecordingDevice(recording_capabilities(config))
+    executor = WgpuExecutor(model, device=device, precision=precision, prepare=False)
+    view = executor.weight_buffers
+    convs = [kernel_choice.conv_of(n) for n in executor.graph.nodes]
+    assert list(view) == [c.name for c in convs if c is not None]
+    assert set(view) == set(model.convs)
+    # every weight and bias buffer the executor uploaded, and nothing else
+    assert {id(b) for e in view.values() for b in (e.weights, e.bias)} == {
+        id(b) for b in device.buffers
+    }
+    for node, kernel, conv in zip(executor.graph.nodes, executor.kernels, convs, strict=True):
+        if conv is None:
+            continue
+        entry = view[conv.name]
+        assert entry.layout is kernel.weight_layout and entry.precision is kernel.precision
+        assert entry.precision is executor.precision
+        spec = kernel_choice.node_spec(
+            executor.graph, node, executor.precision, final=node.name == executor.graph.output
+        )
+        tensors = model.convs[conv.name]
+        packed = kernel_choice.pack_conv(spec, kernel, tensors.weight, tensors.bias)
+        for buffer, expected in ((entry.weights, packed.weights), (entry.bias, packed.bias)):
+            assert buffer.data[: expected.nbytes] == expected.tobytes(), conv.name
+    with pytest.raises(TypeError):
+        view["x"] = None  # type: ignore[index]
+    executor.close()
+    assert len(executor.weight_buffers) == 0

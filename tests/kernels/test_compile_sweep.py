@@ -54,8 +54,6 @@ def _sweep(limits) -> list[Kernel]:
                 if conv_spatial.storage_bytes(spec) <= limits.max_workgroup_storage_bytes:
                     kernels.append(conv_spatial.generate(spec))
             for opts in option_sets:
-                if spec.pool and opts.rows_per_thread < 4:
-                    continue
                 if opts.fits(p, limits):
                     kernels.append(conv_igemm.generate(spec, opts, limits))
             if final_rgb.supports(spec):

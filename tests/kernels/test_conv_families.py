@@ -70,7 +70,7 @@ def test_igemm(case: str, precision: Precision, rng, limits) -> None:
 
 
 @pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
-@pytest.mark.parametrize("rows", [4, 8])
+@pytest.mark.parametrize("rows", [2, 4, 8])
 def test_conv_pool_forms(rows: int, precision: Precision, rng, limits) -> None:
     spec = ConvSpec.simple(3, 9, precision, relu=rows == 4, pool=True)
     gemm = conv_pool.generate(spec, "implicit-gemm", GemmOptions(rows_per_thread=rows), limits)

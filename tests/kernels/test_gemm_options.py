@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -360,7 +361,8 @@ def test_pairwise(row: dict[str, object], limits) -> None:
 
 # Shapes the decoder case above does not reach: 8 and 13 output blocks (no widening, so
 # BALANCED takes its tall workgroup and columns per thread narrow), few input blocks (enc_conv0)
-# and a fused pool, each against the default options' bits.
+# and a fused pool (13 output blocks: several output-block tiles, so the pool layout orders
+# workgroups differently), each against the default options' bits.
 _SHAPES = {
     "plain-9-32": lambda p: ConvSpec.simple(9, 32, p),
     "pool-13-32": lambda p: ConvSpec.simple(13, 32, p, pool=True),
@@ -376,9 +378,20 @@ _SHAPE_OPTIONS = [
         workgroup_size=(8, 16),
         rows_per_thread=4,
         shared_layout="linear",
+        tile_policy="output-aligned",
     ),
-    GemmOptions(cols_per_thread=4, rows_per_thread=4, workgroup_size=(4, 16), k_tile=16),
+    GemmOptions(
+        cols_per_thread=4,
+        rows_per_thread=4,
+        workgroup_size=(4, 16),
+        k_tile=16,
+        tile_policy="output-aligned",
+    ),
     GemmOptions(cols_per_thread=2, tile_policy="fixed", accumulation_order="row-major"),
+    # a fused pool's quad split over two invocations, and the spatial workgroup order
+    GemmOptions(rows_per_thread=2),
+    GemmOptions(rows_per_thread=2, cols_per_thread=2, pool_layout="spatial"),
+    GemmOptions(pool_layout="spatial", workgroup_size=(4, 4)),
 ]
 
 
@@ -395,6 +408,33 @@ def test_other_shapes_bit_identical(shape: str, precision: Precision, limits) ->
     for options in _SHAPE_OPTIONS:
         got = run_conv(conv_igemm.generate(spec, options, limits), spec, srcs, wt, bias, h, w)
         np.testing.assert_array_equal(got, base, err_msg=options.describe())
+
+
+def test_an_explicit_workgroup_size_keeps_its_tile() -> None:
+    """As oidn-web: a given workgroup size means the fixed tile policy (64 output channels,
+    16 blocks, stay 8 wide), unless a tile policy is given too; without one, output-aligned."""
+    lim = DeviceLimits(max_workgroup_storage_bytes=32768, shader_f16=True)
+    assert GemmOptions().tile_policy is gemm.TilePolicy.OUTPUT_ALIGNED
+    assert GemmOptions().workgroup_size == (8, 8)
+    assert GemmOptions().tile_for(Precision.FP16, 16, lim).workgroup_x == 16
+    given = GemmOptions(workgroup_size=(8, 8))
+    assert given.tile_policy is gemm.TilePolicy.FIXED
+    assert given.tile_for(Precision.FP16, 16, lim).workgroup_x == 8
+    both = GemmOptions(workgroup_size=(8, 8), tile_policy="output-aligned")
+    assert both.tile_for(Precision.FP16, 16, lim).workgroup_x == 16
+    assert GemmOptions(rows_per_thread=4).tile_policy is gemm.TilePolicy.OUTPUT_ALIGNED
+    # the resolved options are what a cache key or a copy sees
+    assert given.describe().startswith("tile_policy=fixed")
+    assert replace(given, rows_per_thread=4).tile_policy is gemm.TilePolicy.FIXED
+    assert GemmOptions(**{"workgroup_size": [8, 8]}) == given
+    # the generated decoder conv of 64 outputs: 8 x 8 invocations as given
+    kernel = conv_igemm.generate(_spec(Precision.FP16), given, lim)
+    assert kernel.workgroup_size == (8, 8, 1)
+    assert conv_igemm.generate(_spec(Precision.FP16), GemmOptions(), lim).workgroup_size == (
+        16,
+        8,
+        1,
+    )
 
 
 def test_balanced_policy_tiles() -> None:
@@ -515,7 +555,15 @@ def test_igemm_steps_agree_on_the_tile(precision: Precision, options: GemmOption
     assert consts["TILE_M"] == tile.tile_m and consts["TILE_N"] == tile.tile_n
 
 
-def test_igemm_validate_rejects_a_pool_with_few_rows() -> None:
+def test_igemm_pool_with_two_rows_declares_its_exchange() -> None:
     spec = ConvSpec((ConvSource(32),), 32, Precision.FP32, pool=True)
-    with pytest.raises(InvalidArgumentError, match="rows_per_thread >= 4, got 2"):
-        conv_igemm.validate(spec, GemmOptions(rows_per_thread=2), DeviceLimits())
+    options = GemmOptions(rows_per_thread=2, cols_per_thread=2, tile_policy="fixed")
+    tile = conv_igemm.validate(spec, options, DeviceLimits())
+    kernel = conv_igemm.generate(spec, options, DeviceLimits())
+    # 8 x 4 invocation pairs, 2 columns, one vec4<f32> each
+    assert conv_igemm.pool_exchange_bytes(spec, tile) == 8 * 4 * 2 * 16
+    assert kernel.workgroup_storage_bytes == tile.storage_bytes(Precision.FP32) + 1024
+    assert "const POOL_HALF_SIZE: u32 = 64u;" in kernel.source
+    assert "var<workgroup> pool_half" in kernel.source
+    plain = conv_igemm.generate(spec, GemmOptions(rows_per_thread=4), DeviceLimits())
+    assert "pool_half" not in plain.source

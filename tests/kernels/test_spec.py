@@ -146,8 +146,14 @@ def test_select_rules() -> None:
     sel = select.select_conv(plain, no_sg, "subgroup")
     assert sel.kind is select.KernelKind.DIRECT and sel.fallback_reason
     pooled = ConvSpec.simple(32, 32, Precision.FP16, pool=True)
+    # 2 rows per thread: the quad spans two invocations, still the implicit GEMM
     sel = select.select_conv(pooled, lim, gemm=GemmOptions(rows_per_thread=2))
-    assert sel.kind is select.KernelKind.DIRECT and "rows_per_thread" in sel.fallback_reason
+    assert sel.kind is select.KernelKind.IMPLICIT_GEMM and sel.fallback_reason is None
+    # its tiles take 3136 bytes and the half-quad exchange 512 more
+    snug = DeviceLimits(shader_f16=True, max_workgroup_storage_bytes=3200)
+    assert GemmOptions(rows_per_thread=2).fits(Precision.FP16, snug)
+    sel = select.select_conv(pooled, snug, gemm=GemmOptions(rows_per_thread=2))
+    assert sel.kind is select.KernelKind.DIRECT and "3648 bytes" in sel.fallback_reason
     tiny = DeviceLimits(shader_f16=True, max_workgroup_storage_bytes=2048)
     assert select.select_conv(plain, tiny).kind is select.KernelKind.DIRECT
     assert (

@@ -309,3 +309,19 @@ def test_recording_device_cannot_read_back():
     with pytest.raises(InvalidOperationError, match="cannot read buffers back"):
         device.read_buffer(buffer)
     assert not device.capabilities.has_timestamps
+
+
+@pytest.mark.parametrize(("edge", "accepted"), [(16, False), (207, False), (208, True)])
+def test_tile_edge_must_hold_the_overlap_on_both_sides(tiny_tza, edge, accepted):
+    """A tile keeps the model's overlap (96 px for the base networks, OIDN's receptive reach)
+    on both sides plus one 16 px step of output, so the tiled image equals the untiled one;
+    a smaller max tile edge is refused with the minimum, not planned with a shorter overlap."""
+    config = make_config(64, 300, precision="fp32", denoise=True, max_tile_edge=edge)
+    if accepted:
+        program = read_program(record_denoise(tiny_tza["tiny_base_ic3"], config))
+        assert program.meta.tiles == 7  # 16 kept rows per tile: ceil((300 - 2 * 96) / 16)
+        return
+    with pytest.raises(InvalidArgumentError) as info:
+        record_denoise(tiny_tza["tiny_base_ic3"], config)
+    assert f"max tile edge {edge} is too small for overlap 96" in str(info.value)
+    assert "expected at least 208" in str(info.value)

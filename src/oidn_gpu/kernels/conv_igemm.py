@@ -19,14 +19,26 @@ the f32 accumulator; all options keep this grouping and each output's K order,
 so every variant gives the same bits.
 
 Workgroup memory: ``(TILE_M * KT [+ WG_Y]) + KT * TILE_N * (4 | 5)`` vec4s
-(`GemmTile.storage_bytes`). Grid: ``(gx, ceil(OB / TILE_N), gz)`` with
-``gx * gz >= ceil(M / TILE_M)``, ``gx <= max_workgroups_per_dimension`` (long
-images continue in z). Bindings and params: as every conv (see `kernels`),
-weights in ``options.weight_layout``. A fused pool needs ``rows_per_thread >= 4``.
+(`GemmTile.storage_bytes`), plus ``WG_X * WG_Y / 2 * C`` ``vec4<f32>`` for a fused
+pool with 2 rows per thread (`storage_bytes`). Grid: ``(gx, ceil(OB / TILE_N), gz)``
+with ``gx * gz >= ceil(M / TILE_M)``, ``gx <= max_workgroups_per_dimension`` (long
+images continue in z); a fused pool in the CHANNELS layout: ``(gx, 1, gz)`` with
+``gx * gz >=`` row tiles x output-block tiles. Bindings and params: as every conv (see `kernels`),
+weights in ``options.weight_layout``.
+
+Fused pool (``spec.pool``): with 4 or 8 rows per thread an invocation holds whole
+quads and reduces them in registers; with 2 rows per thread a quad spans the
+invocations ``ly`` (even) and ``ly + 1``, which hands its half-quad maximum to
+the first through workgroup memory (one extra barrier). ``options.pool_layout``
+orders the workgroups: SPATIAL walks the row tiles in x and the output-block
+tiles in y; CHANNELS (default) makes the output-block tiles of one row tile
+neighbours in a linear ``(x, z)`` grid, so the workgroups that read the same
+input rows run together. Max is exact, so neither choice changes a bit.
 
 Trusted: input loads are guarded by the row bound and the tap mask, weight
-loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds; shared
-indices are compile-time bounded.
+loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds (workgroups
+past the last row tile load zeros and store nothing); shared indices, the pool
+exchange's included, are compile-time bounded.
 
 The generator runs in four steps: `validate` (the tile the options resolve to,
 and whether it runs within the limits), `plan_tile` (the straight-line code's
@@ -50,6 +62,7 @@ from oidn_gpu.kernels.gemm import (
     GemmOptions,
     GemmTile,
     LoadMode,
+    PoolLayout,
 )
 from oidn_gpu.kernels.spec import (
     SHAPE_PARAMS,
@@ -97,7 +110,6 @@ def validate(spec: ConvSpec, options: GemmOptions, limits: DeviceLimits) -> Gemm
     Raises:
         UnsupportedDeviceError: the tile needs more workgroup storage, invocations or
             registers than allowed.
-        InvalidArgumentError: a fused pool with ``rows_per_thread < 4``.
     """
     tile = resolve_tile(spec, options, limits)
     problems = gemm.tile_problems(
@@ -108,15 +120,18 @@ def validate(spec: ConvSpec, options: GemmOptions, limits: DeviceLimits) -> Gemm
         address_mode=options.address_mode,
         sources=len(spec.sources),
     )
+    extra = pool_exchange_bytes(spec, tile)
+    if extra and not problems:
+        need = tile.storage_bytes(spec.precision) + extra
+        if need > limits.max_workgroup_storage_bytes:
+            problems.append(
+                f"{need} bytes of workgroup storage (with the pool exchange) > max "
+                f"{limits.max_workgroup_storage_bytes}"
+            )
     if problems:
         raise UnsupportedDeviceError(
             f"implicit GEMM tile {tile.describe()} ({spec.precision.value}) cannot run: "
             + "; ".join(problems)
-        )
-    if spec.pool and tile.rows_per_thread < POOL_ROWS:
-        raise InvalidArgumentError(
-            f"implicit GEMM with a fused pool needs rows_per_thread >= {POOL_ROWS}, "
-            f"got {tile.rows_per_thread}"
         )
     kt, threads = tile.k_tile, tile.threads
     if (
@@ -127,6 +142,28 @@ def validate(spec: ConvSpec, options: GemmOptions, limits: DeviceLimits) -> Gemm
     ):  # pragma: no cover - every allowed option value divides evenly
         raise InvalidArgumentError(f"GEMM tile {tile} does not divide its K tile evenly")
     return tile
+
+
+def pool_pairs(spec: ConvSpec, tile: GemmTile) -> bool:
+    """Whether a fused pool's quads span two invocations (2 rows per thread)."""
+    return spec.pool and tile.rows_per_thread < POOL_ROWS
+
+
+def pool_exchange_bytes(spec: ConvSpec, tile: GemmTile) -> int:
+    """Workgroup memory of the half-quad exchange (0 unless `pool_pairs`)."""
+    if not pool_pairs(spec, tile):
+        return 0
+    return tile.workgroup_x * (tile.workgroup_y // 2) * tile.cols_per_thread * 16
+
+
+def storage_bytes(spec: ConvSpec, tile: GemmTile) -> int:
+    """Workgroup memory the kernel declares: the shared tiles and the pool exchange."""
+    return tile.storage_bytes(spec.precision) + pool_exchange_bytes(spec, tile)
+
+
+def channels_first(spec: ConvSpec, options: GemmOptions) -> bool:
+    """Whether the workgroups are ordered output-block tiles first (see module doc)."""
+    return spec.pool and options.pool_layout is PoolLayout.CHANNELS
 
 
 def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
@@ -198,8 +235,14 @@ def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
     )
 
 
-def constants(spec: ConvSpec, tile: GemmTile) -> dict[str, int]:
-    """The WGSL ``const`` block: tile shape, K extent, shared strides, source blocks."""
+def constants(spec: ConvSpec, tile: GemmTile, options: GemmOptions | None = None) -> dict[str, int]:
+    """The WGSL ``const`` block: tile shape, K extent, shared strides, source blocks (and
+    the fused pool's workgroup order and exchange size)."""
+    pool_consts = {}
+    if options is not None and channels_first(spec, options):
+        pool_consts["COL_TILES"] = ceil_div(spec.out_blocks, tile.tile_n)
+    if pool_pairs(spec, tile):
+        pool_consts["POOL_HALF_SIZE"] = pool_exchange_bytes(spec, tile) // 16
     rpt, kt = tile.rows_per_thread, tile.k_tile
     in_blocks = spec.in_blocks
     return {
@@ -220,6 +263,7 @@ def constants(spec: ConvSpec, tile: GemmTile) -> dict[str, int]:
         "W_STRIDE": 5 if tile.padded_weights else 4,
         "K_ADVANCE_BLOCKS": kt % in_blocks,
         "K_ADVANCE_TAPS": kt // in_blocks,
+        **pool_consts,
         **_common.source_consts(spec),
     }
 
@@ -301,7 +345,7 @@ def render_source(
     return render(
         "conv_igemm.wgsl",
         header=f"oidn_gpu.kernels.conv_igemm {key}",
-        consts=constants(spec, tile),
+        consts=constants(spec, tile, options),
         enables=_common.enables_for(spec.precision, spec.out_precision),
         bindings=decls,
         unpack=packed_input or packed_weights,
@@ -324,6 +368,8 @@ def render_source(
         loads=loads,
         weight_loads=plan.wloads,
         pool_groups=plan.pool_groups,
+        pool_pairs=pool_pairs(spec, tile),
+        channels_first=channels_first(spec, options),
         **context,
     )
 
@@ -377,18 +423,19 @@ def generate(
         entry_point="main",
         workgroup_size=(tile.workgroup_x, tile.workgroup_y, 1),
         bindings=bindings,
-        grid=_grid(spec, tile, limits),
+        grid=_grid(spec, tile, limits, channels_first(spec, options)),
         trusted=True,
         features=_common.enables_for(spec.precision, spec.out_precision),
-        workgroup_storage_bytes=tile.storage_bytes(spec.precision),
+        workgroup_storage_bytes=storage_bytes(spec, tile),
         params=SHAPE_PARAMS,
         weight_layout=options.weight_layout,
         precision=spec.precision,
     )
 
 
-def _grid(spec: ConvSpec, tile: GemmTile, limits: DeviceLimits):
-    """``(gx, ceil(OB / TILE_N), gz)`` with ``gx * gz`` row tiles (long images wrap to z)."""
+def _grid(spec: ConvSpec, tile: GemmTile, limits: DeviceLimits, channels_first: bool = False):
+    """``(gx, ceil(OB / TILE_N), gz)`` with ``gx * gz`` row tiles (long images wrap to z);
+    ``channels_first``: ``(gx, 1, gz)`` with ``gx * gz`` row tiles x column tiles."""
     tile_m, tile_n = tile.tile_m, tile.tile_n
     out_blocks = spec.out_blocks
     rows_per_pixel = POOL_ROWS if spec.pool else 1
@@ -396,8 +443,12 @@ def _grid(spec: ConvSpec, tile: GemmTile, limits: DeviceLimits):
 
     def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
         groups = max(1, ceil_div(height * width * rows_per_pixel, tile_m))
+        col_tiles = ceil_div(out_blocks, tile_n)
+        if channels_first:
+            groups *= col_tiles
+            col_tiles = 1
         gx = min(groups, max_dim)
-        return (gx, ceil_div(out_blocks, tile_n), ceil_div(groups, gx))
+        return (gx, col_tiles, ceil_div(groups, gx))
 
     return grid
 
@@ -409,7 +460,10 @@ __all__ = [
     "constants",
     "generate",
     "plan_tile",
+    "pool_exchange_bytes",
+    "pool_pairs",
     "render_source",
     "resolve_tile",
+    "storage_bytes",
     "validate",
 ]

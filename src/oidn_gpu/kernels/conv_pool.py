@@ -4,7 +4,8 @@
 invocation per pooled pixel and output block, computing its 2x2 conv outputs
 and keeping the max after the activation; see `conv_direct`) and the implicit
 GEMM (4 consecutive GEMM rows are one pooled pixel's quad, reduced in
-registers; needs ``rows_per_thread >= 4``; see `conv_igemm`). Output
+registers, or with 2 rows per thread across two invocations through workgroup
+memory; ``pool_layout`` orders its workgroups; see `conv_igemm`). Output
 ``[O, H/2, W/2]``; params ``{height, width}`` are the pooled (output) size; H
 and W of the conv are even. Max pool commutes with fp16 rounding, so fusion
 never changes results.

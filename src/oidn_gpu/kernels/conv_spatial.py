@@ -9,7 +9,8 @@ output block's ``9 * IB * 4`` weight vec4s are staged in workgroup memory too
 (used by `final_rgb`).
 
 Shared memory: ``100 * IB`` vec4s (+ ``36 * IB`` with cached weights); the
-kernel is only valid when that fits the device (`storage_bytes`). No fused
+kernel is only valid when that fits the device (`storage_bytes`,
+`max_input_blocks`). No fused
 pool. Weights: output-major. Grid ``(ceil(W/8), ceil(H/8), OB)``; params
 ``{height, width}`` (output = conv resolution). Trusted: patch loads are
 guarded by the tensor bounds, patch and cache indices are bounded by their
@@ -20,7 +21,14 @@ from __future__ import annotations
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels import _common
-from oidn_gpu.kernels.spec import SHAPE_PARAMS, ConvSpec, Kernel, Precision, WeightLayout
+from oidn_gpu.kernels.spec import (
+    SHAPE_PARAMS,
+    ConvSpec,
+    DeviceLimits,
+    Kernel,
+    Precision,
+    WeightLayout,
+)
 from oidn_gpu.kernels.template import render
 
 WG = 8
@@ -34,6 +42,17 @@ def storage_bytes(spec: ConvSpec, cache_weights: bool = False) -> int:
     patch = PATCH * PATCH * spec.in_blocks * vec
     cache = 9 * spec.in_blocks * 4 * vec if cache_weights else 0
     return patch + cache
+
+
+def max_input_blocks(precision: Precision, limits: DeviceLimits) -> int:
+    """The most input blocks whose halo patch fits ``limits`` (0: the 8x8 workgroup does not)."""
+    if (
+        limits.max_workgroup_size_x < WG
+        or limits.max_workgroup_size_y < WG
+        or limits.max_invocations_per_workgroup < WG * WG
+    ):
+        return 0
+    return limits.max_workgroup_storage_bytes // (PATCH * PATCH * 4 * precision.itemsize)
 
 
 def generate(spec: ConvSpec, cache_weights: bool = False, family: str = FAMILY) -> Kernel:
@@ -86,4 +105,4 @@ def generate(spec: ConvSpec, cache_weights: bool = False, family: str = FAMILY) 
     )
 
 
-__all__ = ["FAMILY", "Precision", "generate", "storage_bytes"]
+__all__ = ["FAMILY", "Precision", "generate", "max_input_blocks", "storage_bytes"]

@@ -4,24 +4,43 @@ Every option is a closed set (an enum, or a tuple of allowed ints). Strings are
 accepted and coerced (``GemmOptions(weight_layout="output-major")``); any invalid
 value raises `InvalidArgumentError` naming the option, the value and the
 allowed values. `GemmOptions.check_limits` / `fits` check a tile against a
-`DeviceLimits`. No option changes the results: every variant keeps each
-output's K order and the f16 partial grouping (8 input blocks per partial,
-whatever the K tile) fixed, so GEMM variants agree bit for bit (tested on
-lavapipe; on an NVIDIA H200 every variant of bench/gemm_sweep.py gave the
-default's bits at 1080p).
+`DeviceLimits`.
+
+Results: every option is a performance knob. By construction each output
+keeps one summation: the bias, then ``k = tap * IB + ib`` in increasing order,
+each input vec4's four lanes as four FMAs in lane order; fp16 sums 8 input
+blocks per f16 partial (whatever the K tile) and folds the partials into the
+f32 accumulator in K order. No option reorders that sequence: tiles, columns,
+K tiles and workgroup shapes only decide which invocation computes an output
+and when its operands reach workgroup memory; ``accumulation_order`` swaps the
+loops over rows and K steps, not the order of one accumulator's FMAs; load,
+address and layout modes fetch the same values; ``pool_layout`` orders
+workgroups, and the fused pool's max (in registers, or across two invocations
+with 2 rows per thread) is exact; ``final_layer`` picks between final-layer
+kernels that sum in the same order. So every value gives the default's bits, in
+fp32 and in fp16 (tests/gpu/test_gemm_sweep.py: every value of every option on
+a whole network on lavapipe; on an NVIDIA H200 every variant of
+bench/gemm_sweep.py gave the default's bits at 1080p). WGSL does not let the
+compiler reassociate these sums, so this holds on any conforming device.
 
 Options (default first where it is fixed):
 
-- ``tile_policy``: OUTPUT_ALIGNED (columns per thread halve while the tile is
+- ``tile_policy``: None = FIXED when ``workgroup_size`` is given, else
+  OUTPUT_ALIGNED. OUTPUT_ALIGNED: columns per thread halve while the tile is
   wider than the output blocks; then a workgroup x of 8 widens to 16 when the
-  output blocks are a multiple of 16 x cols_per_thread and the tile fits) | FIXED |
-  BALANCED (as OUTPUT_ALIGNED; a workgroup that is not widened gets twice the
-  invocations with half the rows each, same tile: found faster on an H200 for
-  layers whose output blocks are not a multiple of 16).
+  output blocks are a multiple of 16 x cols_per_thread and the tile fits. FIXED:
+  the tile of ``workgroup_size``, ``rows_per_thread`` and ``cols_per_thread`` on
+  every layer. BALANCED: as OUTPUT_ALIGNED; a workgroup that is not widened gets
+  twice the invocations with half the rows each, same tile (found faster on an
+  H200 for layers whose output blocks are not a multiple of 16).
 - ``decoder_load``: PER_LOAD (choose the source in each load) | SOURCE_FIRST
   (choose the source once per K tile, then load from it).
-- ``pool_layout``: CHANNELS (stand-alone max pool linearizes x and channel
-  blocks, wide rows continue in z) | SPATIAL (x, y, channel block).
+- ``pool_layout``: CHANNELS | SPATIAL. In the fused conv+pool GEMM (the default
+  graph) it orders the workgroups: CHANNELS makes the output-block tiles of one
+  row tile neighbours (a linear x, long grids continue in z), SPATIAL walks row
+  tiles in x and output-block tiles in y. In the stand-alone max pool
+  (``WgpuExecutor(conv_pool=False)``) CHANNELS linearizes x and channel blocks
+  (wide rows continue in z) and SPATIAL dispatches (x, y, channel block).
 - ``shared_layout``: None = PADDED for fp32, PADDED_INPUT for fp16 |
   LINEAR | PADDED | PADDED_INPUT | PADDED_WEIGHTS (holes in workgroup arrays).
 - ``accumulation_order``: K_MAJOR (K tile outer, rows inner) | ROW_MAJOR.
@@ -31,14 +50,17 @@ Options (default first where it is fixed):
   ``vec2<u32>`` + bitcast; no effect on fp32).
 - ``address_mode``: INCREMENTAL | ANALYTIC | BASE_OFFSET.
 - ``weight_layout``: K_MAJOR | OUTPUT_MAJOR (`WeightLayout`).
-- ``rows_per_thread``: 8 | 2 | 4.
+- ``rows_per_thread``: 8 | 2 | 4 GEMM rows per invocation. With a fused pool, 4
+  rows hold one pooled pixel's quad; 2 rows split a quad over two invocations,
+  which meet in workgroup memory (`conv_igemm`).
 - ``cols_per_thread``: 1 | 2 | 4 output vec4 blocks per invocation (a register tile
   of rows x cols named accumulators; the columns of one invocation are ``WG_X``
   blocks apart, so the workgroup tile is ``WG_X * cols`` blocks wide).
 - ``k_tile``: 8 | 16 vec4 input blocks per shared K tile (one barrier pair per K
   tile). The f16 partial grouping stays 8 blocks (`F16_GROUP_BLOCKS`): a K tile of
   16 folds its partials twice, so the bits do not change.
-- ``workgroup_size``: (8, 8); x in {4, 8, 16}, y in {4, 8, 16}.
+- ``workgroup_size``: None = (8, 8); x in {4, 8, 16}, y in {4, 8, 16}. Given
+  explicitly, it also makes FIXED the default tile policy.
 
 Registers: a tile whose estimated live registers per invocation
 (`GemmTile.register_estimate`: the accumulators plus the per-load state that the
@@ -47,10 +69,10 @@ incremental and base-offset address modes cache across the K loop) exceed
 `conv_igemm.generate` refuses it): such shaders spill, and the NVIDIA Vulkan
 driver did not finish compiling one in 400 s.
 
-`default_options(limits)` is the default of a device: the seeds' defaults
-(tuned on Apple GPUs) unless ``limits.large_gpu`` (a discrete GPU with large
-limits), which gets `LARGE_GPU_OPTIONS` (tuned on an NVIDIA H200: the BALANCED tile policy, see
-docs/benchmarks.md).
+`default_options(limits)` is the default of a device: `GemmOptions()` (the
+WebGPU runtime's defaults, tuned on Apple GPUs) unless ``limits.large_gpu`` (a
+discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS` (tuned on an
+NVIDIA H200: the BALANCED tile policy, see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -129,6 +151,7 @@ COLS_PER_THREAD = (1, 2, 4)
 K_TILES = (8, 16)
 WORKGROUP_X = (4, 8, 16)
 WORKGROUP_Y = (4, 8, 16)
+DEFAULT_WORKGROUP_SIZE = (8, 8)
 
 _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "tile_policy": TilePolicy,
@@ -222,7 +245,7 @@ class GemmTile:
 class GemmOptions:
     """Implicit-GEMM tuning options (see module doc). Frozen, validated, hashable."""
 
-    tile_policy: TilePolicy = TilePolicy.OUTPUT_ALIGNED
+    tile_policy: TilePolicy | None = None
     decoder_load: DecoderLoad = DecoderLoad.PER_LOAD
     pool_layout: PoolLayout = PoolLayout.CHANNELS
     shared_layout: SharedLayout | None = None
@@ -232,11 +255,19 @@ class GemmOptions:
     address_mode: AddressMode = AddressMode.INCREMENTAL
     weight_layout: WeightLayout = WeightLayout.K_MAJOR
     rows_per_thread: int = 8
-    workgroup_size: tuple[int, int] = (8, 8)
+    workgroup_size: tuple[int, int] | None = None
     cols_per_thread: int = 1
     k_tile: int = K_TILE_BLOCKS
 
     def __post_init__(self) -> None:
+        # An explicit workgroup size stays fixed unless a tile policy is given too.
+        if self.tile_policy is None:
+            fixed = self.workgroup_size is not None
+            object.__setattr__(
+                self, "tile_policy", TilePolicy.FIXED if fixed else TilePolicy.OUTPUT_ALIGNED
+            )
+        if self.workgroup_size is None:
+            object.__setattr__(self, "workgroup_size", DEFAULT_WORKGROUP_SIZE)
         for name, cls in _ENUM_OPTIONS.items():
             value = getattr(self, name)
             if name == "shared_layout" and value is None:
@@ -418,11 +449,13 @@ def option_values() -> dict[str, tuple[object, ...]]:
 
 
 # The defaults of large GPUs (`DeviceLimits.large_gpu`) per precision, from
-# bench/gemm_sweep.py on an NVIDIA H200 (docs/benchmarks.md). Small GPUs keep the seeds'
-# defaults (`GemmOptions()`).
+# bench/gemm_sweep.py on an NVIDIA H200 (docs/benchmarks.md). Small GPUs keep the defaults
+# of `GemmOptions()`.
 # On the H200 (1080p rt_hdr_alb_nrm, network GPU median of 20 runs, 2026-11-29) the BALANCED
 # tile policy took fp16 from 13.15 to 12.47 ms and fp32 from 25.33 to 22.40 ms; wider
 # register tiles (cols_per_thread 2, 4) and K tiles of 16 were slower there.
+# The pool layout (the fused conv+pool workgroup order) made no difference there (2026-11-30,
+# balanced: fp16 12.48 ms spatial vs 12.49 channels, fp32 22.46 vs 22.47).
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(tile_policy=TilePolicy.BALANCED),
     Precision.FP32: GemmOptions(tile_policy=TilePolicy.BALANCED),
@@ -432,8 +465,8 @@ LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
 def default_options(limits: DeviceLimits | None, precision: Precision | None = None) -> GemmOptions:
     """The default GEMM options of a device and precision.
 
-    `LARGE_GPU_OPTIONS` when ``limits.large_gpu`` and that tile fits ``limits``; the
-    seeds' defaults (`GemmOptions()`) otherwise (small GPUs, lavapipe, no limits).
+    `LARGE_GPU_OPTIONS` when ``limits.large_gpu`` and that tile fits ``limits``;
+    `GemmOptions()` otherwise (small GPUs, lavapipe, no limits).
     """
     if limits is None or not limits.large_gpu or precision is None:
         return GemmOptions()

@@ -38,7 +38,7 @@ The input and output passes take two uniforms: ``params`` (`input_pass_params`,
 tile) and, at the binding after it, ``frame`` (`spec.FRAME_PARAMS`:
 ``input_scale``, ``output_scale``), one per frame and shared by all tiles, so the
 scale can change per frame without new per-tile params or bind groups (a host
-replaying a recorded program rewrites it; seed 004's ``frame`` uniform).
+replaying a recorded program rewrites it; oidn-web's ``frame`` uniform).
 
 Transfer constants are printed from `oidn_gpu.image.transfer`; nothing is retyped.
 Images reads and writes clamp their index to the buffer (``arrayLength``), so

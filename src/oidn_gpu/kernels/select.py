@@ -1,4 +1,4 @@
-"""Kernel choice by shape, precision and device limits (the seeds' ``auto``), or forced.
+"""Kernel choice by shape, precision and device limits (oidn-web's ``auto``), or forced.
 
 `select_conv` returns a `Selection` (the chosen `KernelKind`, the `Kernel`
 and, when a forced or preferred choice could not be used, the reason).
@@ -10,10 +10,10 @@ Rules:
 - The final layer (``final=True``: one output block, fp32 output, plain
   source) under ``auto`` or ``implicit-gemm`` uses `final_rgb` with
   ``gemm.final_layer`` (DIRECT -> `conv_direct`).
-- ``gemm=None``: `gemm.default_options(limits, precision)` (the seeds' defaults, or the
+- ``gemm=None``: `gemm.default_options(limits, precision)` (`GemmOptions()`, or the
   large-GPU defaults when ``limits.large_gpu``).
-- ``auto``: implicit GEMM when the GEMM tile fits the limits (and, with a
-  fused pool, ``rows_per_thread >= 4``); otherwise direct.
+- ``auto``: implicit GEMM when the GEMM tile fits the limits (with a fused pool
+  and 2 rows per thread, its half-quad exchange too); otherwise direct.
 - forced ``implicit-gemm``: as auto, falling back to direct.
 - forced ``spatial``: the halo kernel when there is no fused pool and its
   workgroup memory fits; otherwise direct.
@@ -22,7 +22,7 @@ Rules:
 - forced ``direct``: always.
 
 `select_pool` picks the max-pool layout from ``gemm.pool_layout`` when the
-kernel setting is ``auto``/``implicit-gemm`` (spatial otherwise), as the seeds.
+kernel setting is ``auto``/``implicit-gemm`` (spatial otherwise), as oidn-web does.
 """
 
 from __future__ import annotations
@@ -104,8 +104,10 @@ def _gemm_problem(spec: ConvSpec, gemm: GemmOptions, limits: DeviceLimits) -> st
     problems = gemm.problems(spec.precision, limits)
     if problems:
         return "the GEMM tile does not fit: " + "; ".join(problems)
-    if spec.pool and gemm.rows_per_thread < 4:
-        return "a fused pool needs rows_per_thread >= 4"
+    try:
+        conv_igemm.validate(spec, gemm, limits)
+    except UnsupportedDeviceError as err:  # the resolved tile (policy, pool exchange)
+        return str(err)
     return None
 
 

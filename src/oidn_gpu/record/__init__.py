@@ -1,6 +1,6 @@
 """Recorded GPU programs: record a whole denoise once, replay it on any WebGPU host.
 
-- `format`: the program value types and the file constants (seed 004, version 2);
+- `format`: the program value types and the file constants (oidn-web's, version 2);
 - `config`: the config words of `record_network` / `record_denoise`;
 - `writer` / `reader`: Program <-> bytes (the reader bounds-checks everything);
 - `device`: `RecordingDevice`, the `GpuDevice` the unchanged executor records on;

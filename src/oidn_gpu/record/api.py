@@ -1,4 +1,4 @@
-"""Recording entry points for native hosts (seed 004's ``recordNetwork`` / ``recordDenoise``).
+"""Recording entry points for native hosts (oidn-web's ``recordNetwork`` / ``recordDenoise``).
 
 `record_network` records one execution of the U-Net at a fixed size;
 `record_denoise` records a whole denoise (per tile: input pass, network, output
@@ -173,7 +173,12 @@ def _recording(tza: bytes, config_bytes: bytes, *, denoise: bool) -> tuple[Any, 
     model = _load_model(tza)
     device = RecordingDevice(recording_capabilities(config))
     executor = WgpuExecutor(model, device=device, **_executor_options(config))
-    weights = device.buffers  # everything the constructor uploads: weights and biases
+    # the uploaded weights and biases, in upload order (the program's META lists them)
+    weights = tuple(
+        buffer
+        for entry in executor.weight_buffers.values()
+        for buffer in (entry.weights, entry.bias)
+    )
     return config, model, device, executor, weights
 
 

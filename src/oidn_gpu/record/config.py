@@ -1,4 +1,4 @@
-"""Config words of `record_network` / `record_denoise` (seed 004, ``program.ts``).
+"""Config words of `record_network` / `record_denoise` (oidn-web's ``program.ts``).
 
 A config is a sequence of little-endian u32 words describing the device to
 record for and the denoise to record, so a native host can ask for a program
@@ -20,7 +20,7 @@ without Python objects::
     and for a denoise: hdr (0/1), transfer, maximum tile edge (0 = whole image),
     input scale (float32 bits; 0 means 1)
 
-The transfer word is seed 004's "0 PU, 1 log" for HDR, extended: 0 is OIDN's
+The transfer word is oidn-web's "0 PU, 1 log" for HDR, extended: 0 is OIDN's
 default for the mode (PU when hdr, else the sRGB curve), 1 log, 2 linear (an
 sRGB-encoded or normal-only input), 3 sRGB, 4 PU.
 

@@ -1,4 +1,4 @@
-"""The recorded-program file format (seed 004, ``program.ts``): constants and the value types.
+"""The recorded-program file format (oidn-web's ``program.ts``): constants and the value types.
 
 A *program* is everything one denoise (or one network execution) of a fixed
 image size submits to a WebGPU device: buffers with their initial data, WGSL
@@ -44,7 +44,7 @@ import numpy as np
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels.spec import FRAME_PARAMS
 
-# --- magic numbers and versions (seed 004, program.ts) -------------------------------------
+# --- magic numbers and versions (oidn-web, program.ts) -------------------------------------
 
 PROGRAM_MAGIC = 0x4E44494F  # b"OIDN" little-endian
 PROGRAM_VERSION = 2
@@ -251,7 +251,7 @@ class ProgramMeta:
 
 @dataclass(frozen=True)
 class Program:
-    """A recorded GPU program (seed 004's format, version 2).
+    """A recorded GPU program (oidn-web's format, version 2).
 
     ``inputs`` and ``output`` are buffer ids. Output pixels are RGBA float32
     (16 bytes); ``output_channels`` of them are meaningful.

@@ -1,4 +1,4 @@
-"""Bytes -> Program: a strict, bounds-checked reader of seed 004's program format.
+"""Bytes -> Program: a strict, bounds-checked reader of oidn-web's program format.
 
 Every count and length is checked against the bytes that remain before
 anything is allocated, so a truncated or hostile file costs at most its own

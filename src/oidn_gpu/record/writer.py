@@ -1,4 +1,4 @@
-"""Program -> bytes, exactly in seed 004's layout (``serializeProgram`` in ``program.ts``).
+"""Program -> bytes, exactly in oidn-web's layout (``serializeProgram`` in ``program.ts``).
 
 Every integer is a little-endian u32; a blob is its byte length, the bytes and
 zero padding to a multiple of 4; a string is a UTF-8 blob. The output is

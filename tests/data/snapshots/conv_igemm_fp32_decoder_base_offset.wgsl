@@ -130,8 +130,9 @@ fn main(
   let conv_w = out_w;
   let row_count = conv_h * conv_w;
   let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
+  let col_tile = wid.y;
   // Column c of this invocation is output block ob0 + c * WG_X.
-  let ob0 = wid.y * TILE_N + lid.x;
+  let ob0 = col_tile * TILE_N + lid.x;
   let local_linear = lid.y * WG_X + lid.x;
   // Every input load of this invocation has the same K lane; loads differ by SLOT_STRIDE rows.
   let k_lane = local_linear % K_TILE;
@@ -213,7 +214,7 @@ fn main(
       let li = local_linear + 0u;
       let tk = li / (TILE_N * 4u);
       let rem = li % (TILE_N * 4u);
-      let wob = wid.y * TILE_N + rem / 4u;
+      let wob = col_tile * TILE_N + rem / 4u;
       let wk = k_base + tk;
       var w = vec4<f32>();
       if (wob < OUT_BLOCKS && wk < TOTAL_K) {
@@ -225,7 +226,7 @@ fn main(
       let li = local_linear + 128u;
       let tk = li / (TILE_N * 4u);
       let rem = li % (TILE_N * 4u);
-      let wob = wid.y * TILE_N + rem / 4u;
+      let wob = col_tile * TILE_N + rem / 4u;
       let wk = k_base + tk;
       var w = vec4<f32>();
       if (wob < OUT_BLOCKS && wk < TOTAL_K) {
@@ -237,7 +238,7 @@ fn main(
       let li = local_linear + 256u;
       let tk = li / (TILE_N * 4u);
       let rem = li % (TILE_N * 4u);
-      let wob = wid.y * TILE_N + rem / 4u;
+      let wob = col_tile * TILE_N + rem / 4u;
       let wk = k_base + tk;
       var w = vec4<f32>();
       if (wob < OUT_BLOCKS && wk < TOTAL_K) {
@@ -249,7 +250,7 @@ fn main(
       let li = local_linear + 384u;
       let tk = li / (TILE_N * 4u);
       let rem = li % (TILE_N * 4u);
-      let wob = wid.y * TILE_N + rem / 4u;
+      let wob = col_tile * TILE_N + rem / 4u;
       let wk = k_base + tk;
       var w = vec4<f32>();
       if (wob < OUT_BLOCKS && wk < TOTAL_K) {

@@ -11,12 +11,15 @@ Life of an executor (after oidn-web's ``NativeUNetExecutor``):
 3. Per input shape, a `plan_cache.ShapePlan` (slot buffers, per-step params
    uniforms and bind groups, created once) in an LRU of ``shape_cache_size``
    entries whose evicted plans are destroyed only after the queue finished.
-4. Execution: `run` (host arrays), `execute_packed` / `encode` (GPU buffers,
-   no host round trip; the denoise pipeline records input pass, network and
-   output pass of a tile into one command encoder).
+4. Execution: `run` (host arrays: the dense input is uploaded and packed on the
+   GPU), `execute_buffers` (caller-owned dense GPU buffers, packed the same way),
+   `execute_packed` / `encode` (an already packed input, no host round trip; the
+   denoise pipeline records input pass, network and output pass of a tile into
+   one command encoder).
 5. `profile_next_execution()`: the next execution writes GPU timestamps around
    each layer's compute pass; `last_profile()` returns per-layer times
-   (`profiling.Profiler`).
+   (`profiling.Profiler`), led by an ``input-pack`` entry when the execution
+   packed a dense input.
 6. `close()`: releases every buffer and query set (idempotent);
    `resources()` is then empty.
 
@@ -57,10 +60,13 @@ from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import passes as graph_passes
 from oidn_gpu.graph.plan import size_alignment
-from oidn_gpu.kernels import io_passes, select
-from oidn_gpu.kernels.spec import Kernel, Precision, blocks
+from oidn_gpu.kernels import conv_spatial, io_passes, select
+from oidn_gpu.kernels.gemm import GemmOptions, default_options
+from oidn_gpu.kernels.spec import Kernel, Precision
 
 DEFAULT_SHAPE_CACHE_SIZE = 2
+# The profile's name of the pass that packs a dense input (`run`, `execute_buffers`).
+INPUT_PACK = "input-pack"
 # The network output: one vec4<f32> per pixel (RGB and a zero lane).
 OUTPUT_PIXEL_BYTES = 16
 
@@ -123,6 +129,16 @@ class WgpuExecutor(ExecutorBase):
             kernels marked trusted, None follows ``OIDN_GPU_SHADER_CHECKS``.
         conv_pool, decoder: enable the fusion passes (for tests and experiments).
         prepare: compile every kernel now (else on first use or `prepare()`).
+
+    Attributes:
+        precision: the resolved precision.
+        gemm: the GEMM options in effect (the caller's, else the device's defaults,
+            `kernels.gemm.default_options`); frozen.
+        subgroups_available: whether the device has the ``subgroup`` feature (the
+            subgroup conv runs only then).
+        max_spatial_input_blocks: the most input vec4 blocks the spatial conv's halo
+            patch holds on this device at this precision (larger layers fall back).
+        kernels, weight_buffers: the kernel of every node and the uploaded weights.
     """
 
     def __init__(
@@ -148,7 +164,14 @@ class WgpuExecutor(ExecutorBase):
         self._owns_device = self._device.owned and device is None
         self.precision = resolve_precision(self._device, precision)
         self.kernel_setting = kernel_choice.validate_kernel(kernel)
-        self.gemm = kernel_choice.validate_gemm(gemm)
+        limits = kernel_choice.device_limits(self._device.capabilities)
+        # The GEMM options in effect: the caller's, or this device's defaults; frozen.
+        self.gemm: GemmOptions = kernel_choice.validate_gemm(gemm) or default_options(
+            limits, self.precision
+        )
+        # What the kernel choice knows of the device (read-only)
+        self.subgroups_available = bool(limits.subgroups)
+        self.max_spatial_input_blocks = conv_spatial.max_input_blocks(self.precision, limits)
         self.shape_cache_size = shape_cache_size
         self.shader_checks = shader_checks
         self._model = model
@@ -239,6 +262,14 @@ class WgpuExecutor(ExecutorBase):
         """Every shape-independent kernel of the network (one per node)."""
         return tuple(node.kernel for node in self._nodes)
 
+    @property
+    def weight_buffers(self) -> Mapping[str, nodes.WeightBuffers]:
+        """The uploaded weights of every conv (by conv name): its weight and bias buffers
+        and the layout its kernel reads. Empty once closed."""
+        if self._closed:
+            return MappingProxyType({})
+        return MappingProxyType(nodes.weight_buffers(self._nodes))
+
     def prepare(self) -> None:
         """Compile every shape-independent kernel now, concurrently.
 
@@ -321,13 +352,12 @@ class WgpuExecutor(ExecutorBase):
         x = check_network_input(x, self.input_channels, self._alignment)
         height, width = int(x.shape[1]), int(x.shape[2])
         shape_plan = self._shape_plan(height, width)
-        packed = np.zeros(
-            (height, width, blocks(self.input_channels) * 4), self.precision.numpy_dtype
-        )
-        packed[:, :, : self.input_channels] = x.transpose(1, 2, 0)
-        self._device.write_buffer(shape_plan.input_buffer, 0, packed)
+        assert self._plans is not None
+        # The dense [H, W, C] float32 input is packed on the GPU (the profile's input-pack).
+        dense = self._plans.dense_input_buffer(shape_plan, self.input_channels)
+        self._device.write_buffer(dense, 0, np.ascontiguousarray(x.transpose(1, 2, 0)))
         encoder = self._device.create_command_encoder(f"oidn/network/{height}x{width}")
-        self.encode(encoder, height, width)
+        self._encode(encoder, shape_plan, pack_from=dense)
         self._device.submit([encoder.finish()])
         return self.read_output(height, width)
 
@@ -385,8 +415,7 @@ class WgpuExecutor(ExecutorBase):
         self._check_buffer(input, height * width * self.input_channels * 4, "input")
         shape_plan = self._shape_plan(height, width)
         encoder = self._device.create_command_encoder(f"oidn/network/{height}x{width}")
-        self._encode_io(encoder, shape_plan, "input-pack", [input, shape_plan.input_buffer])
-        result = self.encode(encoder, height, width)
+        result = self._encode(encoder, shape_plan, pack_from=input)
         if output is not None:
             self._check_buffer(output, height * width * self.output_channels * 4, "output")
             self._encode_io(encoder, shape_plan, "output-unpack", [result, output])
@@ -409,18 +438,33 @@ class WgpuExecutor(ExecutorBase):
         earlier) and submits the encoder.
         """
         self._check_open()
-        shape_plan = self._shape_plan(height, width)
+        return self._encode(encoder, self._shape_plan(height, width))
+
+    def _encode(self, encoder: CommandEncoder, shape_plan: ShapePlan, pack_from: Any = None) -> Any:
+        """Record the network of ``shape_plan``, after packing the dense buffer ``pack_from``
+        into its input when given (a profiled layer named ``input-pack``)."""
         steps = shape_plan.steps
         timed = [TimedLayer(s.node.name, s.node.kernel.name, s.flops) for s in steps]
-        timestamps = self._profiler.begin(height, width, timed)
-        for index, step in enumerate(steps):
+        if pack_from is not None:
+            timed.insert(0, TimedLayer(INPUT_PACK, INPUT_PACK, 0.0))
+        timestamps = self._profiler.begin(shape_plan.height, shape_plan.width, timed)
+        stamps = iter(timestamps) if timestamps is not None else None
+        if pack_from is not None:
+            self._encode_io(
+                encoder,
+                shape_plan,
+                INPUT_PACK,
+                [pack_from, shape_plan.input_buffer],
+                timestamps=next(stamps) if stamps is not None else None,
+            )
+        for step in steps:
             pipeline = self._cache.get(step.node.kernel, shader_checks=self.shader_checks)
             encoder.dispatch(
                 pipeline,
                 step.bind_group,
                 step.grid,
                 label=f"oidn/{step.node.name}",
-                timestamps=timestamps[index] if timestamps is not None else None,
+                timestamps=next(stamps) if stamps is not None else None,
             )
         if timestamps is not None:
             self._profiler.finish(encoder)
@@ -466,7 +510,7 @@ class WgpuExecutor(ExecutorBase):
         """The input-pack or output-unpack kernel of this executor (generated once)."""
         kernel = self._io_kernels.get(name)
         if kernel is None:
-            if name == "input-pack":
+            if name == INPUT_PACK:
                 spec = io_passes.PackSpec(self.input_channels, self.precision)
                 kernel = io_passes.generate_input_pack(spec)
             else:
@@ -476,7 +520,12 @@ class WgpuExecutor(ExecutorBase):
         return kernel
 
     def _encode_io(
-        self, encoder: CommandEncoder, shape_plan: ShapePlan, name: str, buffers: list[Any]
+        self,
+        encoder: CommandEncoder,
+        shape_plan: ShapePlan,
+        name: str,
+        buffers: list[Any],
+        timestamps: Any = None,
     ) -> None:
         """One input-pack / output-unpack dispatch between ``buffers[0]`` and ``buffers[1]``."""
         assert self._plans is not None
@@ -484,7 +533,7 @@ class WgpuExecutor(ExecutorBase):
         group = self._plans.io_bind_group(shape_plan, kernel, buffers)
         pipeline = self._cache.get(kernel, shader_checks=self.shader_checks)
         grid = kernel.grid(0, shape_plan.height, shape_plan.width)
-        encoder.dispatch(pipeline, group, grid, label=f"oidn/{kernel.name}")
+        encoder.dispatch(pipeline, group, grid, label=f"oidn/{kernel.name}", timestamps=timestamps)
 
     def __del__(self) -> None:  # best effort; close() is the contract
         try:

@@ -15,7 +15,7 @@ from typing import Any
 from oidn_gpu.backends.gpu_device import BufferUsage, Capabilities, GpuDevice
 from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.graph import ir
-from oidn_gpu.kernels.spec import Kernel, Precision
+from oidn_gpu.kernels.spec import Kernel, Precision, WeightLayout
 
 # A 3x3 conv does one multiply-add (2 FLOPs) per input channel, output channel and tap.
 CONV_TAPS = 9
@@ -74,6 +74,25 @@ def build_nodes(
             )
         )
     return nodes
+
+
+@dataclass(frozen=True)
+class WeightBuffers:
+    """The uploaded weights of one conv: its buffers and the layout its kernel reads."""
+
+    weights: Any
+    bias: Any
+    layout: WeightLayout | None
+    precision: Precision
+
+
+def weight_buffers(nodes: list[Node]) -> dict[str, WeightBuffers]:
+    """Conv name -> its uploaded `WeightBuffers`, in execution order."""
+    return {
+        n.conv: WeightBuffers(n.weights, n.bias, n.kernel.weight_layout, n.kernel.precision)
+        for n in nodes
+        if n.conv is not None and n.weights is not None
+    }
 
 
 def fallbacks(nodes: list[Node]) -> dict[str, str]:

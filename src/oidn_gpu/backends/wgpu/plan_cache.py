@@ -61,6 +61,7 @@ class ShapePlan:
     buffers: list[Any] = field(default_factory=list)  # everything to destroy with the plan
     input_buffer: Any = None
     output_buffer: Any = None
+    dense_input: Any = None  # `ShapePlanCache.dense_input_buffer`
     io_groups: dict[tuple[str, int, int], Any] = field(default_factory=dict)
     io_params: dict[str, Any] = field(default_factory=dict)
 
@@ -140,6 +141,7 @@ class ShapePlanCache:
         for buffer in shape_plan.buffers:
             self._resources.release(buffer)
         shape_plan.buffers = []
+        shape_plan.dense_input = None
         shape_plan.steps = []
         shape_plan.io_groups.clear()
         shape_plan.io_params.clear()
@@ -240,6 +242,20 @@ class ShapePlanCache:
         return Step(node=node, bind_group=bind_group, grid=grid, flops=flops)
 
     # ------------------------------------------------------------------ packing passes
+
+    def dense_input_buffer(self, shape_plan: ShapePlan, channels: int) -> Any:
+        """The plan's staging buffer for a dense ``[H, W, channels]`` float32 network input
+        (made on first use, destroyed with the plan)."""
+        if shape_plan.dense_input is None:
+            h, w = shape_plan.height, shape_plan.width
+            buffer = self._track(
+                self._device.create_buffer(
+                    f"oidn/input/dense/{h}x{w}", h * w * channels * 4, STORAGE_USAGE
+                )
+            )
+            shape_plan.buffers.append(buffer)
+            shape_plan.dense_input = buffer
+        return shape_plan.dense_input
 
     def io_bind_group(self, shape_plan: ShapePlan, kernel: Kernel, buffers: list[Any]) -> Any:
         """The bind group of an input-pack / output-unpack pass from ``buffers[0]`` to

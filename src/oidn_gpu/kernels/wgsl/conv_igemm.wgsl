@@ -5,6 +5,11 @@
 // Shared tiles: TILE_M GEMM rows x K_TILE input blocks, and K_TILE x TILE_N x 4 weight vec4s.
 var<workgroup> input_tile: array<{{ act_type }}, INPUT_TILE_SIZE>;
 var<workgroup> weight_tile: array<{{ act_type }}, WEIGHT_TILE_SIZE>;
+{% if pool_pairs %}
+// A pooled quad spans two invocations (2 rows each): the odd row of threads hands its
+// activated half-quad maxima to the even row here.
+var<workgroup> pool_half: array<vec4<f32>, POOL_HALF_SIZE>;
+{% endif %}
 
 {% if unpack %}
 // Four halfs stored as vec2<u32> (the same 8 bytes as vec4<f16>). unpack2x16float widens
@@ -88,9 +93,17 @@ fn main(
   let conv_h = {{ conv_h }};
   let conv_w = {{ conv_w }};
   let row_count = conv_h * conv_w;
+{% if channels_first %}
+  // Workgroups are linear in (x, z); the column tiles of one row tile are neighbours.
+  let linear_group = wid.x + wid.z * nwg.x;
+  let tile_m = (linear_group / COL_TILES) * TILE_M;
+  let col_tile = linear_group % COL_TILES;
+{% else %}
   let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
+  let col_tile = wid.y;
+{% endif %}
   // Column c of this invocation is output block ob0 + c * WG_X.
-  let ob0 = wid.y * TILE_N + lid.x;
+  let ob0 = col_tile * TILE_N + lid.x;
   let local_linear = lid.y * WG_X + lid.x;
   // Every input load of this invocation has the same K lane; loads differ by SLOT_STRIDE rows.
   let k_lane = local_linear % K_TILE;
@@ -188,7 +201,7 @@ fn main(
       let li = local_linear + {{ l.offset }}u;
       let tk = li / (TILE_N * 4u);
       let rem = li % (TILE_N * 4u);
-      let wob = wid.y * TILE_N + rem / 4u;
+      let wob = col_tile * TILE_N + rem / 4u;
       let wk = k_base + tk;
       var w = {{ act_type }}();
       if (wob < OUT_BLOCKS && wk < TOTAL_K) {
@@ -263,6 +276,26 @@ fn main(
   }
 
   let row0 = tile_m + lid.y * ROWS;
+{% if pool_pairs %}
+  // Rows row0, row0 + 1 are the top (even lid.y) or bottom (odd lid.y) pair of a quad.
+{% for c in columns %}
+  let half{{ c.c }} = max(activate(acc0_{{ c.c }}), activate(acc1_{{ c.c }}));
+  if ((lid.y & 1u) == 1u) {
+    pool_half[((lid.y / 2u) * WG_X + lid.x) * COLS + {{ c.c }}u] = half{{ c.c }};
+  }
+{% endfor %}
+  workgroupBarrier();
+  if ((lid.y & 1u) == 0u) {
+    let p = row0 / 4u;
+{% for c in columns %}
+    let out_ob{{ c.c }} = ob0 + {{ c.col_offset }}u;
+    if (out_ob{{ c.c }} < OUT_BLOCKS && p < out_h * out_w) {
+      let m = max(half{{ c.c }}, pool_half[((lid.y / 2u) * WG_X + lid.x) * COLS + {{ c.c }}u]);
+      output[p * OUT_BLOCKS + out_ob{{ c.c }}] = to_output(m);
+    }
+{% endfor %}
+  }
+{% else %}
 {% for c in columns %}
   let out_ob{{ c.c }} = ob0 + {{ c.col_offset }}u;
   if (out_ob{{ c.c }} < OUT_BLOCKS) {
@@ -288,4 +321,5 @@ fn main(
 {% endif %}
   }
 {% endfor %}
+{% endif %}
 }
