@@ -3,8 +3,8 @@
 An HDR `Denoiser` without ``input_scale`` on the wgpu backend computes the scale
 from the uploaded colour on the GPU (`kernels.autoexposure`); the image must
 still match OIDN's CPU device (relative L2 <= 1e-5 in fp32) and the scale it
-reports must be the host's within the GPU tolerance (tests/kernels/
-test_autoexposure_gpu.py).
+reports must be the host's within the GPU tolerance
+(tests/autoexposure_tolerance.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import oidn_gpu
 from oidn_gpu.errors import NonFiniteInputWarning
 from oidn_gpu.image import autoexposure as host_autoexposure
 from tests import datasets
+from tests.autoexposure_tolerance import autoexposure_tolerance
 from tests.compare import assert_close
-from tests.kernels.test_autoexposure_gpu import tolerance
 from tests.oracle import oidn_denoise
 
 pytestmark = [pytest.mark.gpu, pytest.mark.oracle]
@@ -34,7 +34,7 @@ def test_gpu_autoexposure_denoise_matches_oidn_on_a_scene_crop() -> None:
         ours = den.denoise(color, albedo, normal)
         scale = den.info().input_scale
     host = host_autoexposure.autoexposure(color)
-    assert abs(scale - host) <= tolerance(host) * host, (scale, host)
+    assert abs(scale - host) <= autoexposure_tolerance(host) * host, (scale, host)
     assert_close(ours, theirs, rel_l2_tol=PARITY, label="wgpu fp32, GPU autoexposure")
 
 
@@ -49,7 +49,7 @@ def test_gpu_autoexposure_follows_each_frame_and_a_fixed_scale_after_it() -> Non
             out = den.denoise(image)
             host = host_autoexposure.autoexposure(image)
             scale = den.info().input_scale
-            assert abs(scale - host) <= tolerance(host) * host
+            assert abs(scale - host) <= autoexposure_tolerance(host) * host
             assert_close(out, oidn_denoise(image, hdr=True, quality="fast"), rel_l2_tol=PARITY,
                          label="wgpu fp32 fast")  # fmt: skip
         out = fixed.denoise(bright)

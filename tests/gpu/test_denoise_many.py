@@ -10,7 +10,7 @@ from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
 from oidn_gpu.image import autoexposure, tiling
 from oidn_gpu.image.process import Mode
 from oidn_gpu.image.transfer import Transfer
-from tests.kernels.test_autoexposure_gpu import tolerance
+from tests.autoexposure_tolerance import autoexposure_tolerance
 
 H, W = 37, 53
 
@@ -46,7 +46,7 @@ def test_a_sequence_gives_the_frames_of_separate_calls(gpu, tiny_models) -> None
                 got.append(result)
                 host = autoexposure.autoexposure(frames[len(got) - 1][0])
                 assert denoiser.last_input_scale == scales[len(got) - 1]
-                assert abs(denoiser.last_input_scale - host) <= tolerance(host) * host
+                assert abs(denoiser.last_input_scale - host) <= autoexposure_tolerance(host) * host
             assert len(got) == len(frames)
             for ours, theirs in zip(got, expected, strict=True):
                 assert np.array_equal(ours, theirs)

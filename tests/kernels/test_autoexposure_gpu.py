@@ -1,16 +1,11 @@
 """GPU autoexposure (kernels.autoexposure) against the host autoexposure (image.autoexposure).
 
-The GPU sums each bin in another order than OIDN's CPU lanes and evaluates
-``log2``/``exp2`` with the GPU's own functions, so its scale is not bit-exact;
-the tree over the bins is the host's, so the scale stays within 1e-6 relative
-(and is exactly 0 or 1 where the host's is) while the geometric mean luminance
-lies within 2^-8 .. 2^8. Beyond, the host's own float32 rounding is coarser: its
-mean ``m`` of the log2 values has a ULP of up to 2^-19 (|m| < 16), and one ULP of
-``m`` moves the scale by ``ln 2 * ulp(m)`` relative (6.6e-7 at |m| = 8..16); a
-bin's average differing in its last bit flips the rounding of the host's partial
-sums there. The bar is then two ULPs of ``m``. Images: random sizes from 1x1 with
-partial bins at the edges, HDR ranges from 1e-6 to 1e6, NaN/Inf/negative
-pixels, float16, 1-3 channels, strided pixels, and the scene crops.
+The scales must agree within `tests.autoexposure_tolerance` (1e-6 relative for
+geometric means within 2^-8 .. 2^8 of the key, two float32 ULPs of the host's
+log2 mean beyond), and be exactly 0 or 1 where the host's is. Images: random
+sizes from 1x1 with partial bins at the edges, HDR ranges from 1e-6 to 1e6,
+NaN/Inf/negative pixels, float16, 1-3 channels, strided pixels, and the scene
+crops.
 """
 
 from __future__ import annotations
@@ -21,20 +16,10 @@ import pytest
 from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.kernels import autoexposure as gae
 from tests import datasets
+from tests.autoexposure_tolerance import RTOL, autoexposure_tolerance
 from tests.kernels import gpu_runner
 
 pytestmark = pytest.mark.gpu
-
-# Relative tolerance against the host scale: float32 summation order within bins and
-# the GPU's log2/exp2 (a few ULP each) move the scale by ~1e-7 (measured).
-RTOL = 1e-6
-MEAN_ULPS = 2  # beyond |m| = 8: two float32 ULPs of the host's log2 mean (see above)
-
-
-def tolerance(host: float) -> float:
-    """The relative tolerance of a GPU scale against the host's scale ``host``."""
-    mean = np.float32(np.log2(float(ae.KEY) / host))
-    return max(RTOL, float(np.log(2) * MEAN_ULPS * np.spacing(np.abs(mean))))
 
 
 def gpu_scale(
@@ -86,7 +71,7 @@ def check(color: np.ndarray, **kwargs) -> float:
         assert gpu == host, f"host scale {host}, GPU scale {gpu} for shape {color.shape}"
     else:
         rel = abs(gpu - host) / host
-        assert rel <= tolerance(host), (
+        assert rel <= autoexposure_tolerance(host), (
             f"GPU {gpu} vs host {host}: {rel:.3g} relative, {color.shape}"
         )
     expected_out = 0.0 if gpu == 0.0 else float(np.float32(1) / np.float32(gpu))
@@ -95,9 +80,9 @@ def check(color: np.ndarray, **kwargs) -> float:
 
 
 def test_the_tolerance_is_1e_6_for_geometric_means_within_2_to_the_8() -> None:
-    assert tolerance(float(ae.KEY) / 2.0**7.9) == RTOL
-    assert tolerance(float(ae.KEY) * 2.0**7.9) == RTOL
-    assert tolerance(float(ae.KEY) / 2.0**13) < 1.4e-6
+    assert autoexposure_tolerance(float(ae.KEY) / 2.0**7.9) == RTOL
+    assert autoexposure_tolerance(float(ae.KEY) * 2.0**7.9) == RTOL
+    assert autoexposure_tolerance(float(ae.KEY) / 2.0**13) < 1.4e-6
 
 
 def test_random_sizes_with_partial_bins_match_the_host() -> None:
