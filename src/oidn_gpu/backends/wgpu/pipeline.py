@@ -274,11 +274,14 @@ class GpuDenoiser:
             self._retire(tile_set.uniforms)
 
     def prepare(self, mode: Any, roles: Sequence[io_passes.ImageRole] | None = None) -> None:
-        """Compile the input and output passes of ``mode`` (and the network) ahead of use."""
+        """Compile the input and output passes of ``mode`` (and the network, and for HDR
+        modes the float32 autoexposure) ahead of use."""
         roles = tuple(roles) if roles is not None else _ROLES[: self.executor.input_channels // 3]
         kernels = [self._input_kernel(roles, mode), self._output_kernel(mode)]
         self.executor.prepare()
         self.executor.pipeline_cache.prepare(kernels, shader_checks=self.executor.shader_checks)
+        if mode.hdr:
+            self._autoexposure_kernels("float32")
 
     # ------------------------------------------------------------------ entry points
 
