@@ -26,7 +26,8 @@ import numbers
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -529,6 +530,109 @@ class Denoiser:
                 self._running = False
         return call.finish(result)
 
+    def denoise_many(self, frames: Iterable[Any]) -> Iterator[Any]:
+        """Denoise a sequence of frames, yielding each result as `denoise` returns it.
+
+        Args:
+            frames: each item is a color image, a ``(color, albedo, normal)`` tuple
+                (None for an image not given) or a mapping with those keys; images as
+                `denoise` takes them.
+
+        On the wgpu backend, consecutive frames of one size with the same images are
+        overlapped: frame ``i + 1`` is uploaded and submitted to the GPU before frame
+        ``i`` is read back, so the host's transfers hide behind the GPU's work. Each
+        result is the image `denoise` gives for that frame (`info` describes the frame
+        last yielded). Other backends, and prefiltering, denoise one frame at a time.
+
+        Raises:
+            The errors of `denoise`. Frames are read one ahead, so a frame's error
+            can come before the previous frame's result.
+        """
+        items = (_frame_images(frame) for frame in frames)
+        if self.backend != "wgpu" or self.prefilter != "none":
+            for color, albedo, normal in items:
+                yield self.denoise(color, albedo, normal)
+            return
+        lightmap = self.filter_type == "RTLightmap"
+        queue: deque[_Frame] = deque()
+
+        def prepared() -> Iterator[_Frame]:
+            for color, albedo, normal in items:
+                call = arrays.as_call(color, albedo, normal, None, hdr=self.hdr or lightmap)
+                with self._lock:
+                    frame = self._prepare_frame(call)
+                yield frame
+
+        source = _Peekable(prepared())
+        while source.peek() is not None:
+            first = source.peek()
+            if first.inputs[0].size == 0:  # an empty image: nothing for the GPU
+                source.next()
+                yield first.call.finish(_store(self._run(first.images, None), first.images, None))
+                continue
+
+            def batch(signature: tuple[Any, ...] = first.signature) -> Iterator[tuple]:
+                while (frame := source.peek()) is not None and frame.signature == signature:
+                    queue.append(source.next())
+                    yield frame.inputs
+
+            pipeline = self._gpu_pipelines[first.key]
+            results = pipeline.denoise_many(
+                batch(),
+                mode=first.mode,
+                plan=first.plan,
+                out_channels=first.out_channels,
+                autoexposure=first.autoexposure,
+            )
+            for result in _locked(results, self._lock):
+                frame = queue.popleft()
+                yield frame.call.finish(self._finish_frame(frame, result, pipeline))
+
+    def _prepare_frame(self, call: Any) -> _Frame:
+        """Validate one frame of `denoise_many` and what its GPU denoise takes."""
+        if self._closed:
+            raise InvalidOperationError("the denoiser is closed")
+        color, albedo, normal = call.color, call.albedo, call.normal
+        if self.filter_type == "RTLightmap":
+            albedo = normal = None
+        images = _validate_images(color, albedo, normal)
+        key, model = self._model(images, self.clean_aux)
+        h, w = images.height, images.width
+        on_gpu = self.input_scale is None and images.color is not None
+        mode = self._mode(images, device_autoexposure=on_gpu and h > 0 and w > 0)
+        out_channels = images.main_channels - (1 if images.alpha is not None else 0)
+        self._executor(key, model)
+        plan = self._tile_plan(max(h, 1), max(w, 1), model)
+        main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
+        aux = (images.albedo, images.normal) if images.color is not None else (None, None)
+        signature = (key, h, w, out_channels, tuple(a is None for a in aux), mode)
+        return _Frame(call, images, key, model, mode, plan, out_channels,
+                      on_gpu and bool(mode.hdr), (main, *aux), signature)  # fmt: skip
+
+    def _finish_frame(self, frame: _Frame, result: np.ndarray, pipeline: Any) -> np.ndarray:
+        mode = frame.mode
+        if frame.autoexposure:
+            from oidn_gpu.image import process
+
+            mode = process.Mode(mode.transfer, mode.hdr, mode.snorm, pipeline.last_input_scale)
+            process.warn_if_autoexposure_blackens(frame.inputs[0], mode.input_scale)
+        self._record_info(frame.key, frame.model, mode, frame.plan)
+        return _store(result, frame.images, None)
+
+    def _record_info(self, key: str, model: Any, mode: Any, plan: Any) -> None:
+        info = self._executors[key].info()
+        self._last_info = DenoiserInfo(
+            backend=info.backend,
+            device=info.device,
+            precision=info.precision,
+            weights=key if key != "custom" else (model.name or "custom"),
+            weights_sha256=getattr(model, "sha256", None),
+            input_scale=mode.input_scale,
+            tiles=len(plan.tiles),
+            kernels=dict(info.kernels),
+            kernel_fallbacks=dict(getattr(info, "fallbacks", {})),
+        )
+
     def _denoise(
         self,
         color: Any,
@@ -655,18 +759,7 @@ class Denoiser:
         else:
             result = self._run_host_tiles(executor, plan, main, aux_albedo, aux_normal, mode,
                                           out_channels, progress)
-        info = executor.info()
-        self._last_info = DenoiserInfo(
-            backend=info.backend,
-            device=info.device,
-            precision=info.precision,
-            weights=key if key != "custom" else (model.name or "custom"),
-            weights_sha256=getattr(model, "sha256", None),
-            input_scale=mode.input_scale,
-            tiles=len(plan.tiles),
-            kernels=dict(info.kernels),
-            kernel_fallbacks=dict(getattr(info, "fallbacks", {})),
-        )
+        self._record_info(key, model, mode, plan)
         return result
 
     @staticmethod
@@ -725,6 +818,75 @@ class Denoiser:
         return tiling.plan_tiles(
             h, w, overlap=overlap, alignment=TILE_ALIGNMENT, max_tile_px=None, fits=fits
         )
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """One validated frame of `Denoiser.denoise_many` and its GPU denoise's arguments."""
+
+    call: Any  # arrays.Call: how to answer in the caller's type
+    images: _Images
+    key: str
+    model: Any
+    mode: Any
+    plan: Any
+    out_channels: int
+    autoexposure: bool  # computed on the GPU
+    inputs: tuple[np.ndarray | None, ...]  # main, albedo, normal as the pipeline takes them
+    signature: tuple[Any, ...]  # frames with equal signatures share one GPU sequence
+
+
+class _Peekable:
+    """An iterator whose next item can be looked at without taking it."""
+
+    _END = object()
+
+    def __init__(self, iterator: Iterator[Any]) -> None:
+        self._iterator = iterator
+        self._head: Any = None
+        self._has_head = False
+
+    def peek(self) -> Any:
+        """The next item, or None at the end."""
+        if not self._has_head:
+            self._head = next(self._iterator, None)
+            self._has_head = True
+        return self._head
+
+    def next(self) -> Any:
+        item = self.peek()
+        self._has_head = False
+        return item
+
+
+def _locked(iterator: Iterator[Any], lock: Any) -> Iterator[Any]:
+    """Yield the items of ``iterator``, each computed holding ``lock`` (not across a yield)."""
+    while True:
+        with lock:
+            item = next(iterator, _Peekable._END)
+        if item is _Peekable._END:
+            return
+        yield item
+
+
+def _frame_images(frame: Any) -> tuple[Any, Any, Any]:
+    """``(color, albedo, normal)`` of one `Denoiser.denoise_many` item."""
+    if isinstance(frame, Mapping):
+        unknown = set(frame) - {"color", "albedo", "normal"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown image name(s) {sorted(unknown)} in a frame; expected 'color', "
+                "'albedo' and 'normal'"
+            )
+        return frame.get("color"), frame.get("albedo"), frame.get("normal")
+    if isinstance(frame, tuple):
+        if not 1 <= len(frame) <= 3:
+            raise InvalidArgumentError(
+                f"a frame tuple has {len(frame)} images; expected (color, albedo, normal)"
+            )
+        padded = (*frame, None, None)[:3]
+        return padded[0], padded[1], padded[2]
+    return frame, None, None
 
 
 def _report(progress: Progress | None, fraction: float) -> None:
