@@ -134,6 +134,13 @@ def test_float16_and_fewer_channels_match_the_host() -> None:
         check(color.astype(np.float32))
 
 
+def test_subnormal_float16_pixels_are_widened_exactly() -> None:
+    rng = np.random.default_rng(12)
+    dim = (rng.random((33, 40, 3)) * 6e-5).astype(np.float16)  # below 2^-14: subnormal halves
+    assert np.count_nonzero(dim < np.float16(2.0**-14)) > dim.size // 2
+    check(dim)
+
+
 def test_strided_pixels_are_read_in_place() -> None:
     rng = np.random.default_rng(8)
     rgba = rng.random((40, 50, 4), dtype=np.float32)

@@ -86,6 +86,15 @@ def image_binding_type(dtype: str) -> str:
     return "u32" if dtype == "float16" else "f32"
 
 
+def half_constants(dtypes: tuple[str, ...]) -> dict[str, object]:
+    """The constants of ``image_read.wgsl``'s float16 widening, when an image is float16:
+    the value of a subnormal half's mantissa unit (2^-24) and the exponent bias change
+    from float16 (15) to float32 (127)."""
+    if "float16" not in dtypes:
+        return {}
+    return {"HALF_SUBNORMAL_UNIT": 2.0**-24, "HALF_TO_F32_BIAS": 127 - 15}
+
+
 def _strides(size: int) -> list[int]:
     """Halving tree strides over ``size`` (a power of two) lanes: size/2, ..., 1."""
     out = []
@@ -116,6 +125,7 @@ def generate_bins(spec: AutoexposureSpec) -> Kernel:
         "LUMINANCE_R": float(ae.LUMINANCE_R),
         "LUMINANCE_G": float(ae.LUMINANCE_G),
         "LUMINANCE_B": float(ae.LUMINANCE_B),
+        **half_constants((spec.dtype,)),
     }
     source = render(
         "autoexposure_bins.wgsl",
@@ -125,6 +135,7 @@ def generate_bins(spec: AutoexposureSpec) -> Kernel:
         bindings=decls,
         transfer="linear",
         images=[{"name": "color", "buffer": "color_image", "f16": spec.dtype == "float16"}],
+        any_f16=spec.dtype == "float16",
         strides=_strides(BIN * BIN),
     )
     return Kernel(

@@ -56,7 +56,7 @@ import numpy as np
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import transfer as tf
 from oidn_gpu.kernels import _common
-from oidn_gpu.kernels.autoexposure import IMAGE_DTYPES, image_binding_type
+from oidn_gpu.kernels.autoexposure import IMAGE_DTYPES, half_constants, image_binding_type
 from oidn_gpu.kernels.spec import (
     FRAME_PARAMS,
     SHAPE_PARAMS,
@@ -387,6 +387,7 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
         "MAIN_LO": -1.0 if spec.snorm else 0.0,
         "MAIN_HI": FLT_MAX if spec.hdr else 1.0,
         **_transfer_consts(spec.transfer),
+        **half_constants(spec.image_dtypes),
     }
     enables = _common.enables_for(spec.precision)
     source = render(
@@ -400,6 +401,7 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
             {"name": r.value, "buffer": f"{r.value}_image", "f16": d == "float16"}
             for r, d in zip(spec.images, spec.image_dtypes, strict=True)
         ],
+        any_f16="float16" in spec.image_dtypes,
         aux=[r.value for r in spec.images[1:]],
         transfer=spec.transfer.value,
         snorm=spec.snorm,
