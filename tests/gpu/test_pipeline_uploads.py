@@ -12,6 +12,10 @@ import pytest
 
 import oidn_gpu
 from oidn_gpu.backends.wgpu import pipeline
+from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.image import tiling
+from oidn_gpu.image.process import Mode
+from oidn_gpu.image.transfer import Transfer
 from tests import datasets
 
 pytestmark = pytest.mark.gpu
@@ -47,3 +51,17 @@ def test_half_and_rgba_inputs_give_the_image_of_their_float32_copy(dtype) -> Non
     assert ours.dtype == dtype and ours.shape == (h, w, 4)
     assert np.array_equal(ours[:, :, 3], rgba[:, :, 3])
     assert np.array_equal(ours[:, :, :3], dense.astype(dtype))
+
+
+def test_interactive_tiles_read_half_rgba_views_too(gpu, tiny_models) -> None:
+    rng = np.random.default_rng(6)
+    rgba = (rng.random((37, 53, 4)) * 3).astype(np.float16)
+    mode = Mode(Transfer.PU, True, False, 0.8)
+    plan = tiling.plan_tiles_max_edge(37, 53, max_edge=48, overlap=16)
+    executor = WgpuExecutor(tiny_models["tiny_base_ic3"], device=gpu, precision="fp32")
+    with pipeline.GpuDenoiser(executor) as denoiser:
+        tiles = denoiser.denoise_interactive(rgba[:, :, :3], mode=mode, plan=plan)
+        whole = denoiser.denoise(np.ascontiguousarray(rgba[:, :, :3], np.float32), mode=mode,
+                                 plan=plan)  # fmt: skip
+    executor.close()
+    assert np.array_equal(tiles, whole)
