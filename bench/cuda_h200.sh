@@ -13,7 +13,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
 bench() {  # name, then bench arguments
   local name=$1; shift
-  timeout 300 python3 -m oidn_gpu.backends.cuda.bench --json "$OUT/bench_$name.json" "$@" \
+  timeout 300 python3 -m oidn_gpu bench --backend cuda --json "$OUT/bench_$name.json" "$@" \
     2>&1 | tee -a "$OUT/bench.log"
 }
 bench 1080p --size 1080p --runs 100 --baseline

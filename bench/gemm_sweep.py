@@ -34,6 +34,7 @@ import numpy as np
 
 from oidn_gpu.backends.wgpu import bench
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.cli.sizes import parse_size
 from oidn_gpu.errors import OIDNGPUError
 from oidn_gpu.kernels.gemm import GemmOptions
 
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         configs = json.loads(Path(args.configs).read_text())
     if args.limit:
         configs = configs[: args.limit]
-    height, width = bench.parse_size(args.size)
+    height, width = parse_size(args.size)
     net_h = -(-height // bench.ALIGNMENT) * bench.ALIGNMENT
     net_w = -(-width // bench.ALIGNMENT) * bench.ALIGNMENT
     model = bench._load(args.weights)

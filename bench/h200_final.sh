@@ -6,7 +6,7 @@
 # variant (WGSL loops over local accumulator arrays); docs/benchmarks.md has its numbers.
 # Usage (device machine): OUT=dir bash bench/h200_final.sh
 set -u
-B="python3 -m oidn_gpu.backends.wgpu.bench --weights rt_hdr_alb_nrm --runs 20 --warmup 3"
+B="python3 -m oidn_gpu bench --weights rt_hdr_alb_nrm --runs 20 --warmup 3"
 for p in fp16 fp32; do
   python3 bench/gemm_sweep.py --size 1080p --precision $p --runs 20 \
     --configs bench/sweep_final_$p.json --budget-s 40 --json $OUT/final_sweep_$p.json \

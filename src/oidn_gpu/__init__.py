@@ -16,7 +16,14 @@ from oidn_gpu.errors import (
     WeightsFormatError,
     WeightsNotFoundError,
 )
-from oidn_gpu.filter import Denoiser, DenoiserInfo, RTFilter, RTLightmapFilter, denoise
+from oidn_gpu.filter import (
+    Denoiser,
+    DenoiserInfo,
+    FilterOptions,
+    RTFilter,
+    RTLightmapFilter,
+    denoise,
+)
 
 __version__ = "0.1.0"
 
@@ -24,6 +31,7 @@ __all__ = [
     "CancelledError",
     "Denoiser",
     "DenoiserInfo",
+    "FilterOptions",
     "InvalidArgumentError",
     "InvalidOperationError",
     "MissingDependencyError",

@@ -1,13 +1,20 @@
 """OIDN-style facade: images and options in, the denoised image out.
 
 `Denoiser` reproduces what Intel OIDN 2.5.1's ``RT`` and ``RTLightmap``
-filters compute (see ``oidn-semantics.md``): it validates the images (OIDN's
-error messages), picks the weights (``model.weights``), computes the input
-scale (autoexposure for HDR), builds the network input in the transfer space
-(``image.process``), runs the network tile by tile (``image.tiling``) on a
-backend executor, stitches the kept rectangles and applies the output
-processing. A `Denoiser` caches loaded models and executors, so one object
-serves every frame of a sequence; `denoise` is the one-call form.
+filters compute (see ``oidn-semantics.md``) over any registered backend, and
+never names one. It is three parts:
+
+- `FilterOptions`: OIDN's filter parameters, frozen and validated once;
+- `ModelCache`: which weights the images and options select (``model.weights``),
+  loaded once per name;
+- the orchestrator (`Denoiser`): validates the images (OIDN's error messages),
+  resolves the input scale (autoexposure for HDR), makes the one denoise plan
+  (`backends.plan.plan_denoise`: mode and tiles) and hands it to the backend's
+  `TileRunner` (the host tile loop, or the wgpu GPU pipeline), built once per
+  model from the backend's typed options.
+
+A `Denoiser` caches models, executors and runners, so one object serves every
+frame of a sequence; `denoise` is the one-call form.
 
 The caller's output array is written only after every tile has finished, so a
 cancelled or failed execution leaves it untouched, and in-place use (output
@@ -21,6 +28,7 @@ concurrently. Options are validated when the denoiser is constructed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import os
@@ -34,23 +42,31 @@ from typing import Any, Literal
 
 import numpy as np
 
-from oidn_gpu.backends import check_backend_options, resolve_backend
-from oidn_gpu.errors import (
-    CancelledError,
-    InvalidArgumentError,
-    InvalidOperationError,
-    WeightsNotFoundError,
+from oidn_gpu.backends.base import (
+    AUTO,
+    AutoexposureRunner,
+    BackendOptions,
+    DenoiseImages,
+    NetworkExecutor,
+    SequenceRunner,
+    TileRunner,
+    get_backend,
+    make_options,
+    resolve_backend,
 )
-from oidn_gpu.image import arrays
-from oidn_gpu.model import unet
+from oidn_gpu.backends.host_runner import report_progress
+from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise, plan_mode
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, WeightsNotFoundError
+from oidn_gpu.image import arrays, process
+from oidn_gpu.image.autoexposure import autoexposure
+from oidn_gpu.model import unet, weights
+from oidn_gpu.model.unet import ValidatedModel
 
 FilterType = Literal["RT", "RTLightmap"]
 Progress = Callable[[float], Any]
 
 # OIDN rejects images wider or taller than this (api/api.cpp, "image size is too large").
 MAX_IMAGE_DIM = 65536
-# Tile origins and the padded tile size are multiples of this (4 pooling levels).
-TILE_ALIGNMENT = 16
 
 _FILTER_TYPES = ("RT", "RTLightmap")
 _PREFILTERS = ("none", "fast", "accurate")
@@ -249,10 +265,152 @@ def _load_custom_weights(source: Any):  # -> ValidatedModel
     )
 
 
-def _normalize_quality(quality: Any) -> str:
-    from oidn_gpu.model.weights import parse_quality
+@dataclass(frozen=True)
+class FilterOptions:
+    """OIDN's filter parameters, validated on creation (see `Denoiser` for each one).
 
-    return parse_quality(quality).value
+    Booleans must be booleans (NumPy's too), ``quality`` is normalized to its name,
+    a NaN ``input_scale`` to None (autoexposure), and ``hdr``/``srgb`` of an
+    ``RTLightmap`` filter are dropped with a warning, as OIDN ignores them. Custom
+    ``weights`` are loaded by the `ModelCache` when the denoiser is built.
+
+    Raises:
+        InvalidArgumentError: an unknown filter type, quality or prefilter, or an
+            invalid value (``invalid value for parameter 'NAME': ...``).
+    """
+
+    filter_type: FilterType = "RT"
+    hdr: bool = False
+    srgb: bool = False
+    clean_aux: bool = False
+    quality: str = "high"
+    input_scale: float | None = None
+    directional: bool = False
+    prefilter: str = "none"
+    weights: str | os.PathLike[str] | bytes | None = None
+    weights_dir: str | os.PathLike[str] | None = None
+    max_memory_mb: int | None = None
+    tile_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.filter_type not in _FILTER_TYPES:
+            raise InvalidArgumentError(
+                f"unknown filter type: '{self.filter_type}'; expected 'RT' or 'RTLightmap'"
+            )
+        if self.prefilter not in _PREFILTERS:
+            raise InvalidArgumentError(
+                f"unknown prefilter '{self.prefilter}'; expected 'none', 'fast' or 'accurate'"
+            )
+        hdr = _check_bool("hdr", self.hdr)
+        srgb = _check_bool("srgb", self.srgb)
+        weights_dir = self.weights_dir
+        if weights_dir is not None and not isinstance(weights_dir, (str, os.PathLike)):
+            raise InvalidArgumentError(
+                f"invalid value for parameter 'weights_dir': a {type(weights_dir).__name__}; "
+                "expected a folder path or None"
+            )
+        if self.filter_type == "RTLightmap" and (hdr or srgb):
+            warnings.warn(
+                "hdr and srgb are not parameters of the RTLightmap filter and are ignored",
+                stacklevel=4,  # the caller of Denoiser(...)
+            )
+            hdr = srgb = False
+        set_field = object.__setattr__
+        set_field(self, "hdr", hdr)
+        set_field(self, "srgb", srgb)
+        set_field(self, "clean_aux", _check_bool("clean_aux", self.clean_aux))
+        set_field(self, "directional", _check_bool("directional", self.directional))
+        set_field(self, "quality", weights.parse_quality(self.quality).value)
+        set_field(self, "input_scale", _check_input_scale(self.input_scale))
+        set_field(self, "max_memory_mb", _check_max_memory_mb(self.max_memory_mb))
+        set_field(self, "tile_size", _check_tile_size(self.tile_size))
+
+    def denoise_options(self, images: _Images, input_scale: float = 1.0) -> DenoiseOptions:
+        """The `DenoiseOptions` of a denoise of ``images`` with a resolved input scale."""
+        return DenoiseOptions(
+            filter_type=self.filter_type,
+            hdr=self.hdr,
+            srgb=self.srgb,
+            directional=self.directional,
+            normal_only=images.color is None and images.albedo is None,
+            input_scale=input_scale,
+            tile_size=self.tile_size,
+            max_memory_mb=self.max_memory_mb,
+        )
+
+
+CUSTOM_WEIGHTS = "custom"
+_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(FilterOptions))
+
+
+class ModelCache:
+    """The model the images and options select, each loaded once.
+
+    Built-in weights are keyed by their official name; custom weights (``weights=``)
+    by ``"custom"``.
+    """
+
+    def __init__(self, options: FilterOptions) -> None:
+        self.options = options
+        self._models: dict[str, ValidatedModel] = {}
+        if options.weights is not None:
+            # Loaded now, so that a missing or malformed file fails at construction.
+            self._models[CUSTOM_WEIGHTS] = _load_custom_weights(options.weights)
+
+    def get(self, images: _Images, clean_aux: bool) -> tuple[str, ValidatedModel]:
+        """``(key, model)`` for ``images``; raises OIDN's errors for unsupported combinations."""
+        options = self.options
+        # Validates the combination of inputs and flags with OIDN's messages even when
+        # custom weights replace the built-in choice.
+        name: str | None = None
+        try:
+            name = weights.select_weights(
+                options.filter_type,
+                color=images.color is not None,
+                albedo=images.albedo is not None,
+                normal=images.normal is not None,
+                hdr=options.hdr,
+                srgb=options.srgb,
+                clean_aux=clean_aux,
+                quality=options.quality,
+                directional=options.directional,
+            )
+        except InvalidOperationError as err:
+            if options.weights is None or "unsupported combination" not in str(err):
+                raise
+        if options.weights is not None:
+            return CUSTOM_WEIGHTS, self._custom(images)
+        assert name is not None
+        if name not in self._models:
+            self._models[name] = weights.load_builtin(name, options.weights_dir)
+        return name, self._models[name]
+
+    def _custom(self, images: _Images) -> ValidatedModel:
+        model = self._models[CUSTOM_WEIGHTS]
+        count = sum(x is not None for x in (images.color, images.albedo, images.normal))
+        if model.input_channels != 3 * count:
+            raise InvalidArgumentError(
+                f"the custom weights take {model.input_channels} input channels but "
+                f"{count} image(s) = {3 * count} channels were given"
+            )
+        return model
+
+    def clear(self) -> None:
+        """Forget the built-in models (custom weights stay: they belong to the options)."""
+        for key in [k for k in self._models if k != CUSTOM_WEIGHTS]:
+            del self._models[key]
+
+
+@dataclass
+class _Engine:
+    """One model on the backend: its executor and the runner that denoises with it."""
+
+    executor: NetworkExecutor
+    runner: TileRunner
+
+    def close(self) -> None:
+        self.runner.close()
+        self.executor.close()
 
 
 class Denoiser:
@@ -272,23 +430,20 @@ class Denoiser:
         weights: a custom ``.tza`` file (path or bytes) replacing the built-in choice.
         weights_dir: where the large (quality ``high``) weights live; see
             `oidn_gpu.model.weights.weights_path`.
-        backend: ``"auto"``, ``"reference"`` (NumPy) or ``"wgpu"``.
-        precision, kernel, gemm: wgpu backend options (``"auto"``, ``"fp16"``, ``"fp32"``; ...).
         max_memory_mb: OIDN's memory budget; None or negative: at most 2160x2160 px per tile.
         tile_size: if set, tiles of at most this edge (px) instead of OIDN's plan.
-        device: a ``wgpu.GPUDevice`` to run on (wgpu backend; with ``backend="auto"`` a
-            device selects wgpu).
+        backend: ``"auto"`` or a registered backend (``"reference"``: NumPy, ``"wgpu"``;
+            `oidn_gpu.backends.backend_names`).
+        backend_options: the backend's typed options (its ``Options`` class, e.g.
+            `oidn_gpu.backends.wgpu.backend.WgpuOptions`).
+        **options: the backend's options as keywords, validated by its ``Options`` when
+            the denoiser is built (wgpu: ``precision`` ``"auto"``/``"fp16"``/``"fp32"``,
+            ``kernel``, ``gemm``, ``device``; reference: ``precision`` ``"fp32"``). An
+            option of another backend is an error, also when ``"auto"`` picked this
+            one; a ``device`` with ``backend="auto"`` asks for wgpu on that device.
 
-    Every option is validated here (`InvalidArgumentError` naming the parameter, the
-    value and what is expected): booleans must be ``bool``, ``input_scale`` finite and
-    >= 0, ``tile_size`` and ``max_memory_mb`` ints; a custom ``weights`` file is read
-    and checked now. ``kernel``, ``gemm`` and ``precision="fp16"`` are refused when the
-    backend (also as picked by ``"auto"``) is ``reference``.
-
-    Threads: one denoiser may be shared by threads. Its calls are serialized (one
-    `denoise` at a time; `close` waits for a running call), so results equal those of
-    sequential calls; separate denoisers run concurrently. Denoisers given the same
-    ``device`` take turns on its queue.
+    The filter parameters read back as attributes (``den.hdr``, ``den.quality``);
+    ``den.options`` holds them all (`FilterOptions`).
     """
 
     def __init__(
@@ -304,77 +459,32 @@ class Denoiser:
         prefilter: str = "none",
         weights: str | os.PathLike[str] | bytes | None = None,
         weights_dir: str | os.PathLike[str] | None = None,
-        backend: str = "auto",
-        precision: str = "auto",
-        kernel: str = "auto",
-        gemm: Any = None,
         max_memory_mb: int | None = None,
         tile_size: int | None = None,
-        device: Any = None,
+        backend: str = AUTO,
+        backend_options: BackendOptions | None = None,
+        **options: Any,
     ) -> None:
-        if filter_type not in _FILTER_TYPES:
-            raise InvalidArgumentError(
-                f"unknown filter type: '{filter_type}'; expected 'RT' or 'RTLightmap'"
-            )
-        if prefilter not in _PREFILTERS:
-            raise InvalidArgumentError(
-                f"unknown prefilter '{prefilter}'; expected 'none', 'fast' or 'accurate'"
-            )
-        hdr = _check_bool("hdr", hdr)
-        srgb = _check_bool("srgb", srgb)
-        clean_aux = _check_bool("clean_aux", clean_aux)
-        directional = _check_bool("directional", directional)
-        tile_size = _check_tile_size(tile_size)
-        max_memory_mb = _check_max_memory_mb(max_memory_mb)
-        input_scale = _check_input_scale(input_scale)
-        if weights_dir is not None and not isinstance(weights_dir, (str, os.PathLike)):
-            raise InvalidArgumentError(
-                f"invalid value for parameter 'weights_dir': a {type(weights_dir).__name__}; "
-                "expected a folder path or None"
-            )
-        if filter_type == "RTLightmap" and (hdr or srgb):
-            warnings.warn(
-                "hdr and srgb are not parameters of the RTLightmap filter and are ignored",
-                stacklevel=2,
-            )
-            hdr = srgb = False
-        self.filter_type: FilterType = filter_type
-        self.hdr = hdr
-        self.srgb = srgb
-        self.clean_aux = clean_aux
-        self.quality = _normalize_quality(quality)
-        self.input_scale = input_scale
-        self.directional = directional
-        self.prefilter = prefilter
-        self.weights_dir = weights_dir
-        self.max_memory_mb = max_memory_mb
-        self.tile_size = tile_size
-        self._custom_weights = weights
-        # A device given with backend "auto" asks for the wgpu backend on that device.
-        if backend == "auto" and device is not None:
-            self.backend = "wgpu"
-        else:
-            self.backend = resolve_backend(backend)
-        check_backend_options(
-            self.backend,
-            precision=precision,
-            kernel=kernel,
-            gemm=gemm,
-            device=device,
-            requested=backend,
+        self.options = FilterOptions(
+            filter_type=filter_type,
+            hdr=hdr,
+            srgb=srgb,
+            clean_aux=clean_aux,
+            quality=quality,
+            input_scale=input_scale,
+            directional=directional,
+            prefilter=prefilter,
+            weights=weights,
+            weights_dir=weights_dir,
+            max_memory_mb=max_memory_mb,
+            tile_size=tile_size,
         )
-        self._backend_options = {
-            "backend": self.backend,
-            "precision": precision,
-            "kernel": kernel,
-            "gemm": gemm,
-            "device": device,
-        }
-        self._models: dict[str, Any] = {}
-        if weights is not None:
-            self._models["custom"] = _load_custom_weights(weights)
-        self._executors: dict[str, Any] = {}
-        self._gpu_pipelines: dict[str, Any] = {}
+        self.backend = resolve_backend(backend, options)
+        self.backend_options = make_options(
+            self.backend, backend_options, requested=backend, **options
+        )
+        self._models = ModelCache(self.options)
+        self._engines: dict[str, _Engine] = {}
         self._prefilters: dict[str, Denoiser] = {}
         self._last_info: DenoiserInfo | None = None
         # Serializes denoise and close: the models, executors and their scratch buffers
@@ -384,10 +494,16 @@ class Denoiser:
         self._running = False
         self._closed = False
 
+    def __getattr__(self, name: str) -> Any:
+        # The filter parameters read as attributes (``den.hdr``), from the frozen options.
+        if name in _OPTION_NAMES:
+            return getattr(self.options, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
     # -- lifetime -------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every executor (and its GPU resources); idempotent.
+        """Release every executor and runner (and their GPU resources); idempotent.
 
         Waits for a `denoise` running in another thread to finish first.
 
@@ -398,15 +514,13 @@ class Denoiser:
         with self._lock:
             self._check_not_running("close")
             self._closed = True
-            for pipeline in self._gpu_pipelines.values():
-                pipeline.close()
-            self._gpu_pipelines.clear()
-            for executor in self._executors.values():
-                executor.close()
-            self._executors.clear()
+            for engine in self._engines.values():
+                engine.close()
+            self._engines.clear()
             for sub in self._prefilters.values():
                 sub.close()
             self._prefilters.clear()
+            self._models.clear()
 
     def __enter__(self) -> Denoiser:
         return self
@@ -429,55 +543,20 @@ class Denoiser:
                 "denoise returns"
             )
 
-    # -- model and executor ---------------------------------------------------
+    # -- backend --------------------------------------------------------------
 
-    def _model(self, images: _Images, clean_aux: bool):  # -> ValidatedModel
-        from oidn_gpu.model import weights
-
-        count = sum(x is not None for x in (images.color, images.albedo, images.normal))
-        # Validates the combination of inputs and flags with OIDN's messages even when
-        # custom weights replace the built-in choice.
-        name: str | None = None
-        try:
-            name = weights.select_weights(
-                self.filter_type,
-                color=images.color is not None,
-                albedo=images.albedo is not None,
-                normal=images.normal is not None,
-                hdr=self.hdr,
-                srgb=self.srgb,
-                clean_aux=clean_aux,
-                quality=self.quality,
-                directional=self.directional,
-            )
-        except InvalidOperationError as err:
-            if self._custom_weights is None or "unsupported combination" not in str(err):
+    def _engine(self, key: str, model: ValidatedModel) -> _Engine:
+        engine = self._engines.get(key)
+        if engine is None:
+            backend = get_backend(self.backend)
+            executor = backend.create_executor(model, self.backend_options)
+            try:
+                runner = backend.create_runner(executor)
+            except BaseException:
+                executor.close()
                 raise
-        if self._custom_weights is not None:
-            key = "custom"
-            model = self._models[key]  # loaded at construction
-            if model.input_channels != 3 * count:
-                raise InvalidArgumentError(
-                    f"the custom weights take {model.input_channels} input channels but "
-                    f"{count} image(s) = {3 * count} channels were given"
-                )
-            return key, model
-        assert name is not None
-        if name not in self._models:
-            self._models[name] = weights.load_builtin(name, self.weights_dir)
-        return name, self._models[name]
-
-    def _executor(self, key: str, model: Any):  # -> NetworkExecutor
-        if key not in self._executors:
-            from oidn_gpu.backends import create_executor
-
-            executor = create_executor(model, **self._backend_options)
-            self._executors[key] = executor
-            if self.backend == "wgpu":
-                from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
-
-                self._gpu_pipelines[key] = GpuDenoiser(executor)
-        return self._executors[key]
+            engine = self._engines[key] = _Engine(executor, runner)
+        return engine
 
     # -- denoising --------------------------------------------------------------
 
@@ -519,8 +598,8 @@ class Denoiser:
             WeightsNotFoundError: a large weights file is not installed.
             CancelledError: ``progress`` returned False.
         """
-        lightmap = self.filter_type == "RTLightmap"
-        call = arrays.as_call(color, albedo, normal, output, hdr=self.hdr or lightmap)
+        lightmap = self.options.filter_type == "RTLightmap"
+        call = arrays.as_call(color, albedo, normal, output, hdr=self.options.hdr or lightmap)
         with self._lock:
             self._check_not_running("denoise")
             self._running = True
@@ -529,6 +608,138 @@ class Denoiser:
             finally:
                 self._running = False
         return call.finish(result)
+
+    def _denoise(
+        self,
+        color: Any,
+        albedo: Any,
+        normal: Any,
+        output: Any,
+        progress: Progress | None,
+    ) -> np.ndarray:
+        if self._closed:
+            raise InvalidOperationError("the denoiser is closed")
+        options = self.options
+        if options.filter_type == "RTLightmap" and (albedo is not None or normal is not None):
+            warnings.warn(
+                "the RTLightmap filter takes only a color image; albedo and normal are ignored",
+                stacklevel=3,
+            )
+            albedo = normal = None
+        images = _validate_images(color, albedo, normal)
+        out = _check_output(output, images)
+        if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
+            return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
+        result = self._run(images, progress)
+        return _store(result, images, out)
+
+    def _denoise_prefiltered(
+        self,
+        images: _Images,
+        color: Any,
+        albedo: Any,
+        normal: Any,
+        out: np.ndarray | None,
+        progress: Progress | None,
+    ) -> np.ndarray:
+        """Blender-style prefiltering of noisy aux images, then clean-aux color denoising."""
+        if self.options.prefilter == "accurate":
+            stages = [n for n, a in (("albedo", albedo), ("normal", normal)) if a is not None]
+            total = len(stages) + 1
+            for index, name in enumerate(stages):
+                sub = self._prefilter_denoiser(name)
+                part = _scaled_progress(progress, index / total, 1 / total)
+                clean = sub.denoise(**{name: images.albedo if name == "albedo" else images.normal},
+                                    progress=part)
+                if name == "albedo":
+                    albedo = clean
+                else:
+                    normal = clean
+            progress = _scaled_progress(progress, len(stages) / total, 1 / total)
+        clean_images = _validate_images(color, albedo, normal)
+        # The aux images are clean now (prefiltered, or declared clean by "fast").
+        result = self._run(clean_images, progress, clean_aux=clean_images.albedo is not None)
+        return _store(result, images, out)
+
+    def _prefilter_denoiser(self, name: str) -> Denoiser:
+        if name not in self._prefilters:
+            options = self.options
+            self._prefilters[name] = Denoiser(
+                quality=options.quality,
+                weights_dir=options.weights_dir,
+                max_memory_mb=options.max_memory_mb,
+                tile_size=options.tile_size,
+                backend=self.backend,
+                backend_options=self.backend_options,
+            )
+        return self._prefilters[name]
+
+    def _autoexposes(self, images: _Images) -> bool:
+        """Whether the input scale is the autoexposure of the color (HDR, no input_scale)."""
+        if self.options.input_scale is not None or images.color is None:
+            return False
+        return plan_mode(self.options.denoise_options(images)).hdr
+
+    def _input_scale(self, images: _Images) -> float:
+        """The input scale: the option, else autoexposure of the color for HDR, else 1."""
+        if self.options.input_scale is not None:
+            return self.options.input_scale
+        if self._autoexposes(images):
+            assert images.color is not None
+            scale = autoexposure(images.color)
+            process.warn_if_autoexposure_blackens(images.color, scale)
+            return scale
+        return 1.0
+
+    def _device_autoexposure(self, images: _Images, engine: _Engine) -> bool:
+        """Whether the runner computes the autoexposure itself, on its device."""
+        return isinstance(engine.runner, AutoexposureRunner) and self._autoexposes(images)
+
+    def _run(
+        self, images: _Images, progress: Progress | None, *, clean_aux: bool | None = None
+    ) -> np.ndarray:
+        """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha)."""
+        key, model = self._models.get(
+            images, self.options.clean_aux if clean_aux is None else clean_aux
+        )
+        h, w = images.height, images.width
+        out_channels = images.main_channels - (1 if images.alpha is not None else 0)
+        if h == 0 or w == 0:
+            return np.zeros((h, w, out_channels), np.float32)
+        engine = self._engine(key, model)
+        on_device = self._device_autoexposure(images, engine)
+        # With the autoexposure on the device the plan's scale is a placeholder.
+        input_scale = 1.0 if on_device else self._input_scale(images)
+        plan = plan_denoise(model, h, w, self.options.denoise_options(images, input_scale))
+        runner_images = _runner_images(images, out_channels)
+        report_progress(progress, 0.0)
+        if on_device:
+            runner = engine.runner
+            assert isinstance(runner, AutoexposureRunner)
+            result, input_scale = runner.run_autoexposed(runner_images, plan, progress)
+            process.warn_if_autoexposure_blackens(runner_images.main, input_scale)
+        else:
+            result = engine.runner.run(runner_images, plan, progress)
+        self._record_info(key, model, engine, plan, input_scale)
+        return result
+
+    def _record_info(
+        self, key: str, model: ValidatedModel, engine: _Engine, plan: Any, input_scale: float
+    ) -> None:
+        info = engine.executor.info()
+        self._last_info = DenoiserInfo(
+            backend=info.backend,
+            device=info.device,
+            precision=info.precision,
+            weights=key if key != CUSTOM_WEIGHTS else (model.name or CUSTOM_WEIGHTS),
+            weights_sha256=model.sha256,
+            input_scale=float(input_scale),
+            tiles=len(plan.tiles.tiles),
+            kernels=dict(info.kernels),
+            kernel_fallbacks=dict(info.fallbacks),
+        )
+
+    # -- sequences --------------------------------------------------------------
 
     def denoise_many(self, frames: Iterable[Any]) -> Iterator[Any]:
         """Denoise a sequence of frames, yielding each result as `denoise` returns it.
@@ -549,297 +760,99 @@ class Denoiser:
             can come before the previous frame's result.
         """
         items = (_frame_images(frame) for frame in frames)
-        if self.backend != "wgpu" or self.prefilter != "none":
+        if self.options.prefilter != "none":
             for color, albedo, normal in items:
                 yield self.denoise(color, albedo, normal)
             return
-        lightmap = self.filter_type == "RTLightmap"
+        lightmap = self.options.filter_type == "RTLightmap"
         queue: deque[_Frame] = deque()
 
         def prepared() -> Iterator[_Frame]:
             for color, albedo, normal in items:
-                call = arrays.as_call(color, albedo, normal, None, hdr=self.hdr or lightmap)
+                call = arrays.as_call(
+                    color, albedo, normal, None, hdr=self.options.hdr or lightmap
+                )
                 with self._lock:
                     frame = self._prepare_frame(call)
                 yield frame
 
         source = _Peekable(prepared())
-        while source.peek() is not None:
-            first = source.peek()
-            if first.inputs[0].size == 0:  # an empty image: nothing for the GPU
+        while (first := source.peek()) is not None:
+            runner = first.engine.runner if first.plan is not None else None
+            if not isinstance(runner, SequenceRunner):  # one frame the usual way
                 source.next()
-                yield first.call.finish(_store(self._run(first.images, None), first.images, None))
+                with self._lock:
+                    result = self._run(first.images, None)
+                yield first.call.finish(_store(result, first.images, None))
                 continue
 
-            def batch(signature: tuple[Any, ...] = first.signature) -> Iterator[tuple]:
+            def batch(signature: tuple[Any, ...] = first.signature) -> Iterator[DenoiseImages]:
                 while (frame := source.peek()) is not None and frame.signature == signature:
                     queue.append(source.next())
-                    yield frame.inputs
+                    yield frame.runner_images
 
-            pipeline = self._gpu_pipelines[first.key]
-            results = pipeline.denoise_many(
-                batch(),
-                mode=first.mode,
-                plan=first.plan,
-                out_channels=first.out_channels,
-                autoexposure=first.autoexposure,
-            )
-            for result in _locked(results, self._lock):
+            results = runner.run_many(batch(), first.plan, autoexposure=first.on_device)
+            for result, input_scale in _locked(results, self._lock):
                 frame = queue.popleft()
-                yield frame.call.finish(self._finish_frame(frame, result, pipeline))
+                if frame.on_device:
+                    process.warn_if_autoexposure_blackens(frame.runner_images.main, input_scale)
+                self._record_info(frame.key, frame.model, frame.engine, frame.plan, input_scale)
+                yield frame.call.finish(_store(result, frame.images, None))
 
     def _prepare_frame(self, call: Any) -> _Frame:
-        """Validate one frame of `denoise_many` and what its GPU denoise takes."""
+        """Validate one frame of `denoise_many` and plan its denoise (no plan when empty)."""
         if self._closed:
             raise InvalidOperationError("the denoiser is closed")
-        color, albedo, normal = call.color, call.albedo, call.normal
-        if self.filter_type == "RTLightmap":
+        albedo, normal = call.albedo, call.normal
+        if self.options.filter_type == "RTLightmap":
             albedo = normal = None
-        images = _validate_images(color, albedo, normal)
-        key, model = self._model(images, self.clean_aux)
-        h, w = images.height, images.width
-        on_gpu = self.input_scale is None and images.color is not None
-        mode = self._mode(images, device_autoexposure=on_gpu and h > 0 and w > 0)
+        images = _validate_images(call.color, albedo, normal)
+        key, model = self._models.get(images, self.options.clean_aux)
         out_channels = images.main_channels - (1 if images.alpha is not None else 0)
-        self._executor(key, model)
-        plan = self._tile_plan(max(h, 1), max(w, 1), model)
-        main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
-        aux = (images.albedo, images.normal) if images.color is not None else (None, None)
-        signature = (key, h, w, out_channels, tuple(a is None for a in aux), mode)
-        return _Frame(call, images, key, model, mode, plan, out_channels,
-                      on_gpu and bool(mode.hdr), (main, *aux), signature)  # fmt: skip
-
-    def _finish_frame(self, frame: _Frame, result: np.ndarray, pipeline: Any) -> np.ndarray:
-        mode = frame.mode
-        if frame.autoexposure:
-            from oidn_gpu.image import process
-
-            mode = process.Mode(mode.transfer, mode.hdr, mode.snorm, pipeline.last_input_scale)
-            process.warn_if_autoexposure_blackens(frame.inputs[0], mode.input_scale)
-        self._record_info(frame.key, frame.model, mode, frame.plan)
-        return _store(result, frame.images, None)
-
-    def _record_info(self, key: str, model: Any, mode: Any, plan: Any) -> None:
-        info = self._executors[key].info()
-        self._last_info = DenoiserInfo(
-            backend=info.backend,
-            device=info.device,
-            precision=info.precision,
-            weights=key if key != "custom" else (model.name or "custom"),
-            weights_sha256=getattr(model, "sha256", None),
-            input_scale=mode.input_scale,
-            tiles=len(plan.tiles),
-            kernels=dict(info.kernels),
-            kernel_fallbacks=dict(getattr(info, "fallbacks", {})),
+        runner_images = _runner_images(images, out_channels)
+        if images.height == 0 or images.width == 0:
+            return _Frame(call, images, runner_images, key, model, None, None, False, ())
+        engine = self._engine(key, model)
+        on_device = self._device_autoexposure(images, engine)
+        input_scale = 1.0 if on_device else self._input_scale(images)
+        plan = plan_denoise(
+            model, images.height, images.width, self.options.denoise_options(images, input_scale)
         )
+        given = tuple(a is not None for a in (runner_images.albedo, runner_images.normal))
+        # Frames with one signature share a plan and run as one sequence on the device.
+        signature = (key, images.height, images.width, out_channels, given, plan.mode)
+        return _Frame(call, images, runner_images, key, model, engine, plan, on_device, signature)
 
-    def _denoise(
-        self,
-        color: Any,
-        albedo: Any,
-        normal: Any,
-        output: Any,
-        progress: Progress | None,
-    ) -> np.ndarray:
-        if self._closed:
-            raise InvalidOperationError("the denoiser is closed")
-        if self.filter_type == "RTLightmap" and (albedo is not None or normal is not None):
-            warnings.warn(
-                "the RTLightmap filter takes only a color image; albedo and normal are ignored",
-                stacklevel=3,
-            )
-            albedo = normal = None
-        images = _validate_images(color, albedo, normal)
-        out = _check_output(output, images)
-        if self.filter_type == "RT" and images.color is not None and self.prefilter != "none":
-            return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
-        result = self._run(images, progress)
-        return _store(result, images, out)
 
-    def _denoise_prefiltered(
-        self,
-        images: _Images,
-        color: Any,
-        albedo: Any,
-        normal: Any,
-        out: np.ndarray | None,
-        progress: Progress | None,
-    ) -> np.ndarray:
-        """Blender-style prefiltering of noisy aux images, then clean-aux color denoising."""
-        if self.prefilter == "accurate":
-            stages = [n for n, a in (("albedo", albedo), ("normal", normal)) if a is not None]
-            total = len(stages) + 1
-            for index, name in enumerate(stages):
-                sub = self._prefilter_denoiser(name)
-                part = _scaled_progress(progress, index / total, 1 / total)
-                clean = sub.denoise(**{name: images.albedo if name == "albedo" else images.normal},
-                                    progress=part)
-                if name == "albedo":
-                    albedo = clean
-                else:
-                    normal = clean
-            progress = _scaled_progress(progress, len(stages) / total, 1 / total)
-        clean_images = _validate_images(color, albedo, normal)
-        # The aux images are clean now (prefiltered, or declared clean by "fast").
-        result = self._run(clean_images, progress, clean_aux=clean_images.albedo is not None)
-        return _store(result, images, out)
-
-    def _prefilter_denoiser(self, name: str) -> Denoiser:
-        if name not in self._prefilters:
-            options = dict(self._backend_options)
-            self._prefilters[name] = Denoiser(
-                quality=self.quality,
-                weights_dir=self.weights_dir,
-                max_memory_mb=self.max_memory_mb,
-                tile_size=self.tile_size,
-                **options,
-            )
-        return self._prefilters[name]
-
-    def _mode(self, images: _Images, *, device_autoexposure: bool = False):  # -> process.Mode
-        """The processing mode; with ``device_autoexposure`` an automatic scale is left
-        at 1 for the GPU pipeline to compute (see `_needs_autoexposure`)."""
-        from oidn_gpu.image import autoexposure, process, transfer
-
-        if self.filter_type == "RT":
-            hdr = self.hdr
-            snorm = images.color is None and images.albedo is None
-        else:
-            hdr = not self.directional
-            snorm = self.directional
-        tf = transfer.transfer_for(
-            self.filter_type,
-            hdr=hdr,
-            srgb=self.srgb,
-            snorm=snorm,
-            directional=self.directional,
-        )
-        if self.input_scale is not None:
-            scale = self.input_scale
-        elif hdr and device_autoexposure:
-            scale = 1.0  # placeholder: the GPU pipeline writes the frame's scale itself
-        elif hdr:
-            assert images.color is not None
-            scale = autoexposure.autoexposure(images.color)
-            process.warn_if_autoexposure_blackens(images.color, scale)
-        else:
-            scale = 1.0
-        return process.Mode(transfer=tf, hdr=hdr, snorm=snorm, input_scale=scale)
-
-    def _run(
-        self, images: _Images, progress: Progress | None, *, clean_aux: bool | None = None
-    ) -> np.ndarray:
-        """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha)."""
-        key, model = self._model(images, self.clean_aux if clean_aux is None else clean_aux)
-        h, w = images.height, images.width
-        # The wgpu pipeline computes the autoexposure on the GPU from the uploaded colour.
-        on_gpu = self.backend == "wgpu" and self.input_scale is None and images.color is not None
-        mode = self._mode(images, device_autoexposure=on_gpu and h > 0 and w > 0)
-        autoexposure_on_gpu = on_gpu and mode.hdr
-        out_channels = images.main_channels - (1 if images.alpha is not None else 0)
-        if h == 0 or w == 0:
-            return np.zeros((h, w, out_channels), np.float32)
-        executor = self._executor(key, model)
-        plan = self._tile_plan(h, w, model)
-        main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
-        aux_albedo = images.albedo if images.color is not None else None
-        aux_normal = images.normal if images.color is not None else None
-        pipeline = self._gpu_pipelines.get(key)
-        if pipeline is not None:
-            # Input pass, network and output pass per tile on the GPU queue.
-            result = pipeline.denoise(
-                main, aux_albedo, aux_normal, mode=mode, plan=plan,
-                out_channels=out_channels, progress=progress, autoexposure=autoexposure_on_gpu,
-            )
-            if autoexposure_on_gpu:
-                from oidn_gpu.image import process
-
-                mode = process.Mode(mode.transfer, mode.hdr, mode.snorm, pipeline.last_input_scale)
-                process.warn_if_autoexposure_blackens(main, mode.input_scale)
-        else:
-            result = self._run_host_tiles(executor, plan, main, aux_albedo, aux_normal, mode,
-                                          out_channels, progress)
-        self._record_info(key, model, mode, plan)
-        return result
-
-    @staticmethod
-    def _run_host_tiles(
-        executor: Any,
-        plan: Any,
-        main: np.ndarray,
-        albedo: np.ndarray | None,
-        normal: np.ndarray | None,
-        mode: Any,
-        out_channels: int,
-        progress: Progress | None,
-    ) -> np.ndarray:
-        """Input processing on the host, the network per tile, stitching, output processing."""
-        from oidn_gpu.image import process
-
-        x = process.build_input(main, albedo, normal, mode)
-        h, w = x.shape[1:]
-        y = np.empty((3, h, w), np.float32)
-        total = len(plan.tiles)
-        _report(progress, 0.0)
-        buffer = np.zeros((x.shape[0], plan.tile_h, plan.tile_w), np.float32)
-        for done, tile in enumerate(plan.tiles, start=1):
-            buffer.fill(0.0)
-            buffer[
-                :, tile.buf_y : tile.buf_y + tile.in_h, tile.buf_x : tile.buf_x + tile.in_w
-            ] = x[:, tile.in_y : tile.in_y + tile.in_h, tile.in_x : tile.in_x + tile.in_w]
-            result = executor.run(buffer)
-            y[:, tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
-                result[
-                    :, tile.src_y : tile.src_y + tile.out_h, tile.src_x : tile.src_x + tile.out_w
-                ]
-            )
-            _report(progress, done / total)
-        return process.finish_output(y, mode, out_channels)
-
-    def _tile_plan(self, h: int, w: int, model: Any):  # -> tiling.TilePlan
-        from oidn_gpu.image import tiling
-
-        overlap = unet.tile_overlap(model.spec, TILE_ALIGNMENT)
-        if self.tile_size is not None:
-            return tiling.plan_tiles_max_edge(
-                h, w, max_edge=self.tile_size, overlap=overlap, alignment=TILE_ALIGNMENT
-            )
-        if self.max_memory_mb is None or self.max_memory_mb < 0:
-            return tiling.plan_tiles(h, w, overlap=overlap, alignment=TILE_ALIGNMENT)
-        from oidn_gpu.graph.plan import plan
-
-        budget = self.max_memory_mb * 1024 * 1024
-
-        def fits(tile_h: int, tile_w: int) -> bool:
-            # The planner's activation memory of one tile (fp32, unfused: an upper bound of
-            # what the backends allocate; OIDN's own estimate is device-specific).
-            return plan(model.graph, tile_h, tile_w).peak_bytes <= budget
-
-        return tiling.plan_tiles(
-            h, w, overlap=overlap, alignment=TILE_ALIGNMENT, max_tile_px=None, fits=fits
-        )
+def _runner_images(images: _Images, out_channels: int) -> DenoiseImages:
+    """The images a `TileRunner` takes: the main one, and aux images given with color."""
+    main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
+    with_color = images.color is not None
+    return DenoiseImages(
+        main=main,
+        albedo=images.albedo if with_color else None,
+        normal=images.normal if with_color else None,
+        out_channels=out_channels,
+    )
 
 
 @dataclass(frozen=True)
 class _Frame:
-    """One validated frame of `Denoiser.denoise_many` and its GPU denoise's arguments."""
+    """One validated frame of `Denoiser.denoise_many` and its plan."""
 
     call: Any  # arrays.Call: how to answer in the caller's type
     images: _Images
+    runner_images: DenoiseImages
     key: str
-    model: Any
-    mode: Any
-    plan: Any
-    out_channels: int
-    autoexposure: bool  # computed on the GPU
-    inputs: tuple[np.ndarray | None, ...]  # main, albedo, normal as the pipeline takes them
-    signature: tuple[Any, ...]  # frames with equal signatures share one GPU sequence
+    model: ValidatedModel
+    engine: _Engine | None  # None: an empty image
+    plan: Any  # DenoisePlan, None for an empty image
+    on_device: bool  # autoexposure computed by the runner
+    signature: tuple[Any, ...]  # frames with equal signatures share one device sequence
 
 
 class _Peekable:
     """An iterator whose next item can be looked at without taking it."""
-
-    _END = object()
 
     def __init__(self, iterator: Iterator[Any]) -> None:
         self._iterator = iterator
@@ -859,12 +872,15 @@ class _Peekable:
         return item
 
 
+_END = object()
+
+
 def _locked(iterator: Iterator[Any], lock: Any) -> Iterator[Any]:
     """Yield the items of ``iterator``, each computed holding ``lock`` (not across a yield)."""
     while True:
         with lock:
-            item = next(iterator, _Peekable._END)
-        if item is _Peekable._END:
+            item = next(iterator, _END)
+        if item is _END:
             return
         yield item
 
@@ -887,11 +903,6 @@ def _frame_images(frame: Any) -> tuple[Any, Any, Any]:
         padded = (*frame, None, None)[:3]
         return padded[0], padded[1], padded[2]
     return frame, None, None
-
-
-def _report(progress: Progress | None, fraction: float) -> None:
-    if progress is not None and progress(fraction) is False:
-        raise CancelledError("execution was cancelled by the progress callback")
 
 
 def _scaled_progress(progress: Progress | None, start: float, span: float) -> Progress | None:

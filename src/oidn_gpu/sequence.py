@@ -34,6 +34,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+import oidn_gpu  # oidn_gpu.Denoiser is looked up at call time: tests substitute a fake
 from oidn_gpu.errors import (
     InvalidArgumentError,
     MissingDependencyError,
@@ -41,6 +42,7 @@ from oidn_gpu.errors import (
     OIDNGPUError,
 )
 from oidn_gpu.image import aovs, exr, io
+from oidn_gpu.image.preview import write_side_by_side
 
 MODES = ("auto", "hdr", "ldr", "srgb")
 # Notes a run gives once (the first frame they apply to), not for every frame.
@@ -399,8 +401,6 @@ class _DenoiserPool:
     def get(self, hdr: bool, srgb: bool) -> Any:
         key = (hdr, srgb)
         if key not in self._denoisers:
-            import oidn_gpu  # looked up at call time, so tests can substitute a fake
-
             kwargs = dict(self._kwargs)
             if not self._lightmap:
                 kwargs.update(hdr=hdr, srgb=srgb)
@@ -562,7 +562,6 @@ def denoise_frame(
             software=software,
         )
     if job.side_by_side is not None:
-        from oidn_gpu.image.preview import write_side_by_side
 
         write_side_by_side(
             job.side_by_side, frame.color.pixels, result, encoding=frame.color.encoding

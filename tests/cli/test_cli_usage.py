@@ -33,7 +33,7 @@ def _usage_error(result, fragment: str) -> None:
     [
         (["--quality", "ultra"], "unknown quality 'ultra'; expected 'fast', 'balanced' or 'high'"),
         (["--prefilter", "slow"], "unknown prefilter 'slow'"),
-        (["--backend", "cuda"], "unknown backend 'cuda'"),
+        (["--backend", "metal"], "unknown backend 'metal'"),
         (["--tile-size", "0"], "0 must be at least 1"),
         (["--tile-size", "big"], "invalid integer 'big'"),
         (["--input-scale", "nan"], "must be a finite number"),
@@ -283,9 +283,9 @@ def test_bench_reports_a_clear_error_when_unavailable(cli, monkeypatch) -> None:
 
 
 def test_bench_rejects_an_unknown_backend(cli) -> None:
-    result = cli("bench", "--backend", "cuda")
+    result = cli("bench", "--backend", "metal")
     assert result.rc == 2
-    assert result.err.startswith("error: unknown bench backend 'cuda'")
+    assert result.err.startswith("error: unknown bench backend 'metal'")
 
 
 def test_bench_runs_the_reference_backend(cli, tmp_path) -> None:

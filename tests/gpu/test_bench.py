@@ -7,6 +7,7 @@ import json
 import pytest
 
 from oidn_gpu.backends.wgpu import bench
+from oidn_gpu.cli.bench import wgpu_main
 
 from .conftest import DATA
 
@@ -15,7 +16,7 @@ TINY = str(DATA / "tiny_base_ic9.tza")
 
 @pytest.fixture(scope="module")
 def result():
-    return bench.run_bench(size="40x24", weights=TINY, precision="fp32", runs=2, warmup=1, top=3)
+    return bench.run_bench(size=(24, 40), weights=TINY, precision="fp32", runs=2, warmup=1, top=3)
 
 
 def test_network_and_end_to_end_numbers(result) -> None:
@@ -58,7 +59,7 @@ def test_json_keeps_old_fields_and_adds_new(result) -> None:
 
 def test_cli_network_only(tmp_path, capsys) -> None:
     out = tmp_path / "b.json"
-    code = bench.main(
+    code = wgpu_main(
         [
             "--size",
             "32x16",

@@ -29,8 +29,7 @@ from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import size_alignment
 from oidn_gpu.graph.reference import run_graph
-from tests.compare import assert_close
-from tests.compare import assert_equal_up_to_summation_order
+from tests.compare import assert_close, assert_equal_up_to_summation_order
 from tests.models import Model, random_model
 from tests.property.graph_strategies import unet_graphs
 

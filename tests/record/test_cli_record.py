@@ -7,7 +7,8 @@ import argparse
 import numpy as np
 import pytest
 
-from oidn_gpu.record import cli, read_program
+from oidn_gpu.cli import record as cli
+from oidn_gpu.record import read_program
 
 from .conftest import DATA
 

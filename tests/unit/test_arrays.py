@@ -10,8 +10,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import oidn_gpu
 from oidn_gpu import Denoiser, InvalidArgumentError, InvalidOperationError
-from oidn_gpu.backends import reference
 from oidn_gpu.backends.reference import ReferenceExecutor
+from oidn_gpu.backends.reference import executor as reference
 from oidn_gpu.image.arrays import as_call, as_image
 from oidn_gpu.model import weights as builtin
 

@@ -32,10 +32,10 @@ from oidn_gpu.graph import ir
 from oidn_gpu.graph.reference import run_graph
 from oidn_gpu.model.unet import ValidatedModel, load_model
 from tests import datasets
-from tests.compare import assert_close
 from tests.compare import (
     SUMMATION_ORDER_MAX_ABS,
     SUMMATION_ORDER_REL_L2,
+    assert_close,
     assert_equal_up_to_summation_order,
 )
 from tests.models import Weights, random_model

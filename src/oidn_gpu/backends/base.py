@@ -1,4 +1,14 @@
-"""The network executor protocol every backend implements (reference, wgpu, cuda).
+"""The backend seam: the `Backend` protocol, its registry, executors and tile runners.
+
+A backend is one folder under ``backends/`` plus one line in `REGISTRY`. It
+declares a name, a `priority` for ``backend="auto"``, a `probe` (available here,
+or why not), a typed frozen `Backend.Options` dataclass, and two factories:
+`Backend.create_executor` (a `NetworkExecutor` for a model) and
+`Backend.create_runner` (a `TileRunner` that denoises whole images on that
+executor; `backends.host_runner.HostTileRunner` serves every backend without
+device-side input/output passes). The registry imports a backend only when it
+is asked for, so ``import oidn_gpu`` stays NumPy-only, and probes each backend
+once per process.
 
 An executor runs one network (the U-Net of a `ValidatedModel`) on packed
 network inputs: ``[C_in, H, W]`` float32 with H and W multiples of the graph's
@@ -12,14 +22,38 @@ an executor is also a context manager through `ExecutorBase`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import dataclasses
+import functools
+import importlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from oidn_gpu.backends.plan import DenoisePlan
+    from oidn_gpu.model.unet import ValidatedModel
+
+# Backend name -> "module:attribute" of its `Backend` object, imported on first use.
+# A new backend adds one line here (and its folder under backends/).
+REGISTRY: dict[str, str] = {
+    "reference": "oidn_gpu.backends.reference.backend:BACKEND",
+    "wgpu": "oidn_gpu.backends.wgpu.backend:BACKEND",
+    "cuda": "oidn_gpu.backends.cuda.backend:BACKEND",
+}
+AUTO = "auto"
+# Environment override of what "auto" picks (e.g. OIDN_GPU_BACKEND=reference).
+BACKEND_ENV_VAR = "OIDN_GPU_BACKEND"
+
+Progress = Callable[[float], Any]
+# Every precision name a backend option may take (each backend accepts its subset).
+PRECISIONS = ("auto", "fp16", "bf16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -31,12 +65,15 @@ class ExecutorInfo:
         device: human-readable device name (CPU model, adapter name).
         precision: ``'fp32'`` or ``'fp16'`` (storage of activations).
         kernels: layer (value) name -> short description of the kernel that computes it.
+        fallbacks: layer -> why the requested (or automatic) kernel was replaced by the
+            one that runs (empty when nothing was replaced).
     """
 
     backend: str
     device: str
     precision: str
     kernels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    fallbacks: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -121,3 +158,313 @@ class ExecutorBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# --- tile runners ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DenoiseImages:
+    """The images of one denoise, as a `TileRunner` takes them.
+
+    The arrays are whatever the runner works on (NumPy arrays for the host
+    runner and the wgpu runner, a device backend may take its own tensors):
+    ``[H, W]`` or ``[H, W, C]`` with C 1..3, alpha already split off.
+
+    Attributes:
+        main: the color image, or the albedo or normal image filtered alone.
+        albedo, normal: auxiliary images given together with color (else None).
+        out_channels: channels of the result (1..3, the main image's).
+    """
+
+    main: Any
+    albedo: Any = None
+    normal: Any = None
+    out_channels: int = 3
+
+
+@runtime_checkable
+class TileRunner(Protocol):
+    """Denoises whole images over a `DenoisePlan` on one executor: input processing, the
+    network per tile, stitching and output processing.
+
+    `run` reports the finished fraction after every tile through ``progress``;
+    returning False cancels with `CancelledError` before any result is produced.
+    """
+
+    def run(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> Any:
+        """The denoised ``[H, W, out_channels]`` float32 image (a runner's array type)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the runner owns (not the executor); idempotent."""
+        ...
+
+
+@runtime_checkable
+class AutoexposureRunner(Protocol):
+    """A `TileRunner` that computes OIDN's autoexposure on its device (wgpu).
+
+    `run_autoexposed` denoises with the autoexposure scale of ``images.main`` (the
+    color) computed where the image already is, instead of ``plan.mode.input_scale``,
+    and returns it beside the result: no scale crosses to the host first.
+    """
+
+    def run_autoexposed(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> tuple[Any, float]:
+        """``(denoised image, the input scale used)``."""
+        ...
+
+
+@runtime_checkable
+class SequenceRunner(Protocol):
+    """A `TileRunner` that overlaps consecutive frames of one plan (wgpu): `run_many`
+    submits frame ``i + 1`` before it returns frame ``i``."""
+
+    def run_many(
+        self, frames: Iterable[DenoiseImages], plan: DenoisePlan, *, autoexposure: bool = False
+    ) -> Iterator[tuple[Any, float]]:
+        """``(denoised image, input scale)`` per frame, in order (``autoexposure``: each
+        frame's scale computed on the device, as `AutoexposureRunner.run_autoexposed`)."""
+        ...
+
+
+# --- backends and the registry --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a backend can run on this machine.
+
+    Attributes:
+        available: it can run here.
+        note: what it runs on when available, otherwise why not (and how to fix it).
+        auto: ``backend="auto"`` may pick it (a backend can be available but not
+            worth choosing automatically, such as wgpu on a CPU rasterizer).
+    """
+
+    available: bool
+    note: str
+    auto: bool = False
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Base of every backend's ``Options``: a frozen dataclass validated on creation.
+
+    Subclasses declare their options as fields with defaults and check them in
+    ``__post_init__`` (raising `InvalidArgumentError`); `option_help` gives one line
+    of help per option for the command line.
+    """
+
+    option_help: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # Allowed values per option, for command-line choices; options absent here are free-form.
+    option_choices: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({})
+    # Placeholder of a free-form option's value in command-line help (e.g. "JSON").
+    option_metavars: ClassVar[Mapping[str, str]] = MappingProxyType({})
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def selected_by(cls, options: Mapping[str, Any]) -> bool:
+        """Whether these options, given with ``backend="auto"``, ask for this backend
+        (a wgpu or torch ``device``)."""
+        return False
+
+
+class Backend(Protocol):
+    """What a backend declares; see the module docstring.
+
+    Attributes:
+        name: the ``backend=`` value (``"reference"``, ``"wgpu"``, ...).
+        priority: higher is tried first by ``backend="auto"``.
+        description: one line for help texts and ``oidn-gpu info``.
+        Options: its frozen `BackendOptions` subclass.
+    """
+
+    name: str
+    priority: int
+    description: str
+    Options: type[BackendOptions]
+
+    def probe(self) -> Availability:
+        """Whether it runs here (the registry caches the answer per process)."""
+        ...
+
+    def describe(self) -> tuple[str, ...]:
+        """Lines about what it sees (devices, adapters) for ``oidn-gpu info``; never raises."""
+        ...
+
+    def create_executor(self, model: ValidatedModel, options: BackendOptions) -> NetworkExecutor:
+        """A `NetworkExecutor` of ``model`` with these options."""
+        ...
+
+    def create_runner(self, executor: NetworkExecutor) -> TileRunner:
+        """The `TileRunner` that denoises whole images on ``executor``."""
+        ...
+
+
+_loaded: dict[str, Backend] = {}
+_probe_lock = threading.Lock()
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every registered backend name, in registry order."""
+    return tuple(REGISTRY)
+
+
+def _expected(names: Iterable[str]) -> str:
+    quoted = [f"'{n}'" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
+
+
+def get_backend(name: str) -> Backend:
+    """The `Backend` object registered as ``name`` (imported on first use).
+
+    Raises:
+        InvalidArgumentError: ``name`` is not a registered backend.
+    """
+    backend = _loaded.get(name)
+    if backend is not None:
+        return backend
+    target = REGISTRY.get(name) if isinstance(name, str) else None
+    if target is None:
+        raise InvalidArgumentError(
+            f"unknown backend {name!r}; expected {_expected((AUTO, *REGISTRY))}"
+        )
+    module, _, attribute = target.partition(":")
+    backend = getattr(importlib.import_module(module), attribute)
+    _loaded[name] = backend
+    return backend
+
+
+@functools.cache
+def _probe(name: str) -> Availability:
+    try:
+        return get_backend(name).probe()
+    except Exception as err:  # a broken driver or package means "not available", never a crash
+        return Availability(False, f"probing failed ({type(err).__name__}: {err})")
+
+
+def probe(name: str) -> Availability:
+    """`Backend.probe` of ``name``, run once per process (thread-safe)."""
+    get_backend(name)  # unknown names raise
+    with _probe_lock:
+        return _probe(name)
+
+
+def auto_order() -> tuple[str, ...]:
+    """Backend names in the order ``backend="auto"`` tries them (highest priority first)."""
+    return tuple(sorted(REGISTRY, key=lambda n: -get_backend(n).priority))
+
+
+def resolve_backend(name: str, options: Mapping[str, Any] | None = None) -> str:
+    """The concrete backend for a requested name (``"auto"`` or a registered one).
+
+    ``auto`` takes the first backend in `auto_order` whose options class is
+    `BackendOptions.selected_by` ``options`` (a device of its kind), else honours
+    the ``OIDN_GPU_BACKEND`` environment variable, else takes the first backend in
+    `auto_order` whose probe allows it.
+
+    Raises:
+        InvalidArgumentError: an unknown name (or environment value).
+    """
+    if name != AUTO:
+        get_backend(name)
+        return name
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    if given:
+        for candidate in auto_order():
+            if get_backend(candidate).Options.selected_by(given):
+                return candidate
+    forced = os.environ.get(BACKEND_ENV_VAR)
+    if forced:
+        if forced not in REGISTRY:
+            raise InvalidArgumentError(
+                f"{BACKEND_ENV_VAR}='{forced}' is not a backend; expected {_expected(REGISTRY)}"
+            )
+        return forced
+    for candidate in auto_order():
+        if probe(candidate).auto:
+            return candidate
+    raise InvalidArgumentError(  # pragma: no cover - the reference backend is always there
+        "no backend is available; " + "; ".join(f"{n}: {probe(n).note}" for n in REGISTRY)
+    )
+
+
+def _shown(value: Any) -> str:
+    """An option value in a message: its repr when short and plain, else its type."""
+    if isinstance(value, (str, int, float, bool, dict, list, tuple)) and len(repr(value)) <= 60:
+        return repr(value)
+    return type(value).__name__
+
+
+def make_options(
+    name: str,
+    options: BackendOptions | None = None,
+    /,
+    *,
+    requested: str | None = None,
+    **kwargs: Any,
+) -> BackendOptions:
+    """The typed options of backend ``name`` from an ``Options`` object and/or keywords.
+
+    Keywords set to None are "not given", and so is an option of another backend set
+    to that backend's default (``kernel="auto"``); any other option the backend does
+    not have is an error, also when ``auto`` picked it (``requested``: the name the
+    caller asked for, for the message).
+
+    Raises:
+        InvalidArgumentError: unknown options, options of another backend, an ``Options``
+            object of another backend, or values the backend's ``Options`` rejects.
+    """
+    backend = get_backend(name)
+    cls = backend.Options
+    chosen = " (chosen by backend='auto')" if requested == AUTO else ""
+    if options is not None and not isinstance(options, cls):
+        raise InvalidArgumentError(
+            f"backend options of type {type(options).__name__} do not fit the {name} backend"
+            f"{chosen}; expected {cls.__module__}.{cls.__qualname__}"
+        )
+    given = {k: v for k, v in kwargs.items() if v is not None}
+    own = set(cls.option_names())
+    for key in sorted(set(given) - own):
+        owner = _owner_default(key, name)
+        if owner is not None and given[key] == owner[1]:
+            del given[key]  # another backend's option left at its default
+            continue
+        if owner is not None:
+            raise InvalidArgumentError(
+                f"{key}={_shown(given[key])} is an option of the {owner[0]} backend; the "
+                f"{name} backend{chosen} does not take it (its options: "
+                f"{', '.join(sorted(own)) or 'none'})"
+            )
+        raise InvalidArgumentError(
+            f"the {name} backend{chosen} has no option '{key}'; its options are "
+            f"{_expected(sorted(own)) if own else 'none'}"
+        )
+    try:
+        if options is None:
+            return cls(**given)
+        return dataclasses.replace(options, **given) if given else options
+    except InvalidArgumentError as err:
+        if not chosen:
+            raise
+        message = str(err).replace(f"the {name} backend", f"the {name} backend{chosen}", 1)
+        raise InvalidArgumentError(message) from None
+
+
+def _owner_default(option: str, besides: str) -> tuple[str, Any] | None:
+    """``(backend, default)`` of the first other registered backend that has ``option``."""
+    for other in REGISTRY:
+        if other == besides:
+            continue
+        for f in dataclasses.fields(get_backend(other).Options):
+            if f.name == option:
+                return other, f.default
+    return None

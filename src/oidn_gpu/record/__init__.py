@@ -6,8 +6,9 @@
 - `device`: `RecordingDevice`, the `GpuDevice` the unchanged executor records on;
 - `api`: `record_network`, `record_denoise`, `inspect_model_packet` and packet variants;
 - `replay`: `Replayer`, which runs a program on a wgpu device;
-- `summary`: what a program contains (``oidn-gpu program info``);
-- `cli`: the ``record``, ``replay`` and ``program info`` subcommands.
+- `summary`: what a program contains (``oidn-gpu program info``).
+
+The ``record``, ``replay`` and ``program info`` subcommands live in `oidn_gpu.cli.record`.
 
 ``format``, ``config``, ``writer``, ``reader`` and ``summary`` need no wgpu; names
 from the other modules are imported lazily.

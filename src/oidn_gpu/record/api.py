@@ -30,16 +30,14 @@ errors become the ``ERRO`` packet.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_denoise
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
-from oidn_gpu.image import process, tiling
 from oidn_gpu.image.transfer import Transfer
-from oidn_gpu.model import unet
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.record.config import RecordConfig, parse_config
 from oidn_gpu.record.device import RecordingDevice, recording_capabilities
@@ -48,7 +46,6 @@ from oidn_gpu.record.writer import error_packet, model_packet, write_program
 
 RGBA_F32_BYTES = 16
 F32_BYTES = 4
-TILE_ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 IMAGE_NAMES = ("color", "albedo", "normal")
 _KERNEL_SETTINGS = {  # config kernel -> WgpuExecutor kernel setting
     "auto": "auto",
@@ -109,16 +106,17 @@ def submit_network(executor: Any, input_buffer: Any, width: int, height: int) ->
     return executor.execute_buffers(input_buffer, height, width)
 
 
-@dataclass(frozen=True)
-class DenoiseSetup:
-    """What a denoise config resolves to: processing mode and tile plan."""
-
-    mode: Any
-    plan: Any
+# A denoise config resolves to a `DenoisePlan` (processing mode and tile plan).
+DenoiseSetup = DenoisePlan
 
 
-def denoise_setup(model: Any, config: RecordConfig) -> DenoiseSetup:
-    """The `image.process.Mode` and `image.tiling.TilePlan` of a denoise config."""
+def denoise_setup(model: Any, config: RecordConfig) -> DenoisePlan:
+    """The `DenoisePlan` of a denoise config (`backends.plan.plan_denoise`).
+
+    The config's transfer word replaces OIDN's choice unless it is ``default``
+    (PU for HDR, sRGB otherwise); a maximum tile edge of 0 plans the whole image
+    as one tile.
+    """
     options = config.denoise
     if options is None:
         raise InvalidArgumentError("the config has no denoise words")
@@ -126,18 +124,18 @@ def denoise_setup(model: Any, config: RecordConfig) -> DenoiseSetup:
         transfer = Transfer.PU if options.hdr else Transfer.SRGB
     else:
         transfer = Transfer(options.transfer)
-    mode = process.Mode(
-        transfer=transfer, hdr=options.hdr, snorm=False, input_scale=options.input_scale
+    return plan_denoise(
+        model,
+        config.height,
+        config.width,
+        DenoiseOptions(
+            hdr=options.hdr,
+            input_scale=options.input_scale,
+            transfer=transfer,
+            tile_size=options.max_tile_edge or None,
+            whole_image=options.max_tile_edge == 0,
+        ),
     )
-    overlap = unet.tile_overlap(model.spec, TILE_ALIGNMENT)
-    h, w = config.height, config.width
-    if options.max_tile_edge == 0:
-        plan = tiling.plan_tiles(h, w, overlap=overlap, alignment=TILE_ALIGNMENT, max_tile_px=None)
-    else:
-        plan = tiling.plan_tiles_max_edge(
-            h, w, max_edge=options.max_tile_edge, overlap=overlap, alignment=TILE_ALIGNMENT
-        )
-    return DenoiseSetup(mode, plan)
 
 
 def submit_denoise(
@@ -146,7 +144,7 @@ def submit_denoise(
     output: Any,
     width: int,
     height: int,
-    setup: DenoiseSetup,
+    setup: DenoisePlan,
 ) -> None:
     """One whole denoise of RGBA float32 image buffers into the RGBA ``output`` buffer.
 
@@ -161,7 +159,7 @@ def submit_denoise(
         images,
         GpuImage(output, height, width, 3, pixel_stride=4),
         mode=setup.mode,
-        plan=setup.plan,
+        plan=setup.tiles,
     )
 
 
@@ -252,7 +250,7 @@ def record_denoise(tza: bytes, config: bytes) -> bytes:
             output_width=w,
             output_height=h,
             output_channels=4,
-            meta=_meta(executor, len(setup.plan.tiles), weights, frame),
+            meta=_meta(executor, len(setup.tiles.tiles), weights, frame),
         )
         return write_program(program)
     finally:

@@ -8,7 +8,7 @@ without it a cuDNN path through torch runs, and ``info()`` says so), both in the
 - `pipeline.CudaDenoiser`: whole denoises with device-side I/O (torch tensors in
   and out without host copies, NumPy through pinned buffers), GPU autoexposure,
   one CUDA graph per input shape.
-- `bench`: ``python -m oidn_gpu.backends.cuda.bench``.
+- `bench`: the benchmark engine (its command line: ``oidn-gpu bench --backend cuda``).
 
 `available()` says whether this backend can run here, without importing it.
 """

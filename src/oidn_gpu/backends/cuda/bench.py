@@ -21,16 +21,16 @@ events, medians and p95 over ``runs`` timed runs after ``warmup`` runs:
 (`torch_ops.TorchNetwork`, channels-last fp16 ``conv2d`` in one CUDA graph,
 torch input and output passes) and prints both.
 
-    python -m oidn_gpu.backends.cuda.bench --size 1080p --weights rt_hdr_alb_nrm \\
+Its command line is a front end (`oidn_gpu.cli.bench`)::
+
+    oidn-gpu bench --backend cuda --size 1080p --weights rt_hdr_alb_nrm \\
         --runs 100 --baseline --json out.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,8 +43,7 @@ import numpy as np
 from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
-from oidn_gpu.backends.sizes import parse_size
-from oidn_gpu.errors import OIDNGPUError
+from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.graph.plan import plan
 from oidn_gpu.image.process import mode_for
 from oidn_gpu.model.unet import load_model
@@ -224,7 +223,7 @@ def _time_wall(torch: Any, fn: Any, runs: int, warmup: int) -> list[float]:
 
 def run_bench(
     *,
-    size: str | tuple[int, int] = "1080p",
+    size: tuple[int, int] = (1080, 1920),
     weights: str | Path = DEFAULT_WEIGHTS,
     precision: str = "fp16",
     engine: str = "auto",
@@ -236,7 +235,13 @@ def run_bench(
 ) -> BenchResult:
     """Benchmark one configuration on the current CUDA device (see the module docstring)."""
     torch = torch_ops.torch
-    height, width = parse_size(size)
+    if (
+        not isinstance(size, tuple)
+        or len(size) != 2
+        or not all(isinstance(v, int) and v >= 1 for v in size)
+    ):
+        raise InvalidArgumentError(f"size {size!r} must be (height, width), two positive ints")
+    height, width = size
     net_h, net_w = -(-height // ALIGNMENT) * ALIGNMENT, -(-width // ALIGNMENT) * ALIGNMENT
     model = _load(weights)
     torch.cuda.reset_peak_memory_stats()
@@ -454,45 +459,3 @@ def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
         out[f"{key}_median_ms"] = statistics.median(values) if values else None
         out[f"{key}_p95_ms"] = _percentile(values, 95) if values else None
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m oidn_gpu.backends.cuda.bench",
-        description="Benchmark the CUDA backend (CUDA events, medians).",
-    )
-    parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
-    parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="a .tza path or built-in name")
-    parser.add_argument("--precision", default="fp16", choices=("fp16", "bf16"))
-    parser.add_argument("--engine", default="auto", choices=("auto", "triton", "cudnn"))
-    parser.add_argument("--runs", type=int, default=100)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--host-runs", type=int, default=20)
-    parser.add_argument("--no-end-to-end", action="store_true")
-    parser.add_argument("--baseline", action="store_true",
-                        help="also run the plain cuDNN port and print both")  # fmt: skip
-    parser.add_argument("--peak-tflops", type=float, default=PEAK_TFLOPS)
-    parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
-    args = parser.parse_args(argv)
-    try:
-        kwargs = dict(
-            size=args.size, weights=args.weights, precision=args.precision, runs=args.runs,
-            warmup=args.warmup, host_runs=args.host_runs, end_to_end=not args.no_end_to_end,
-            peak_tflops=args.peak_tflops,
-        )  # fmt: skip
-        results = {}
-        for name, engine in [("cuda", args.engine)] + [("baseline", "cudnn")] * args.baseline:
-            results[name] = run_bench(engine=engine, **kwargs)
-            if args.json_path:
-                data = {key: r.to_dict() for key, r in results.items()}
-                Path(args.json_path).write_text(json.dumps(data))
-            print(f"== {name} ({args.size}, {args.weights})")
-            print(results[name].table(), flush=True)
-    except OIDNGPUError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

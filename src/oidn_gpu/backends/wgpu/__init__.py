@@ -2,8 +2,9 @@
 
 `device.py` imports wgpu (and raises `MissingDependencyError` naming the ``wgpu``
 extra without it); so do the modules that open devices (`executor`, `pipeline`,
-`bench`). `kernel_choice` needs only the kernels. Nothing outside
-``backends/wgpu`` imports wgpu.
+`bench`). `kernel_choice` needs only the kernels, and `backend` (the registry
+entry) imports wgpu only to probe or run. Nothing outside ``backends/wgpu``
+imports wgpu.
 
 Public names (imported lazily, so ``import oidn_gpu.backends.wgpu.device`` stays cheap):
 

@@ -34,19 +34,17 @@ The image size is the network size: it is rounded up to the graph's alignment
 (16), as OIDN pads; a size above OIDN's default tile limit (2160^2 px) is
 still run as one tile, which is what ``--size 3840x2160`` measures.
 
-Library use: ``run_bench(size="1080p", weights=..., precision="fp16")`` returns
-a `BenchResult` (``.table()``, ``.to_json()``). Command line::
+Library use: ``run_bench(size=(1080, 1920), weights=..., precision="fp16")``
+returns a `BenchResult` (``.table()``, ``.to_json()``). The command line is a
+front end (`oidn_gpu.cli.bench`)::
 
-    python -m oidn_gpu.backends.wgpu.bench --size 1920x1080 --weights PATH \\
-        --precision fp16 --runs 20 --json out.json
+    oidn-gpu bench --size 1920x1080 --weights PATH --precision fp16 --runs 20 --json out.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -56,14 +54,12 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.gpu_device import BufferUsage, PassTimestamps
-from oidn_gpu.backends.sizes import parse_size
+from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, WgpuDevice, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
-from oidn_gpu.files import write_bytes_atomic
-from oidn_gpu.image import process, tiling
 from oidn_gpu.image.autoexposure import autoexposure as host_autoexposure
 from oidn_gpu.kernels.gemm import default_options
 from oidn_gpu.model import unet
@@ -206,7 +202,7 @@ def _load(weights: str | Path) -> Any:
 
 def run_bench(
     *,
-    size: str | tuple[int, int] = "1080p",
+    size: tuple[int, int] = (1080, 1920),
     weights: str | Path = DEFAULT_WEIGHTS,
     precision: str = "auto",
     kernel: str = "auto",
@@ -221,7 +217,8 @@ def run_bench(
 ) -> BenchResult:
     """Benchmark the network (and, with ``end_to_end``, the whole GPU denoise) at one size.
 
-    See the module docstring. ``executor``: an open `WgpuExecutor` of ``weights`` to
+    See the module docstring. ``size`` is ``(height, width)`` of the image.
+    ``executor``: an open `WgpuExecutor` of ``weights`` to
     reuse (sweeps); it is left open, and ``device``/``precision``/``kernel``/``gemm``
     are then ignored (its own settings are reported).
 
@@ -230,7 +227,7 @@ def run_bench(
     """
     if runs < 1 or warmup < 0:
         raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
-    height, width = parse_size(size)
+    height, width = _check_size(size)
     net_h = -(-height // ALIGNMENT) * ALIGNMENT
     net_w = -(-width // ALIGNMENT) * ALIGNMENT
     model = executor.model if executor is not None else _load(weights)
@@ -334,6 +331,16 @@ def run_bench(
     )
 
 
+def _check_size(size: tuple[int, int]) -> tuple[int, int]:
+    if (
+        not isinstance(size, tuple)
+        or len(size) != 2
+        or not all(isinstance(v, int) and v >= 1 for v in size)
+    ):
+        raise InvalidArgumentError(f"size {size!r} must be (height, width), two positive ints")
+    return size
+
+
 def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
     if not e2e:
         return {}
@@ -377,9 +384,8 @@ def _end_to_end(
     device = executor.device
     count = executor.input_channels // 3
     hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()
-    mode = process.mode_for("RT", hdr=hdr)
-    overlap = unet.tile_overlap(model.spec, ALIGNMENT)
-    plan = tiling.plan_tiles(height, width, overlap=overlap, alignment=ALIGNMENT, max_tile_px=None)
+    denoise_plan = plan_denoise(model, height, width, DenoiseOptions(hdr=hdr, whole_image=True))
+    mode, plan = denoise_plan.mode, denoise_plan.tiles
     arrays = [rng.random((height, width, 3), dtype=np.float32) * (4.0 if hdr else 1.0)]
     arrays += [rng.random((height, width, 3), dtype=np.float32) for _ in range(count - 1)]
     if count >= 3:
@@ -546,51 +552,3 @@ def _timed_run(executor: Any, height: int, width: int) -> float:
     executor.execute_packed(height, width)
     device.wait_idle()
     return (time.perf_counter() - start) * 1e3
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="oidn-gpu bench [--backend wgpu]", description="Benchmark the wgpu executor."
-    )
-    parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
-    parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="a .tza path or built-in name")
-    parser.add_argument("--precision", default="auto", choices=("auto", "fp16", "fp32"))
-    parser.add_argument("--kernel", default="auto")
-    parser.add_argument(
-        "--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'"
-    )
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--top", type=int, default=8)
-    parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
-    parser.add_argument(
-        "--no-end-to-end",
-        dest="end_to_end",
-        action="store_false",
-        help="time the network only (skip the GpuDenoiser end-to-end runs)",
-    )
-    args = parser.parse_args(argv)
-    try:
-        gemm = json.loads(args.gemm) if args.gemm else None
-        result = run_bench(
-            size=args.size,
-            weights=args.weights,
-            precision=args.precision,
-            kernel=args.kernel,
-            gemm=gemm,
-            runs=args.runs,
-            warmup=args.warmup,
-            top=args.top,
-            end_to_end=args.end_to_end,
-        )
-    except (OIDNGPUError, json.JSONDecodeError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2 if isinstance(err, (InvalidArgumentError, json.JSONDecodeError)) else 1
-    print(result.table())
-    if args.json_path:
-        write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

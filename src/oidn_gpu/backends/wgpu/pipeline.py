@@ -31,7 +31,9 @@ are computed on the GPU from the uploaded colour image before the first tile
 the frame buffer, which is a storage buffer too), with no host round trip; the
 scale is read back with the output (`last_input_scale`).
 
-`GpuDenoiser.denoise` works on host arrays (upload, all tiles, one readback);
+`GpuDenoiser` is the wgpu backend's `backends.base.TileRunner`: `run` takes a
+`backends.plan.DenoisePlan`. `GpuDenoiser.denoise` works on host arrays (upload,
+all tiles, one readback);
 `denoise_buffers` works on caller-owned GPU buffers and does not wait;
 `denoise_interactive` keeps at most one tile in flight, reports each finished
 rectangle, can be cancelled between tiles, and can size tiles to hit a target
@@ -42,6 +44,7 @@ image, section 6.3).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
 from collections import OrderedDict
@@ -51,11 +54,12 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.base import DenoiseImages, Progress
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease
+from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
-from oidn_gpu.image import tiling
 from oidn_gpu.kernels import autoexposure as gpu_autoexposure
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
@@ -284,6 +288,60 @@ class GpuDenoiser:
             self._autoexposure_kernels("float32")
 
     # ------------------------------------------------------------------ entry points
+
+    def run(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> np.ndarray:
+        """`TileRunner.run`: `denoise` of host images over a `DenoisePlan`."""
+        return self.denoise(
+            images.main,
+            images.albedo,
+            images.normal,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=images.out_channels,
+            progress=progress,
+        )
+
+    def run_autoexposed(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> tuple[np.ndarray, float]:
+        """`AutoexposureRunner.run_autoexposed`: `denoise` with ``autoexposure=True``."""
+        result = self.denoise(
+            images.main,
+            images.albedo,
+            images.normal,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=images.out_channels,
+            progress=progress,
+            autoexposure=True,
+        )
+        assert self.last_input_scale is not None
+        return result, self.last_input_scale
+
+    def run_many(
+        self, frames: Iterable[DenoiseImages], plan: DenoisePlan, *, autoexposure: bool = False
+    ) -> Iterator[tuple[np.ndarray, float]]:
+        """`SequenceRunner.run_many`: `denoise_many` of host images over a `DenoisePlan`
+        (every frame with ``out_channels`` of the first)."""
+        source = iter(frames)
+        first = next(source, None)
+        if first is None:
+            return
+        images = (
+            (f.main, f.albedo, f.normal) for f in itertools.chain((first,), source)
+        )
+        results = self.denoise_many(
+            images,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=first.out_channels,
+            autoexposure=autoexposure,
+        )
+        for result in results:
+            assert self.last_input_scale is not None
+            yield result, self.last_input_scale
 
     @_queue_turn
     def denoise(
@@ -753,10 +811,8 @@ class GpuDenoiser:
         return tile_set
 
     def _interactive_plan(self, height: int, width: int) -> Any:
-        overlap = unet.tile_overlap(self.executor.model.spec, TILE_ALIGNMENT)
-        return tiling.plan_tiles_max_edge(
-            height, width, max_edge=self.interactive_edge, overlap=overlap, alignment=TILE_ALIGNMENT
-        )
+        options = DenoiseOptions(tile_size=self.interactive_edge)
+        return plan_tiles(self.executor.model, height, width, options)
 
     def _adapt_edge(self, plan: Any, measured_ms: float, target_ms: float) -> None:
         if measured_ms <= 0 or target_ms <= 0:

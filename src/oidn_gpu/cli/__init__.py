@@ -6,10 +6,14 @@ Subcommands:
     info      version, optional modules, backends and adapters, what 'auto' picks
     weights   ``weights fetch`` downloads the three large official weights files
     example   print the path of the bundled example render (or copy it)
-    bench     benchmark the wgpu backend (default) or ``--backend reference``
+    bench     benchmark the wgpu backend (default) or ``--backend reference`` (cli/bench.py)
     record    record one whole GPU denoise (or the network) as a replayable program
     replay    run a recorded program on this machine's GPU
-    program   ``program info``: what a recorded program contains
+    program   ``program info``: what a recorded program contains (these three: cli/record.py)
+
+The ``--backend`` choices and the per-backend execution flags (``--precision``,
+``--kernel``, ``--gemm``) come from the backend registry (`backends.base`): each
+backend's ``Options`` says which of its options are flags, their choices and help.
 
 Exit codes: 0 all done, 1 failure (some frames failed, a download failed, ...),
 2 bad usage (unknown flag, bad value, missing input, an output that cannot be
@@ -30,22 +34,44 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
-from oidn_gpu import farm
-from oidn_gpu.backends import resolve_backend
+from oidn_gpu import __version__, farm
+from oidn_gpu.backends.base import (
+    AUTO,
+    backend_names,
+    get_backend,
+    make_options,
+    resolve_backend,
+)
+from oidn_gpu.cli import bench as bench_cli
+from oidn_gpu.cli import record as record_cli
+from oidn_gpu.cli.info import collect, format_report
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.fetch import base_url, fetch_weights
 from oidn_gpu.files import (
     OutputFileError,
     check_outputs,
     install_signal_cleanup,
     write_bytes_atomic,
 )
-from oidn_gpu.model.unet import load_model
-from oidn_gpu.record import cli as record_cli
-from oidn_gpu.sequence import OutputOptions, expand_frame_patterns, has_frame_pattern
+from oidn_gpu.image import io
+from oidn_gpu.image.io import output_format_name
+from oidn_gpu.model.tza import parse_tza
+from oidn_gpu.model.unet import flops_per_pixel, load_model
+from oidn_gpu.model.weights import is_official
+from oidn_gpu.sequence import (
+    AuxSource,
+    FrameJob,
+    InputOptions,
+    OutputOptions,
+    expand_frame_patterns,
+    has_frame_pattern,
+    run_sequence,
+)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -54,10 +80,6 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell convention
 
 QUALITIES = ("fast", "balanced", "high")
 PREFILTERS = ("none", "fast", "accurate")
-BACKENDS = ("auto", "reference", "wgpu")
-PRECISIONS = ("auto", "fp16", "fp32")
-# The wgpu backend's kernel= settings (kernels.select.KernelKind less the chosen-only final layer).
-KERNELS = ("auto", "direct", "implicit-gemm", "spatial", "subgroup")
 IMAGE_SUFFIXES = frozenset(
     {
         ".exr",
@@ -135,32 +157,58 @@ def _choice(choices: Sequence[str], what: str):
     return parse
 
 
-def _gemm_options(text: str) -> dict[str, Any]:
-    """``--gemm JSON``: a JSON object of GEMM option names, validated by `GemmOptions`."""
-    import json
+@dataclass(frozen=True)
+class BackendFlag:
+    """One ``--NAME`` flag for backend options of that name (several backends may share it)."""
 
-    from oidn_gpu.kernels.gemm import GemmOptions
+    name: str
+    backends: tuple[str, ...]
+    choices: tuple[str, ...] | None
+    help: str
+    metavar: str | None = None
 
-    try:
-        options = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(
-            f"--gemm is not valid JSON ({err.msg}): {text!r}"
-        ) from None
-    if not isinstance(options, dict):
-        raise argparse.ArgumentTypeError(f"--gemm must be a JSON object, got {text!r}")
-    try:
-        GemmOptions(**options)
-    except TypeError as err:
-        raise argparse.ArgumentTypeError(f"unknown GEMM option in {text!r}: {err}") from None
-    except InvalidArgumentError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return options
+    def parse(self, text: str) -> Any:
+        if self.choices is not None:
+            return _choice(self.choices, self.name)(text)
+        for backend in self.backends:
+            options = get_backend(backend).Options
+            parse_option = getattr(options, "parse_cli_option", None)
+            if parse_option is not None:
+                try:
+                    return parse_option(self.name, text)
+                except InvalidArgumentError as err:
+                    raise argparse.ArgumentTypeError(str(err)) from None
+        return text
+
+
+def backend_flags() -> dict[str, BackendFlag]:
+    """The backend option flags, from every registered backend's ``Options``."""
+    merged: dict[str, tuple[list[str], list[str] | None, list[str]]] = {}
+    metavars: dict[str, str | None] = {}
+    for name in backend_names():
+        options = get_backend(name).Options
+        for option, text in options.option_help.items():
+            metavars.setdefault(option, options.option_metavars.get(option))
+            backends, choices, helps = merged.setdefault(option, ([], [], []))
+            backends.append(name)
+            allowed = options.option_choices.get(option)
+            if allowed is None or choices is None:
+                merged[option] = (backends, None, helps)
+            else:
+                choices.extend(c for c in allowed if c not in choices)
+            helps.append(text)
+    return {
+        option: BackendFlag(
+            option, tuple(backends), tuple(choices) if choices is not None else None,
+            "; ".join(helps),
+            metavars[option],
+        )
+        for option, (backends, choices, helps) in merged.items()
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (exposed for docs and tests)."""
-    from oidn_gpu import __version__
 
     parser = _Parser(prog="oidn-gpu", description="Intel Open Image Denoise networks on any GPU.")
     parser.add_argument("--version", action="version", version=f"oidn-gpu {__version__}")
@@ -337,30 +385,22 @@ def _add_denoise(sub: Any) -> None:
     )
 
     run = p.add_argument_group("execution")
+    backends = (AUTO, *backend_names())
     run.add_argument(
         "--backend",
-        type=_choice(BACKENDS, "backend"),
-        default="auto",
-        help="auto, reference or wgpu (default auto)",
+        type=_choice(backends, "backend"),
+        default=AUTO,
+        help=", ".join(backends[:-1]) + f" or {backends[-1]} (default {AUTO})",
     )
-    run.add_argument(
-        "--precision",
-        type=_choice(PRECISIONS, "precision"),
-        default="auto",
-        help="wgpu: auto (fp16 where the GPU has shader-f16), fp16 or fp32",
-    )
-    run.add_argument(
-        "--kernel",
-        type=_choice(KERNELS, "kernel"),
-        default="auto",
-        help="wgpu convolution kernel: " + ", ".join(KERNELS),
-    )
-    run.add_argument(
-        "--gemm",
-        type=_gemm_options,
-        metavar="JSON",
-        help='wgpu implicit-GEMM options as JSON, e.g. \'{"rows_per_thread": 4}\'',
-    )
+    for flag in backend_flags().values():
+        run.add_argument(
+            f"--{flag.name.replace('_', '-')}",
+            dest=flag.name,
+            type=flag.parse,
+            default=None,
+            metavar=flag.metavar,
+            help=flag.help,
+        )
     run.add_argument("--tile-size", type=_positive_int, metavar="PX", help="tile edge in pixels")
     run.add_argument(
         "--max-memory-mb",
@@ -528,8 +568,6 @@ def _aux_path(spec: str, src: Path, many: bool) -> Path:
 
 def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[Any]:
     """Build the `FrameJob` list and check outputs and aux files before any work."""
-    from oidn_gpu.image.io import output_format_name
-    from oidn_gpu.sequence import AuxSource, FrameJob
 
     jobs = []
     for src in files:
@@ -629,8 +667,6 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         raise UsageError(f"weights folder '{args.weights_dir}' does not exist")
     if not args.list_layers and not args.output:
         raise UsageError("no output given; pass -o OUTPUT (a file, or a directory for sequences)")
-    gpu_options = [f"--{name}" for name, default in (("precision", "auto"), ("kernel", "auto"))
-                   if getattr(args, name) != default] + (["--gemm"] if args.gemm else [])
     if args.ray is None:
         farm_options = [
             flag
@@ -643,12 +679,27 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         ]
         if farm_options:
             raise UsageError(f"{farm_options[0]} needs --ray")
-    if gpu_options and resolve_backend(args.backend) == "reference":
-        chosen = " (chosen by --backend auto)" if args.backend == "auto" else ""
-        raise UsageError(
-            f"the wgpu options {', '.join(gpu_options)} cannot be used with the reference "
-            f"backend{chosen} (it computes in fp32 with NumPy)"
-        )
+    options = backend_options(args)
+    if options:
+        # Checked against the backend that will run, also when 'auto' picks it.
+        backend = resolve_backend(args.backend)
+        try:
+            make_options(backend, **options)
+        except InvalidArgumentError as err:
+            flags = ", ".join(f"--{name.replace('_', '-')}" for name in options)
+            chosen = " (chosen by --backend auto)" if args.backend == AUTO else ""
+            raise UsageError(
+                f"{flags} cannot be used with the {backend} backend{chosen}: {err}"
+            ) from None
+
+
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The backend option flags given on the command line (name -> value)."""
+    return {
+        name: getattr(args, name)
+        for name in backend_flags()
+        if getattr(args, name, None) is not None
+    }
 
 
 def denoiser_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -669,13 +720,9 @@ def denoiser_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "weights_dir": args.weights_dir,
         "tile_size": args.tile_size,
         "max_memory_mb": args.max_memory_mb,
-        "gemm": args.gemm,
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
-    if args.precision != "auto":
-        kwargs["precision"] = args.precision
-    if args.kernel != "auto":
-        kwargs["kernel"] = args.kernel
+    kwargs.update(backend_options(args))
     return kwargs
 
 
@@ -690,7 +737,6 @@ def farm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
-    from oidn_gpu.image import io
 
     status = EXIT_OK
     for path in files:
@@ -728,7 +774,6 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
 
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
-    from oidn_gpu import __version__
 
     _check_denoise_args(args)
     files, many = expand_inputs(args.inputs)
@@ -736,7 +781,6 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         return _list_layers(files, args)
     jobs = plan_jobs(args, files, many)
 
-    from oidn_gpu.sequence import InputOptions, run_sequence
 
     options = InputOptions(
         color_layer=args.color_layer,
@@ -816,8 +860,6 @@ def describe_inputs(name: str | None, channels: int) -> str:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """``oidn-gpu inspect WEIGHTS.tza``."""
-    from oidn_gpu.model.tza import parse_tza
-    from oidn_gpu.model.weights import is_official
 
     path = Path(args.weights)
     if not path.is_file():
@@ -830,7 +872,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"sha-256:         {sha}")
     print("official:        " + (f"yes, {official}.tza (OIDN 2.5.1)" if official else "no"))
     try:
-        from oidn_gpu.model.unet import flops_per_pixel, load_model
 
         model = load_model(blob, name=official or path.stem)
     except OIDNGPUError as err:
@@ -860,7 +901,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     """``oidn-gpu info``."""
-    from oidn_gpu.sysinfo import collect, format_report
 
     print(format_report(collect(probe_auto=not args.no_probe)))
     return EXIT_OK
@@ -870,7 +910,6 @@ def cmd_weights(args: argparse.Namespace) -> int:
     """``oidn-gpu weights fetch``."""
     if args.weights_command != "fetch":
         raise UsageError("missing action; expected 'oidn-gpu weights fetch'")
-    from oidn_gpu.fetch import base_url, fetch_weights
 
     bars: list[Any] = []
 
@@ -927,42 +966,8 @@ def cmd_example(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """``oidn-gpu bench``: the wgpu benchmark, or the reference one with ``--backend reference``.
-
-    Arguments are handed on to ``oidn_gpu.backends.wgpu.bench.main`` or
-    ``oidn_gpu.backends.reference_bench.main``.
-    """
-    rest = list(args.bench_args)
-    backend = "wgpu"
-    for index, arg in enumerate(rest):
-        if arg == "--backend" and index + 1 < len(rest):
-            backend = rest[index + 1]
-            del rest[index : index + 2]
-            break
-        if arg.startswith("--backend="):
-            backend = arg.split("=", 1)[1]
-            del rest[index]
-            break
-    if backend == "reference":
-        from oidn_gpu.backends import reference_bench
-
-        return int(reference_bench.main(rest) or 0)
-    if backend not in ("wgpu", "auto"):
-        print(
-            f"error: unknown bench backend '{backend}'; expected 'wgpu' or 'reference'",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    try:
-        from oidn_gpu.backends.wgpu import bench
-    except ImportError as err:
-        print(
-            f"error: the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' "
-            f"({err})",
-            file=sys.stderr,
-        )
-        return EXIT_FAILURE
-    return int(bench.main(rest) or 0)
+    """``oidn-gpu bench``: see `oidn_gpu.cli.bench.main`."""
+    return bench_cli.main(list(args.bench_args))
 
 
 COMMANDS = {

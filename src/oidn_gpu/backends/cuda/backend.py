@@ -1,0 +1,173 @@
+"""The cuda backend's registry entry: Triton (or cuDNN) kernels on NVIDIA GPUs through PyTorch.
+
+Importing this module needs no torch: its options validate and its probe reports
+a missing torch or GPU as the reason the backend is unavailable. ``backend="auto"``
+tries it first, and picks it wherever torch sees a CUDA GPU; a torch device given
+as ``device=`` asks for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from oidn_gpu.backends.base import PRECISIONS as ALL_PRECISIONS
+from oidn_gpu.backends.base import (
+    Availability,
+    BackendOptions,
+    DenoiseImages,
+    NetworkExecutor,
+    Progress,
+    TileRunner,
+)
+from oidn_gpu.backends.cuda import available
+from oidn_gpu.backends.host_runner import report_progress
+from oidn_gpu.backends.plan import DenoisePlan
+from oidn_gpu.errors import InvalidArgumentError
+
+PRECISIONS = ("auto", "fp16", "bf16")
+# "auto" computes with fp16 activations and weights (fp32 accumulation either way).
+DEFAULT_PRECISION = "fp16"
+ENGINES = ("auto", "triton", "cudnn")
+
+
+def _expected(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{v}'" for v in values[:-1]) + f" or '{values[-1]}'"
+
+
+def _is_torch_device(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+@dataclass(frozen=True)
+class CudaOptions(BackendOptions):
+    """Options of the cuda backend, validated on creation.
+
+    Attributes:
+        precision: ``"auto"`` or ``"fp16"`` (fp16 activations), or ``"bf16"``;
+            accumulation is fp32 either way.
+        engine: ``"auto"`` (Triton where it imports, else cuDNN through torch),
+            ``"triton"`` or ``"cudnn"``.
+        device: a ``torch.device``, a CUDA device index or name; None: the current one.
+    """
+
+    precision: str = "auto"
+    engine: str = "auto"
+    device: Any = None
+
+    option_help: ClassVar = MappingProxyType(
+        {
+            "precision": "cuda: auto (fp16) or bf16 activations, fp32 accumulation",
+            "engine": "cuda: auto (Triton where it imports, else cuDNN), triton or cudnn",
+        }
+    )
+    option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS, "engine": ENGINES})
+
+    def __post_init__(self) -> None:
+        precision = self.precision
+        if not isinstance(precision, str) or precision not in ALL_PRECISIONS:
+            raise InvalidArgumentError(
+                f"unknown precision {precision!r}; expected {_expected(ALL_PRECISIONS)}"
+            )
+        if precision not in PRECISIONS:
+            raise InvalidArgumentError(
+                f"the cuda backend computes in fp16 or bf16; got precision '{precision}'"
+            )
+        if not isinstance(self.engine, str) or self.engine not in ENGINES:
+            raise InvalidArgumentError(
+                f"unknown engine {self.engine!r}; expected {_expected(ENGINES)}"
+            )
+        device = self.device
+        if device is not None and not (
+            (isinstance(device, (int, str)) and not isinstance(device, bool))
+            or _is_torch_device(device)
+        ):
+            raise InvalidArgumentError(
+                f"device must be a torch.device, a CUDA device index or name, got "
+                f"{type(device).__name__}"
+            )
+
+    @classmethod
+    def selected_by(cls, options: Any) -> bool:
+        return _is_torch_device(options.get("device"))
+
+    @property
+    def compute_precision(self) -> str:
+        """The precision the executor computes in (``"auto"`` resolved)."""
+        return DEFAULT_PRECISION if self.precision == "auto" else self.precision
+
+
+class CudaTileRunner:
+    """The cuda `TileRunner`: a whole frame (all tiles) per call on `CudaDenoiser`.
+
+    A frame is one CUDA graph replay, so ``progress`` hears 1.0 when it is done (and
+    0.0 from the filter before it); returning False then still leaves the caller's
+    output untouched.
+    """
+
+    def __init__(self, denoiser: Any) -> None:
+        self.denoiser = denoiser
+
+    def run(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> np.ndarray:
+        result = self.denoiser.denoise(
+            images.main,
+            images.albedo,
+            images.normal,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=images.out_channels,
+        )
+        report_progress(progress, 1.0)
+        return result
+
+    def close(self) -> None:
+        self.denoiser.close()
+
+
+class CudaBackend:
+    """CUDA through PyTorch, with the fused device-side denoise pipeline as its runner."""
+
+    name = "cuda"
+    priority = 200
+    description = "Triton (or cuDNN) kernels on NVIDIA GPUs through PyTorch"
+    Options = CudaOptions
+
+    def probe(self) -> Availability:
+        ok, detail = available()
+        if ok:
+            return Availability(True, f"{detail} kernels on a CUDA GPU", auto=True)
+        return Availability(False, detail)
+
+    def describe(self) -> tuple[str, ...]:
+        try:
+            # torch is this backend's optional dependency: imported only when asked for.
+            import torch
+
+            count = torch.cuda.device_count()
+            return tuple(f"device cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(count))
+        except Exception as err:
+            return (f"no CUDA device ({type(err).__name__}: {err})",)
+
+    def create_executor(self, model: Any, options: CudaOptions) -> NetworkExecutor:
+        # The engine imports torch (and Triton): only when asked for.
+        from oidn_gpu.backends.cuda.executor import CudaExecutor
+
+        return CudaExecutor(
+            model,
+            device=options.device,
+            precision=options.compute_precision,
+            engine=options.engine,
+        )
+
+    def create_runner(self, executor: NetworkExecutor) -> TileRunner:
+        from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
+
+        return CudaTileRunner(CudaDenoiser(executor))  # type: ignore[arg-type]
+
+
+BACKEND = CudaBackend()

@@ -1,0 +1,151 @@
+"""One denoise plan: the processing mode and the tile plan of one image size.
+
+`plan_denoise` is the one place where a filter configuration becomes what a
+`TileRunner` executes: the mode (transfer function, hdr, snorm, input scale;
+`image.process.mode_for`) and the tile plan (`image.tiling`, OIDN's plan with
+the model's overlap and alignment, or tiles bounded by an edge, or one tile for
+the whole image). The filter, every runner, the recorder and the benchmarks
+use it, so tile seams cannot differ between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.graph.plan import plan as plan_graph
+from oidn_gpu.graph.plan import size_alignment
+from oidn_gpu.image import process, tiling
+from oidn_gpu.image.transfer import Transfer
+from oidn_gpu.model import unet
+from oidn_gpu.model.unet import ValidatedModel
+
+BYTES_PER_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DenoiseOptions:
+    """What the plan of one denoise depends on besides the model and the image size.
+
+    Attributes:
+        filter_type: ``"RT"`` or ``"RTLightmap"``.
+        hdr, srgb, directional: OIDN's filter parameters.
+        normal_only: the normal image is filtered alone (RT; signed values).
+        input_scale: the resolved input scale (autoexposure already applied).
+        transfer: a transfer function replacing OIDN's choice (recorded programs);
+            None keeps OIDN's.
+        tile_size: tiles of at most this edge (px) instead of OIDN's plan.
+        max_memory_mb: OIDN's memory budget; None or negative: at most 2160x2160 px
+            per tile.
+        whole_image: one tile for the whole image whatever its size (unless
+            ``tile_size`` is set): benchmarks and recorded programs.
+    """
+
+    filter_type: str = "RT"
+    hdr: bool = False
+    srgb: bool = False
+    directional: bool = False
+    normal_only: bool = False
+    input_scale: float = 1.0
+    transfer: Transfer | None = None
+    tile_size: int | None = None
+    max_memory_mb: int | None = None
+    whole_image: bool = False
+
+
+@dataclass(frozen=True)
+class DenoisePlan:
+    """The mode and tiles of one denoise of a ``height x width`` image.
+
+    Attributes:
+        mode: how the main input maps to network space and back.
+        tiles: the tile plan (tile buffer size, every tile's rectangles).
+        alignment: tile alignment in px (the model's size alignment, at least 16).
+    """
+
+    mode: process.Mode
+    tiles: tiling.TilePlan
+    alignment: int
+
+    @property
+    def height(self) -> int:
+        return self.tiles.height
+
+    @property
+    def width(self) -> int:
+        return self.tiles.width
+
+    @property
+    def tile_shape(self) -> tuple[int, int]:
+        """``(tile_h, tile_w)``: the network input size of every tile."""
+        return self.tiles.tile_h, self.tiles.tile_w
+
+
+def model_alignment(model: ValidatedModel) -> int:
+    """The tile alignment of ``model``: its graph's size alignment, at least OIDN's 16."""
+    align = size_alignment(model.graph)
+    return tiling.round_up(max(align, tiling.MIN_TILE_ALIGNMENT), tiling.MIN_TILE_ALIGNMENT)
+
+
+def plan_mode(options: DenoiseOptions) -> process.Mode:
+    """The processing mode of ``options`` (OIDN's choice unless ``transfer`` overrides it)."""
+    if options.transfer is None:
+        return process.mode_for(
+            options.filter_type,
+            hdr=options.hdr,
+            srgb=options.srgb,
+            directional=options.directional,
+            normal_only=options.normal_only,
+            input_scale=options.input_scale,
+        )
+    return process.Mode(
+        transfer=options.transfer,
+        hdr=options.hdr,
+        snorm=options.normal_only,
+        input_scale=options.input_scale,
+    )
+
+
+def plan_tiles(
+    model: ValidatedModel, height: int, width: int, options: DenoiseOptions
+) -> tiling.TilePlan:
+    """The tile plan of a ``height x width`` image for ``model`` (see `DenoiseOptions`)."""
+    alignment = model_alignment(model)
+    overlap = unet.tile_overlap(model.spec, alignment)
+    if options.tile_size is not None:
+        return tiling.plan_tiles_max_edge(
+            height, width, max_edge=options.tile_size, overlap=overlap, alignment=alignment
+        )
+    if options.whole_image:
+        return tiling.plan_tiles(
+            height, width, overlap=overlap, alignment=alignment, max_tile_px=None
+        )
+    if options.max_memory_mb is None or options.max_memory_mb < 0:
+        return tiling.plan_tiles(height, width, overlap=overlap, alignment=alignment)
+    budget = options.max_memory_mb * BYTES_PER_MB
+
+    def fits(tile_h: int, tile_w: int) -> bool:
+        # The planner's activation memory of one tile (fp32, unfused: an upper bound of
+        # what the backends allocate; OIDN's own estimate is device-specific).
+        return plan_graph(model.graph, tile_h, tile_w).peak_bytes <= budget
+
+    return tiling.plan_tiles(
+        height, width, overlap=overlap, alignment=alignment, max_tile_px=None, fits=fits
+    )
+
+
+def plan_denoise(
+    model: ValidatedModel, height: int, width: int, options: DenoiseOptions
+) -> DenoisePlan:
+    """The `DenoisePlan` of one ``height x width`` image (both at least 1).
+
+    Raises:
+        InvalidArgumentError: an empty image, a bad tile size or filter type.
+    """
+    if height < 1 or width < 1:
+        raise InvalidArgumentError(f"image size {width}x{height} is empty; nothing to plan")
+    return DenoisePlan(
+        mode=plan_mode(options),
+        tiles=plan_tiles(model, height, width, options),
+        alignment=model_alignment(model),
+    )

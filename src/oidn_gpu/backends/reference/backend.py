@@ -1,0 +1,75 @@
+"""The reference backend's registry entry: NumPy fp32 on the CPU, always available."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from oidn_gpu.backends.base import (
+    PRECISIONS as ALL_PRECISIONS,
+)
+from oidn_gpu.backends.base import (
+    Availability,
+    BackendOptions,
+    NetworkExecutor,
+    TileRunner,
+)
+from oidn_gpu.backends.host_runner import HostTileRunner
+from oidn_gpu.backends.reference.executor import ReferenceExecutor
+from oidn_gpu.errors import InvalidArgumentError
+
+PRECISIONS = ("auto", "fp32")
+
+
+@dataclass(frozen=True)
+class ReferenceOptions(BackendOptions):
+    """Options of the reference backend.
+
+    Attributes:
+        precision: ``"auto"`` or ``"fp32"`` (it computes in fp32 only).
+    """
+
+    precision: str = "auto"
+
+    option_help: ClassVar = MappingProxyType({"precision": "reference: fp32 only"})
+    option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS})
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.precision, str) or self.precision not in ALL_PRECISIONS:
+            raise InvalidArgumentError(
+                f"unknown precision {self.precision!r}; expected "
+                + ", ".join(f"'{p}'" for p in ALL_PRECISIONS[:-1])
+                + f" or '{ALL_PRECISIONS[-1]}'"
+            )
+        if self.precision not in PRECISIONS:
+            raise InvalidArgumentError(
+                f"the reference backend computes in fp32 only; got precision '{self.precision}'"
+            )
+
+
+class ReferenceBackend:
+    """NumPy fp32 (im2col + BLAS) with the host tile runner."""
+
+    name = "reference"
+    priority = 0
+    description = "NumPy fp32 on the CPU (the golden model)"
+    Options = ReferenceOptions
+
+    def probe(self) -> Availability:
+        return Availability(True, f"NumPy {np.__version__}, always available", auto=True)
+
+    def describe(self) -> tuple[str, ...]:
+        return (f"CPU: {platform.processor() or platform.machine()}",)
+
+    def create_executor(self, model: Any, options: ReferenceOptions) -> NetworkExecutor:
+        return ReferenceExecutor(model)
+
+    def create_runner(self, executor: NetworkExecutor) -> TileRunner:
+        return HostTileRunner(executor)
+
+
+BACKEND = ReferenceBackend()
