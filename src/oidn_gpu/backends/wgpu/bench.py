@@ -161,8 +161,11 @@ class BenchResult:
                 if self.e2e_gpu_median_ms is not None
                 else "n/a (no timestamp-query)"
             )
+            gpu_autoexposure = (
+                "autoexposure + " if self.host_autoexposure_cpu_ms is not None else ""
+            )
             lines += [
-                f"e2e gpu    {e2e_gpu} (input pass + network + output pass, "
+                f"e2e gpu    {e2e_gpu} ({gpu_autoexposure}input pass + network + output pass, "
                 f"{self.e2e_tiles} tile(s))",
                 f"e2e wall   {self.e2e_wall_median_ms:.2f} ms median, "
                 f"{self.e2e_wall_p95_ms:.2f} ms p95 (GPU buffers)",
