@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import oidn_gpu
+from oidn_gpu.backends.base import AutoexposureRunner, SequenceRunner
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 
 
@@ -52,3 +53,16 @@ def test_bad_frames_raise_as_denoise_does() -> None:
         with pytest.raises(InvalidOperationError, match="dtype int64"):
             list(den.denoise_many([np.zeros((4, 4, 3), np.int64)]))
         assert list(den.denoise_many([])) == []
+
+
+def test_the_wgpu_runner_autoexposes_and_overlaps_and_the_host_runner_does_neither() -> None:
+    color = np.random.default_rng(1).random((16, 16, 3)).astype(np.float32)
+    for backend, device_side in (("wgpu", True), ("reference", False)):
+        with oidn_gpu.Denoiser(backend=backend, hdr=True, quality="fast") as den:
+            den.denoise(color)
+            (engine,) = den._engines.values()
+            assert isinstance(engine.runner, AutoexposureRunner) is device_side
+            assert isinstance(engine.runner, SequenceRunner) is device_side
+            expected = den.denoise(color)
+            (got,) = list(den.denoise_many([color]))
+            assert np.array_equal(got, expected)
