@@ -34,7 +34,8 @@ import numbers
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -43,9 +44,11 @@ import numpy as np
 
 from oidn_gpu.backends.base import (
     AUTO,
+    AutoexposureRunner,
     BackendOptions,
     DenoiseImages,
     NetworkExecutor,
+    SequenceRunner,
     TileRunner,
     get_backend,
     make_options,
@@ -671,15 +674,26 @@ class Denoiser:
             )
         return self._prefilters[name]
 
+    def _autoexposes(self, images: _Images) -> bool:
+        """Whether the input scale is the autoexposure of the color (HDR, no input_scale)."""
+        if self.options.input_scale is not None or images.color is None:
+            return False
+        return plan_mode(self.options.denoise_options(images)).hdr
+
     def _input_scale(self, images: _Images) -> float:
         """The input scale: the option, else autoexposure of the color for HDR, else 1."""
         if self.options.input_scale is not None:
             return self.options.input_scale
-        if plan_mode(self.options.denoise_options(images)).hdr and images.color is not None:
+        if self._autoexposes(images):
+            assert images.color is not None
             scale = autoexposure(images.color)
             process.warn_if_autoexposure_blackens(images.color, scale)
             return scale
         return 1.0
+
+    def _device_autoexposure(self, images: _Images, engine: _Engine) -> bool:
+        """Whether the runner computes the autoexposure itself, on its device."""
+        return isinstance(engine.runner, AutoexposureRunner) and self._autoexposes(images)
 
     def _run(
         self, images: _Images, progress: Progress | None, *, clean_aux: bool | None = None
@@ -693,18 +707,25 @@ class Denoiser:
         if h == 0 or w == 0:
             return np.zeros((h, w, out_channels), np.float32)
         engine = self._engine(key, model)
-        input_scale = self._input_scale(images)
+        on_device = self._device_autoexposure(images, engine)
+        # With the autoexposure on the device the plan's scale is a placeholder.
+        input_scale = 1.0 if on_device else self._input_scale(images)
         plan = plan_denoise(model, h, w, self.options.denoise_options(images, input_scale))
-        main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
-        with_color = images.color is not None
-        runner_images = DenoiseImages(
-            main=main,
-            albedo=images.albedo if with_color else None,
-            normal=images.normal if with_color else None,
-            out_channels=out_channels,
-        )
+        runner_images = _runner_images(images, out_channels)
         report_progress(progress, 0.0)
-        result = engine.runner.run(runner_images, plan, progress)
+        if on_device:
+            runner = engine.runner
+            assert isinstance(runner, AutoexposureRunner)
+            result, input_scale = runner.run_autoexposed(runner_images, plan, progress)
+            process.warn_if_autoexposure_blackens(runner_images.main, input_scale)
+        else:
+            result = engine.runner.run(runner_images, plan, progress)
+        self._record_info(key, model, engine, plan, input_scale)
+        return result
+
+    def _record_info(
+        self, key: str, model: ValidatedModel, engine: _Engine, plan: Any, input_scale: float
+    ) -> None:
         info = engine.executor.info()
         self._last_info = DenoiserInfo(
             backend=info.backend,
@@ -712,12 +733,176 @@ class Denoiser:
             precision=info.precision,
             weights=key if key != CUSTOM_WEIGHTS else (model.name or CUSTOM_WEIGHTS),
             weights_sha256=model.sha256,
-            input_scale=plan.mode.input_scale,
+            input_scale=float(input_scale),
             tiles=len(plan.tiles.tiles),
             kernels=dict(info.kernels),
             kernel_fallbacks=dict(info.fallbacks),
         )
-        return result
+
+    # -- sequences --------------------------------------------------------------
+
+    def denoise_many(self, frames: Iterable[Any]) -> Iterator[Any]:
+        """Denoise a sequence of frames, yielding each result as `denoise` returns it.
+
+        Args:
+            frames: each item is a color image, a ``(color, albedo, normal)`` tuple
+                (None for an image not given) or a mapping with those keys; images as
+                `denoise` takes them.
+
+        On the wgpu backend, consecutive frames of one size with the same images are
+        overlapped: frame ``i + 1`` is uploaded and submitted to the GPU before frame
+        ``i`` is read back, so the host's transfers hide behind the GPU's work. Each
+        result is the image `denoise` gives for that frame (`info` describes the frame
+        last yielded). Other backends, and prefiltering, denoise one frame at a time.
+
+        Raises:
+            The errors of `denoise`. Frames are read one ahead, so a frame's error
+            can come before the previous frame's result.
+        """
+        items = (_frame_images(frame) for frame in frames)
+        if self.options.prefilter != "none":
+            for color, albedo, normal in items:
+                yield self.denoise(color, albedo, normal)
+            return
+        lightmap = self.options.filter_type == "RTLightmap"
+        queue: deque[_Frame] = deque()
+
+        def prepared() -> Iterator[_Frame]:
+            for color, albedo, normal in items:
+                call = arrays.as_call(
+                    color, albedo, normal, None, hdr=self.options.hdr or lightmap
+                )
+                with self._lock:
+                    frame = self._prepare_frame(call)
+                yield frame
+
+        source = _Peekable(prepared())
+        while (first := source.peek()) is not None:
+            runner = first.engine.runner if first.plan is not None else None
+            if not isinstance(runner, SequenceRunner):  # one frame the usual way
+                source.next()
+                with self._lock:
+                    result = self._run(first.images, None)
+                yield first.call.finish(_store(result, first.images, None))
+                continue
+
+            def batch(signature: tuple[Any, ...] = first.signature) -> Iterator[DenoiseImages]:
+                while (frame := source.peek()) is not None and frame.signature == signature:
+                    queue.append(source.next())
+                    yield frame.runner_images
+
+            results = runner.run_many(batch(), first.plan, autoexposure=first.on_device)
+            for result, input_scale in _locked(results, self._lock):
+                frame = queue.popleft()
+                if frame.on_device:
+                    process.warn_if_autoexposure_blackens(frame.runner_images.main, input_scale)
+                self._record_info(frame.key, frame.model, frame.engine, frame.plan, input_scale)
+                yield frame.call.finish(_store(result, frame.images, None))
+
+    def _prepare_frame(self, call: Any) -> _Frame:
+        """Validate one frame of `denoise_many` and plan its denoise (no plan when empty)."""
+        if self._closed:
+            raise InvalidOperationError("the denoiser is closed")
+        albedo, normal = call.albedo, call.normal
+        if self.options.filter_type == "RTLightmap":
+            albedo = normal = None
+        images = _validate_images(call.color, albedo, normal)
+        key, model = self._models.get(images, self.options.clean_aux)
+        out_channels = images.main_channels - (1 if images.alpha is not None else 0)
+        runner_images = _runner_images(images, out_channels)
+        if images.height == 0 or images.width == 0:
+            return _Frame(call, images, runner_images, key, model, None, None, False, ())
+        engine = self._engine(key, model)
+        on_device = self._device_autoexposure(images, engine)
+        input_scale = 1.0 if on_device else self._input_scale(images)
+        plan = plan_denoise(
+            model, images.height, images.width, self.options.denoise_options(images, input_scale)
+        )
+        given = tuple(a is not None for a in (runner_images.albedo, runner_images.normal))
+        # Frames with one signature share a plan and run as one sequence on the device.
+        signature = (key, images.height, images.width, out_channels, given, plan.mode)
+        return _Frame(call, images, runner_images, key, model, engine, plan, on_device, signature)
+
+
+def _runner_images(images: _Images, out_channels: int) -> DenoiseImages:
+    """The images a `TileRunner` takes: the main one, and aux images given with color."""
+    main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
+    with_color = images.color is not None
+    return DenoiseImages(
+        main=main,
+        albedo=images.albedo if with_color else None,
+        normal=images.normal if with_color else None,
+        out_channels=out_channels,
+    )
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """One validated frame of `Denoiser.denoise_many` and its plan."""
+
+    call: Any  # arrays.Call: how to answer in the caller's type
+    images: _Images
+    runner_images: DenoiseImages
+    key: str
+    model: ValidatedModel
+    engine: _Engine | None  # None: an empty image
+    plan: Any  # DenoisePlan, None for an empty image
+    on_device: bool  # autoexposure computed by the runner
+    signature: tuple[Any, ...]  # frames with equal signatures share one device sequence
+
+
+class _Peekable:
+    """An iterator whose next item can be looked at without taking it."""
+
+    def __init__(self, iterator: Iterator[Any]) -> None:
+        self._iterator = iterator
+        self._head: Any = None
+        self._has_head = False
+
+    def peek(self) -> Any:
+        """The next item, or None at the end."""
+        if not self._has_head:
+            self._head = next(self._iterator, None)
+            self._has_head = True
+        return self._head
+
+    def next(self) -> Any:
+        item = self.peek()
+        self._has_head = False
+        return item
+
+
+_END = object()
+
+
+def _locked(iterator: Iterator[Any], lock: Any) -> Iterator[Any]:
+    """Yield the items of ``iterator``, each computed holding ``lock`` (not across a yield)."""
+    while True:
+        with lock:
+            item = next(iterator, _END)
+        if item is _END:
+            return
+        yield item
+
+
+def _frame_images(frame: Any) -> tuple[Any, Any, Any]:
+    """``(color, albedo, normal)`` of one `Denoiser.denoise_many` item."""
+    if isinstance(frame, Mapping):
+        unknown = set(frame) - {"color", "albedo", "normal"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown image name(s) {sorted(unknown)} in a frame; expected 'color', "
+                "'albedo' and 'normal'"
+            )
+        return frame.get("color"), frame.get("albedo"), frame.get("normal")
+    if isinstance(frame, tuple):
+        if not 1 <= len(frame) <= 3:
+            raise InvalidArgumentError(
+                f"a frame tuple has {len(frame)} images; expected (color, albedo, normal)"
+            )
+        padded = (*frame, None, None)[:3]
+        return padded[0], padded[1], padded[2]
+    return frame, None, None
 
 
 def _scaled_progress(progress: Progress | None, start: float, span: float) -> Progress | None:

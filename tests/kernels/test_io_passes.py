@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import transfer as tf
 from oidn_gpu.kernels import io_passes as io
 from oidn_gpu.kernels import weights as wpack
@@ -294,3 +295,48 @@ def _expected_output(net, init, case, out_scale, rect) -> np.ndarray:
     expect = init.copy()
     expect[dst_y : dst_y + h, dst_x : dst_x + w, :oc] = v[:, :, :oc]
     return expect
+
+
+def test_float16_images_are_read_as_they_are(rng) -> None:
+    """Half images (odd offsets, RGBA stride, NaN/Inf) give the input of their float32 widening."""
+    roles = (io.ImageRole.MAIN, io.ImageRole.ALBEDO, io.ImageRole.NORMAL)
+    ih, iw, th, tw = 7, 9, 16, 16
+    shapes = {io.ImageRole.MAIN: (4, 3), io.ImageRole.ALBEDO: (2, 2), io.ImageRole.NORMAL: (1, 1)}
+    halves, widened, params = {}, {}, {}
+    for role in roles:
+        stride, channels = shapes[role]
+        img = (rng.standard_normal((ih, iw, stride)) * 3).astype(np.float16)
+        img.reshape(-1)[::13] = np.nan
+        img.reshape(-1)[4::19] = np.inf
+        img.reshape(-1)[6::23] = -np.inf
+        img.reshape(-1)[8::11] = np.float16(3e-6)  # a half denormal, widened exactly
+        flat = np.concatenate([np.zeros(3, np.float16), img.reshape(-1)])  # odd offset
+        widened[f"{role.value}_image"] = flat.astype(np.float32)
+        halves[f"{role.value}_image"] = np.concatenate(
+            [flat, np.zeros(flat.size % 2, np.float16)]
+        ).view(np.uint32)
+        params.update({
+            f"{role.value}_offset": 3, f"{role.value}_pixel_stride": stride,
+            f"{role.value}_row_stride": iw * stride, f"{role.value}_channels": channels,
+        })  # fmt: skip
+    params.update(tensor_height=th, tensor_width=tw, dst_y=1, dst_x=2, src_y=0, src_x=0,
+                  copy_height=ih, copy_width=iw)  # fmt: skip
+    outputs = {"output": th * tw * 3 * 16}
+    half_spec = io.InputPassSpec(roles, Precision.FP32, tf.Transfer.PU, True, False,
+                                 dtypes=("float16",) * 3)  # fmt: skip
+    float_spec = io.InputPassSpec(roles, Precision.FP32, tf.Transfer.PU, True, False)
+    frames = [_frame(0.5)]
+    got = _run_pass(io.generate_input_pass(half_spec), halves, outputs, params, frames,
+                    (9, th, tw))[0]["output"]  # fmt: skip
+    want = _run_pass(io.generate_input_pass(float_spec), widened, outputs, params, frames,
+                     (9, th, tw))[0]["output"]  # fmt: skip
+    assert "f16=main+albedo+normal" in half_spec.describe()
+    assert got == want
+    assert np.count_nonzero(np.frombuffer(got, np.float32)) > ih * iw
+
+
+def test_input_pass_rejects_unknown_image_dtypes() -> None:
+    with pytest.raises(InvalidArgumentError, match="invalid image dtypes"):
+        io.InputPassSpec((io.ImageRole.MAIN,), dtypes=("float64",))
+    with pytest.raises(InvalidArgumentError, match="invalid image dtypes"):
+        io.InputPassSpec((io.ImageRole.MAIN,), dtypes=("float16", "float16"))

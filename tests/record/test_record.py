@@ -28,6 +28,7 @@ from oidn_gpu.record.api import (
 from oidn_gpu.record.format import Write, frame_data
 from oidn_gpu.record.reader import read_model_packet, read_packet_error
 from oidn_gpu.record.replay import Replayer
+from tests.autoexposure_tolerance import autoexposure_tolerance
 
 pytestmark = pytest.mark.gpu
 
@@ -184,11 +185,12 @@ def test_replay_with_new_input_scales_equals_direct_execution(gpu, tiny_tza, rng
     assert not replayed[3][:, :, :3].any()  # s == 0: output scale 0, as OIDN
 
 
-def test_hdr_replay_with_host_autoexposure_equals_direct_autoexposure(
+def test_hdr_replay_with_host_autoexposure_equals_the_denoiser_at_that_scale(
     gpu, tiny_tza, rng, monkeypatch
 ):
     """The host computes OIDN's autoexposure and writes it into the frame buffer; the
-    result equals `Denoiser` (wgpu backend) denoising with its own autoexposure."""
+    result equals `Denoiser` (wgpu backend) denoising at that scale, and the scale the
+    denoiser's own autoexposure (on the GPU) finds is the host's within its tolerance."""
     monkeypatch.setenv("OIDN_GPU_SHADER_CHECKS", "1")  # compile as the Replayer does
     from oidn_gpu.filter import Denoiser
     from oidn_gpu.image.autoexposure import autoexposure
@@ -204,9 +206,14 @@ def test_hdr_replay_with_host_autoexposure_equals_direct_autoexposure(
     with Replayer(data, gpu) as replayer:
         replayed = replayer.run([color], input_scale=scale)
         baked = replayer.run([color])
-    denoiser = Denoiser(hdr=True, weights=tza, backend="wgpu", precision="fp32", device=gpu.device)
+    options = {"hdr": True, "weights": tza, "backend": "wgpu", "precision": "fp32"}
+    denoiser = Denoiser(input_scale=scale, device=gpu.device, **options)
     direct = denoiser.denoise(color=color[:, :, :3].copy())
     assert denoiser.info().input_scale == scale
+    automatic = Denoiser(device=gpu.device, **options)
+    automatic.denoise(color=color[:, :, :3].copy())
+    gpu_scale = automatic.info().input_scale
+    assert abs(gpu_scale - scale) <= autoexposure_tolerance(scale) * scale
     assert replayed[:, :, :3].tobytes() == np.ascontiguousarray(direct).tobytes()
     assert baked.tobytes() != replayed.tobytes()  # the recorded scale (1) differs
 

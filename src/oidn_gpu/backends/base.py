@@ -27,7 +27,7 @@ import functools
 import importlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -200,6 +200,35 @@ class TileRunner(Protocol):
 
     def close(self) -> None:
         """Release what the runner owns (not the executor); idempotent."""
+        ...
+
+
+@runtime_checkable
+class AutoexposureRunner(Protocol):
+    """A `TileRunner` that computes OIDN's autoexposure on its device (wgpu).
+
+    `run_autoexposed` denoises with the autoexposure scale of ``images.main`` (the
+    color) computed where the image already is, instead of ``plan.mode.input_scale``,
+    and returns it beside the result: no scale crosses to the host first.
+    """
+
+    def run_autoexposed(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> tuple[Any, float]:
+        """``(denoised image, the input scale used)``."""
+        ...
+
+
+@runtime_checkable
+class SequenceRunner(Protocol):
+    """A `TileRunner` that overlaps consecutive frames of one plan (wgpu): `run_many`
+    submits frame ``i + 1`` before it returns frame ``i``."""
+
+    def run_many(
+        self, frames: Iterable[DenoiseImages], plan: DenoisePlan, *, autoexposure: bool = False
+    ) -> Iterator[tuple[Any, float]]:
+        """``(denoised image, input scale)`` per frame, in order (``autoexposure``: each
+        frame's scale computed on the device, as `AutoexposureRunner.run_autoexposed`)."""
         ...
 
 

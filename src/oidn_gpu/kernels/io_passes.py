@@ -13,8 +13,10 @@ Four kernels, each one invocation per pixel, workgroup 8x8x1, grid
   ``frame.input_scale``, sanitized (NaN -> 0, clamp to ``[0 or -1, 1 or FLT_MAX]``),
   snorm-mapped, transfer-encoded; ``albedo_image`` clamped to [0, 1];
   ``normal_image`` clamped to [-1, 1] then ``* 0.5 + 0.5``. Images are
-  ``array<f32>`` with per-image ``offset``, ``pixel_stride``, ``row_stride`` (in
-  f32 elements) and ``channels`` (1..3, broadcast to 3 as OIDN does). The
+  ``array<f32>``, or float16 host images as they are (``array<u32>``, two halves
+  per word, widened exactly: `InputPassSpec.dtypes`), with per-image ``offset``,
+  ``pixel_stride``, ``row_stride`` (in elements) and ``channels`` (1..3,
+  broadcast to 3 as OIDN does). The
   network input ``output`` ``[3 * n_images, tensor_height, tensor_width]``
   (blocked) holds the processed pixel ``(src_y + ty - dst_y, src_x + tx - dst_x)``
   at tensor pixel ``(ty, tx)`` inside the ``copy_height x copy_width`` rectangle
@@ -54,6 +56,7 @@ import numpy as np
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import transfer as tf
 from oidn_gpu.kernels import _common
+from oidn_gpu.kernels.autoexposure import IMAGE_DTYPES, half_constants, image_binding_type
 from oidn_gpu.kernels.spec import (
     FRAME_PARAMS,
     SHAPE_PARAMS,
@@ -95,6 +98,8 @@ class InputPassSpec:
 
     ``images`` starts with `ImageRole.MAIN`, then optionally ALBEDO, then NORMAL
     (OIDN's channel order). ``hdr``/``snorm`` select the main image's clamp range.
+    ``dtypes`` gives each image's element type, ``"float32"`` or ``"float16"``
+    (None: all float32).
     """
 
     images: tuple[ImageRole, ...] = (ImageRole.MAIN,)
@@ -102,8 +107,16 @@ class InputPassSpec:
     transfer: tf.Transfer = tf.Transfer.LINEAR
     hdr: bool = False
     snorm: bool = False
+    dtypes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.dtypes is not None and (
+            len(self.dtypes) != len(self.images) or any(d not in IMAGE_DTYPES for d in self.dtypes)
+        ):
+            raise InvalidArgumentError(
+                f"invalid image dtypes {self.dtypes!r} for {len(self.images)} image(s); "
+                "expected one of 'float32' or 'float16' per image"
+            )
         allowed = [
             (ImageRole.MAIN,),
             (ImageRole.MAIN, ImageRole.ALBEDO),
@@ -122,10 +135,17 @@ class InputPassSpec:
     def channels(self) -> int:
         return 3 * len(self.images)
 
+    @property
+    def image_dtypes(self) -> tuple[str, ...]:
+        return self.dtypes if self.dtypes is not None else ("float32",) * len(self.images)
+
     def describe(self) -> str:
+        halves = [r.value for r, d in zip(self.images, self.image_dtypes, strict=True)
+                  if d == "float16"]  # fmt: skip
         return (
             f"images={'+'.join(r.value for r in self.images)} {self.precision.value} "
             f"transfer={self.transfer.value} hdr={int(self.hdr)} snorm={int(self.snorm)}"
+            + (f" f16={'+'.join(halves)}" if halves else "")
         )
 
 
@@ -346,7 +366,10 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
     """
     key = f"input-pass[{spec.describe()}]"
     params = input_pass_params(spec)
-    entries = [(f"{r.value}_image", BindingKind.STORAGE_READ, "f32") for r in spec.images]
+    entries = [
+        (f"{r.value}_image", BindingKind.STORAGE_READ, image_binding_type(d))
+        for r, d in zip(spec.images, spec.image_dtypes, strict=True)
+    ]
     entries += [
         ("output", BindingKind.STORAGE_READ_WRITE, spec.precision.vec4),
         ("params", BindingKind.UNIFORM, ""),
@@ -364,6 +387,7 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
         "MAIN_LO": -1.0 if spec.snorm else 0.0,
         "MAIN_HI": FLT_MAX if spec.hdr else 1.0,
         **_transfer_consts(spec.transfer),
+        **half_constants(spec.image_dtypes),
     }
     enables = _common.enables_for(spec.precision)
     source = render(
@@ -373,7 +397,11 @@ def generate_input_pass(spec: InputPassSpec) -> Kernel:
         enables=enables,
         params_struct=_structs(params),
         bindings=decls,
-        images=[{"name": r.value, "buffer": f"{r.value}_image"} for r in spec.images],
+        images=[
+            {"name": r.value, "buffer": f"{r.value}_image", "f16": d == "float16"}
+            for r, d in zip(spec.images, spec.image_dtypes, strict=True)
+        ],
+        any_f16="float16" in spec.image_dtypes,
         aux=[r.value for r in spec.images[1:]],
         transfer=spec.transfer.value,
         snorm=spec.snorm,

@@ -113,44 +113,56 @@ fn transfer_inverse3(v: vec3<f32>) -> vec3<f32> {
   return vec3<f32>(transfer_inverse(v.x), transfer_inverse(v.y), transfer_inverse(v.z));
 }
 
-// Read pixel (y, x) of an image as 3 values, broadcasting C = 1 (p0, p0, p0) and
-// C = 2 (p0, p1, p1). Indices are clamped to the buffer, so any params stay in range.
+// Element e of an image buffer as f32: `array<f32>`, or float16 pairs packed in `array<u32>`
+// (element e is half e % 2 of word e / 2, widened exactly). Indices clamp to the buffer.
+fn load_main(e: u32) -> f32 {
+  return main_image[min(e, arrayLength(&main_image) - 1u)];
+}
+
+// Pixel (y, x) as 3 values, broadcasting C = 1 (p0, p0, p0) and C = 2 (p0, p1, p1).
 fn read_main(y: u32, x: u32) -> vec3<f32> {
   let base = params.main_offset + y * params.main_row_stride
     + x * params.main_pixel_stride;
-  let last = arrayLength(&main_image) - 1u;
   let c1 = min(1u, params.main_channels - 1u);
   let c2 = min(2u, params.main_channels - 1u);
   return vec3<f32>(
-    main_image[min(base, last)],
-    main_image[min(base + c1, last)],
-    main_image[min(base + c2, last)],
+    load_main(base),
+    load_main(base + c1),
+    load_main(base + c2),
   );
 }
 
+fn load_albedo(e: u32) -> f32 {
+  return albedo_image[min(e, arrayLength(&albedo_image) - 1u)];
+}
+
+// Pixel (y, x) as 3 values, broadcasting C = 1 (p0, p0, p0) and C = 2 (p0, p1, p1).
 fn read_albedo(y: u32, x: u32) -> vec3<f32> {
   let base = params.albedo_offset + y * params.albedo_row_stride
     + x * params.albedo_pixel_stride;
-  let last = arrayLength(&albedo_image) - 1u;
   let c1 = min(1u, params.albedo_channels - 1u);
   let c2 = min(2u, params.albedo_channels - 1u);
   return vec3<f32>(
-    albedo_image[min(base, last)],
-    albedo_image[min(base + c1, last)],
-    albedo_image[min(base + c2, last)],
+    load_albedo(base),
+    load_albedo(base + c1),
+    load_albedo(base + c2),
   );
 }
 
+fn load_normal(e: u32) -> f32 {
+  return normal_image[min(e, arrayLength(&normal_image) - 1u)];
+}
+
+// Pixel (y, x) as 3 values, broadcasting C = 1 (p0, p0, p0) and C = 2 (p0, p1, p1).
 fn read_normal(y: u32, x: u32) -> vec3<f32> {
   let base = params.normal_offset + y * params.normal_row_stride
     + x * params.normal_pixel_stride;
-  let last = arrayLength(&normal_image) - 1u;
   let c1 = min(1u, params.normal_channels - 1u);
   let c2 = min(2u, params.normal_channels - 1u);
   return vec3<f32>(
-    normal_image[min(base, last)],
-    normal_image[min(base + c1, last)],
-    normal_image[min(base + c2, last)],
+    load_normal(base),
+    load_normal(base + c1),
+    load_normal(base + c2),
   );
 }
 

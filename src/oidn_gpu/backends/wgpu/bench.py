@@ -15,13 +15,20 @@ a `GpuDenoiser` on the same executor denoises random HDR color, albedo and
 normal images (as the model takes them) of the requested image size, planned as
 one tile (the network size above):
 
-- ``e2e_gpu_*``: GPU time of the whole denoise (input pass from the float32
-  image buffers already on the GPU, the network, output pass into a GPU image),
-  from timestamps around its command buffer;
+- ``e2e_gpu_*``: GPU time of the whole denoise (for HDR models the autoexposure
+  on the GPU, then the input pass from the float32 image buffers already on the
+  GPU, the network, output pass into a GPU image), from timestamps around its
+  command buffers;
 - ``e2e_wall_*``: wall clock of `GpuDenoiser.denoise_buffers` until the queue is
   idle (recording, submission and the GPU);
 - ``host_wall_*``: wall clock of `GpuDenoiser.denoise` on host arrays (upload,
-  denoise, readback into a NumPy array).
+  autoexposure on the GPU for HDR, denoise, readback into a NumPy array), with
+  its breakdown (medians): ``host_upload`` (queue writes of the images),
+  ``host_submit`` (encoding and submitting), ``host_wait`` (until the GPU is
+  done), ``host_readback`` (the mapped result copied into the array); and
+  ``host_autoexposure_cpu_ms``, what the host autoexposure (the reference
+  backend's) takes on the same colour image, for comparison: the wgpu path no
+  longer runs it.
 
 The image size is the network size: it is rounded up to the graph's alignment
 (16), as OIDN pads; a size above OIDN's default tile limit (2160^2 px) is
@@ -53,6 +60,7 @@ from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, WgpuDevice, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.image.autoexposure import autoexposure as host_autoexposure
 from oidn_gpu.kernels.gemm import default_options
 from oidn_gpu.model import unet
 from oidn_gpu.model import weights as builtin
@@ -111,6 +119,11 @@ class BenchResult:
     host_wall_ms: tuple[float, ...] = field(default=())
     host_wall_median_ms: float | None = None
     host_wall_p95_ms: float | None = None
+    host_upload_median_ms: float | None = None
+    host_submit_median_ms: float | None = None
+    host_wait_median_ms: float | None = None
+    host_readback_median_ms: float | None = None
+    host_autoexposure_cpu_ms: float | None = None
     gemm: str = ""
     layers: tuple[LayerStat, ...] = field(default=())
 
@@ -148,14 +161,25 @@ class BenchResult:
                 if self.e2e_gpu_median_ms is not None
                 else "n/a (no timestamp-query)"
             )
+            gpu_autoexposure = (
+                "autoexposure + " if self.host_autoexposure_cpu_ms is not None else ""
+            )
             lines += [
-                f"e2e gpu    {e2e_gpu} (input pass + network + output pass, "
+                f"e2e gpu    {e2e_gpu} ({gpu_autoexposure}input pass + network + output pass, "
                 f"{self.e2e_tiles} tile(s))",
                 f"e2e wall   {self.e2e_wall_median_ms:.2f} ms median, "
                 f"{self.e2e_wall_p95_ms:.2f} ms p95 (GPU buffers)",
                 f"host wall  {self.host_wall_median_ms:.2f} ms median, "
                 f"{self.host_wall_p95_ms:.2f} ms p95 (upload + denoise + readback)",
+                f"  of which upload {self.host_upload_median_ms:.2f} ms, submit "
+                f"{self.host_submit_median_ms:.2f} ms, GPU wait {self.host_wait_median_ms:.2f}"
+                f" ms, readback {self.host_readback_median_ms:.2f} ms (medians)",
             ]
+            if self.host_autoexposure_cpu_ms is not None:
+                lines.append(
+                    f"  autoexposure on the GPU; on the host it would take "
+                    f"{self.host_autoexposure_cpu_ms:.2f} ms"
+                )
         if self.top_layers:
             lines.append("")
             lines.append(f"{'layer':<14} {'kernel':<14} {'ms':>9} {'share':>7} {'GFLOP/s':>9}")
@@ -329,6 +353,10 @@ def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
         out[f"{key}_ms"] = tuple(values)
         out[f"{key}_median_ms"] = statistics.median(values) if values else None
         out[f"{key}_p95_ms"] = _percentile(values, 95) if values else None
+    for part in ("upload", "submit", "wait", "readback"):
+        values = [times[part] for times in e2e["host_parts"]]
+        out[f"host_{part}_median_ms"] = statistics.median(values) if values else None
+    out["host_autoexposure_cpu_ms"] = e2e["host_autoexposure_cpu_ms"]
     return out
 
 
@@ -375,12 +403,13 @@ def _end_to_end(
     gpu_ms: list[float] = []
     wall_ms: list[float] = []
     host_ms: list[float] = []
+    host_parts: list[dict[str, float]] = []
     with GpuDenoiser(executor) as denoiser:
         denoiser.prepare(mode)
 
         def on_buffers() -> float:
             start = time.perf_counter()
-            denoiser.denoise_buffers(buffers, output, mode=mode, plan=plan)
+            denoiser.denoise_buffers(buffers, output, mode=mode, plan=plan, autoexposure=hdr)
             device.wait_idle()
             return (time.perf_counter() - start) * 1e3
 
@@ -392,13 +421,26 @@ def _end_to_end(
         gpu_ms = timer.elapsed_ms()
         for i in range(warmup + runs):
             start = time.perf_counter()
-            result = denoiser.denoise(*arrays, mode=mode, plan=plan)
+            result = denoiser.denoise(*arrays, mode=mode, plan=plan, autoexposure=hdr)
             elapsed = (time.perf_counter() - start) * 1e3
             if i >= warmup:
                 host_ms.append(elapsed)
+                host_parts.append(dict(denoiser.last_host_ms))
         if not np.isfinite(result).all():
             raise OIDNGPUError("the benchmark denoise produced non-finite values")
-    return {"tiles": len(plan.tiles), "e2e_gpu": gpu_ms, "e2e_wall": wall_ms, "host_wall": host_ms}
+    host_autoexposure_ms = None
+    if hdr:
+        start = time.perf_counter()
+        host_autoexposure(arrays[0])
+        host_autoexposure_ms = (time.perf_counter() - start) * 1e3
+    return {
+        "tiles": len(plan.tiles),
+        "e2e_gpu": gpu_ms,
+        "e2e_wall": wall_ms,
+        "host_wall": host_ms,
+        "host_parts": host_parts,
+        "host_autoexposure_cpu_ms": host_autoexposure_ms,
+    }
 
 
 class TimedDevice(WgpuDevice):

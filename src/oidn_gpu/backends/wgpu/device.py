@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -302,6 +303,21 @@ class WgpuDevice:
     def read_buffer(self, buffer: Any, byte_offset: int = 0, byte_size: int | None = None) -> bytes:
         """Copy a buffer (which needs COPY_SRC) to the host; waits for the queue."""
         return bytes(self.queue.read_buffer(buffer, byte_offset, byte_size))
+
+    def read_mapped(self, buffer: Any, out: np.ndarray) -> float:
+        """Map a MAP_READ buffer and copy its first ``out.nbytes`` bytes into ``out``
+        (one copy, from the mapped memory); the buffer is unmapped again for reuse.
+        Returns the seconds waited for the mapping (the GPU's work)."""
+        size = out.nbytes
+        start = time.perf_counter()
+        buffer.map_sync("READ", 0, buffer.size)
+        waited = time.perf_counter() - start
+        try:
+            mapped = buffer.read_mapped(0, size, copy=False)
+            np.copyto(out.reshape(-1).view(np.uint8), np.frombuffer(mapped, np.uint8, size))
+        finally:
+            buffer.unmap()
+        return waited
 
     def create_query_set(self, label: str, count: int) -> Any:
         return self.device.create_query_set(label=label, type="timestamp", count=count)

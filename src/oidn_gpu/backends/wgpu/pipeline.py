@@ -25,6 +25,12 @@ first frame's values), and bound by every tile. Queue writes are ordered with
 submits, so frames in flight keep their scale. A recorded program therefore has
 one buffer a host rewrites per frame (autoexposure) before replaying.
 
+With ``autoexposure=True`` (HDR without an ``input_scale``) the frame's scales
+are computed on the GPU from the uploaded colour image before the first tile
+(`kernels.autoexposure`: per-bin averages, then the log-average, written into
+the frame buffer, which is a storage buffer too), with no host round trip; the
+scale is read back with the output (`last_input_scale`).
+
 `GpuDenoiser` is the wgpu backend's `backends.base.TileRunner`: `run` takes a
 `backends.plan.DenoisePlan`. `GpuDenoiser.denoise` works on host arrays (upload,
 all tiles, one readback);
@@ -38,10 +44,11 @@ image, section 6.3).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +60,7 @@ from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
+from oidn_gpu.kernels import autoexposure as gpu_autoexposure
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
 from oidn_gpu.model import unet
@@ -64,6 +72,9 @@ DEFAULT_INTERACTIVE_EDGE = 512
 # (buffers, plan) combinations whose per-tile bind groups a denoiser keeps.
 TILE_SET_CACHE_SIZE = 4
 F32_BYTES = 4
+# The frame uniform (input and output scale), also written by the autoexposure kernel.
+FRAME_USAGE = BufferUsage.UNIFORM | STORAGE_USAGE
+SCALE_BYTES = 2 * F32_BYTES  # the frame's two scales, read back after the output
 
 _ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
 
@@ -81,12 +92,13 @@ def _queue_turn(method: Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class GpuImage:
-    """A float32 image in a GPU buffer (STORAGE usage; COPY_SRC to read it back).
+    """An image in a GPU buffer (STORAGE usage; COPY_SRC to read it back).
 
-    Strides and offset are in float32 elements; defaults describe a dense
-    ``[height, width, channels]`` image. Only the first ``channels`` (1..3) values of a
-    pixel are read or written, so RGBA data with ``pixel_stride=4, channels=3`` keeps
-    its alpha.
+    Strides and offset are in elements of ``dtype`` (``"float32"``, or ``"float16"``
+    for inputs: the input pass and autoexposure widen halves on the GPU; outputs are
+    float32); defaults describe a dense ``[height, width, channels]`` image. Only the
+    first ``channels`` (1..3) values of a pixel are read or written, so RGBA data with
+    ``pixel_stride=4, channels=3`` keeps its alpha.
     """
 
     buffer: Any
@@ -96,6 +108,11 @@ class GpuImage:
     pixel_stride: int | None = None
     row_stride: int | None = None
     offset: int = 0
+    dtype: str = "float32"
+
+    @property
+    def element_bytes(self) -> int:
+        return 2 if self.dtype == "float16" else F32_BYTES
 
     @property
     def pixel_stride_elems(self) -> int:
@@ -108,6 +125,10 @@ class GpuImage:
         return self.width * self.pixel_stride_elems
 
     def check(self, what: str) -> None:
+        if self.dtype not in ("float32", "float16"):
+            raise InvalidArgumentError(
+                f"{what} image has dtype {self.dtype!r}; expected 'float32' or 'float16'"
+            )
         if not 1 <= self.channels <= 3:
             raise InvalidArgumentError(
                 f"{what} image has {self.channels} channels; expected 1 to 3"
@@ -125,9 +146,9 @@ class GpuImage:
             + self.channels
         )
         size = int(getattr(self.buffer, "size", 0))
-        if last * F32_BYTES > size:
+        if last * self.element_bytes > size:
             raise InvalidArgumentError(
-                f"{what} image needs {last * F32_BYTES} bytes but its buffer has {size}"
+                f"{what} image needs {last * self.element_bytes} bytes but its buffer has {size}"
             )
 
     def params(self, prefix: str) -> dict[str, int]:
@@ -173,13 +194,29 @@ class GpuDenoiser:
         # bind groups per (buffers, plan): a repeated denoise only encodes and submits.
         self._passes: dict[tuple[Any, ...], _Passes] = {}
         self._tile_sets: OrderedDict[tuple[Any, ...], _TileSet] = OrderedDict()
-        self._frame_data = b""  # its contents as last written
+        self._frame_data = b""  # its contents as last written by the host
+        # Autoexposure kernels and their per-image bind groups (one image layout kept).
+        self._ae_pipelines: dict[str, tuple[Kernel, Any, Kernel, Any]] = {}
+        # (image, frame, dtype) -> (bins group, scale group, uniforms, bins buffer)
+        self._ae_bindings: OrderedDict[tuple[Any, ...], tuple[Any, Any, list[Any], Any]] = (
+            OrderedDict()
+        )
+        self.last_input_scale: float | None = None
+        # Host-side times (ms) of the last `denoise`: "upload" (queue writes of the
+        # images), "submit" (encoding and submitting every pass), "wait" (until the GPU
+        # finished), "readback" (the copy of the mapped result into the array).
+        self.last_host_ms: dict[str, float] = {}
         self._closed = False
         self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
 
     # ------------------------------------------------------------------ kernels
 
-    def _input_kernel(self, roles: tuple[io_passes.ImageRole, ...], mode: Any) -> Kernel:
+    def _input_kernel(
+        self,
+        roles: tuple[io_passes.ImageRole, ...],
+        mode: Any,
+        dtypes: tuple[str, ...] | None = None,
+    ) -> Kernel:
         channels = 3 * len(roles)
         if channels != self.executor.input_channels:
             raise InvalidArgumentError(
@@ -192,6 +229,7 @@ class GpuDenoiser:
             transfer=mode.transfer,
             hdr=bool(mode.hdr),
             snorm=bool(mode.snorm),
+            dtypes=dtypes if dtypes is not None and "float16" in dtypes else None,
         )
         return io_passes.generate_input_pass(spec)
 
@@ -205,14 +243,19 @@ class GpuDenoiser:
         )
         return io_passes.generate_output_pass(spec)
 
-    def _passes_for(self, roles: tuple[io_passes.ImageRole, ...], mode: Any) -> _Passes:
+    def _passes_for(
+        self,
+        roles: tuple[io_passes.ImageRole, ...],
+        mode: Any,
+        dtypes: tuple[str, ...] | None = None,
+    ) -> _Passes:
         """The input and output pass kernels and pipelines of ``mode`` (generated once)."""
-        key = (roles, mode.transfer, bool(mode.hdr), bool(mode.snorm))
+        key = (roles, mode.transfer, bool(mode.hdr), bool(mode.snorm), dtypes)
         passes = self._passes.get(key)
         if passes is None:
             cache = self.executor.pipeline_cache
             checks = self.executor.shader_checks
-            input_kernel = self._input_kernel(roles, mode)
+            input_kernel = self._input_kernel(roles, mode, dtypes)
             output_kernel = self._output_kernel(mode)
             passes = _Passes(
                 input_kernel,
@@ -235,11 +278,14 @@ class GpuDenoiser:
             self._retire(tile_set.uniforms)
 
     def prepare(self, mode: Any, roles: Sequence[io_passes.ImageRole] | None = None) -> None:
-        """Compile the input and output passes of ``mode`` (and the network) ahead of use."""
+        """Compile the input and output passes of ``mode`` (and the network, and for HDR
+        modes the float32 autoexposure) ahead of use."""
         roles = tuple(roles) if roles is not None else _ROLES[: self.executor.input_channels // 3]
         kernels = [self._input_kernel(roles, mode), self._output_kernel(mode)]
         self.executor.prepare()
         self.executor.pipeline_cache.prepare(kernels, shader_checks=self.executor.shader_checks)
+        if mode.hdr:
+            self._autoexposure_kernels("float32")
 
     # ------------------------------------------------------------------ entry points
 
@@ -257,6 +303,46 @@ class GpuDenoiser:
             progress=progress,
         )
 
+    def run_autoexposed(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> tuple[np.ndarray, float]:
+        """`AutoexposureRunner.run_autoexposed`: `denoise` with ``autoexposure=True``."""
+        result = self.denoise(
+            images.main,
+            images.albedo,
+            images.normal,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=images.out_channels,
+            progress=progress,
+            autoexposure=True,
+        )
+        assert self.last_input_scale is not None
+        return result, self.last_input_scale
+
+    def run_many(
+        self, frames: Iterable[DenoiseImages], plan: DenoisePlan, *, autoexposure: bool = False
+    ) -> Iterator[tuple[np.ndarray, float]]:
+        """`SequenceRunner.run_many`: `denoise_many` of host images over a `DenoisePlan`
+        (every frame with ``out_channels`` of the first)."""
+        source = iter(frames)
+        first = next(source, None)
+        if first is None:
+            return
+        images = (
+            (f.main, f.albedo, f.normal) for f in itertools.chain((first,), source)
+        )
+        results = self.denoise_many(
+            images,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=first.out_channels,
+            autoexposure=autoexposure,
+        )
+        for result in results:
+            assert self.last_input_scale is not None
+            yield result, self.last_input_scale
+
     @_queue_turn
     def denoise(
         self,
@@ -268,45 +354,133 @@ class GpuDenoiser:
         plan: Any,
         out_channels: int | None = None,
         progress: Callable[[float], Any] | None = None,
+        autoexposure: bool = False,
     ) -> np.ndarray:
         """Denoise host images; returns ``[H, W, out_channels]`` float32.
 
         Args:
             main: the main input (color, or the aux image filtered alone), ``HxW`` or
-                ``HxWxC`` (C 1..3), float32 or float16.
+                ``HxWxC`` (C 1..3), float32 or float16; uploaded as it is (strided
+                views too), the GPU converts.
             albedo, normal: auxiliary images given alongside color (network order).
             mode: an `image.process.Mode` (transfer, hdr, snorm, input_scale, output_scale).
             plan: an `image.tiling.TilePlan` for this image size.
             out_channels: channels of the result (default: the main image's).
             progress: called with the submitted fraction after each tile; returning
                 False cancels (`CancelledError`) before any result is read back.
+            autoexposure: compute OIDN's autoexposure scale of ``main`` on the GPU
+                (``mode.input_scale`` is then ignored); `last_input_scale` holds it
+                after the call.
         """
         self._check_open()
-        images = [a for a in (main, albedo, normal) if a is not None]
-        roles = tuple(
-            r for r, a in zip(_ROLES, (main, albedo, normal), strict=True) if a is not None
+        frame = self._submit_frame(
+            (main, albedo, normal), mode, plan, out_channels, progress, autoexposure, slot=""
         )
-        arrays = [
-            _as_hwc(a, name) for a, name in zip(images, (r.value for r in roles), strict=True)
-        ]
+        return self._finish_frame(frame)
+
+    def denoise_many(
+        self,
+        frames: Iterable[Sequence[np.ndarray | None]],
+        *,
+        mode: Any,
+        plan: Any,
+        out_channels: int | None = None,
+        autoexposure: bool = False,
+    ) -> Iterator[np.ndarray]:
+        """Denoise a sequence of frames, yielding each result (as `denoise` returns it).
+
+        Each item of ``frames`` is ``(main, albedo, normal)`` (None for absent images),
+        all of ``plan``'s size. Frame ``i + 1`` is uploaded and submitted before frame
+        ``i`` is read back, so its upload overlaps the GPU's work on frame ``i`` and the
+        GPU works on it while frame ``i`` is copied out (two sets of buffers in turn).
+        `last_input_scale` is the scale of the frame last yielded. The device's queue
+        is taken per frame, not across the ``yield``.
+        """
+        pending: _PendingFrame | None = None
+        for index, images in enumerate(frames):
+            with self._device.queue_lock:
+                self._check_open()
+                submitted = self._submit_frame(
+                    tuple(images), mode, plan, out_channels, None, autoexposure,
+                    slot=f"/{index % 2}",
+                )  # fmt: skip
+            if pending is not None:
+                yield self._finish_locked(pending)
+            pending = submitted
+        if pending is not None:
+            yield self._finish_locked(pending)
+
+    def _finish_locked(self, frame: _PendingFrame) -> np.ndarray:
+        with self._device.queue_lock:
+            return self._finish_frame(frame)
+
+    def _submit_frame(
+        self,
+        images: tuple[np.ndarray | None, ...],
+        mode: Any,
+        plan: Any,
+        out_channels: int | None,
+        progress: Callable[[float], Any] | None,
+        autoexposure: bool,
+        *,
+        slot: str,
+    ) -> _PendingFrame:
+        """Upload one frame into the buffers of ``slot``, submit its passes and the copy of
+        its result (and scales) into a mapped readback buffer; does not wait."""
+        padded = (*images, None, None)[:3]
+        roles = tuple(r for r, a in zip(_ROLES, padded, strict=True) if a is not None)
+        arrays = [_as_hwc(a, r.value) for r, a in zip(_ROLES, padded, strict=True) if a is not None]
+        if not arrays or roles[0] is not _ROLES[0]:
+            raise InvalidArgumentError("the main image is missing")
         height, width = arrays[0].shape[:2]
         for arr in arrays:
             if arr.shape[:2] != (height, width):
                 raise InvalidArgumentError("image size mismatch")
         channels = out_channels if out_channels is not None else arrays[0].shape[2]
+        start = time.perf_counter()
         gpu_images = [
-            self._upload(f"input-{role.value}", arr)
+            self._upload(f"input-{role.value}{slot}", arr)
             for arr, role in zip(arrays, roles, strict=True)
         ]
+        uploaded = time.perf_counter()
+        out_bytes = height * width * channels * F32_BYTES
+        # The frame's scales are copied behind the pixels, so one readback brings both.
         output = GpuImage(
-            self._staging_buffer("output", height * width * channels * F32_BYTES),
-            height,
-            width,
-            channels,
+            self._staging_buffer(f"output{slot}", out_bytes + SCALE_BYTES), height, width, channels
         )
-        self._run_tiles(gpu_images, roles, output, mode, plan, progress=progress)
-        raw = self._device.read_buffer(output.buffer, 0, height * width * channels * F32_BYTES)
-        return np.frombuffer(raw, np.float32).reshape(height, width, channels).copy()
+        self._run_tiles(
+            gpu_images, roles, output, mode, plan, progress=progress, autoexposure=autoexposure
+        )
+        # A mapped readback buffer kept across frames: one copy from it into the result.
+        readback = self._staging_buffer(
+            f"readback{slot}", out_bytes + SCALE_BYTES, BufferUsage.MAP_READ | BufferUsage.COPY_DST
+        )
+        encoder = self._device.create_command_encoder("oidn/frame/readback")
+        encoder.copy_buffer(self._frame, 0, output.buffer, out_bytes, SCALE_BYTES)
+        encoder.copy_buffer(output.buffer, 0, readback, 0, out_bytes + SCALE_BYTES)
+        self._device.submit([encoder.finish()])
+        return _PendingFrame(
+            readback,
+            (height, width, channels),
+            upload_ms=(uploaded - start) * 1e3,
+            submit_ms=(time.perf_counter() - uploaded) * 1e3,
+        )
+
+    def _finish_frame(self, frame: _PendingFrame) -> np.ndarray:
+        """Wait for a submitted frame and copy its result out of the mapped buffer."""
+        height, width, channels = frame.shape
+        pixels = height * width * channels
+        start = time.perf_counter()
+        result = np.empty(pixels + SCALE_BYTES // F32_BYTES, np.float32)
+        waited = self._device.read_mapped(frame.readback, result)
+        self.last_host_ms = {
+            "upload": frame.upload_ms,
+            "submit": frame.submit_ms,
+            "wait": waited * 1e3,
+            "readback": (time.perf_counter() - start - waited) * 1e3,
+        }
+        self.last_input_scale = float(result[pixels])
+        return result[:pixels].reshape(height, width, channels)
 
     @_queue_turn
     def denoise_buffers(
@@ -317,11 +491,14 @@ class GpuDenoiser:
         mode: Any,
         plan: Any,
         progress: Callable[[float], Any] | None = None,
+        autoexposure: bool = False,
     ) -> None:
         """Denoise GPU-resident images into ``output``; submits and returns without waiting.
 
         ``images`` are the main image then the auxiliary ones (albedo, normal) the
-        network takes. In-place use (``output.buffer`` is an input's buffer) is
+        network takes. With ``autoexposure`` the input scale is OIDN's autoexposure
+        of the main image, computed on the GPU before the tiles (`frame_buffer`
+        holds it afterwards). In-place use (``output.buffer`` is an input's buffer) is
         rejected for plans with several tiles, as later tiles would read pixels that
         earlier tiles already overwrote.
         """
@@ -334,7 +511,10 @@ class GpuDenoiser:
             raise InvalidArgumentError(
                 "in-place GPU denoising with several tiles needs a separate output buffer"
             )
-        self._run_tiles(list(images), tuple(roles), output, mode, plan, progress=progress)
+        self._run_tiles(
+            list(images), tuple(roles), output, mode, plan, progress=progress,
+            autoexposure=autoexposure,
+        )  # fmt: skip
 
     @_queue_turn
     def denoise_interactive(
@@ -423,6 +603,8 @@ class GpuDenoiser:
         self._staging.clear()
         self._tile_sets.clear()
         self._passes.clear()
+        self._ae_pipelines.clear()
+        self._ae_bindings.clear()
         self._frame = None
         self._resources.release_all()
 
@@ -446,8 +628,9 @@ class GpuDenoiser:
         for buffer in buffers:
             self._resources.release(buffer)
 
-    def _staging_buffer(self, name: str, byte_size: int) -> Any:
-        """A reusable STORAGE buffer per name (replaced when the size changes)."""
+    def _staging_buffer(self, name: str, byte_size: int, usage: int = STORAGE_USAGE) -> Any:
+        """A reusable buffer per name, STORAGE unless ``usage`` says otherwise (replaced when
+        the size changes)."""
         key = (name, byte_size)
         buffer = self._staging.get(key)
         if buffer is None:
@@ -455,16 +638,32 @@ class GpuDenoiser:
                 self._retire([self._staging.pop(old_key)])
             buffer = self._resources.track(
                 BUFFER,
-                self._device.create_buffer(f"oidn/pipeline/{name}", byte_size, STORAGE_USAGE),
+                self._device.create_buffer(f"oidn/pipeline/{name}", byte_size, usage),
             )
             self._staging[key] = buffer
         return buffer
 
     def _upload(self, name: str, array: np.ndarray) -> GpuImage:
+        """Upload a float16/float32 ``[H, W, C]`` image as it is: its bytes from the first
+        pixel to the last, strides kept (an RGBA view's alpha travels along), no conversion."""
         height, width, channels = array.shape
-        buffer = self._staging_buffer(name, array.nbytes)
-        self._device.write_buffer(buffer, 0, array)
-        return GpuImage(buffer, height, width, channels)
+        span, pixel_stride, row_stride = _element_span(array)
+        raw = memoryview(span).cast("B")
+        aligned = len(raw) - len(raw) % 4  # queue writes are whole 4-byte words
+        buffer = self._staging_buffer(name, max((len(raw) + 3) & ~3, 4))
+        if aligned:
+            self._device.write_buffer(buffer, 0, raw[:aligned])
+        if aligned < len(raw):
+            self._device.write_buffer(buffer, aligned, bytes(raw[aligned:]).ljust(4, b"\0"))
+        return GpuImage(
+            buffer,
+            height,
+            width,
+            channels,
+            pixel_stride=pixel_stride,
+            row_stride=row_stride,
+            dtype=str(array.dtype),
+        )
 
     @property
     def frame_buffer(self) -> Any:
@@ -477,9 +676,7 @@ class GpuDenoiser:
         if self._frame is None:
             self._frame = self._resources.track(
                 BUFFER,
-                self._device.create_buffer_with_data(
-                    "oidn/pipeline/frame", data, BufferUsage.UNIFORM | BufferUsage.COPY_DST
-                ),
+                self._device.create_buffer_with_data("oidn/pipeline/frame", data, FRAME_USAGE),
             )
         elif data != self._frame_data:
             self._device.write_buffer(self._frame, 0, data)
@@ -490,6 +687,69 @@ class GpuDenoiser:
         if buffers:
             self._pending.retire(buffers)
 
+    def _autoexposure_kernels(self, dtype: str) -> tuple[Kernel, Any, Kernel, Any]:
+        """The bins and scale kernels for a colour image of ``dtype``, compiled once."""
+        entry = self._ae_pipelines.get(dtype)
+        if entry is None:
+            cache = self.executor.pipeline_cache
+            bins = gpu_autoexposure.generate_bins(gpu_autoexposure.AutoexposureSpec(dtype))
+            scale = gpu_autoexposure.generate_scale()
+            entry = (bins, cache.get(bins), scale, cache.get(scale))
+            self._ae_pipelines[dtype] = entry
+        return entry
+
+    def _encode_autoexposure(
+        self, encoder: Any, color: GpuImage, frame: Any, dtype: str = "float32"
+    ) -> None:
+        """Encode the autoexposure of ``color`` into ``frame`` (before the first tile's passes)."""
+        bins_kernel, bins_pipeline, scale_kernel, scale_pipeline = self._autoexposure_kernels(dtype)
+        bins_h, bins_w = gpu_autoexposure.bin_grid(color.height, color.width)
+        key = (color, id(frame), dtype)
+        cached = self._ae_bindings.get(key)
+        if cached is None:
+            bins = self._staging_buffer("autoexposure-bins", bins_h * bins_w * F32_BYTES)
+            # Bind groups of another bin count hold the bins buffer just replaced.
+            for old in [k for k, v in self._ae_bindings.items() if v[3] is not bins]:
+                self._retire(self._ae_bindings.pop(old)[2])
+            bins_params = bins_kernel.pack_params(
+                **color.params("color"),
+                height=color.height,
+                width=color.width,
+                bins_h=bins_h,
+                bins_w=bins_w,
+            )
+            scale_params = scale_kernel.pack_params(bins_h=bins_h, bins_w=bins_w)
+            uniforms = [
+                self._resources.track(
+                    BUFFER,
+                    self._device.create_buffer_with_data(
+                        f"oidn/autoexposure/{name}/params", data, BufferUsage.UNIFORM
+                    ),
+                )
+                for name, data in (("bins", bins_params), ("scale", scale_params))
+            ]
+            bins_group = self._device.create_bind_group(
+                "oidn/autoexposure/bins", bins_pipeline, [color.buffer, bins, uniforms[0]]
+            )
+            scale_group = self._device.create_bind_group(
+                "oidn/autoexposure/scale", scale_pipeline, [bins, frame, uniforms[1]]
+            )
+            cached = self._ae_bindings[key] = (bins_group, scale_group, uniforms, bins)
+            while len(self._ae_bindings) > TILE_SET_CACHE_SIZE:
+                self._retire(self._ae_bindings.popitem(last=False)[1][2])
+        else:
+            self._ae_bindings.move_to_end(key)
+        encoder.dispatch(
+            bins_pipeline,
+            cached[0],
+            bins_kernel.grid(0, bins_h, bins_w),
+            label="oidn/autoexposure/bins",
+        )
+        encoder.dispatch(
+            scale_pipeline, cached[1], scale_kernel.grid(0, 1, 1), label="oidn/autoexposure/scale"
+        )
+        self._frame_data = b""  # the GPU wrote the scales: the next fixed scale rewrites them
+
     def _run_tiles(
         self,
         images: list[GpuImage],
@@ -499,11 +759,17 @@ class GpuDenoiser:
         plan: Any,
         *,
         progress: Callable[[float], Any] | None,
+        autoexposure: bool = False,
     ) -> None:
         count = len(plan.tiles)
         tile_set = self._tile_set(images, roles, output, mode, plan)
+        color = images[0]
+
+        def encode_autoexposure(encoder: Any) -> None:
+            self._encode_autoexposure(encoder, color, tile_set.frame, color.dtype)
+
         for index in range(count):
-            tile_set.submit(index)
+            tile_set.submit(index, encode_autoexposure if autoexposure and index == 0 else None)
             if progress is not None and progress((index + 1) / count) is False:
                 raise CancelledError("execution was cancelled by the progress callback")
 
@@ -516,7 +782,7 @@ class GpuDenoiser:
         plan: Any,
     ) -> _TileSet:
         """The bind groups of every tile for these buffers and plan, built once and reused."""
-        passes = self._passes_for(roles, mode)
+        passes = self._passes_for(roles, mode, tuple(img.dtype for img in images))
         frame = self._frame_for(mode)
         tile_h, tile_w = int(plan.tile_h), int(plan.tile_w)
         network_input = self.executor.packed_input_buffer(tile_h, tile_w)
@@ -559,6 +825,16 @@ class GpuDenoiser:
 
 
 @dataclass(frozen=True)
+class _PendingFrame:
+    """A submitted host-array frame: its readback buffer, result shape and host times."""
+
+    readback: Any
+    shape: tuple[int, int, int]
+    upload_ms: float
+    submit_ms: float
+
+
+@dataclass(frozen=True)
 class _Passes:
     """The input and output pass kernels of one mode, with their compiled pipelines."""
 
@@ -587,6 +863,7 @@ class _TileSet:
         self.passes = passes
         self.plan = plan
         self.tile_h, self.tile_w = int(plan.tile_h), int(plan.tile_w)
+        self.frame = frame
         # Strong references: the cache key holds these objects, so their ids stay unique.
         self.images = images
         self.output = output
@@ -642,13 +919,16 @@ class _TileSet:
         self.uniforms.append(buffer)
         return buffer
 
-    def submit(self, index: int) -> None:
-        """Encode and submit tile ``index``: input pass, network, output pass."""
+    def submit(self, index: int, prelude: Callable[[Any], None] | None = None) -> None:
+        """Encode and submit tile ``index``: ``prelude(encoder)`` (the frame's autoexposure),
+        input pass, network, output pass."""
         tile = self.plan.tiles[index]
         in_group, out_group = self.groups[index]
         passes = self.passes
         label = f"oidn/tile/{index}"
         encoder = self.device.create_command_encoder(label)
+        if prelude is not None:
+            prelude(encoder)
         encoder.dispatch(
             passes.input_pipeline,
             in_group,
@@ -666,6 +946,7 @@ class _TileSet:
 
 
 def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
+    """``image`` as ``[H, W, C]``: float16 and float32 as they are, other dtypes as float32."""
     arr = np.asarray(image)
     if arr.ndim == 2:
         arr = arr[:, :, None]
@@ -673,4 +954,27 @@ def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
         raise InvalidArgumentError(
             f"{name} image has shape {np.asarray(image).shape}; expected HxW or HxWxC with C 1..3"
         )
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    if arr.dtype not in (np.float16, np.float32):
+        arr = arr.astype(np.float32)
+    return arr
+
+
+def _element_span(array: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """``(flat elements from the first pixel to the last, pixel stride, row stride)``.
+
+    A view with positive strides and adjacent channels (a crop, an RGBA array's RGB)
+    is read in place; any other layout is copied to a dense array first.
+    """
+    height, width, channels = array.shape
+    item = array.itemsize
+    row_bytes, pixel_bytes, channel_bytes = array.strides
+    in_place = (
+        channel_bytes == item or channels == 1
+    ) and all(s > 0 and s % item == 0 for s in (row_bytes, pixel_bytes))  # fmt: skip
+    if not in_place or height * width == 0:
+        array = np.ascontiguousarray(array)
+        row_bytes, pixel_bytes = array.strides[:2]
+    pixel_stride, row_stride = pixel_bytes // item, row_bytes // item
+    count = (height - 1) * row_stride + (width - 1) * pixel_stride + channels
+    span = np.lib.stride_tricks.as_strided(array, shape=(count,), strides=(item,), writeable=False)
+    return span, pixel_stride, row_stride

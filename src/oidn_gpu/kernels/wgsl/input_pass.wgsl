@@ -4,23 +4,7 @@
 
 {% include "transfer.wgsl" %}
 
-// Read pixel (y, x) of an image as 3 values, broadcasting C = 1 (p0, p0, p0) and
-// C = 2 (p0, p1, p1). Indices are clamped to the buffer, so any params stay in range.
-{% for image in images %}
-fn read_{{ image.name }}(y: u32, x: u32) -> vec3<f32> {
-  let base = params.{{ image.name }}_offset + y * params.{{ image.name }}_row_stride
-    + x * params.{{ image.name }}_pixel_stride;
-  let last = arrayLength(&{{ image.buffer }}) - 1u;
-  let c1 = min(1u, params.{{ image.name }}_channels - 1u);
-  let c2 = min(2u, params.{{ image.name }}_channels - 1u);
-  return vec3<f32>(
-    {{ image.buffer }}[min(base, last)],
-    {{ image.buffer }}[min(base + c1, last)],
-    {{ image.buffer }}[min(base + c2, last)],
-  );
-}
-
-{% endfor %}
+{% include "image_read.wgsl" %}
 // Tensor pixel (ty, tx) of the [CHANNELS, tensor_height, tensor_width] network input.
 // Inside the copy rectangle it holds the processed image pixel
 // (src_y + ty - dst_y, src_x + tx - dst_x); everywhere else exact zeros.

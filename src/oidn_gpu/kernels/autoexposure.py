@@ -1,0 +1,201 @@
+"""Autoexposure on the GPU: OIDN's input scale of an HDR colour image in two kernels.
+
+The algorithm is `image.autoexposure`'s (OIDN ``core/autoexposure.h``; section 4.4 of
+the OIDN semantics): bins of at most 16 x 16 pixels with bounds
+``floor(i * H / bins_h)``, the average luminance ``0.212671 r + 0.715160 g +
+0.072169 b`` of each bin's sanitized pixels (NaN -> 0, clamped to [0, FLT_MAX]),
+and ``key / 2^mean(log2(average))`` over the bins brighter than ``eps``.
+
+- `generate_bins` (`AutoexposureSpec`): one workgroup of 16 x 16 invocations per
+  bin, grid ``(bins_w, bins_h, 1)``; each invocation takes one pixel's luminance,
+  a halving tree in workgroup memory (256 f32, 1 KiB) sums them, and invocation 0
+  stores the average to ``bins[i * bins_w + j]``. The colour is read from
+  ``color_image`` (``array<f32>``, or float16 pairs in ``array<u32>``) at any
+  offset, pixel and row stride (elements), 1-3 channels broadcast as OIDN does.
+  Params `BINS_PARAMS`.
+- `generate_scale`: one workgroup of 256 invocations, grid ``(1, 1, 1)``. It sums
+  the bins' ``log2`` values (and counts) over the host's deterministic halving
+  tree (TBB's ``parallel_deterministic_reduce`` on the bin grid, see
+  `image.autoexposure`): invocation ``t`` takes the tree node its 8 bits name and
+  sums it with an explicit stack, then the 256 nodes combine pairwise up the
+  same tree. Every f32 addition is the host's, so only the bins' values (summed
+  in another order within a bin) and ``log2``/``exp2`` differ from the host: the
+  scale is within 1e-6 relative of `image.autoexposure.autoexposure`. It writes
+  ``frame[0] = s`` and ``frame[1] = 1 / s`` (0 when ``s == 0``): the denoise
+  passes' frame uniform (`spec.FRAME_PARAMS`), bound here as storage. Params
+  `SCALE_PARAMS`.
+
+Constants (bin size, key, eps, luminance weights) come from `image.autoexposure`.
+Both kernels keep wgpu's bounds checks (not trusted); they are tiny.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.image import autoexposure as ae
+from oidn_gpu.kernels import _common
+from oidn_gpu.kernels.spec import BindingKind, Kernel, ParamField, ParamsLayout
+from oidn_gpu.kernels.template import render
+
+BIN = ae.MAX_BIN_SIZE  # one invocation per pixel of a bin: BIN x BIN per workgroup
+SCALE_WG_SIZE = 256
+SCALE_LEVELS = 8  # log2(SCALE_WG_SIZE): tree levels split among the invocations
+# Depth of a subtree's explicit stack: the whole tree over at most 4096 x 4096 bins
+# (65536 px per side, filter.MAX_IMAGE_DIM) is 12 + 12 levels deep, plus its root.
+SCALE_STACK = 26
+MAX_EXPONENT = 128.0  # 2^128 overflows float32: exp2f gives +inf and the scale 0
+FLT_MAX = float(np.finfo(np.float32).max)
+IMAGE_DTYPES = ("float32", "float16")
+
+_IMAGE_FIELDS = ("offset", "pixel_stride", "row_stride", "channels")
+BINS_PARAMS = ParamsLayout(
+    tuple(ParamField(f"color_{f}") for f in _IMAGE_FIELDS)
+    + tuple(ParamField(n) for n in ("height", "width", "bins_h", "bins_w"))
+)
+SCALE_PARAMS = ParamsLayout((ParamField("bins_h"), ParamField("bins_w")))
+
+
+@dataclass(frozen=True)
+class AutoexposureSpec:
+    """The colour image's element type: ``"float32"`` or ``"float16"`` (read as u32 pairs)."""
+
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.dtype not in IMAGE_DTYPES:
+            raise InvalidArgumentError(
+                f"unsupported autoexposure image dtype {self.dtype!r}; expected 'float32' "
+                "or 'float16'"
+            )
+
+    def describe(self) -> str:
+        return self.dtype
+
+
+def bin_grid(height: int, width: int) -> tuple[int, int]:
+    """``(bins_h, bins_w)``: OIDN's bin counts of a ``height x width`` image."""
+    return -(-height // BIN), -(-width // BIN)
+
+
+def image_binding_type(dtype: str) -> str:
+    """The WGSL element type an image of ``dtype`` is bound as (float16 pairs in u32)."""
+    return "u32" if dtype == "float16" else "f32"
+
+
+def half_constants(dtypes: tuple[str, ...]) -> dict[str, object]:
+    """The constants of ``image_read.wgsl``'s float16 widening, when an image is float16:
+    the value of a subnormal half's mantissa unit (2^-24) and the exponent bias change
+    from float16 (15) to float32 (127)."""
+    if "float16" not in dtypes:
+        return {}
+    return {"HALF_SUBNORMAL_UNIT": 2.0**-24, "HALF_TO_F32_BIAS": 127 - 15}
+
+
+def _strides(size: int) -> list[int]:
+    """Halving tree strides over ``size`` (a power of two) lanes: size/2, ..., 1."""
+    out = []
+    stride = size // 2
+    while stride >= 1:
+        out.append(stride)
+        stride //= 2
+    return out
+
+
+def generate_bins(spec: AutoexposureSpec) -> Kernel:
+    """Per-bin average luminance (see module doc).
+
+    Bindings: ``color_image``, ``bins``, ``params``.
+    """
+    key = f"autoexposure-bins[{spec.describe()}]"
+    bindings, decls = _common.make_bindings(
+        [
+            ("color_image", BindingKind.STORAGE_READ, image_binding_type(spec.dtype)),
+            ("bins", BindingKind.STORAGE_READ_WRITE, "f32"),
+            ("params", BindingKind.UNIFORM, ""),
+        ]
+    )
+    consts: dict[str, object] = {
+        "BIN": BIN,
+        "WG_SIZE": BIN * BIN,
+        "FLT_MAX": FLT_MAX,
+        "LUMINANCE_R": float(ae.LUMINANCE_R),
+        "LUMINANCE_G": float(ae.LUMINANCE_G),
+        "LUMINANCE_B": float(ae.LUMINANCE_B),
+        **half_constants((spec.dtype,)),
+    }
+    source = render(
+        "autoexposure_bins.wgsl",
+        header=f"oidn_gpu.kernels.autoexposure.generate_bins {key}",
+        consts=consts,
+        params_struct=BINS_PARAMS.wgsl(),
+        bindings=decls,
+        transfer="linear",
+        images=[{"name": "color", "buffer": "color_image", "f16": spec.dtype == "float16"}],
+        any_f16=spec.dtype == "float16",
+        strides=_strides(BIN * BIN),
+    )
+    return Kernel(
+        "autoexposure-bins",
+        key,
+        source,
+        "main",
+        (BIN, BIN, 1),
+        bindings,
+        _bins_grid,
+        workgroup_storage_bytes=4 * BIN * BIN,
+        params=BINS_PARAMS,
+    )
+
+
+def _bins_grid(channels: int, bins_h: int, bins_w: int) -> tuple[int, int, int]:
+    return (bins_w, bins_h, 1)
+
+
+def _single_group(channels: int, height: int, width: int) -> tuple[int, int, int]:
+    return (1, 1, 1)
+
+
+def generate_scale() -> Kernel:
+    """The scale from the bin averages (see module doc).
+
+    Bindings: ``bins``, ``frame`` (storage), ``params``.
+    """
+    key = "autoexposure-scale[f32]"
+    bindings, decls = _common.make_bindings(
+        [
+            ("bins", BindingKind.STORAGE_READ, "f32"),
+            ("frame", BindingKind.STORAGE_READ_WRITE, "f32"),
+            ("params", BindingKind.UNIFORM, ""),
+        ]
+    )
+    consts: dict[str, object] = {
+        "WG_SIZE": SCALE_WG_SIZE,
+        "LEVELS": SCALE_LEVELS,
+        "STACK": SCALE_STACK,
+        "KEY": float(ae.KEY),
+        "EPS": float(ae.EPS),
+        "MAX_EXPONENT": MAX_EXPONENT,
+    }
+    source = render(
+        "autoexposure_scale.wgsl",
+        header=f"oidn_gpu.kernels.autoexposure.generate_scale {key}",
+        consts=consts,
+        params_struct=SCALE_PARAMS.wgsl(),
+        bindings=decls,
+        strides=list(reversed(_strides(SCALE_WG_SIZE))),
+    )
+    return Kernel(
+        "autoexposure-scale",
+        key,
+        source,
+        "main",
+        (SCALE_WG_SIZE, 1, 1),
+        bindings,
+        _single_group,
+        workgroup_storage_bytes=8 * SCALE_WG_SIZE,
+        params=SCALE_PARAMS,
+    )
