@@ -1,8 +1,12 @@
 """Threads and filter reuse on the reference backend.
 
 A `Denoiser` shared by threads serializes its calls, so every result equals
-the sequential one bit for bit (same denoiser, same inputs, same code path);
-separate denoisers run concurrently. The filter-reuse cases mirror Intel
+the sequential one up to float32 summation order: same denoiser, same inputs,
+same code path, but OpenBLAS may split a gemm over another number of threads
+when it is called from another Python thread (measured: about 5e-6 absolute,
+2e-6 relative L2), which rounds differently. The corruption these tests guard
+against (shared scratch buffers) is many orders of magnitude larger. Separate
+denoisers run concurrently. The filter-reuse cases mirror Intel
 OIDN's own oidnTest ("multiple filters" with interleaved sizes, "filter
 update" across size and input changes, "multiple devices") at small sizes,
 against OIDN 2.5.1 itself through pyoidn.
@@ -18,7 +22,7 @@ import numpy as np
 import pytest
 
 from oidn_gpu import Denoiser, InvalidOperationError
-from tests.compare import assert_close
+from tests.compare import assert_close, assert_equal_up_to_summation_order
 
 THREADS = 4
 CALLS = 5
@@ -63,7 +67,7 @@ def test_shared_denoiser_equals_sequential_calls() -> None:
 
         concurrent = [out for outs in _run_threads(work, THREADS) for out in outs]
     for index, (got, expected) in enumerate(zip(concurrent, sequential, strict=True)):
-        np.testing.assert_array_equal(got, expected, err_msg=f"call {index}")
+        assert_equal_up_to_summation_order(got, expected, label=f"call {index}")
 
 
 def test_shared_denoiser_with_output_arrays_and_tiles() -> None:
@@ -83,7 +87,7 @@ def test_shared_denoiser_with_output_arrays_and_tiles() -> None:
 
         concurrent = [out for outs in _run_threads(work, THREADS) for out in outs]
     for index, (got, expected) in enumerate(zip(concurrent, sequential, strict=True)):
-        np.testing.assert_array_equal(got, expected, err_msg=f"call {index}")
+        assert_equal_up_to_summation_order(got, expected, label=f"call {index}")
 
 
 def test_separate_denoisers_run_concurrently_and_match_their_sequential_results() -> None:
@@ -111,7 +115,7 @@ def test_separate_denoisers_run_concurrently_and_match_their_sequential_results(
             den.close()
     for d, (got, want) in enumerate(zip(results, expected, strict=True)):
         for c, (a, b) in enumerate(zip(got, want, strict=True)):
-            np.testing.assert_array_equal(a, b, err_msg=f"denoiser {d}, call {c}")
+            assert_equal_up_to_summation_order(a, b, label=f"denoiser {d}, call {c}")
 
 
 def test_close_waits_for_a_running_denoise() -> None:
