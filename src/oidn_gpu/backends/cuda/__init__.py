@@ -15,10 +15,36 @@ without it a cuDNN path through torch runs, and ``info()`` says so), both in the
 
 from __future__ import annotations
 
+import ctypes.util
+import sys
+from pathlib import Path
+
+
+def nvidia_driver_present() -> bool:
+    """Whether NVIDIA's driver may be here, looked up without importing torch.
+
+    Importing torch to ask takes seconds; on Linux the driver shows as
+    ``/proc/driver/nvidia``, ``/dev/nvidiactl`` or a loadable ``libcuda``; macOS has
+    no CUDA; elsewhere torch is asked.
+    """
+    if "torch" in sys.modules:
+        return True
+    if sys.platform == "darwin":
+        return False
+    if sys.platform.startswith("linux"):
+        return (
+            Path("/proc/driver/nvidia").exists()
+            or Path("/dev/nvidiactl").exists()
+            or ctypes.util.find_library("cuda") is not None
+        )
+    return True
+
 
 def available() -> tuple[bool, str]:
     """``(True, engine)`` when torch sees a CUDA GPU (engine ``'triton'`` or ``'cudnn'``),
     else ``(False, reason)``."""
+    if not nvidia_driver_present():
+        return False, "no NVIDIA driver found"
     try:
         import torch
     except ImportError:
