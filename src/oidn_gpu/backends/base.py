@@ -147,6 +147,24 @@ def check_network_input(x: np.ndarray, channels: int, alignment: int) -> np.ndar
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
+def image_as_hwc(image: np.ndarray, name: str) -> np.ndarray:
+    """A host image as ``[H, W, C]`` with C 1..3 (an ``HxW`` image gets one channel).
+
+    The dtype is left as it is: each backend decides which it takes.
+
+    Raises:
+        InvalidArgumentError: any other shape.
+    """
+    arr = np.asarray(image)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.ndim != 3 or not 1 <= arr.shape[2] <= 3:
+        raise InvalidArgumentError(
+            f"{name} image has shape {np.asarray(image).shape}; expected HxW or HxWxC with C 1..3"
+        )
+    return arr
+
+
 class ExecutorBase:
     """Optional mixin: context-manager support on top of ``close()``."""
 

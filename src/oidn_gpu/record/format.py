@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from oidn_gpu.backends.gpu_device import BufferUsage
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels.spec import FRAME_PARAMS
 
@@ -60,22 +61,7 @@ WORD_BYTES = 4
 FRAME_BYTES = FRAME_PARAMS.size  # the META frame buffer's contents: input, output scale
 
 # --- WebGPU constants the format stores as numbers (GPUBufferUsage, WebGPU spec) -----------
-
-
-class BufferUsage(enum.IntFlag):
-    """``GPUBufferUsage`` bits, as stored in a program's buffer records."""
-
-    MAP_READ = 0x0001
-    MAP_WRITE = 0x0002
-    COPY_SRC = 0x0004
-    COPY_DST = 0x0008
-    INDEX = 0x0010
-    VERTEX = 0x0020
-    UNIFORM = 0x0040
-    STORAGE = 0x0080
-    INDIRECT = 0x0100
-    QUERY_RESOLVE = 0x0200
-
+# A buffer record's usage holds `BufferUsage` bits (the device interface's, WebGPU's values).
 
 BUFFER_USAGE_MASK = 0x03FF
 MAX_BIND_GROUPS = 4  # WebGPU's guaranteed maxBindGroups

@@ -29,17 +29,17 @@ Its command line is a front end (`oidn_gpu.cli.bench`)::
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends import bench_result
+from oidn_gpu.backends.bench_result import e2e_summaries, percentile
 from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
@@ -56,55 +56,15 @@ PEAK_TFLOPS = 790.0  # dense fp16/bf16 tensor-core rate measured on an H200 (KIN
 
 
 @dataclass(frozen=True)
-class LayerStat:
-    name: str
-    kernel: str
-    median_ms: float
-    share: float  # fraction of the summed layer medians
-    gflops_per_s: float
+class LayerStat(bench_result.LayerStat):
     tflops_per_s: float
     floor_share: float  # tensor-core floor time / measured time
 
 
 @dataclass(frozen=True)
-class BenchResult:
+class BenchResult(bench_result.BenchResult):
     """Benchmark numbers of one configuration (the wgpu bench's fields, plus memory)."""
 
-    device: str
-    backend_type: str
-    weights: str
-    precision: str
-    kernel: str
-    height: int
-    width: int
-    network_height: int
-    network_width: int
-    runs: int
-    warmup: int
-    wall_ms: tuple[float, ...]
-    gpu_ms: tuple[float, ...]
-    wall_median_ms: float
-    wall_p95_ms: float
-    gpu_median_ms: float | None
-    gpu_p95_ms: float | None
-    gflop: float
-    gflops_per_s: float
-    top_layers: tuple[LayerStat, ...] = field(default=())
-    compile_s: float = 0.0
-    network_gpu_ms: tuple[float, ...] = field(default=())
-    network_gpu_median_ms: float | None = None
-    network_gpu_p95_ms: float | None = None
-    end_to_end: bool = False
-    e2e_tiles: int = 0
-    e2e_gpu_ms: tuple[float, ...] = field(default=())
-    e2e_gpu_median_ms: float | None = None
-    e2e_gpu_p95_ms: float | None = None
-    e2e_wall_ms: tuple[float, ...] = field(default=())
-    e2e_wall_median_ms: float | None = None
-    e2e_wall_p95_ms: float | None = None
-    host_wall_ms: tuple[float, ...] = field(default=())
-    host_wall_median_ms: float | None = None
-    host_wall_p95_ms: float | None = None
     gemm: str = ""
     layers: tuple[LayerStat, ...] = field(default=())
     host_direct_wall_median_ms: float | None = None  # NumPy through pageable copies
@@ -112,12 +72,6 @@ class BenchResult:
     host_breakdown_ms: dict[str, float] = field(default_factory=dict)  # upload, frame, download
     peak_memory_mb: float = 0.0
     floor_ms: float = 0.0  # the network's FLOPs at the tensor-core rate
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def to_json(self, indent: int = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
 
     def table(self) -> str:
         """A human-readable summary."""
@@ -165,10 +119,6 @@ class BenchResult:
                     f"{layer.floor_share * 100:>5.1f}%"
                 )
         return "\n".join(lines)
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, np.float64), q))
 
 
 def _load(weights: str | Path) -> Any:
@@ -309,7 +259,7 @@ def run_bench(
         wall_ms=tuple(wall),
         gpu_ms=(total_layers,) if layer_ms else (),
         wall_median_ms=statistics.median(wall),
-        wall_p95_ms=_percentile(wall, 95),
+        wall_p95_ms=percentile(wall, 95),
         gpu_median_ms=total_layers if layer_ms else None,
         gpu_p95_ms=total_layers if layer_ms else None,
         gflop=total_flops / 1e9,
@@ -318,7 +268,7 @@ def run_bench(
         compile_s=compile_s,
         network_gpu_ms=tuple(network),
         network_gpu_median_ms=net_median,
-        network_gpu_p95_ms=_percentile(network, 95),
+        network_gpu_p95_ms=percentile(network, 95),
         gemm=", ".join(f"{k}: {v}" for k, v in kernels.items()),
         layers=tuple(layers),
         peak_memory_mb=peak_mb,
@@ -446,16 +396,9 @@ def _transfers(torch: Any, host: list[np.ndarray]) -> dict[str, float]:
 def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
     if not e2e:
         return {}
-    out: dict[str, Any] = {
-        "end_to_end": True,
-        "e2e_tiles": e2e["tiles"],
+    return {
+        **e2e_summaries(e2e),
         "host_direct_wall_median_ms": e2e["host_direct_wall_median_ms"],
         "host_breakdown_ms": e2e["host_breakdown_ms"],
         "transfers": e2e["transfers"],
     }
-    for key in ("e2e_gpu", "e2e_wall", "host_wall"):
-        values = e2e[key]
-        out[f"{key}_ms"] = tuple(values)
-        out[f"{key}_median_ms"] = statistics.median(values) if values else None
-        out[f"{key}_p95_ms"] = _percentile(values, 95) if values else None
-    return out

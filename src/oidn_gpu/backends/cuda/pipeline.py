@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.base import image_as_hwc
 from oidn_gpu.backends.cuda import torch_ops
 from oidn_gpu.backends.cuda import triton_kernels as tk
 from oidn_gpu.backends.cuda.executor import CudaExecutor, FinalTarget, transfer_id
@@ -525,13 +526,8 @@ class CudaDenoiser:
 
 
 def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
-    arr = np.asarray(image)
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
-    if arr.ndim != 3 or not 1 <= arr.shape[2] <= 3:
-        raise InvalidArgumentError(
-            f"{name} image has shape {np.asarray(image).shape}; expected HxW or HxWxC with C 1..3"
-        )
+    """``image`` as ``[H, W, C]``; float16 and float32 only."""
+    arr = image_as_hwc(image, name)
     if arr.dtype not in (np.float32, np.float16):
         raise InvalidArgumentError(
             f"{name} image has dtype {arr.dtype}; expected float16 or float32"

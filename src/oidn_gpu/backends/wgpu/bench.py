@@ -43,16 +43,16 @@ front end (`oidn_gpu.cli.bench`)::
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends import bench_result
+from oidn_gpu.backends.bench_result import LayerStat, e2e_summaries, percentile
 from oidn_gpu.backends.gpu_device import BufferUsage, PassTimestamps
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.wgpu import kernel_choice
@@ -70,55 +70,9 @@ ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 
 
 @dataclass(frozen=True)
-class LayerStat:
-    name: str
-    kernel: str
-    median_ms: float
-    share: float  # fraction of the median GPU total
-    gflops_per_s: float
-
-
-@dataclass(frozen=True)
-class BenchResult:
+class BenchResult(bench_result.BenchResult):
     """Benchmark numbers of one configuration."""
 
-    device: str
-    backend_type: str
-    weights: str
-    precision: str
-    kernel: str
-    height: int
-    width: int
-    network_height: int
-    network_width: int
-    runs: int
-    warmup: int
-    wall_ms: tuple[float, ...]
-    gpu_ms: tuple[float, ...]
-    wall_median_ms: float
-    wall_p95_ms: float
-    gpu_median_ms: float | None
-    gpu_p95_ms: float | None
-    gflop: float
-    gflops_per_s: float
-    top_layers: tuple[LayerStat, ...] = field(default=())
-    compile_s: float = 0.0
-    # GPU time of the whole network submission (one compute pass), per timed run
-    network_gpu_ms: tuple[float, ...] = field(default=())
-    network_gpu_median_ms: float | None = None
-    network_gpu_p95_ms: float | None = None
-    # end to end (GpuDenoiser); empty / None when not measured
-    end_to_end: bool = False
-    e2e_tiles: int = 0
-    e2e_gpu_ms: tuple[float, ...] = field(default=())
-    e2e_gpu_median_ms: float | None = None
-    e2e_gpu_p95_ms: float | None = None
-    e2e_wall_ms: tuple[float, ...] = field(default=())
-    e2e_wall_median_ms: float | None = None
-    e2e_wall_p95_ms: float | None = None
-    host_wall_ms: tuple[float, ...] = field(default=())
-    host_wall_median_ms: float | None = None
-    host_wall_p95_ms: float | None = None
     host_upload_median_ms: float | None = None
     host_submit_median_ms: float | None = None
     host_wait_median_ms: float | None = None
@@ -126,12 +80,6 @@ class BenchResult:
     host_autoexposure_cpu_ms: float | None = None
     gemm: str = ""
     layers: tuple[LayerStat, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def to_json(self, indent: int = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
 
     def table(self) -> str:
         """A human-readable summary."""
@@ -189,10 +137,6 @@ class BenchResult:
                     f"{layer.share * 100:>6.1f}% {layer.gflops_per_s:>9.0f}"
                 )
         return "\n".join(lines)
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, np.float64), q))
 
 
 def _load(weights: str | Path) -> Any:
@@ -318,16 +262,16 @@ def run_bench(
         wall_ms=tuple(wall),
         gpu_ms=tuple(gpu_total),
         wall_median_ms=statistics.median(wall),
-        wall_p95_ms=_percentile(wall, 95),
+        wall_p95_ms=percentile(wall, 95),
         gpu_median_ms=gpu_median,
-        gpu_p95_ms=_percentile(gpu_total, 95) if gpu_total else None,
+        gpu_p95_ms=percentile(gpu_total, 95) if gpu_total else None,
         gflop=total_flops / 1e9,
         gflops_per_s=total_flops / (reference_ms * 1e6) if reference_ms > 0 else 0.0,
         top_layers=tuple(layers),
         compile_s=compile_s,
         network_gpu_ms=tuple(network_gpu),
         network_gpu_median_ms=statistics.median(network_gpu) if network_gpu else None,
-        network_gpu_p95_ms=_percentile(network_gpu, 95) if network_gpu else None,
+        network_gpu_p95_ms=percentile(network_gpu, 95) if network_gpu else None,
         gemm=gemm_text,
         layers=tuple(all_layers),
         **_summaries(e2e),
@@ -347,12 +291,7 @@ def _check_size(size: tuple[int, int]) -> tuple[int, int]:
 def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
     if not e2e:
         return {}
-    out: dict[str, Any] = {"end_to_end": True, "e2e_tiles": e2e["tiles"]}
-    for key in ("e2e_gpu", "e2e_wall", "host_wall"):
-        values = e2e[key]
-        out[f"{key}_ms"] = tuple(values)
-        out[f"{key}_median_ms"] = statistics.median(values) if values else None
-        out[f"{key}_p95_ms"] = _percentile(values, 95) if values else None
+    out = e2e_summaries(e2e)
     for part in ("upload", "submit", "wait", "readback"):
         values = [times[part] for times in e2e["host_parts"]]
         out[f"host_{part}_median_ms"] = statistics.median(values) if values else None

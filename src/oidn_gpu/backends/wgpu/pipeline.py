@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.base import DenoiseImages, Progress
+from oidn_gpu.backends.base import DenoiseImages, Progress, image_as_hwc
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
@@ -947,13 +947,7 @@ class _TileSet:
 
 def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
     """``image`` as ``[H, W, C]``: float16 and float32 as they are, other dtypes as float32."""
-    arr = np.asarray(image)
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
-    if arr.ndim != 3 or not 1 <= arr.shape[2] <= 3:
-        raise InvalidArgumentError(
-            f"{name} image has shape {np.asarray(image).shape}; expected HxW or HxWxC with C 1..3"
-        )
+    arr = image_as_hwc(image, name)
     if arr.dtype not in (np.float16, np.float32):
         arr = arr.astype(np.float32)
     return arr
