@@ -223,7 +223,9 @@ def test_max_memory_mb_keeps_oidns_meaning_of_negative_and_zero() -> None:
         smallest = den.denoise(color)
         assert den.info().tiles > 1  # a zero budget gives the smallest tiles
     np.testing.assert_array_equal(negative, default)
-    np.testing.assert_array_equal(smallest, default)  # tiling never changes the image
+    # Tiling changes the image by float32 summation order at most (OpenBLAS's AVX2 kernels
+    # round a pixel by its column in the gemm call; bit for bit on its AVX-512 kernels).
+    assert_equal_up_to_summation_order(smallest, default)
 
 
 @pytest.mark.parametrize(
