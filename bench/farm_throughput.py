@@ -41,7 +41,7 @@ _LAYOUT = re.compile(r"^(\d+)(?:x(\d+)|(gpu))$")
 
 def import_ray_on_this_machine(home: Path) -> Any:
     """Ray for an instance that stays on this machine: loopback addresses, no usage
-    statistics, no cloud metadata probing (as in tests/farm/conftest.py)."""
+    statistics, no cloud metadata probing (as in the farm tests' conftest.py)."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported
     os.environ[farm.RAY_USAGE_STATS_ENV] = "0"
     home.mkdir(parents=True)

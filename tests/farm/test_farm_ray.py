@@ -124,7 +124,7 @@ def test_a_failing_frame_is_retried_on_another_worker_then_reported(
     assert broken.name in failed.error
     assert f"error: {broken.absolute()}: " in log
     flaked = by_name[inputs[2].name]
-    assert marker.exists()  # (which worker retries it: tests/farm/test_farm_scheduler.py)
+    assert marker.exists()  # (which worker retries it: test_farm_scheduler.py)
     assert flaked.status == "done" and flaked.failed_attempts == 1
     assert summary.count("done") == 3 and summary.retried == 3
     assert not (tmp_path / "out" / broken.name).exists()
