@@ -15,8 +15,11 @@ import numpy as np
 import pytest
 import torch
 
+from oidn_gpu.backends.base import AutoexposureRunner, DenoiseImages
+from oidn_gpu.backends.cuda.backend import CudaTileRunner
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, _image, default_plan
+from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image import autoexposure, process
@@ -101,6 +104,21 @@ def test_autoexposure_on_the_device_matches_host(denoiser, small_model, rng):
     device_scale = float(denoiser._scale.cpu()[0])
     assert abs(device_scale - scale) <= 1e-6 * scale
 
+
+
+def test_runner_autoexposes_on_the_device(denoiser, small_model, rng):
+    """The facade's path: the runner computes the scale and reports it with the image."""
+    runner = CudaTileRunner(denoiser)
+    assert isinstance(runner, AutoexposureRunner)
+    color, albedo, normal = _aov(rng, 36, 41)
+    scale = autoexposure.autoexposure(color)
+    # the plan's scale is a placeholder when the runner autoexposes
+    plan = plan_denoise(small_model, 36, 41, DenoiseOptions(hdr=True, input_scale=1.0))
+    result, used = runner.run_autoexposed(DenoiseImages(color, albedo, normal), plan)
+    assert abs(used - scale) <= 1e-6 * scale
+    mode = process.mode_for("RT", hdr=True, input_scale=scale)
+    expected = host_denoise(small_model, [color, albedo, normal], mode, plan.tiles, 3)
+    assert rel_l2(result, expected) <= IMAGE_REL_L2
 
 @pytest.mark.parametrize("shape", [(16, 16, 3), (37, 53, 3), (100, 21, 1), (33, 70, 2)])
 def test_autoexposure_scale_within_1e6(shape, denoiser, rng, device):

@@ -223,7 +223,7 @@ class TileRunner(Protocol):
 
 @runtime_checkable
 class AutoexposureRunner(Protocol):
-    """A `TileRunner` that computes OIDN's autoexposure on its device (wgpu).
+    """A `TileRunner` that computes OIDN's autoexposure on its device (wgpu, cuda).
 
     `run_autoexposed` denoises with the autoexposure scale of ``images.main`` (the
     color) computed where the image already is, instead of ``plan.mode.input_scale``,

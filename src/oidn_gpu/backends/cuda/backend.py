@@ -101,7 +101,8 @@ class CudaOptions(BackendOptions):
 
 
 class CudaTileRunner:
-    """The cuda `TileRunner`: a whole frame (all tiles) per call on `CudaDenoiser`.
+    """The cuda `TileRunner` (and `AutoexposureRunner`): a whole frame (all tiles) per call
+    on `CudaDenoiser`.
 
     A frame is one CUDA graph replay, so ``progress`` hears 1.0 when it is done (and
     0.0 from the filter before it); returning False then still leaves the caller's
@@ -124,6 +125,23 @@ class CudaTileRunner:
         )
         report_progress(progress, 1.0)
         return result
+
+    def run_autoexposed(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> tuple[np.ndarray, float]:
+        """`AutoexposureRunner.run_autoexposed`: OIDN's autoexposure of the colour computed
+        on the GPU inside the frame's CUDA graph; the scale is read back after the frame."""
+        result = self.denoiser.denoise(
+            images.main,
+            images.albedo,
+            images.normal,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=images.out_channels,
+            autoexposure=True,
+        )
+        report_progress(progress, 1.0)
+        return result, self.denoiser.input_scale()
 
     def close(self) -> None:
         self.denoiser.close()

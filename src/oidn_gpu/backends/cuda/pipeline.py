@@ -172,6 +172,10 @@ class CudaDenoiser:
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
         self._closed = False
 
+    def input_scale(self) -> float:
+        """The input scale of the last frame (its autoexposure when it computed one)."""
+        return float(self._scale.item())
+
     # ------------------------------------------------------------------ frame body
 
     def _autoexposure(self, color: _Image) -> None:
