@@ -12,8 +12,11 @@ with the single-process outputs of the same round (max abs diff: zero with the s
 thread count, or on a GPU, else float rounding, here one half-float step as the frames
 are half EXRs). The layouts run in rounds (``--repeat``), with the machine's 1-minute
 load average before and after each run. The wall clock of a run includes starting its
-workers (loading the model, compiling GPU kernels), not starting Ray. A run that fails
-is reported in its row and the others go on.
+workers (loading the model, compiling GPU kernels), not starting Ray; the steady rate
+leaves out each worker's first frame (the frames finished after as many frames as
+there are workers, over the time since; for the single process, the frames after the
+first over their own times). A run that fails is reported in its row and the others go
+on.
 
 ``--distinct`` frames are written and the sequence repeats them under new names (hard
 links), so that a long sequence of large frames costs no time to write. With
@@ -114,6 +117,7 @@ def run_layout(
 ) -> dict[str, Any]:
     workers, cpus, gpus = parse_layout(layout)
     jobs = [sequence.FrameJob(src, out / src.name) for src in inputs]
+    finished: list[float] = []
     start = time.perf_counter()
     summary = farm.denoise_sequence(
         jobs,
@@ -123,12 +127,17 @@ def run_layout(
         gpus_per_worker=gpus or 1.0,
         quiet=True,
         show_progress=False,
+        on_frame=lambda result: finished.append(time.perf_counter()),
     )
     wall = time.perf_counter() - start
     if summary.count("done") != len(jobs):
         first = next((r.error for r in summary.results if r.status == "failed"), None)
         raise RuntimeError(f"{layout}: {summary.line(len(jobs))}; first error: {first}")
-    return {"layout": layout, "wall_s": wall, "workers": summary.workers}
+    # after as many frames as workers (each worker's first, with its start-up)
+    skip = len(summary.workers)
+    span = finished[-1] - finished[skip - 1] if len(finished) > skip else 0.0
+    steady = (len(finished) - skip) * 60.0 / span if span > 0 else None
+    return {"wall_s": wall, "steady_frames_per_min": steady, "workers": summary.workers}
 
 
 def run_single(
@@ -143,7 +152,9 @@ def run_single(
     if summary.count("done") != len(jobs):
         first = next((r.error for r in summary.results if r.status == "failed"), None)
         raise RuntimeError(f"single process: {summary.line(len(jobs))}; first error: {first}")
-    return {"layout": "single process", "wall_s": wall}
+    rest = sum(r.elapsed_s for r in summary.results[1:])  # after the first (model load)
+    steady = (len(jobs) - 1) * 60.0 / rest if rest > 0 else None
+    return {"wall_s": wall, "steady_frames_per_min": steady}
 
 
 def cpu_model() -> str:
@@ -256,7 +267,11 @@ def main(argv: list[str] | None = None) -> None:
                     if out != reference:
                         shutil.rmtree(out, ignore_errors=True)
                 rows[name]["runs"].append(
-                    {"wall_s": result["wall_s"], "load_1min": [load_before, os.getloadavg()[0]]}
+                    {
+                        "wall_s": result["wall_s"],
+                        "steady_frames_per_min": result["steady_frames_per_min"],
+                        "load_1min": [load_before, os.getloadavg()[0]],
+                    }
                 )
                 print(f"{name}: {frames * 60.0 / result['wall_s']:.1f} frames/min", flush=True)
                 save(args.json, report, frames, ray_start_s, rows)  # a killed run keeps it
@@ -270,20 +285,25 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.quality}, {os.cpu_count()} CPUs ({cpu_model()}); Ray started in "
         f"{ray_start_s:.1f} s"
     )
-    print("| layout | wall (median) | frames/min | 1-min load during runs | max abs diff |")
-    print("| --- | ---: | ---: | --- | ---: |")
+    print(
+        "| layout | wall (median) | frames/min | steady frames/min | 1-min load during runs "
+        "| max abs diff |"
+    )
+    print("| --- | ---: | ---: | ---: | --- | ---: |")
     save(args.json, report, frames, ray_start_s, rows)
     for row in rows.values():
         if not row["runs"]:
             error = row.get("errors", ["not run"])[0]
-            print(f"| {row['layout']} | failed: {error[:80]} | | | |")
+            print(f"| {row['layout']} | failed: {error[:80]} | | | | |")
             continue
         wall = statistics.median(run["wall_s"] for run in row["runs"])
         loads = [f"{a:.1f}-{b:.1f}" for run in row["runs"] for a, b in [run["load_1min"]]]
         diff = row.get("max_abs_difference")
+        steady = row.get("steady_frames_per_min")
         print(
             f"| {row['layout']} | {wall:.1f} s | {row['frames_per_min']:.1f} | "
-            f"{', '.join(loads)} | {'' if diff is None else f'{diff:.1e}'} |"
+            f"{'' if steady is None else f'{steady:.1f}'} | {', '.join(loads)} | "
+            f"{'' if diff is None else f'{diff:.1e}'} |"
         )
 
 
@@ -299,6 +319,9 @@ def save(
         if row["runs"]:
             wall = statistics.median(run["wall_s"] for run in row["runs"])
             row["frames_per_min"] = frames * 60.0 / wall
+            steady = [r["steady_frames_per_min"] for r in row["runs"]]
+            if None not in steady:
+                row["steady_frames_per_min"] = statistics.median(steady)
     if path is not None:
         report |= {"frames": frames, "ray_start_s": ray_start_s, "rows": list(rows.values())}
         path.write_text(json.dumps(report, indent=2, default=str))
