@@ -1,19 +1,33 @@
 """Throughput of `oidn_gpu.farm` on one machine: frames per minute per worker layout.
 
 The story: a render farm is worth its setup only if it turns cores or GPUs into frames.
-This script writes a sequence of noisy HDR frames (color only, ``--size`` px square), then
-denoises it with the single-process loop (`sequence.run_sequence`, all cores for BLAS, and
-again with one BLAS thread) and with the farm in each ``--layouts`` entry
-(``WORKERSxCPUS``: workers of CPUS cores each, or ``WORKERSgpu``: workers of one GPU each)
-on one Ray instance started here. Each run writes into a fresh folder; the farm outputs
-are compared with the all-core single-process outputs of the same round (max abs diff:
-zero with the same BLAS thread count, else float rounding, here one half-float step as
-the frames are half EXRs). The layouts run in rounds
-(``--repeat``), with the machine's 1-minute load average before and after each run. The
-wall clock of a run includes starting its workers (loading the model), not starting Ray.
+This script writes a sequence of noisy HDR frames (color only, ``--size`` px square or
+``WIDTHxHEIGHT``), then denoises it with the single-process loop of ``oidn-gpu denoise``
+(`sequence.run_sequence`; for the reference backend with all cores for BLAS, and again
+with one BLAS thread) and with the farm in each ``--layouts`` entry on one Ray instance
+started here: ``WORKERSxCPUS`` (workers of CPUS cores each), ``WORKERSgpu`` (workers of
+one GPU each) or ``WORKERSxSHAREgpu`` (workers of SHARE GPUs each: ``2x0.5gpu`` puts two
+workers on one GPU). Each run writes into a fresh folder; the farm outputs are compared
+with the single-process outputs of the same round (max abs diff: zero with the same BLAS
+thread count, or on a GPU, else float rounding, here one half-float step as the frames
+are half EXRs). The layouts run in rounds (``--repeat``), with the machine's 1-minute
+load average before and after each run. The wall clock of a run includes starting its
+workers (loading the model, compiling GPU kernels), not starting Ray; the steady rate
+leaves out each worker's first frame (the frames finished after as many frames as
+there are workers, over the time since; for the single process, the frames after the
+first over their own times). A run that fails is reported in its row and the others go
+on.
+
+``--distinct`` frames are written and the sequence repeats them under new names (hard
+links), so that a long sequence of large frames costs no time to write. With
+``--target-seconds``, a warm-up run of the single-process loop over the distinct frames
+measures the time per frame and the sequence gets as many frames as the single process
+denoises in that time (at least ``--distinct``, at most ``--frames``).
 
     python bench/farm_throughput.py --frames 40 --size 256 --backend reference \\
         --layouts 1x1,1x2,2x1 --repeat 2 --json farm.json
+    python bench/farm_throughput.py --backend cuda --size 1920x1080 --num-gpus 1 \\
+        --layouts 1gpu,2x0.5gpu --frames 2000 --target-seconds 45 --json farm-cuda.json
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ import shutil
 import statistics
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +51,10 @@ from threadpoolctl import threadpool_limits
 from oidn_gpu import farm, sequence
 from oidn_gpu.image import io
 
-_LAYOUT = re.compile(r"^(\d+)(?:x(\d+)|(gpu))$")
+_LAYOUT = re.compile(r"^(\d+)(?:x(\d+)|(?:x(\d*\.?\d+))?(gpu))$")
+_SIZE = re.compile(r"^(\d+)(?:x(\d+))?$")
+# frames compared pixel by pixel with the single process per run (the rest repeat them)
+COMPARED_FRAMES = 4
 
 
 def import_ray_on_this_machine(home: Path) -> Any:
@@ -50,37 +68,76 @@ def import_ray_on_this_machine(home: Path) -> Any:
     return farm.import_ray()
 
 
-def write_frames(folder: Path, count: int, size: int, seed: int = 11) -> list[Path]:
+def write_frames(folder: Path, count: int, size: tuple[int, int], seed: int = 11) -> list[Path]:
+    """``count`` noisy HDR frames of ``size`` (width, height), color only."""
     rng = np.random.default_rng(seed)
+    width, height = size
     paths = []
     for i in range(count):
         base = rng.uniform(0.2, 2.0, (1, 1, 3))
-        pixels = (base * rng.exponential(0.5, (size, size, 3))).astype(np.float32)
+        pixels = (base * rng.exponential(0.5, (height, width, 3))).astype(np.float32)
         paths.append(io.write_image_atomic(folder / f"frame_{i:04d}.exr", pixels))
     return paths
 
 
-def parse_layout(text: str) -> tuple[int, int, bool]:
+def sequence_of(distinct: list[Path], folder: Path, count: int) -> list[Path]:
+    """``count`` frames ``seq_0000.exr``... repeating ``distinct`` (hard links)."""
+    folder.mkdir(parents=True)
+    paths = []
+    for i in range(count):
+        path = folder / f"seq_{i:05d}.exr"
+        os.link(distinct[i % len(distinct)], path)
+        paths.append(path)
+    return paths
+
+
+def parse_layout(text: str) -> tuple[int, int, float]:
+    """``(workers, cpus per worker, gpus per worker)``; no GPU for ``WORKERSxCPUS``."""
     match = _LAYOUT.match(text)
     if not match:
-        raise argparse.ArgumentTypeError(f"bad layout '{text}'; expected e.g. 2x1 or 4gpu")
+        raise argparse.ArgumentTypeError(
+            f"bad layout '{text}'; expected e.g. 2x1 (workers x CPUs), 1gpu or 2x0.5gpu"
+        )
     workers = int(match.group(1))
-    return workers, int(match.group(2) or 1), match.group(3) is not None
+    if match.group(4):
+        return workers, 1, float(match.group(3) or 1)
+    return workers, int(match.group(2)), 0.0
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    match = _SIZE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"bad size '{text}'; expected e.g. 256 or 1920x1080")
+    width = int(match.group(1))
+    return width, int(match.group(2) or width)
 
 
 def run_layout(
     ray: Any, inputs: list[Path], out: Path, kwargs: dict[str, Any], layout: str
 ) -> dict[str, Any]:
-    workers, cpus, _gpu = parse_layout(layout)
+    workers, cpus, gpus = parse_layout(layout)
     jobs = [sequence.FrameJob(src, out / src.name) for src in inputs]
+    finished: list[float] = []
     start = time.perf_counter()
     summary = farm.denoise_sequence(
-        jobs, kwargs, workers=workers, cpus_per_worker=cpus, quiet=True, show_progress=False
+        jobs,
+        kwargs,
+        workers=workers,
+        cpus_per_worker=cpus,
+        gpus_per_worker=gpus or 1.0,
+        quiet=True,
+        show_progress=False,
+        on_frame=lambda result: finished.append(time.perf_counter()),
     )
     wall = time.perf_counter() - start
     if summary.count("done") != len(jobs):
-        raise SystemExit(f"{layout}: {summary.line(len(jobs))}")
-    return {"layout": layout, "wall_s": wall, "workers": summary.workers}
+        first = next((r.error for r in summary.results if r.status == "failed"), None)
+        raise RuntimeError(f"{layout}: {summary.line(len(jobs))}; first error: {first}")
+    # after as many frames as workers (each worker's first, with its start-up)
+    skip = len(summary.workers)
+    span = finished[-1] - finished[skip - 1] if len(finished) > skip else 0.0
+    steady = (len(finished) - skip) * 60.0 / span if span > 0 else None
+    return {"wall_s": wall, "steady_frames_per_min": steady, "workers": summary.workers}
 
 
 def run_single(
@@ -93,8 +150,11 @@ def run_single(
         summary = sequence.run_sequence(jobs, kwargs, sequence.InputOptions(), quiet=True)
     wall = time.perf_counter() - start
     if summary.count("done") != len(jobs):
-        raise SystemExit(f"single process: {summary.line(len(jobs))}")
-    return {"layout": "single process", "wall_s": wall}
+        first = next((r.error for r in summary.results if r.status == "failed"), None)
+        raise RuntimeError(f"single process: {summary.line(len(jobs))}; first error: {first}")
+    rest = sum(r.elapsed_s for r in summary.results[1:])  # after the first (model load)
+    steady = (len(jobs) - 1) * 60.0 / rest if rest > 0 else None
+    return {"wall_s": wall, "steady_frames_per_min": steady}
 
 
 def cpu_model() -> str:
@@ -108,23 +168,45 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def max_difference(a: Path, b: Path) -> float:
+def max_difference(a: Path, b: Path, names: list[str]) -> float:
     worst = 0.0
-    for path in sorted(a.iterdir()):
-        diff = np.abs(io.read_image(path).pixels - io.read_image(b / path.name).pixels)
+    for name in names:
+        diff = np.abs(io.read_image(a / name).pixels - io.read_image(b / name).pixels)
         worst = max(worst, float(diff.max()))
     return worst
+
+
+def calibrate(
+    distinct: list[Path], work: Path, kwargs: dict[str, Any], blas: int | None, target_s: float
+) -> tuple[float, float]:
+    """Seconds per frame of the single process over ``distinct`` (after one warm-up
+    frame: model load, kernel compilation, tuning caches), and the frames that take it
+    ``target_s`` seconds."""
+    run_single(distinct[:1], work / "warmup-0", kwargs, blas)
+    result = run_single(distinct, work / "warmup-1", kwargs, blas)
+    per_frame = result["wall_s"] / len(distinct)
+    return per_frame, target_s / per_frame
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=40)
-    parser.add_argument("--size", type=int, default=256, help="frame edge in pixels")
+    parser.add_argument(
+        "--size", type=parse_size, default=(256, 256), help="frame edge, or WIDTHxHEIGHT"
+    )
+    parser.add_argument("--distinct", type=int, default=0, help="frames written (0: all)")
+    parser.add_argument(
+        "--target-seconds", type=float, default=0.0, help="size the sequence to this"
+    )
     parser.add_argument("--backend", default="reference")
     parser.add_argument("--quality", default="high")
-    parser.add_argument("--layouts", default="1x1,1x2,2x1", help="WORKERSxCPUS or Ngpu, ...")
+    parser.add_argument("--precision", help="Denoiser precision (default: the backend's)")
+    parser.add_argument(
+        "--layouts", default="1x1,1x2,2x1", help="WORKERSxCPUS, Ngpu or NxSHAREgpu, ..."
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per layout (median)")
     parser.add_argument("--num-cpus", type=int, default=os.cpu_count())
+    parser.add_argument("--num-gpus", type=int, help="GPUs of the Ray instance (default: found)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     layouts = args.layouts.split(",")
@@ -134,57 +216,115 @@ def main(argv: list[str] | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix="farm-bench-"))
     ray = import_ray_on_this_machine(work / "home")
     kwargs = {"backend": args.backend, "quality": args.quality}
-    singles = {"single process": None, "single process, 1 BLAS thread": 1}
+    if args.precision:
+        kwargs["precision"] = args.precision
+    singles: dict[str, int | None] = {"single process": None}
+    if args.backend == "reference":
+        singles["single process, 1 BLAS thread"] = 1
     names = [*singles, *layouts]
     rows: dict[str, dict[str, Any]] = {name: {"layout": name, "runs": []} for name in names}
+    report: dict[str, Any] = {"args": vars(args) | {"json": str(args.json)}, "cpu": cpu_model()}
+    ray_start_s = float("nan")
+    frames = args.frames
     try:
-        inputs = write_frames(work / "in", args.frames, args.size)
+        distinct = write_frames(work / "in", args.distinct or args.frames, args.size)
+        if args.target_seconds > 0:
+            per_frame, fitting = calibrate(distinct, work, kwargs, None, args.target_seconds)
+            frames = int(min(args.frames, max(len(distinct), round(fitting))))
+            report["single_process_s_per_frame"] = per_frame
+            print(f"single process: {per_frame:.3f} s per frame -> {frames} frames")
+        inputs = sequence_of(distinct, work / "seq", frames)
+        compared = [p.name for p in inputs[:COMPARED_FRAMES]]
         start = time.perf_counter()
-        ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+        ray.init(
+            num_cpus=args.num_cpus,
+            num_gpus=args.num_gpus,
+            include_dashboard=False,
+            log_to_driver=False,
+        )
         ray_start_s = time.perf_counter() - start
+        report["ray_resources"] = ray.cluster_resources()
         # rounds over every layout, so that a change of the machine's load hits them alike
         for r in range(args.repeat):
+            reference = work / f"single-process-{r}"
             for name in names:
-                out = work / f"{name.replace(' ', '-')}-{r}"
+                out = work / f"{name.replace(' ', '-').replace(',', '')}-{r}"
                 load_before = os.getloadavg()[0]
-                if name in singles:
-                    result = run_single(inputs, out, kwargs, singles[name])
-                else:
-                    result = run_layout(ray, inputs, out, kwargs, name)
-                    rows[name]["workers"] = result["workers"]
-                    reference = work / f"single-process-{r}"
-                    rows[name]["max_abs_difference"] = max_difference(out, reference)
+                try:
+                    if name in singles:
+                        result = run_single(inputs, out, kwargs, singles[name])
+                    else:
+                        result = run_layout(ray, inputs, out, kwargs, name)
+                        rows[name]["workers"] = result["workers"]
+                        if reference.is_dir():
+                            diff = max_difference(out, reference, compared)
+                            rows[name]["max_abs_difference"] = diff
+                except Exception as err:  # one row's failure does not stop the others
+                    rows[name].setdefault("errors", []).append(f"{type(err).__name__}: {err}")
+                    print(f"{name}: failed\n{traceback.format_exc()}", flush=True)
+                    continue
+                finally:
+                    if out != reference:
+                        shutil.rmtree(out, ignore_errors=True)
                 rows[name]["runs"].append(
-                    {"wall_s": result["wall_s"], "load_1min": [load_before, os.getloadavg()[0]]}
+                    {
+                        "wall_s": result["wall_s"],
+                        "steady_frames_per_min": result["steady_frames_per_min"],
+                        "load_1min": [load_before, os.getloadavg()[0]],
+                    }
                 )
+                print(f"{name}: {frames * 60.0 / result['wall_s']:.1f} frames/min", flush=True)
+                save(args.json, report, frames, ray_start_s, rows)  # a killed run keeps it
         ray.shutdown()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
+    width, height = args.size
     print(
-        f"{args.frames} frames of {args.size}x{args.size}, backend {args.backend}, quality "
+        f"{frames} frames of {width}x{height}, backend {args.backend}, quality "
         f"{args.quality}, {os.cpu_count()} CPUs ({cpu_model()}); Ray started in "
         f"{ray_start_s:.1f} s"
     )
-    print("| layout | wall (median) | frames/min | 1-min load during runs | max abs diff |")
-    print("| --- | ---: | ---: | --- | ---: |")
+    print(
+        "| layout | wall (median) | frames/min | steady frames/min | 1-min load during runs "
+        "| max abs diff |"
+    )
+    print("| --- | ---: | ---: | ---: | --- | ---: |")
+    save(args.json, report, frames, ray_start_s, rows)
     for row in rows.values():
+        if not row["runs"]:
+            error = row.get("errors", ["not run"])[0]
+            print(f"| {row['layout']} | failed: {error[:80]} | | | | |")
+            continue
         wall = statistics.median(run["wall_s"] for run in row["runs"])
-        row["frames_per_min"] = args.frames * 60.0 / wall
         loads = [f"{a:.1f}-{b:.1f}" for run in row["runs"] for a, b in [run["load_1min"]]]
         diff = row.get("max_abs_difference")
+        steady = row.get("steady_frames_per_min")
         print(
             f"| {row['layout']} | {wall:.1f} s | {row['frames_per_min']:.1f} | "
-            f"{', '.join(loads)} | {'' if diff is None else f'{diff:.1e}'} |"
+            f"{'' if steady is None else f'{steady:.1f}'} | {', '.join(loads)} | "
+            f"{'' if diff is None else f'{diff:.1e}'} |"
         )
-    if args.json:
-        report = {
-            "args": vars(args) | {"json": str(args.json)},
-            "cpu": cpu_model(),
-            "ray_start_s": ray_start_s,
-            "rows": list(rows.values()),
-        }
-        args.json.write_text(json.dumps(report, indent=2))
+
+
+def save(
+    path: Path | None,
+    report: dict[str, Any],
+    frames: int,
+    ray_start_s: float,
+    rows: dict[str, dict[str, Any]],
+) -> None:
+    """Each row's frames per minute (median wall) into ``rows``, and the report to ``path``."""
+    for row in rows.values():
+        if row["runs"]:
+            wall = statistics.median(run["wall_s"] for run in row["runs"])
+            row["frames_per_min"] = frames * 60.0 / wall
+            steady = [r["steady_frames_per_min"] for r in row["runs"]]
+            if None not in steady:
+                row["steady_frames_per_min"] = statistics.median(steady)
+    if path is not None:
+        report |= {"frames": frames, "ray_start_s": ray_start_s, "rows": list(rows.values())}
+        path.write_text(json.dumps(report, indent=2, default=str))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,37 @@ def test_workers_are_one_per_gpu_or_per_cpu_slot(resources, backend, workers, cp
 
 
 @pytest.mark.parametrize(
+    ("resources", "workers", "gpus", "expected"),
+    [
+        ({"CPU": 16.0, "GPU": 1.0}, None, 0.5, farm.WorkerPlan(2, 1, 0.5)),  # 2 on one GPU
+        ({"CPU": 16.0, "GPU": 1.0}, 1, 0.5, farm.WorkerPlan(1, 1, 0.5)),
+        ({"CPU": 16.0, "GPU": 2.0}, None, 0.25, farm.WorkerPlan(8, 1, 0.25)),
+        ({"CPU": 16.0, "GPU": 3.0}, None, 1 / 3, farm.WorkerPlan(9, 1, 1 / 3)),
+        ({"CPU": 16.0, "GPU": 4.0}, None, 2.0, farm.WorkerPlan(2, 1, 2.0)),
+        ({"CPU": 16.0, "GPU": 1.0}, None, 2.0, farm.WorkerPlan(1, 1, 2.0)),  # Ray: pending
+    ],
+)
+def test_gpu_workers_take_their_share_of_the_gpus(resources, workers, gpus, expected):
+    assert farm.plan_workers(resources, "cuda", workers, 1, gpus) == expected
+    assert farm.plan_workers(resources, "reference", workers, 1, gpus).num_gpus == 0
+
+
+@pytest.mark.parametrize("gpus", [0.0, -0.5, 1.5, float("nan")])
+def test_a_gpu_share_is_a_fraction_or_whole_gpus(gpus):
+    with pytest.raises(InvalidArgumentError, match=rf"gpus_per_worker must be .* got {gpus}"):
+        farm.plan_workers({"CPU": 2.0, "GPU": 1.0}, "wgpu", None, 1, gpus)
+
+
+def test_cuda_workers_use_the_gpu_ray_made_visible():
+    assert farm.cuda_device_for_gpu(0, {"CUDA_VISIBLE_DEVICES": "0"}) == "cuda:0"
+    assert farm.cuda_device_for_gpu(5, {"CUDA_VISIBLE_DEVICES": "3,5"}) == "cuda:1"
+    assert farm.cuda_device_for_gpu(2, {}) == "cuda:2"  # unset: every GPU is visible
+    hidden = r"Ray assigned GPU 1 .* '0,2' on .*; expected a list that holds 1"
+    with pytest.raises(InvalidArgumentError, match=hidden):
+        farm.cuda_device_for_gpu(1, {"CUDA_VISIBLE_DEVICES": "0,2"})
+
+
+@pytest.mark.parametrize(
     ("resources", "workers", "cpus", "message"),
     [
         ({"CPU": 2.0}, 0, 1, "workers must be at least 1, got 0"),
@@ -109,6 +140,25 @@ def test_farm_flags_need_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     [src] = write_frames(tmp_path, 1)
     assert main(["denoise", str(src), "-o", str(tmp_path / "o.exr"), "--retries", "3"]) == 2
     assert capsys.readouterr().err.strip() == "error: --retries needs --ray"
+    out = str(tmp_path / "o.exr")
+    assert main(["denoise", str(src), "-o", out, "--gpus-per-worker", "0.5"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --gpus-per-worker needs --ray"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1.5", "1.5 must be a fraction in (0, 1] or a whole number of GPUs"),
+        ("0", "0 must be a fraction"),
+        ("half", "'half' is not a number"),
+    ],
+)
+def test_a_bad_gpu_share_says_what_is_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+):
+    argv = ["denoise", str(tmp_path / "in.exr"), "-o", str(tmp_path / "o.exr"), "--ray"]
+    assert main([*argv, "--gpus-per-worker", value]) == 2
+    assert f"error: argument --gpus-per-worker: {message}" in capsys.readouterr().err
 
 
 def test_ray_missing_says_how_to_install_it(

@@ -130,6 +130,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _gpu_share(text: str) -> float:
+    """A worker's GPUs as Ray takes them: a fraction in (0, 1] or a whole number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not (0 < value <= 1 or (value > 1 and value.is_integer())):
+        raise argparse.ArgumentTypeError(
+            f"{text} must be a fraction in (0, 1] or a whole number of GPUs"
+        )
+    return value
+
+
 def _non_negative_int(text: str) -> int:
     value = _int(text)
     if value < 0:
@@ -432,6 +445,13 @@ def _add_denoise(sub: Any) -> None:
         help="with --ray: CPUs (BLAS threads) of each worker without a GPU (default 1)",
     )
     ray.add_argument(
+        "--gpus-per-worker",
+        type=_gpu_share,
+        metavar="G",
+        help="with --ray: GPUs of each worker of a GPU backend (default 1); a fraction such "
+        "as 0.5 runs that many workers per GPU",
+    )
+    ray.add_argument(
         "--retries",
         type=_non_negative_int,
         metavar="N",
@@ -673,6 +693,7 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             for flag, value in (
                 ("--workers", args.workers),
                 ("--cpus-per-worker", args.cpus_per_worker),
+                ("--gpus-per-worker", args.gpus_per_worker),
                 ("--retries", args.retries),
             )
             if value is not None
@@ -732,6 +753,7 @@ def farm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "address": args.ray or None,
         "workers": args.workers,
         "cpus_per_worker": args.cpus_per_worker or 1,
+        "gpus_per_worker": args.gpus_per_worker or 1.0,
         "retries": farm.DEFAULT_RETRIES if args.retries is None else args.retries,
     }
 

@@ -32,10 +32,10 @@ class WorkerPlan:
 
     count: int
     num_cpus: int
-    num_gpus: int
+    num_gpus: float
 
     def describe(self) -> str:
-        each = f"{self.num_gpus} GPU + " if self.num_gpus else ""
+        each = f"{self.num_gpus:g} GPU + " if self.num_gpus else ""
         return f"{self.count} worker(s), each {each}{self.num_cpus} CPU"
 
 
@@ -44,8 +44,10 @@ def plan_workers(
     backend: str,
     workers: int | None = None,
     cpus_per_worker: int = 1,
+    gpus_per_worker: float = 1.0,
 ) -> WorkerPlan:
-    """One worker per GPU of the cluster for GPU backends, else one per ``cpus_per_worker``
+    """One worker per ``gpus_per_worker`` GPUs of the cluster for GPU backends (one per
+    GPU by default; 0.5 puts two workers on each GPU), else one per ``cpus_per_worker``
     CPUs (the reference backend, or a cluster without GPUs).
 
     Args:
@@ -53,6 +55,8 @@ def plan_workers(
         backend: the requested backend (``auto`` uses the GPUs when the cluster has some).
         workers: force the number of workers.
         cpus_per_worker: CPU slots (and BLAS threads) of each CPU worker.
+        gpus_per_worker: Ray's ``num_gpus`` of each GPU worker: a fraction of one GPU (the
+            workers then share it) or a whole number of GPUs.
 
     Raises:
         InvalidArgumentError: bad counts, or a cluster with no CPU.
@@ -61,10 +65,19 @@ def plan_workers(
         raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
     if cpus_per_worker < 1:
         raise InvalidArgumentError(f"cpus_per_worker must be at least 1, got {cpus_per_worker}")
-    gpus = int(resources.get("GPU", 0))
+    # Ray accepts a fraction of one GPU or a whole number of GPUs per actor
+    if not (
+        0 < gpus_per_worker <= 1 or (gpus_per_worker > 1 and float(gpus_per_worker).is_integer())
+    ):
+        raise InvalidArgumentError(
+            f"gpus_per_worker must be a fraction in (0, 1] or a whole number of GPUs, "
+            f"got {gpus_per_worker}"
+        )
+    gpus = float(resources.get("GPU", 0))
     cpus = int(resources.get("CPU", 0))
     if backend != "reference" and gpus > 0:
-        return WorkerPlan(workers or gpus, num_cpus=1, num_gpus=1)
+        count = workers or max(1, int(gpus / gpus_per_worker + 1e-9))
+        return WorkerPlan(count, num_cpus=1, num_gpus=gpus_per_worker)
     if cpus < 1:
         raise InvalidArgumentError(
             f"the Ray cluster has no CPU to run workers on (resources: {dict(resources)})"
@@ -90,6 +103,7 @@ def denoise_sequence(
     address: str | None = None,
     workers: int | None = None,
     cpus_per_worker: int = 1,
+    gpus_per_worker: float = 1.0,
     retries: int = DEFAULT_RETRIES,
     lightmap: bool = False,
     skip_existing: bool = False,
@@ -115,9 +129,11 @@ def denoise_sequence(
         options: where to find the images in the files.
         address: a Ray cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); None
             uses RAY_ADDRESS, a cluster started on this machine, or a new local instance.
-        workers: the number of workers; default one per GPU (GPU backends on a cluster
-            with GPUs), else one per ``cpus_per_worker`` CPUs.
+        workers: the number of workers; default one per ``gpus_per_worker`` GPUs (GPU
+            backends on a cluster with GPUs), else one per ``cpus_per_worker`` CPUs.
         cpus_per_worker: CPUs (and BLAS threads) of each worker without a GPU.
+        gpus_per_worker: GPUs of each GPU worker; a fraction (0.5) shares one GPU between
+            workers.
         retries: how many more times a failing frame is tried (on other workers).
         lightmap: RTLightmap filter.
         skip_existing: skip frames whose output exists and decodes at the input's size.
@@ -135,7 +151,8 @@ def denoise_sequence(
 
     Raises:
         MissingDependencyError: Ray is not installed.
-        InvalidArgumentError: bad ``retries``/``workers``/``cpus_per_worker``.
+        InvalidArgumentError: bad ``retries``/``workers``/``cpus_per_worker``/
+            ``gpus_per_worker``.
         KeyboardInterrupt: after stopping the workers; outputs are complete or absent.
     """
     if retries < 0:
@@ -155,7 +172,11 @@ def denoise_sequence(
     start = time.perf_counter()
     try:
         plan = plan_workers(
-            ray.cluster_resources(), requested_backend(kwargs), workers, cpus_per_worker
+            ray.cluster_resources(),
+            requested_backend(kwargs),
+            workers,
+            cpus_per_worker,
+            gpus_per_worker,
         )
         if verbose:
             report.message(f"starting {plan.describe()}")

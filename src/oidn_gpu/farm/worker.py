@@ -3,7 +3,8 @@
 `FrameWorker` keeps a `sequence._DenoiserPool` (the model, plans and compiled kernels)
 for its lifetime and runs `sequence.denoise_frame`, the single-process code, on each frame;
 errors come back as a `FrameOutcome` so that the driver can retry the frame elsewhere.
-On a node with GPUs it opens the WebGPU adapter of the GPU that Ray assigned to it.
+On a node with GPUs it opens the WebGPU adapter, or the CUDA device, of the GPU that Ray
+assigned to it.
 """
 
 from __future__ import annotations
@@ -103,6 +104,28 @@ def select_gpu_adapter(adapters: Sequence[Any], gpu_id: int) -> Any:
     return candidates[gpu_id]
 
 
+def cuda_device_for_gpu(gpu_id: int, environ: Mapping[str, str]) -> str:
+    """The torch device name of Ray's GPU ``gpu_id`` in this process.
+
+    Ray sets ``CUDA_VISIBLE_DEVICES`` to the GPUs it assigned to a worker, so CUDA numbers
+    them from 0 in that list's order; where the variable is unset (Ray told not to set
+    it), every GPU is visible and Ray's id is CUDA's index.
+
+    Raises:
+        InvalidArgumentError: ``CUDA_VISIBLE_DEVICES`` hides the GPU Ray assigned.
+    """
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return f"cuda:{gpu_id}"
+    ids = [v.strip() for v in visible.split(",") if v.strip()]
+    if str(gpu_id) not in ids:
+        raise InvalidArgumentError(
+            f"Ray assigned GPU {gpu_id} to this worker but CUDA_VISIBLE_DEVICES is "
+            f"'{visible}' on {socket.gethostname()}; expected a list that holds {gpu_id}"
+        )
+    return f"cuda:{ids.index(str(gpu_id))}"
+
+
 def _open_wgpu_device_for_gpu(gpu_id: int) -> Any:
     """A wgpu device on the adapter of Ray's GPU ``gpu_id``, with the features and limits
     `backends.wgpu.device.open_device` asks for."""
@@ -172,6 +195,10 @@ class FrameWorker:
             if backend == "wgpu" and "device" not in kwargs:
                 kwargs["device"] = _open_wgpu_device_for_gpu(gpu_ids[0])
                 kwargs["backend"] = backend
+            elif backend == "cuda" and "device" not in kwargs:
+                kwargs["device"] = cuda_device_for_gpu(gpu_ids[0], os.environ)
+                visible = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+                self._where += f" ({kwargs['device']}, CUDA_VISIBLE_DEVICES={visible})"
         else:
             self._where += f" {blas_threads} CPU" + ("s" if blas_threads != 1 else "")
         self._pool = _DenoiserPool(kwargs, lightmap)

@@ -1,0 +1,58 @@
+#!/bin/bash
+# Render-farm throughput (frames per minute) on a GPU machine without a package index:
+# the single-process loop of `oidn-gpu denoise` and the farm with 1 and 2 Ray actors on
+# one GPU, for the wgpu and the cuda backend, 1080p frames.
+#
+# Needs .device/ (bash ../shared/tools/device/prepare.sh: wgpu, the Vulkan loader) and
+# .payload/ (python3 scripts/device_payload.py build: Ray, OpenImageIO) in the checkout.
+# Run in the project root:
+#   source .device/setup.sh && OUT=$OUT bash bench/h200_farm.sh
+# It writes farm_wgpu.json, farm_cuda.json (bench/farm_throughput.py's report) and
+# h200_farm.log to $OUT. A backend that fails or overruns its time does not stop the other.
+# FARM_SIZE (1920x1080), FARM_SECONDS (30: the single process's run; the farm rows take
+# about as long each), FARM_BACKENDS ("wgpu cuda") and PAYLOAD (.payload) change the
+# defaults.
+set -u
+out=${OUT:-/tmp/h200-farm}
+mkdir -p "$out"
+exec > >(tee -a "$out/h200_farm.log") 2>&1
+started=$(date +%s)
+site=/tmp/ray-site
+python3 scripts/device_payload.py unpack "${PAYLOAD:-.payload}" "$site" || exit 1
+export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+# Ray stays on this machine: loopback addresses, no usage statistics (see bench's docstring)
+export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_USAGE_STATS_ENABLED=0
+# the cuda backend's tile choices from an earlier H200 run (it tunes what is missing; the
+# farm's workers and the single process share the file)
+export OIDN_GPU_CUDA_TUNING=/tmp/cuda-tuning.json
+cp bench/cuda_h200/cuda-tuning.json "$OIDN_GPU_CUDA_TUNING" 2>/dev/null
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+nvidia-smi -L
+python3 - <<'EOF'
+import OpenImageIO
+import ray
+
+print(f"ray {ray.__version__} from {ray.__file__}; OpenImageIO {OpenImageIO.__version__}")
+try:
+    import torch
+
+    print(f"torch {torch.__version__}: {torch.cuda.device_count()} CUDA device(s)")
+    import wgpu
+
+    print(f"wgpu {wgpu.__version__}: {wgpu.gpu.request_adapter_sync().summary}")
+except Exception as err:  # reported; that backend's rows then fail on their own
+    print(f"{type(err).__name__}: {err}")
+EOF
+size=${FARM_SIZE:-1920x1080}
+seconds=${FARM_SECONDS:-30}
+for backend in ${FARM_BACKENDS:-wgpu cuda}; do
+    echo "== $backend: $(date -u +%H:%M:%S)"
+    # 160 s per backend keeps the whole script within 6 minutes
+    timeout -k 10 160 python3 bench/farm_throughput.py --backend "$backend" --size "$size" \
+        --distinct 8 --frames 5000 --target-seconds "$seconds" --num-gpus "$gpus" \
+        --layouts 1gpu,2x0.5gpu --json "$out/farm_$backend.json"
+    status=$?
+    [ $status -eq 0 ] || echo "== $backend: farm_throughput.py exited with $status"
+done
+cp "$OIDN_GPU_CUDA_TUNING" "$out/cuda-tuning.json" 2>/dev/null
+echo "== done in $(($(date +%s) - started)) s"
