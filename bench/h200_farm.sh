@@ -9,7 +9,7 @@
 #   source .device/setup.sh && OUT=$OUT bash bench/h200_farm.sh
 # It writes farm_wgpu.json, farm_cuda.json (bench/farm_throughput.py's report) and
 # h200_farm.log to $OUT. A backend that fails or overruns its time does not stop the other.
-# FARM_SIZE (1920x1080), FARM_SECONDS (30: the single process's run; the farm rows take
+# FARM_SIZE (1920x1080), FARM_LAYOUTS, FARM_LIMIT (160 s per backend), FARM_SECONDS (30: the single process's run; the farm rows take
 # about as long each), FARM_BACKENDS ("wgpu cuda") and PAYLOAD (.payload) change the
 # defaults.
 set -u
@@ -44,13 +44,17 @@ except Exception as err:  # reported; that backend's rows then fail on their own
     print(f"{type(err).__name__}: {err}")
 EOF
 size=${FARM_SIZE:-1920x1080}
+# one worker on a GPU, two sharing it, and one per GPU where there are several
+layouts=${FARM_LAYOUTS:-1gpu,2x0.5gpu}
+[ -z "${FARM_LAYOUTS:-}" ] && [ "$gpus" -ge 2 ] && layouts="$layouts,${gpus}gpu"
+limit=${FARM_LIMIT:-160}
 seconds=${FARM_SECONDS:-30}
 for backend in ${FARM_BACKENDS:-wgpu cuda}; do
     echo "== $backend: $(date -u +%H:%M:%S)"
-    # 160 s per backend keeps the whole script within 6 minutes
-    timeout -k 10 160 python3 bench/farm_throughput.py --backend "$backend" --size "$size" \
+    # 160 s per backend (FARM_LIMIT) keeps the whole script within 6 minutes
+    timeout -k 10 "$limit" python3 bench/farm_throughput.py --backend "$backend" --size "$size" \
         --distinct 8 --frames 5000 --target-seconds "$seconds" --num-gpus "$gpus" \
-        --layouts 1gpu,2x0.5gpu --json "$out/farm_$backend.json"
+        --layouts "$layouts" --json "$out/farm_$backend.json"
     status=$?
     [ $status -eq 0 ] || echo "== $backend: farm_throughput.py exited with $status"
 done
