@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -324,17 +325,14 @@ class WgpuDevice:
         read-only uint8 view of its first ``byte_size`` bytes, then unmap it for reuse.
 
         The view is valid only during the call: keeping it (or an array viewing it)
-        past ``consume`` is an error, raised before the memory is unmapped. Returns
-        the seconds waited for the mapping."""
+        past ``consume`` raises `InvalidOperationError` (the buffer is unmapped all the
+        same; the kept view must not be used). Returns the seconds waited for the
+        mapping."""
         start = time.perf_counter()
         buffer.map_sync("READ", 0, buffer.size)
         waited = time.perf_counter() - start
         try:
-            mapped = buffer.read_mapped(0, byte_size, copy=False)
-            view = np.frombuffer(mapped, np.uint8, byte_size)
-            consume(view)
-            del view
-            _release_view(mapped)
+            _lend_view(buffer.read_mapped(0, byte_size, copy=False), byte_size, consume)
         finally:
             buffer.unmap()
         return waited
@@ -380,8 +378,9 @@ class WgpuDevice:
         upload buffer (`create_upload_buffer`), mapping it first if needed, then unmap it
         so that a copy from it can be submitted.
 
-        The view is valid only during the call: keeping it past ``fill`` is an error,
-        raised before the memory is unmapped."""
+        The view is valid only during the call: keeping it past ``fill`` raises
+        `InvalidOperationError` (the buffer is unmapped all the same; the kept view must
+        not be used)."""
         self.map_for_write(buffer)
         try:
             from wgpu.backends.wgpu_native import _api
@@ -393,10 +392,7 @@ class WgpuDevice:
                     f"the upload buffer '{buffer.label}' has no mapped range of {byte_size} bytes"
                 )
             mapped = memoryview((ctypes.c_uint8 * byte_size).from_address(address)).cast("B")
-            view = np.frombuffer(mapped, np.uint8, byte_size)
-            fill(view)
-            del view
-            _release_view(mapped)
+            _lend_view(mapped, byte_size, fill)
         finally:
             buffer.unmap()
 
@@ -468,15 +464,16 @@ class WgpuDevice:
         return f"WgpuDevice({self.capabilities.describe()!r})"
 
 
-def _release_view(mapped: memoryview) -> None:
-    """Release the memoryview of a mapped range before its buffer is unmapped.
-
-    ``release`` fails while an array still views the memory; that array would read or
-    write unmapped memory, so this is an error rather than a crash later."""
-    try:
-        mapped.release()
-    except BufferError as err:
-        raise InvalidOperationError("a view of a mapped GPU buffer outlived its mapping") from err
+def _lend_view(mapped: memoryview, byte_size: int, use: Callable[[np.ndarray], None]) -> None:
+    """Call ``use`` with a uint8 array viewing ``mapped`` (a mapped range) and check that no
+    reference to that array, or to an array derived from it, is left afterwards: such an
+    array would read or write unmapped memory, so this is reported as an error at once."""
+    view = np.frombuffer(mapped, np.uint8, byte_size)
+    owner = view.base
+    counts = (sys.getrefcount(view), sys.getrefcount(owner))
+    use(view)
+    if (sys.getrefcount(view), sys.getrefcount(owner)) != counts:
+        raise InvalidOperationError("a view of a mapped GPU buffer outlived its mapping")
 
 
 def _create_trusted_shader_module(device: Any, label: str, source: str) -> Any:
