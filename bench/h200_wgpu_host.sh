@@ -24,15 +24,15 @@ run() {  # name, environment assignments..., then -- and the bench arguments
   echo "== $name"
   grep -E "e2e gpu|host wall|of which|host images|Denoiser" "$OUT/$name.log"
 }
-run 1080p_fp16_mapped OIDN_GPU_UPLOAD=mapped -- --size 1080p --precision fp16 --runs 20
-run 1080p_fp16_queue OIDN_GPU_UPLOAD=queue -- --size 1080p --precision fp16 --runs 20
+run 1080p_fp16_mapped OIDN_GPU_UPLOAD=mapped -- --size 1080p --precision fp16 --runs 15
+run 1080p_fp16_queue OIDN_GPU_UPLOAD=queue -- --size 1080p --precision fp16 --runs 15
 run 4k_fp16_mapped OIDN_GPU_UPLOAD=mapped -- --size 4k --precision fp16 --runs 10
 run 4k_fp16_queue OIDN_GPU_UPLOAD=queue -- --size 4k --precision fp16 --runs 10
 run 1080p_fp16_mapped_1thread OIDN_GPU_UPLOAD=mapped OIDN_GPU_COPY_THREADS=1 -- \
-  --size 1080p --precision fp16 --runs 20
-run 1080p_fp16_half_images OIDN_GPU_UPLOAD=mapped -- --size 1080p --precision fp16 --runs 20 \
+  --size 1080p --precision fp16 --runs 15
+run 1080p_fp16_half_images OIDN_GPU_UPLOAD=mapped -- --size 1080p --precision fp16 --runs 15 \
   --host-dtype float16
-run 1080p_fp32_mapped OIDN_GPU_UPLOAD=mapped -- --size 1080p --precision fp32 --runs 20
+run 1080p_fp32_mapped OIDN_GPU_UPLOAD=mapped -- --size 1080p --precision fp32 --runs 15
 python3 - <<'PY'
 import glob, json, os
 keys = ("e2e_gpu_median_ms", "host_wall_median_ms", "host_upload_median_ms",
