@@ -265,8 +265,8 @@ class WgpuDevice:
         self.capabilities = capabilities_of(device, self.adapter)
         self.owned = owned
         self._timestamp_period_ns: float | None = None
-        # Write mappings requested without waiting, by buffer id (`map_for_write`).
-        self._map_requests: dict[int, Any] = {}
+        # Write mappings requested without waiting: buffer id -> (buffer, its promise).
+        self._map_requests: dict[int, tuple[Any, Any]] = {}
 
     @property
     def handle(self) -> Any:
@@ -363,13 +363,15 @@ class WgpuDevice:
         state = buffer.map_state
         if state == "mapped":
             return
-        promise = self._map_requests.pop(id(buffer), None) if state == "pending" else None
-        if promise is None:
+        request = self._map_requests.pop(id(buffer), None)
+        if state == "pending" and request is not None and request[0] is buffer:
+            promise = request[1]
+        else:
             promise = buffer.map_async("WRITE", 0, buffer.size)
         if wait:
             promise.sync_wait()
         else:
-            self._map_requests[id(buffer)] = promise
+            self._map_requests[id(buffer)] = (buffer, promise)
 
     def write_mapped_with(
         self, buffer: Any, byte_size: int, fill: Callable[[np.ndarray], None]
