@@ -24,6 +24,20 @@ run() {  # name, environment assignments..., then -- and the bench arguments
   echo "== $name"
   grep -E "e2e gpu|host wall|of which|host images|Denoiser" "$OUT/$name.log"
 }
+python3 - <<'PY'  # the host's copy and float32 -> float16 rounding speed (1080p RGB)
+import time, numpy as np
+from oidn_gpu.image.host_copy import copy_threads, parallel_copyto
+src = np.random.default_rng(0).random((1080, 1920, 3), dtype=np.float32)
+for dtype in (np.float32, np.float16):
+    dst = np.empty(src.shape, dtype)
+    for threads in (1, copy_threads()):
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            parallel_copyto(dst, src, threads=threads)
+            times.append((time.perf_counter() - start) * 1e3)
+        print(f"copy into {np.dtype(dtype).name}, {threads} thread(s): {min(times):.2f} ms")
+PY
 run 1080p_fp16_mapped OIDN_GPU_UPLOAD=mapped -- --size 1080p --precision fp16 --runs 15
 run 1080p_fp16_queue OIDN_GPU_UPLOAD=queue -- --size 1080p --precision fp16 --runs 15
 run 4k_fp16_mapped OIDN_GPU_UPLOAD=mapped -- --size 4k --precision fp16 --runs 10
