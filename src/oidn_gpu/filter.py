@@ -630,8 +630,9 @@ class Denoiser:
         out = _check_output(output, images)
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
             return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
-        result = self._run(images, progress)
-        return _store(result, images, out)
+        destination = _destination(images, out)
+        result = self._run(images, progress, destination=destination)
+        return _store(result, images, out, destination)
 
     def _denoise_prefiltered(
         self,
@@ -649,8 +650,9 @@ class Denoiser:
             for index, name in enumerate(stages):
                 sub = self._prefilter_denoiser(name)
                 part = _scaled_progress(progress, index / total, 1 / total)
-                clean = sub.denoise(**{name: images.albedo if name == "albedo" else images.normal},
-                                    progress=part)
+                clean = sub.denoise(
+                    **{name: images.albedo if name == "albedo" else images.normal}, progress=part
+                )
                 if name == "albedo":
                     albedo = clean
                 else:
@@ -696,9 +698,15 @@ class Denoiser:
         return isinstance(engine.runner, AutoexposureRunner) and self._autoexposes(images)
 
     def _run(
-        self, images: _Images, progress: Progress | None, *, clean_aux: bool | None = None
+        self,
+        images: _Images,
+        progress: Progress | None,
+        *,
+        clean_aux: bool | None = None,
+        destination: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha)."""
+        """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha),
+        or ``destination`` when the runner wrote the result into it (see `_destination`)."""
         key, model = self._models.get(
             images, self.options.clean_aux if clean_aux is None else clean_aux
         )
@@ -711,7 +719,7 @@ class Denoiser:
         # With the autoexposure on the device the plan's scale is a placeholder.
         input_scale = 1.0 if on_device else self._input_scale(images)
         plan = plan_denoise(model, h, w, self.options.denoise_options(images, input_scale))
-        runner_images = _runner_images(images, out_channels)
+        runner_images = _runner_images(images, out_channels, destination)
         report_progress(progress, 0.0)
         if on_device:
             runner = engine.runner
@@ -769,9 +777,7 @@ class Denoiser:
 
         def prepared() -> Iterator[_Frame]:
             for color, albedo, normal in items:
-                call = arrays.as_call(
-                    color, albedo, normal, None, hdr=self.options.hdr or lightmap
-                )
+                call = arrays.as_call(color, albedo, normal, None, hdr=self.options.hdr or lightmap)
                 with self._lock:
                     frame = self._prepare_frame(call)
                 yield frame
@@ -781,9 +787,10 @@ class Denoiser:
             runner = first.engine.runner if first.plan is not None else None
             if not isinstance(runner, SequenceRunner):  # one frame the usual way
                 source.next()
+                destination = _destination(first.images, None)
                 with self._lock:
-                    result = self._run(first.images, None)
-                yield first.call.finish(_store(result, first.images, None))
+                    result = self._run(first.images, None, destination=destination)
+                yield first.call.finish(_store(result, first.images, None, destination))
                 continue
 
             def batch(signature: tuple[Any, ...] = first.signature) -> Iterator[DenoiseImages]:
@@ -797,7 +804,8 @@ class Denoiser:
                 if frame.on_device:
                     process.warn_if_autoexposure_blackens(frame.runner_images.main, input_scale)
                 self._record_info(frame.key, frame.model, frame.engine, frame.plan, input_scale)
-                yield frame.call.finish(_store(result, frame.images, None))
+                stored = _store(result, frame.images, None, frame.runner_images.output)
+                yield frame.call.finish(stored)
 
     def _prepare_frame(self, call: Any) -> _Frame:
         """Validate one frame of `denoise_many` and plan its denoise (no plan when empty)."""
@@ -809,7 +817,7 @@ class Denoiser:
         images = _validate_images(call.color, albedo, normal)
         key, model = self._models.get(images, self.options.clean_aux)
         out_channels = images.main_channels - (1 if images.alpha is not None else 0)
-        runner_images = _runner_images(images, out_channels)
+        runner_images = _runner_images(images, out_channels, _destination(images, None))
         if images.height == 0 or images.width == 0:
             return _Frame(call, images, runner_images, key, model, None, None, False, ())
         engine = self._engine(key, model)
@@ -824,7 +832,9 @@ class Denoiser:
         return _Frame(call, images, runner_images, key, model, engine, plan, on_device, signature)
 
 
-def _runner_images(images: _Images, out_channels: int) -> DenoiseImages:
+def _runner_images(
+    images: _Images, out_channels: int, destination: np.ndarray | None = None
+) -> DenoiseImages:
     """The images a `TileRunner` takes: the main one, and aux images given with color."""
     main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
     with_color = images.color is not None
@@ -833,7 +843,20 @@ def _runner_images(images: _Images, out_channels: int) -> DenoiseImages:
         albedo=images.albedo if with_color else None,
         normal=images.normal if with_color else None,
         out_channels=out_channels,
+        output=destination,
     )
+
+
+def _destination(images: _Images, out: np.ndarray | None) -> np.ndarray | None:
+    """Where a runner may write the result itself (`DenoiseImages.output`): the output
+    array (``HxWxC``), else a new array of the input's dtype, so the result is converted
+    while it is copied out; None when the color has alpha (appended afterwards)."""
+    if images.alpha is not None:
+        return None
+    if out is None:
+        channels = images.main_channels
+        return np.empty((images.height, images.width, channels), images.dtype)
+    return out if out.ndim == 3 else out[:, :, None]
 
 
 @dataclass(frozen=True)
@@ -911,8 +934,16 @@ def _scaled_progress(progress: Progress | None, start: float, span: float) -> Pr
     return lambda fraction: progress(start + span * fraction)
 
 
-def _store(result: np.ndarray, images: _Images, out: np.ndarray | None) -> np.ndarray:
-    """Write the result (plus alpha) into ``out`` or a new array of the input's dtype."""
+def _store(
+    result: np.ndarray,
+    images: _Images,
+    out: np.ndarray | None,
+    destination: np.ndarray | None = None,
+) -> np.ndarray:
+    """Write the result (plus alpha) into ``out`` or a new array of the input's dtype;
+    a result the runner already wrote into ``destination`` (see `_destination`) is final."""
+    if destination is not None and result is destination:
+        return out if out is not None else result
     if images.alpha is not None:
         result = np.concatenate([result, images.alpha[:, :, None].astype(np.float32)], axis=2)
     if out is None:

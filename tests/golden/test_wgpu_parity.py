@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.oracle, pytest.mark.gpu]
 
 # fp16 end to end: half activations through 16 layers; the budget of the numerical contract
 # for fp16 paths is 2e-3 relative L2 on the network, and the inverse transfer (PU) of the
-# output stage can amplify it slightly: allow 5e-3 in image space.
-FP16_IMAGE_TOL = 5e-3
+# output stage can amplify it slightly. On the scene crops below (real renders, the default
+# weights) it measures 1.6e-3 to 2.6e-3 relative L2 in image space on lavapipe.
+FP16_SCENE_TOL = 3e-3
 
 # 48 x 64 px of each scene crop in tests/data/scenes (rows 232:280, columns 200:264 of the
 # scene): lavapipe is a CPU rasterizer.
@@ -62,11 +63,16 @@ def test_gemm_options_that_cannot_run_still_match_oidn() -> None:
     assert_close(ours, theirs, rel_l2_tol=1e-5, label="wgpu fp32 over-budget GEMM options")
 
 
-def test_wgpu_fp16_scene_crop_is_close_to_oidn() -> None:
-    color, albedo, normal = _crop("textured_checker")
+@pytest.mark.parametrize("scene", datasets.SCENES)
+def test_wgpu_fp16_scene_crop_is_close_to_oidn(scene: str) -> None:
+    color, albedo, normal = _crop(scene)
     theirs = oidn_denoise(color, albedo, normal, hdr=True)
-    ours = oidn_gpu.denoise(color, albedo, normal, hdr=True, backend="wgpu", precision="fp16")
-    assert_close(ours, theirs, rel_l2_tol=FP16_IMAGE_TOL, label="wgpu fp16 textured_checker")
+    with oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp16") as den:
+        ours = den.denoise(color, albedo, normal)
+        info = den.info()
+    assert info is not None and info.backend == "wgpu" and info.precision == "fp16"
+    assert np.isfinite(ours).all()
+    assert_close(ours, theirs, rel_l2_tol=FP16_SCENE_TOL, label=f"wgpu fp16 {scene}")
 
 
 @pytest.mark.parametrize(

@@ -83,3 +83,18 @@ def test_cli_network_only(tmp_path, capsys) -> None:
     assert data["end_to_end"] is False and data["e2e_wall_ms"] == []
     assert "cols_per_thread=2" in data["gemm"]
     assert "e2e wall" not in capsys.readouterr().out
+
+
+def test_cli_times_the_denoiser_on_half_host_images(tmp_path, capsys) -> None:
+    out = tmp_path / "h.json"
+    args = ["--size", "40x24", "--weights", TINY, "--precision", "fp32", "--runs", "2"]
+    code = wgpu_main([*args, "--warmup", "1", "--host-dtype", "float16", "--json", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["host_dtype"] == "float16" and data["upload_mode"] in ("mapped", "queue")
+    assert data["copy_threads"] >= 1 and data["facade_tiles"] == 1
+    assert len(data["facade_wall_ms"]) == 2 and data["facade_wall_median_ms"] > 0
+    assert data["facade_output_wall_median_ms"] > 0
+    parts = [data[f"facade_{p}_median_ms"] for p in ("upload", "submit", "wait", "readback")]
+    assert all(p >= 0 for p in parts) and sum(parts) <= data["facade_wall_median_ms"] * 1.5
+    assert "Denoiser.denoise on NumPy arrays" in capsys.readouterr().out

@@ -193,12 +193,17 @@ class DenoiseImages:
         main: the color image, or the albedo or normal image filtered alone.
         albedo, normal: auxiliary images given together with color (else None).
         out_channels: channels of the result (1..3, the main image's).
+        output: None, or an ``[H, W, out_channels]`` float16/float32 NumPy array the
+            runner may write the result into (converting as ``astype`` does) and return,
+            instead of a new array; a runner that does not returns a new array, which
+            the caller then copies.
     """
 
     main: Any
     albedo: Any = None
     normal: Any = None
     out_channels: int = 3
+    output: Any = None
 
 
 @runtime_checkable

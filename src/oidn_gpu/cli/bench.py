@@ -24,6 +24,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -184,6 +186,54 @@ def reference_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def time_denoiser(
+    executor: Any, model: Any, weights: str | Path, arrays: list[np.ndarray], runs: int, warmup: int
+) -> dict[str, Any]:
+    """Time `Denoiser.denoise` on host arrays on the wgpu executor's device (its compiled
+    pipelines are reused): the ``facade_*`` timings of `backends.wgpu.bench.run_bench`."""
+    path = Path(weights)
+    if not (path.suffix == ".tza" or path.exists()):
+        path = builtin.weights_path(str(weights))
+    hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()
+    info = executor.info()
+    denoiser = Denoiser(
+        hdr=hdr,
+        weights=path,
+        backend="wgpu",
+        precision=info.precision,
+        device=executor.device.handle,
+    )
+    walls: list[float] = []
+    output_walls: list[float] = []
+    parts: list[dict[str, float]] = []
+    output = np.empty_like(arrays[0])
+    with denoiser:
+        for i in range(warmup + runs):
+            start = time.perf_counter()
+            result = denoiser.denoise(*arrays)
+            elapsed = (time.perf_counter() - start) * 1e3
+            if i >= warmup:
+                walls.append(elapsed)
+                runner = next(iter(denoiser._engines.values())).runner
+                parts.append(dict(runner.last_host_ms))
+        for i in range(warmup + runs):
+            start = time.perf_counter()
+            denoiser.denoise(*arrays, output=output)
+            elapsed = (time.perf_counter() - start) * 1e3
+            if i >= warmup:
+                output_walls.append(elapsed)
+        tiles = denoiser.info().tiles
+    # (float16 results of untrained weights may overflow to Inf; NaN means a broken path)
+    if result.dtype != arrays[0].dtype or np.isnan(result).any():
+        raise OIDNGPUError("the benchmark's Denoiser.denoise gave a wrong dtype or NaN")
+    return {
+        "facade_wall": walls,
+        "facade_output_wall": output_walls,
+        "facade_parts": parts,
+        "facade_tiles": tiles,
+    }
+
+
 def wgpu_main(argv: Sequence[str] | None = None) -> int:
     """``oidn-gpu bench [--backend wgpu] ...``: flags of `backends.wgpu.bench.run_bench`."""
     parser = argparse.ArgumentParser(
@@ -208,6 +258,18 @@ def wgpu_main(argv: Sequence[str] | None = None) -> int:
         action="store_false",
         help="time the network only (skip the GpuDenoiser end-to-end runs)",
     )
+    parser.add_argument(
+        "--host-dtype",
+        default="float32",
+        choices=("float32", "float16"),
+        help="dtype of the host images of the end-to-end runs",
+    )
+    parser.add_argument(
+        "--no-denoiser",
+        dest="facade",
+        action="store_false",
+        help="skip timing Denoiser.denoise on the host images",
+    )
     args = parser.parse_args(argv)
     try:
         # The benchmark engine needs wgpu: imported only when asked for.
@@ -231,6 +293,8 @@ def wgpu_main(argv: Sequence[str] | None = None) -> int:
             warmup=args.warmup,
             top=args.top,
             end_to_end=args.end_to_end,
+            host_dtype=args.host_dtype,
+            facade=time_denoiser if args.facade else None,
         )
     except (OIDNGPUError, json.JSONDecodeError) as err:
         print(f"error: {err}", file=sys.stderr)

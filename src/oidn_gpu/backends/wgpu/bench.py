@@ -28,7 +28,19 @@ one tile (the network size above):
   done), ``host_readback`` (the mapped result copied into the array); and
   ``host_autoexposure_cpu_ms``, what the host autoexposure (the reference
   backend's) takes on the same colour image, for comparison: the wgpu path no
-  longer runs it.
+  longer runs it;
+- ``facade_*``: the public path, `oidn_gpu.Denoiser.denoise` on the same NumPy
+  arrays (validation, planning, the runner, the result in the input's dtype;
+  tiled as the filter tiles, ``facade_tiles``), wall clock per call
+  (``facade_wall_*``), with ``output=`` a preallocated array
+  (``facade_output_wall_median_ms``), and the runner's breakdown of those calls
+  (``facade_upload``, ``_submit``, ``_wait`` (the GPU: autoexposure, passes,
+  network), ``_readback``) beside the rest (``facade_overhead``).
+
+``host_dtype`` is the dtype of those host images (``float32`` or ``float16``);
+``upload_mode`` and ``copy_threads`` say how they reached the GPU
+(``OIDN_GPU_UPLOAD``: ``mapped`` upload buffers or ``queue`` writes;
+``OIDN_GPU_COPY_THREADS``).
 
 The image size is the network size: it is rounded up to the graph's alignment
 (16), as OIDN pads; a size above OIDN's default tile limit (2160^2 px) is
@@ -45,6 +57,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +74,7 @@ from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.image.autoexposure import autoexposure as host_autoexposure
+from oidn_gpu.image.host_copy import copy_threads
 from oidn_gpu.kernels.gemm import default_options
 from oidn_gpu.model import unet
 from oidn_gpu.model import weights as builtin
@@ -78,6 +92,20 @@ class BenchResult(bench_result.BenchResult):
     host_wait_median_ms: float | None = None
     host_readback_median_ms: float | None = None
     host_autoexposure_cpu_ms: float | None = None
+    host_remap_median_ms: float | None = None
+    host_dtype: str = "float32"
+    upload_mode: str = ""
+    copy_threads: int = 0
+    facade_tiles: int = 0
+    facade_wall_ms: tuple[float, ...] = field(default=())
+    facade_wall_median_ms: float | None = None
+    facade_wall_p95_ms: float | None = None
+    facade_output_wall_median_ms: float | None = None
+    facade_upload_median_ms: float | None = None
+    facade_submit_median_ms: float | None = None
+    facade_wait_median_ms: float | None = None
+    facade_readback_median_ms: float | None = None
+    facade_overhead_median_ms: float | None = None
     gemm: str = ""
     layers: tuple[LayerStat, ...] = field(default=())
 
@@ -123,6 +151,22 @@ class BenchResult(bench_result.BenchResult):
                 f"{self.host_submit_median_ms:.2f} ms, GPU wait {self.host_wait_median_ms:.2f}"
                 f" ms, readback {self.host_readback_median_ms:.2f} ms (medians)",
             ]
+            lines.append(
+                f"  host images {self.host_dtype}, uploads {self.upload_mode}, "
+                f"{self.copy_threads} copy thread(s)"
+            )
+            if self.facade_wall_median_ms is not None:
+                lines += [
+                    f"Denoiser   {self.facade_wall_median_ms:.2f} ms median, "
+                    f"{self.facade_wall_p95_ms:.2f} ms p95 (Denoiser.denoise on NumPy arrays, "
+                    f"{self.facade_tiles} tile(s)); with output= "
+                    f"{self.facade_output_wall_median_ms:.2f} ms",
+                    f"  of which upload {self.facade_upload_median_ms:.2f} ms, submit "
+                    f"{self.facade_submit_median_ms:.2f} ms, GPU wait (autoexposure + passes + "
+                    f"network) {self.facade_wait_median_ms:.2f} ms, readback "
+                    f"{self.facade_readback_median_ms:.2f} ms, rest "
+                    f"{self.facade_overhead_median_ms:.2f} ms (medians)",
+                ]
             if self.host_autoexposure_cpu_ms is not None:
                 lines.append(
                     f"  autoexposure on the GPU; on the host it would take "
@@ -161,10 +205,17 @@ def run_bench(
     seed: int = 0,
     end_to_end: bool = True,
     executor: Any = None,
+    host_dtype: str = "float32",
+    facade: Callable[..., dict[str, Any]] | None = None,
 ) -> BenchResult:
     """Benchmark the network (and, with ``end_to_end``, the whole GPU denoise) at one size.
 
     See the module docstring. ``size`` is ``(height, width)`` of the image.
+    ``host_dtype``: ``"float32"`` or ``"float16"`` host images for the end-to-end runs;
+    ``facade``: called as ``facade(executor, model, weights, arrays, runs, warmup)`` after
+    the end-to-end runs, it times the public ``Denoiser.denoise`` on those host arrays
+    and returns its ``facade_*`` timings (the command line passes
+    `oidn_gpu.cli.bench.time_denoiser`; this layer cannot import the filter).
     ``executor``: an open `WgpuExecutor` of ``weights`` to
     reuse (sweeps); it is left open, and ``device``/``precision``/``kernel``/``gemm``
     are then ignored (its own settings are reported).
@@ -175,6 +226,8 @@ def run_bench(
     if runs < 1 or warmup < 0:
         raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
     height, width = _check_size(size)
+    if host_dtype not in ("float32", "float16"):
+        raise InvalidArgumentError(f"host_dtype {host_dtype!r}; expected 'float32' or 'float16'")
     net_h = -(-height // ALIGNMENT) * ALIGNMENT
     net_w = -(-width // ALIGNMENT) * ALIGNMENT
     model = executor.model if executor is not None else _load(weights)
@@ -220,7 +273,12 @@ def run_bench(
                     kernels[layer.name] = layer.kernel
                     flops_by_layer[layer.name] = layer.flops
         if end_to_end:
-            e2e = _end_to_end(executor, timer, model, height, width, runs, warmup, rng)
+            e2e = _end_to_end(
+                executor, timer, model, height, width, runs, warmup, rng, np.dtype(host_dtype)
+            )
+            if facade:
+                e2e.update(facade(executor, model, weights, e2e["arrays"], runs, warmup))
+            e2e.pop("arrays", None)
         info = executor.info()
         total_flops = executor.network_flops(net_h, net_w)
         caps = gpu.capabilities
@@ -296,6 +354,24 @@ def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
         values = [times[part] for times in e2e["host_parts"]]
         out[f"host_{part}_median_ms"] = statistics.median(values) if values else None
     out["host_autoexposure_cpu_ms"] = e2e["host_autoexposure_cpu_ms"]
+    remaps = [times.get("remap", 0.0) for times in e2e["host_parts"]]
+    out["host_remap_median_ms"] = statistics.median(remaps) if remaps else None
+    out["host_dtype"] = e2e["host_dtype"]
+    out["upload_mode"] = e2e["upload_mode"]
+    out["copy_threads"] = copy_threads()
+    if "facade_wall" in e2e:
+        walls = e2e["facade_wall"]
+        out["facade_tiles"] = e2e["facade_tiles"]
+        out["facade_wall_ms"] = tuple(walls)
+        out["facade_wall_median_ms"] = statistics.median(walls)
+        out["facade_wall_p95_ms"] = percentile(walls, 95)
+        out["facade_output_wall_median_ms"] = statistics.median(e2e["facade_output_wall"])
+        parts = e2e["facade_parts"]
+        for part in ("upload", "submit", "wait", "readback"):
+            out[f"facade_{part}_median_ms"] = statistics.median(p[part] for p in parts)
+        rest = [w - sum(p[k] for k in ("upload", "submit", "wait", "readback"))
+                for w, p in zip(walls, parts, strict=True)]  # fmt: skip
+        out["facade_overhead_median_ms"] = statistics.median(rest)
     return out
 
 
@@ -321,6 +397,7 @@ def _end_to_end(
     runs: int,
     warmup: int,
     rng: np.random.Generator,
+    host_dtype: Any = np.float32,
 ) -> dict[str, Any]:
     """Time `GpuDenoiser` on GPU buffers (GPU + wall) and on host arrays (wall)."""
     device = executor.device
@@ -343,8 +420,11 @@ def _end_to_end(
     wall_ms: list[float] = []
     host_ms: list[float] = []
     host_parts: list[dict[str, float]] = []
+    host_dtype = np.dtype(host_dtype)
+    host_arrays = [a.astype(host_dtype, copy=False) for a in arrays]
     with GpuDenoiser(executor) as denoiser:
         denoiser.prepare(mode)
+        upload_mode = denoiser.upload_mode
 
         def on_buffers() -> float:
             start = time.perf_counter()
@@ -360,7 +440,7 @@ def _end_to_end(
         gpu_ms = timer.elapsed_ms()
         for i in range(warmup + runs):
             start = time.perf_counter()
-            result = denoiser.denoise(*arrays, mode=mode, plan=plan, autoexposure=hdr)
+            result = denoiser.denoise(*host_arrays, mode=mode, plan=plan, autoexposure=hdr)
             elapsed = (time.perf_counter() - start) * 1e3
             if i >= warmup:
                 host_ms.append(elapsed)
@@ -379,6 +459,9 @@ def _end_to_end(
         "host_wall": host_ms,
         "host_parts": host_parts,
         "host_autoexposure_cpu_ms": host_autoexposure_ms,
+        "host_dtype": str(host_dtype),
+        "upload_mode": upload_mode,
+        "arrays": host_arrays,
     }
 
 

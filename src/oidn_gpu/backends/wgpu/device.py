@@ -20,10 +20,12 @@ wgpu is imported only inside this package; a missing wgpu raises
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,11 +48,13 @@ from oidn_gpu.backends.gpu_device import (
 )
 from oidn_gpu.errors import (
     InvalidArgumentError,
+    InvalidOperationError,
     OutOfMemoryError,
     ShaderCompileError,
     UnsupportedDeviceError,
     require,
 )
+from oidn_gpu.image.host_copy import parallel_copyto
 
 wgpu = require("wgpu", "wgpu")
 
@@ -261,6 +265,8 @@ class WgpuDevice:
         self.capabilities = capabilities_of(device, self.adapter)
         self.owned = owned
         self._timestamp_period_ns: float | None = None
+        # Write mappings requested without waiting: buffer id -> (buffer, its promise).
+        self._map_requests: dict[int, tuple[Any, Any]] = {}
 
     @property
     def handle(self) -> Any:
@@ -309,15 +315,88 @@ class WgpuDevice:
         (one copy, from the mapped memory); the buffer is unmapped again for reuse.
         Returns the seconds waited for the mapping (the GPU's work)."""
         size = out.nbytes
+        target = out.reshape(-1).view(np.uint8)
+        return self.read_mapped_with(buffer, size, lambda src: parallel_copyto(target, src))
+
+    def read_mapped_with(
+        self, buffer: Any, byte_size: int, consume: Callable[[np.ndarray], None]
+    ) -> float:
+        """Map a MAP_READ buffer (waiting for the work writing it), call ``consume`` with a
+        read-only uint8 view of its first ``byte_size`` bytes, then unmap it for reuse.
+
+        The view is valid only during the call: keeping it (or an array viewing it)
+        past ``consume`` raises `InvalidOperationError` (the buffer is unmapped all the
+        same; the kept view must not be used). Returns the seconds waited for the
+        mapping."""
         start = time.perf_counter()
         buffer.map_sync("READ", 0, buffer.size)
         waited = time.perf_counter() - start
         try:
-            mapped = buffer.read_mapped(0, size, copy=False)
-            np.copyto(out.reshape(-1).view(np.uint8), np.frombuffer(mapped, np.uint8, size))
+            _lend_view(buffer.read_mapped(0, byte_size, copy=False), byte_size, consume)
         finally:
             buffer.unmap()
         return waited
+
+    def create_upload_buffer(self, label: str, byte_size: int) -> Any:
+        """A MAP_WRITE | COPY_SRC staging buffer, mapped for writing from the start.
+
+        The host fills it with `write_mapped_with` and copies it to a STORAGE buffer
+        with `CommandEncoder.copy_buffer`; unlike ``queue.write_buffer`` nothing is
+        allocated per upload, and the memory stays resident across frames."""
+        size = buffer_byte_size(label, byte_size, self.capabilities.max_buffer_size, "the device")
+        usage = int(BufferUsage.MAP_WRITE | BufferUsage.COPY_SRC)
+        try:
+            return self.device.create_buffer(
+                label=label, size=size, usage=usage, mapped_at_creation=True
+            )
+        except MemoryError as err:
+            raise OutOfMemoryError(
+                f"out of GPU memory allocating '{label}' ({size} bytes)"
+            ) from err
+
+    def map_for_write(self, buffer: Any, *, wait: bool = True) -> None:
+        """Map an upload buffer for writing again (a no-op when it is mapped).
+
+        With ``wait`` this returns once it is mapped (after the copies reading it);
+        without, the mapping is only requested (it completes in the background once
+        the GPU is done with the buffer) and the next `write_mapped_with` waits for it."""
+        state = buffer.map_state
+        if state == "mapped":
+            return
+        request = self._map_requests.pop(id(buffer), None)
+        if state == "pending" and request is not None and request[0] is buffer:
+            promise = request[1]
+        else:
+            promise = buffer.map_async("WRITE", 0, buffer.size)
+        if wait:
+            promise.sync_wait()
+        else:
+            self._map_requests[id(buffer)] = (buffer, promise)
+
+    def write_mapped_with(
+        self, buffer: Any, byte_size: int, fill: Callable[[np.ndarray], None]
+    ) -> None:
+        """Call ``fill`` with a writable uint8 view of the first ``byte_size`` bytes of an
+        upload buffer (`create_upload_buffer`), mapping it first if needed, then unmap it
+        so that a copy from it can be submitted.
+
+        The view is valid only during the call: keeping it past ``fill`` raises
+        `InvalidOperationError` (the buffer is unmapped all the same; the kept view must
+        not be used)."""
+        self.map_for_write(buffer)
+        try:
+            from wgpu.backends.wgpu_native import _api
+
+            pointer = _api.libf.wgpuBufferGetMappedRange(buffer._internal, 0, byte_size)
+            address = int(_api.ffi.cast("intptr_t", pointer))
+            if address == 0:
+                raise InvalidOperationError(
+                    f"the upload buffer '{buffer.label}' has no mapped range of {byte_size} bytes"
+                )
+            mapped = memoryview((ctypes.c_uint8 * byte_size).from_address(address)).cast("B")
+            _lend_view(mapped, byte_size, fill)
+        finally:
+            buffer.unmap()
 
     def create_query_set(self, label: str, count: int) -> Any:
         return self.device.create_query_set(label=label, type="timestamp", count=count)
@@ -385,6 +464,18 @@ class WgpuDevice:
 
     def __repr__(self) -> str:
         return f"WgpuDevice({self.capabilities.describe()!r})"
+
+
+def _lend_view(mapped: memoryview, byte_size: int, use: Callable[[np.ndarray], None]) -> None:
+    """Call ``use`` with a uint8 array viewing ``mapped`` (a mapped range) and check that no
+    reference to that array, or to an array derived from it, is left afterwards: such an
+    array would read or write unmapped memory, so this is reported as an error at once."""
+    view = np.frombuffer(mapped, np.uint8, byte_size)
+    owner = view.base
+    counts = (sys.getrefcount(view), sys.getrefcount(owner))
+    use(view)
+    if (sys.getrefcount(view), sys.getrefcount(owner)) != counts:
+        raise InvalidOperationError("a view of a mapped GPU buffer outlived its mapping")
 
 
 def _create_trusted_shader_module(device: Any, label: str, source: str) -> Any:

@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -60,6 +61,7 @@ from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
+from oidn_gpu.image.host_copy import parallel_copyto
 from oidn_gpu.kernels import autoexposure as gpu_autoexposure
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
@@ -75,6 +77,12 @@ F32_BYTES = 4
 # The frame uniform (input and output scale), also written by the autoexposure kernel.
 FRAME_USAGE = BufferUsage.UNIFORM | STORAGE_USAGE
 SCALE_BYTES = 2 * F32_BYTES  # the frame's two scales, read back after the output
+# How host images reach the GPU: "mapped" (persistent MAP_WRITE staging buffers filled by
+# parallel copies, then copied on the GPU) or "queue" (``queue.write_buffer``, which
+# allocates and fills a fresh staging buffer per call). Devices without upload buffers
+# (a recording device) always use queue writes.
+UPLOAD_MODES = ("mapped", "queue")
+UPLOAD_VARIABLE = "OIDN_GPU_UPLOAD"
 
 _ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
 
@@ -189,6 +197,7 @@ class GpuDenoiser:
             self._device, self._release_buffers
         )
         self._staging: dict[tuple[str, int], Any] = {}
+        self.upload_mode = _upload_mode()
         self._frame: Any = None  # the frame uniform (FRAME_PARAMS), made by the first frame
         # Kernels and pipelines per (roles, transfer, hdr, snorm), and per-tile uniforms and
         # bind groups per (buffers, plan): a repeated denoise only encodes and submits.
@@ -202,9 +211,11 @@ class GpuDenoiser:
             OrderedDict()
         )
         self.last_input_scale: float | None = None
-        # Host-side times (ms) of the last `denoise`: "upload" (queue writes of the
-        # images), "submit" (encoding and submitting every pass), "wait" (until the GPU
-        # finished), "readback" (the copy of the mapped result into the array).
+        # Host-side times (ms) of the last `denoise`: "upload" (the images copied into
+        # staging memory and their GPU copies submitted), "submit" (encoding and
+        # submitting every pass), "wait" (until the GPU finished), "readback" (the copy of
+        # the mapped result into the array), "remap" (requesting the upload buffers'
+        # mapping for the next frame).
         self.last_host_ms: dict[str, float] = {}
         self._closed = False
         self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
@@ -301,6 +312,7 @@ class GpuDenoiser:
             plan=plan.tiles,
             out_channels=images.out_channels,
             progress=progress,
+            output=images.output,
         )
 
     def run_autoexposed(
@@ -316,6 +328,7 @@ class GpuDenoiser:
             out_channels=images.out_channels,
             progress=progress,
             autoexposure=True,
+            output=images.output,
         )
         assert self.last_input_scale is not None
         return result, self.last_input_scale
@@ -329,9 +342,7 @@ class GpuDenoiser:
         first = next(source, None)
         if first is None:
             return
-        images = (
-            (f.main, f.albedo, f.normal) for f in itertools.chain((first,), source)
-        )
+        images = ((f.main, f.albedo, f.normal, f.output) for f in itertools.chain((first,), source))
         results = self.denoise_many(
             images,
             mode=plan.mode,
@@ -355,8 +366,9 @@ class GpuDenoiser:
         out_channels: int | None = None,
         progress: Callable[[float], Any] | None = None,
         autoexposure: bool = False,
+        output: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Denoise host images; returns ``[H, W, out_channels]`` float32.
+        """Denoise host images; returns ``[H, W, out_channels]`` float32, or ``output``.
 
         Args:
             main: the main input (color, or the aux image filtered alone), ``HxW`` or
@@ -371,11 +383,19 @@ class GpuDenoiser:
             autoexposure: compute OIDN's autoexposure scale of ``main`` on the GPU
                 (``mode.input_scale`` is then ignored); `last_input_scale` holds it
                 after the call.
+            output: an ``[H, W, out_channels]`` float32 or float16 array (any strides) the
+                result is copied into straight from the mapped readback memory (float16
+                rounded as ``astype`` rounds) and returned; written only once the GPU
+                finished, so a cancelled or failed call leaves it untouched. When the
+                autoexposure scale is 0 and ``output`` overlaps ``main``, a new float32
+                array is returned instead and ``output`` is left as it is (the input stays
+                readable, e.g. to count its non-finite pixels).
         """
         self._check_open()
         frame = self._submit_frame(
-            (main, albedo, normal), mode, plan, out_channels, progress, autoexposure, slot=""
-        )
+            (main, albedo, normal, output), mode, plan, out_channels, progress, autoexposure,
+            slot="",
+        )  # fmt: skip
         return self._finish_frame(frame)
 
     def denoise_many(
@@ -390,7 +410,8 @@ class GpuDenoiser:
         """Denoise a sequence of frames, yielding each result (as `denoise` returns it).
 
         Each item of ``frames`` is ``(main, albedo, normal)`` (None for absent images),
-        all of ``plan``'s size. Frame ``i + 1`` is uploaded and submitted before frame
+        all of ``plan``'s size, optionally followed by an ``output`` array (as in
+        `denoise`). Frame ``i + 1`` is uploaded and submitted before frame
         ``i`` is read back, so its upload overlaps the GPU's work on frame ``i`` and the
         GPU works on it while frame ``i`` is copied out (two sets of buffers in turn).
         `last_input_scale` is the scale of the frame last yielded. The device's queue
@@ -427,9 +448,16 @@ class GpuDenoiser:
     ) -> _PendingFrame:
         """Upload one frame into the buffers of ``slot``, submit its passes and the copy of
         its result (and scales) into a mapped readback buffer; does not wait."""
-        padded = (*images, None, None)[:3]
-        roles = tuple(r for r, a in zip(_ROLES, padded, strict=True) if a is not None)
-        arrays = [_as_hwc(a, r.value) for r, a in zip(_ROLES, padded, strict=True) if a is not None]
+        if len(images) > 4:
+            raise InvalidArgumentError(
+                f"a frame has {len(images)} arrays; expected (main, albedo, normal[, output])"
+            )
+        padded = (*images, None, None, None)[:4]
+        destination = padded[3]
+        roles = tuple(r for r, a in zip(_ROLES, padded[:3], strict=True) if a is not None)
+        arrays = [
+            _as_hwc(a, r.value) for r, a in zip(_ROLES, padded[:3], strict=True) if a is not None
+        ]
         if not arrays or roles[0] is not _ROLES[0]:
             raise InvalidArgumentError("the main image is missing")
         height, width = arrays[0].shape[:2]
@@ -437,9 +465,12 @@ class GpuDenoiser:
             if arr.shape[:2] != (height, width):
                 raise InvalidArgumentError("image size mismatch")
         channels = out_channels if out_channels is not None else arrays[0].shape[2]
+        if destination is not None:
+            _check_destination(destination, (height, width, channels))
         start = time.perf_counter()
+        uploads: list[Any] = []
         gpu_images = [
-            self._upload(f"input-{role.value}{slot}", arr)
+            self._upload(f"input-{role.value}{slot}", arr, uploads)
             for arr, role in zip(arrays, roles, strict=True)
         ]
         uploaded = time.perf_counter()
@@ -464,23 +495,47 @@ class GpuDenoiser:
             (height, width, channels),
             upload_ms=(uploaded - start) * 1e3,
             submit_ms=(time.perf_counter() - uploaded) * 1e3,
+            destination=destination,
+            main=arrays[0],
+            uploads=tuple(uploads),
         )
 
     def _finish_frame(self, frame: _PendingFrame) -> np.ndarray:
-        """Wait for a submitted frame and copy its result out of the mapped buffer."""
+        """Wait for a submitted frame and copy its result out of the mapped buffer (into
+        the frame's destination array when it has one)."""
         height, width, channels = frame.shape
         pixels = height * width * channels
         start = time.perf_counter()
-        result = np.empty(pixels + SCALE_BYTES // F32_BYTES, np.float32)
-        waited = self._device.read_mapped(frame.readback, result)
+        results: list[np.ndarray] = []
+        scales: list[float] = []
+
+        def copy_out(mapped: np.ndarray) -> None:
+            values = mapped.view(np.float32)
+            scale = float(values[pixels])
+            target = frame.destination
+            if target is None or (scale == 0.0 and np.may_share_memory(target, frame.main)):
+                target = np.empty((height, width, channels), np.float32)
+            parallel_copyto(target, values[:pixels].reshape(height, width, channels))
+            results.append(target)
+            scales.append(scale)
+
+        waited = self._device.read_mapped_with(
+            frame.readback, pixels * F32_BYTES + F32_BYTES, copy_out
+        )
+        copied = time.perf_counter()
+        # The GPU is done with this frame: request the mapping of its upload buffers for
+        # the next frame now, so that it is ready without waiting then.
+        for buffer in frame.uploads:
+            self._device.map_for_write(buffer, wait=False)
         self.last_host_ms = {
             "upload": frame.upload_ms,
             "submit": frame.submit_ms,
             "wait": waited * 1e3,
-            "readback": (time.perf_counter() - start - waited) * 1e3,
+            "readback": (copied - start - waited) * 1e3,
+            "remap": (time.perf_counter() - copied) * 1e3,
         }
-        self.last_input_scale = float(result[pixels])
-        return result[:pixels].reshape(height, width, channels)
+        self.last_input_scale = scales[0]
+        return results[0]
 
     @_queue_turn
     def denoise_buffers(
@@ -600,6 +655,8 @@ class GpuDenoiser:
             return
         self._closed = True
         self._pending.release_all()
+        for buffer in self._staging.values():
+            self._settled(buffer)
         self._staging.clear()
         self._tile_sets.clear()
         self._passes.clear()
@@ -628,33 +685,66 @@ class GpuDenoiser:
         for buffer in buffers:
             self._resources.release(buffer)
 
-    def _staging_buffer(self, name: str, byte_size: int, usage: int = STORAGE_USAGE) -> Any:
-        """A reusable buffer per name, STORAGE unless ``usage`` says otherwise (replaced when
-        the size changes)."""
+    def _staging_buffer(
+        self, name: str, byte_size: int, usage: int = STORAGE_USAGE, *, upload: bool = False
+    ) -> Any:
+        """A reusable buffer per name, STORAGE unless ``usage`` says otherwise, or with
+        ``upload`` a mapped upload buffer (replaced when the size changes)."""
         key = (name, byte_size)
         buffer = self._staging.get(key)
         if buffer is None:
             for old_key in [k for k in self._staging if k[0] == name]:
-                self._retire([self._staging.pop(old_key)])
-            buffer = self._resources.track(
-                BUFFER,
-                self._device.create_buffer(f"oidn/pipeline/{name}", byte_size, usage),
+                self._retire([self._settled(self._staging.pop(old_key))])
+            label = f"oidn/pipeline/{name}"
+            made = (
+                self._device.create_upload_buffer(label, byte_size)
+                if upload
+                else self._device.create_buffer(label, byte_size, usage)
             )
+            buffer = self._resources.track(BUFFER, made)
             self._staging[key] = buffer
         return buffer
 
-    def _upload(self, name: str, array: np.ndarray) -> GpuImage:
+    def _settled(self, buffer: Any) -> Any:
+        """``buffer`` with no mapping request in flight (one is completed first), so that
+        destroying it leaves no request unanswered."""
+        if getattr(buffer, "map_state", None) == "pending":
+            self._device.map_for_write(buffer)
+        return buffer
+
+    def _upload(self, name: str, array: np.ndarray, uploads: list[Any] | None = None) -> GpuImage:
         """Upload a float16/float32 ``[H, W, C]`` image as it is: its bytes from the first
-        pixel to the last, strides kept (an RGBA view's alpha travels along), no conversion."""
+        pixel to the last, strides kept (an RGBA view's alpha travels along), no conversion.
+
+        With mapped uploads the bytes are copied (by several threads for large images)
+        into a persistent upload buffer and a GPU copy into the image buffer is submitted
+        at once, so it runs while the next image is copied; the upload buffer is appended
+        to ``uploads`` (to be mapped again once the frame is done)."""
         height, width, channels = array.shape
         span, pixel_stride, row_stride = _element_span(array)
         raw = memoryview(span).cast("B")
-        aligned = len(raw) - len(raw) % 4  # queue writes are whole 4-byte words
-        buffer = self._staging_buffer(name, max((len(raw) + 3) & ~3, 4))
-        if aligned:
-            self._device.write_buffer(buffer, 0, raw[:aligned])
-        if aligned < len(raw):
-            self._device.write_buffer(buffer, aligned, bytes(raw[aligned:]).ljust(4, b"\0"))
+        size = max((len(raw) + 3) & ~3, 4)  # buffers and copies are whole 4-byte words
+        buffer = self._staging_buffer(name, size)
+        if self.upload_mode == "mapped" and hasattr(self._device, "create_upload_buffer"):
+            staging = self._staging_buffer(f"{name}/upload", size, upload=True)
+            source = np.frombuffer(raw, np.uint8)
+
+            def fill(mapped: np.ndarray) -> None:
+                parallel_copyto(mapped[: len(source)], source)
+                mapped[len(source) :] = 0
+
+            self._device.write_mapped_with(staging, size, fill)
+            encoder = self._device.create_command_encoder(f"oidn/pipeline/{name}/upload")
+            encoder.copy_buffer(staging, 0, buffer, 0, size)
+            self._device.submit([encoder.finish()])
+            if uploads is not None:
+                uploads.append(staging)
+        else:
+            aligned = len(raw) - len(raw) % 4  # queue writes are whole 4-byte words
+            if aligned:
+                self._device.write_buffer(buffer, 0, raw[:aligned])
+            if aligned < len(raw):
+                self._device.write_buffer(buffer, aligned, bytes(raw[aligned:]).ljust(4, b"\0"))
         return GpuImage(
             buffer,
             height,
@@ -832,6 +922,9 @@ class _PendingFrame:
     shape: tuple[int, int, int]
     upload_ms: float
     submit_ms: float
+    destination: np.ndarray | None = None  # the caller's output array
+    main: np.ndarray | None = None
+    uploads: tuple[Any, ...] = ()  # upload buffers to map again once the frame is done
 
 
 @dataclass(frozen=True)
@@ -943,6 +1036,29 @@ class _TileSet:
             label=f"{label}/output",
         )
         self.device.submit([encoder.finish()])
+
+
+def _upload_mode() -> str:
+    mode = os.environ.get(UPLOAD_VARIABLE, UPLOAD_MODES[0])
+    if mode not in UPLOAD_MODES:
+        raise InvalidArgumentError(
+            f"{UPLOAD_VARIABLE}={mode!r} is not an upload mode; expected one of "
+            f"{', '.join(UPLOAD_MODES)}"
+        )
+    return mode
+
+
+def _check_destination(output: Any, shape: tuple[int, int, int]) -> None:
+    """``output`` can take a result of ``shape``: a writeable float16/float32 NumPy array."""
+    if not isinstance(output, np.ndarray) or output.dtype not in (np.float16, np.float32):
+        raise InvalidArgumentError(
+            "output must be a float32 or float16 NumPy array, got "
+            f"{getattr(output, 'dtype', type(output).__name__)}"
+        )
+    if output.shape != shape:
+        raise InvalidArgumentError(f"output has shape {output.shape}; expected {shape}")
+    if not output.flags.writeable:
+        raise InvalidArgumentError("output array is read-only; pass a writeable array")
 
 
 def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
