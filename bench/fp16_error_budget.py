@@ -125,9 +125,9 @@ class Crop:
         mode = mode_for("RT", hdr=True, input_scale=self.input_scale)
         return build_input(self.color, self.albedo, self.normal, mode)
 
-    def sensitivity(self) -> float:
-        """Relative L2 change of the emulated fp16 network output when one input value (the
-        median of the positive color R values) moves one f16 step towards zero."""
+    def sensitivity(self) -> tuple[float, float]:
+        """Relative L2 change of the emulated fp16 and of the fp32 network output when one input
+        value (the median of the positive color R values) moves one f16 step towards zero."""
         x = emu.store_f16(self.network_input())
         red = x[0].reshape(-1)
         positive = np.flatnonzero(red > 0)
@@ -135,9 +135,12 @@ class Crop:
         moved = x.copy()
         moved[0].reshape(-1)[pick] = np.nextafter(np.float16(red[pick]), np.float16(0))
         graph, convs = self.model.graph, self.model.convs
-        return rel_l2(
-            emu.run_graph(graph, convs, moved, emu.ALL_SOURCES),
-            emu.run_graph(graph, convs, x, emu.ALL_SOURCES),
+        return tuple(
+            rel_l2(
+                emu.run_graph(graph, convs, moved, sources),
+                emu.run_graph(graph, convs, x, sources),
+            )
+            for sources in (emu.ALL_SOURCES, FP32)
         )
 
 
@@ -242,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                         fmt(rel_l2(emulated_all[crop.name], crop.oidn)),
                         fmt(rel_l2(out, crop.oidn)),
                         fmt(rel_l2(out, emulated)),
-                        fmt(crop.sensitivity()),
+                        " / ".join(fmt(v) for v in crop.sensitivity()),
                     ]
                 )
         finally:
@@ -286,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
             "The emulation against the wgpu fp16 path on the same adapter. Network: the wgpu "
             "network on NumPy's input processing, values that differ from the emulation. End to "
             "end (`oidn_gpu.Denoiser`, input and output processing on the GPU, autoexposure from "
-            "the GPU): relative L2. Sensitivity: relative L2 change of the emulated fp16 network "
-            "output when one input value moves by one f16 step.",
+            "the GPU): relative L2. Sensitivity: relative L2 change of the emulated fp16 and fp32 "
+            "network output when one input value moves by one f16 step.",
             "",
             table(
                 [
@@ -296,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                     "emulated vs OIDN CPU",
                     "measured vs OIDN CPU",
                     "measured vs emulated",
-                    "sensitivity",
+                    "sensitivity fp16 / fp32",
                 ],
                 validation,
             ),
