@@ -27,13 +27,13 @@ four places, each of which `Fp16Sources` switches on separately:
 An f16 ``fma(w, x, p)`` is emulated in float32 in one of two ways
 (``Fp16Sources.fused_fma``): unfused (default), ``round_f16(round_f16(w * x) + p)``,
 the product rounded to f16 and then the sum, which is what lavapipe (Mesa's CPU
-Vulkan driver) computes: an fp16 implicit-GEMM conv layer on lavapipe gave exactly
-these bits; or fused, ``round_f16(w * x + p)``, one rounding as a native f16 FMA
-does (the product of two halves is exact in float32, the float32 sum is then
-rounded to f16: a double rounding that differs from one rounding only when the
-float32 sum lands exactly between two halves). Partials are assumed to stay within
-the f16 range (``max_partial`` in `Fp16Stats` says how large they got at the end of
-each group).
+Vulkan driver) computes: its fp16 conv kernels give exactly these bits
+(tests/kernels/test_fp16_emulation.py); or fused, ``round_f16(w * x + p)``, one
+rounding as a native f16 FMA does (the product of two halves is exact in float32,
+the float32 sum is then rounded to f16: a double rounding that differs from one
+rounding only when the float32 sum lands exactly between two halves). Partials are
+assumed to stay within the f16 range (``max_partial`` in `Fp16Stats` says how large
+they got at the end of each group).
 
 With every source off, `run_graph` returns exactly `graph.reference.run_graph`'s
 result (the same node functions in the same order).

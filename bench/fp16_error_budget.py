@@ -51,7 +51,10 @@ CONFIGS = (
     ("(b) f16 weights (the weights files hold f16 already)", emu.Fp16Sources(weights=True)),
     ("(c) f16 activation storage", emu.Fp16Sources(storage=True)),
     ("(d) f16 partial sums (32 products; final layer 4)", emu.Fp16Sources(partials=True)),
-    ("(a)+(b)+(c): f16 storage, f32 accumulation", emu.Fp16Sources(True, True, True, False)),
+    (
+        "(a)+(b)+(c): f16 storage, f32 accumulation",
+        emu.Fp16Sources(input=True, weights=True, storage=True),
+    ),
     ("all: the wgpu fp16 kernels (lavapipe's f16 FMA: product and sum rounded)", emu.ALL_SOURCES),
     (
         "all, fused f16 FMA (one rounding, as native f16 hardware)",
