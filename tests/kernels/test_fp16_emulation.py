@@ -1,0 +1,108 @@
+"""The fp16 conv kernels compute the bits that bench/fp16_emulator.py predicts.
+
+docs/benchmarks.md ("Where fp16 loses accuracy") splits the wgpu fp16 error by source with
+that emulation; these tests keep it true to the kernels: f16 partials of 32 products in the
+implicit-GEMM K order (taps outer, input blocks inner, each source padded to whole vec4s),
+partials of 4 in the final layer, f32 accumulation from the bias, f16 output storage. A
+device's f16 ``fma`` may round once (native f16 hardware) or after the product and the sum
+(lavapipe); the output must be one of the two emulations, bit for bit.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+
+from oidn_gpu.graph import ir
+from oidn_gpu.kernels import conv_igemm, decoder, final_rgb
+from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions
+from oidn_gpu.kernels.spec import ConvSpec, Precision
+from tests.datasets import REPO_ROOT
+
+from .conv_ref import make_case, pool2, run_conv, upsample2
+
+pytestmark = pytest.mark.gpu
+
+FP16 = Precision.FP16
+
+
+def _load_emulator():
+    path = REPO_ROOT / "bench" / "fp16_emulator.py"
+    spec = importlib.util.spec_from_file_location("fp16_emulator", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+emu = _load_emulator()
+
+
+def _emulate(spec: ConvSpec, srcs, wt, bias, group: int, fused_fma: bool) -> np.ndarray:
+    """The emulated kernel output, dense ``[H_out, W_out, O]`` float64."""
+    parts = [upsample2(s) if src.upsample else s for s, src in zip(srcs, spec.sources, strict=True)]
+    x = np.ascontiguousarray(np.concatenate(parts, axis=2).transpose(2, 0, 1), np.float32)
+    y = emu.conv3x3_fp16_partials(
+        x,
+        wt,
+        bias,
+        ir.Activation.RELU if spec.relu else ir.Activation.NONE,
+        source_channels=tuple(s.channels for s in spec.sources),
+        group=group,
+        fused_fma=fused_fma,
+    ).transpose(1, 2, 0)
+    if spec.pool:
+        y = pool2(y)
+    if spec.out_precision is FP16:
+        y = emu.store_f16(y)
+    return y.astype(np.float64)
+
+
+CASES = {
+    # name: (spec, kernel factory, height, width, products per f16 partial)
+    "igemm-plain": (
+        ConvSpec.simple(13, 32, FP16, relu=False),
+        lambda spec, limits: conv_igemm.generate(spec, GemmOptions(), limits),
+        9,
+        13,
+        emu.GEMM_GROUP_PRODUCTS,
+    ),
+    "igemm-pool": (
+        ConvSpec.simple(9, 13, FP16, pool=True),
+        lambda spec, limits: conv_igemm.generate(spec, GemmOptions(), limits),
+        12,
+        10,
+        emu.GEMM_GROUP_PRODUCTS,
+    ),
+    "igemm-decoder": (
+        decoder.decoder_spec(5, 3, 13, FP16),
+        lambda spec, limits: conv_igemm.generate(spec, GemmOptions(), limits),
+        12,
+        10,
+        emu.GEMM_GROUP_PRODUCTS,
+    ),
+    "final-rgb": (
+        ConvSpec.simple(32, 3, FP16, relu=True, out_precision=Precision.FP32),
+        lambda spec, limits: final_rgb.generate(spec, FinalLayer.SHARED_AUTO, limits),
+        11,
+        9,
+        emu.DIRECT_GROUP_PRODUCTS,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_fp16_kernel_bits_match_the_emulation(case: str, rng, limits) -> None:
+    spec, factory, height, width, group = CASES[case]
+    srcs, wt, bias = make_case(spec, height, width, rng)
+    srcs = [np.abs(s) for s in srcs]  # activations after a ReLU, as in the network
+    got = run_conv(factory(spec, limits), spec, srcs, wt, bias, height, width)
+    rounded_product = _emulate(spec, srcs, wt, bias, group, fused_fma=False)
+    fused = _emulate(spec, srcs, wt, bias, group, fused_fma=True)
+    assert not np.array_equal(rounded_product, fused), "the case cannot tell the FMAs apart"
+    matches = [np.array_equal(got, e) for e in (rounded_product, fused)]
+    differ = min(np.count_nonzero(got != e) for e in (rounded_product, fused))
+    assert any(matches), f"{case}: {differ} of {got.size} values differ from the emulation"
