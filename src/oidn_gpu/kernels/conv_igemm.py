@@ -18,7 +18,16 @@ products, `gemm.F16_GROUP_BLOCKS`; a K tile of 16 holds two groups), folded into
 the f32 accumulator; all options keep this grouping and each output's K order,
 so every variant gives the same bits.
 
-Workgroup memory: ``(TILE_M * KT [+ WG_Y]) + KT * TILE_N * (4 | 5)`` vec4s
+Paired tiles (``shared_load="pair"``, fp16): the shared arrays hold ``mat2x4<f16>``
+elements, two vec4 blocks each (K blocks ``2j, 2j + 1`` of a row; weight lanes
+``0, 1`` or ``2, 3`` of a (k, output block)); an invocation stores its loads into column
+``local_linear & 1`` and the K loop reads two K steps per element, so every FMA and
+its order stay. Prefetch (``prefetch="registers"``): the K tile's global loads go to
+registers (``in*``, ``wt*``); the loop stores them to workgroup memory, passes the
+barrier, issues the next tile's loads, then computes.
+
+Workgroup memory: ``(TILE_M * KT [+ WG_Y]) + KT * TILE_N * (4 | 5)`` vec4s (a paired
+tile's holes are whole elements: ``2 * WG_Y`` and 6 per (k, n))
 (`GemmTile.storage_bytes`), plus ``WG_X * WG_Y / 2 * C`` ``vec4<f32>`` for a fused
 pool with 2 rows per thread (`storage_bytes`). Grid: ``(gx, ceil(OB / TILE_N), gz)``
 with ``gx * gz >= ceil(M / TILE_M)``, ``gx <= max_workgroups_per_dimension`` (long
@@ -263,10 +272,10 @@ def constants(spec: ConvSpec, tile: GemmTile, options: GemmOptions | None = None
     in_blocks = spec.in_blocks
     # Paired tiles count 16-byte elements (two vec4<f16>); a padding hole is one element.
     per_element = 2 if tile.paired else 1
-    if tile.paired:
-        w_stride = 3 if tile.padded_weights else 2
-    else:
-        w_stride = 5 if tile.padded_weights else 4
+    # shared elements per (k, output block): (paired, padded) -> stride
+    w_stride = {(False, False): 4, (False, True): 5, (True, False): 2, (True, True): 3}[
+        (tile.paired, tile.padded_weights)
+    ]
     return {
         "WG_X": tile.workgroup_x,
         "WG_Y": tile.workgroup_y,

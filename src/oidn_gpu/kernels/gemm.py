@@ -14,7 +14,8 @@ f32 accumulator in K order. No option reorders that sequence: tiles, columns,
 K tiles and workgroup shapes only decide which invocation computes an output
 and when its operands reach workgroup memory; ``accumulation_order`` swaps the
 loops over rows and K steps, not the order of one accumulator's FMAs; load,
-address and layout modes fetch the same values; ``pool_layout`` orders
+address and layout modes fetch the same values (``shared_load`` packs two of
+them per shared element, ``prefetch`` loads them one K tile early); ``pool_layout`` orders
 workgroups, and the fused pool's max (in registers, or across two invocations
 with 2 rows per thread) is exact; ``final_layer`` picks between final-layer
 kernels that sum in the same order. So every value gives the default's bits, in
