@@ -161,14 +161,14 @@ fn main(
 {% macro fetch_tile(kb) %}
     // global loads of the K tile at {{ kb }} into registers (zeros outside the tensor)
     {
-{{ lane(kb) }}
+      {{ lane(kb) | trim }}
 {% if source_first %}
 {% for s in sources %}
       {{ s.branch }} (ib < {{ s.end }}) {
         let sb = ib - {{ s.offset }};
 {% for l in loads %}
         {
-{{ load_ok(l) }}
+        {{ load_ok(l) | trim }}
           var v = {{ act_type }}();
           if (ok) {
             v = {{ l.fetch_in_source[s.index] }};
@@ -186,7 +186,7 @@ fn main(
 {% else %}
 {% for l in loads %}
       {
-{{ load_ok(l) }}
+        {{ load_ok(l) | trim }}
         var v = {{ act_type }}();
         if (ok) {
 {% for s in sources %}
@@ -240,12 +240,12 @@ fn main(
     filter_position += K_ADVANCE_TAPS + select(0u, 1u, carry);
 {% endif %}
 {% endmacro %}
-{% macro declare_tile_registers() %}
+{% macro declare_tile_registers(pad) %}
 {% for l in loads %}
-  var in{{ l.j }} = {{ act_type }}();
+{{ pad }}var in{{ l.j }} = {{ act_type }}();
 {% endfor %}
 {% for l in weight_loads %}
-  var wt{{ l.j }} = {{ act_type }}();
+{{ pad }}var wt{{ l.j }} = {{ act_type }}();
 {% endfor %}
 {% endmacro %}
 {% if paired %}
@@ -255,21 +255,19 @@ fn main(
 {% endif %}
 {% if prefetch %}
   // Register double buffering: the loads of K tile k + 1 are in flight while tile k computes.
-{{ declare_tile_registers() }}
-{{ fetch_tile("0u") }}
+  {{ declare_tile_registers("  ") | trim }}
+  {{ fetch_tile("0u") | trim }}
 {% endif %}
   for (var k_base = 0u; k_base < TOTAL_K; k_base += K_TILE) {
 {% if prefetch %}
-{{ store_tile() }}
+    {{ store_tile() | trim }}
     workgroupBarrier();
-{{ advance() }}
-{{ fetch_tile("k_base + K_TILE") }}
+    {{ advance() | trim }}
+    {{ fetch_tile("k_base + K_TILE") | trim }}
 {% else %}
-    {
-{{ declare_tile_registers() }}
-{{ fetch_tile("k_base") }}
-{{ store_tile() }}
-    }
+    {{ declare_tile_registers("    ") | trim }}
+    {{ fetch_tile("k_base") | trim }}
+    {{ store_tile() | trim }}
     workgroupBarrier();
 {% endif %}
 
@@ -393,7 +391,7 @@ fn main(
 {% endfor %}
     workgroupBarrier();
 {% if not prefetch %}
-{{ advance() }}
+    {{ advance() | trim }}
 {% endif %}
   }
 
