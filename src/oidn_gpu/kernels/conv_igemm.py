@@ -24,7 +24,9 @@ elements, two vec4 blocks each (K blocks ``2j, 2j + 1`` of a row; weight lanes
 ``local_linear & 1`` and the K loop reads two K steps per element, so every FMA and
 its order stay. Prefetch (``prefetch="registers"``): the K tile's global loads go to
 registers (``in*``, ``wt*``); the loop stores them to workgroup memory, passes the
-barrier, issues the next tile's loads, then computes.
+barrier, issues the next tile's loads, then computes. ``prefetch="shared"`` doubles the
+shared tiles: K tile k computes from half ``k % 2`` while tile k + 1 (in registers) is
+stored into the other half and tile k + 2 is loaded, one barrier per K tile.
 
 Workgroup memory: ``(TILE_M * KT [+ WG_Y]) + KT * TILE_N * (4 | 5)`` vec4s (a paired
 tile's holes are whole elements: ``2 * WG_Y`` and 6 per (k, n))
@@ -46,8 +48,9 @@ input rows run together. Max is exact, so neither choice changes a bit.
 
 Trusted: input loads are guarded by the row bound and the tap mask, weight
 loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds (workgroups
-past the last row tile load zeros and store nothing); shared indices, the pool
-exchange's included, are compile-time bounded.
+past the last row tile load zeros and store nothing; prefetches past the last K tile
+load zeros); shared indices, the pool exchange's and the double buffer's halves
+included, are compile-time bounded.
 
 The generator runs in four steps: `validate` (the tile the options resolve to,
 and whether it runs within the limits), `plan_tile` (the straight-line code's
@@ -289,6 +292,9 @@ def constants(spec: ConvSpec, tile: GemmTile, options: GemmOptions | None = None
         "TOTAL_K": TAPS * in_blocks,
         "INPUT_TILE_SIZE": tile.input_tile_size // per_element,
         "WEIGHT_TILE_SIZE": tile.weight_tile_size // per_element,
+        # the shared arrays: one tile, or two with double buffering
+        "INPUT_ARRAY_SIZE": tile.input_tile_size // per_element * tile.shared_buffers,
+        "WEIGHT_ARRAY_SIZE": tile.weight_tile_size // per_element * tile.shared_buffers,
         "ROW_GROUP": rpt * kt,
         "INPUT_ROW_STRIDE": rpt * kt // per_element + (1 if tile.padded_input else 0),
         "W_STRIDE": w_stride,
@@ -401,6 +407,9 @@ def render_source(
         weight_slot=_weight_slot(tile),
         paired=tile.paired,
         prefetch=tile.prefetch,
+        double_buffer=tile.shared_buffers == 2,
+        # double buffering: the K tile computes from the half at in_cur / w_cur
+        wcur=" + w_cur" if tile.shared_buffers == 2 else "",
         shared_type="mat2x4<f16>" if tile.paired else spec.precision.vec4,
         conv_h="out_h * 2u" if spec.pool else "out_h",
         conv_w="out_w * 2u" if spec.pool else "out_w",

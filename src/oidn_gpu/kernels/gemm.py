@@ -68,10 +68,13 @@ Options (default first where it is fixed):
   one (k, output block)) and the K loop reads both with one load and two bitcasts,
   halving the workgroup-memory load instructions per FMA. Every product and
   its place in the sum are unchanged.
-- ``prefetch``: NONE | REGISTERS. REGISTERS: the K loop issues the global loads of
-  the next K tile into registers before computing the current one (register double
-  buffering: memory latency overlaps the FMAs; one shared tile, the same two
+- ``prefetch``: NONE | REGISTERS | SHARED. REGISTERS: the K loop issues the global
+  loads of the next K tile into registers before computing the current one (register
+  double buffering: memory latency overlaps the FMAs; one shared tile, the same two
   barriers), at the cost of the loaded vec4s' registers (`GemmTile.register_estimate`).
+  SHARED: the same registers, and two shared tiles: while K tile k computes from one,
+  tile k + 1 is stored into the other and tile k + 2 loaded into registers, with one
+  barrier per K tile (twice the workgroup memory).
 
 Registers: a tile whose estimated live registers per invocation
 (`GemmTile.register_estimate`: the accumulators plus the per-load state that the
@@ -154,6 +157,7 @@ class SharedLoad(enum.Enum):
 class Prefetch(enum.Enum):
     NONE = "none"
     REGISTERS = "registers"
+    SHARED = "shared"
 
 
 # Live 32-bit registers one invocation may need (`GemmTile.register_estimate`). NVIDIA GPUs give
@@ -219,6 +223,7 @@ class GemmTile:
     k_tile: int = K_TILE_BLOCKS
     paired: bool = False  # two vec4<f16> blocks per 16-byte shared element
     prefetch: bool = False  # the next K tile's loads held in registers
+    shared_buffers: int = 1  # 2: double-buffered shared tiles (one barrier per K tile)
 
     @property
     def threads(self) -> int:
@@ -253,10 +258,12 @@ class GemmTile:
             f"x {self.cols_per_thread} cols, K tile {self.k_tile}"
             + (", paired" if self.paired else "")
             + (", prefetch" if self.prefetch else "")
+            + (", double-buffered" if self.shared_buffers == 2 else "")
         )
 
     def storage_bytes(self, precision: Precision) -> int:
-        return (self.input_tile_size + self.weight_tile_size) * 4 * precision.itemsize
+        per_buffer = (self.input_tile_size + self.weight_tile_size) * 4 * precision.itemsize
+        return per_buffer * self.shared_buffers
 
     @property
     def input_slots(self) -> int:
@@ -373,7 +380,8 @@ class GemmOptions:
             cols_per_thread=self.cols_per_thread,
             k_tile=self.k_tile,
             paired=self.shared_load is SharedLoad.PAIR and precision is Precision.FP16,
-            prefetch=self.prefetch is Prefetch.REGISTERS,
+            prefetch=self.prefetch is not Prefetch.NONE,
+            shared_buffers=2 if self.prefetch is Prefetch.SHARED else 1,
         )
 
     def tile_for(self, precision: Precision, out_blocks: int, limits: DeviceLimits) -> GemmTile:

@@ -13,6 +13,8 @@ const COLS: u32 = 1u;
 const TOTAL_K: u32 = 72u;
 const INPUT_TILE_SIZE: u32 = 520u;
 const WEIGHT_TILE_SIZE: u32 = 512u;
+const INPUT_ARRAY_SIZE: u32 = 520u;
+const WEIGHT_ARRAY_SIZE: u32 = 512u;
 const ROW_GROUP: u32 = 64u;
 const INPUT_ROW_STRIDE: u32 = 65u;
 const W_STRIDE: u32 = 4u;
@@ -45,8 +47,8 @@ fn to_output(v: vec4<f32>) -> vec4<f16> {
 }
 
 // Shared tiles: TILE_M GEMM rows x K_TILE input blocks, and K_TILE x TILE_N x 4 weight vec4s.
-var<workgroup> input_tile: array<vec4<f16>, INPUT_TILE_SIZE>;
-var<workgroup> weight_tile: array<vec4<f16>, WEIGHT_TILE_SIZE>;
+var<workgroup> input_tile: array<vec4<f16>, INPUT_ARRAY_SIZE>;
+var<workgroup> weight_tile: array<vec4<f16>, WEIGHT_ARRAY_SIZE>;
 
 // Source 0 at conv-resolution pixel (iy, ix), block b.
 fn fetch0(iy: u32, ix: u32, b: u32, conv_w: u32) -> vec4<f16> {

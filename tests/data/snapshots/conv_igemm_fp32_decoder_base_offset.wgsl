@@ -12,6 +12,8 @@ const COLS: u32 = 1u;
 const TOTAL_K: u32 = 360u;
 const INPUT_TILE_SIZE: u32 = 264u;
 const WEIGHT_TILE_SIZE: u32 = 640u;
+const INPUT_ARRAY_SIZE: u32 = 264u;
+const WEIGHT_ARRAY_SIZE: u32 = 640u;
 const ROW_GROUP: u32 = 32u;
 const INPUT_ROW_STRIDE: u32 = 33u;
 const W_STRIDE: u32 = 5u;
@@ -47,8 +49,8 @@ fn to_output(v: vec4<f32>) -> vec4<f32> {
 }
 
 // Shared tiles: TILE_M GEMM rows x K_TILE input blocks, and K_TILE x TILE_N x 4 weight vec4s.
-var<workgroup> input_tile: array<vec4<f32>, INPUT_TILE_SIZE>;
-var<workgroup> weight_tile: array<vec4<f32>, WEIGHT_TILE_SIZE>;
+var<workgroup> input_tile: array<vec4<f32>, INPUT_ARRAY_SIZE>;
+var<workgroup> weight_tile: array<vec4<f32>, WEIGHT_ARRAY_SIZE>;
 
 // Source 0 at conv-resolution pixel (iy, ix), block b (nearest x2 upsampled).
 fn fetch0(iy: u32, ix: u32, b: u32, conv_w: u32) -> vec4<f32> {

@@ -6,8 +6,8 @@
 {% if paired %}
 // Paired: each 16-byte element holds two vec4<f16> blocks (the columns of a mat2x4<f16>).
 {% endif %}
-var<workgroup> input_tile: array<{{ shared_type }}, INPUT_TILE_SIZE>;
-var<workgroup> weight_tile: array<{{ shared_type }}, WEIGHT_TILE_SIZE>;
+var<workgroup> input_tile: array<{{ shared_type }}, INPUT_ARRAY_SIZE>;
+var<workgroup> weight_tile: array<{{ shared_type }}, WEIGHT_ARRAY_SIZE>;
 {% if pool_pairs %}
 // A pooled quad spans two invocations (2 rows each): the odd row of threads hands its
 // activated half-quad maxima to the even row here.
@@ -215,19 +215,19 @@ fn main(
 {% endfor %}
     }
 {% endmacro %}
-{% macro store_tile() %}
+{% macro store_tile(ibuf="", wbuf="") %}
 {% for l in loads %}
 {% if paired %}
-    input_tile[input_slot(local_linear + {{ l.offset }}u)][half_lane] = in{{ l.j }};
+    input_tile[{{ ibuf }}input_slot(local_linear + {{ l.offset }}u)][half_lane] = in{{ l.j }};
 {% else %}
-    input_tile[input_slot(local_linear + {{ l.offset }}u)] = in{{ l.j }};
+    input_tile[{{ ibuf }}input_slot(local_linear + {{ l.offset }}u)] = in{{ l.j }};
 {% endif %}
 {% endfor %}
 {% for l in weight_loads %}
 {% if paired %}
-    weight_tile[weight_slot(local_linear + {{ l.offset }}u)][half_lane] = wt{{ l.j }};
+    weight_tile[{{ wbuf }}weight_slot(local_linear + {{ l.offset }}u)][half_lane] = wt{{ l.j }};
 {% else %}
-    weight_tile[weight_slot(local_linear + {{ l.offset }}u)] = wt{{ l.j }};
+    weight_tile[{{ wbuf }}weight_slot(local_linear + {{ l.offset }}u)] = wt{{ l.j }};
 {% endif %}
 {% endfor %}
 {% endmacro %}
@@ -253,13 +253,25 @@ fn main(
   // shared element: the same column for every load, as the load stride is even.
   let half_lane = local_linear & 1u;
 {% endif %}
-{% if prefetch %}
+{% if double_buffer %}
+  // Double buffering: K tile k computes from shared half k % 2 while tile k + 1 is stored
+  // into the other half and tile k + 2 is loaded into registers; one barrier per K tile.
+  {{ declare_tile_registers("  ") | trim }}
+  {{ fetch_tile("0u") | trim }}
+  {{ store_tile() | trim }}
+  workgroupBarrier();
+  {{ advance() | trim }}
+  {{ fetch_tile("K_TILE") | trim }}
+{% elif prefetch %}
   // Register double buffering: the loads of K tile k + 1 are in flight while tile k computes.
   {{ declare_tile_registers("  ") | trim }}
   {{ fetch_tile("0u") | trim }}
 {% endif %}
   for (var k_base = 0u; k_base < TOTAL_K; k_base += K_TILE) {
-{% if prefetch %}
+{% if double_buffer %}
+    let in_cur = ((k_base / K_TILE) & 1u) * INPUT_TILE_SIZE;
+    let w_cur = ((k_base / K_TILE) & 1u) * WEIGHT_TILE_SIZE;
+{% elif prefetch %}
     {{ store_tile() | trim }}
     workgroupBarrier();
     {{ advance() | trim }}
@@ -271,7 +283,7 @@ fn main(
     workgroupBarrier();
 {% endif %}
 
-    let row_base = lid.y * INPUT_ROW_STRIDE;
+    let row_base = lid.y * INPUT_ROW_STRIDE{{ " + in_cur" if double_buffer else "" }};
 {% for grp in groups %}
     {
 {% if f16 %}
@@ -288,8 +300,8 @@ fn main(
         let vb = pv[1];
 {% for c in r.cols %}
         {
-          let wa = ({{ s.tk0 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE;
-          let wb = ({{ s.tk1 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE;
+          let wa = ({{ s.tk0 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE{{ wcur }};
+          let wb = ({{ s.tk1 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE{{ wcur }};
           let wa01 = weight_tile[wa];
           let wa23 = weight_tile[wa + 1u];
           let wb01 = weight_tile[wb];
@@ -313,7 +325,7 @@ fn main(
       {
         let v = input_tile[row_base + {{ s.offset }}u];
 {% for c in r.cols %}
-        let wb{{ c.c }} = ({{ s.tk }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE;
+        let wb{{ c.c }} = ({{ s.tk }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE{{ wcur }};
         {{ c.target }} = fma(weight_tile[wb{{ c.c }}], {{ vec }}(v.x), {{ c.target }});
         {{ c.target }} = fma(weight_tile[wb{{ c.c }} + 1u], {{ vec }}(v.y), {{ c.target }});
         {{ c.target }} = fma(weight_tile[wb{{ c.c }} + 2u], {{ vec }}(v.z), {{ c.target }});
@@ -327,8 +339,8 @@ fn main(
       {
         // K blocks {{ kp.tk0 }} and {{ kp.tk1 }}: one 16-byte load per row and per weight pair
 {% for c in columns %}
-        let wa{{ c.c }} = ({{ kp.tk0 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE;
-        let wb{{ c.c }} = ({{ kp.tk1 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE;
+        let wa{{ c.c }} = ({{ kp.tk0 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE{{ wcur }};
+        let wb{{ c.c }} = ({{ kp.tk1 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE{{ wcur }};
         let wa{{ c.c }}_01 = weight_tile[wa{{ c.c }}];
         let wa{{ c.c }}_23 = weight_tile[wa{{ c.c }} + 1u];
         let wb{{ c.c }}_01 = weight_tile[wb{{ c.c }}];
@@ -363,7 +375,7 @@ fn main(
 {% for step in grp.ksteps %}
       {
 {% for c in columns %}
-        let wb{{ c.c }} = ({{ step.tk }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE;
+        let wb{{ c.c }} = ({{ step.tk }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE{{ wcur }};
         let w{{ c.c }}_0 = weight_tile[wb{{ c.c }}];
         let w{{ c.c }}_1 = weight_tile[wb{{ c.c }} + 1u];
         let w{{ c.c }}_2 = weight_tile[wb{{ c.c }} + 2u];
@@ -389,6 +401,12 @@ fn main(
 {% endif %}
     }
 {% endfor %}
+{% if double_buffer %}
+    // stage K tile k + 1 into the other half, load tile k + 2
+    {{ store_tile("INPUT_TILE_SIZE - in_cur + ", "WEIGHT_TILE_SIZE - w_cur + ") | trim }}
+    {{ advance() | trim }}
+    {{ fetch_tile("k_base + 2u * K_TILE") | trim }}
+{% endif %}
     workgroupBarrier();
 {% if not prefetch %}
     {{ advance() | trim }}
