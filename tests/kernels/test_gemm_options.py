@@ -111,7 +111,7 @@ def _default(precision: Precision, limits: DeviceLimits) -> np.ndarray:
         ("k_tile", 32),
         ("workgroup_size", 8),
         ("shared_load", "quad"),
-        ("prefetch", "shared"),
+        ("prefetch", "global"),
     ],
 )
 def test_invalid_option_names_option_value_and_allowed(option: str, bad: object) -> None:
@@ -175,8 +175,8 @@ def test_register_budget() -> None:
 
 def test_prefetch_registers_and_paired_storage() -> None:
     """Prefetch holds one K tile's loaded vec4s in registers (counted in the estimate);
-    paired tiles pad with whole 16-byte elements; no tile may pass 48 KiB, whatever the
-    device reports."""
+    paired tiles pad with whole 16-byte elements; double buffering doubles the shared
+    tiles; no tile may pass 48 KiB, whatever the device reports."""
     plain = GemmOptions().base_tile(Precision.FP16)
     pre = GemmOptions(prefetch="registers").base_tile(Precision.FP16)
     assert (plain.input_slots, plain.weight_slots) == (8, 4)
@@ -196,6 +196,16 @@ def test_prefetch_registers_and_paired_storage() -> None:
     consts = conv_igemm.constants(_spec(Precision.FP16), tile)
     assert consts["INPUT_TILE_SIZE"] * 2 == tile.input_tile_size
     assert consts["INPUT_ROW_STRIDE"] == 8 * 8 // 2 + 1 and consts["W_STRIDE"] == 3
+    double = GemmOptions(shared_load="pair", shared_layout="padded", prefetch="shared")
+    two = double.base_tile(Precision.FP16)
+    assert two.prefetch and two.shared_buffers == 2 and "double-buffered" in two.describe()
+    assert two.storage_bytes(Precision.FP16) == 2 * tile.storage_bytes(Precision.FP16)
+    assert two.register_estimate(Precision.FP16, mode) == pre.register_estimate(
+        Precision.FP16, mode
+    )
+    consts = conv_igemm.constants(_spec(Precision.FP16), two)
+    assert consts["INPUT_ARRAY_SIZE"] == 2 * consts["INPUT_TILE_SIZE"]
+    assert consts["WEIGHT_ARRAY_SIZE"] == 2 * consts["WEIGHT_TILE_SIZE"]
     huge = DeviceLimits(max_workgroup_storage_bytes=1 << 20, max_invocations_per_workgroup=1024)
     big = GemmOptions(
         workgroup_size=(16, 16), cols_per_thread=4, k_tile=16, address_mode="analytic"
@@ -281,7 +291,8 @@ def all_pairs(
     and choosing, parameter by parameter, the value covering the most uncovered pairs (ties:
     first value). A row that is not ``valid`` is repaired by changing one parameter outside
     the starting pair, the last parameters first, to its best-scoring value that makes the
-    row valid.
+    row valid; when no single change does, the parameters outside the starting pair are
+    reset to their first values, the last parameters first, until the row is valid.
     """
     names = list(parameters)
     uncovered = {
@@ -326,6 +337,14 @@ def all_pairs(
                 ),
                 None,
             )
+            if repaired is None:  # reset the others to their first values, last ones first
+                trial = dict(row)
+                for name in reversed(names):
+                    if name not in (a, b):
+                        trial[name] = 0
+                        if valid(values(trial)):
+                            repaired = trial
+                            break
             if repaired is None:
                 raise ValueError(f"no valid row holds {a}={va!r} with {b}={vb!r}")
             row = repaired
@@ -440,6 +459,10 @@ _SHAPE_OPTIONS = [
     GemmOptions(shared_load="pair", shared_layout="padded", accumulation_order="row-major"),
     GemmOptions(shared_load="pair", rows_per_thread=2, prefetch="registers"),
     GemmOptions(prefetch="registers", address_mode="base-offset", decoder_load="source-first"),
+    GemmOptions(
+        tile_policy="balanced", shared_load="pair", shared_layout="padded", prefetch="shared"
+    ),
+    GemmOptions(prefetch="shared", rows_per_thread=2, k_tile=16, address_mode="analytic"),
 ]
 
 
