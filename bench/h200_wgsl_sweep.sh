@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # One call on the lent H200 (under 7 minutes, compiles included): the implicit-GEMM conv
-# variants (GemmOptions: shared_load pair, prefetch registers, and their combinations with
-# shared layouts, tall and wide tiles and K tiles) at 1080p fp16 with rt_hdr_alb_nrm, GPU
-# ms per layer for each variant; then the current default, the fastest fp16 variant and
-# prefetch alone at fp32; then the whole denoise (bench) at fp16 with the current default
-# and with the fastest variant. Every variant should give the first configuration's bits
-# ("same" in the tables). Logs and JSON go to $OUT. Usage here: bash
-# ../shared/tools/device/prepare.sh once, then run with carry [".device"]:
+# variants (GemmOptions: shared_load pair, prefetch registers and shared, and their
+# combinations with shared layouts, tall and wide tiles and K tiles) at 1080p fp16 with
+# rt_hdr_alb_nrm, GPU ms per layer for each variant; then the current default, the fastest
+# fp16 variant and register prefetch alone at fp32; then the whole denoise (bench) at fp16
+# with the current default and with the fastest variant. Every variant should give the
+# first configuration's bits ("same" in the tables). Logs and JSON go to $OUT. Usage here:
+# bash ../shared/tools/device/prepare.sh once, then run with carry [".device"]:
 #   source .device/setup.sh && OUT=$OUT bash bench/h200_wgsl_sweep.sh
 set -u
 OUT=${OUT:-/tmp/out}
@@ -19,14 +19,15 @@ timeout 240 python3 bench/gemm_sweep.py --size 1080p --precision fp16 --runs 20 
   --configs bench/wgsl_sweep/fp16_configs.json --budget-s 180 \
   --json "$OUT/wgsl_sweep_fp16.json" > "$OUT/wgsl_sweep_fp16.log" 2>&1 \
   || echo "fp16 sweep failed (rc $?)"
-grep -vE "^\s*$" "$OUT/wgsl_sweep_fp16.log" | tail -n 60
+grep -vE "^\s*$" "$OUT/wgsl_sweep_fp16.log" | tail -n 90
 # the default, the fastest fp16 variant (by network GPU median) and prefetch, at fp32
 python3 - "$OUT/wgsl_sweep_fp16.json" /tmp/wgsl_fp32_configs.json /tmp/wgsl_pick.json <<'PY'
-import json, sys
-data = json.load(open(sys.argv[1]))
+import json, os, sys
+data = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) else {"results": []}
 ok = [r for r in data["results"] if "error" not in r and r.get("net_median_ms")]
-best = min(ok, key=lambda r: r["net_median_ms"])["config"] if ok else {}
-configs = [{"tile_policy": "balanced"}]
+default = {"tile_policy": "balanced"}  # the large-GPU default (kernels/gemm.py)
+best = min(ok, key=lambda r: r["net_median_ms"])["config"] if ok else default
+configs = [default]
 # shared_load changes fp16 kernels only; prefetch alone, in case the pick has none
 fp32_best = {k: v for k, v in best.items() if k != "shared_load"}
 for c in (fp32_best, {"tile_policy": "balanced", "prefetch": "registers"}):
