@@ -272,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['tflops'] or 0:8.1f} {'same' if r['identical_to_first'] else 'DIFF':>5}  "
             f"{_options_text(r['config'])}"
         )
+    _print_layer_table(results)
     if best_layers:
         print()
         print("fastest configuration per layer (sum of bests "
@@ -281,6 +282,27 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {name:<12} {b['median_ms']:7.3f} ms {b['tflops']:6.1f} TFLOP/s  {b['config']}"
             )
     return 0
+
+
+def _print_layer_table(results: list[dict[str, Any]]) -> None:
+    """GPU ms per layer (rows) and configuration (columns, by index), slowest layers first."""
+    ok = [(i, r) for i, r in enumerate(results) if "error" not in r and r["layers"]]
+    if not ok:
+        return
+    names = sorted(ok[0][1]["layers"], key=lambda n: -ok[0][1]["layers"][n]["median_ms"])
+    print()
+    print("GPU ms per layer and configuration ([index] as above):")
+    print(f"  {'layer':<12}" + "".join(f"{'[' + str(i) + ']':>9}" for i, _ in ok))
+    for name in names:
+        cells = "".join(
+            f"{r['layers'][name]['median_ms']:9.3f}" if name in r["layers"] else f"{'-':>9}"
+            for _, r in ok
+        )
+        print(f"  {name:<12}{cells}")
+    totals = "".join(f"{r['layers_median_ms'] or 0:9.3f}" for _, r in ok)
+    print(f"  {'(layers)':<12}{totals}")
+    nets = "".join(f"{r['net_median_ms'] or 0:9.3f}" for _, r in ok)
+    print(f"  {'(network)':<12}{nets}")
 
 
 def _write(args, caps, results, skipped, pending, best_layers=None) -> None:

@@ -75,6 +75,30 @@ def test_wgpu_fp16_scene_crop_is_close_to_oidn(scene: str) -> None:
     assert_close(ours, theirs, rel_l2_tol=FP16_SCENE_TOL, label=f"wgpu fp16 {scene}")
 
 
+# The GEMM variants swept for large GPUs (bench/h200_wgsl_sweep.sh): paired shared loads and
+# register prefetch keep every product and its place in the sum, so they give the default
+# options' bits; the image stays as close to OIDN as the default's.
+FAST_GEMM = {
+    "tile_policy": "balanced",
+    "shared_load": "pair",
+    "shared_layout": "padded",
+    "prefetch": "registers",
+}
+
+
+def test_wgpu_fp16_gemm_variants_give_the_default_image_on_every_scene() -> None:
+    default = oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp16")
+    fast = oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp16", gemm=FAST_GEMM)
+    with default, fast:
+        for scene in datasets.SCENES:
+            color, albedo, normal = _crop(scene, (slice(32, 64), slice(50, 98)))
+            theirs = oidn_denoise(color, albedo, normal, hdr=True)
+            ours = default.denoise(color, albedo, normal)
+            np.testing.assert_array_equal(fast.denoise(color, albedo, normal), ours, scene)
+            assert_close(ours, theirs, rel_l2_tol=FP16_IMAGE_TOL, label=f"wgpu fp16 {scene}")
+        assert fast.info() is not None and fast.info().kernel_fallbacks == {}
+
+
 @pytest.mark.parametrize(
     ("label", "options"),
     [

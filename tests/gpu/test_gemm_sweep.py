@@ -91,8 +91,8 @@ def _no_effect(name: str, value: object, executor: WgpuExecutor) -> bool:
     """Whether ``value`` is what the default resolves to on this network and device, or an
     option without effect at the executor's precision."""
     precision = executor.precision
-    if name == "load_mode":
-        return precision is Precision.FP32  # packed loads are an fp16 feature
+    if name in ("load_mode", "shared_load"):
+        return precision is Precision.FP32  # packed loads and paired tiles are fp16 features
     if name == "shared_layout":
         return value == GemmOptions().shared_layout_for(precision)
     if name == "final_layer":  # the variant SHARED_AUTO picks for this final layer

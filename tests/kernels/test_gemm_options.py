@@ -40,6 +40,8 @@ IGEMM_OPTIONS = [
     "workgroup_size",
     "cols_per_thread",
     "k_tile",
+    "shared_load",
+    "prefetch",
 ]
 
 
@@ -108,6 +110,8 @@ def _default(precision: Precision, limits: DeviceLimits) -> np.ndarray:
         ("k_tile", 4),
         ("k_tile", 32),
         ("workgroup_size", 8),
+        ("shared_load", "quad"),
+        ("prefetch", "global"),
     ],
 )
 def test_invalid_option_names_option_value_and_allowed(option: str, bad: object) -> None:
@@ -169,6 +173,49 @@ def test_register_budget() -> None:
             assert options.within_register_budget(p)
 
 
+def test_prefetch_registers_and_paired_storage() -> None:
+    """Prefetch holds one K tile's loaded vec4s in registers (counted in the estimate);
+    paired tiles pad with whole 16-byte elements; double buffering doubles the shared
+    tiles; no tile may pass 48 KiB, whatever the device reports."""
+    plain = GemmOptions().base_tile(Precision.FP16)
+    pre = GemmOptions(prefetch="registers").base_tile(Precision.FP16)
+    assert (plain.input_slots, plain.weight_slots) == (8, 4)
+    mode = gemm.AddressMode.INCREMENTAL
+    assert pre.register_estimate(Precision.FP16, mode) == (
+        plain.register_estimate(Precision.FP16, mode) + (8 + 4) * 2
+    )
+    assert pre.register_estimate(Precision.FP32, mode) == (
+        plain.register_estimate(Precision.FP32, mode) + (8 + 4) * 4
+    )
+    pair = GemmOptions(shared_load="pair", shared_layout="padded")
+    assert not pair.base_tile(Precision.FP32).paired  # fp32 vec4s are 16 bytes already
+    tile = pair.base_tile(Precision.FP16)
+    assert tile.paired and "paired" in tile.describe()
+    assert tile.input_tile_size == 64 * 8 + 2 * 8  # one 2-block hole per thread row
+    assert tile.weight_tile_size == 8 * 8 * 6  # one 2-vec4 hole per (k, output block)
+    consts = conv_igemm.constants(_spec(Precision.FP16), tile)
+    assert consts["INPUT_TILE_SIZE"] * 2 == tile.input_tile_size
+    assert consts["INPUT_ROW_STRIDE"] == 8 * 8 // 2 + 1 and consts["W_STRIDE"] == 3
+    double = GemmOptions(shared_load="pair", shared_layout="padded", prefetch="shared")
+    two = double.base_tile(Precision.FP16)
+    assert two.prefetch and two.shared_buffers == 2 and "double-buffered" in two.describe()
+    assert two.storage_bytes(Precision.FP16) == 2 * tile.storage_bytes(Precision.FP16)
+    assert two.register_estimate(Precision.FP16, mode) == pre.register_estimate(
+        Precision.FP16, mode
+    )
+    consts = conv_igemm.constants(_spec(Precision.FP16), two)
+    assert consts["INPUT_ARRAY_SIZE"] == 2 * consts["INPUT_TILE_SIZE"]
+    assert consts["WEIGHT_ARRAY_SIZE"] == 2 * consts["WEIGHT_TILE_SIZE"]
+    huge = DeviceLimits(max_workgroup_storage_bytes=1 << 20, max_invocations_per_workgroup=1024)
+    big = GemmOptions(
+        workgroup_size=(16, 16), cols_per_thread=4, k_tile=16, address_mode="analytic"
+    )
+    need = big.base_tile(Precision.FP32).storage_bytes(Precision.FP32)
+    assert need > gemm.MAX_TILE_STORAGE_BYTES
+    with pytest.raises(UnsupportedDeviceError, match="> max 49152"):
+        big.check_limits(Precision.FP32, huge)
+
+
 @pytest.mark.gpu
 def test_select_falls_back_from_a_tile_over_the_register_budget(limits) -> None:
     from oidn_gpu.kernels import select
@@ -208,14 +255,17 @@ def _id(case: tuple[str, object]) -> str:
 
 
 def _sweep_params() -> list[object]:
-    """Every (option value, precision); load_mode changes fp16 kernels only, so its fp32
-    cases would repeat the default's text and are left out."""
+    """Every (option value, precision); load_mode and shared_load change fp16 kernels only,
+    so their fp32 cases would repeat the default's text and are left out."""
     return [
         pytest.param(case, precision, id=f"{_id(case)}-{precision.value}")
         for precision in (Precision.FP32, Precision.FP16)
         for case in _sweep_cases()
-        if not (case[0] == "load_mode" and precision is Precision.FP32)
+        if not (case[0] in FP16_ONLY and precision is Precision.FP32)
     ]
+
+
+FP16_ONLY = ("load_mode", "shared_load")  # options without effect on fp32 kernels
 
 
 @pytest.mark.gpu
@@ -241,7 +291,8 @@ def all_pairs(
     and choosing, parameter by parameter, the value covering the most uncovered pairs (ties:
     first value). A row that is not ``valid`` is repaired by changing one parameter outside
     the starting pair, the last parameters first, to its best-scoring value that makes the
-    row valid.
+    row valid; when no single change does, the parameters outside the starting pair are
+    reset to their first values, the last parameters first, until the row is valid.
     """
     names = list(parameters)
     uncovered = {
@@ -286,6 +337,14 @@ def all_pairs(
                 ),
                 None,
             )
+            if repaired is None:  # reset the others to their first values, last ones first
+                trial = dict(row)
+                for name in reversed(names):
+                    if name not in (a, b):
+                        trial[name] = 0
+                        if valid(values(trial)):
+                            repaired = trial
+                            break
             if repaired is None:
                 raise ValueError(f"no valid row holds {a}={va!r} with {b}={vb!r}")
             row = repaired
@@ -392,6 +451,18 @@ _SHAPE_OPTIONS = [
     GemmOptions(rows_per_thread=2),
     GemmOptions(rows_per_thread=2, cols_per_thread=2, pool_layout="spatial"),
     GemmOptions(pool_layout="spatial", workgroup_size=(4, 4)),
+    # paired shared tiles and register prefetch, with the shapes they were swept with on an
+    # H200 (bench/wgsl_sweep/fp16_configs.json) and the layouts and orders they change
+    GemmOptions(tile_policy="balanced", shared_load="pair", prefetch="registers"),
+    GemmOptions(tile_policy="balanced", shared_load="pair", prefetch="registers", k_tile=16),
+    GemmOptions(tile_policy="balanced", shared_load="pair", cols_per_thread=2),
+    GemmOptions(shared_load="pair", shared_layout="padded", accumulation_order="row-major"),
+    GemmOptions(shared_load="pair", rows_per_thread=2, prefetch="registers"),
+    GemmOptions(prefetch="registers", address_mode="base-offset", decoder_load="source-first"),
+    GemmOptions(
+        tile_policy="balanced", shared_load="pair", shared_layout="padded", prefetch="shared"
+    ),
+    GemmOptions(prefetch="shared", rows_per_thread=2, k_tile=16, address_mode="analytic"),
 ]
 
 

@@ -18,7 +18,18 @@ products, `gemm.F16_GROUP_BLOCKS`; a K tile of 16 holds two groups), folded into
 the f32 accumulator; all options keep this grouping and each output's K order,
 so every variant gives the same bits.
 
-Workgroup memory: ``(TILE_M * KT [+ WG_Y]) + KT * TILE_N * (4 | 5)`` vec4s
+Paired tiles (``shared_load="pair"``, fp16): the shared arrays hold ``mat2x4<f16>``
+elements, two vec4 blocks each (K blocks ``2j, 2j + 1`` of a row; weight lanes
+``0, 1`` or ``2, 3`` of a (k, output block)); an invocation stores its loads into column
+``local_linear & 1`` and the K loop reads two K steps per element, so every FMA and
+its order stay. Prefetch (``prefetch="registers"``): the K tile's global loads go to
+registers (``in*``, ``wt*``); the loop stores them to workgroup memory, passes the
+barrier, issues the next tile's loads, then computes. ``prefetch="shared"`` doubles the
+shared tiles: K tile k computes from half ``k % 2`` while tile k + 1 (in registers) is
+stored into the other half and tile k + 2 is loaded, one barrier per K tile.
+
+Workgroup memory: ``(TILE_M * KT [+ WG_Y]) + KT * TILE_N * (4 | 5)`` vec4s (a paired
+tile's holes are whole elements: ``2 * WG_Y`` and 6 per (k, n))
 (`GemmTile.storage_bytes`), plus ``WG_X * WG_Y / 2 * C`` ``vec4<f32>`` for a fused
 pool with 2 rows per thread (`storage_bytes`). Grid: ``(gx, ceil(OB / TILE_N), gz)``
 with ``gx * gz >= ceil(M / TILE_M)``, ``gx <= max_workgroups_per_dimension`` (long
@@ -37,8 +48,9 @@ input rows run together. Max is exact, so neither choice changes a bit.
 
 Trusted: input loads are guarded by the row bound and the tap mask, weight
 loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds (workgroups
-past the last row tile load zeros and store nothing); shared indices, the pool
-exchange's included, are compile-time bounded.
+past the last row tile load zeros and store nothing; prefetches past the last K tile
+load zeros); shared indices, the pool exchange's and the double buffer's halves
+included, are compile-time bounded.
 
 The generator runs in four steps: `validate` (the tile the options resolve to,
 and whether it runs within the limits), `plan_tile` (the straight-line code's
@@ -198,9 +210,25 @@ def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
                     {
                         "r": r,
                         "steps": [{"tk": tk, "offset": r * kt + tk} for tk in tks],
+                        "spairs": [
+                            {"tk0": tk, "tk1": tk + 1, "poffset": (r * kt + tk) // 2}
+                            for tk in tks[::2]
+                        ],
                         "cols": row_targets[r],
                     }
                     for r in range(rpt)
+                ],
+                # pairs of K steps (one 16-byte shared load each when paired; K tiles are even)
+                "kpairs": [
+                    {
+                        "tk0": tk,
+                        "tk1": tk + 1,
+                        "rows": [
+                            {"r": r, "poffset": (r * kt + tk) // 2, "cols": row_targets[r]}
+                            for r in range(rpt)
+                        ],
+                    }
+                    for tk in tks[::2]
                 ],
                 "ksteps": [
                     {
@@ -227,7 +255,7 @@ def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
             {"j": j, "row_offset": j * slot_stride, "offset": j * threads}
             for j in range(input_loads)
         ),
-        wloads=tuple({"offset": j * threads} for j in range(weight_loads)),
+        wloads=tuple({"j": j, "offset": j * threads} for j in range(weight_loads)),
         pool_groups=tuple(
             {"g": g, "r0": 4 * g, "r1": 4 * g + 1, "r2": 4 * g + 2, "r3": 4 * g + 3}
             for g in range(rpt // POOL_ROWS)
@@ -245,6 +273,12 @@ def constants(spec: ConvSpec, tile: GemmTile, options: GemmOptions | None = None
         pool_consts["POOL_HALF_SIZE"] = pool_exchange_bytes(spec, tile) // 16
     rpt, kt = tile.rows_per_thread, tile.k_tile
     in_blocks = spec.in_blocks
+    # Paired tiles count 16-byte elements (two vec4<f16>); a padding hole is one element.
+    per_element = 2 if tile.paired else 1
+    # shared elements per (k, output block): (paired, padded) -> stride
+    w_stride = {(False, False): 4, (False, True): 5, (True, False): 2, (True, True): 3}[
+        (tile.paired, tile.padded_weights)
+    ]
     return {
         "WG_X": tile.workgroup_x,
         "WG_Y": tile.workgroup_y,
@@ -256,11 +290,14 @@ def constants(spec: ConvSpec, tile: GemmTile, options: GemmOptions | None = None
         "OUT_BLOCKS": spec.out_blocks,
         "COLS": tile.cols_per_thread,
         "TOTAL_K": TAPS * in_blocks,
-        "INPUT_TILE_SIZE": tile.input_tile_size,
-        "WEIGHT_TILE_SIZE": tile.weight_tile_size,
+        "INPUT_TILE_SIZE": tile.input_tile_size // per_element,
+        "WEIGHT_TILE_SIZE": tile.weight_tile_size // per_element,
+        # the shared arrays: one tile, or two with double buffering
+        "INPUT_ARRAY_SIZE": tile.input_tile_size // per_element * tile.shared_buffers,
+        "WEIGHT_ARRAY_SIZE": tile.weight_tile_size // per_element * tile.shared_buffers,
         "ROW_GROUP": rpt * kt,
-        "INPUT_ROW_STRIDE": rpt * kt + (1 if tile.padded_input else 0),
-        "W_STRIDE": 5 if tile.padded_weights else 4,
+        "INPUT_ROW_STRIDE": rpt * kt // per_element + (1 if tile.padded_input else 0),
+        "W_STRIDE": w_stride,
         "K_ADVANCE_BLOCKS": kt % in_blocks,
         "K_ADVANCE_TAPS": kt // in_blocks,
         **pool_consts,
@@ -313,6 +350,20 @@ def _fetch(source: int, load: int, block: str, base_offset: bool) -> str:
     return f"fetch{source}(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, {block}, conv_w)"
 
 
+def _input_slot(tile: GemmTile) -> str:
+    """WGSL of the shared element of input load index ``li`` (a K block of a GEMM row)."""
+    if tile.paired:  # two blocks per element, one element of padding per row group
+        return "li / 2u + li / ROW_GROUP" if tile.padded_input else "li / 2u"
+    return "li + li / ROW_GROUP" if tile.padded_input else "li"
+
+
+def _weight_slot(tile: GemmTile) -> str:
+    """WGSL of the shared element of weight load index ``li`` (lane li % 4 of a (k, n))."""
+    if tile.paired:  # 2 elements per (k, n), 3 when padded
+        return "(li / 4u) * 3u + (li % 4u) / 2u" if tile.padded_weights else "li / 2u"
+    return "li + li / 4u" if tile.padded_weights else "li"
+
+
 def render_source(
     spec: ConvSpec, options: GemmOptions, tile: GemmTile, plan: TilePlan, key: str
 ) -> str:
@@ -352,8 +403,14 @@ def render_source(
         weight_load=_load("weights", packed_weights),
         weight_index=weight_index,
         # one hole per thread row group / per 4 weight vec4s when padded (bank conflicts)
-        input_slot="li + li / ROW_GROUP" if tile.padded_input else "li",
-        weight_slot="li + li / 4u" if tile.padded_weights else "li",
+        input_slot=_input_slot(tile),
+        weight_slot=_weight_slot(tile),
+        paired=tile.paired,
+        prefetch=tile.prefetch,
+        double_buffer=tile.shared_buffers == 2,
+        # double buffering: the K tile computes from the half at in_cur / w_cur
+        wcur=" + w_cur" if tile.shared_buffers == 2 else "",
+        shared_type="mat2x4<f16>" if tile.paired else spec.precision.vec4,
         conv_h="out_h * 2u" if spec.pool else "out_h",
         conv_w="out_w * 2u" if spec.pool else "out_w",
         analytic=options.address_mode is AddressMode.ANALYTIC,

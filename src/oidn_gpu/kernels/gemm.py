@@ -14,7 +14,8 @@ f32 accumulator in K order. No option reorders that sequence: tiles, columns,
 K tiles and workgroup shapes only decide which invocation computes an output
 and when its operands reach workgroup memory; ``accumulation_order`` swaps the
 loops over rows and K steps, not the order of one accumulator's FMAs; load,
-address and layout modes fetch the same values; ``pool_layout`` orders
+address and layout modes fetch the same values (``shared_load`` packs two of
+them per shared element, ``prefetch`` loads them one K tile early); ``pool_layout`` orders
 workgroups, and the fused pool's max (in registers, or across two invocations
 with 2 rows per thread) is exact; ``final_layer`` picks between final-layer
 kernels that sum in the same order. So every value gives the default's bits, in
@@ -61,13 +62,27 @@ Options (default first where it is fixed):
   16 folds its partials twice, so the bits do not change.
 - ``workgroup_size``: None = (8, 8); x in {4, 8, 16}, y in {4, 8, 16}. Given
   explicitly, it also makes FIXED the default tile policy.
+- ``shared_load``: BLOCK | PAIR. PAIR (fp16 only; no effect on fp32, whose vec4s are
+  16 bytes already): the shared tiles hold two ``vec4<f16>`` blocks per 16-byte
+  ``vec4<u32>`` element (two consecutive K blocks of a row; two weight vec4s of
+  one (k, output block)) and the K loop reads both with one load and two bitcasts,
+  halving the workgroup-memory load instructions per FMA. Every product and
+  its place in the sum are unchanged.
+- ``prefetch``: NONE | REGISTERS | SHARED. REGISTERS: the K loop issues the global
+  loads of the next K tile into registers before computing the current one (register
+  double buffering: memory latency overlaps the FMAs; one shared tile, the same two
+  barriers), at the cost of the loaded vec4s' registers (`GemmTile.register_estimate`).
+  SHARED: the same registers, and two shared tiles: while K tile k computes from one,
+  tile k + 1 is stored into the other and tile k + 2 loaded into registers, with one
+  barrier per K tile (twice the workgroup memory).
 
 Registers: a tile whose estimated live registers per invocation
 (`GemmTile.register_estimate`: the accumulators plus the per-load state that the
 incremental and base-offset address modes cache across the K loop) exceed
 `REGISTER_BUDGET` does not fit any device (`check_limits` / `fits` say so and
 `conv_igemm.generate` refuses it): such shaders spill, and the NVIDIA Vulkan
-driver did not finish compiling one in 400 s.
+driver did not finish compiling one in 400 s. Likewise a tile over
+`MAX_TILE_STORAGE_BYTES` of workgroup memory is refused on every device.
 
 `default_options(limits)` is the default of a device: `GemmOptions()` (the
 WebGPU runtime's defaults, tuned on Apple GPUs) unless ``limits.large_gpu`` (a
@@ -134,6 +149,17 @@ class AddressMode(enum.Enum):
     BASE_OFFSET = "base-offset"
 
 
+class SharedLoad(enum.Enum):
+    BLOCK = "block"
+    PAIR = "pair"
+
+
+class Prefetch(enum.Enum):
+    NONE = "none"
+    REGISTERS = "registers"
+    SHARED = "shared"
+
+
 # Live 32-bit registers one invocation may need (`GemmTile.register_estimate`). NVIDIA GPUs give
 # a thread at most 255 (CUDA C++ Programming Guide, "Technical Specifications per Compute
 # Capability"); the budget leaves room for addresses and temporaries. On an H200 through Vulkan
@@ -145,6 +171,10 @@ _ACCUMULATOR_REGISTERS = {"fp32": 4, "fp16": 6}  # vec4<f32> (+ the vec4<f16> gr
 # keeps the pixel (x, y) and its tap mask; base-offset keeps the tap mask, the pixel parity
 # (x, y) and one block base per source.
 _SLOT_REGISTERS = {"analytic": 0, "incremental": 3, "base-offset": 3}
+_VEC4_REGISTERS = {"fp32": 4, "fp16": 2}  # one prefetched vec4 held across the FMAs
+# Workgroup memory any tile may declare, whatever the device reports: on an H200 through
+# Vulkan (2026-11-29) the NVIDIA compiler hung on a tile over 48 KiB.
+MAX_TILE_STORAGE_BYTES = 48 * 1024
 
 ROWS_PER_THREAD = (2, 4, 8)
 COLS_PER_THREAD = (1, 2, 4)
@@ -163,6 +193,8 @@ _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "load_mode": LoadMode,
     "address_mode": AddressMode,
     "weight_layout": WeightLayout,
+    "shared_load": SharedLoad,
+    "prefetch": Prefetch,
 }
 
 
@@ -189,6 +221,9 @@ class GemmTile:
     padded_weights: bool
     cols_per_thread: int = 1
     k_tile: int = K_TILE_BLOCKS
+    paired: bool = False  # two vec4<f16> blocks per 16-byte shared element
+    prefetch: bool = False  # the next K tile's loads held in registers
+    shared_buffers: int = 1  # 2: double-buffered shared tiles (one barrier per K tile)
 
     @property
     def threads(self) -> int:
@@ -204,28 +239,41 @@ class GemmTile:
 
     @property
     def input_tile_size(self) -> int:
-        """vec4s in the shared input tile (one hole per thread row when padded)."""
-        return self.tile_m * self.k_tile + (self.workgroup_y if self.padded_input else 0)
+        """vec4s in the shared input tile (one hole per thread row when padded; a hole is
+        a whole 16-byte element, two vec4s, when paired)."""
+        hole = 2 if self.paired else 1
+        return self.tile_m * self.k_tile + (hole * self.workgroup_y if self.padded_input else 0)
 
     @property
     def weight_tile_size(self) -> int:
-        """vec4s in the shared weight tile (4 per (k, n), 5 when padded)."""
-        return self.k_tile * self.tile_n * (5 if self.padded_weights else 4)
+        """vec4s in the shared weight tile (4 per (k, n), 5 when padded, 6 when padded
+        and paired)."""
+        per_kn = (6 if self.paired else 5) if self.padded_weights else 4
+        return self.k_tile * self.tile_n * per_kn
 
     def describe(self) -> str:
         """``WGxWG x rows x cols, K k_tile`` (error messages, bench tables)."""
         return (
             f"{self.workgroup_x}x{self.workgroup_y} x {self.rows_per_thread} rows "
             f"x {self.cols_per_thread} cols, K tile {self.k_tile}"
+            + (", paired" if self.paired else "")
+            + (", prefetch" if self.prefetch else "")
+            + (", double-buffered" if self.shared_buffers == 2 else "")
         )
 
     def storage_bytes(self, precision: Precision) -> int:
-        return (self.input_tile_size + self.weight_tile_size) * 4 * precision.itemsize
+        per_buffer = (self.input_tile_size + self.weight_tile_size) * 4 * precision.itemsize
+        return per_buffer * self.shared_buffers
 
     @property
     def input_slots(self) -> int:
         """Input vec4s each invocation loads per K tile."""
         return self.tile_m * self.k_tile // self.threads
+
+    @property
+    def weight_slots(self) -> int:
+        """Weight vec4s each invocation loads per K tile."""
+        return self.k_tile * self.tile_n * 4 // self.threads
 
     def register_estimate(
         self, precision: Precision, address_mode: AddressMode, sources: int = 2
@@ -238,7 +286,14 @@ class GemmTile:
         per_slot = _SLOT_REGISTERS[address_mode.value]
         if address_mode is AddressMode.BASE_OFFSET:
             per_slot += sources
-        return accumulators * _ACCUMULATOR_REGISTERS[precision.value] + self.input_slots * per_slot
+        prefetched = 0
+        if self.prefetch:
+            prefetched = (self.input_slots + self.weight_slots) * _VEC4_REGISTERS[precision.value]
+        return (
+            accumulators * _ACCUMULATOR_REGISTERS[precision.value]
+            + self.input_slots * per_slot
+            + prefetched
+        )
 
 
 @dataclass(frozen=True)
@@ -258,6 +313,8 @@ class GemmOptions:
     workgroup_size: tuple[int, int] | None = None
     cols_per_thread: int = 1
     k_tile: int = K_TILE_BLOCKS
+    shared_load: SharedLoad = SharedLoad.BLOCK
+    prefetch: Prefetch = Prefetch.NONE
 
     def __post_init__(self) -> None:
         # An explicit workgroup size stays fixed unless a tile policy is given too.
@@ -322,6 +379,9 @@ class GemmOptions:
             padded_weights=layout in (SharedLayout.PADDED, SharedLayout.PADDED_WEIGHTS),
             cols_per_thread=self.cols_per_thread,
             k_tile=self.k_tile,
+            paired=self.shared_load is SharedLoad.PAIR and precision is Precision.FP16,
+            prefetch=self.prefetch is not Prefetch.NONE,
+            shared_buffers=2 if self.prefetch is Prefetch.SHARED else 1,
         )
 
     def tile_for(self, precision: Precision, out_blocks: int, limits: DeviceLimits) -> GemmTile:
@@ -414,10 +474,9 @@ def tile_problems(
     if tile.threads > limits.max_invocations_per_workgroup:
         problems.append(f"{tile.threads} invocations > max {limits.max_invocations_per_workgroup}")
     need = tile.storage_bytes(precision)
-    if need > limits.max_workgroup_storage_bytes:
-        problems.append(
-            f"{need} bytes of workgroup storage > max {limits.max_workgroup_storage_bytes}"
-        )
+    cap = min(limits.max_workgroup_storage_bytes, MAX_TILE_STORAGE_BYTES)
+    if need > cap:
+        problems.append(f"{need} bytes of workgroup storage > max {cap}")
     if features and precision is Precision.FP16 and not limits.shader_f16:
         problems.append("fp16 needs the shader-f16 feature")
     return problems

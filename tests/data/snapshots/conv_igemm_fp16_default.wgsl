@@ -1,4 +1,4 @@
-// oidn_gpu.kernels.conv_igemm conv-igemm[in=32 out=64 fp16 out_fp16 relu tile_policy=output-aligned decoder_load=per-load pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=incremental weight_layout=k-major rows_per_thread=8 workgroup_size=8x8 cols_per_thread=1 k_tile=8 tile=16x8x8x1k8p]
+// oidn_gpu.kernels.conv_igemm conv-igemm[in=32 out=64 fp16 out_fp16 relu tile_policy=output-aligned decoder_load=per-load pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=incremental weight_layout=k-major rows_per_thread=8 workgroup_size=8x8 cols_per_thread=1 k_tile=8 shared_load=block prefetch=none tile=16x8x8x1k8p]
 enable f16;
 
 const WG_X: u32 = 16u;
@@ -13,6 +13,8 @@ const COLS: u32 = 1u;
 const TOTAL_K: u32 = 72u;
 const INPUT_TILE_SIZE: u32 = 520u;
 const WEIGHT_TILE_SIZE: u32 = 512u;
+const INPUT_ARRAY_SIZE: u32 = 520u;
+const WEIGHT_ARRAY_SIZE: u32 = 512u;
 const ROW_GROUP: u32 = 64u;
 const INPUT_ROW_STRIDE: u32 = 65u;
 const W_STRIDE: u32 = 4u;
@@ -45,8 +47,8 @@ fn to_output(v: vec4<f32>) -> vec4<f16> {
 }
 
 // Shared tiles: TILE_M GEMM rows x K_TILE input blocks, and K_TILE x TILE_N x 4 weight vec4s.
-var<workgroup> input_tile: array<vec4<f16>, INPUT_TILE_SIZE>;
-var<workgroup> weight_tile: array<vec4<f16>, WEIGHT_TILE_SIZE>;
+var<workgroup> input_tile: array<vec4<f16>, INPUT_ARRAY_SIZE>;
+var<workgroup> weight_tile: array<vec4<f16>, WEIGHT_ARRAY_SIZE>;
 
 // Source 0 at conv-resolution pixel (iy, ix), block b.
 fn fetch0(iy: u32, ix: u32, b: u32, conv_w: u32) -> vec4<f16> {
@@ -127,102 +129,120 @@ fn main(
   var filter_position = k_lane / IN_BLOCKS;
 
   for (var k_base = 0u; k_base < TOTAL_K; k_base += K_TILE) {
-    let tap = filter_position;
-    let ib = channel_block;
-    let k_ok = tap < 9u;
+    var in0 = vec4<f16>();
+    var in1 = vec4<f16>();
+    var in2 = vec4<f16>();
+    var in3 = vec4<f16>();
+    var wt0 = vec4<f16>();
+    var wt1 = vec4<f16>();
+    var wt2 = vec4<f16>();
+    var wt3 = vec4<f16>();
+    // global loads of the K tile at k_base into registers (zeros outside the tensor)
     {
-      let pix = pix0;
-      let ok = k_ok && ((mask0 >> tap) & 1u) != 0u;
-      var v = vec4<f16>();
-      if (ok) {
-        if (ib < SRC0_END) {
-          v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+      let tap = filter_position;
+      let ib = channel_block;
+      let k_ok = tap < 9u;
+      {
+        let pix = pix0;
+        let ok = k_ok && ((mask0 >> tap) & 1u) != 0u;
+        var v = vec4<f16>();
+        if (ok) {
+          if (ib < SRC0_END) {
+            v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+          }
         }
+        in0 = v;
       }
-      input_tile[input_slot(local_linear + 0u)] = v;
-    }
-    {
-      let pix = pix1;
-      let ok = k_ok && ((mask1 >> tap) & 1u) != 0u;
-      var v = vec4<f16>();
-      if (ok) {
-        if (ib < SRC0_END) {
-          v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+      {
+        let pix = pix1;
+        let ok = k_ok && ((mask1 >> tap) & 1u) != 0u;
+        var v = vec4<f16>();
+        if (ok) {
+          if (ib < SRC0_END) {
+            v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+          }
         }
+        in1 = v;
       }
-      input_tile[input_slot(local_linear + 128u)] = v;
-    }
-    {
-      let pix = pix2;
-      let ok = k_ok && ((mask2 >> tap) & 1u) != 0u;
-      var v = vec4<f16>();
-      if (ok) {
-        if (ib < SRC0_END) {
-          v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+      {
+        let pix = pix2;
+        let ok = k_ok && ((mask2 >> tap) & 1u) != 0u;
+        var v = vec4<f16>();
+        if (ok) {
+          if (ib < SRC0_END) {
+            v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+          }
         }
+        in2 = v;
       }
-      input_tile[input_slot(local_linear + 256u)] = v;
-    }
-    {
-      let pix = pix3;
-      let ok = k_ok && ((mask3 >> tap) & 1u) != 0u;
-      var v = vec4<f16>();
-      if (ok) {
-        if (ib < SRC0_END) {
-          v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+      {
+        let pix = pix3;
+        let ok = k_ok && ((mask3 >> tap) & 1u) != 0u;
+        var v = vec4<f16>();
+        if (ok) {
+          if (ib < SRC0_END) {
+            v = fetch0(pix.y + tap / 3u - 1u, pix.x + tap % 3u - 1u, ib - SRC0_OFFSET, conv_w);
+          }
         }
+        in3 = v;
       }
-      input_tile[input_slot(local_linear + 384u)] = v;
-    }
-
-    {
-      let li = local_linear + 0u;
-      let tk = li / (TILE_N * 4u);
-      let rem = li % (TILE_N * 4u);
-      let wob = col_tile * TILE_N + rem / 4u;
-      let wk = k_base + tk;
-      var w = vec4<f16>();
-      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      {
+        let li = local_linear + 0u;
+        let tk = li / (TILE_N * 4u);
+        let rem = li % (TILE_N * 4u);
+        let wob = col_tile * TILE_N + rem / 4u;
+        let wk = k_base + tk;
+        var w = vec4<f16>();
+        if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+          w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+        }
+        wt0 = w;
       }
-      weight_tile[weight_slot(li)] = w;
-    }
-    {
-      let li = local_linear + 128u;
-      let tk = li / (TILE_N * 4u);
-      let rem = li % (TILE_N * 4u);
-      let wob = col_tile * TILE_N + rem / 4u;
-      let wk = k_base + tk;
-      var w = vec4<f16>();
-      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      {
+        let li = local_linear + 128u;
+        let tk = li / (TILE_N * 4u);
+        let rem = li % (TILE_N * 4u);
+        let wob = col_tile * TILE_N + rem / 4u;
+        let wk = k_base + tk;
+        var w = vec4<f16>();
+        if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+          w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+        }
+        wt1 = w;
       }
-      weight_tile[weight_slot(li)] = w;
-    }
-    {
-      let li = local_linear + 256u;
-      let tk = li / (TILE_N * 4u);
-      let rem = li % (TILE_N * 4u);
-      let wob = col_tile * TILE_N + rem / 4u;
-      let wk = k_base + tk;
-      var w = vec4<f16>();
-      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      {
+        let li = local_linear + 256u;
+        let tk = li / (TILE_N * 4u);
+        let rem = li % (TILE_N * 4u);
+        let wob = col_tile * TILE_N + rem / 4u;
+        let wk = k_base + tk;
+        var w = vec4<f16>();
+        if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+          w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+        }
+        wt2 = w;
       }
-      weight_tile[weight_slot(li)] = w;
-    }
-    {
-      let li = local_linear + 384u;
-      let tk = li / (TILE_N * 4u);
-      let rem = li % (TILE_N * 4u);
-      let wob = col_tile * TILE_N + rem / 4u;
-      let wk = k_base + tk;
-      var w = vec4<f16>();
-      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      {
+        let li = local_linear + 384u;
+        let tk = li / (TILE_N * 4u);
+        let rem = li % (TILE_N * 4u);
+        let wob = col_tile * TILE_N + rem / 4u;
+        let wk = k_base + tk;
+        var w = vec4<f16>();
+        if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+          w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+        }
+        wt3 = w;
       }
-      weight_tile[weight_slot(li)] = w;
     }
+    input_tile[input_slot(local_linear + 0u)] = in0;
+    input_tile[input_slot(local_linear + 128u)] = in1;
+    input_tile[input_slot(local_linear + 256u)] = in2;
+    input_tile[input_slot(local_linear + 384u)] = in3;
+    weight_tile[weight_slot(local_linear + 0u)] = wt0;
+    weight_tile[weight_slot(local_linear + 128u)] = wt1;
+    weight_tile[weight_slot(local_linear + 256u)] = wt2;
+    weight_tile[weight_slot(local_linear + 384u)] = wt3;
     workgroupBarrier();
 
     let row_base = lid.y * INPUT_ROW_STRIDE;

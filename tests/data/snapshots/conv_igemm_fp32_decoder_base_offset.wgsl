@@ -1,4 +1,4 @@
-// oidn_gpu.kernels.conv_igemm conv-igemm[in=96u+64 out=64 fp32 out_fp32 relu tile_policy=output-aligned decoder_load=source-first pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=base-offset weight_layout=k-major rows_per_thread=4 workgroup_size=8x8 cols_per_thread=1 k_tile=8 tile=16x8x4x1k8pq]
+// oidn_gpu.kernels.conv_igemm conv-igemm[in=96u+64 out=64 fp32 out_fp32 relu tile_policy=output-aligned decoder_load=source-first pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=base-offset weight_layout=k-major rows_per_thread=4 workgroup_size=8x8 cols_per_thread=1 k_tile=8 shared_load=block prefetch=none tile=16x8x4x1k8pq]
 
 const WG_X: u32 = 16u;
 const WG_Y: u32 = 8u;
@@ -12,6 +12,8 @@ const COLS: u32 = 1u;
 const TOTAL_K: u32 = 360u;
 const INPUT_TILE_SIZE: u32 = 264u;
 const WEIGHT_TILE_SIZE: u32 = 640u;
+const INPUT_ARRAY_SIZE: u32 = 264u;
+const WEIGHT_ARRAY_SIZE: u32 = 640u;
 const ROW_GROUP: u32 = 32u;
 const INPUT_ROW_STRIDE: u32 = 33u;
 const W_STRIDE: u32 = 5u;
@@ -47,8 +49,8 @@ fn to_output(v: vec4<f32>) -> vec4<f32> {
 }
 
 // Shared tiles: TILE_M GEMM rows x K_TILE input blocks, and K_TILE x TILE_N x 4 weight vec4s.
-var<workgroup> input_tile: array<vec4<f32>, INPUT_TILE_SIZE>;
-var<workgroup> weight_tile: array<vec4<f32>, WEIGHT_TILE_SIZE>;
+var<workgroup> input_tile: array<vec4<f32>, INPUT_ARRAY_SIZE>;
+var<workgroup> weight_tile: array<vec4<f32>, WEIGHT_ARRAY_SIZE>;
 
 // Source 0 at conv-resolution pixel (iy, ix), block b (nearest x2 upsampled).
 fn fetch0(iy: u32, ix: u32, b: u32, conv_w: u32) -> vec4<f32> {
@@ -161,103 +163,117 @@ fn main(
   var filter_position = k_lane / IN_BLOCKS;
 
   for (var k_base = 0u; k_base < TOTAL_K; k_base += K_TILE) {
-    let tap = filter_position;
-    let ib = channel_block;
-    let k_ok = tap < 9u;
-    if (ib < SRC0_END) {
-      let sb = ib - SRC0_OFFSET;
-      {
+    var in0 = vec4<f32>();
+    var in1 = vec4<f32>();
+    var wt0 = vec4<f32>();
+    var wt1 = vec4<f32>();
+    var wt2 = vec4<f32>();
+    var wt3 = vec4<f32>();
+    // global loads of the K tile at k_base into registers (zeros outside the tensor)
+    {
+      let tap = filter_position;
+      let ib = channel_block;
+      let k_ok = tap < 9u;
+      if (ib < SRC0_END) {
+        let sb = ib - SRC0_OFFSET;
+        {
         let pix = pix0;
         let ok = k_ok && ((mask0 >> tap) & 1u) != 0u;
-        var v = vec4<f32>();
-        if (ok) {
-          v = fetch_base0(base0_0, parity0, tap, sb, conv_w);
+          var v = vec4<f32>();
+          if (ok) {
+            v = fetch_base0(base0_0, parity0, tap, sb, conv_w);
+          }
+          in0 = v;
         }
-        input_tile[input_slot(local_linear + 0u)] = v;
-      }
-      {
+        {
         let pix = pix1;
         let ok = k_ok && ((mask1 >> tap) & 1u) != 0u;
-        var v = vec4<f32>();
-        if (ok) {
-          v = fetch_base0(base0_1, parity1, tap, sb, conv_w);
+          var v = vec4<f32>();
+          if (ok) {
+            v = fetch_base0(base0_1, parity1, tap, sb, conv_w);
+          }
+          in1 = v;
         }
-        input_tile[input_slot(local_linear + 128u)] = v;
-      }
-    } else if (ib < SRC1_END) {
-      let sb = ib - SRC1_OFFSET;
-      {
+      } else if (ib < SRC1_END) {
+        let sb = ib - SRC1_OFFSET;
+        {
         let pix = pix0;
         let ok = k_ok && ((mask0 >> tap) & 1u) != 0u;
-        var v = vec4<f32>();
-        if (ok) {
-          v = fetch_base1(base1_0, parity0, tap, sb, conv_w);
+          var v = vec4<f32>();
+          if (ok) {
+            v = fetch_base1(base1_0, parity0, tap, sb, conv_w);
+          }
+          in0 = v;
         }
-        input_tile[input_slot(local_linear + 0u)] = v;
-      }
-      {
+        {
         let pix = pix1;
         let ok = k_ok && ((mask1 >> tap) & 1u) != 0u;
-        var v = vec4<f32>();
-        if (ok) {
-          v = fetch_base1(base1_1, parity1, tap, sb, conv_w);
+          var v = vec4<f32>();
+          if (ok) {
+            v = fetch_base1(base1_1, parity1, tap, sb, conv_w);
+          }
+          in1 = v;
         }
-        input_tile[input_slot(local_linear + 128u)] = v;
+      } else {
+        // K past the end (only when IN_BLOCKS and the K tile do not align): zeros
+        in0 = vec4<f32>();
+        in1 = vec4<f32>();
       }
-    } else {
-      // K past the end (only when IN_BLOCKS and the K tile do not align): zeros
-      input_tile[input_slot(local_linear + 0u)] = vec4<f32>();
-      input_tile[input_slot(local_linear + 128u)] = vec4<f32>();
-    }
-
-    {
-      let li = local_linear + 0u;
-      let tk = li / (TILE_N * 4u);
-      let rem = li % (TILE_N * 4u);
-      let wob = col_tile * TILE_N + rem / 4u;
-      let wk = k_base + tk;
-      var w = vec4<f32>();
-      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      {
+        let li = local_linear + 0u;
+        let tk = li / (TILE_N * 4u);
+        let rem = li % (TILE_N * 4u);
+        let wob = col_tile * TILE_N + rem / 4u;
+        let wk = k_base + tk;
+        var w = vec4<f32>();
+        if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+          w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+        }
+        wt0 = w;
       }
-      weight_tile[weight_slot(li)] = w;
-    }
-    {
-      let li = local_linear + 128u;
-      let tk = li / (TILE_N * 4u);
-      let rem = li % (TILE_N * 4u);
-      let wob = col_tile * TILE_N + rem / 4u;
-      let wk = k_base + tk;
-      var w = vec4<f32>();
-      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      {
+        let li = local_linear + 128u;
+        let tk = li / (TILE_N * 4u);
+        let rem = li % (TILE_N * 4u);
+        let wob = col_tile * TILE_N + rem / 4u;
+        let wk = k_base + tk;
+        var w = vec4<f32>();
+        if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+          w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+        }
+        wt1 = w;
       }
-      weight_tile[weight_slot(li)] = w;
-    }
-    {
-      let li = local_linear + 256u;
-      let tk = li / (TILE_N * 4u);
-      let rem = li % (TILE_N * 4u);
-      let wob = col_tile * TILE_N + rem / 4u;
-      let wk = k_base + tk;
-      var w = vec4<f32>();
-      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      {
+        let li = local_linear + 256u;
+        let tk = li / (TILE_N * 4u);
+        let rem = li % (TILE_N * 4u);
+        let wob = col_tile * TILE_N + rem / 4u;
+        let wk = k_base + tk;
+        var w = vec4<f32>();
+        if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+          w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+        }
+        wt2 = w;
       }
-      weight_tile[weight_slot(li)] = w;
-    }
-    {
-      let li = local_linear + 384u;
-      let tk = li / (TILE_N * 4u);
-      let rem = li % (TILE_N * 4u);
-      let wob = col_tile * TILE_N + rem / 4u;
-      let wk = k_base + tk;
-      var w = vec4<f32>();
-      if (wob < OUT_BLOCKS && wk < TOTAL_K) {
-        w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+      {
+        let li = local_linear + 384u;
+        let tk = li / (TILE_N * 4u);
+        let rem = li % (TILE_N * 4u);
+        let wob = col_tile * TILE_N + rem / 4u;
+        let wk = k_base + tk;
+        var w = vec4<f32>();
+        if (wob < OUT_BLOCKS && wk < TOTAL_K) {
+          w = fetch_weight((wk * OUT_BLOCKS + wob) * 4u + rem % 4u);
+        }
+        wt3 = w;
       }
-      weight_tile[weight_slot(li)] = w;
     }
+    input_tile[input_slot(local_linear + 0u)] = in0;
+    input_tile[input_slot(local_linear + 128u)] = in1;
+    weight_tile[weight_slot(local_linear + 0u)] = wt0;
+    weight_tile[weight_slot(local_linear + 128u)] = wt1;
+    weight_tile[weight_slot(local_linear + 256u)] = wt2;
+    weight_tile[weight_slot(local_linear + 384u)] = wt3;
     workgroupBarrier();
 
     let row_base = lid.y * INPUT_ROW_STRIDE;
