@@ -6,10 +6,13 @@ non-square sizes, ReLU on and off; repeated runs are bit-identical.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from oidn_gpu.kernels import (
+    _common,
     conv_direct,
     conv_igemm,
     conv_pool,
@@ -24,7 +27,7 @@ from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, PoolSpec, Precision
 
 from . import gpu_runner
-from .conv_ref import check_conv, pool2
+from .conv_ref import check_conv, make_case, pool2, run_conv
 
 pytestmark = pytest.mark.gpu
 
@@ -130,7 +133,33 @@ def test_pool_channels_grid_wraps_into_z() -> None:
         PoolSpec(64), PoolLayout.CHANNELS, DeviceLimits(max_workgroups_per_dimension=10)
     )
     x, y, z = kernel.grid(64, 3, 7)  # 7 * 16 blocks = 112 invocations = 14 groups
-    assert (x, y, z) == (10, 1, 2)
+    assert (x, y, z) == (7, 1, 2)  # two even rows, none past the end
+
+
+@pytest.mark.parametrize("groups", [1, 9, 10, 11, 68040, 131070, 200001])
+def test_wrapped_grids_stay_even(groups: int) -> None:
+    """A linear grid over the per-dimension limit wraps into rows of nearly equal length:
+    at most one workgroup per extra row falls past the end (not a whole row's worth)."""
+    limit = 10 if groups < 100 else 65535
+    gx, gz = _common.wrap_linear(groups, limit)
+    assert gx <= limit and gx * gz >= groups
+    assert gx * gz - groups < gz
+
+
+@pytest.mark.parametrize("case", ["plain", "pool"])
+def test_igemm_wrapped_grid_gives_the_same_bits(case: str, rng, limits) -> None:
+    """Row tiles wrapped into z by a small per-dimension limit give the unwrapped output."""
+    spec = ConvSpec.simple(13, 32, Precision.FP16, relu=True, pool=case == "pool")
+    h, w = (16, 18) if case == "pool" else (13, 17)
+    plain = conv_igemm.generate(spec, GemmOptions(), limits)
+    small = dataclasses.replace(limits, max_workgroups_per_dimension=3)
+    wrapped = conv_igemm.generate(spec, GemmOptions(), small)
+    gx, _, gz = wrapped.grid(spec.out_channels, h // 2 if spec.pool else h,
+                             w // 2 if spec.pool else w)  # fmt: skip
+    assert gz > 1 and gx <= 3
+    srcs, wt, bias = make_case(spec, h, w, rng)
+    expected = run_conv(plain, spec, srcs, wt, bias, h, w)
+    assert np.array_equal(run_conv(wrapped, spec, srcs, wt, bias, h, w), expected)
 
 
 def test_decoder_spec_odd_sources(rng) -> None:

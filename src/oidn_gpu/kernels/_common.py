@@ -132,6 +132,17 @@ def shape_params() -> ParamsLayout:
     return SHAPE_PARAMS
 
 
+def wrap_linear(groups: int, max_dim: int) -> tuple[int, int]:
+    """``(gx, gz)`` with ``gx * gz >= groups`` and ``gx <= max_dim``, for a kernel that
+    numbers its workgroups linearly as ``x + z * gx``: the rows of z are made as even as
+    possible, so at most ``gz - 1`` workgroups fall past the end. (Filling x to the limit
+    first would leave up to ``max_dim - 1`` workgroups past the end: a 2016x2160 layer of
+    68040 row tiles ran 131070 workgroups, twice the work, on an H200.)"""
+    groups = max(1, groups)
+    gz = ceil_div(groups, max_dim)
+    return ceil_div(groups, gz), gz
+
+
 def pixel_grid(wg_x: int, wg_y: int, z: int = 1) -> Callable[[int, int, int], tuple[int, int, int]]:
     """The grid of a kernel with one invocation per output pixel in ``wg_x x wg_y``
     workgroups, and ``z`` layers of them (output blocks, or 1)."""

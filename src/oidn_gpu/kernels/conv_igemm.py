@@ -504,8 +504,8 @@ def _grid(spec: ConvSpec, tile: GemmTile, limits: DeviceLimits, channels_first: 
         if channels_first:
             groups *= col_tiles
             col_tiles = 1
-        gx = min(groups, max_dim)
-        return (gx, col_tiles, ceil_div(groups, gx))
+        gx, gz = _common.wrap_linear(groups, max_dim)
+        return (gx, col_tiles, gz)
 
     return grid
 

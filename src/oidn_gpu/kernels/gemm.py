@@ -515,9 +515,17 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # register tiles (cols_per_thread 2, 4) and K tiles of 16 were slower there.
 # The pool layout (the fused conv+pool workgroup order) made no difference there (2026-11-30,
 # balanced: fp16 12.48 ms spatial vs 12.49 channels, fp32 22.46 vs 22.47).
+# The 17-variant sweep of 2026-11-30 (bench/h200_wgsl_sweep.sh, same model and size):
+# fp16 balanced 12.29 ms -> with paired shared loads in padded tiles 11.79 ms (the fastest
+# of all and within 0.001 ms of the per-layer best); fp32 balanced 21.08 ms -> with the next
+# K tile's loads prefetched into registers 17.88 ms. Both give the same bits as before.
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
-    Precision.FP16: GemmOptions(tile_policy=TilePolicy.BALANCED),
-    Precision.FP32: GemmOptions(tile_policy=TilePolicy.BALANCED),
+    Precision.FP16: GemmOptions(
+        tile_policy=TilePolicy.BALANCED,
+        shared_load=SharedLoad.PAIR,
+        shared_layout=SharedLayout.PADDED,
+    ),
+    Precision.FP32: GemmOptions(tile_policy=TilePolicy.BALANCED, prefetch=Prefetch.REGISTERS),
 }
 
 

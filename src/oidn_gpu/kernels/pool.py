@@ -63,9 +63,8 @@ def generate(
     if layout is PoolLayout.CHANNELS:
 
         def grid(channels: int, height: int, width: int) -> tuple[int, int, int]:
-            gx = ceil_div(width * nb, WG_X)
-            x = min(gx, max_dim)
-            return (x, ceil_div(height, WG_Y), ceil_div(gx, x))
+            x, z = _common.wrap_linear(ceil_div(width * nb, WG_X), max_dim)
+            return (x, ceil_div(height, WG_Y), z)
 
     else:
         grid = _common.pixel_grid(WG_X, WG_Y, nb)
