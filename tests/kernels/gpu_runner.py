@@ -51,6 +51,12 @@ def device():
     return dev
 
 
+def is_cpu_adapter() -> bool:
+    """Whether the test device is a CPU rasterizer (lavapipe in CI), whose f16 arithmetic
+    rounds every operation to IEEE binary16."""
+    return device().adapter.info.get("adapter_type") == "CPU"
+
+
 def has_feature(name: str) -> bool:
     return name in device().features
 
