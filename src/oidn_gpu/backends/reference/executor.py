@@ -196,22 +196,32 @@ def _im2col(src: np.ndarray, row_stride: int, start: int, n: int, out: np.ndarra
     return patches
 
 
-def _gemm(weights: np.ndarray, patches: np.ndarray, out: np.ndarray, spill: np.ndarray) -> None:
-    """``out [O, n] = weights [O, K] @ patches[:, :n]`` in gemm calls of exactly GEMM_COLUMNS.
+def _gemm(
+    weights: np.ndarray,
+    src: np.ndarray,
+    row_stride: int,
+    start: int,
+    out: np.ndarray,
+    scratch: _Scratch,
+) -> None:
+    """``out [O, n]`` = the conv of ``n`` positions of ``src`` from ``start`` (bias included).
 
-    Every call has the same shape, so OpenBLAS picks the same kernels whatever
-    the band sizes or image width (see the module docstring for what still
-    varies). The last partial call lands in ``spill`` and is copied.
+    Runs as gemm calls of exactly GEMM_COLUMNS columns, each on the im2col matrix of
+    its own columns built just before it (still in cache when the gemm reads it).
+    Every call has the same shape, so OpenBLAS picks the same kernels whatever the
+    band sizes or image width (see the module docstring for what still varies). The
+    last partial call lands in the scratch's ``spill`` and is copied.
     """
     n = out.shape[1]
     for first in range(0, n, GEMM_COLUMNS):
-        last = first + GEMM_COLUMNS
-        if last <= n:
-            np.matmul(weights, patches[:, first:last], out=out[:, first:last])
+        count = min(GEMM_COLUMNS, n - first)
+        patches = _im2col(src, row_stride, start + first, count, scratch.patches)
+        if count == GEMM_COLUMNS:
+            np.matmul(weights, patches, out=out[:, first : first + count])
         else:
-            tail = spill[: weights.shape[0] * GEMM_COLUMNS].reshape(weights.shape[0], -1)
-            np.matmul(weights, patches[:, first:last], out=tail)
-            out[:, first:] = tail[:, : n - first]
+            tail = scratch.spill[: weights.shape[0] * GEMM_COLUMNS].reshape(weights.shape[0], -1)
+            np.matmul(weights, patches, out=tail)
+            out[:, first:] = tail[:, :count]
 
 
 def usable_cores() -> int:
@@ -442,8 +452,7 @@ class ReferenceExecutor(ExecutorBase):
             full = step.input_shapes[0] if isinstance(node, ir.ConvPool) else out
             wp = full.width + 2
             k = 1 + 9 * sum(s.channels for s in step.input_shapes)
-            columns = size if isinstance(node, ir.Conv) else (size - 1) * wp + full.width
-            patches = max(patches, k * _round_up(columns, GEMM_COLUMNS))
+            patches = max(patches, k * GEMM_COLUMNS)
             spill = max(spill, out.channels * GEMM_COLUMNS)
             if isinstance(node, ir.DecoderConv):
                 band = max(band, (k - 1) // 9 * (size + 2) * wp)
@@ -601,7 +610,7 @@ class ReferenceExecutor(ExecutorBase):
         def job(start: int, own: _Scratch) -> None:
             n = min(prep.bands[node.name], end - start)
             out = dst[:, start : start + n]
-            _gemm(weights, _im2col(src, wp, start, n, own.patches), out, own.spill)
+            _gemm(weights, src, wp, start, out, own)
             if relu:
                 np.maximum(out, 0, out=out)
 
@@ -621,8 +630,7 @@ class ReferenceExecutor(ExecutorBase):
             rows = y1 - y0
             start, n = (y0 + 1) * wp + 1, (rows - 1) * wp + width
             band = own.pooled[: conv.out_channels * rows * wp].reshape(conv.out_channels, -1)
-            patches = _im2col(src, wp, start, n, own.patches)
-            _gemm(weights, patches, band[:, 1 : 1 + n], own.spill)
+            _gemm(weights, src, wp, start, band[:, 1 : 1 + n], own)
             grid = band.reshape(conv.out_channels, rows, wp)
             pooled = out_grid[:, 1 + y0 // 2 : 1 + y1 // 2, 1:-1]
             np.maximum(grid[:, 0::2, left], grid[:, 0::2, right], out=pooled)
@@ -647,7 +655,7 @@ class ReferenceExecutor(ExecutorBase):
             n = (rows - 1) * wp + width
             start = (y0 + 1) * wp + 1
             out = dst[:, start : start + n]
-            _gemm(weights, _im2col(band, wp, wp + 1, n, own.patches), out, own.spill)
+            _gemm(weights, band, wp, wp + 1, out, own)
             if relu:
                 np.maximum(out, 0, out=out)
 
