@@ -9,7 +9,7 @@ numbers per size, each the median (and p95) of ``runs`` wall-clock runs after
 ``warmup`` runs: the network alone (`ReferenceExecutor.run` on the padded
 network input) and the whole denoise (`Denoiser.denoise` on a random HDR
 color+albedo+normal image: autoexposure, input processing, tiling, network,
-output processing). The process's peak RSS is reported too. With ``--oidn``
+output processing). The process's peak RSS after the warm-up runs is reported too. With ``--oidn``
 Intel OIDN 2.5.1's CPU device (the ``pyoidn`` package, all cores) denoises the
 same image with the same weights for comparison, each of its runs right after
 one of the whole denoise's, so that both see the same load on a shared machine.
@@ -124,15 +124,17 @@ def run_reference_bench(
     with Denoiser(
         hdr=True, weights=builtin.weights_path(weights), backend="reference", threads=threads
     ) as den:
+        _times(lambda: den.denoise(color, albedo, normal), 0, warmup)
+        # before Intel OIDN allocates anything: the reference backend's own peak
+        peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if not oidn:
-            denoise = _times(lambda: den.denoise(color, albedo, normal), runs, warmup)
+            denoise = _times(lambda: den.denoise(color, albedo, normal), runs, 0)
         else:  # alternating runs: both see the same load on a shared machine
             with _oidn_filter(weights, color, albedo, normal) as execute:
                 denoise, oidn_times = [], []
                 for run in range(runs):
-                    first = warmup if run == 0 else 0
-                    denoise += _times(lambda: den.denoise(color, albedo, normal), 1, first)
-                    oidn_times += _times(execute, 1, first)
+                    denoise += _times(lambda: den.denoise(color, albedo, normal), 1, 0)
+                    oidn_times += _times(execute, 1, warmup if run == 0 else 0)
     oidn_ms = statistics.median(oidn_times) if oidn_times else None
     return ReferenceBench(
         weights=weights,
@@ -146,7 +148,7 @@ def run_reference_bench(
         network_p95_ms=_p95(network),
         denoise_median_ms=statistics.median(denoise),
         denoise_p95_ms=_p95(denoise),
-        peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        peak_rss_mib=peak_rss,
         oidn_median_ms=oidn_ms,
         oidn_ms=tuple(oidn_times),
         threads=used_threads,
