@@ -311,7 +311,7 @@ def test_bands_run_on_as_many_threads_as_asked(
         return original(*args)
 
     monkeypatch.setattr(reference_executor, "_gemm", gemm)
-    x = rng.random((9, 48, 128), dtype=np.float32)  # the first conv: 4 bands of 2048 columns
+    x = rng.random((9, 48, 128), dtype=np.float32)  # the first conv: many bands
     with ReferenceExecutor(base_model, threads=3, band_rows=1) as executor:
         executor.run(x)
     assert len(seen) == 3
@@ -331,7 +331,7 @@ def test_an_error_in_a_worker_thread_reaches_the_caller(
         assert raised.wait(timeout=120)  # the caller's band waits until the pool has failed
         return original(*args)
 
-    x = rng.random((9, 48, 128), dtype=np.float32)  # the first conv: 4 bands
+    x = rng.random((9, 48, 128), dtype=np.float32)  # the first conv: many bands
     with ReferenceExecutor(base_model, threads=2, band_rows=1) as executor:
         expected = executor.run(x)
         monkeypatch.setattr(reference_executor, "_gemm", gemm)

@@ -70,10 +70,13 @@ from oidn_gpu.graph.plan import Plan, Shape, Step, plan, size_alignment
 from oidn_gpu.graph.reference import ConvParams, weight_matrix
 
 FP32_BYTES = 4
-GEMM_COLUMNS = 2048
+GEMM_COLUMNS = 768
 """Columns (pixels) of every gemm call. A fixed call shape makes OpenBLAS pick the same
-kernels whatever the band sizes and image width; 2048 is within ~5% of unchunked
-throughput on a 2-core AVX-512 host."""
+kernels whatever the band sizes and image width. Each call's im2col matrix is built just
+before it, and at 768 columns it stays in a core's L2 for most layers. Measured on a
+2-core AVX-512 host (rt_hdr_alb_nrm network, 2 threads): 256x256 with 2048/1024/768/512/256
+columns 184/155/131/141/143 ms; 1080p with 2048/1024/768/512 columns 4.4/4.6/3.9-4.0/
+4.0-4.5 s."""
 DEFAULT_BAND_BYTES = 24 << 20
 """Target im2col band size: measured fastest around 16-32 MiB on a 2-core AVX-512 host
 (small enough to stay in cache between the copies and the gemm)."""
