@@ -32,7 +32,7 @@ class ReferenceOptions(BackendOptions):
     Attributes:
         precision: ``"auto"`` or ``"fp32"`` (it computes in fp32 only).
         threads: CPU threads that run the network's bands, like OIDN's CPU device option
-            ``numThreads``; None: half the usable cores, 1 to 8 (`default_threads`), capped
+            ``numThreads``; None: the usable cores, 1 to 8 (`default_threads`), capped
             by ``OPENBLAS_NUM_THREADS`` or an enclosing ``threadpoolctl`` limit. The
             denoised image is the same for every thread count.
     """
@@ -43,8 +43,8 @@ class ReferenceOptions(BackendOptions):
     option_help: ClassVar = MappingProxyType(
         {
             "precision": "reference: fp32 only",
-            "threads": "reference: CPU threads (OIDN's numThreads; default half the usable "
-            "cores, 1 to 8)",
+            "threads": "reference: CPU threads (OIDN's numThreads; default the usable "
+            "cores, 1 to 8; the image is the same for any count)",
         }
     )
     option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS})
