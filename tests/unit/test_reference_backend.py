@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import threading
@@ -339,3 +341,30 @@ def test_an_error_in_a_worker_thread_reaches_the_caller(
             executor.run(x)
         monkeypatch.setattr(reference_executor, "_gemm", original)
         np.testing.assert_array_equal(executor.run(x), expected)  # usable afterwards
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_with_threads_of_its_own(
+    base_model: ValidatedModel, rng: np.random.Generator
+) -> None:
+    """The parent's pool threads do not exist in a forked child: it makes its own."""
+    x = rng.random((9, 48, 128), dtype=np.float32)
+    executor = ReferenceExecutor(base_model, threads=2, band_rows=1)
+    expected = executor.run(x)  # the parent's pool now exists
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 when its run equals the parent's
+        try:
+            os.close(read)
+            same = np.array_equal(executor.run(x), expected)
+            os.write(write, b"1" if same else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 120)  # a child stuck on missing threads
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    with os.fdopen(read, "rb") as pipe:
+        answer = pipe.read()
+    assert ready and answer == b"1"

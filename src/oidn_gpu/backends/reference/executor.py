@@ -392,6 +392,7 @@ class ReferenceExecutor(ExecutorBase):
         self._closed = False
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
+        self._pool_pid = os.getpid()
 
     @staticmethod
     def _pack(conv: ir.Conv, convs: Mapping[str, ConvParams]) -> np.ndarray:
@@ -553,6 +554,8 @@ class ReferenceExecutor(ExecutorBase):
                     failed.set()
                     raise
 
+        if self._pool_pid != os.getpid():  # a forked child has none of the parent's threads
+            self._pool, self._pool_pid = None, os.getpid()
         if self._pool is None or self._pool_size < workers - 1:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
