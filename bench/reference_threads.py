@@ -1,6 +1,6 @@
-"""Reference backend network time per BLAS thread count.
+"""Reference backend network time per thread count.
 
-Story: how many BLAS threads the reference backend should use by default
+Story: how many threads the reference backend should use by default
 (`oidn_gpu.backends.reference.default_threads`). One executor per thread count
 (``ReferenceExecutor(model, threads=n)``) runs the rt_hdr_alb_nrm network on a
 random input after a warm-up run; the median of ``--runs`` is printed with the

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ from cli_support import (
     write_multilayer,
 )
 
+from oidn_gpu import fetch
 from oidn_gpu.image import io
 from tests import datasets
 from tests.compare import assert_equal_up_to_summation_order
@@ -319,6 +321,34 @@ def test_prefilter_accurate_matches_oidns_documented_workflow(
         crop["color_4spp"], albedo, normal, hdr=True, clean_aux=True, quality="balanced"
     )
     _assert_parity(fast, expected)
+
+
+def test_prefilter_accurate_needs_no_network(
+    cli, scene, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 23 weights come with the package: with every socket refused and an empty
+    user weights folder, ``--prefilter accurate`` (three large networks) still runs."""
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"network access attempted: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket.socket, "connect_ex", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    monkeypatch.setattr(fetch, "download", no_network)
+    monkeypatch.setenv("OIDN_GPU_WEIGHTS", str(tmp_path / "empty"))
+    crop = scene(32)
+    path = write_multilayer(
+        tmp_path / "r.exr", {"": crop["color_4spp"], "albedo": crop["albedo"], "nn": crop["normal"]}
+    )
+    out = tmp_path / "o.exr"
+    result = cli("denoise", path, "--prefilter", "accurate", "-o", out)
+    assert result.rc == 0, result.err
+    clean_albedo = oidn(None, crop["albedo"])
+    clean_normal = oidn(None, None, crop["normal"])
+    expected = oidn(crop["color_4spp"], clean_albedo, clean_normal, hdr=True, clean_aux=True)
+    _assert_parity(out, expected)
 
 
 def test_lightmap_matches_oidn(cli, scene, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from cli_support import write_exr, write_multilayer
 
+import oidn_gpu
 from oidn_gpu.cli import map_path
 from oidn_gpu.image import io
 
@@ -311,6 +312,8 @@ def test_bench_runs_the_reference_backend(cli, tmp_path) -> None:
         (["--gemm", '{"rows_per_thread": 3}'], "rows_per_thread=3"),
         (["--backend", "reference", "--precision", "fp16"], "cannot be used with the reference"),
         (["--backend", "reference", "--kernel", "direct"], "cannot be used with the reference"),
+        (["--backend", "reference", "--threads", "0"], "--threads must be an integer >= 1"),
+        (["--threads", "two"], "--threads must be an integer >= 1, got 'two'"),
         # OIDN_GPU_BACKEND=reference (set for every CLI test) makes --backend auto pick it.
         (["--gemm", '{"rows_per_thread": 4}'], "reference backend (chosen by --backend auto"),
     ],
@@ -322,6 +325,22 @@ def test_bad_gpu_option_values_are_usage_errors(cli, tmp_path, flags, message) -
     assert result.rc == 2
     assert result.err.startswith("error: ")
     assert message in result.err
+
+
+def test_threads_reach_the_reference_backend_and_keep_the_image(cli, tmp_path) -> None:
+    """--threads N is OIDN's numThreads: each count gives the same bits."""
+    source = tmp_path / "in.exr"
+    write_exr(source, np.random.default_rng(3).random((48, 40, 3)).astype(np.float32))
+    outputs = []
+    for threads in ("1", "3"):
+        out = tmp_path / f"out{threads}.exr"
+        result = cli("denoise", source, "-o", out, "--backend", "reference", "--threads", threads)
+        assert result.rc == 0, result.err
+        outputs.append(io.read_image(out).pixels)
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    with oidn_gpu.Denoiser(backend="reference", threads=3) as den:
+        den.denoise(np.ones((16, 16, 3), np.float32))
+        assert "(3 threads" in den.info().device
 
 
 @pytest.mark.gpu

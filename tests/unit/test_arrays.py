@@ -387,31 +387,33 @@ def _blas_threads() -> list[int]:
     return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
 
-@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (3, 1), (8, 4), (64, 8)])
-def test_default_threads_is_half_the_usable_cores(monkeypatch, cores, threads) -> None:
+@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 2), (3, 3), (8, 8), (64, 8)])
+def test_default_threads_are_the_usable_cores_up_to_8(monkeypatch, cores, threads) -> None:
     monkeypatch.setattr(reference.os, "sched_getaffinity", lambda pid: set(range(cores)))
     assert reference.default_threads() == threads
 
 
-def test_threads_are_set_during_run_and_restored_after(monkeypatch) -> None:
+def test_blas_is_single_threaded_during_run_and_restored_after(monkeypatch) -> None:
     model = builtin.load_builtin("rt_ldr_small")
     x = np.random.default_rng(0).random((3, 16, 16), np.float32)
     monkeypatch.setattr(reference, "default_threads", lambda: 2)
-    seen: list[list[int]] = []
+    seen: list[tuple[list[int], int]] = []
     original_run = ReferenceExecutor._run
 
-    def spy(self, value):
-        seen.append(_blas_threads())
-        return original_run(self, value)
+    def spy(self, value, workers):
+        seen.append((_blas_threads(), workers))
+        return original_run(self, value, workers)
 
     monkeypatch.setattr(ReferenceExecutor, "_run", spy)
     with threadpool_limits(limits=3, user_api="blas"):
         ReferenceExecutor(model, threads=1).run(x)
         ReferenceExecutor(model).run(x)  # default 2, under the caller's 3
+        ReferenceExecutor(model, threads=5).run(x)  # asked for: not capped
         with threadpool_limits(limits=1, user_api="blas"):
-            assert ReferenceExecutor(model).blas_threads() == 1  # the caller's cap wins
+            assert ReferenceExecutor(model).workers() == 1  # the caller's cap wins
         assert _blas_threads() == [3] * len(_blas_threads())
-    assert seen == [[1] * len(seen[0]), [2] * len(seen[1])]
+    blas = [1] * len(seen[0][0])
+    assert seen == [(blas, 1), (blas, 2), (blas, 5)]
 
 
 @pytest.mark.parametrize("threads", [0, -1, 1.5, True, "2"])

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +30,7 @@ import pytest
 
 from oidn_gpu.backends.base import ExecutorInfo, ExecutorResources, NetworkExecutor
 from oidn_gpu.backends.reference import ReferenceExecutor
+from oidn_gpu.backends.reference import executor as reference_executor
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
 from oidn_gpu.graph.reference import run_graph
@@ -278,3 +282,89 @@ def test_a_pixel_does_not_depend_on_the_image_width(rng: np.random.Generator) ->
     executor = ReferenceExecutor(model, shape_cache_size=2)
     # column 31 of the narrow image sees zero padding on its right; the wide one sees data
     np.testing.assert_array_equal(executor.run(wide)[:, :, :31], executor.run(narrow)[:, :, :31])
+
+
+@pytest.mark.parametrize("options", [{}, {"band_rows": 1}])
+def test_thread_counts_give_the_same_bits(
+    base_model: ValidatedModel, rng: np.random.Generator, options: dict
+) -> None:
+    """The bands and every gemm call are the same whatever thread runs them."""
+    x = rng.random((9, 64, 48), dtype=np.float32)
+    single = ReferenceExecutor(base_model, threads=1, **options).run(x)
+    for threads in (2, 3):
+        with ReferenceExecutor(base_model, threads=threads, **options) as executor:
+            np.testing.assert_array_equal(executor.run(x), single)
+            np.testing.assert_array_equal(executor.run(x), single)
+
+
+def test_bands_run_on_as_many_threads_as_asked(
+    base_model: ValidatedModel, rng: np.random.Generator, monkeypatch
+) -> None:
+    """Each of 3 threads must take a band: the first band of each waits for the others."""
+    barrier = threading.Barrier(3, timeout=120)
+    seen: set[str] = set()
+    original = reference_executor._gemm
+
+    def gemm(*args):
+        name = threading.current_thread().name
+        if name not in seen:
+            seen.add(name)
+            barrier.wait()  # broken (an error) unless 3 threads take a band each
+        return original(*args)
+
+    monkeypatch.setattr(reference_executor, "_gemm", gemm)
+    x = rng.random((9, 48, 128), dtype=np.float32)  # the first conv: many bands
+    with ReferenceExecutor(base_model, threads=3, band_rows=1) as executor:
+        executor.run(x)
+    assert len(seen) == 3
+    assert sum(name.startswith("oidn-gpu-reference") for name in seen) == 2
+
+
+def test_an_error_in_a_worker_thread_reaches_the_caller(
+    base_model: ValidatedModel, rng: np.random.Generator, monkeypatch
+) -> None:
+    original = reference_executor._gemm
+    raised = threading.Event()
+
+    def gemm(*args):
+        if threading.current_thread().name.startswith("oidn-gpu-reference"):
+            raised.set()
+            raise MemoryError("out of memory in a band")
+        assert raised.wait(timeout=120)  # the caller's band waits until the pool has failed
+        return original(*args)
+
+    x = rng.random((9, 48, 128), dtype=np.float32)  # the first conv: many bands
+    with ReferenceExecutor(base_model, threads=2, band_rows=1) as executor:
+        expected = executor.run(x)
+        monkeypatch.setattr(reference_executor, "_gemm", gemm)
+        with pytest.raises(MemoryError, match="out of memory in a band"):
+            executor.run(x)
+        monkeypatch.setattr(reference_executor, "_gemm", original)
+        np.testing.assert_array_equal(executor.run(x), expected)  # usable afterwards
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_with_threads_of_its_own(
+    base_model: ValidatedModel, rng: np.random.Generator
+) -> None:
+    """The parent's pool threads do not exist in a forked child: it makes its own."""
+    x = rng.random((9, 48, 128), dtype=np.float32)
+    executor = ReferenceExecutor(base_model, threads=2, band_rows=1)
+    expected = executor.run(x)  # the parent's pool now exists
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 when its run equals the parent's
+        try:
+            os.close(read)
+            same = np.array_equal(executor.run(x), expected)
+            os.write(write, b"1" if same else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 120)  # a child stuck on missing threads
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    with os.fdopen(read, "rb") as pipe:
+        answer = pipe.read()
+    assert ready and answer == b"1"

@@ -442,7 +442,7 @@ def _add_denoise(sub: Any) -> None:
         "--cpus-per-worker",
         type=_positive_int,
         metavar="N",
-        help="with --ray: CPUs (BLAS threads) of each worker without a GPU (default 1)",
+        help="with --ray: CPUs (reference threads) of each worker without a GPU (default 1)",
     )
     ray.add_argument(
         "--gpus-per-worker",

@@ -9,9 +9,10 @@ numbers per size, each the median (and p95) of ``runs`` wall-clock runs after
 ``warmup`` runs: the network alone (`ReferenceExecutor.run` on the padded
 network input) and the whole denoise (`Denoiser.denoise` on a random HDR
 color+albedo+normal image: autoexposure, input processing, tiling, network,
-output processing). The process's peak RSS is reported too. With ``--oidn``
-Intel OIDN 2.5.1's CPU device (the ``pyoidn`` package) denoises the same image
-with the same weights for comparison.
+output processing). The process's peak RSS after the warm-up runs is reported too. With ``--oidn``
+Intel OIDN 2.5.1's CPU device (the ``pyoidn`` package, all cores) denoises the
+same image with the same weights for comparison, each of its runs right after
+one of the whole denoise's, so that both see the same load on a shared machine.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +63,12 @@ class ReferenceBench:
     denoise_p95_ms: float
     peak_rss_mib: float
     oidn_median_ms: float | None = None
+    oidn_ms: tuple[float, ...] = ()
+    threads: int = 1
 
     def table(self) -> str:
         lines = [
-            f"backend    reference (NumPy fp32), weights {self.weights}",
+            f"backend    reference (NumPy fp32, {self.threads} threads), weights {self.weights}",
             f"size       {self.width}x{self.height}, {self.runs} runs after {self.warmup} warm-up",
             f"network    {self.network_median_ms:.0f} ms median, {self.network_p95_ms:.0f} ms p95",
             f"denoise    {self.denoise_median_ms:.0f} ms median, {self.denoise_p95_ms:.0f} ms p95",
@@ -96,7 +100,7 @@ def _p95(values: Sequence[float]) -> float:
 
 def run_reference_bench(
     *, size: str = "1080p", weights: str = "rt_hdr_alb_nrm", runs: int = 5, warmup: int = 1,
-    oidn: bool = False,
+    oidn: bool = False, threads: int | None = None,
 ) -> ReferenceBench:
     """Benchmark the reference backend; see the module docstring."""
     if runs < 1 or warmup < 0:
@@ -115,13 +119,25 @@ def run_reference_bench(
     alignment = model_alignment(model)
     net_h, net_w = -(-height // alignment) * alignment, -(-width // alignment) * alignment
     x = rng.random((9, net_h, net_w), np.float32)
-    with ReferenceExecutor(model) as executor:
+    with ReferenceExecutor(model, threads=threads) as executor:
         network = _times(lambda: executor.run(x), runs, warmup)
-    with Denoiser(hdr=True, weights=builtin.weights_path(weights), backend="reference") as den:
-        denoise = _times(lambda: den.denoise(color, albedo, normal), runs, warmup)
-    oidn_ms = None
-    if oidn:
-        oidn_ms = statistics.median(_time_oidn(weights, color, albedo, normal, runs, warmup))
+        used_threads = executor.workers()
+    oidn_times: list[float] = []
+    with Denoiser(
+        hdr=True, weights=builtin.weights_path(weights), backend="reference", threads=threads
+    ) as den:
+        _times(lambda: den.denoise(color, albedo, normal), 0, warmup)
+        # before Intel OIDN allocates anything: the reference backend's own peak
+        peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        if not oidn:
+            denoise = _times(lambda: den.denoise(color, albedo, normal), runs, 0)
+        else:  # alternating runs: both see the same load on a shared machine
+            with _oidn_filter(weights, color, albedo, normal) as execute:
+                denoise, oidn_times = [], []
+                for run in range(runs):
+                    denoise += _times(lambda: den.denoise(color, albedo, normal), 1, 0)
+                    oidn_times += _times(execute, 1, warmup if run == 0 else 0)
+    oidn_ms = statistics.median(oidn_times) if oidn_times else None
     return ReferenceBench(
         weights=weights,
         height=height,
@@ -134,21 +150,24 @@ def run_reference_bench(
         network_p95_ms=_p95(network),
         denoise_median_ms=statistics.median(denoise),
         denoise_p95_ms=_p95(denoise),
-        peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        peak_rss_mib=peak_rss,
         oidn_median_ms=oidn_ms,
+        oidn_ms=tuple(oidn_times),
+        threads=used_threads,
     )
 
 
-def _time_oidn(
-    weights: str, color: np.ndarray, albedo: np.ndarray, normal: np.ndarray, runs: int,
-    warmup: int,
-) -> list[float]:
-    """Intel OIDN's CPU device on the same images, weights chosen by OIDN (same file)."""
+@contextmanager
+def _oidn_filter(
+    weights: str, color: np.ndarray, albedo: np.ndarray, normal: np.ndarray
+) -> Iterator[Callable[[], None]]:
+    """Intel OIDN's CPU device on the same images, weights chosen by OIDN (same file):
+    yields its ``execute``."""
     pyoidn = require("pyoidn", "dev")
     device = pyoidn.Device(pyoidn.OIDN_DEVICE_TYPE_CPU)
     device.commit()
     flt = pyoidn.Filter(device, pyoidn.OIDN_FILTER_TYPE_RT)
-    output = np.empty_like(color)
+    output = np.empty_like(color)  # pyoidn keeps raw pointers: every array lives until here
     for name, image in (("color", color), ("albedo", albedo), ("normal", normal)):
         flt.set_image(getattr(pyoidn, f"OIDN_IMAGE_{name.upper()}"), image,
                       pyoidn.OIDN_FORMAT_FLOAT3)
@@ -156,10 +175,11 @@ def _time_oidn(
     flt.set_bool("hdr", True)
     flt.set_int("quality", 5 if weights == "rt_hdr_alb_nrm" else 4)  # balanced / fast
     flt.commit()
-    times = _times(flt.execute, runs, warmup)
-    flt.release()
-    device.release()
-    return times
+    try:
+        yield flt.execute
+    finally:
+        flt.release()
+        device.release()
 
 
 def reference_main(argv: Sequence[str] | None = None) -> int:
@@ -172,11 +192,13 @@ def reference_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--oidn", action="store_true", help="also time Intel OIDN (pyoidn)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="reference backend threads (default: the usable cores, 1 to 8)")
     parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
     args = parser.parse_args(argv)
     try:
         result = run_reference_bench(size=args.size, weights=args.weights, runs=args.runs,
-                                     warmup=args.warmup, oidn=args.oidn)
+                                     warmup=args.warmup, oidn=args.oidn, threads=args.threads)
     except OIDNGPUError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2 if isinstance(err, InvalidArgumentError) else 1

@@ -31,12 +31,24 @@ class ReferenceOptions(BackendOptions):
 
     Attributes:
         precision: ``"auto"`` or ``"fp32"`` (it computes in fp32 only).
+        threads: CPU threads that run the network's bands, like OIDN's CPU device option
+            ``numThreads``; None: the usable cores, 1 to 8 (`default_threads`), capped
+            by ``OPENBLAS_NUM_THREADS`` or an enclosing ``threadpoolctl`` limit. The
+            denoised image is the same for every thread count.
     """
 
     precision: str = "auto"
+    threads: int | None = None
 
-    option_help: ClassVar = MappingProxyType({"precision": "reference: fp32 only"})
+    option_help: ClassVar = MappingProxyType(
+        {
+            "precision": "reference: fp32 only",
+            "threads": "reference: CPU threads (OIDN's numThreads; default the usable "
+            "cores, 1 to 8; the image is the same for any count)",
+        }
+    )
     option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS})
+    option_metavars: ClassVar = MappingProxyType({"threads": "N"})
 
     def __post_init__(self) -> None:
         if not isinstance(self.precision, str) or self.precision not in ALL_PRECISIONS:
@@ -49,6 +61,24 @@ class ReferenceOptions(BackendOptions):
             raise InvalidArgumentError(
                 f"the reference backend computes in fp32 only; got precision '{self.precision}'"
             )
+        threads = self.threads
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
+            raise InvalidArgumentError(f"threads must be an int >= 1 or None, got {threads!r}")
+
+    @classmethod
+    def parse_cli_option(cls, name: str, text: str) -> Any:
+        """The value of ``--NAME TEXT`` (``--threads`` takes a positive integer)."""
+        if name != "threads":
+            return text
+        try:
+            threads = int(text)
+        except ValueError:
+            threads = 0
+        if threads < 1:
+            raise InvalidArgumentError(f"--threads must be an integer >= 1, got {text!r}")
+        return threads
 
 
 class ReferenceBackend:
@@ -66,7 +96,7 @@ class ReferenceBackend:
         return (f"CPU: {platform.processor() or platform.machine()}",)
 
     def create_executor(self, model: Any, options: ReferenceOptions) -> NetworkExecutor:
-        return ReferenceExecutor(model)
+        return ReferenceExecutor(model, threads=options.threads)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         return HostTileRunner(executor)

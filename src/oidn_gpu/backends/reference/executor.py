@@ -13,9 +13,15 @@ organised for speed and bounded memory at full-HD sizes:
 - **Bands.** Each conv works on a run of consecutive padded positions (a
   band) sized so that its im2col matrix ``[1 + 9 * I, n]`` stays around
   ``band_bytes``: plain convs on any run, conv+pool and decoder convs on
-  whole rows. Row 0 of that matrix is all ones and column 0 of the weight
+  whole rows, and at least `MIN_BANDS` bands per conv where it is large
+  enough. Row 0 of that matrix is all ones and column 0 of the weight
   matrix is the bias, so the bias add is part of the gemm. Garbage computed
   at the border columns crossed between rows is zeroed after the node.
+- **Threads.** The bands of a conv are handed out to ``threads`` workers (the
+  calling thread and a pool), each with its own scratch; every gemm runs on a
+  single BLAS thread. Workers block while they wait, so a busy machine slows a
+  run down without the collapse of spinning BLAS threads, and the band plan
+  does not depend on the thread count, so neither does the result.
 - **Fusions.** `ConvPool` pools each band before storing it (ReLU after the
   max, which commutes with it), so the full-resolution pre-pool tensor never
   exists; `DecoderConv` assembles the upsampled and skip sources of one band
@@ -30,8 +36,8 @@ bit-identical whatever the band sizes, fusion, tiling or image width. They are
 not on every BLAS: OpenBLAS's AVX2 (Haswell) sgemm kernels sum a column in an
 order that depends on where the column sits in the call, so other bands or
 tiles change the last bits (measured: at most 1.7e-6 of the output scale).
-Repeated runs of one shape make the same calls on the same buffers and are
-bit-identical everywhere. The tests check band sizes 1, 3 and all rows against
+Repeated runs of one shape, with any thread count, make the same calls on the
+same data and are bit-identical everywhere. The tests check band sizes 1, 3 and all rows against
 float32 rounding bounds.
 """
 
@@ -40,9 +46,11 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 from typing import Protocol
 
@@ -62,19 +70,28 @@ from oidn_gpu.graph.plan import Plan, Shape, Step, plan, size_alignment
 from oidn_gpu.graph.reference import ConvParams, weight_matrix
 
 FP32_BYTES = 4
-GEMM_COLUMNS = 2048
+GEMM_COLUMNS = 768
 """Columns (pixels) of every gemm call. A fixed call shape makes OpenBLAS pick the same
-kernels whatever the band sizes and image width; 2048 is within ~5% of unchunked
-throughput on a 2-core AVX-512 host."""
+kernels whatever the band sizes and image width. Each call's im2col matrix is built just
+before it, and at 768 columns it stays in a core's L2 for most layers. Measured on a
+2-core AVX-512 host (rt_hdr_alb_nrm network, 2 threads): 256x256 with 2048/1024/768/512/256
+columns 184/155/131/141/143 ms; 1080p with 2048/1024/768/512 columns 4.4/4.6/3.9-4.0/
+4.0-4.5 s."""
 DEFAULT_BAND_BYTES = 24 << 20
 """Target im2col band size: measured fastest around 16-32 MiB on a 2-core AVX-512 host
 (small enough to stay in cache between the copies and the gemm)."""
 
+MIN_BANDS = 8
+"""Bands a conv is cut into at least (where it is large enough), so that every thread has
+work and a thread the OS holds back delays the layer by a small part. The band plan never
+depends on the thread count, so neither do the numbers."""
+
+MIN_BAND_CALLS = 4
+"""Gemm calls a band of rows spans at least when `MIN_BANDS` lowers its size."""
+
 MAX_DEFAULT_THREADS = 8
-"""Cap of the default BLAS thread count. Measured on an idle 16-core host (256x256
-rt_hdr_alb_nrm): 1/2/4/8/16 threads took 0.41/0.28/0.21/0.16/0.16 s; 1024x1024 with
-1/4/16: 5.95/3.19/2.37 s. The im2col copies between the gemms are single-threaded,
-so threads past 8 gain nothing."""
+"""Cap of the default thread count: a 256x256 image has about 8 bands in most layers,
+and its deepest layers only one or two."""
 
 _TAPS = tuple((kh, kw) for kh in range(3) for kw in range(3))
 
@@ -96,20 +113,51 @@ def padded_value_bytes(name: str, shape: Shape) -> int:
 
 
 @dataclass
-class _Prepared:
-    """Shape-dependent state: the plan, one array per slot, scratch, band rows per node."""
+class _Scratch:
+    """One worker's flat scratch buffers (each band runs on one worker's set)."""
 
-    plan: Plan
-    slots: list[np.ndarray]
-    patches: np.ndarray  # flat scratch for im2col matrices
-    spill: np.ndarray  # flat scratch for the last partial gemm call of a band
-    band: np.ndarray  # flat scratch for decoder band inputs
-    pooled: np.ndarray  # flat scratch for pre-pool band outputs
-    bands: dict[str, int]  # node -> band size: columns (Conv) or rows (ConvPool, DecoderConv)
+    patches: np.ndarray  # im2col matrices
+    spill: np.ndarray  # the last partial gemm call of a band
+    band: np.ndarray  # decoder band inputs
+    pooled: np.ndarray  # pre-pool band outputs
 
     @property
     def arrays(self) -> list[np.ndarray]:
-        return [*self.slots, self.patches, self.spill, self.band, self.pooled]
+        return [self.patches, self.spill, self.band, self.pooled]
+
+
+_Job = Callable[[_Scratch], None]
+"""One band of a conv, run by a worker with its own scratch."""
+
+
+@dataclass
+class _Prepared:
+    """Shape-dependent state: the plan, one array per slot, scratch per worker, band sizes."""
+
+    plan: Plan
+    slots: list[np.ndarray]
+    sizes: tuple[int, int, int, int]  # elements of each scratch buffer (see `_Scratch`)
+    bands: dict[str, int]  # node -> band size: columns (Conv) or rows (ConvPool, DecoderConv)
+    scratch: list[_Scratch]
+
+    def scratch_for(self, workers: int) -> list[_Scratch]:
+        """The scratch sets of ``workers`` workers, allocating the missing ones."""
+        while len(self.scratch) < workers:
+            patches, spill, band, pooled = self.sizes
+            self.scratch.append(
+                _Scratch(
+                    # zeros: the stale columns past a band's end must hold finite values
+                    patches=np.zeros(patches, np.float32),
+                    spill=np.empty(spill, np.float32),
+                    band=np.empty(band, np.float32),
+                    pooled=np.empty(pooled, np.float32),
+                )
+            )
+        return self.scratch[:workers]
+
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        return [*self.slots, *(a for s in self.scratch for a in s.arrays)]
 
     @property
     def byte_size(self) -> int:
@@ -151,22 +199,32 @@ def _im2col(src: np.ndarray, row_stride: int, start: int, n: int, out: np.ndarra
     return patches
 
 
-def _gemm(weights: np.ndarray, patches: np.ndarray, out: np.ndarray, spill: np.ndarray) -> None:
-    """``out [O, n] = weights [O, K] @ patches[:, :n]`` in gemm calls of exactly GEMM_COLUMNS.
+def _gemm(
+    weights: np.ndarray,
+    src: np.ndarray,
+    row_stride: int,
+    start: int,
+    out: np.ndarray,
+    scratch: _Scratch,
+) -> None:
+    """``out [O, n]`` = the conv of ``n`` positions of ``src`` from ``start`` (bias included).
 
-    Every call has the same shape, so OpenBLAS picks the same kernels whatever
-    the band sizes or image width (see the module docstring for what still
-    varies). The last partial call lands in ``spill`` and is copied.
+    Runs as gemm calls of exactly GEMM_COLUMNS columns, each on the im2col matrix of
+    its own columns built just before it (still in cache when the gemm reads it).
+    Every call has the same shape, so OpenBLAS picks the same kernels whatever the
+    band sizes or image width (see the module docstring for what still varies). The
+    last partial call lands in the scratch's ``spill`` and is copied.
     """
     n = out.shape[1]
     for first in range(0, n, GEMM_COLUMNS):
-        last = first + GEMM_COLUMNS
-        if last <= n:
-            np.matmul(weights, patches[:, first:last], out=out[:, first:last])
+        count = min(GEMM_COLUMNS, n - first)
+        patches = _im2col(src, row_stride, start + first, count, scratch.patches)
+        if count == GEMM_COLUMNS:
+            np.matmul(weights, patches, out=out[:, first : first + count])
         else:
-            tail = spill[: weights.shape[0] * GEMM_COLUMNS].reshape(weights.shape[0], -1)
-            np.matmul(weights, patches[:, first:last], out=tail)
-            out[:, first:] = tail[:, : n - first]
+            tail = scratch.spill[: weights.shape[0] * GEMM_COLUMNS].reshape(weights.shape[0], -1)
+            np.matmul(weights, patches, out=tail)
+            out[:, first:] = tail[:, :count]
 
 
 def usable_cores() -> int:
@@ -177,15 +235,16 @@ def usable_cores() -> int:
 
 
 def default_threads() -> int:
-    """BLAS threads used when none are given: half the usable cores, 1 to 8.
+    """Threads used when none are given: the usable cores, 1 to `MAX_DEFAULT_THREADS`.
 
-    Half, because OpenBLAS threads spin while they wait: when other processes
-    share the cores they collapse. Measured on a 2-core host under load (load
-    average 5, 256x256 rt_hdr_alb_nrm): 1 thread 1.0 s, 2 threads 4.0-6.8 s. On
-    an idle host a second thread gains much less (16 cores: 0.41 s with 1, 0.28 s
-    with 2; see `MAX_DEFAULT_THREADS`).
+    Every core, as OIDN's CPU device does: the threads take whole bands and block
+    (never spin) while they wait, so other processes on the cores slow a run down
+    without collapsing it. Measured on a 2-core host with load average 5 (256x256
+    rt_hdr_alb_nrm network): 1 thread 0.75-0.90 s, 2 threads 0.38-0.73 s. (OpenBLAS's
+    own threads spin at its barriers: 2 of them took 4.0-6.8 s there, against 1.0 s
+    for one, which is why every gemm here runs single-threaded.)
     """
-    return max(1, min(MAX_DEFAULT_THREADS, usable_cores() // 2))
+    return max(1, min(MAX_DEFAULT_THREADS, usable_cores()))
 
 
 class _BlasThreads:
@@ -249,15 +308,20 @@ def _band_rows(rows_max: int, height: int, row_stride: int, step: int) -> int:
     """Rows per band (a multiple of ``step``, at most ``rows_max``) wasting the fewest gemm columns.
 
     A band of ``r`` rows computes ``(r - 1) * row_stride + W`` columns rounded up to
-    GEMM_COLUMNS; among the sizes down to half of ``rows_max`` pick the smallest
-    padding fraction.
+    GEMM_COLUMNS; ``rows_max`` is first lowered so that the image has at least
+    `MIN_BANDS` bands (work for every thread) while a band still spans at least
+    `MIN_BAND_CALLS` gemm calls (shorter bands would waste too many padding
+    columns), then among the sizes from half of it the one with the smallest padding
+    fraction (in whole percent) is taken, the largest of those.
     """
+    rows_min_calls = -(-MIN_BAND_CALLS * GEMM_COLUMNS // row_stride)
+    rows_max = min(rows_max, max(-(-height // MIN_BANDS), rows_min_calls))
     rows_max = max(step, min(rows_max, height) // step * step)
     width = row_stride - 2
 
-    def waste(rows: int) -> float:
+    def waste(rows: int) -> int:
         n = (rows - 1) * row_stride + width
-        return (_round_up(n, GEMM_COLUMNS) - n) / n
+        return round(100 * (_round_up(n, GEMM_COLUMNS) - n) / n)
 
     candidates = range(max(step, rows_max // 2 // step * step), rows_max + 1, step)
     return min(candidates, key=lambda r: (waste(r), -r))
@@ -276,10 +340,13 @@ class ReferenceExecutor(ExecutorBase):
         band_rows: fixed rows per band instead (rounded up to even for
             conv+pool); for tests of band independence.
         shape_cache_size: how many input sizes keep their buffers.
-        threads: BLAS threads during `run` (set through threadpoolctl and restored
-            after). None: `default_threads` (half the usable cores, 1 to 8), but never
-            more than the BLAS's current setting, so ``OPENBLAS_NUM_THREADS`` and an
-            enclosing ``threadpoolctl.threadpool_limits`` still cap it.
+        threads: threads that run the bands of each conv (OIDN's ``numThreads``); the
+            calling thread is one of them, the others are this executor's pool. BLAS is
+            set to one thread during `run` (threadpoolctl; restored after). None:
+            `default_threads` (the usable cores, 1 to 8), but never more than the BLAS's
+            current setting, so ``OPENBLAS_NUM_THREADS`` and an enclosing
+            ``threadpoolctl.threadpool_limits`` still cap it. The result does not
+            depend on it: the bands and every gemm call are the same.
 
     Every size's buffers are reused by the next run of that size, so `run`,
     `prewarm` and `close` hold a per-executor lock: threads sharing one executor
@@ -323,6 +390,9 @@ class ReferenceExecutor(ExecutorBase):
         self._prepared: OrderedDict[tuple[int, int], _Prepared] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
+        self._pool_pid = os.getpid()
 
     @staticmethod
     def _pack(conv: ir.Conv, convs: Mapping[str, ConvParams]) -> np.ndarray:
@@ -358,7 +428,11 @@ class ReferenceExecutor(ExecutorBase):
         wp = full.width + 2
         k = 1 + 9 * sum(s.channels for s in step.input_shapes)
         if isinstance(node, ir.Conv):
-            columns = self._band_rows * wp if self._band_rows else self._band_bytes // (k * 4)
+            if self._band_rows:
+                columns = self._band_rows * wp
+            else:  # at least MIN_BANDS bands where the layer has that many gemm calls
+                calls = -(-full.height * wp // GEMM_COLUMNS)
+                columns = min(self._band_bytes // (k * 4), -(-calls // MIN_BANDS) * GEMM_COLUMNS)
             return max(1, columns // GEMM_COLUMNS) * GEMM_COLUMNS
         step_rows = 2 if isinstance(node, ir.ConvPool) else 1
         if self._band_rows:
@@ -382,8 +456,7 @@ class ReferenceExecutor(ExecutorBase):
             full = step.input_shapes[0] if isinstance(node, ir.ConvPool) else out
             wp = full.width + 2
             k = 1 + 9 * sum(s.channels for s in step.input_shapes)
-            columns = size if isinstance(node, ir.Conv) else (size - 1) * wp + full.width
-            patches = max(patches, k * _round_up(columns, GEMM_COLUMNS))
+            patches = max(patches, k * GEMM_COLUMNS)
             spill = max(spill, out.channels * GEMM_COLUMNS)
             if isinstance(node, ir.DecoderConv):
                 band = max(band, (k - 1) // 9 * (size + 2) * wp)
@@ -394,12 +467,9 @@ class ReferenceExecutor(ExecutorBase):
         prepared = _Prepared(
             plan=execution,
             slots=[np.empty(size // FP32_BYTES, np.float32) for size in execution.slot_bytes],
-            # zeros: the stale columns past a band's end must hold finite values
-            patches=np.zeros(patches, np.float32),
-            spill=np.empty(spill, np.float32),
-            band=np.empty(band, np.float32),
-            pooled=np.empty(pooled, np.float32),
+            sizes=(patches, spill, band, pooled),
             bands=bands,
+            scratch=[],
         )
         self._prepared[key] = prepared
         return prepared
@@ -408,8 +478,9 @@ class ReferenceExecutor(ExecutorBase):
         """Plan and allocate for each ``(H, W)``; only the last ``shape_cache_size`` stay."""
         with self._lock:
             self._check_open()
+            workers = self.workers()
             for height, width in shapes:
-                self._prepare(int(height), int(width))
+                self._prepare(int(height), int(width)).scratch_for(workers)
 
     # -- execution -------------------------------------------------------------------
 
@@ -430,36 +501,83 @@ class ReferenceExecutor(ExecutorBase):
         with self._lock:
             self._check_open()
             x = check_network_input(x, self._graph.input_channels, self._alignment)
-            with _BLAS.limit(self.blas_threads()):
-                return self._run(x)
+            workers = self.workers()
+            # Every gemm runs single-threaded: the parallelism is the bands (`_each`).
+            with _BLAS.limit(1):
+                return self._run(x, workers)
 
-    def blas_threads(self) -> int:
-        """BLAS threads the next `run` uses (see ``threads``)."""
+    def workers(self) -> int:
+        """Threads the next `run` uses (see ``threads``)."""
         if self._threads is not None:
             return self._threads
         return min([default_threads(), *_BLAS.caller_setting()])
 
-    def _run(self, x: np.ndarray) -> np.ndarray:
+    def _run(self, x: np.ndarray, workers: int) -> np.ndarray:
         prep = self._prepare(x.shape[1], x.shape[2])
+        scratch = prep.scratch_for(workers)
         graph = self._graph
         shapes = prep.plan.shapes
         source = _grid(prep.value(graph.input), shapes[graph.input])
         source[:, 1:-1, 1:-1] = x
         _zero_border(source)
         for step in prep.plan.steps:
-            self._run_step(prep, step.node)
+            self._run_step(prep, step.node, scratch)
         result = _grid(prep.value(graph.output), shapes[graph.output])
         return np.ascontiguousarray(result[:, 1:-1, 1:-1])
 
-    def _run_step(self, prep: _Prepared, node: ir.Node) -> None:
+    def _each(self, jobs: Sequence[Callable[[_Scratch], None]], scratch: list[_Scratch]) -> None:
+        """Run every job (a band) once, on up to ``len(scratch)`` threads, each with its scratch.
+
+        The calling thread is one of the workers; the others come from this executor's
+        pool. Bands are handed out in order as workers free up, so a worker that the OS
+        holds back takes fewer of them. Which worker runs a band does not change its
+        numbers: every gemm is single-threaded and its shape fixed.
+        """
+        workers = min(len(scratch), len(jobs))
+        if workers <= 1:
+            for job in jobs:
+                job(scratch[0])
+            return
+        lock = threading.Lock()
+        taken = iter(range(len(jobs)))
+        failed = threading.Event()
+
+        def work(own: _Scratch) -> None:
+            while not failed.is_set():
+                with lock:
+                    index = next(taken, None)
+                if index is None:
+                    return
+                try:
+                    jobs[index](own)
+                except BaseException:
+                    failed.set()
+                    raise
+
+        if self._pool_pid != os.getpid():  # a forked child has none of the parent's threads
+            self._pool, self._pool_pid = None, os.getpid()
+        if self._pool is None or self._pool_size < workers - 1:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            self._pool = ThreadPoolExecutor(workers - 1, thread_name_prefix="oidn-gpu-reference")
+            self._pool_size = workers - 1
+        futures = [self._pool.submit(work, own) for own in scratch[1:workers]]
+        try:
+            work(scratch[0])
+        finally:
+            wait(futures)
+        for future in futures:
+            future.result()  # re-raise a worker's exception
+
+    def _run_step(self, prep: _Prepared, node: ir.Node, scratch: list[_Scratch]) -> None:
         shapes = prep.plan.shapes
         dst = prep.value(node.name)
         if isinstance(node, ir.Conv):
-            self._conv(prep, node, dst)
+            self._each(self._conv(prep, node, dst), scratch)
         elif isinstance(node, ir.ConvPool):
-            self._conv_pool(prep, node, dst)
+            self._each(self._conv_pool(prep, node, dst), scratch)
         elif isinstance(node, ir.DecoderConv):
-            self._decoder(prep, node, dst)
+            self._each(self._decoder(prep, node, dst), scratch)
         elif isinstance(node, ir.Pool):
             src = _grid(prep.value(node.input), shapes[node.input])[:, 1:-1, 1:-1]
             out = _grid(dst, shapes[node.name])[:, 1:-1, 1:-1]
@@ -482,61 +600,72 @@ class ReferenceExecutor(ExecutorBase):
             raise InvalidArgumentError(f"unknown node type {type(node).__name__}")
         _zero_border(_grid(dst, shapes[node.name]))
 
-    def _conv(self, prep: _Prepared, node: ir.Conv, dst: np.ndarray) -> None:
+    def _conv(self, prep: _Prepared, node: ir.Conv, dst: np.ndarray) -> list[_Job]:
         """``[I, H, W] -> [O, H, W]`` over runs of consecutive positions, written in place.
 
         Positions run from the first to the last interior pixel in padded
         row-major order; the border columns crossed on the way get garbage,
-        which `_run_step` zeroes afterwards.
+        which `_run_step` zeroes afterwards. One job per run.
         """
         shape = prep.plan.shapes[node.name]
         src = prep.value(node.input)
         weights, wp = self._weights[node.name], shape.width + 2
+        relu = node.activation is ir.Activation.RELU
         first, end = wp + 1, shape.height * wp + shape.width + 1
-        for start in range(first, end, prep.bands[node.name]):
+
+        def job(start: int, own: _Scratch) -> None:
             n = min(prep.bands[node.name], end - start)
             out = dst[:, start : start + n]
-            _gemm(weights, _im2col(src, wp, start, n, prep.patches), out, prep.spill)
-            if node.activation is ir.Activation.RELU:
+            _gemm(weights, src, wp, start, out, own)
+            if relu:
                 np.maximum(out, 0, out=out)
 
-    def _conv_pool(self, prep: _Prepared, node: ir.ConvPool, dst: np.ndarray) -> None:
+        return [partial(job, start) for start in range(first, end, prep.bands[node.name])]
+
+    def _conv_pool(self, prep: _Prepared, node: ir.ConvPool, dst: np.ndarray) -> list[_Job]:
         """``[I, H, W] -> [O, H/2, W/2]``: each band of rows is pooled, then ReLU'd, into dst."""
         conv = node.conv
         full = prep.plan.shapes[conv.input]
         src = prep.value(conv.input)
         weights, wp, width = self._weights[conv.name], full.width + 2, full.width
+        relu = conv.activation is ir.Activation.RELU
         out_grid = _grid(dst, prep.plan.shapes[node.name])
-        for y0, y1 in _bands(full.height, prep.bands[node.name]):
+        left, right = slice(1, width + 1, 2), slice(2, width + 2, 2)
+
+        def job(y0: int, y1: int, own: _Scratch) -> None:
             rows = y1 - y0
             start, n = (y0 + 1) * wp + 1, (rows - 1) * wp + width
-            band = prep.pooled[: conv.out_channels * rows * wp].reshape(conv.out_channels, -1)
-            patches = _im2col(src, wp, start, n, prep.patches)
-            _gemm(weights, patches, band[:, 1 : 1 + n], prep.spill)
+            band = own.pooled[: conv.out_channels * rows * wp].reshape(conv.out_channels, -1)
+            _gemm(weights, src, wp, start, band[:, 1 : 1 + n], own)
             grid = band.reshape(conv.out_channels, rows, wp)
             pooled = out_grid[:, 1 + y0 // 2 : 1 + y1 // 2, 1:-1]
-            left, right = slice(1, width + 1, 2), slice(2, width + 2, 2)
             np.maximum(grid[:, 0::2, left], grid[:, 0::2, right], out=pooled)
             np.maximum(pooled, grid[:, 1::2, left], out=pooled)
             np.maximum(pooled, grid[:, 1::2, right], out=pooled)
-            if conv.activation is ir.Activation.RELU:
+            if relu:
                 np.maximum(pooled, 0, out=pooled)
 
-    def _decoder(self, prep: _Prepared, node: ir.DecoderConv, dst: np.ndarray) -> None:
+        return [partial(job, y0, y1) for y0, y1 in _bands(full.height, prep.bands[node.name])]
+
+    def _decoder(self, prep: _Prepared, node: ir.DecoderConv, dst: np.ndarray) -> list[_Job]:
         """Upsample + concat + conv: each band's input (with halo rows) is built, then convolved."""
         shape = prep.plan.shapes[node.name]
         weights, wp, width = self._weights[node.conv.name], shape.width + 2, shape.width
         channels = node.conv.in_channels
-        for y0, y1 in _bands(shape.height, prep.bands[node.name]):
+        relu = node.conv.activation is ir.Activation.RELU
+
+        def job(y0: int, y1: int, own: _Scratch) -> None:
             rows = y1 - y0
-            band = prep.band[: channels * (rows + 2) * wp].reshape(channels, -1)
+            band = own.band[: channels * (rows + 2) * wp].reshape(channels, -1)
             self._assemble(prep, node, band.reshape(channels, rows + 2, wp), y0, y1)
             n = (rows - 1) * wp + width
             start = (y0 + 1) * wp + 1
             out = dst[:, start : start + n]
-            _gemm(weights, _im2col(band, wp, wp + 1, n, prep.patches), out, prep.spill)
-            if node.conv.activation is ir.Activation.RELU:
+            _gemm(weights, band, wp, wp + 1, out, own)
+            if relu:
                 np.maximum(out, 0, out=out)
+
+        return [partial(job, y0, y1) for y0, y1 in _bands(shape.height, prep.bands[node.name])]
 
     @staticmethod
     def _assemble(
@@ -576,7 +705,8 @@ class ReferenceExecutor(ExecutorBase):
                 kernels[node.conv.name] = "upsample+concat+im2col-sgemm"
             else:
                 kernels[node.name] = type(node).__name__.lower()
-        device = f"cpu ({self.blas_threads()} BLAS threads, numpy {np.__version__})"
+        threads = self.workers()
+        device = f"cpu ({threads} thread{'s' * (threads != 1)}, numpy {np.__version__})"
         return ExecutorInfo("reference", device, "fp32", MappingProxyType(kernels))
 
     def resources(self) -> ExecutorResources:
@@ -596,6 +726,9 @@ class ReferenceExecutor(ExecutorBase):
             self._prepared.clear()
             self._weights = {}
             self._closed = True
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
 
     def _check_open(self) -> None:
         if self._closed:

@@ -3,11 +3,14 @@
 Importing this module needs no wgpu: its options validate and its probe reports
 a missing wgpu as the reason the backend is unavailable. ``backend="auto"``
 picks it only when an adapter that is a real GPU exists (a CPU rasterizer such as
-lavapipe is slower than NumPy; ask for ``backend="wgpu"`` to use it).
+lavapipe is slower than NumPy; ask for ``backend="wgpu"`` to use it). On Linux the
+probe first reads Vulkan's driver manifests and the GPU device nodes (`icd`): where
+they rule a GPU out it answers without importing wgpu.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ from typing import Any, ClassVar
 
 from oidn_gpu.backends.base import PRECISIONS as ALL_PRECISIONS
 from oidn_gpu.backends.base import Availability, BackendOptions, NetworkExecutor, TileRunner
+from oidn_gpu.backends.wgpu import icd
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
 from oidn_gpu.kernels.gemm import GemmOptions
 from oidn_gpu.kernels.select import KernelKind
@@ -133,6 +137,16 @@ class WgpuBackend:
     Options = WgpuOptions
 
     def probe(self) -> Availability:
+        # On Linux, Vulkan's driver manifests and the device nodes can rule a GPU out
+        # without importing wgpu (which takes about a second): see `icd`.
+        reason = icd.no_gpu_reason()
+        if reason is not None and importlib.util.find_spec("wgpu") is not None:
+            cpu = icd.cpu_drivers()
+            if not cpu:
+                return Availability(False, f"{reason}; no CPU Vulkan driver either")
+            return Availability(
+                True, f"{reason}; 'auto' does not pick {' or '.join(cpu)}, backend='wgpu' does"
+            )
         try:
             from oidn_gpu.backends.wgpu import device
         except MissingDependencyError as err:
