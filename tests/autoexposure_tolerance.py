@@ -7,7 +7,11 @@ geometric mean luminance lies within 2^-8 .. 2^8 of the key. Beyond, the host's
 own float32 rounding is coarser: its mean ``m`` of the log2 values has a ULP of
 up to 2^-19 (|m| < 16), one ULP of ``m`` moves the scale by ``ln 2 * ulp(m)``
 relative (6.6e-7 at |m| = 8..16), and a bin's average differing in its last bit
-can flip the rounding of the host's partial sums. The bar is then two ULPs of ``m``.
+can flip the rounding of the host's partial sums, and WGSL lets a device's ``log2`` be
+3 ULP off outside [0.5, 2] (WGSL spec, "Floating Point Accuracy"): on a constant image
+every bin carries the same error, which the mean keeps. The bar is then three ULPs of
+``m`` (NVIDIA's H200 Vulkan driver gave 2.65e-6 for a constant 3e-7 image, m = 19.2:
+2.0 ULPs).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import numpy as np
 from oidn_gpu.image import autoexposure as ae
 
 RTOL = 1e-6
-MEAN_ULPS = 2
+MEAN_ULPS = 3
 
 
 def autoexposure_tolerance(host: float) -> float:

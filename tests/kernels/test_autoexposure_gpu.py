@@ -1,7 +1,7 @@
 """GPU autoexposure (kernels.autoexposure) against the host autoexposure (image.autoexposure).
 
 The scales must agree within `tests.autoexposure_tolerance` (1e-6 relative for
-geometric means within 2^-8 .. 2^8 of the key, two float32 ULPs of the host's
+geometric means within 2^-8 .. 2^8 of the key, three float32 ULPs of the host's
 log2 mean beyond), and be exactly 0 or 1 where the host's is. Images: random
 sizes from 1x1 with partial bins at the edges, HDR ranges from 1e-6 to 1e6,
 NaN/Inf/negative pixels, float16, 1-3 channels, strided pixels, and the scene
@@ -82,7 +82,7 @@ def check(color: np.ndarray, **kwargs) -> float:
 def test_the_tolerance_is_1e_6_for_geometric_means_within_2_to_the_8() -> None:
     assert autoexposure_tolerance(float(ae.KEY) / 2.0**7.9) == RTOL
     assert autoexposure_tolerance(float(ae.KEY) * 2.0**7.9) == RTOL
-    assert autoexposure_tolerance(float(ae.KEY) / 2.0**13) < 1.4e-6
+    assert autoexposure_tolerance(float(ae.KEY) / 2.0**13) < 2.1e-6
 
 
 def test_random_sizes_with_partial_bins_match_the_host() -> None:
