@@ -13,9 +13,6 @@ exact result as the emulated binary16 arithmetic is.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pytest
 
@@ -23,7 +20,7 @@ from oidn_gpu.graph import ir
 from oidn_gpu.kernels import conv_igemm, decoder, final_rgb
 from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions
 from oidn_gpu.kernels.spec import ConvSpec, Precision
-from tests.datasets import REPO_ROOT
+from tests import bench_scripts
 
 from . import gpu_runner
 from .conv_ref import make_case, pool2, reference, rel_l2, run_conv, upsample2
@@ -33,16 +30,7 @@ pytestmark = pytest.mark.gpu
 FP16 = Precision.FP16
 
 
-def _load_emulator():
-    path = REPO_ROOT / "bench" / "fp16_emulator.py"
-    spec = importlib.util.spec_from_file_location("fp16_emulator", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-emu = _load_emulator()
+emu = bench_scripts.load("fp16_emulator")
 
 
 def _emulate(spec: ConvSpec, srcs, wt, bias, group: int, fused_fma: bool) -> np.ndarray:

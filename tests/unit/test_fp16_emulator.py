@@ -8,28 +8,16 @@ kernels' K order, checked against a scalar loop written independently here.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pytest
 
 from oidn_gpu.graph import ir, reference
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.model.unet import load_model
-from tests.datasets import DATA_DIR, REPO_ROOT
+from tests import bench_scripts
+from tests.datasets import DATA_DIR
 
-
-def _load_emulator():
-    path = REPO_ROOT / "bench" / "fp16_emulator.py"
-    spec = importlib.util.spec_from_file_location("fp16_emulator", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-emu = _load_emulator()
+emu = bench_scripts.load("fp16_emulator")
 
 
 @pytest.fixture(scope="module")

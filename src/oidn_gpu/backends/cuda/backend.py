@@ -115,22 +115,20 @@ class CudaTileRunner:
     def run(
         self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
     ) -> np.ndarray:
-        result = self.denoiser.denoise(
-            images.main,
-            images.albedo,
-            images.normal,
-            mode=plan.mode,
-            plan=plan.tiles,
-            out_channels=images.out_channels,
-        )
-        report_progress(progress, 1.0)
-        return result
+        return self._denoise(images, plan, progress, autoexposure=False)
 
     def run_autoexposed(
         self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
     ) -> tuple[np.ndarray, float]:
         """`AutoexposureRunner.run_autoexposed`: OIDN's autoexposure of the colour computed
         on the GPU inside the frame's CUDA graph; the scale is read back after the frame."""
+        result = self._denoise(images, plan, progress, autoexposure=True)
+        return result, self.denoiser.input_scale()
+
+    def _denoise(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None, *,
+        autoexposure: bool,
+    ) -> np.ndarray:  # fmt: skip
         result = self.denoiser.denoise(
             images.main,
             images.albedo,
@@ -138,10 +136,10 @@ class CudaTileRunner:
             mode=plan.mode,
             plan=plan.tiles,
             out_channels=images.out_channels,
-            autoexposure=True,
+            autoexposure=autoexposure,
         )
         report_progress(progress, 1.0)
-        return result, self.denoiser.input_scale()
+        return result
 
     def close(self) -> None:
         self.denoiser.close()
