@@ -1,10 +1,12 @@
-"""GPU time of the wgpu backend's autoexposure passes alone, per scale kernel variant.
+"""GPU time of the wgpu backend's autoexposure passes alone, per kernel variant.
 
-For each image size: a random HDR float32 RGB image on the GPU, the bins pass, and the scale
-pass of each variant ("stack", then "levels" with 3 to 5 tree levels per invocation in
-registers). Each pass is timed with timestamps around an encoder holding ``--reps`` copies of
-its dispatch (GPU ms per dispatch, median over ``--runs`` encoders), and each variant's
-``frame`` (the scale and 1 / scale) is read back and compared with the first's bit for bit.
+For each image size: a random HDR float32 RGB image on the GPU; the bins pass with 0, 3, 4
+and 2 (the default, last: the scale passes read its bins) tree levels per invocation in
+registers; then the scale pass of each variant ("stack", then "levels" with 3, 4 (the
+default) and 5 tree levels per invocation in registers). Each pass is timed with timestamps
+around an encoder holding ``--reps`` copies of its dispatch (GPU ms per dispatch, median over
+``--runs`` encoders); each variant's bins and ``frame`` (the scale and 1 / scale) are read
+back and compared with the first variant's bit for bit ("same").
 
     python3 bench/autoexposure_passes.py --sizes 1080p 4k --runs 20 --reps 10
 """
@@ -25,6 +27,7 @@ from oidn_gpu.kernels import autoexposure as gae
 SIZES = {"1080p": (1080, 1920), "4k": (2160, 3840), "64": (64, 64)}
 STORAGE = 0x80 | 0x4 | 0x8  # STORAGE | COPY_SRC | COPY_DST (wgpu BufferUsage bits)
 UNIFORM = 0x40
+BINS_REGISTER_LEVELS = [0, 3, 4, 2]  # the bins pass: 0 first (one pixel per invocation)
 VARIANTS = [("stack", 4), ("levels", 3), ("levels", 4), ("levels", 5)]
 
 
@@ -66,37 +69,38 @@ def main() -> int:
         color_buf = device.create_buffer_with_data("bench/ae/color", color.reshape(-1), STORAGE)
         bins_buf = device.create_buffer("bench/ae/bins", 4 * bins_h * bins_w, STORAGE)
         frame_buf = device.create_buffer("bench/ae/frame", 16, STORAGE)
-        bins_kernel = gae.generate_bins(gae.AutoexposureSpec("float32"))
-        bins_params = bins_kernel.pack_params(
-            color_offset=0,
-            color_pixel_stride=3,
-            color_row_stride=3 * width,
-            color_channels=3,
-            height=height,
-            width=width,
-            bins_h=bins_h,
-            bins_w=bins_w,
-        )
-        bins_pipeline = cache.get(bins_kernel)
-        bins_group = device.create_bind_group(
-            "bench/ae/bins",
-            bins_pipeline,
-            [
-                color_buf,
-                bins_buf,
-                device.create_buffer_with_data("bench/ae/bins/params", bins_params, UNIFORM),
-            ],
-        )
-        bins_ms = time_pass(
-            device,
-            timer,
-            bins_pipeline,
-            bins_group,
-            bins_kernel.grid(0, bins_h, bins_w),
-            args.runs,
-            args.reps,
-        )
-        print(f"{size} {width}x{height} ({bins_h}x{bins_w} bins): bins pass {bins_ms:.4f} ms")
+        bins_ref = None
+        for register_levels in BINS_REGISTER_LEVELS:
+            bins_kernel = gae.generate_bins(gae.AutoexposureSpec("float32"), register_levels)
+            bins_params = bins_kernel.pack_params(
+                color_offset=0,
+                color_pixel_stride=3,
+                color_row_stride=3 * width,
+                color_channels=3,
+                height=height,
+                width=width,
+                bins_h=bins_h,
+                bins_w=bins_w,
+            )
+            bins_pipeline = cache.get(bins_kernel)
+            params_buf = device.create_buffer_with_data(
+                "bench/ae/bins/params", bins_params, UNIFORM
+            )
+            bins_group = device.create_bind_group(
+                "bench/ae/bins", bins_pipeline, [color_buf, bins_buf, params_buf]
+            )
+            grid = bins_kernel.grid(0, bins_h, bins_w)
+            bins_ms = time_pass(
+                device, timer, bins_pipeline, bins_group, grid, args.runs, args.reps
+            )
+            bins_now = device.read_buffer(bins_buf)
+            bins_ref = bins_now if bins_ref is None else bins_ref
+            same = "same" if bins_now == bins_ref else "DIFFERENT"
+            mismatches += bins_now != bins_ref
+            print(
+                f"{size} {width}x{height} ({bins_h}x{bins_w} bins): bins pass "
+                f"{bins_kernel.key:34s} {bins_ms:.4f} ms ({same})"
+            )
         first = None
         for variant, thread_levels in VARIANTS:
             kernel = gae.generate_scale(variant, thread_levels)

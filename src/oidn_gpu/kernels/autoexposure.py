@@ -6,13 +6,16 @@ the OIDN semantics): bins of at most 16 x 16 pixels with bounds
 0.072169 b`` of each bin's sanitized pixels (NaN -> 0, clamped to [0, FLT_MAX]),
 and ``key / 2^mean(log2(average))`` over the bins brighter than ``eps``.
 
-- `generate_bins` (`AutoexposureSpec`): one workgroup of 16 x 16 invocations per
-  bin, grid ``(bins_w, bins_h, 1)``; each invocation takes one pixel's luminance,
-  a halving tree in workgroup memory (256 f32, 1 KiB) sums them, and invocation 0
-  stores the average to ``bins[i * bins_w + j]``. The colour is read from
-  ``color_image`` (``array<f32>``, or float16 pairs in ``array<u32>``) at any
-  offset, pixel and row stride (elements), 1-3 channels broadcast as OIDN does.
-  Params `BINS_PARAMS`.
+- `generate_bins` (`AutoexposureSpec`): one workgroup per bin, grid ``(bins_w,
+  bins_h, 1)``; a halving tree sums the bin's 16 x 16 pixel luminances (0 outside
+  the bin; pixel ``p = y * 16 + x``, at stride ``s`` from 128 down to 1, ``p += p +
+  s``). Each of the 64 invocations takes the pixels ``p, p + 64, p + 128, p + 192``
+  and does the strides 128 and 64 in registers, in the same order (``register_levels``
+  sets how many levels; every value gives the same bits); the rest runs in workgroup
+  memory (64 f32) and invocation 0 stores the average to ``bins[i * bins_w + j]``.
+  The colour is read from ``color_image`` (``array<f32>``, or float16 pairs in
+  ``array<u32>``) at any offset, pixel and row stride (elements), 1-3 channels
+  broadcast as OIDN does. Params `BINS_PARAMS`.
 - `generate_scale`: one workgroup of 256 invocations, grid ``(1, 1, 1)``. It sums
   the bins' ``log2`` values over the host's deterministic halving tree (TBB's
   ``parallel_deterministic_reduce`` on the bin grid, see `image.autoexposure`),
@@ -49,6 +52,9 @@ from oidn_gpu.kernels.spec import BindingKind, Kernel, ParamField, ParamsLayout
 from oidn_gpu.kernels.template import render
 
 BIN = ae.MAX_BIN_SIZE  # one invocation per pixel of a bin: BIN x BIN per workgroup
+# Levels of a bin's halving tree each invocation of the bins pass sums in registers: 4 pixels
+# and 64 invocations per bin (6 workgroup levels instead of 8); the same bits at any value.
+BINS_REGISTER_LEVELS = 2
 SCALE_WG_SIZE = 256
 SCALE_LEVELS = 8  # log2(SCALE_WG_SIZE): tree levels split among the invocations
 SCALE_THREAD_LEVELS = 4  # tree levels each invocation sums in registers (16 leaves)
@@ -116,12 +122,36 @@ def _strides(size: int) -> list[int]:
     return out
 
 
-def generate_bins(spec: AutoexposureSpec) -> Kernel:
+def _register_sum(levels: int, size: int) -> str:
+    """The WGSL sum of ``p0 .. p(2^levels - 1)`` (pixel ``x + k * size / 2^levels``) that
+    the halving tree over ``size`` lanes forms at lane ``x`` after its first ``levels``
+    strides (size/2 first): ``V_s(a) = V_2s(a) + V_2s(a + s)``, ``V_size(a)`` the pixel."""
+    lanes = size >> levels
+
+    def value(stride: int, offset: int) -> str:
+        if stride == size:
+            return f"p{offset // lanes}"
+        return f"({value(2 * stride, offset)} + {value(2 * stride, offset + stride)})"
+
+    text = value(lanes, 0)
+    return text[1:-1] if levels else text
+
+
+def generate_bins(spec: AutoexposureSpec, register_levels: int = BINS_REGISTER_LEVELS) -> Kernel:
     """Per-bin average luminance (see module doc).
+
+    ``register_levels`` (0-4): the first levels of each bin's halving tree that every
+    invocation sums in registers (2^levels pixels each; BIN * BIN / 2^levels invocations per
+    workgroup); every value gives the same bits.
 
     Bindings: ``color_image``, ``bins``, ``params``.
     """
-    key = f"autoexposure-bins[{spec.describe()}]"
+    if not 0 <= register_levels <= 4:
+        raise InvalidArgumentError(
+            f"autoexposure bins register_levels is {register_levels}; expected 0 to 4"
+        )
+    key = f"autoexposure-bins[{spec.describe()},r{register_levels}]"
+    wg_size = (BIN * BIN) >> register_levels
     bindings, decls = _common.make_bindings(
         [
             ("color_image", BindingKind.STORAGE_READ, image_binding_type(spec.dtype)),
@@ -131,7 +161,7 @@ def generate_bins(spec: AutoexposureSpec) -> Kernel:
     )
     consts: dict[str, object] = {
         "BIN": BIN,
-        "WG_SIZE": BIN * BIN,
+        "WG_SIZE": wg_size,
         "FLT_MAX": FLT_MAX,
         "LUMINANCE_R": float(ae.LUMINANCE_R),
         "LUMINANCE_G": float(ae.LUMINANCE_G),
@@ -147,17 +177,20 @@ def generate_bins(spec: AutoexposureSpec) -> Kernel:
         transfer="linear",
         images=[{"name": "color", "buffer": "color_image", "f16": spec.dtype == "float16"}],
         any_f16=spec.dtype == "float16",
-        strides=_strides(BIN * BIN),
+        pixel_steps=list(range(1 << register_levels)),
+        rows_per_step=wg_size // BIN,
+        register_sum=_register_sum(register_levels, BIN * BIN),
+        strides=_strides(wg_size),
     )
     return Kernel(
         "autoexposure-bins",
         key,
         source,
         "main",
-        (BIN, BIN, 1),
+        (BIN, wg_size // BIN, 1),
         bindings,
         _bins_grid,
-        workgroup_storage_bytes=4 * BIN * BIN,
+        workgroup_storage_bytes=4 * wg_size,
         params=BINS_PARAMS,
     )
 

@@ -1,6 +1,11 @@
-"""The GPU autoexposure scale's two kernels ("levels", the default, and "stack") give the same bits.
+"""The GPU autoexposure kernels' variants give the same bits.
 
-Both sum the bins' log2 values over the host's deterministic halving tree; "levels" completes
+The bins pass sums each bin's luminances over one halving tree whatever the tree levels each
+invocation takes in registers (``register_levels`` 0 to 4): the bins must be equal bit for bit
+on random images (partial bins, NaN/Inf, huge and subnormal pixels, float16, 1-3 channels).
+
+The scale pass's two kernels ("levels", the default, and "stack") both sum the bins' log2
+values over the host's deterministic halving tree; "levels" completes
 the tree with empty ranges and combines it chunk by chunk in workgroup memory, "stack" walks
 each invocation's subtree with an explicit stack. Their ``frame`` outputs (the scale and its
 inverse) must be equal bit for bit: on synthetic bin grids of many shapes up to 4K's 135 x 240
@@ -104,13 +109,7 @@ SIZES = [(1, 1), (1, 17), (17, 1), (15, 16), (33, 47), (100, 70), (70, 100), (12
 def test_random_images_give_the_same_bits(size: tuple[int, int]) -> None:
     rng = np.random.default_rng(size[0] * 7 + size[1])
     h, w = size
-    exponent = rng.uniform(-30, 30, (h, w, 3))
-    color = (10.0**exponent).astype(np.float32)
-    pick = rng.random((h, w))
-    color[pick < 0.03] = np.nan
-    color[(pick >= 0.03) & (pick < 0.05), 1] = -np.inf
-    color[(pick >= 0.05) & (pick < 0.07), 2] = 1e-40  # subnormal
-    color[(pick >= 0.07) & (pick < 0.09)] = 0.0
+    color = random_image(rng, (h, w, 3))
     frames = {}
     for variant in ("stack", "levels"):
         bins = gpu_bins(color)
@@ -122,13 +121,16 @@ def test_random_images_give_the_same_bits(size: tuple[int, int]) -> None:
         assert scale_frame(bins, "levels") == scale_frame(bins, "stack")
 
 
-def gpu_bins(color: np.ndarray) -> np.ndarray:
-    """The bins kernel's averages ``[bins_h, bins_w]`` of a float32 ``[H, W, 3]`` image."""
+def gpu_bins(color: np.ndarray, register_levels: int = gae.BINS_REGISTER_LEVELS) -> np.ndarray:
+    """The bins kernel's averages ``[bins_h, bins_w]`` of an ``[H, W, C]`` image."""
     height, width, channels = color.shape
     bins_h, bins_w = gae.bin_grid(height, width)
+    flat = np.ascontiguousarray(color).reshape(-1)
+    if flat.dtype == np.float16:
+        flat = np.concatenate([flat, np.zeros(flat.size % 2, np.float16)]).view(np.uint32)
     raw = gpu_runner.run(
-        gae.generate_bins(gae.AutoexposureSpec("float32")),
-        {"color_image": np.ascontiguousarray(color).reshape(-1)},
+        gae.generate_bins(gae.AutoexposureSpec(str(color.dtype)), register_levels),
+        {"color_image": flat},
         {"bins": 4 * bins_h * bins_w},
         params={
             "color_offset": 0,
@@ -145,6 +147,44 @@ def gpu_bins(color: np.ndarray) -> np.ndarray:
     return np.frombuffer(raw, np.float32).reshape(bins_h, bins_w)
 
 
+def random_image(rng: np.random.Generator, shape: tuple[int, int, int]) -> np.ndarray:
+    """HDR pixels from 1e-30 to 1e30 with NaN, -Inf, subnormal and zero pixels."""
+    h, w, _ = shape
+    color = (10.0 ** rng.uniform(-30, 30, shape)).astype(np.float32)
+    pick = rng.random((h, w))
+    color[pick < 0.03] = np.nan
+    color[(pick >= 0.03) & (pick < 0.05), -1] = -np.inf
+    color[(pick >= 0.05) & (pick < 0.07), 0] = 1e-40  # subnormal
+    color[(pick >= 0.07) & (pick < 0.09)] = 0.0
+    return color
+
+
+BIN_SHAPES = [(1, 1, 3), (15, 16, 3), (16, 17, 3), (33, 47, 3), (70, 100, 3), (31, 45, 1)]
+BIN_SHAPES += [(29, 17, 2), (128, 128, 3)]
+
+
+@pytest.mark.parametrize("register_levels", [1, 2, 3, 4])
+def test_every_bins_register_depth_gives_the_same_bits(register_levels: int) -> None:
+    rng = np.random.default_rng(register_levels + 20)
+    for shape in BIN_SHAPES:
+        color = random_image(rng, shape)
+        reference = gpu_bins(color, 0)
+        bins = gpu_bins(color, register_levels)
+        assert bins.tobytes() == reference.tobytes(), f"{shape}, {register_levels} levels"
+        # moderate values: no bin saturates, so the sums' rounding shows
+        moderate = (rng.random(shape) * 50).astype(np.float16)
+        reference = gpu_bins(moderate, 0)
+        assert gpu_bins(moderate, register_levels).tobytes() == reference.tobytes(), shape
+
+
+def test_the_bins_are_sensitive_to_the_order_of_the_additions() -> None:
+    # Each bin transposed: its pixels sum in another order, and many bins change.
+    rng = np.random.default_rng(21)
+    color = rng.random((64, 64, 3), dtype=np.float32) * np.float32(50)
+    moved = color.reshape(4, 16, 4, 16, 3).transpose(0, 3, 2, 1, 4).reshape(64, 64, 3).copy()
+    assert np.count_nonzero(gpu_bins(moved, 0) != gpu_bins(color, 0)) >= 3
+
+
 def test_the_default_is_levels_and_the_pipelines_scale_matches() -> None:
     assert gae.generate_scale().key == gae.generate_scale("levels").key
     rng = np.random.default_rng(2)
@@ -158,3 +198,5 @@ def test_bad_variants_are_refused() -> None:
         gae.generate_scale("tree")
     with pytest.raises(InvalidArgumentError, match="thread_levels is 7"):
         gae.generate_scale("levels", 7)
+    with pytest.raises(InvalidArgumentError, match="register_levels is 5"):
+        gae.generate_bins(gae.AutoexposureSpec(), 5)
