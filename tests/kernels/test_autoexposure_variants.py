@@ -5,13 +5,14 @@ invocation takes in registers (``register_levels`` 0 to 4): the bins must be equ
 on random images (partial bins, NaN/Inf, huge and subnormal pixels, float16, 1-3 channels).
 
 The scale pass's two kernels ("levels", the default, and "stack") both sum the bins' log2
-values over the host's deterministic halving tree; "levels" completes
-the tree with empty ranges and combines it chunk by chunk in workgroup memory, "stack" walks
-each invocation's subtree with an explicit stack. Their ``frame`` outputs (the scale and its
-inverse) must be equal bit for bit: on synthetic bin grids of many shapes up to 4K's 135 x 240
-(values from below EPS to +Inf, exact ones, zeros), and on the bins of random images from 1x1
-with partial bins, NaN/Inf and huge/tiny pixels. A check that shuffled bins change the scale
-shows the data is sensitive to the order of the additions.
+values over the host's deterministic halving tree; "levels" completes the tree with empty
+ranges and combines it chunk by chunk in workgroup memory, "stack" walks each invocation's
+subtree with an explicit stack. Their ``frame`` outputs (the scale and its inverse) must be
+equal bit for bit: on synthetic bin grids of many shapes, 4K's 135 x 240 and up to 600 x 700
+(a 9600 x 11200 image; a tree 20 levels deep), with values from below EPS to +Inf, exact ones
+and zeros, and on the bins of random images from 1x1 with partial bins, NaN/Inf and huge/tiny
+pixels. Checks that shuffled bins change the scale, and transposed bins their averages, show
+the data is sensitive to the order of the additions.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tests.kernels.test_autoexposure_gpu import gpu_scale
 pytestmark = pytest.mark.gpu
 
 GRIDS = [(1, 1), (1, 2), (2, 1), (1, 37), (45, 1), (2, 3), (3, 5), (7, 7), (16, 16), (17, 33)]
-GRIDS += [(64, 64), (65, 63), (68, 120), (120, 68), (135, 240), (1, 4097)]
+GRIDS += [(64, 64), (65, 63), (68, 120), (120, 68), (135, 240), (1, 4097), (600, 700), (1, 300000)]
 
 
 def scale_frame(bins: np.ndarray, variant: str, thread_levels: int = 4) -> bytes:
