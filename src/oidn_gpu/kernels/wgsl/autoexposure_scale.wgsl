@@ -2,12 +2,15 @@
 
 var<workgroup> sums: array<f32, WG_SIZE>;
 var<workgroup> counts: array<u32, WG_SIZE>;
+// The left sums still waiting for their right siblings in the tree above the chunks: one per
+// level (a binary counter over the chunk index).
+var<workgroup> pending: array<f32, PENDING>;
 
 // The log-average follows the host's deterministic halving tree over the bin grid: a range
 // [r0, r1) x [c0, c1) with fewer rows than columns splits its columns at c0 + ncols / 2, else
 // its rows at r0 + nrows / 2; leaves are single bins; partial sums add as left + right in f32.
-// Here a single bin splits into (itself, empty) and an empty range into (empty, empty), so
-// every node at depth LEVELS exists; adding an empty range's 0 changes no sum.
+// Here a single bin splits into (itself, empty) and an empty range into (empty, empty), so the
+// tree is complete to any depth; adding an empty range's +0 changes no sum (no sum is -0).
 fn child(r: vec4<u32>, right: bool) -> vec4<u32> {
   let rows = r.y - r.x;
   let cols = r.w - r.z;
@@ -34,72 +37,83 @@ fn leaf(r: vec4<u32>) -> vec2<f32> {
   return vec2<f32>(0.0, 0.0);
 }
 
-// The sum of the tree below `root`, in the same order, with an explicit stack.
-fn subtree(root: vec4<u32>) -> vec2<f32> {
-  var ranges: array<vec4<u32>, STACK>;
-  var phase: array<u32, STACK>;
-  var left: array<vec2<f32>, STACK>;
-  var top = 0u;
-  ranges[0] = root;
-  phase[0] = 0u;
-  var value = vec2<f32>(0.0, 0.0);
-  loop {
-    let r = ranges[top];
-    let split = (r.y - r.x) * (r.w - r.z) > 1u;
-    if (phase[top] == 0u && split) {
-      phase[top] = 1u;
-      ranges[top + 1u] = child(r, false);
-      phase[top + 1u] = 0u;
-      top = top + 1u;
-      continue;
-    }
-    if (phase[top] == 1u) {
-      left[top] = value;
-      phase[top] = 2u;
-      ranges[top + 1u] = child(r, true);
-      phase[top + 1u] = 0u;
-      top = top + 1u;
-      continue;
-    }
-    if (phase[top] == 0u) {
-      value = leaf(r);
-    } else {
-      value = vec2<f32>(left[top].x + value.x, left[top].y + value.y);
-    }
-    if (top == 0u) {
-      break;
-    }
-    top = top - 1u;
+// subtree_k: the (sum, count) of the complete tree of depth k below a node, left + right.
+fn subtree_0(r: vec4<u32>) -> vec2<f32> {
+  return leaf(r);
+}
+{% for k in subtree_levels %}
+fn subtree_{{ k }}(r: vec4<u32>) -> vec2<f32> {
+  let left = subtree_{{ k - 1 }}(child(r, false));
+  let right = subtree_{{ k - 1 }}(child(r, true));
+  return left + right;
+}
+{% endfor %}
+
+// ceil(log2(n)) for n >= 1.
+fn ceil_log2(n: u32) -> u32 {
+  if (n <= 1u) {
+    return 0u;
   }
-  return value;
+  return 32u - countLeadingZeros(n - 1u);
 }
 
-// One workgroup: invocation t sums the tree node reached from the whole grid by the LEVELS
-// bits of t (most significant first: 0 left, 1 right); the nodes then combine pairwise up
-// the same tree. Invocation 0 writes OIDN's scale KEY / 2^(sum / count) (1 when no bin
-// counts; 0 when the mean is not finite) and the output scale 1 / s (0 when s is 0).
+// The tree is ceil(log2(bins_h)) + ceil(log2(bins_w)) levels deep (the larger half of every
+// split on the way down); complete to `depth` levels, it splits into 2^(depth - LEVELS -
+// THREAD_LEVELS) chunks, taken left to right. In a chunk, invocation t sums the depth
+// THREAD_LEVELS subtree the chunk's path and the LEVELS bits of t name (in registers), then
+// the 256 sums combine pairwise in workgroup memory; invocation 0 adds each chunk's sum into
+// the tree above the chunks as a binary counter does. Invocation 0 then writes OIDN's scale
+// KEY / 2^(sum / count) (1 when no bin counts; 0 when the mean is not finite) and the output
+// scale 1 / s (0 when s is 0). The counts are integers: their order does not matter.
 @compute @workgroup_size(WG_SIZE, 1, 1)
 fn main(@builtin(local_invocation_index) index: u32) {
-  var node = vec4<u32>(0u, params.bins_h, 0u, params.bins_w);
-  for (var level = 0u; level < LEVELS; level = level + 1u) {
-    let bit = (index >> (LEVELS - 1u - level)) & 1u;
-    node = child(node, bit == 1u);
+  let root = vec4<u32>(0u, params.bins_h, 0u, params.bins_w);
+  let depth = max(ceil_log2(params.bins_h) + ceil_log2(params.bins_w), LEVELS + THREAD_LEVELS);
+  let chunk_levels = depth - LEVELS - THREAD_LEVELS;
+  let chunks = 1u << chunk_levels;
+  var count = 0u;
+  for (var chunk = 0u; chunk < chunks; chunk = chunk + 1u) {
+    var node = root;
+    for (var level = 0u; level < chunk_levels; level = level + 1u) {
+      node = child(node, ((chunk >> (chunk_levels - 1u - level)) & 1u) == 1u);
+    }
+    for (var level = 0u; level < LEVELS; level = level + 1u) {
+      node = child(node, ((index >> (LEVELS - 1u - level)) & 1u) == 1u);
+    }
+    let value = subtree_{{ thread_levels }}(node);
+    count = count + u32(value.y);
+    sums[index] = value.x;
+    workgroupBarrier();
+{% for stride in strides %}
+    if ((index & {{ 2 * stride - 1 }}u) == 0u) {
+      sums[index] = sums[index] + sums[index + {{ stride }}u];
+    }
+    workgroupBarrier();
+{% endfor %}
+    if (index == 0u) {
+      var total = sums[0];
+      var level = 0u;
+      while (((chunk >> level) & 1u) == 1u) {
+        total = pending[level] + total;
+        level = level + 1u;
+      }
+      pending[level] = total;
+    }
+    workgroupBarrier();
   }
-  let value = subtree(node);
-  sums[index] = value.x;
-  counts[index] = u32(value.y);
+  counts[index] = count;
   workgroupBarrier();
 {% for stride in strides %}
   if ((index & {{ 2 * stride - 1 }}u) == 0u) {
-    sums[index] = sums[index] + sums[index + {{ stride }}u];
     counts[index] = counts[index] + counts[index + {{ stride }}u];
   }
   workgroupBarrier();
 {% endfor %}
   if (index == 0u) {
+    let sum = pending[chunk_levels];
     var scale = 1.0;
     if (counts[0] > 0u) {
-      let mean = sums[0] / f32(counts[0]);
+      let mean = sum / f32(counts[0]);
       if (mean < MAX_EXPONENT) {
         // 2^mean = 2^i * 2^f with i = floor(mean): exp2 only sees [0, 1), the power of two is
         // exact, so the quotient rounds as KEY / exp2f(mean) does.

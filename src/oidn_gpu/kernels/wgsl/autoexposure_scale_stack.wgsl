@@ -1,0 +1,115 @@
+{% include "bindings.wgsl" %}
+
+var<workgroup> sums: array<f32, WG_SIZE>;
+var<workgroup> counts: array<u32, WG_SIZE>;
+
+// The log-average follows the host's deterministic halving tree over the bin grid: a range
+// [r0, r1) x [c0, c1) with fewer rows than columns splits its columns at c0 + ncols / 2, else
+// its rows at r0 + nrows / 2; leaves are single bins; partial sums add as left + right in f32.
+// Here a single bin splits into (itself, empty) and an empty range into (empty, empty), so
+// every node at depth LEVELS exists; adding an empty range's 0 changes no sum.
+fn child(r: vec4<u32>, right: bool) -> vec4<u32> {
+  let rows = r.y - r.x;
+  let cols = r.w - r.z;
+  if (rows * cols <= 1u) {
+    return select(r, vec4<u32>(r.x, r.x, r.z, r.z), right);
+  }
+  if (rows < cols) {
+    let mid = r.z + cols / 2u;
+    return select(vec4<u32>(r.x, r.y, r.z, mid), vec4<u32>(r.x, r.y, mid, r.w), right);
+  }
+  let mid = r.x + rows / 2u;
+  return select(vec4<u32>(r.x, mid, r.z, r.w), vec4<u32>(mid, r.y, r.z, r.w), right);
+}
+
+// log2 of a bin's average luminance when it exceeds EPS, else 0 (and the count 0 or 1).
+fn leaf(r: vec4<u32>) -> vec2<f32> {
+  if (r.y - r.x == 0u || r.w - r.z == 0u) {
+    return vec2<f32>(0.0, 0.0);
+  }
+  let average = bins[r.x * params.bins_w + r.z];
+  if (average > EPS) {
+    return vec2<f32>(log2(average), 1.0);
+  }
+  return vec2<f32>(0.0, 0.0);
+}
+
+// The sum of the tree below `root`, in the same order, with an explicit stack.
+fn subtree(root: vec4<u32>) -> vec2<f32> {
+  var ranges: array<vec4<u32>, STACK>;
+  var phase: array<u32, STACK>;
+  var left: array<vec2<f32>, STACK>;
+  var top = 0u;
+  ranges[0] = root;
+  phase[0] = 0u;
+  var value = vec2<f32>(0.0, 0.0);
+  loop {
+    let r = ranges[top];
+    let split = (r.y - r.x) * (r.w - r.z) > 1u;
+    if (phase[top] == 0u && split) {
+      phase[top] = 1u;
+      ranges[top + 1u] = child(r, false);
+      phase[top + 1u] = 0u;
+      top = top + 1u;
+      continue;
+    }
+    if (phase[top] == 1u) {
+      left[top] = value;
+      phase[top] = 2u;
+      ranges[top + 1u] = child(r, true);
+      phase[top + 1u] = 0u;
+      top = top + 1u;
+      continue;
+    }
+    if (phase[top] == 0u) {
+      value = leaf(r);
+    } else {
+      value = vec2<f32>(left[top].x + value.x, left[top].y + value.y);
+    }
+    if (top == 0u) {
+      break;
+    }
+    top = top - 1u;
+  }
+  return value;
+}
+
+// One workgroup: invocation t sums the tree node reached from the whole grid by the LEVELS
+// bits of t (most significant first: 0 left, 1 right); the nodes then combine pairwise up
+// the same tree. Invocation 0 writes OIDN's scale KEY / 2^(sum / count) (1 when no bin
+// counts; 0 when the mean is not finite) and the output scale 1 / s (0 when s is 0).
+@compute @workgroup_size(WG_SIZE, 1, 1)
+fn main(@builtin(local_invocation_index) index: u32) {
+  var node = vec4<u32>(0u, params.bins_h, 0u, params.bins_w);
+  for (var level = 0u; level < LEVELS; level = level + 1u) {
+    let bit = (index >> (LEVELS - 1u - level)) & 1u;
+    node = child(node, bit == 1u);
+  }
+  let value = subtree(node);
+  sums[index] = value.x;
+  counts[index] = u32(value.y);
+  workgroupBarrier();
+{% for stride in strides %}
+  if ((index & {{ 2 * stride - 1 }}u) == 0u) {
+    sums[index] = sums[index] + sums[index + {{ stride }}u];
+    counts[index] = counts[index] + counts[index + {{ stride }}u];
+  }
+  workgroupBarrier();
+{% endfor %}
+  if (index == 0u) {
+    var scale = 1.0;
+    if (counts[0] > 0u) {
+      let mean = sums[0] / f32(counts[0]);
+      if (mean < MAX_EXPONENT) {
+        // 2^mean = 2^i * 2^f with i = floor(mean): exp2 only sees [0, 1), the power of two is
+        // exact, so the quotient rounds as KEY / exp2f(mean) does.
+        let i = floor(mean);
+        scale = ldexp(KEY / exp2(mean - i), -i32(i));
+      } else {
+        scale = 0.0;
+      }
+    }
+    frame[0] = scale;
+    frame[1] = select(0.0, 1.0 / scale, scale != 0.0);
+  }
+}
