@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             print(f"{r['scene']:<18} {r['rel_l2_vs_oidn_cpu']:>18.3e} "
                   f"{r['oidn_cuda_rel_l2']:>10.2e} "
-                  f"{r['psnr']:>7.3f} {r['oidn_psnr']:>9.3f} {r['psnr'] - r['oidn_psnr']:>+7.3f}")  # fmt: skip
+                  f"{r['psnr']:>7.3f} {r['oidn_psnr']:>9.3f} "
+                  f"{r['psnr'] - r['oidn_psnr']:>+7.3f}")  # fmt: skip
         ok = all(r["rel_l2_vs_oidn_cpu"] <= r["oidn_cuda_rel_l2"] and
                  abs(r["psnr"] - r["oidn_psnr"]) <= 0.02 for r in rows)  # fmt: skip
         print("within OIDN CUDA's distance and 0.02 dB:", ok)
