@@ -152,7 +152,7 @@ def test_final_rgb_pixels_and_patch_give_the_default_bits(
     bits, at sizes that are not multiples of the tile; the default itself matches the
     float64 reference. With 32 input channels in fp32 the 4-pixel patch (43,520 bytes)
     exceeds lavapipe's 32 KiB, so those variants resolve to 2 pixels; 20 channels are 5
-    blocks, an odd stride already, so padding changes nothing there."""
+    blocks, an odd pixel stride already, so padding changes only fp16's row stride."""
     spec = ConvSpec.simple(in_channels, 3, precision, relu=True, out_precision=Precision.FP32)
     default = final_rgb.generate(spec, FinalLayer.SHARED_AUTO, limits)
     assert "pixels=" not in default.key and "patch=" not in default.key
@@ -175,8 +175,9 @@ def test_final_rgb_pixels_and_patch_give_the_default_bits(
                 if chosen.pixels > 1:
                     assert f"pixels={chosen.pixels}" in kernel.key
                 assert ("patch=padded" in kernel.key) is chosen.padded
-                even_blocks = spec.in_blocks % 2 == 0
-                assert chosen.padded is (patch is FinalPatch.PADDED and even_blocks)
+                # padding acts on an even block count (the pixel stride) and in fp16 (rows)
+                acts = spec.in_blocks % 2 == 0 or precision is Precision.FP16
+                assert chosen.padded is (patch is FinalPatch.PADDED and acts)
                 if (chosen.mode, chosen.pixels, chosen.padded) != (mode, pixels, chosen.padded):
                     # only a patch over the device's storage shrinks the variant
                     asked = conv_spatial.storage_bytes(

@@ -231,8 +231,13 @@ def test_final_layer_variants_fit_the_workgroup_storage() -> None:
     auto, both = FinalLayer.SHARED_AUTO, FinalLayer.SHARED_INPUT_WEIGHTS
     # the defaults: one pixel, dense patch, weights cached
     assert final_rgb.resolve(fp16, auto, h200) == FinalVariant(both)
-    # 34x10 pixels x 9 vec4<f16> + 288 weight vec4s = 26,784 bytes
-    assert conv_spatial.storage_bytes(fp16, True, 4, True) == 340 * 9 * 8 + 288 * 8
+    # 10 rows of 34 pixels x 9 vec4<f16>, each row padded from 306 to 312 (8 modulo 16)
+    # elements, + 288 weight vec4s = 27,264 bytes
+    layout = conv_spatial.patch_layout(fp16, 4, True)
+    assert (layout.width, layout.pixel_stride, layout.row_stride) == (34, 9, 312)
+    assert conv_spatial.storage_bytes(fp16, True, 4, True) == 10 * 312 * 8 + 288 * 8
+    assert conv_spatial.patch_layout(fp32, 4, True).row_stride == 34 * 9  # fp32: no row pad
+    assert conv_spatial.patch_layout(fp16, 4).dense
     assert final_rgb.resolve(fp16, auto, h200, 4, "padded") == FinalVariant(both, 4, True)
     # fp32: 4 pixels dense with weights is 48,128 bytes; padded only the patch (48,960) fits
     assert final_rgb.resolve(fp32, auto, h200, 4) == FinalVariant(both, 4)
@@ -253,9 +258,13 @@ def test_final_layer_variants_fit_the_workgroup_storage() -> None:
     tiny = DeviceLimits(max_workgroup_storage_bytes=4096)
     assert final_rgb.resolve(fp32, auto, tiny, 4) == FinalVariant(FinalLayer.DIRECT)
     assert final_rgb.generate(fp32, auto, tiny, pixels=4).name == "conv-direct"
-    # 5 input blocks: an odd stride already, so padding changes nothing
+    # 5 input blocks: an odd pixel stride already, so padding changes nothing in fp32;
+    # in fp16 it pads the rows (18 x 5 = 90 -> 104 elements)
     odd = ConvSpec.simple(20, 3, Precision.FP32, relu=False, out_precision=Precision.FP32)
     assert final_rgb.resolve(odd, auto, h200, 2, "padded") == FinalVariant(both, 2)
+    odd16 = ConvSpec.simple(20, 3, Precision.FP16, relu=False, out_precision=Precision.FP32)
+    assert final_rgb.resolve(odd16, auto, h200, 2, "padded") == FinalVariant(both, 2, True)
+    assert conv_spatial.patch_layout(odd16, 2, True).row_stride == 104
     # select passes the options on: a 32x8-pixel workgroup tile, and its grid
     options = GemmOptions(final_pixels=4, final_patch="padded")
     chosen = select.select_conv(fp16, h200, gemm=options, final=True)

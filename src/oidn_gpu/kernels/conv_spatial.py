@@ -11,10 +11,11 @@ keeps its own accumulator and its summation order, so the bits do not depend on
 filled. With ``cache_weights`` the output block's ``9 * IB * 4`` weight vec4s are
 staged in workgroup memory too (used by `final_rgb`).
 
-Shared memory: the ``(8 P + 2) x 10`` patch of ``IB`` vec4s per pixel, at a pixel
-stride of ``IB`` vec4s, or with ``padded`` of ``IB + 1`` when ``IB`` is even (an odd
-stride puts neighbouring pixels' blocks in different banks); + ``36 * IB`` vec4s with
-cached weights. `generate` refuses a patch over `gemm.MAX_TILE_STORAGE_BYTES` (and
+Shared memory: the ``(8 P + 2) x 10`` patch of ``IB`` vec4s per pixel (`PatchLayout`),
+dense, or with ``padded`` at an odd pixel stride (``IB + 1`` when ``IB`` is even), so the
+8 invocations of a workgroup row read 8 different banks, and in fp16 at a row stride of
+8 modulo 16 vec4s, so the next row reads the other 8 (see `patch_layout`); + ``36 * IB``
+vec4s with cached weights. `generate` refuses a patch over `gemm.MAX_TILE_STORAGE_BYTES` (and
 over ``limits`` when given); callers choose a variant that fits (`storage_bytes`,
 `max_input_blocks`). No fused pool. Weights: output-major. Grid
 ``(ceil(W / (8 P)), ceil(H / 8), OB)``; params ``{height, width}`` (output = conv
@@ -25,6 +26,8 @@ bounds return (after the barrier) and, for pixels after the first, its own x tes
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import _common
@@ -44,9 +47,50 @@ PATCH = WG + 2
 FAMILY = "conv-spatial"
 
 
-def pixel_stride(in_blocks: int, padded: bool = False) -> int:
-    """vec4s from one patch pixel to the next: ``IB``, or with ``padded`` the next odd count."""
-    return in_blocks + 1 if padded and in_blocks % 2 == 0 else in_blocks
+# Workgroup memory on NVIDIA GPUs: 32 banks of 4 bytes (CUDA C++ Programming Guide, "Shared
+# Memory" of compute capability 5.x and later), i.e. 16 vec4<f16> elements; a warp's 8-byte
+# loads are served in two halves of 16 invocations, two rows of an 8-wide workgroup.
+BANK_VEC4_F16 = 16
+HALF_BANKS_VEC4_F16 = BANK_VEC4_F16 // 2
+
+
+@dataclass(frozen=True)
+class PatchLayout:
+    """Where the patch keeps pixel ``(row, col)``'s block ``ib``:
+    ``row * row_stride + col * pixel_stride + ib`` (vec4 elements)."""
+
+    width: int  # patch pixels per row, 8 P + 2
+    in_blocks: int
+    pixel_stride: int
+    row_stride: int
+
+    @property
+    def size(self) -> int:
+        """vec4 elements the patch array holds (the last row's padding included)."""
+        return PATCH * self.row_stride
+
+    @property
+    def dense(self) -> bool:
+        return (self.pixel_stride, self.row_stride) == (
+            self.in_blocks,
+            self.width * self.in_blocks,
+        )
+
+
+def patch_layout(spec: ConvSpec, pixels: int = 1, padded: bool = False) -> PatchLayout:
+    """The patch of ``pixels`` per invocation, dense or ``padded``.
+
+    Padded: the pixel stride is odd (``IB + 1`` when ``IB`` is even), so 8 neighbouring
+    pixels fall in 8 different bank groups; in fp16 the row stride is also 8 modulo 16
+    elements, so the second row of a half-warp falls in the other 8 (for an odd pixel
+    stride s, ``{s j mod 16, j < 8}`` and that set plus 8 are complements).
+    """
+    width = WG * pixels + 2
+    stride = spec.in_blocks + 1 if padded and spec.in_blocks % 2 == 0 else spec.in_blocks
+    row = width * stride
+    if padded and spec.precision is Precision.FP16:
+        row += (HALF_BANKS_VEC4_F16 - row) % BANK_VEC4_F16
+    return PatchLayout(width, spec.in_blocks, stride, row)
 
 
 def storage_bytes(
@@ -54,7 +98,7 @@ def storage_bytes(
 ) -> int:
     """Workgroup memory the kernel declares for ``spec``."""
     vec = 4 * spec.precision.itemsize
-    patch = (WG * pixels + 2) * PATCH * pixel_stride(spec.in_blocks, padded) * vec
+    patch = patch_layout(spec, pixels, padded).size * vec
     cache = 9 * spec.in_blocks * 4 * vec if cache_weights else 0
     return patch + cache
 
@@ -119,25 +163,25 @@ def generate(
         )
     layout = WeightLayout.OUTPUT_MAJOR
     bindings, decls = _common.conv_bindings(spec)
-    stride = pixel_stride(spec.in_blocks, padded)
-    # The original one-pixel, dense-patch kernel keeps its constants and text; the wide or
-    # padded patch names its width, stride and element count.
-    wide = pixels > 1 or stride != spec.in_blocks
-    patch_w = WG * pixels + 2
+    patch = patch_layout(spec, pixels, padded)
+    # The one-pixel dense patch keeps the original constants and text; a wide or padded
+    # patch names its width, strides and element count.
+    wide = pixels > 1 or not patch.dense
     consts = {
         "WG": WG,
         "PATCH": PATCH,
         "THREADS": WG * WG,
         "IN_BLOCKS": spec.in_blocks,
         "OUT_BLOCKS": spec.out_blocks,
-        "PATCH_SIZE": patch_w * PATCH * stride,
+        "PATCH_SIZE": patch.size,
         **(
             {
                 "PIXELS": pixels,
                 "TILE_W": WG * pixels,
-                "PATCH_W": patch_w,
-                "PIXEL_STRIDE": stride,
-                "PATCH_ELEMENTS": patch_w * PATCH * spec.in_blocks,
+                "PATCH_W": patch.width,
+                "PIXEL_STRIDE": patch.pixel_stride,
+                "ROW_STRIDE": patch.row_stride,
+                "PATCH_ELEMENTS": patch.width * PATCH * spec.in_blocks,
             }
             if wide
             else {}
@@ -147,7 +191,7 @@ def generate(
     }
     extra = ["weights=shared"] if cache_weights else []
     extra += [f"pixels={pixels}"] if pixels > 1 else []
-    extra += ["patch=padded"] if stride != spec.in_blocks else []
+    extra += [] if patch.dense else ["patch=padded"]
     key = _common.conv_key(family, spec, " ".join(extra))
     context = _common.conv_common_context(spec, layout)
     if cache_weights:
@@ -161,11 +205,11 @@ def generate(
         bindings=decls,
         cache_weights=cache_weights,
         wide=wide,
-        padded=stride != spec.in_blocks,
+        padded=not patch.dense,
         pixels=[
             {
                 "acc": f"acc{p}",
-                "patch_index": f"pb + {WG * p * stride}u + ib" if p else "pb + ib",
+                "patch_index": f"pb + {WG * p * patch.pixel_stride}u + ib" if p else "pb + ib",
                 "dx": WG * p,
                 "first": p == 0,
             }
@@ -193,10 +237,11 @@ def generate(
 
 __all__ = [
     "FAMILY",
+    "PatchLayout",
     "Precision",
     "generate",
     "max_input_blocks",
-    "pixel_stride",
+    "patch_layout",
     "storage_bytes",
     "storage_cap",
 ]

@@ -13,7 +13,8 @@ network precision (``spec.out_precision`` must be FP32).
 ``GemmOptions.final_pixels`` (1, 2 or 4) gives each invocation that many output
 pixels, 8 apart along x, so the workgroup covers ``8 P x 8`` pixels and stages a
 ``(8 P + 2) x 10`` patch; each weight vec4 read then feeds P pixels.
-``GemmOptions.final_patch`` PADDED gives the patch an odd pixel stride. Neither
+``GemmOptions.final_patch`` PADDED spreads the patch over the workgroup-memory
+banks (`conv_spatial.patch_layout`). Neither
 changes any pixel's summation (see `conv_spatial`), so every variant gives the
 same bits. `resolve` picks the variant that fits the device's workgroup storage
 (at most `gemm.MAX_TILE_STORAGE_BYTES`): the asked pixels with cached weights,
@@ -71,10 +72,7 @@ def resolve(
     down to 1. DIRECT when nothing fits (or asked for).
     """
     mode = FinalLayer(mode)
-    # an odd block count is an odd stride already: padding changes nothing there
-    padded = FinalPatch(patch) is FinalPatch.PADDED and (
-        conv_spatial.pixel_stride(spec.in_blocks, True) != spec.in_blocks
-    )
+    padded = FinalPatch(patch) is FinalPatch.PADDED
     if pixels not in FINAL_PIXELS:
         raise InvalidArgumentError(
             f"invalid final_pixels={pixels!r}; allowed values: {', '.join(map(str, FINAL_PIXELS))}"
@@ -87,7 +85,9 @@ def resolve(
         for cache in caching:
             if conv_spatial.storage_bytes(spec, cache, pixels, padded) <= cap:
                 chosen = FinalLayer.SHARED_INPUT_WEIGHTS if cache else FinalLayer.SHARED_INPUT
-                return FinalVariant(chosen, pixels, padded)
+                # padding that changes nothing (fp32, an odd block count) is no variant
+                dense = conv_spatial.patch_layout(spec, pixels, padded).dense
+                return FinalVariant(chosen, pixels, padded and not dense)
         pixels //= 2
     return FinalVariant(FinalLayer.DIRECT)
 

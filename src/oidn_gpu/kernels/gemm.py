@@ -55,7 +55,8 @@ Options (default first where it is fixed):
   wider patch does not fit the device (`final_rgb.resolve`).
 - ``final_patch``: LINEAR | PADDED. The final RGB conv's staged patch holds a pixel's
   input blocks at a stride of ``IB`` vec4s, or (PADDED) of ``IB + 1`` when ``IB`` is
-  even, so that neighbouring pixels' blocks fall in different workgroup-memory banks.
+  even, and in fp16 pads each patch row to 8 modulo 16 vec4s, so that neighbouring
+  pixels and rows fall in different workgroup-memory banks (`conv_spatial.patch_layout`).
 - ``load_mode``: NATIVE | PACKED_WEIGHTS | PACKED_ALL (fp16 loads through
   ``vec2<u32>`` + bitcast; no effect on fp32).
 - ``address_mode``: INCREMENTAL | ANALYTIC | BASE_OFFSET.

@@ -3,9 +3,11 @@
 {% include "conv_common.wgsl" %}
 
 {% if wide %}
-// The PATCH_W x PATCH input halo patch of this workgroup's TILE_W x WG pixels, all
-// IN_BLOCKS blocks of a pixel from element pixel * PIXEL_STRIDE{% if padded %} (one unused
-// element after each pixel's blocks: an odd stride spreads neighbouring pixels over the banks){% endif %}.
+// The PATCH_W x PATCH input halo patch of this workgroup's TILE_W x WG pixels: pixel
+// (row, col)'s IN_BLOCKS blocks from element row * ROW_STRIDE + col * PIXEL_STRIDE.
+{% if padded %}
+// Unused elements between pixels and rows spread neighbouring ones over the banks.
+{% endif %}
 {% else %}
 // The (WG + 2) x (WG + 2) input halo patch of this workgroup, all IN_BLOCKS blocks.
 {% endif %}
@@ -82,7 +84,9 @@ fn main(
   let local_linear = lid.y * WG + lid.x;
   for (var li = local_linear; li < PATCH_ELEMENTS; li += THREADS) {
 {% if padded %}
-    halo[(li / IN_BLOCKS) * PIXEL_STRIDE + li % IN_BLOCKS] = load_patch(li, x0, y0, out_h, out_w);
+    let pp = li / IN_BLOCKS;
+    let slot = (pp / PATCH_W) * ROW_STRIDE + (pp % PATCH_W) * PIXEL_STRIDE + li % IN_BLOCKS;
+    halo[slot] = load_patch(li, x0, y0, out_h, out_w);
 {% else %}
     halo[li] = load_patch(li, x0, y0, out_h, out_w);
 {% endif %}
@@ -118,7 +122,7 @@ fn main(
   for (var ky = 0u; ky < 3u; ky++) {
     for (var kx = 0u; kx < 3u; kx++) {
       let tap = ky * 3u + kx;
-      let pb = ((lid.y + ky) * PATCH_W + lid.x + kx) * PIXEL_STRIDE;
+      let pb = (lid.y + ky) * ROW_STRIDE + (lid.x + kx) * PIXEL_STRIDE;
       for (var ib = 0u; ib < IN_BLOCKS; ib++) {
 {% if cache_weights %}
         let w = (tap * IN_BLOCKS + ib) * 4u;
