@@ -137,7 +137,7 @@ def generate(
         cache_weights: stage the output block's weights in workgroup memory too.
         family: the kernel's family name (`final_rgb` passes its own).
         pixels: output pixels per invocation (1, 2 or 4), ``WG`` apart along x.
-        padded: an odd pixel stride in the patch (see module doc).
+        padded: spread the patch over the banks (`patch_layout`).
         limits: the device; its workgroup storage bounds the patch.
 
     Raises:
@@ -159,7 +159,8 @@ def generate(
         raise UnsupportedDeviceError(
             f"the spatial conv's {WG * pixels + 2}x{PATCH} patch of {spec.in_blocks} input "
             f"blocks{' and its cached weights' if cache_weights else ''} need {need} bytes of "
-            f"workgroup storage > max {cap}; use fewer pixels per invocation"
+            f"workgroup storage > max {cap}; "
+            + ("use fewer pixels per invocation" if pixels > 1 else "use the direct conv")
         )
     layout = WeightLayout.OUTPUT_MAJOR
     bindings, decls = _common.conv_bindings(spec)
