@@ -21,8 +21,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || 
 # the large-GPU defaults (kernels/gemm.py LARGE_GPU_OPTIONS), with the final layer's options
 FP16_BASE='"tile_policy": "balanced", "shared_load": "pair", "shared_layout": "padded"'
 FP32_BASE='"tile_policy": "balanced", "prefetch": "registers"'
-FP16_VARIANTS=("1 linear" "1 padded" "2 linear" "2 padded" "4 linear" "4 padded")
-FP32_VARIANTS=("1 linear" "1 padded" "4 linear" "4 padded")
+FP16_VARIANTS=("1 linear" "4 padded" "2 padded" "4 linear" "1 padded" "2 linear")  # likeliest first
+FP32_VARIANTS=("1 linear" "4 padded" "4 linear" "1 padded")
 
 gemm_json() {  # gemm_json BASE PIXELS PATCH
   echo "{$1, \"final_pixels\": $2, \"final_patch\": \"$3\"}"
