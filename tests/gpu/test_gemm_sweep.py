@@ -95,13 +95,14 @@ def _no_effect(name: str, value: object, executor: WgpuExecutor) -> bool:
         return precision is Precision.FP32  # packed loads and paired tiles are fp16 features
     if name == "shared_layout":
         return value == GemmOptions().shared_layout_for(precision)
-    if name == "final_layer":  # the variant SHARED_AUTO picks for this final layer
+    if name.startswith("final_"):  # the variant the defaults pick for this final layer
         graph = executor.graph
         final = next(n for n in graph.nodes if n.name == graph.output)
         spec = kernel_choice.node_spec(graph, final, precision, final=True)
         limits = kernel_choice.device_limits(executor.device.capabilities)
-        resolved = final_rgb.resolve(spec, value, limits)
-        return resolved is final_rgb.resolve(spec, FinalLayer.SHARED_AUTO, limits)
+        o = executor.gemm
+        resolved = final_rgb.resolve(spec, o.final_layer, limits, o.final_pixels, o.final_patch)
+        return resolved == final_rgb.resolve(spec, FinalLayer.SHARED_AUTO, limits)
     return False
 
 

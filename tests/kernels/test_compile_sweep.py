@@ -21,7 +21,7 @@ from oidn_gpu.kernels import (
     io_passes,
     pool,
 )
-from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout
+from oidn_gpu.kernels.gemm import FinalLayer, FinalPatch, GemmOptions, PoolLayout
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, Kernel, PoolSpec, Precision
 
 from . import gpu_runner
@@ -57,7 +57,12 @@ def _sweep(limits) -> list[Kernel]:
                 if opts.fits(p, limits):
                     kernels.append(conv_igemm.generate(spec, opts, limits))
             if final_rgb.supports(spec):
-                kernels += [final_rgb.generate(spec, m, limits) for m in FinalLayer]
+                kernels += [
+                    final_rgb.generate(spec, m, limits, pixels=n, patch=patch)
+                    for m in FinalLayer
+                    for n in gemm.FINAL_PIXELS
+                    for patch in FinalPatch
+                ]
         for layout in PoolLayout:
             kernels.append(pool.generate(PoolSpec(13, p), layout, limits))
         kernels.append(io_passes.generate_input_pack(io_passes.PackSpec(9, p)))

@@ -20,14 +20,15 @@ from oidn_gpu.kernels import (
     conv_subgroup,
     decoder,
     final_rgb,
+    gemm,
     pool,
 )
 from oidn_gpu.kernels import weights as wpack
-from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout
+from oidn_gpu.kernels.gemm import FinalLayer, FinalPatch, GemmOptions, PoolLayout
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, PoolSpec, Precision
 
 from . import gpu_runner
-from .conv_ref import check_conv, make_case, pool2, run_conv
+from .conv_ref import check_conv, make_case, pool2, reference, rel_l2, run_conv, tolerance
 
 pytestmark = pytest.mark.gpu
 
@@ -107,6 +108,87 @@ def test_final_rgb(mode: FinalLayer, precision: Precision, rng, limits) -> None:
     expected = "conv-direct" if mode is FinalLayer.DIRECT else "conv-final-rgb"
     assert kernel.name == expected
     check_conv(kernel, spec, 11, 9, rng)
+
+
+# Sizes that are no multiple of the 8x8 (1 pixel), 16x8 or 32x8 (2, 4 pixels) workgroup tile,
+# among them one narrower than a 4-pixel tile's second pixel column (9 < 8 + 8 = 16 is not,
+# 7 < 8 is: a workgroup whose invocations all stop after their first pixel).
+FINAL_SIZES = [(11, 9), (13, 17), (9, 37), (5, 7)]
+FINAL_MODES = [FinalLayer.SHARED_INPUT, FinalLayer.SHARED_INPUT_WEIGHTS]
+SENTINEL = np.float32(-12345.0)  # fills the slack after the output: no store may reach it
+
+
+def _run_final(kernel, spec: ConvSpec, case, h: int, w: int) -> np.ndarray:
+    """The final layer's dense ``[H, W, 3]`` output; the output buffer has a sentinel-filled
+    slack of one 32-pixel row after the image, which must stay untouched."""
+    srcs, wt, bias = case
+    packed = wpack.pack_conv(spec, wt, bias, kernel.weight_layout)
+    size = h * w * 4
+    slack = 32 * 4
+    init = np.concatenate([np.zeros(size, np.float32), np.full(slack, SENTINEL, np.float32)])
+    raw = gpu_runner.run(
+        kernel,
+        {
+            "input0": wpack.pack_activation(srcs[0], spec.precision),
+            "weights": packed.weights,
+            "bias": packed.bias,
+        },
+        {"output": init.nbytes},
+        {"height": h, "width": w},
+        (spec.out_channels, h, w),
+        output_init={"output": init},
+    )["output"]
+    data = np.frombuffer(raw, np.float32)
+    assert np.all(data[size:] == SENTINEL), f"{kernel.key} {h}x{w}: a store past the image"
+    return wpack.unpack_activation(data[:size], spec.out_channels, h, w).astype(np.float64)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)
+@pytest.mark.parametrize("in_channels", [32, 13, 20])
+def test_final_rgb_pixels_and_patch_give_the_default_bits(
+    in_channels: int, precision: Precision, rng, limits
+) -> None:
+    """Every final_pixels x final_patch x shared variant computes the one-pixel default's
+    bits, at sizes that are not multiples of the tile; the default itself matches the
+    float64 reference. With 32 input channels in fp32 the 4-pixel patch (43,520 bytes)
+    exceeds lavapipe's 32 KiB, so those variants resolve to 2 pixels; 20 channels are 5
+    blocks, an odd pixel stride already, so padding changes only fp16's row stride."""
+    spec = ConvSpec.simple(in_channels, 3, precision, relu=True, out_precision=Precision.FP32)
+    default = final_rgb.generate(spec, FinalLayer.SHARED_AUTO, limits)
+    assert "pixels=" not in default.key and "patch=" not in default.key
+    cases = {hw: make_case(spec, *hw, rng) for hw in FINAL_SIZES}
+    expected = {}
+    for (h, w), case in cases.items():
+        expected[h, w] = _run_final(default, spec, case, h, w)
+        srcs, wt, bias = case
+        ref = reference(spec, srcs, wt.astype(np.float64), bias)
+        assert rel_l2(expected[h, w], ref) <= tolerance(precision), (h, w)
+    variants = 0
+    for mode in FINAL_MODES:
+        for pixels in gemm.FINAL_PIXELS:
+            for patch in FinalPatch:
+                chosen = final_rgb.resolve(spec, mode, limits, pixels, patch)
+                kernel = final_rgb.generate(spec, mode, limits, pixels=pixels, patch=patch)
+                assert kernel.name == final_rgb.FAMILY
+                assert kernel.workgroup_storage_bytes <= limits.max_workgroup_storage_bytes
+                assert kernel.grid(3, 8, 8 * chosen.pixels + 1) == (2, 1, 1)
+                if chosen.pixels > 1:
+                    assert f"pixels={chosen.pixels}" in kernel.key
+                assert ("patch=padded" in kernel.key) is chosen.padded
+                # padding acts on an even block count (the pixel stride) and in fp16 (rows)
+                acts = spec.in_blocks % 2 == 0 or precision is Precision.FP16
+                assert chosen.padded is (patch is FinalPatch.PADDED and acts)
+                if (chosen.mode, chosen.pixels, chosen.padded) != (mode, pixels, chosen.padded):
+                    # only a patch over the device's storage shrinks the variant
+                    asked = conv_spatial.storage_bytes(
+                        spec, mode is FinalLayer.SHARED_INPUT_WEIGHTS, pixels, chosen.padded
+                    )
+                    assert asked > limits.max_workgroup_storage_bytes, (mode, pixels, patch)
+                for (h, w), case in cases.items():
+                    got = _run_final(kernel, spec, case, h, w)
+                    np.testing.assert_array_equal(got, expected[h, w], err_msg=f"{kernel.key}")
+                variants += 1
+    assert variants == 12
 
 
 @pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.value)

@@ -83,6 +83,16 @@ CASES = {
         9,
         emu.DIRECT_GROUP_PRODUCTS,
     ),
+    # 4 pixels per invocation in a padded patch: the same partials, the same bits
+    "final-rgb-4-pixels": (
+        ConvSpec.simple(32, 3, FP16, relu=True, out_precision=Precision.FP32),
+        lambda spec, limits: final_rgb.generate(
+            spec, FinalLayer.SHARED_AUTO, limits, pixels=4, patch="padded"
+        ),
+        11,
+        37,
+        emu.DIRECT_GROUP_PRODUCTS,
+    ),
 }
 
 

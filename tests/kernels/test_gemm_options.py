@@ -19,15 +19,16 @@ import pytest
 from oidn_gpu.backends.gpu_device import AdapterInfo, Capabilities
 from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
-from oidn_gpu.kernels import conv_igemm, gemm
-from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels import conv_igemm, conv_spatial, final_rgb, gemm, select
+from oidn_gpu.kernels.final_rgb import FinalVariant
+from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, DeviceLimits, Precision, WeightLayout
 
 from .conv_ref import make_case, reference, rel_l2, run_conv, tolerance
 
 H, W = 6, 10
-# Options that shape the implicit-GEMM kernel (pool_layout / final_layer pick other kernels:
-# they are swept in test_conv_families and by `select`).
+# Options that shape the implicit-GEMM kernel (pool_layout and the final_* options pick other
+# kernels: they are swept in test_conv_families, tests/gpu/test_gemm_sweep.py and below).
 IGEMM_OPTIONS = [
     "tile_policy",
     "decoder_load",
@@ -112,6 +113,10 @@ def _default(precision: Precision, limits: DeviceLimits) -> np.ndarray:
         ("workgroup_size", 8),
         ("shared_load", "quad"),
         ("prefetch", "global"),
+        ("final_pixels", 3),
+        ("final_pixels", 8),
+        ("final_pixels", True),
+        ("final_patch", "banked"),
     ],
 )
 def test_invalid_option_names_option_value_and_allowed(option: str, bad: object) -> None:
@@ -214,6 +219,60 @@ def test_prefetch_registers_and_paired_storage() -> None:
     assert need > gemm.MAX_TILE_STORAGE_BYTES
     with pytest.raises(UnsupportedDeviceError, match="> max 49152"):
         big.check_limits(Precision.FP32, huge)
+
+
+def test_final_layer_variants_fit_the_workgroup_storage() -> None:
+    """The final layer's pixels per invocation and patch layout resolve to what fits the
+    device and 48 KiB: cached weights first, then the patch alone, then fewer pixels; a
+    patch over the limit is refused before any shader exists."""
+    h200 = DeviceLimits(max_workgroup_storage_bytes=49152, shader_f16=True, large_gpu=True)
+    fp16 = ConvSpec.simple(32, 3, Precision.FP16, relu=False, out_precision=Precision.FP32)
+    fp32 = ConvSpec.simple(32, 3, Precision.FP32, relu=False, out_precision=Precision.FP32)
+    auto, both = FinalLayer.SHARED_AUTO, FinalLayer.SHARED_INPUT_WEIGHTS
+    # the defaults: one pixel, dense patch, weights cached
+    assert final_rgb.resolve(fp16, auto, h200) == FinalVariant(both)
+    # 10 rows of 34 pixels x 9 vec4<f16>, each row padded from 306 to 312 (8 modulo 16)
+    # elements, + 288 weight vec4s = 27,264 bytes
+    layout = conv_spatial.patch_layout(fp16, 4, True)
+    assert (layout.width, layout.pixel_stride, layout.row_stride) == (34, 9, 312)
+    assert conv_spatial.storage_bytes(fp16, True, 4, True) == 10 * 312 * 8 + 288 * 8
+    assert conv_spatial.patch_layout(fp32, 4, True).row_stride == 34 * 9  # fp32: no row pad
+    assert conv_spatial.patch_layout(fp16, 4).dense
+    assert final_rgb.resolve(fp16, auto, h200, 4, "padded") == FinalVariant(both, 4, True)
+    # fp32: 4 pixels dense with weights is 48,128 bytes; padded only the patch (48,960) fits
+    assert final_rgb.resolve(fp32, auto, h200, 4) == FinalVariant(both, 4)
+    assert final_rgb.resolve(fp32, auto, h200, 4, "padded") == FinalVariant(
+        FinalLayer.SHARED_INPUT, 4, True
+    )
+    # 64 input channels on a device reporting 64 KiB: 48 KiB still bound it; 2 pixels fit
+    big = DeviceLimits(max_workgroup_storage_bytes=65536)
+    wide = ConvSpec.simple(64, 3, Precision.FP32, relu=False, out_precision=Precision.FP32)
+    assert final_rgb.resolve(wide, auto, big, 4) == FinalVariant(FinalLayer.SHARED_INPUT, 2)
+    with pytest.raises(UnsupportedDeviceError, match="> max 49152"):
+        conv_spatial.generate(wide, pixels=4, limits=big)
+    with pytest.raises(UnsupportedDeviceError, match="87040 bytes"):
+        conv_spatial.generate(wide, pixels=4)
+    with pytest.raises(InvalidArgumentError, match="allowed values: 1, 2, 4"):
+        conv_spatial.generate(wide, pixels=3)
+    # nothing fits: the direct conv
+    tiny = DeviceLimits(max_workgroup_storage_bytes=4096)
+    assert final_rgb.resolve(fp32, auto, tiny, 4) == FinalVariant(FinalLayer.DIRECT)
+    assert final_rgb.generate(fp32, auto, tiny, pixels=4).name == "conv-direct"
+    # 5 input blocks: an odd pixel stride already, so padding changes nothing in fp32;
+    # in fp16 it pads the rows (18 x 5 = 90 -> 104 elements)
+    odd = ConvSpec.simple(20, 3, Precision.FP32, relu=False, out_precision=Precision.FP32)
+    assert final_rgb.resolve(odd, auto, h200, 2, "padded") == FinalVariant(both, 2)
+    odd16 = ConvSpec.simple(20, 3, Precision.FP16, relu=False, out_precision=Precision.FP32)
+    assert final_rgb.resolve(odd16, auto, h200, 2, "padded") == FinalVariant(both, 2, True)
+    assert conv_spatial.patch_layout(odd16, 2, True).row_stride == 104
+    # select passes the options on: a 32x8-pixel workgroup tile, and its grid
+    options = GemmOptions(final_pixels=4, final_patch="padded")
+    chosen = select.select_conv(fp16, h200, gemm=options, final=True)
+    assert chosen.kind is select.KernelKind.FINAL_RGB
+    assert "pixels=4 patch=padded" in chosen.kernel.key
+    assert chosen.kernel.grid(3, 1080, 1920) == (60, 135, 1)
+    default = select.select_conv(fp16, h200, final=True).kernel
+    assert "pixels" not in default.key and default.grid(3, 1080, 1920) == (240, 135, 1)
 
 
 @pytest.mark.gpu

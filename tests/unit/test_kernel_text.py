@@ -14,7 +14,7 @@ import pytest
 from oidn_gpu.image.transfer import Transfer
 from oidn_gpu.kernels import conv_direct, conv_igemm, final_rgb, io_passes, pool
 from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout
-from oidn_gpu.kernels.spec import ConvSource, ConvSpec, Kernel, PoolSpec, Precision
+from oidn_gpu.kernels.spec import ConvSource, ConvSpec, DeviceLimits, Kernel, PoolSpec, Precision
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "data" / "snapshots"
 
@@ -34,6 +34,14 @@ def _cases() -> dict[str, object]:
         "final_rgb_fp16_shared_weights": lambda: final_rgb.generate(
             ConvSpec.simple(32, 3, Precision.FP16, relu=False, out_precision=Precision.FP32),
             FinalLayer.SHARED_INPUT_WEIGHTS,
+        ),
+        # the H200's 48 KiB hold 4 pixels per invocation in a padded patch
+        "final_rgb_fp16_4_pixels_padded": lambda: final_rgb.generate(
+            ConvSpec.simple(32, 3, Precision.FP16, relu=False, out_precision=Precision.FP32),
+            FinalLayer.SHARED_AUTO,
+            DeviceLimits(max_workgroup_storage_bytes=49152, shader_f16=True),
+            pixels=4,
+            patch="padded",
         ),
         "max_pool_fp16_channels": lambda: pool.generate(
             PoolSpec(64, Precision.FP16), PoolLayout.CHANNELS

@@ -18,9 +18,11 @@ address and layout modes fetch the same values (``shared_load`` packs two of
 them per shared element, ``prefetch`` loads them one K tile early); ``pool_layout`` orders
 workgroups, and the fused pool's max (in registers, or across two invocations
 with 2 rows per thread) is exact; ``final_layer`` picks between final-layer
-kernels that sum in the same order. So every value gives the default's bits, in
-fp32 and in fp16 (tests/gpu/test_gemm_sweep.py: every value of every option on
-a whole network on lavapipe; on an NVIDIA H200 every variant of
+kernels that sum in the same order, and ``final_pixels`` and ``final_patch`` only
+decide which invocation sums a pixel and where its inputs sit in workgroup memory (each
+pixel keeps its own accumulator, from the bias, in the same order). So every value
+gives the default's bits, in fp32 and in fp16 (tests/gpu/test_gemm_sweep.py: every
+value of every option on a whole network on lavapipe; on an NVIDIA H200 every variant of
 bench/gemm_sweep.py gave the default's bits at 1080p). WGSL does not let the
 compiler reassociate these sums, so this holds on any conforming device.
 
@@ -47,6 +49,14 @@ Options (default first where it is fixed):
 - ``accumulation_order``: K_MAJOR (K tile outer, rows inner) | ROW_MAJOR.
 - ``final_layer``: SHARED_AUTO | DIRECT | SHARED_INPUT | SHARED_INPUT_WEIGHTS
   (the final RGB conv, see `final_rgb`).
+- ``final_pixels``: 1 | 2 | 4 output pixels per invocation of the final RGB conv's
+  shared variants, ``WG`` pixels apart along x (the workgroup's pixel tile and its
+  staged patch widen accordingly; each weight load feeds every pixel). Fewer when the
+  wider patch does not fit the device (`final_rgb.resolve`).
+- ``final_patch``: LINEAR | PADDED. The final RGB conv's staged patch holds a pixel's
+  input blocks at a stride of ``IB`` vec4s, or (PADDED) of ``IB + 1`` when ``IB`` is
+  even, and in fp16 pads each patch row to 8 modulo 16 vec4s, so that neighbouring
+  pixels and rows fall in different workgroup-memory banks (`conv_spatial.patch_layout`).
 - ``load_mode``: NATIVE | PACKED_WEIGHTS | PACKED_ALL (fp16 loads through
   ``vec2<u32>`` + bitcast; no effect on fp32).
 - ``address_mode``: INCREMENTAL | ANALYTIC | BASE_OFFSET.
@@ -137,6 +147,11 @@ class FinalLayer(enum.Enum):
     SHARED_AUTO = "shared-auto"
 
 
+class FinalPatch(enum.Enum):
+    LINEAR = "linear"
+    PADDED = "padded"
+
+
 class LoadMode(enum.Enum):
     NATIVE = "native"
     PACKED_WEIGHTS = "packed-weights"
@@ -181,6 +196,7 @@ COLS_PER_THREAD = (1, 2, 4)
 K_TILES = (8, 16)
 WORKGROUP_X = (4, 8, 16)
 WORKGROUP_Y = (4, 8, 16)
+FINAL_PIXELS = (1, 2, 4)
 DEFAULT_WORKGROUP_SIZE = (8, 8)
 
 _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
@@ -190,6 +206,7 @@ _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "shared_layout": SharedLayout,
     "accumulation_order": AccumulationOrder,
     "final_layer": FinalLayer,
+    "final_patch": FinalPatch,
     "load_mode": LoadMode,
     "address_mode": AddressMode,
     "weight_layout": WeightLayout,
@@ -315,6 +332,8 @@ class GemmOptions:
     k_tile: int = K_TILE_BLOCKS
     shared_load: SharedLoad = SharedLoad.BLOCK
     prefetch: Prefetch = Prefetch.NONE
+    final_pixels: int = 1
+    final_patch: FinalPatch = FinalPatch.LINEAR
 
     def __post_init__(self) -> None:
         # An explicit workgroup size stays fixed unless a tile policy is given too.
@@ -334,6 +353,7 @@ class GemmOptions:
             ("rows_per_thread", ROWS_PER_THREAD),
             ("cols_per_thread", COLS_PER_THREAD),
             ("k_tile", K_TILES),
+            ("final_pixels", FINAL_PIXELS),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or value not in allowed:
@@ -504,6 +524,7 @@ def option_values() -> dict[str, tuple[object, ...]]:
     out["workgroup_size"] = tuple((x, y) for x in WORKGROUP_X for y in WORKGROUP_Y)
     out["cols_per_thread"] = COLS_PER_THREAD
     out["k_tile"] = K_TILES
+    out["final_pixels"] = FINAL_PIXELS
     return out
 
 

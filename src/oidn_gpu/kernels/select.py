@@ -9,7 +9,8 @@ Rules:
   `select_precision("auto", limits)` picks fp16 when available.
 - The final layer (``final=True``: one output block, fp32 output, plain
   source) under ``auto`` or ``implicit-gemm`` uses `final_rgb` with
-  ``gemm.final_layer`` (DIRECT -> `conv_direct`).
+  ``gemm.final_layer``, ``gemm.final_pixels`` and ``gemm.final_patch`` (DIRECT ->
+  `conv_direct`).
 - ``gemm=None``: `gemm.default_options(limits, precision)` (`GemmOptions()`, or the
   large-GPU defaults when ``limits.large_gpu``).
 - ``auto``: implicit GEMM when the GEMM tile fits the limits (with a fused pool
@@ -125,7 +126,9 @@ def select_conv(
     if final and kind in (KernelKind.AUTO, KernelKind.IMPLICIT_GEMM) and final_rgb.supports(spec):
         if gemm.final_layer is FinalLayer.DIRECT:
             return Selection(KernelKind.DIRECT, conv_direct.generate(spec))
-        k = final_rgb.generate(spec, gemm.final_layer, limits)
+        k = final_rgb.generate(
+            spec, gemm.final_layer, limits, pixels=gemm.final_pixels, patch=gemm.final_patch
+        )
         chosen = KernelKind.FINAL_RGB if k.name == final_rgb.FAMILY else KernelKind.DIRECT
         return Selection(
             chosen, k, None if chosen is KernelKind.FINAL_RGB else "final tile does not fit"
@@ -140,7 +143,7 @@ def select_conv(
             return Selection(
                 KernelKind.DIRECT, conv_direct.generate(spec), "spatial has no fused pool"
             )
-        if conv_spatial.storage_bytes(spec) > limits.max_workgroup_storage_bytes:
+        if conv_spatial.storage_bytes(spec) > conv_spatial.storage_cap(limits):
             return Selection(
                 KernelKind.DIRECT, conv_direct.generate(spec), "the halo patch does not fit"
             )

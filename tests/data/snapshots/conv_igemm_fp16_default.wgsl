@@ -1,4 +1,4 @@
-// oidn_gpu.kernels.conv_igemm conv-igemm[in=32 out=64 fp16 out_fp16 relu tile_policy=output-aligned decoder_load=per-load pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=incremental weight_layout=k-major rows_per_thread=8 workgroup_size=8x8 cols_per_thread=1 k_tile=8 shared_load=block prefetch=none tile=16x8x8x1k8p]
+// oidn_gpu.kernels.conv_igemm conv-igemm[in=32 out=64 fp16 out_fp16 relu tile_policy=output-aligned decoder_load=per-load pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=incremental weight_layout=k-major rows_per_thread=8 workgroup_size=8x8 cols_per_thread=1 k_tile=8 shared_load=block prefetch=none final_pixels=1 final_patch=linear tile=16x8x8x1k8p]
 enable f16;
 
 const WG_X: u32 = 16u;
