@@ -123,8 +123,9 @@ def main() -> int:
             scale = np.frombuffer(frame, np.float32)
             print(f"  scale {kernel.key:34s} {ms:.4f} ms  s={scale[0]:.9g} ({same})")
         bins = np.frombuffer(device.read_buffer(bins_buf), np.float32)
-        host = ae.autoexposure(color) if size != "4k" else float("nan")
-        print(f"  host scale {host:.9g} (bins mean {bins.mean():.6g})")
+        # the host autoexposure takes about a second at 4K: compared at 1080p only
+        host = f"{ae.autoexposure(color):.9g}" if size != "4k" else "not computed at 4K"
+        print(f"  host scale {host} (bins mean {bins.mean():.6g})")
     device.close()
     return 1 if mismatches else 0
 

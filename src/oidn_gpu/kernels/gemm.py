@@ -540,13 +540,20 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # fp16 balanced 12.29 ms -> with paired shared loads in padded tiles 11.79 ms (the fastest
 # of all and within 0.001 ms of the per-layer best); fp32 balanced 21.08 ms -> with the next
 # K tile's loads prefetched into registers 17.88 ms. Both give the same bits as before.
+# The final RGB conv (bench/h200_final_layer.sh, 2026-11-30): a padded staged patch took fp32's
+# dec_conv0 from 0.897 to 0.541 ms (network 17.90 -> 17.54 ms); fp16 gained nothing from it or
+# from 2 or 4 pixels per invocation (0.281 ms at best, the default).
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
         shared_load=SharedLoad.PAIR,
         shared_layout=SharedLayout.PADDED,
     ),
-    Precision.FP32: GemmOptions(tile_policy=TilePolicy.BALANCED, prefetch=Prefetch.REGISTERS),
+    Precision.FP32: GemmOptions(
+        tile_policy=TilePolicy.BALANCED,
+        prefetch=Prefetch.REGISTERS,
+        final_patch=FinalPatch.PADDED,
+    ),
 }
 
 
