@@ -1,7 +1,7 @@
 """WGSL kernel generators: pure ``generate(spec) -> Kernel`` functions, text only (no wgpu).
 
-Contract with the backends
-==========================
+Interface with the backends
+===========================
 
 Activation storage layout
 -------------------------

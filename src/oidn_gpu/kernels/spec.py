@@ -4,7 +4,7 @@ A generator is a pure function ``generate(spec) -> Kernel``: text and metadata
 only. It never imports wgpu, holds no device and no cache; the backend caches
 compiled pipelines by ``Kernel.key``.
 
-This module is the public contract between the generators (``kernels/*``) and
+This module is the public interface between the generators (``kernels/*``) and
 the backends. It defines:
 
 - `Precision`: storage precision of activations and weights (``vec4<f32>`` or

@@ -8,7 +8,7 @@ serialize what was submitted. The same functions with a real `GpuDevice`
 (`submit_network`, `submit_denoise`) are the direct execution the tests compare
 replays with.
 
-Program contracts:
+What every program guarantees:
 
 - network: one input, the network input as dense ``[H, W, C_in]`` float32
   (C_in = 3 per image: color, albedo, normal, in network space: transfer
