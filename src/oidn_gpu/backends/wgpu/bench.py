@@ -202,7 +202,7 @@ def run_bench(
     warmup: int = 3,
     top: int = 8,
     device: Any = None,
-    seed: int = 0,
+    random_seed: int = 0,
     end_to_end: bool = True,
     executor: Any = None,
     host_dtype: str = "float32",
@@ -247,7 +247,7 @@ def run_bench(
     try:
         executor.prewarm([(net_h, net_w)])
         compile_s = time.perf_counter() - start
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(random_seed)
         x = rng.random((executor.input_channels, net_h, net_w), dtype=np.float32)
         executor.run(x)  # upload once; later runs reuse the packed input in place
         gpu = executor.device
