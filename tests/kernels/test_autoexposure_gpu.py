@@ -22,23 +22,25 @@ from tests.kernels import gpu_runner
 pytestmark = pytest.mark.gpu
 
 
-def gpu_scale(
-    color: np.ndarray, *, pixel_stride: int | None = None, buffer: np.ndarray | None = None
-) -> tuple[float, float]:
-    """(input scale, output scale) the two kernels write for an ``[H, W, C]`` image.
+def gpu_bins(
+    color: np.ndarray,
+    register_levels: int = gae.BINS_REGISTER_LEVELS,
+    *,
+    pixel_stride: int | None = None,
+    buffer: np.ndarray | None = None,
+) -> np.ndarray:
+    """The bins kernel's averages ``[bins_h, bins_w]`` of an ``[H, W, C]`` image.
 
     ``buffer`` (flat) and ``pixel_stride`` describe a strided image in it instead.
     """
     height, width, channels = color.shape
-    dtype = str(color.dtype)
-    spec = gae.AutoexposureSpec(dtype)
     flat = np.ascontiguousarray(color).reshape(-1) if buffer is None else buffer
     if flat.dtype == np.float16:
         flat = np.concatenate([flat, np.zeros(flat.size % 2, np.float16)]).view(np.uint32)
     bins_h, bins_w = gae.bin_grid(height, width)
     stride = pixel_stride if pixel_stride is not None else channels
-    bins = gpu_runner.run(
-        gae.generate_bins(spec),
+    raw = gpu_runner.run(
+        gae.generate_bins(gae.AutoexposureSpec(str(color.dtype)), register_levels),
         {"color_image": flat},
         {"bins": 4 * bins_h * bins_w},
         params={
@@ -53,9 +55,21 @@ def gpu_scale(
         },
         grid_shape=(1, bins_h, bins_w),
     )["bins"]
+    return np.frombuffer(raw, np.float32).reshape(bins_h, bins_w)
+
+
+def gpu_scale(
+    color: np.ndarray, *, pixel_stride: int | None = None, buffer: np.ndarray | None = None
+) -> tuple[float, float]:
+    """(input scale, output scale) the two kernels write for an ``[H, W, C]`` image.
+
+    ``buffer`` (flat) and ``pixel_stride`` describe a strided image in it instead.
+    """
+    bins = gpu_bins(color, pixel_stride=pixel_stride, buffer=buffer)
+    bins_h, bins_w = bins.shape
     frame = gpu_runner.run(
         gae.generate_scale(),
-        {"bins": np.frombuffer(bins, np.float32)},
+        {"bins": bins.reshape(-1)},
         {"frame": 8},
         params={"bins_h": bins_h, "bins_w": bins_w},
     )["frame"]

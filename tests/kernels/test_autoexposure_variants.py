@@ -23,7 +23,7 @@ import pytest
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels import autoexposure as gae
 from tests.kernels import gpu_runner
-from tests.kernels.test_autoexposure_gpu import gpu_scale
+from tests.kernels.test_autoexposure_gpu import gpu_bins, gpu_scale
 
 pytestmark = pytest.mark.gpu
 
@@ -120,32 +120,6 @@ def test_random_images_give_the_same_bits(size: tuple[int, int]) -> None:
         color[0, 0] = np.inf  # FLT_MAX in a bin: its average and the scale overflow to 0
         bins = gpu_bins(color)
         assert scale_frame(bins, "levels") == scale_frame(bins, "stack")
-
-
-def gpu_bins(color: np.ndarray, register_levels: int = gae.BINS_REGISTER_LEVELS) -> np.ndarray:
-    """The bins kernel's averages ``[bins_h, bins_w]`` of an ``[H, W, C]`` image."""
-    height, width, channels = color.shape
-    bins_h, bins_w = gae.bin_grid(height, width)
-    flat = np.ascontiguousarray(color).reshape(-1)
-    if flat.dtype == np.float16:
-        flat = np.concatenate([flat, np.zeros(flat.size % 2, np.float16)]).view(np.uint32)
-    raw = gpu_runner.run(
-        gae.generate_bins(gae.AutoexposureSpec(str(color.dtype)), register_levels),
-        {"color_image": flat},
-        {"bins": 4 * bins_h * bins_w},
-        params={
-            "color_offset": 0,
-            "color_pixel_stride": channels,
-            "color_row_stride": channels * width,
-            "color_channels": channels,
-            "height": height,
-            "width": width,
-            "bins_h": bins_h,
-            "bins_w": bins_w,
-        },
-        grid_shape=(1, bins_h, bins_w),
-    )["bins"]
-    return np.frombuffer(raw, np.float32).reshape(bins_h, bins_w)
 
 
 def random_image(rng: np.random.Generator, shape: tuple[int, int, int]) -> np.ndarray:
