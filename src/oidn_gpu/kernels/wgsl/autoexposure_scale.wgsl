@@ -82,19 +82,6 @@ fn main(@builtin(local_invocation_index) index: u32) {
 {% endfor %}
   if (index == 0u) {
     let sum = pending[chunk_levels];
-    var scale = 1.0;
-    if (counts[0] > 0u) {
-      let mean = sum / f32(counts[0]);
-      if (mean < MAX_EXPONENT) {
-        // 2^mean = 2^i * 2^f with i = floor(mean): exp2 only sees [0, 1), the power of two is
-        // exact, so the quotient rounds as KEY / exp2f(mean) does.
-        let i = floor(mean);
-        scale = ldexp(KEY / exp2(mean - i), -i32(i));
-      } else {
-        scale = 0.0;
-      }
-    }
-    frame[0] = scale;
-    frame[1] = select(0.0, 1.0 / scale, scale != 0.0);
+    write_scale(sum, counts[0]);
   }
 }

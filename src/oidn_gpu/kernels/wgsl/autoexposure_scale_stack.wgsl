@@ -68,19 +68,6 @@ fn main(@builtin(local_invocation_index) index: u32) {
   workgroupBarrier();
 {% endfor %}
   if (index == 0u) {
-    var scale = 1.0;
-    if (counts[0] > 0u) {
-      let mean = sums[0] / f32(counts[0]);
-      if (mean < MAX_EXPONENT) {
-        // 2^mean = 2^i * 2^f with i = floor(mean): exp2 only sees [0, 1), the power of two is
-        // exact, so the quotient rounds as KEY / exp2f(mean) does.
-        let i = floor(mean);
-        scale = ldexp(KEY / exp2(mean - i), -i32(i));
-      } else {
-        scale = 0.0;
-      }
-    }
-    frame[0] = scale;
-    frame[1] = select(0.0, 1.0 / scale, scale != 0.0);
+    write_scale(sums[0], counts[0]);
   }
 }

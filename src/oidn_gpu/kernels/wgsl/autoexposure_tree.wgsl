@@ -28,3 +28,22 @@ fn leaf(r: vec4<u32>) -> vec2<f32> {
   }
   return vec2<f32>(0.0, 0.0);
 }
+
+// OIDN's scale KEY / 2^(sum / count) into frame[0] (1 when no bin counts; 0 when the mean is
+// not finite) and the output scale 1 / s into frame[1] (0 when s is 0).
+fn write_scale(sum: f32, count: u32) {
+  var scale = 1.0;
+  if (count > 0u) {
+    let mean = sum / f32(count);
+    if (mean < MAX_EXPONENT) {
+      // 2^mean = 2^i * 2^f with i = floor(mean): exp2 only sees [0, 1), the power of two is
+      // exact, so the quotient rounds as KEY / exp2f(mean) does.
+      let i = floor(mean);
+      scale = ldexp(KEY / exp2(mean - i), -i32(i));
+    } else {
+      scale = 0.0;
+    }
+  }
+  frame[0] = scale;
+  frame[1] = select(0.0, 1.0 / scale, scale != 0.0);
+}
