@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import select
+import signal
+
 import numpy as np
 import pytest
 
@@ -54,3 +58,29 @@ def test_copy_threads_follow_the_variable(monkeypatch: pytest.MonkeyPatch) -> No
         host_copy.copy_threads()
     monkeypatch.delenv(host_copy.THREADS_VARIABLE)
     assert 1 <= host_copy.copy_threads() <= host_copy.MAX_THREADS
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_copies_with_threads_of_its_own() -> None:
+    """The parent's copy threads do not exist in a forked child: it makes its own pool."""
+    src = _source((512, 1024, 3))  # 6 MiB: above the threshold, split over 3 threads
+    dst = np.empty(src.shape, np.float16)
+    host_copy.parallel_copyto(dst, src, threads=3)  # the parent's pool now exists
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: writes 1 when its copy equals the parent's
+        try:
+            os.close(read)
+            again = np.empty(src.shape, np.float16)
+            host_copy.parallel_copyto(again, src, threads=3)
+            os.write(write, b"1" if np.array_equal(again, dst, equal_nan=True) else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 60)  # a child waiting on missing threads
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    with os.fdopen(read, "rb") as pipe:
+        answer = pipe.read()
+    assert ready and answer == b"1"

@@ -28,6 +28,7 @@ MAX_THREADS = 8  # memory bandwidth is saturated well before 8 copying threads
 THREADS_VARIABLE = "OIDN_GPU_COPY_THREADS"
 
 _pool: ThreadPoolExecutor | None = None
+_pool_pid = 0  # the process that made _pool: a forked child has none of its threads
 _pool_lock = threading.Lock()
 
 
@@ -52,8 +53,10 @@ def copy_threads() -> int:
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:
-    global _pool
+    global _pool, _pool_pid
     with _pool_lock:
+        if _pool_pid != os.getpid():  # forked: the parent's pool has no threads here
+            _pool, _pool_pid = None, os.getpid()
         if _pool is None or _pool._max_workers < threads:
             old = _pool
             _pool = ThreadPoolExecutor(threads, thread_name_prefix="oidn-copy")
