@@ -385,6 +385,8 @@ class WgpuDevice:
         not be used)."""
         self.map_for_write(buffer)
         try:
+            # wgpu-py's `write_mapped` copies from a finished host buffer on one thread; the
+            # mapped range itself (for the threads of `parallel_copyto`) needs the native call.
             from wgpu.backends.wgpu_native import _api
 
             pointer = _api.libf.wgpuBufferGetMappedRange(buffer._internal, 0, byte_size)
