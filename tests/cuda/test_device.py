@@ -36,7 +36,7 @@ def _inputs(rng, height, width):
 def test_full_network_matches_reference(model, rng, tune):
     x = rng.random((9, 192, 256), dtype=np.float32)
     expected = ReferenceExecutor(model).run(x)
-    with CudaExecutor(model, tune=tune) as executor:
+    with CudaExecutor(model, tune=tune, engine="triton") as executor:
         actual = executor.run(x)
     assert np.isfinite(actual).all()
     assert rel_l2(actual, expected) <= 2e-3
@@ -45,7 +45,7 @@ def test_full_network_matches_reference(model, rng, tune):
 def test_graph_replay_equals_eager(model, rng):
     color, albedo, normal = _inputs(rng, 200, 300)
     mode = process.mode_for("RT", hdr=True)
-    executor = CudaExecutor(model, tune=False)
+    executor = CudaExecutor(model, tune=False, engine="triton")
     with CudaDenoiser(executor) as graphed, CudaDenoiser(executor, use_graphs=False) as eager:
         a = graphed.denoise_tensors(color, albedo, normal, mode=mode, autoexposure=True)
         b = graphed.denoise_tensors(color, albedo, normal, mode=mode, autoexposure=True)
@@ -59,7 +59,7 @@ def test_tensor_round_trip_makes_no_device_to_host_copy(model, rng):
     color, albedo, normal = _inputs(rng, 256, 384)
     mode = process.mode_for("RT", hdr=True)
     out = torch.empty_like(color)
-    with CudaDenoiser(CudaExecutor(model, tune=False)) as denoiser:
+    with CudaDenoiser(CudaExecutor(model, tune=False, engine="triton")) as denoiser:
         denoiser.denoise_tensors(color, albedo, normal, mode=mode, out=out, autoexposure=True)
         torch.cuda.synchronize()
         activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
@@ -79,7 +79,7 @@ def test_tensor_round_trip_makes_no_device_to_host_copy(model, rng):
 def test_numpy_round_trip_matches_tensors(model, rng):
     color, albedo, normal = _inputs(rng, 120, 200)
     mode = process.mode_for("RT", hdr=False, input_scale=1.0)
-    with CudaDenoiser(CudaExecutor(model, tune=False)) as denoiser:
+    with CudaDenoiser(CudaExecutor(model, tune=False, engine="triton")) as denoiser:
         on_device = denoiser.denoise_tensors(color.clamp(max=1), albedo, normal, mode=mode)
         on_host = denoiser.denoise(
             color.clamp(max=1).cpu().numpy(), albedo.cpu().numpy(), normal.cpu().numpy(),

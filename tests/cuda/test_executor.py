@@ -51,7 +51,7 @@ def test_tiny_unet_matches_reference(channels, size, rng, device):
     graph = tiny_unet(*channels)
     model = random_model(graph, rng)
     x = rng.random((channels[0], *size), dtype=np.float32)
-    with CudaExecutor(model, device=device, tune=False) as executor:
+    with CudaExecutor(model, device=device, tune=False, engine="triton") as executor:
         assert isinstance(executor, NetworkExecutor)
         _check(executor, model, x, FP16_REL_L2)
 
@@ -69,7 +69,7 @@ def test_forced_tiles_match_reference(tile, rng, device):
     graph = tiny_unet(9, 24, 40, 48)
     model = random_model(graph, rng)
     x = rng.random((9, 16, 16), dtype=np.float32)
-    executor = CudaExecutor(model, device=device, tune=False)
+    executor = CudaExecutor(model, device=device, tune=False, engine="triton")
     prep = executor.prepare(16, 16)
     for launch in executor.launches:
         prep.configs[launch.name] = tile
@@ -80,7 +80,7 @@ def test_two_taps_of_64_channels_per_k_step(rng, device):
     graph = tiny_unet(9, 64, 40, 64)  # 64-channel sources, K steps of 128
     model = random_model(graph, rng)
     x = rng.random((9, 16, 16), dtype=np.float32)
-    executor = CudaExecutor(model, device=device, tune=False)
+    executor = CudaExecutor(model, device=device, tune=False, engine="triton")
     prep = executor.prepare(16, 16)
     for launch in executor.launches:
         prep.configs[launch.name] = TileConfig(32, 64, 128, 4, 2)
@@ -92,14 +92,16 @@ def test_bf16(rng, device):
     graph = tiny_unet(9, 16, 24, 32)
     model = random_model(graph, rng)
     x = rng.random((9, 16, 16), dtype=np.float32)
-    with CudaExecutor(model, device=device, precision="bf16", tune=False) as executor:
+    with CudaExecutor(
+        model, device=device, precision="bf16", tune=False, engine="triton"
+    ) as executor:
         _check(executor, model, x, BF16_REL_L2)
 
 
 def test_official_weights_match_reference(weights_dir, rng, device):
     model = load_model(weights_dir / "rt_hdr_alb_nrm_small.tza")
     x = rng.random((9, 32, 32), dtype=np.float32)
-    with CudaExecutor(model, device=device, tune=False) as executor:
+    with CudaExecutor(model, device=device, tune=False, engine="triton") as executor:
         _check(executor, model, x, FP16_REL_L2)
 
 
@@ -172,7 +174,7 @@ def test_bad_input_and_options(rng, device):
         CudaExecutor(model, device=device, precision="fp8")
     with pytest.raises(InvalidArgumentError, match="engine 'opencl'"):
         CudaExecutor(model, device=device, engine="opencl")
-    executor = CudaExecutor(model, device=device, tune=False)
+    executor = CudaExecutor(model, device=device, tune=False, engine="triton")
     with pytest.raises(InvalidArgumentError, match=r"expected \(9, H, W\)"):
         executor.run(np.zeros((3, 16, 16), np.float32))
     with pytest.raises(InvalidArgumentError, match="multiple of 4"):
@@ -184,7 +186,7 @@ def test_bad_input_and_options(rng, device):
 
 def test_resources_and_info(rng, device):
     model = random_model(tiny_unet(9, 16, 24, 32), rng)
-    executor = CudaExecutor(model, device=device, tune=False, shape_cache_size=1)
+    executor = CudaExecutor(model, device=device, tune=False, shape_cache_size=1, engine="triton")
     executor.prewarm([(16, 16)])
     first = executor.resources()
     assert first.shapes == ((16, 16),) and first.byte_size > 0

@@ -59,7 +59,8 @@ def small_model(weights_dir):
 
 @pytest.fixture(scope="module")
 def denoiser(small_model, device):
-    with CudaDenoiser(CudaExecutor(small_model, device=device, tune=False)) as den:
+    executor = CudaExecutor(small_model, device=device, tune=False, engine="triton")
+    with CudaDenoiser(executor) as den:
         yield den
 
 
@@ -125,7 +126,7 @@ def test_autoexposure_scale_within_1e6(shape, denoiser, rng, device):
     color = (rng.random(shape) ** 4 * 50).astype(np.float32)
     color[0, 0] = np.nan
     tensor = torch.from_numpy(color).to(device)
-    denoiser._autoexposure(_image(tensor, "color"))
+    denoiser._autoexposure(_image(tensor, "color"), denoiser._scale, denoiser.executor.engine)
     expected = autoexposure.autoexposure(color)
     actual = float(denoiser._scale.cpu()[0])
     assert abs(actual - expected) <= 1e-6 * expected, (actual, expected)
@@ -209,7 +210,7 @@ def test_bad_images(denoiser, rng, device):
 def color_only(device):
     """A tiny random base U-Net with 3 input channels (tests/data), for one-image modes."""
     model = load_model(Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic3.tza")
-    with CudaDenoiser(CudaExecutor(model, device=device, tune=False)) as den:
+    with CudaDenoiser(CudaExecutor(model, device=device, tune=False, engine="triton")) as den:
         yield model, den
 
 
@@ -247,7 +248,9 @@ def test_cudnn_engine_pipeline_matches_host(small_model, rng, device):
 
 def test_cached_frames_survive_executor_eviction(small_model, rng, device):
     """A frame keeps the executor buffers its graph points into, even once evicted there."""
-    executor = CudaExecutor(small_model, device=device, tune=False, shape_cache_size=1)
+    executor = CudaExecutor(
+        small_model, device=device, tune=False, shape_cache_size=1, engine="triton"
+    )
     mode = process.mode_for("RT", hdr=True, input_scale=1.0)
     first_images = [torch.from_numpy(a).to(device) for a in _aov(rng, 16, 16)]
     other_images = [torch.from_numpy(a).to(device) for a in _aov(rng, 32, 16)]

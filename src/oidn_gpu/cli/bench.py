@@ -21,6 +21,7 @@ import argparse
 import json
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -345,8 +346,25 @@ def cuda_main(argv: Sequence[str] | None = None) -> int:
         "--baseline", action="store_true", help="also run the plain cuDNN port and print both"
     )
     parser.add_argument("--peak-tflops", type=float, default=None, help="tensor-core peak")
+    parser.add_argument(
+        "--cold", action="store_true",
+        help="time fresh processes with empty caches instead: start to first image, import "
+        "torch, first and second denoise, a second size (beside Intel OIDN's when installed)",
+    )  # fmt: skip
+    parser.add_argument("--cold-runs", type=int, default=3, help="fresh processes for --cold")
+    parser.add_argument(
+        "--tune", action="store_true",
+        help="time the tile candidates of every layer at --size on this GPU and keep the "
+        "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
+        "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read",
+    )  # fmt: skip
+    parser.add_argument("--second-size", default="1000x750", help="--cold: the second size")
     parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
     args = parser.parse_args(argv)
+    if args.cold:
+        return _cuda_cold(args)
+    if args.tune:
+        return _cuda_tune(args)
     try:
         # The benchmark engine needs torch: imported only when asked for.
         from oidn_gpu.backends.cuda import bench
@@ -380,6 +398,43 @@ def cuda_main(argv: Sequence[str] | None = None) -> int:
     except OIDNGPUError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE if isinstance(err, InvalidArgumentError) else EXIT_FAILURE
+    return 0
+
+
+def _cuda_cold(args: argparse.Namespace) -> int:
+    """``oidn-gpu bench --backend cuda --cold``: `backends.cuda.cold.run_cold`."""
+    from oidn_gpu.backends.cuda import cold  # needs no torch in this process
+
+    try:
+        result = cold.run_cold(
+            parse_size(args.size), parse_size(args.second_size), runs=args.cold_runs,
+            progress=lambda text: print(text, file=sys.stderr, flush=True),
+        )  # fmt: skip
+    except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    if args.json_path:
+        write_bytes_atomic(args.json_path, json.dumps(result.to_dict()).encode("utf-8"))
+    print(result.table(), flush=True)
+    return 0
+
+
+def _cuda_tune(args: argparse.Namespace) -> int:
+    """``oidn-gpu bench --backend cuda --tune``: `backends.cuda.bench.tune_tiles`."""
+    try:
+        from oidn_gpu.backends.cuda import bench
+    except ImportError as err:
+        print(f"error: tuning needs the cuda backend: pip install 'oidn-gpu[cuda]' ({err})",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAILURE
+    try:
+        path, choices = bench.tune_tiles(parse_size(args.size), args.weights, args.precision)
+    except OIDNGPUError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(err, InvalidArgumentError) else EXIT_FAILURE
+    for key, config in sorted(choices.items()):
+        print(f"{key:<24} {config.describe()}")
+    print(f"tuning cache: {path if path is not None else 'not written (OIDN_GPU_CUDA_TUNING=off)'}")
     return 0
 
 

@@ -43,6 +43,7 @@ from oidn_gpu.backends.bench_result import e2e_summaries, percentile
 from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
+from oidn_gpu.backends.cuda.tuning import TileConfig, cache_path
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.graph.plan import plan
 from oidn_gpu.image.process import mode_for
@@ -121,6 +122,23 @@ class BenchResult(bench_result.BenchResult):
         return "\n".join(lines)
 
 
+def tune_tiles(size: tuple[int, int], weights: str | Path = DEFAULT_WEIGHTS,
+               precision: str = "fp16") -> tuple[Path | None, dict[str, TileConfig]]:  # fmt: skip
+    """Time every layer's tile candidates at ``size`` (rounded up to 16) and keep the
+    fastest in the tuning cache; returns the cache path and this network's choices."""
+    executor = CudaExecutor(_load(weights), precision=precision, engine="triton", tune=True,
+                            bridge=False)  # fmt: skip
+    try:
+        height, width = (-(-v // ALIGNMENT) * ALIGNMENT for v in size)
+        prep = executor.prepare(height, width)
+        assert prep is not None
+        choices = {executor.layer_signature(prep, launch): prep.configs[launch.name]
+                   for launch in executor.launches}  # fmt: skip
+        return cache_path(), choices
+    finally:
+        executor.close()
+
+
 def _load(weights: str | Path) -> Any:
     path = Path(weights)
     if path.suffix == ".tza" or path.exists():
@@ -196,7 +214,8 @@ def run_bench(
     model = _load(weights)
     torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
-    executor = CudaExecutor(model, precision=precision, engine=engine)
+    # The benchmark times the chosen engine itself: no cuDNN bridge while Triton compiles.
+    executor = CudaExecutor(model, precision=precision, engine=engine, bridge=False)
     prep = executor.prepare(net_h, net_w)
     x = executor.input_view(prep, net_h, net_w)
     x.copy_(torch.rand(x.shape, device=x.device).to(x.dtype))

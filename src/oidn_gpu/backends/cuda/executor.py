@@ -10,11 +10,18 @@ fp16/bf16 tensors inside them (`layout.value_bytes`).
 Engines:
 
 - ``triton`` (default where Triton imports): one `triton_kernels.conv3x3_kernel`
-  launch per conv (pools, upsamples and concats fused), tiles chosen per layer
-  shape by `tuning.Tuner` on a GPU;
+  launch per conv (pools, upsamples and concats fused), tiles per layer from
+  `tuning` (a cache of ``oidn-gpu tune``, the shipped table, or the default);
+  kernels compile once per layer and configuration, never per image size;
 - ``cudnn``: `torch_ops.TorchNetwork` (torch ``conv2d`` on channels-last
   tensors); chosen when Triton is missing or by ``engine="cudnn"``, and reported
   by `info()` (``fallback``).
+
+With ``engine="auto"`` on a GPU the executor also holds the cuDNN network as a
+*bridge*: Triton compiles its kernels in the background (`pipeline.CudaDenoiser`
+starts that on the first frame of each configuration), and frames run on cuDNN
+until they are ready, so a new process never waits for the compiler. Each frame
+runs on one engine; `info()` names the one that ran last.
 
 `run` takes and returns NumPy arrays (the `NetworkExecutor` protocol);
 `forward` works on device tensors and only enqueues work on the current stream
@@ -25,7 +32,10 @@ Triton's interpreter (tests without a GPU).
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,7 +51,6 @@ from oidn_gpu.backends.base import (
     check_network_input,
 )
 from oidn_gpu.backends.cuda import layout, torch_ops
-from oidn_gpu.backends.cuda import triton_kernels as tk
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import (
     TileConfig,
@@ -49,6 +58,7 @@ from oidn_gpu.backends.cuda.tuning import (
     block_k_for,
     candidates,
     default_config,
+    shipped_config,
     signature,
     tuning_enabled,
 )
@@ -63,9 +73,33 @@ ENGINES = ("auto", "triton", "cudnn")
 INTERPRET_ENV_VAR = "TRITON_INTERPRET"
 
 
-def triton_status() -> str | None:
-    """None when Triton imports, else why not (the reason the cuDNN path runs)."""
-    return tk.UNAVAILABLE
+_KERNELS: Any = None
+_KERNELS_LOCK = threading.Lock()
+
+
+def kernels() -> Any:
+    """The `triton_kernels` module, imported on first use (importing Triton takes a few
+    tenths of a second, kept off a first frame served by the cuDNN bridge)."""
+    global _KERNELS
+    with _KERNELS_LOCK:
+        if _KERNELS is None:
+            from oidn_gpu.backends.cuda import triton_kernels
+
+            _KERNELS = triton_kernels
+        return _KERNELS
+
+
+def triton_status(*, load: bool = True) -> str | None:
+    """None when Triton imports, else why not (the reason the cuDNN path runs).
+
+    With ``load=False`` only looks Triton up (no import): its import is then checked
+    when the kernels are first needed.
+    """
+    if not load and _KERNELS is None:
+        return None if importlib.util.find_spec("triton") is not None else (
+            "triton is not installed"
+        )  # fmt: skip
+    return kernels().UNAVAILABLE
 
 
 def interpreting() -> bool:
@@ -111,6 +145,10 @@ class Prepared:
         return sum(int(s.numel()) for s in self.slots)
 
 
+class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
+    """Raised inside a background compile asked to stop (`pipeline.CudaDenoiser`)."""
+
+
 def transfer_id(transfer: Any) -> int:
     """The kernels' id of an `image.transfer.Transfer` (0 linear, 1 sRGB, 2 PU, 3 log)."""
     return {"linear": 0, "srgb": 1, "pu": 2, "log": 3}[transfer.value]
@@ -126,8 +164,10 @@ class CudaExecutor(ExecutorBase):
         precision: ``"fp16"`` (default) or ``"bf16"`` activations and weights;
             accumulation is fp32 either way.
         engine: ``"auto"`` (Triton when it imports, else cuDNN), ``"triton"``, ``"cudnn"``.
-        tune: time tile candidates per layer shape (cached on disk); default on a
-            GPU unless ``OIDN_GPU_CUDA_TUNING=off``.
+        tune: time tile candidates per layer shape (cached on disk); default only
+            when ``OIDN_GPU_CUDA_TUNING`` asks for it (``on`` or a cache path).
+        bridge: also build the cuDNN network to serve frames while the Triton kernels
+            compile; default for ``engine="auto"`` on a GPU without tuning.
         shape_cache_size: how many input sizes keep their buffers.
 
     Raises:
@@ -143,6 +183,7 @@ class CudaExecutor(ExecutorBase):
         precision: str = "fp16",
         engine: str = "auto",
         tune: bool | None = None,
+        bridge: bool | None = None,
         shape_cache_size: int = 2,
     ) -> None:
         torch = torch_ops.torch
@@ -157,7 +198,13 @@ class CudaExecutor(ExecutorBase):
         if shape_cache_size < 1:
             raise InvalidArgumentError(f"shape_cache_size {shape_cache_size} must be at least 1")
         self.device = self._pick_device(device)
-        missing = triton_status()
+        on_gpu = self.device.type == "cuda"
+        if tune is None:
+            tune = on_gpu and tuning_enabled()
+        if bridge is None:
+            bridge = engine == "auto" and on_gpu and not tune
+        # Triton is only looked up when the bridge can serve frames while it imports.
+        missing = triton_status(load=not bridge)
         if self.device.type != "cuda" and not interpreting():
             missing = missing or "Triton kernels need a CUDA device (or TRITON_INTERPRET=1)"
         if engine == "triton" and missing:
@@ -166,7 +213,10 @@ class CudaExecutor(ExecutorBase):
             )
         self.engine = "cudnn" if engine == "cudnn" or missing else "triton"
         self.fallback = missing if (self.engine == "cudnn" and engine != "cudnn") else None
+        self.bridge = bool(bridge) and self.engine == "triton"
+        self.last_engine: str | None = None  # the engine of the last frame
         self.precision = precision
+        self.model = model  # a background compile rebuilds the network from it
         self.dtype = torch.float16 if precision == "fp16" else torch.bfloat16
         self.graph = optimize(model.graph, channel_align=1)
         layout.check_weights(self.graph, model.convs)
@@ -181,6 +231,8 @@ class CudaExecutor(ExecutorBase):
         self._prepared: OrderedDict[tuple[int, int], Prepared] = OrderedDict()
         self._weights: dict[str, tuple[Any, Any]] = {}
         self._torch_net = None
+        self._lock = threading.Lock()  # the prepared shapes (a bridge compiles in a thread)
+        self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
         if self.engine == "triton":
             for launch in self.launches:
                 weight, bias = layout.pack_weights(launch, model.convs[launch.name])
@@ -188,14 +240,14 @@ class CudaExecutor(ExecutorBase):
                     torch.as_tensor(weight, device=self.device).to(self.dtype).contiguous(),
                     torch.as_tensor(bias, device=self.device),
                 )
-        else:
+        if self.engine == "cudnn" or self.bridge:
             self._torch_net = torch_ops.TorchNetwork(
                 self.launches, model.convs, self.graph.input, self.device, self.dtype
             )
         self._dummy = torch.ones(1, dtype=torch.float32, device=self.device)
-        if tune is None:
-            tune = self.device.type == "cuda" and tuning_enabled()
-        self._tuner = Tuner(self._device_key()) if tune and self.engine == "triton" else None
+        self._tune_tiles = bool(tune)
+        # The tuning cache is read whenever it exists (``oidn-gpu tune`` writes it).
+        self._tuner = Tuner(self._device_key()) if self.engine == "triton" else None
         self._closed = False
 
     # ------------------------------------------------------------------ setup
@@ -219,12 +271,18 @@ class CudaExecutor(ExecutorBase):
         )
 
     def _device_key(self) -> str:
-        import triton
+        # The Triton version without importing Triton (which a bridge does off the
+        # first frame's path).
+        from importlib.metadata import PackageNotFoundError, version
 
+        try:
+            triton_version = version("triton")
+        except PackageNotFoundError:
+            triton_version = "unknown"
         name = (
             self._torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         )
-        return f"{name}|triton {triton.__version__}|{self.precision}"
+        return f"{name}|triton {triton_version}|{self.precision}"
 
     @property
     def device_name(self) -> str:
@@ -234,20 +292,34 @@ class CudaExecutor(ExecutorBase):
 
     # ------------------------------------------------------------------ plans
 
-    def prepare(self, height: int, width: int) -> Prepared | None:
-        """The buffers and tiles of ``height x width`` (built and tuned on first use)."""
+    def prepare(self, height: int, width: int, engine: str | None = None) -> Prepared | None:
+        """The buffers and tiles of ``height x width`` for ``engine`` (default the
+        executor's): built on first use (and tuned, when tuning was asked for); None
+        for cuDNN, which allocates as it runs."""
         self._check_open()
         if height % self.alignment or width % self.alignment or height < 1 or width < 1:
             raise InvalidArgumentError(
                 f"network input size {height}x{width} must be a positive multiple of "
                 f"{self.alignment} in both dimensions"
             )
-        if self.engine != "triton":
+        if (engine or self.engine) != "triton":
             return None
         key = (height, width)
-        if key in self._prepared:
-            self._prepared.move_to_end(key)
-            return self._prepared[key]
+        with self._lock:
+            if key in self._prepared:
+                self._prepared.move_to_end(key)
+                return self._prepared[key]
+            prepared = self._allocate(height, width)
+            for launch in self.launches:
+                prepared.configs[launch.name] = self.tile_config(prepared, launch)
+            if self._tune_tiles:
+                self._tune(prepared)
+            while len(self._prepared) >= self._cache_size:
+                self._prepared.popitem(last=False)
+            self._prepared[key] = prepared
+            return prepared
+
+    def _allocate(self, height: int, width: int) -> Prepared:
         torch = self._torch
         execution = plan(self.graph, height, width, value_bytes=layout.value_bytes(self.graph))
         slots = [torch.empty(size, dtype=torch.uint8, device=self.device)
@@ -268,26 +340,31 @@ class CudaExecutor(ExecutorBase):
                 views[name] = (
                     slot[: count * 2].view(self.dtype).view(shape.height, shape.width, stored)
                 )
-        while len(self._prepared) >= self._cache_size:
-            self._prepared.popitem(last=False)
-        prepared = Prepared(execution, slots, views)
-        for launch in self.launches:
-            prepared.configs[launch.name] = default_config(launch)
-        if self._tuner is not None:
-            self._tune(prepared)
-        self._prepared[key] = prepared
-        return prepared
+        return Prepared(execution, slots, views)
+
+    def layer_signature(self, prep: Prepared, launch: ConvLaunch) -> str:
+        """The layer's tile signature: its shape and resolution level, not the image size."""
+        height = layout.conv_shapes(prep.plan, launch)[0]
+        full = prep.plan.shapes[self.graph.input].height
+        return signature(launch, round(math.log2(full / height)))
+
+    def tile_config(self, prep: Prepared, launch: ConvLaunch) -> TileConfig:
+        """The tile of ``launch``: the tuning cache's, else the shipped table's for this
+        GPU, else the default (see `tuning`)."""
+        key = self.layer_signature(prep, launch)
+        cached = self._tuner.cached(key) if self._tuner is not None else None
+        return cached or shipped_config(self._capability, key) or default_config(launch)
 
     def _tune(self, prep: Prepared) -> None:
         import triton.testing
 
         torch = self._torch
+        assert self._tuner is not None
         for view in prep.views.values():  # time on random data, never on zeros
             view.copy_(torch.rand_like(view, dtype=torch.float32).to(view.dtype))
         target = self._raw_target(prep)
         for launch in self.launches:
-            height, width = layout.conv_shapes(prep.plan, launch)
-            key = signature(launch, height, width)
+            key = self.layer_signature(prep, launch)
 
             def time_ms(config: TileConfig, launch: ConvLaunch = launch) -> float:
                 def call() -> None:
@@ -298,6 +375,10 @@ class CudaExecutor(ExecutorBase):
                 return float(triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median"))
 
             prep.configs[launch.name] = self._tuner.choose(key, candidates(launch), time_ms)
+
+    def tuned(self) -> dict[str, TileConfig]:
+        """The tuning cache's choices for this GPU, Triton version and precision."""
+        return self._tuner.choices() if self._tuner is not None else {}
 
     def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:
         """Plan, allocate, compile and tune for each ``(H, W)``."""
@@ -324,7 +405,8 @@ class CudaExecutor(ExecutorBase):
         )
 
     def forward(self, x: Any, *, prep: Prepared | None = None,
-                target: FinalTarget | None = None) -> Any:  # fmt: skip
+                target: FinalTarget | None = None, engine: str | None = None,
+                stop: Any = None) -> Any:  # fmt: skip
         """Enqueue the network on the current stream.
 
         Args:
@@ -333,13 +415,17 @@ class CudaExecutor(ExecutorBase):
             prep: the prepared shape (default: `prepare` of x's size).
             target: where the final layer writes (with or without the output pass);
                 None gives the raw ``[H, W, 3]`` float32 output in the plan's buffer.
+            engine: ``"triton"`` or ``"cudnn"`` (the bridge); default the executor's.
+            stop: asked before each launch; True raises `CompileStopped` (a background
+                compile being stopped).
 
         Returns:
             The raw output tensor when ``target`` is None, else None.
         """
         self._check_open()
         height, width = int(x.shape[0]), int(x.shape[1])
-        if self.engine != "triton":
+        engine = engine or self.engine
+        if engine != "triton":
             return self._forward_torch(x, target)
         prep = prep if prep is not None else self.prepare(height, width)
         assert prep is not None
@@ -349,6 +435,8 @@ class CudaExecutor(ExecutorBase):
         raw = target is None
         target = target if target is not None else self._raw_target(prep)
         for launch in self.launches:
+            if stop is not None and stop():
+                raise CompileStopped
             self._launch(prep, launch, prep.configs[launch.name],
                          target if launch.final else None)  # fmt: skip
         return prep.views[self.graph.output] if raw else None
@@ -412,7 +500,7 @@ class CudaExecutor(ExecutorBase):
             out = prep.views[launch.value]
             final_args = (self._dummy, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             flags = dict(OUTPUT_PASS=False, TRANSFER=0, HDR=True, SNORM=False, OUT_CHANNELS=3)
-        tk.conv3x3_kernel[grid](
+        kernels().conv3x3_kernel[grid](
             a, b, weight, bias, out,
             height, width, src_a.stored, src_b.stored,
             launch.a_tap_rows, launch.b_base, launch.b_tap_rows, launch.weight_cols,
@@ -443,6 +531,7 @@ class CudaExecutor(ExecutorBase):
         torch = self._torch
         height, width = x.shape[1:]
         prep = self.prepare(height, width)
+        self.last_engine = self.engine
         inp = self.input_view(prep, height, width)
         host = torch.from_numpy(x).permute(1, 2, 0)
         inp[..., : self.input_channels].copy_(host.to(self.device, non_blocking=False))
@@ -456,8 +545,9 @@ class CudaExecutor(ExecutorBase):
         """Layer -> kernel description (tile per layer for the largest prepared shape)."""
         prep = next(reversed(self._prepared.values())) if self._prepared else None
         out = {}
+        engine = self.last_engine or self.engine
         for launch in self.launches:
-            if self.engine != "triton":
+            if engine != "triton":
                 kind = "cudnn-conv2d" + ("+maxpool" if launch.pool else "")
                 if any(s.upsample for s in launch.sources):
                     kind = "upsample+concat+" + kind
@@ -477,8 +567,12 @@ class CudaExecutor(ExecutorBase):
         return out
 
     def info(self) -> ExecutorInfo:
-        """Backend ``'cuda'``, the GPU, precision and the kernel per layer."""
-        engine = self.engine + (f" (fallback: {self.fallback})" if self.fallback else "")
+        """Backend ``'cuda'``, the GPU, precision and the kernel per layer (of the engine
+        that ran the last frame: ``cudnn, while Triton compiles`` on a bridge frame)."""
+        engine = self.last_engine or self.engine
+        if engine != self.engine:
+            engine = f"{engine}, while Triton compiles"
+        engine += f" (fallback: {self.fallback})" if self.fallback else ""
         device = f"{self.device_name} [{engine}]"
         return ExecutorInfo("cuda", device, self.precision, MappingProxyType(self.kernel_names()))
 

@@ -21,14 +21,24 @@ reductions for ``key / 2^mean(log2)``, OIDN's algorithm over the whole image)
 and never leaves the device; else the given ``mode.input_scale`` is written to
 the device scalar before the frame.
 
-The frame is captured once as a CUDA graph per input configuration (image
-shapes, strides and device addresses, mode, plan) and replayed: a frame is one
-launch. A graph reads the caller's tensors in place, so torch tensors on the
-device are never copied to the host or staged: a repeated call with the same
-tensors (a render loop) replays at once; other tensors capture another graph
+The first frame of an input configuration (image shapes, strides and device
+addresses, mode, plan) runs eagerly; from its second use it is captured as a CUDA
+graph and replayed: a frame is one launch. A graph reads the caller's tensors in
+place, so torch tensors on the device are never copied to the host or staged: a
+repeated call with the same tensors (a render loop) replays at once; other
+tensors capture another graph
 (the last `GRAPH_CACHE_SIZE` are kept). With ``out=`` the graph writes straight
 into the caller's tensor; without it, into a buffer of the denoiser whose copy
 is returned.
+
+On an executor with a cuDNN bridge (``engine="auto"`` on a GPU) a frame whose
+kernel configuration (image dtypes and channels, output channels, transfer, HDR,
+snorm, autoexposure: never the size) has no compiled Triton kernels yet runs on
+cuDNN. Once the call has returned, a background thread has a child process
+(`compile_worker`) compile them into Triton's disk cache, then runs the same
+frame on scratch images on a side stream, which loads them; later frames of that
+configuration run on Triton. Closing the denoiser, or the interpreter's exit,
+stops a compile (the child is killed).
 
 `denoise` takes NumPy arrays (any strides, float32 or float16, kept as given):
 each image is copied into a pinned host buffer by torch's CPU threads and
@@ -41,9 +51,13 @@ than the copies themselves (bench/cuda_host_copies.py, docs/benchmarks.md).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import math
+import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -51,9 +65,15 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.base import image_as_hwc
-from oidn_gpu.backends.cuda import torch_ops
-from oidn_gpu.backends.cuda import triton_kernels as tk
-from oidn_gpu.backends.cuda.executor import CudaExecutor, FinalTarget, transfer_id
+from oidn_gpu.backends.cuda import compile_worker, torch_ops
+from oidn_gpu.backends.cuda.executor import (
+    CompileStopped,
+    CudaExecutor,
+    FinalTarget,
+    interpreting,
+    kernels,
+    transfer_id,
+)
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, TilePlan, plan_tiles
@@ -136,6 +156,7 @@ class _Frame:
     # what the graph's addresses point into, kept alive while the graph is: the
     # executor's buffers for the tile size (it may evict them from its own cache)
     keep: Any = None
+    runs: int = 0  # eager runs so far (captured on the second use)
 
 
 class CudaDenoiser:
@@ -170,6 +191,12 @@ class CudaDenoiser:
         self._pool = self._torch.cuda.graph_pool_handle() if self.use_graphs else None
         self._host: dict[str, Any] = {}  # pinned host buffers by role
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
+        # The cuDNN bridge: kernel configurations compiled for Triton, and compiles running.
+        self._ready: set[tuple[Any, ...]] = set()
+        self._warming: dict[tuple[Any, ...], threading.Thread] = {}
+        self._warm_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._children: set[Any] = set()  # compile worker processes running
         self._closed = False
 
     def input_scale(self) -> float:
@@ -178,12 +205,13 @@ class CudaDenoiser:
 
     # ------------------------------------------------------------------ frame body
 
-    def _autoexposure(self, color: _Image) -> None:
-        """Write OIDN's autoexposure scale of ``color`` into the device scalar."""
+    def _autoexposure(self, color: _Image, scale_out: Any, engine: str) -> None:
+        """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``."""
         torch = self._torch
         nb_h = math.ceil(color.height / ae.MAX_BIN_SIZE)
         nb_w = math.ceil(color.width / ae.MAX_BIN_SIZE)
-        if self.executor.engine == "triton":
+        if engine == "triton":
+            tk = kernels()
             bins = torch.empty(nb_h * nb_w, dtype=torch.float32, device=self.device)
             tk.autoexposure_bins_kernel[(nb_h, nb_w)](
                 color.tensor, color.offset, color.pixel_stride, color.row_stride,
@@ -191,7 +219,7 @@ class CudaDenoiser:
                 MAX_BIN=ae.MAX_BIN_SIZE,
             )  # fmt: skip
             tk.autoexposure_scale_kernel[(1,)](
-                bins, nb_h * nb_w, self._scale, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024
+                bins, nb_h * nb_w, scale_out, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024
             )
             return
         bins = torch_ops.autoexposure_bins(_hwc_view(color))
@@ -201,42 +229,48 @@ class CudaDenoiser:
         count = valid.sum()
         mean = total / count.clamp(min=1).double()
         scale = torch.where(count > 0, float(ae.KEY) / torch.exp2(mean), torch.ones_like(mean))
-        self._scale.copy_(scale.float().reshape(1))
+        scale_out.copy_(scale.float().reshape(1))
 
     def _tile(self, images: list[_Image], tile: Any, plan: TilePlan, mode: Any,
-              output: _Image) -> None:  # fmt: skip
+              output: _Image, scale: Any, engine: str, stop: Any = None) -> None:  # fmt: skip
         ex = self.executor
-        prep = ex.prepare(plan.tile_h, plan.tile_w)
+        prep = ex.prepare(plan.tile_h, plan.tile_w, engine)
         inp = ex.input_view(prep, plan.tile_h, plan.tile_w)
-        if ex.engine == "triton":
+        if engine == "triton":
             main = images[0]
             alb = images[1] if len(images) > 1 else main
             nrm = images[2] if len(images) > 2 else main
             grid = (-(-plan.tile_h * plan.tile_w // INPUT_BLOCK),)
-            tk.input_pass_kernel[grid](
+            kernels().input_pass_kernel[grid](
                 main.tensor, main.offset, main.pixel_stride, main.row_stride, main.channels,
                 alb.tensor, alb.offset, alb.pixel_stride, alb.row_stride, alb.channels,
                 nrm.tensor, nrm.offset, nrm.pixel_stride, nrm.row_stride, nrm.channels,
-                self._scale, inp, plan.tile_h, plan.tile_w, ex.input_stored,
+                scale, inp, plan.tile_h, plan.tile_w, ex.input_stored,
                 tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
                 IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
                 SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored,
             )  # fmt: skip
         else:
-            torch_ops.input_pass([_hwc_view(i) for i in images], self._scale, mode, tile, inp)
+            torch_ops.input_pass([_hwc_view(i) for i in images], scale, mode, tile, inp)
         target = FinalTarget(
             output.tensor, output.offset, output.pixel_stride, output.row_stride,
             output.channels, tile.src_y, tile.src_x, tile.out_h, tile.out_w,
-            tile.out_y, tile.out_x, mode, self._scale,
+            tile.out_y, tile.out_x, mode, scale,
         )  # fmt: skip
-        ex.forward(inp, prep=prep, target=target)
+        ex.forward(inp, prep=prep, target=target, engine=engine, stop=stop)
 
     def _body(self, images: list[_Image], output: _Image, mode: Any, plan: TilePlan,
-              autoexposure: bool) -> None:  # fmt: skip
+              autoexposure: bool, engine: str, scale: Any = None,
+              stop: Any = None) -> None:  # fmt: skip
+        """One frame: autoexposure, then per tile input pass, network and output pass.
+        ``stop`` (a background compile's) is asked before each kernel."""
+        scale = self._scale if scale is None else scale
         if autoexposure:
-            self._autoexposure(images[0])
+            self._autoexposure(images[0], scale, engine)
         for tile in plan.tiles:
-            self._tile(images, tile, plan, mode, output)
+            if stop is not None and stop():
+                raise CompileStopped
+            self._tile(images, tile, plan, mode, output, scale, engine, stop)
 
     # ------------------------------------------------------------------ entry points
 
@@ -251,6 +285,7 @@ class CudaDenoiser:
         out: Any = None,
         out_channels: int | None = None,
         autoexposure: bool = False,
+        start_compiles: bool = True,
     ) -> Any:
         """Denoise device tensors on the current stream; returns the output tensor.
 
@@ -267,6 +302,8 @@ class CudaDenoiser:
                 ``out_channels`` untouched); default a new ``[H, W, out_channels]``.
             out_channels: channels written (default: the main image's, at most 3).
             autoexposure: compute OIDN's autoexposure scale on the GPU (HDR).
+            start_compiles: start the bridge's background Triton compiles now (else the
+                caller calls `start_compiles` when its own host work is done).
 
         Returns:
             ``out``, or a new float32 tensor. Nothing is synchronized: the work is
@@ -313,22 +350,157 @@ class CudaDenoiser:
                 raise InvalidArgumentError(
                     "in-place denoising with several tiles needs a separate output tensor"
                 )
+        engine = self._engine_for(images, channels, mode, autoexposure, out_image, plan)
         key = (
             tuple(i.key() for i in images),
             out_image.key() if out_image is not None else None,
             mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
+            engine,
         )  # fmt: skip
         if not autoexposure:
             self._scale.fill_(float(np.float32(mode.input_scale)))
+        self.executor.last_engine = engine
         frame = self._frame(key, images, out_image, (height, width, channels), mode, plan,
-                            autoexposure)  # fmt: skip
+                            autoexposure, engine)  # fmt: skip
         if frame.graph is not None:
             frame.graph.replay()
         else:
             frame.run()
+        if start_compiles:
+            self.start_compiles()  # after the frame is queued: its host work comes first
         if out is not None:
             return out
         return frame.output.clone()
+
+    # ------------------------------------------------------------------ the cuDNN bridge
+
+    @staticmethod
+    def _kernel_config(images: list[_Image], channels: int, mode: Any,
+                       autoexposure: bool) -> tuple[Any, ...]:  # fmt: skip
+        """What the compiled Triton kernels of a frame depend on (never its size)."""
+        return (
+            tuple((i.tensor.dtype, i.channels) for i in images), channels, mode.transfer,
+            bool(mode.hdr), bool(mode.snorm), autoexposure,
+        )  # fmt: skip
+
+    def _engine_for(self, images: list[_Image], channels: int, mode: Any, autoexposure: bool,
+                    out_image: _Image | None, plan: TilePlan) -> str:  # fmt: skip
+        """The engine of this frame: Triton, unless the bridge serves it on cuDNN while
+        its kernels compile (started here on the configuration's first frame)."""
+        ex = self.executor
+        if not ex.bridge or ex.engine != "triton":
+            return ex.engine
+        config = self._kernel_config(images, channels, mode, autoexposure)
+        with self._warm_lock:
+            if config in self._ready:
+                return "triton"
+            if config not in self._warming:
+                self._warming[config] = threading.Thread(
+                    target=self._warm, name="oidn-gpu-triton-compile", daemon=True,
+                    args=(config, images, out_image, channels, mode, plan, autoexposure),
+                )  # fmt: skip
+        return "cudnn"
+
+    def start_compiles(self) -> None:
+        """Start the background compiles that earlier bridge frames asked for."""
+        with self._warm_lock:
+            if self._stop.is_set():
+                return
+            for thread in self._warming.values():
+                if thread.ident is None:
+                    thread.start()
+                    _COMPILING.add(self)
+
+    def stop_compiles(self, timeout: float = 60.0) -> None:
+        """Stop background compiles at their next kernel and wait for them (at close, and
+        at interpreter exit: a compiler thread must not outlive the process's teardown)."""
+        self._stop.set()
+        with self._warm_lock:
+            threads = [t for t in self._warming.values() if t.ident is not None]
+            for child in self._children:
+                child.kill()
+        for thread in threads:
+            thread.join(timeout)
+
+    def _warm(self, config: tuple[Any, ...], images: list[_Image], out_image: _Image | None,
+              channels: int, mode: Any, plan: TilePlan, autoexposure: bool) -> None:  # fmt: skip
+        """Compile the Triton kernels of a configuration: the frame on scratch images of
+        the same dtypes and channels, on a side stream (the caller's tensors may be
+        reused or freed meanwhile)."""
+        torch = self._torch
+        ex = self.executor
+        try:
+            if self._cuda and not interpreting():
+                self._compile_in_child(images, channels, mode, plan, autoexposure)
+            missing = kernels().UNAVAILABLE
+            if missing:
+                raise InvalidOperationError(missing)
+            stream = torch.cuda.Stream(self.device) if self._cuda else None
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                scratch = [_image(torch.zeros(i.tensor.shape, dtype=i.tensor.dtype,
+                                              device=self.device), "scratch")
+                           for i in images]  # fmt: skip
+                scratch = [dataclasses.replace(s, channels=i.channels)
+                           for s, i in zip(scratch, images, strict=True)]  # fmt: skip
+                height, width = images[0].height, images[0].width
+                out = _image(torch.empty((height, width, channels), dtype=torch.float32,
+                                         device=self.device), "output")  # fmt: skip
+                scale = torch.ones(1, dtype=torch.float32, device=self.device)
+                self._body(scratch, out, mode, plan, autoexposure, "triton", scale,
+                           stop=self._stop.is_set)  # fmt: skip
+            if stream is not None:
+                stream.synchronize()
+            ready = True
+        except CompileStopped:
+            ready = False
+        except Exception as err:  # Triton is unusable here: stay on cuDNN, and say why
+            ex.fallback = f"Triton kernels failed to compile ({type(err).__name__}: {err})"
+            ex.engine = "cudnn"
+            ready = True
+        with self._warm_lock:
+            if ready:
+                self._ready.add(config)
+            self._warming.pop(config, None)
+
+    def _compile_in_child(self, images: list[_Image], channels: int, mode: Any,
+                          plan: TilePlan, autoexposure: bool) -> None:  # fmt: skip
+        """Compile the frame's kernels into Triton's disk cache in a child process (no GIL
+        shared with the caller's frames); the in-process pass after it loads them. A child
+        that fails leaves the compile to that pass."""
+        ex = self.executor
+        model = ex.model
+        job = compile_worker.CompileJob(
+            graph=model.graph, convs=dict(model.convs), spec=getattr(model, "spec", None),
+            precision=ex.precision, device_index=self.device.index,
+            images=tuple((tuple(i.tensor.shape), str(i.tensor.dtype).split(".")[-1],
+                          i.channels) for i in images),
+            out_channels=channels, mode=mode, plan=plan, autoexposure=autoexposure,
+        )  # fmt: skip
+        try:
+            child = compile_worker.start(job)
+        except OSError:
+            return
+        with self._warm_lock:
+            self._children.add(child)
+        try:
+            while child.poll() is None:
+                if self._stop.wait(0.05):
+                    child.kill()
+                    child.wait()
+                    raise CompileStopped
+        finally:
+            with self._warm_lock:
+                self._children.discard(child)
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait for background Triton compiles; True when none is left running."""
+        self.start_compiles()
+        with self._warm_lock:
+            threads = list(self._warming.values())
+        for thread in threads:
+            thread.join(timeout)
+        with self._warm_lock:
+            return not self._warming
 
     def _check_images(self, images: list[_Image]) -> None:
         ex = self.executor
@@ -352,10 +524,14 @@ class CudaDenoiser:
 
     def _frame(self, key: tuple[Any, ...], images: list[_Image], out_image: _Image | None,
                shape: tuple[int, int, int], mode: Any, plan: TilePlan,
-               autoexposure: bool) -> _Frame:  # fmt: skip
+               autoexposure: bool, engine: str) -> _Frame:  # fmt: skip
+        """The frame of ``key``: run eagerly on first use, captured as a CUDA graph on the
+        second."""
         frame = self._frames.get(key)
         if frame is not None:
             self._frames.move_to_end(key)
+            if frame.graph is None and self.use_graphs:
+                self._capture(frame)
             return frame
         torch = self._torch
         height, width, channels = shape
@@ -364,27 +540,31 @@ class CudaDenoiser:
             owned = torch.empty((height, width, channels), dtype=torch.float32,
                                 device=self.device)  # fmt: skip
             out_image = _image(owned, "output")
-        prepared = self.executor.prepare(plan.tile_h, plan.tile_w)  # tune outside capture
+        prepared = self.executor.prepare(plan.tile_h, plan.tile_w, engine)
+        target = out_image
 
         def run() -> None:
-            self._body(images, out_image, mode, plan, autoexposure)
+            self._body(images, target, mode, plan, autoexposure, engine)
 
-        graph = None
-        if self.use_graphs:
-            stream = torch.cuda.Stream(self.device)
-            stream.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(stream):
-                run()  # warm-up: compiles every kernel, allocates autoexposure buffers
-            torch.cuda.current_stream(self.device).wait_stream(stream)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self._pool):
-                run()
         while len(self._frames) >= GRAPH_CACHE_SIZE:
             self._frames.popitem(last=False)
         keep = (prepared, self.executor.weight_tensors())
-        frame = _Frame(graph, run, owned if owned is not None else out_image.tensor, keep)
+        frame = _Frame(None, run, owned if owned is not None else out_image.tensor, keep)
         self._frames[key] = frame
         return frame
+
+    def _capture(self, frame: _Frame) -> None:
+        torch = self._torch
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.current_stream(self.device)
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(stream)
+        # thread_local: a background compile may load modules and allocate meanwhile
+        with torch.cuda.graph(graph, pool=self._pool, stream=side,
+                              capture_error_mode="thread_local"):  # fmt: skip
+            frame.run()
+        stream.wait_stream(side)
+        frame.graph = graph
 
     def denoise(
         self,
@@ -437,11 +617,12 @@ class CudaDenoiser:
                                pinned=False)  # fmt: skip
         self.denoise_tensors(
             *device_images, mode=mode, plan=plan, out=dev_out, out_channels=channels,
-            autoexposure=autoexposure,
+            autoexposure=autoexposure, start_compiles=False,
         )  # fmt: skip
         result = np.empty((height, width, channels), np.float32) if output is None else None
         target = result if output is None else output[:, :, :channels]
         self._download(dev_out, target, stream)
+        self.start_compiles()  # after the result is back: a compile competes for the GIL
         return result if output is None else output
 
     # ------------------------------------------------------------------ host transfers
@@ -512,6 +693,7 @@ class CudaDenoiser:
         if self._closed:
             return
         self._closed = True
+        self.stop_compiles()
         if self._cuda:
             self._torch.cuda.synchronize(self.device)
         self._frames.clear()
@@ -527,6 +709,17 @@ class CudaDenoiser:
     def _check_open(self) -> None:
         if self._closed:
             raise InvalidOperationError("the cuda denoiser is closed")
+
+
+_COMPILING: weakref.WeakSet[CudaDenoiser] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all_compiles() -> None:
+    # A compiler thread still in Triton's C++ code when the process tears down its
+    # libraries aborts the process: stop each at its next kernel and wait for it.
+    for denoiser in list(_COMPILING):
+        denoiser.stop_compiles()
 
 
 def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:

@@ -50,8 +50,22 @@ try:
 except Exception as exc:
     UNAVAILABLE = f"triton is not importable ({type(exc).__name__}: {exc})"
     # Stand-ins so this module imports; its kernels are never launched then.
-    triton = SimpleNamespace(jit=lambda fn: fn, cdiv=lambda a, b: -(-a // b))
+    triton = SimpleNamespace(
+        jit=lambda fn=None, **_: fn if fn is not None else (lambda f: f),
+        cdiv=lambda a, b: -(-a // b),
+    )
     tl = SimpleNamespace(constexpr=lambda value: value)
+
+
+def _jit(*sizes: str):  # noqa: ANN202 - returns Triton's decorator
+    """``triton.jit`` that compiles one kernel for every value of the ``sizes`` arguments.
+
+    Triton specializes integer arguments on ``== 1`` and divisibility by 16 by default,
+    so each new image size (or offset, or row stride) would compile the kernel again;
+    image sizes, offsets and strides are runtime values here, channel counts (fixed per
+    layer) stay specialized.
+    """
+    return triton.jit(do_not_specialize=list(sizes))
 
 # Transfer ids (constexpr) shared with the Python side.
 LINEAR, SRGB, PU, LOG = 0, 1, 2, 3
@@ -267,7 +281,8 @@ def _sanitize_output(v, TRANSFER: tl.constexpr):
     return _inverse_transfer(v, TRANSFER)
 
 
-@triton.jit
+@_jit("height", "width", "out_offset", "out_pixel_stride", "out_row_stride", "keep_y",
+      "keep_x", "keep_h", "keep_w", "dst_y", "dst_x")  # fmt: skip
 def conv3x3_kernel(
     a_ptr,
     b_ptr,
@@ -449,7 +464,9 @@ def _put(tile, cols, index: tl.constexpr, value):
     return tl.where(cols[None, :] == index, value[:, None], tile)
 
 
-@triton.jit
+@_jit("main_offset", "main_pixel_stride", "main_row_stride", "alb_offset", "alb_pixel_stride",
+      "alb_row_stride", "nrm_offset", "nrm_pixel_stride", "nrm_row_stride", "height", "width",
+      "in_y", "in_x", "in_h", "in_w", "buf_y", "buf_x")  # fmt: skip
 def input_pass_kernel(
     main_ptr,
     main_offset,
@@ -523,7 +540,7 @@ def input_pass_kernel(
 # ----------------------------------------------------------------------------- autoexposure
 
 
-@triton.jit
+@_jit("offset", "pixel_stride", "row_stride", "height", "width", "bins_h", "bins_w")
 def autoexposure_bins_kernel(
     color_ptr,
     offset,
@@ -561,7 +578,7 @@ def autoexposure_bins_kernel(
     tl.store(out_ptr + i * bins_w + j, total / count)
 
 
-@triton.jit
+@_jit("count")
 def autoexposure_scale_kernel(bins_ptr, count, scale_ptr, KEY: tl.constexpr,
                               EPS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
     """One program: ``scale = KEY / 2^mean(log2(bins > EPS))`` (1 without such bins)."""

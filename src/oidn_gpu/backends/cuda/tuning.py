@@ -1,14 +1,23 @@
-"""Tile configurations of the Triton conv: candidates per layer shape, timing, a disk cache.
+"""Tile configurations of the Triton conv: a shipped table, candidates, timing, a disk cache.
 
 A `TileConfig` is the ``BLOCK_M x BLOCK_N x BLOCK_K`` tile, warps and pipeline
-depth of one conv launch. `candidates` lists a few per launch (N tiles sized to
-the output channels; M and K tiles, warps and stages varied); `Tuner` times each
-on the real buffers of the layer (`triton.testing.do_bench`, median) the first
-time a layer shape is seen, and keeps the fastest in a JSON file keyed by GPU
-name, Triton version, precision and the layer signature, so later processes
-start tuned. ``OIDN_GPU_CUDA_TUNING`` names the file (default
-``~/.cache/oidn-gpu/cuda-tuning.json``); ``OIDN_GPU_CUDA_TUNING=off`` disables
-tuning (the default tile is used).
+depth of one conv launch. A layer's tile never depends on the image size: its
+`signature` is the conv's sources, channels, flags and resolution level (0 at
+full resolution, 1 after one pool, ...), so a new image size reuses the compiled
+kernels.
+
+Where a tile comes from, first match wins:
+
+1. a tuning cache written by an earlier tuning run on this GPU (``oidn-gpu tune``,
+   or ``OIDN_GPU_CUDA_TUNING=on``/a path): a JSON file keyed by GPU name, Triton
+   version and precision (default ``~/.cache/oidn-gpu/cuda-tuning.json``);
+2. `SHIPPED_TILES`, measured on the GPUs named there (by compute capability);
+3. `default_config`.
+
+Tuning never runs unless asked: ``OIDN_GPU_CUDA_TUNING=on`` (default file) or
+``OIDN_GPU_CUDA_TUNING=/path/file.json`` times `candidates` for each layer the
+first time its signature is seen (`triton.testing.do_bench`, median) and keeps
+the fastest; ``OIDN_GPU_CUDA_TUNING=off`` ignores the cache file too.
 """
 
 from __future__ import annotations
@@ -90,25 +99,66 @@ def candidates(launch: ConvLaunch) -> tuple[TileConfig, ...]:
     return tuple(out)
 
 
-def signature(launch: ConvLaunch, height: int, width: int) -> str:
-    """What a tile choice depends on: the conv's sources, channels, flags and size."""
+def signature(launch: ConvLaunch, level: int) -> str:
+    """What a tile choice depends on: the conv's sources, channels, flags and resolution
+    level (how many 2x2 pools before it: 0 at full resolution); never the image size."""
     sources = ",".join(f"{s.stored}{'u' if s.upsample else ''}" for s in launch.sources)
     flags = ("p" if launch.pool else "") + ("f" if launch.final else "")
-    return f"{sources}->{launch.out_stored}{flags}@{height}x{width}"
+    return f"{sources}->{launch.out_stored}{flags}@{level}"
+
+
+# Tiles timed by `Tuner` on an NVIDIA H200 (Triton 3.6, fp16, rt_hdr_alb_nrm at 1920x1088,
+# 2026-12-01; bench/h200_first_call.sh, mode ``tune``), by compute capability: the H100
+# and H200 share sm_90. Tuples are (block_m, block_n, block_k, num_warps, num_stages).
+# Used for bf16 too (same tile shapes; its timing was not separately measured).
+SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] = {
+    (9, 0): {
+        "16->32@0": (128, 32, 32, 4, 3),
+        "32->32p@0": (128, 32, 32, 4, 3),
+        "32->48p@1": (128, 64, 32, 4, 3),
+        "48->64p@2": (128, 64, 32, 4, 3),
+        "64->80p@3": (128, 128, 128, 8, 3),
+        "80->96@4": (64, 128, 32, 4, 4),
+        "96->96@4": (128, 128, 64, 8, 4),
+        "96u,64->112@3": (128, 128, 32, 4, 3),
+        "112->112@3": (128, 128, 64, 4, 3),
+        "112u,48->96@2": (128, 128, 64, 4, 3),
+        "96->96@2": (64, 128, 32, 4, 4),
+        "96u,32->64@1": (128, 64, 32, 4, 3),
+        "64->64@1": (128, 64, 64, 4, 3),
+        "64u,16->64@0": (128, 64, 32, 4, 3),
+        "64->32@0": (128, 32, 32, 4, 3),
+        "32->16f@0": (256, 16, 32, 4, 3),
+    },
+}
+
+
+def shipped_config(capability: tuple[int, int] | None, key: str) -> TileConfig | None:
+    """The shipped tile of a layer signature on a GPU of ``capability``, if measured."""
+    shape = SHIPPED_TILES.get(capability or (0, 0), {}).get(key)
+    return TileConfig(*shape) if shape is not None else None
+
+
+DEFAULT_CACHE = Path("~") / ".cache" / "oidn-gpu" / "cuda-tuning.json"
+
+
+def cache_path() -> Path | None:
+    """The tuning cache file (None with ``OIDN_GPU_CUDA_TUNING=off``)."""
+    return _cache_path()
 
 
 def _cache_path() -> Path | None:
     value = os.environ.get(TUNING_ENV_VAR)
     if value == "off":
         return None
-    if value:
+    if value and value != "on":
         return Path(value)
-    return Path.home() / ".cache" / "oidn-gpu" / "cuda-tuning.json"
+    return DEFAULT_CACHE.expanduser()
 
 
 def tuning_enabled() -> bool:
-    """False when ``OIDN_GPU_CUDA_TUNING=off``."""
-    return os.environ.get(TUNING_ENV_VAR) != "off"
+    """True when ``OIDN_GPU_CUDA_TUNING`` asks for tuning (``on`` or a cache path)."""
+    return os.environ.get(TUNING_ENV_VAR, "off") not in ("", "off")
 
 
 class Tuner:
@@ -154,6 +204,10 @@ class Tuner:
 
     def cached(self, key: str) -> TileConfig | None:
         return self._choices.get(key)
+
+    def choices(self) -> dict[str, TileConfig]:
+        """Every cached choice of this GPU section (signature -> tile)."""
+        return dict(self._choices)
 
     def choose(
         self,

@@ -1,0 +1,96 @@
+"""Compiling a frame's Triton kernels in a child process, into Triton's disk cache.
+
+The cuDNN bridge (`pipeline.CudaDenoiser`) serves frames while the Triton
+kernels of their configuration compile. Compiling in a thread of the caller's
+process holds Python's GIL for long stretches (the caller's frames then take
+several times longer) and a compiler thread cannot be left running when the
+process exits; so the compile runs here, in a child process: it rebuilds the
+executor from the network's graph and weights, runs the frame once on scratch
+images of the same dtypes and channels (which compiles every kernel with the
+caller's specializations) and exits. The parent then loads the kernels from
+Triton's disk cache (the same ``TRITON_CACHE_DIR``) in a fraction of a second,
+and kills the child if it must stop first.
+
+    python -m oidn_gpu.backends.cuda.compile_worker JOB.pickle
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """What the child needs to compile one frame configuration (all picklable)."""
+
+    graph: Any
+    convs: dict[str, Any]
+    spec: Any
+    precision: str
+    device_index: int | None
+    images: tuple[tuple[tuple[int, ...], str, int], ...]  # (shape, torch dtype name, channels)
+    out_channels: int
+    mode: Any
+    plan: Any
+    autoexposure: bool
+
+
+def start(job: CompileJob) -> subprocess.Popen[bytes]:
+    """Start the child compiling ``job``; its job file is removed when it has read it."""
+    handle, path = tempfile.mkstemp(prefix="oidn-gpu-compile-", suffix=".pickle")
+    with os.fdopen(handle, "wb") as f:
+        pickle.dump(job, f)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "oidn_gpu.backends.cuda.compile_worker", path],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )  # fmt: skip
+    except OSError:
+        os.unlink(path)
+        raise
+
+
+def run_job(job: CompileJob) -> None:
+    """Compile the job's kernels by running its frame once on scratch images."""
+    import torch
+
+    from oidn_gpu.backends.cuda.executor import CudaExecutor
+    from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
+
+    model = SimpleNamespace(graph=job.graph, convs=job.convs, spec=job.spec)
+    executor = CudaExecutor(
+        model, device=job.device_index, precision=job.precision, engine="triton", tune=False,
+        bridge=False,
+    )  # fmt: skip
+    with CudaDenoiser(executor, use_graphs=False) as denoiser:
+        images = []
+        for shape, dtype, channels in job.images:
+            tensor = torch.zeros(shape, dtype=getattr(torch, dtype), device=executor.device)
+            images.append(tensor[..., :channels] if len(shape) == 3 else tensor)
+        denoiser.denoise_tensors(
+            *images, mode=job.mode, plan=job.plan, out_channels=job.out_channels,
+            autoexposure=job.autoexposure,
+        )  # fmt: skip
+        if executor.device.type == "cuda":
+            torch.cuda.synchronize(executor.device)
+
+
+def main(argv: list[str]) -> int:
+    (path,) = argv
+    with open(path, "rb") as f:
+        job = pickle.load(f)  # written by `start` of this package, in a private temp file
+    os.unlink(path)
+    run_job(job)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
