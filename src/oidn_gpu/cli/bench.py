@@ -402,8 +402,8 @@ def cuda_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cuda_cold(args: argparse.Namespace) -> int:
-    """``oidn-gpu bench --backend cuda --cold``: `backends.cuda.cold.run_cold`."""
-    from oidn_gpu.backends.cuda import cold  # needs no torch in this process
+    """``oidn-gpu bench --backend cuda --cold``: `cli.bench_cold.run_cold`."""
+    from oidn_gpu.cli import bench_cold as cold  # needs no torch in this process
 
     try:
         result = cold.run_cold(

@@ -9,7 +9,7 @@ to exit. ``warm=True`` runs a second child with the same home and cache (what a
 user's next script waits for). Intel OIDN (pyoidn) runs the same script on its
 CUDA device when it is installed, beside ours.
 
-Its command line: ``oidn-gpu bench --backend cuda --cold``.
+The command line of ``oidn-gpu bench --backend cuda --cold`` (`cli.bench`).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _child_env(home: str, cache: str) -> dict[str, str]:
 
 def _spawn(kind: str, size: tuple[int, int], second: tuple[int, int], home: str,
            cache: str) -> dict[str, float]:  # fmt: skip
-    argv = [sys.executable, "-m", "oidn_gpu.backends.cuda.cold", kind,
+    argv = [sys.executable, "-m", "oidn_gpu.cli.bench_cold", kind,
             f"{size[0]}x{size[1]}", f"{second[0]}x{second[1]}"]  # fmt: skip
     start = time.time()
     done = subprocess.run(
