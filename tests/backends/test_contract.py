@@ -25,11 +25,13 @@ from oidn_gpu.backends import (
     Availability,
     BackendOptions,
     DenoiseImages,
+    TileLimits,
     TileRunner,
     backend_names,
     get_backend,
     make_options,
     probe,
+    tile_limits,
 )
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.errors import (
@@ -170,6 +172,7 @@ def test_backend_declares_what_the_registry_needs(name: str) -> None:
     availability = probe(name)
     assert isinstance(availability, Availability) and availability.note
     assert probe(name) is availability  # probed once per process
+    assert isinstance(tile_limits(name), TileLimits)  # its own, or no bound
     for option, help_text in backend.Options.option_help.items():
         assert option in backend.Options.option_names() and help_text
 
