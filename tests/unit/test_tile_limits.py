@@ -124,6 +124,16 @@ def test_tile_limits_are_checked() -> None:
             TileLimits(**bad)
 
 
+@pytest.mark.parametrize(
+    "options", [DenoiseOptions(), DenoiseOptions(tile_size=512), DenoiseOptions(whole_image=True)]
+)
+def test_limits_no_tile_can_meet_are_refused(options) -> None:
+    model = unet.load_model(TINY)
+    tiny_tiles = TileLimits(max_elements=200 * 200)
+    with pytest.raises(InvalidArgumentError, match="tiles of at most 40000 px; the smallest"):
+        plan_denoise(model, 900, 1000, options, tiny_tiles)
+
+
 class _LimitedReference(ReferenceBackend):
     """The reference backend with a tile bound (as a backend with 32-bit kernels has)."""
 

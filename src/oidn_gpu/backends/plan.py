@@ -121,6 +121,26 @@ def plan_tiles(
     bound or a whole image gives way to them too)."""
     alignment = model_alignment(model)
     overlap = unet.tile_overlap(model.spec, alignment)
+    plan = _plan_tiles(model, height, width, options, limits, overlap, alignment)
+    if not limits.fits(plan.tile_h, plan.tile_w):
+        raise InvalidArgumentError(
+            f"the backend runs tiles of at most {limits.max_pixels} px; the smallest tile "
+            f"for a {width}x{height} image with overlap {overlap} is "
+            f"{plan.tile_w}x{plan.tile_h} px"
+        )
+    return plan
+
+
+def _plan_tiles(
+    model: ValidatedModel,
+    height: int,
+    width: int,
+    options: DenoiseOptions,
+    limits: TileLimits,
+    overlap: int,
+    alignment: int,
+) -> tiling.TilePlan:
+    """`plan_tiles` before the final check: OIDN's loop stops at its minimum tile."""
     if options.tile_size is not None:
         return _plan_max_edge(height, width, options.tile_size, overlap, alignment, limits)
     if options.whole_image:
@@ -154,12 +174,13 @@ def _plan_max_edge(
     plan = tiling.plan_tiles_max_edge(
         height, width, max_edge=max_edge, overlap=overlap, alignment=alignment
     )
-    while not limits.fits(plan.tile_h, plan.tile_w):
+    smallest = 2 * overlap + alignment  # the smallest edge that keeps pixels of its own
+    while not limits.fits(plan.tile_h, plan.tile_w) and max_edge > smallest:
         assert limits.max_pixels is not None
         shortest, longest = sorted((plan.tile_h, plan.tile_w))
         # A strip keeps its short side; a square-ish tile shrinks on both.
         fitting = max(math.isqrt(limits.max_pixels), limits.max_pixels // shortest)
-        max_edge = min(longest - alignment, fitting)
+        max_edge = max(min(longest - alignment, fitting), smallest)
         plan = tiling.plan_tiles_max_edge(
             height, width, max_edge=max_edge, overlap=overlap, alignment=alignment
         )
