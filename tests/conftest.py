@@ -12,11 +12,18 @@ GPU test modules (everything under ``tests/gpu/``, and modules that start with
 ``-m`` deselects the ``gpu`` marker, such modules are not imported at all, so
 ``pytest -m "not gpu"`` collects and runs on a machine without wgpu. Without
 ``-m``, they are collected as usual and fail loudly when wgpu is missing.
+
+Where torch sees no CUDA GPU, ``TRITON_INTERPRET=1`` is set before any test module is
+imported, so the cuda backend's Triton kernels run on CPU tensors through Triton's
+interpreter (the backend contract and ``tests/cuda``); tests marked ``cuda_device``
+need a real GPU and are deselected there.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +84,8 @@ def _shared_fixtures() -> set[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not has_cuda():
+        os.environ[TRITON_INTERPRET_ENV_VAR] = "1"  # read when Triton's kernels are defined
     try:
         config.stash[_SHARED_DIR] = datasets.locate_shared_dir()
     except datasets.SharedDataError as err:
@@ -104,7 +113,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 f"{count} extra tests need the full-size data set and are deselected: set "
                 f"{datasets.SHARED_ENV_VAR} to a folder holding weights/ and testdata/scenes/"
             )
-    if any(item.get_closest_marker(CUDA_DEVICE_MARKER) for item in items) and not _has_cuda():
+    if any(item.get_closest_marker(CUDA_DEVICE_MARKER) for item in items) and not has_cuda():
         count = _deselect(config, items, CUDA_DEVICE_MARKER)
         notes.append(
             f"{count} CUDA tests need an NVIDIA GPU and are deselected (the CUDA kernels are "
@@ -114,9 +123,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 CUDA_DEVICE_MARKER = "cuda_device"
+TRITON_INTERPRET_ENV_VAR = "TRITON_INTERPRET"
 
 
-def _has_cuda() -> bool:
+@functools.cache
+def has_cuda() -> bool:
+    """Whether torch sees a CUDA GPU (torch is not imported where no NVIDIA driver is)."""
+    from oidn_gpu.backends.cuda import nvidia_driver_present
+
+    if not nvidia_driver_present():
+        return False
     try:
         import torch
     except ImportError:

@@ -53,6 +53,7 @@ from oidn_gpu.backends.base import (
     get_backend,
     make_options,
     resolve_backend,
+    tile_limits,
 )
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise, plan_mode
@@ -484,6 +485,7 @@ class Denoiser:
         self.backend_options = make_options(
             self.backend, backend_options, requested=backend, **options
         )
+        self._tile_limits = tile_limits(self.backend)
         self._models = ModelCache(self.options)
         self._engines: dict[str, _Engine] = {}
         self._prefilters: dict[str, Denoiser] = {}
@@ -719,7 +721,8 @@ class Denoiser:
         on_device = self._device_autoexposure(images, engine)
         # With the autoexposure on the device the plan's scale is a placeholder.
         input_scale = 1.0 if on_device else self._input_scale(images)
-        plan = plan_denoise(model, h, w, self.options.denoise_options(images, input_scale))
+        options = self.options.denoise_options(images, input_scale)
+        plan = plan_denoise(model, h, w, options, self._tile_limits)
         runner_images = _runner_images(images, out_channels, destination)
         report_progress(progress, 0.0)
         if on_device:
@@ -824,9 +827,8 @@ class Denoiser:
         engine = self._engine(key, model)
         on_device = self._device_autoexposure(images, engine)
         input_scale = 1.0 if on_device else self._input_scale(images)
-        plan = plan_denoise(
-            model, images.height, images.width, self.options.denoise_options(images, input_scale)
-        )
+        options = self.options.denoise_options(images, input_scale)
+        plan = plan_denoise(model, images.height, images.width, options, self._tile_limits)
         given = tuple(a is not None for a in (runner_images.albedo, runner_images.normal))
         # Frames with one signature share a plan and run as one sequence on the device.
         signature = (key, images.height, images.width, out_channels, given, plan.mode)

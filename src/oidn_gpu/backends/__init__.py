@@ -21,6 +21,7 @@ from oidn_gpu.backends.base import (
     BackendOptions,
     DenoiseImages,
     NetworkExecutor,
+    TileLimits,
     TileRunner,
     auto_order,
     backend_names,
@@ -28,6 +29,7 @@ from oidn_gpu.backends.base import (
     make_options,
     probe,
     resolve_backend,
+    tile_limits,
 )
 
 
@@ -55,6 +57,7 @@ __all__ = [
     "BackendOptions",
     "DenoiseImages",
     "NetworkExecutor",
+    "TileLimits",
     "TileRunner",
     "auto_order",
     "backend_names",
@@ -63,4 +66,5 @@ __all__ = [
     "make_options",
     "probe",
     "resolve_backend",
+    "tile_limits",
 ]

@@ -6,9 +6,10 @@ or why not), a typed frozen `Backend.Options` dataclass, and two factories:
 `Backend.create_executor` (a `NetworkExecutor` for a model) and
 `Backend.create_runner` (a `TileRunner` that denoises whole images on that
 executor; `backends.host_runner.HostTileRunner` serves every backend without
-device-side input/output passes). The registry imports a backend only when it
-is asked for, so ``import oidn_gpu`` stays NumPy-only, and probes each backend
-once per process.
+device-side input/output passes). A backend whose kernels cannot run tiles of
+any size declares `Backend.tile_limits` (`TileLimits`), which `plan.plan_denoise`
+tiles within. The registry imports a backend only when it is asked for, so
+``import oidn_gpu`` stays NumPy-only, and probes each backend once per process.
 
 An executor runs one network (the U-Net of a `ValidatedModel`) on packed
 network inputs: ``[C_in, H, W]`` float32 with H and W multiples of the graph's
@@ -275,6 +276,46 @@ class Availability:
 
 
 @dataclass(frozen=True)
+class TileLimits:
+    """The largest tile a backend's kernels can run; `plan.plan_denoise` plans within it.
+
+    Attributes:
+        max_elements: elements one activation of a tile may hold at most (2^31 - 1
+            where kernels index activations with 32-bit integers); None: no bound.
+        stored_channels: channels per pixel of a tile's widest activation as the
+            backend stores it, so that activation holds ``tile_h * tile_w *
+            stored_channels`` elements.
+    """
+
+    max_elements: int | None = None
+    stored_channels: int = 1
+
+    def __post_init__(self) -> None:
+        checked = {"stored_channels": self.stored_channels}
+        if self.max_elements is not None:
+            checked["max_elements"] = self.max_elements
+        for name, value in checked.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(
+                    f"tile limit {name} is {value!r}; expected a positive integer"
+                )
+
+    @property
+    def max_pixels(self) -> int | None:
+        """Pixels of one tile buffer at most (None: no bound)."""
+        if self.max_elements is None:
+            return None
+        return self.max_elements // self.stored_channels
+
+    def fits(self, tile_h: int, tile_w: int) -> bool:
+        """Whether a ``tile_h x tile_w`` tile buffer is within the limits."""
+        return self.max_pixels is None or tile_h * tile_w <= self.max_pixels
+
+
+NO_TILE_LIMITS = TileLimits()  # a backend that declares no `Backend.tile_limits`
+
+
+@dataclass(frozen=True)
 class BackendOptions:
     """Base of every backend's ``Options``: a frozen dataclass validated on creation.
 
@@ -308,12 +349,15 @@ class Backend(Protocol):
         priority: higher is tried first by ``backend="auto"``.
         description: one line for help texts and ``oidn-gpu info``.
         Options: its frozen `BackendOptions` subclass.
+        tile_limits: the largest tile its kernels run (optional: a backend without
+            it has `NO_TILE_LIMITS`; read it with `tile_limits`).
     """
 
     name: str
     priority: int
     description: str
     Options: type[BackendOptions]
+    tile_limits: TileLimits
 
     def probe(self) -> Availability:
         """Whether it runs here (the registry caches the answer per process)."""
@@ -364,6 +408,15 @@ def get_backend(name: str) -> Backend:
     backend = getattr(importlib.import_module(module), attribute)
     _loaded[name] = backend
     return backend
+
+
+def tile_limits(name: str) -> TileLimits:
+    """`Backend.tile_limits` of ``name`` (`NO_TILE_LIMITS` where it declares none).
+
+    Raises:
+        InvalidArgumentError: ``name`` is not a registered backend.
+    """
+    return getattr(get_backend(name), "tile_limits", NO_TILE_LIMITS)
 
 
 @functools.cache

@@ -4,14 +4,17 @@
 `TileRunner` executes: the mode (transfer function, hdr, snorm, input scale;
 `image.process.mode_for`) and the tile plan (`image.tiling`, OIDN's plan with
 the model's overlap and alignment, or tiles bounded by an edge, or one tile for
-the whole image). The filter, every runner, the recorder and the benchmarks
-use it, so tile seams cannot differ between them.
+the whole image), every tile within the backend's `base.TileLimits` (the cuda
+kernels' 32-bit indexing). The filter, every runner, the recorder and the
+benchmarks use it, so tile seams cannot differ between them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from oidn_gpu.backends.base import NO_TILE_LIMITS, TileLimits
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.graph.plan import plan as plan_graph
 from oidn_gpu.graph.plan import size_alignment
@@ -107,45 +110,101 @@ def plan_mode(options: DenoiseOptions) -> process.Mode:
 
 
 def plan_tiles(
-    model: ValidatedModel, height: int, width: int, options: DenoiseOptions
+    model: ValidatedModel,
+    height: int,
+    width: int,
+    options: DenoiseOptions,
+    limits: TileLimits = NO_TILE_LIMITS,
 ) -> tiling.TilePlan:
-    """The tile plan of a ``height x width`` image for ``model`` (see `DenoiseOptions`)."""
+    """The tile plan of a ``height x width`` image for ``model`` (see `DenoiseOptions`),
+    every tile within ``limits`` (OIDN's plan shrinks its tiles until they fit; an edge
+    bound or a whole image gives way to them too)."""
     alignment = model_alignment(model)
     overlap = unet.tile_overlap(model.spec, alignment)
-    if options.tile_size is not None:
-        return tiling.plan_tiles_max_edge(
-            height, width, max_edge=options.tile_size, overlap=overlap, alignment=alignment
+    plan = _plan_tiles(model, height, width, options, limits, overlap, alignment)
+    if not limits.fits(plan.tile_h, plan.tile_w):
+        raise InvalidArgumentError(
+            f"the backend runs tiles of at most {limits.max_pixels} px; the smallest tile "
+            f"for a {width}x{height} image with overlap {overlap} is "
+            f"{plan.tile_w}x{plan.tile_h} px"
         )
+    return plan
+
+
+def _plan_tiles(
+    model: ValidatedModel,
+    height: int,
+    width: int,
+    options: DenoiseOptions,
+    limits: TileLimits,
+    overlap: int,
+    alignment: int,
+) -> tiling.TilePlan:
+    """`plan_tiles` before the final check: OIDN's loop stops at its minimum tile."""
+    if options.tile_size is not None:
+        return _plan_max_edge(height, width, options.tile_size, overlap, alignment, limits)
     if options.whole_image:
         return tiling.plan_tiles(
-            height, width, overlap=overlap, alignment=alignment, max_tile_px=None
-        )
+            height, width, overlap=overlap, alignment=alignment, max_tile_px=None,
+            fits=limits.fits,
+        )  # fmt: skip
     if options.max_memory_mb is None or options.max_memory_mb < 0:
-        return tiling.plan_tiles(height, width, overlap=overlap, alignment=alignment)
+        return tiling.plan_tiles(
+            height, width, overlap=overlap, alignment=alignment, fits=limits.fits
+        )
     budget = options.max_memory_mb * BYTES_PER_MB
 
     def fits(tile_h: int, tile_w: int) -> bool:
         # The planner's activation memory of one tile (fp32, unfused: an upper bound of
         # what the backends allocate; OIDN's own estimate is device-specific).
-        return plan_graph(model.graph, tile_h, tile_w).peak_bytes <= budget
+        return (
+            limits.fits(tile_h, tile_w)
+            and plan_graph(model.graph, tile_h, tile_w).peak_bytes <= budget
+        )
 
     return tiling.plan_tiles(
         height, width, overlap=overlap, alignment=alignment, max_tile_px=None, fits=fits
     )
 
 
+def _plan_max_edge(
+    height: int, width: int, max_edge: int, overlap: int, alignment: int, limits: TileLimits
+) -> tiling.TilePlan:
+    """Tiles of at most ``max_edge`` px a side, the edge lowered until they fit ``limits``."""
+    plan = tiling.plan_tiles_max_edge(
+        height, width, max_edge=max_edge, overlap=overlap, alignment=alignment
+    )
+    smallest = 2 * overlap + alignment  # the smallest edge that keeps pixels of its own
+    while not limits.fits(plan.tile_h, plan.tile_w) and max_edge > smallest:
+        assert limits.max_pixels is not None
+        shortest, longest = sorted((plan.tile_h, plan.tile_w))
+        # A strip keeps its short side; a square-ish tile shrinks on both.
+        fitting = max(math.isqrt(limits.max_pixels), limits.max_pixels // shortest)
+        max_edge = max(min(longest - alignment, fitting), smallest)
+        plan = tiling.plan_tiles_max_edge(
+            height, width, max_edge=max_edge, overlap=overlap, alignment=alignment
+        )
+    return plan
+
+
 def plan_denoise(
-    model: ValidatedModel, height: int, width: int, options: DenoiseOptions
+    model: ValidatedModel,
+    height: int,
+    width: int,
+    options: DenoiseOptions,
+    limits: TileLimits = NO_TILE_LIMITS,
 ) -> DenoisePlan:
-    """The `DenoisePlan` of one ``height x width`` image (both at least 1).
+    """The `DenoisePlan` of one ``height x width`` image (both at least 1) on a backend
+    whose tiles must fit ``limits`` (its `base.tile_limits`; default: no bound).
 
     Raises:
-        InvalidArgumentError: an empty image, a bad tile size or filter type.
+        InvalidArgumentError: an empty image, a bad tile size or filter type, a tile
+            size that cannot fit ``limits``.
     """
     if height < 1 or width < 1:
         raise InvalidArgumentError(f"image size {width}x{height} is empty; nothing to plan")
     return DenoisePlan(
         mode=plan_mode(options),
-        tiles=plan_tiles(model, height, width, options),
+        tiles=plan_tiles(model, height, width, options, limits),
         alignment=model_alignment(model),
     )

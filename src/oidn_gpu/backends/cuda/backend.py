@@ -21,6 +21,7 @@ from oidn_gpu.backends.base import (
     DenoiseImages,
     NetworkExecutor,
     Progress,
+    TileLimits,
     TileRunner,
 )
 from oidn_gpu.backends.cuda import available
@@ -32,6 +33,9 @@ PRECISIONS = ("auto", "fp16", "bf16")
 # "auto" computes with fp16 activations and weights (fp32 accumulation either way).
 DEFAULT_PRECISION = "fp16"
 ENGINES = ("auto", "triton", "cudnn")
+# The kernels index activations with 32-bit integers; the widest activation any OIDN
+# U-Net stores has 128 channels (112 padded), so a tile holds at most 2^24 - 1 pixels.
+TILE_LIMITS = TileLimits(max_elements=2**31 - 1, stored_channels=128)
 
 
 def _expected(values: tuple[str, ...]) -> str:
@@ -152,6 +156,7 @@ class CudaBackend:
     priority = 200
     description = "Triton (or cuDNN) kernels on NVIDIA GPUs through PyTorch"
     Options = CudaOptions
+    tile_limits = TILE_LIMITS
 
     def probe(self) -> Availability:
         ok, detail = available()

@@ -66,6 +66,7 @@ import numpy as np
 
 from oidn_gpu.backends.base import image_as_hwc
 from oidn_gpu.backends.cuda import compile_worker, torch_ops
+from oidn_gpu.backends.cuda.backend import TILE_LIMITS
 from oidn_gpu.backends.cuda.executor import (
     CompileStopped,
     CudaExecutor,
@@ -84,8 +85,6 @@ GRAPH_CACHE_SIZE = 4
 HOST_TRANSFERS = ("staged", "direct")
 INPUT_BLOCK = 128  # pixels per program of the input pass
 DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
-MAX_INDEX_ELEMENTS = 2**31 - 1  # the kernels index activations with 32-bit integers
-WIDEST_STORED_CHANNELS = 128  # the widest activation any OIDN U-Net stores (112 -> 128)
 
 
 @dataclass(frozen=True)
@@ -134,8 +133,9 @@ def _image(tensor: Any, name: str, *, max_channels: int = 3) -> _Image:
 
 
 def index_fits(tile_h: int, tile_w: int) -> bool:
-    """Whether a tile's widest activation can be indexed by the kernels' 32-bit offsets."""
-    return tile_h * tile_w * WIDEST_STORED_CHANNELS <= MAX_INDEX_ELEMENTS
+    """Whether a tile's widest activation can be indexed by the kernels' 32-bit offsets
+    (the backend's `TILE_LIMITS`, which `plan_denoise` plans within)."""
+    return TILE_LIMITS.fits(tile_h, tile_w)
 
 
 def default_plan(height: int, width: int, overlap: int, max_tile_px: int | None = None) -> TilePlan:
