@@ -57,7 +57,7 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise, plan_mode
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, WeightsNotFoundError
-from oidn_gpu.image import arrays, process
+from oidn_gpu.image import arrays, process, tensors
 from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.model import unet, weights
 from oidn_gpu.model.unet import ValidatedModel
@@ -114,6 +114,12 @@ def _check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
             f"unsupported input image format: {name} has dtype {image.dtype}; "
             "expected float32 or float16"
         )
+    return _split_alpha(name, image)
+
+
+def _split_alpha(name: str, image: Any) -> tuple[Any, Any]:
+    """Check the shape of one image (a NumPy array or a tensor); returns (pixels with at
+    most 3 channels, alpha or None), views of ``image``."""
     if image.ndim == 2:
         image = image[:, :, None]
     if image.ndim != 3 or not 1 <= image.shape[2] <= 4:
@@ -131,12 +137,12 @@ def _check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return image, None
 
 
-def _validate_images(color: Any, albedo: Any, normal: Any) -> _Images:
+def _validate_images(color: Any, albedo: Any, normal: Any, check: Any = _check_image) -> _Images:
     named = (("color", color), ("albedo", albedo), ("normal", normal))
     given = {n: a for n, a in named if a is not None}
     if not given:
         raise InvalidOperationError("input image not specified")
-    checked = {n: _check_image(n, a) for n, a in given.items()}
+    checked = {n: check(n, a) for n, a in given.items()}
     main_name = next(iter(checked))
     main, alpha = checked[main_name]
     h, w = main.shape[:2]
@@ -166,9 +172,17 @@ def _check_output(output: Any, images: _Images) -> np.ndarray | None:
             "unsupported output image format: expected a float32 or float16 numpy array, "
             f"got {getattr(output, 'dtype', type(output).__name__)}"
         )
-    shape = output.shape if output.ndim == 3 else (*output.shape, 1)
-    if output.ndim not in (2, 3):
-        raise InvalidOperationError(f"unsupported output image format: shape {output.shape}")
+    _check_output_shape(tuple(output.shape), images)
+    if not output.flags.writeable:
+        raise InvalidArgumentError("output array is read-only; pass a writeable array")
+    return output
+
+
+def _check_output_shape(shape: tuple[int, ...], images: _Images) -> None:
+    """The output's size and channel count must be the main input's."""
+    if len(shape) not in (2, 3):
+        raise InvalidOperationError(f"unsupported output image format: shape {shape}")
+    shape = shape if len(shape) == 3 else (*shape, 1)
     if shape[:2] != (images.height, images.width):
         raise InvalidOperationError(
             f"image size mismatch: output is {shape[1]}x{shape[0]}, "
@@ -179,9 +193,6 @@ def _check_output(output: Any, images: _Images) -> np.ndarray | None:
             f"input/output image channel count mismatch: input has {images.main_channels}, "
             f"output has {shape[2]}"
         )
-    if not output.flags.writeable:
-        raise InvalidArgumentError("output array is read-only; pass a writeable array")
-    return output
 
 
 def _check_bool(name: str, value: Any) -> bool:
@@ -488,6 +499,8 @@ class Denoiser:
         self._engines: dict[str, _Engine] = {}
         self._prefilters: dict[str, Denoiser] = {}
         self._last_info: DenoiserInfo | None = None
+        # The last call's input scale while it is still on the device (device tensors).
+        self._pending_scale: Any = None
         # Serializes denoise and close: the models, executors and their scratch buffers
         # are per denoiser and reused across calls. Reentrant, so that a progress
         # callback calling back into this denoiser gets a clear error, not a deadlock.
@@ -531,7 +544,18 @@ class Denoiser:
 
     def info(self) -> DenoiserInfo | None:
         """What the last `denoise` call (of any thread) ran: backend, device, precision,
-        weights, tiles."""
+        weights, tiles.
+
+        After a denoise of device tensors, the autoexposure scale is read from the device
+        here, on the first call (waiting for that denoise to finish), and the warning of
+        an autoexposure of 0 (a black image) is given then.
+        """
+        if self._pending_scale is not None:
+            with self._lock:
+                pending, self._pending_scale = self._pending_scale, None
+                if pending is not None and self._last_info is not None:
+                    scale = float(pending)
+                    self._last_info = dataclasses.replace(self._last_info, input_scale=scale)
         return self._last_info
 
     def _check_not_running(self, what: str) -> None:
@@ -600,7 +624,13 @@ class Denoiser:
             CancelledError: ``progress`` returned False.
         """
         lightmap = self.options.filter_type == "RTLightmap"
-        call = arrays.as_call(color, albedo, normal, output, hdr=self.options.hdr or lightmap)
+        hdr = self.options.hdr or lightmap
+        device_call = tensors.as_device_call(color, albedo, normal, output, hdr=hdr)
+        if device_call is not None:
+            answer = self._denoise_device(device_call, progress)
+            if answer is not None:
+                return answer
+        call = arrays.as_call(color, albedo, normal, output, hdr=hdr)
         with self._lock:
             self._check_not_running("denoise")
             self._running = True
@@ -609,6 +639,18 @@ class Denoiser:
             finally:
                 self._running = False
         return call.finish(result)
+
+    def _denoise_device(self, call: Any, progress: Progress | None) -> Any:
+        """The call on the backend's device (`filter_device`), or None: the host path."""
+        from oidn_gpu import filter_device
+
+        with self._lock:
+            self._check_not_running("denoise")
+            self._running = True
+            try:
+                return filter_device.denoise(self, call, progress)
+            finally:
+                self._running = False
 
     def _denoise(
         self,
@@ -733,8 +775,11 @@ class Denoiser:
         return result
 
     def _record_info(
-        self, key: str, model: ValidatedModel, engine: _Engine, plan: Any, input_scale: float
+        self, key: str, model: ValidatedModel, engine: _Engine, plan: Any, input_scale: Any
     ) -> None:
+        """Record what ran; an ``input_scale`` that is not a number is read by `info`."""
+        pending = None if isinstance(input_scale, numbers.Real) else input_scale
+        self._pending_scale = pending
         info = engine.executor.info()
         self._last_info = DenoiserInfo(
             backend=info.backend,
@@ -742,7 +787,7 @@ class Denoiser:
             precision=info.precision,
             weights=key if key != CUSTOM_WEIGHTS else (model.name or CUSTOM_WEIGHTS),
             weights_sha256=model.sha256,
-            input_scale=float(input_scale),
+            input_scale=float(input_scale) if pending is None else None,
             tiles=len(plan.tiles.tiles),
             kernels=dict(info.kernels),
             kernel_fallbacks=dict(info.fallbacks),

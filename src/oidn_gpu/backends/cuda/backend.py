@@ -101,8 +101,8 @@ class CudaOptions(BackendOptions):
 
 
 class CudaTileRunner:
-    """The cuda `TileRunner` (and `AutoexposureRunner`): a whole frame (all tiles) per call
-    on `CudaDenoiser`.
+    """The cuda `TileRunner` (and `AutoexposureRunner`, `DeviceRunner`): a whole frame (all
+    tiles) per call on `CudaDenoiser`, from NumPy arrays or from tensors on its device.
 
     A frame is one CUDA graph replay, so ``progress`` hears 1.0 when it is done (and
     0.0 from the filter before it); returning False then still leaves the caller's
@@ -130,6 +130,42 @@ class CudaTileRunner:
         autoexposure: bool,
     ) -> np.ndarray:  # fmt: skip
         result = self.denoiser.denoise(
+            images.main,
+            images.albedo,
+            images.normal,
+            mode=plan.mode,
+            plan=plan.tiles,
+            out_channels=images.out_channels,
+            autoexposure=autoexposure,
+        )
+        report_progress(progress, 1.0)
+        return result
+
+    # -- device tensors (`DeviceRunner`) -----------------------------------------------
+
+    @property
+    def device(self) -> Any:
+        return self.denoiser.device
+
+    def run_device(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> Any:
+        """`DeviceRunner.run_device`: the tensors staged into the denoiser's buffers
+        (`CudaDenoiser.denoise_staged`), one graph replay, nothing read back."""
+        return self._denoise_device(images, plan, progress, autoexposure=False)
+
+    def run_device_autoexposed(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> tuple[Any, Any]:
+        """`DeviceRunner.run_device_autoexposed`: the scale stays on the GPU until read."""
+        result = self._denoise_device(images, plan, progress, autoexposure=True)
+        return result, self.denoiser.last_input_scale()
+
+    def _denoise_device(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None, *,
+        autoexposure: bool,
+    ) -> Any:  # fmt: skip
+        result = self.denoiser.denoise_staged(
             images.main,
             images.albedo,
             images.normal,
