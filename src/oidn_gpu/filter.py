@@ -57,6 +57,7 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise, plan_mode
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, WeightsNotFoundError
+from oidn_gpu.filter_cache import CACHE
 from oidn_gpu.image import arrays, process, tensors
 from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.model import unet, weights
@@ -1024,7 +1025,14 @@ def denoise(
 ) -> Any:
     """Denoise one image in one call; options as for `Denoiser`, images as `Denoiser.denoise`.
 
-    For a sequence of frames, keep one `Denoiser`: it caches models and plans.
+    Calls with the same options reuse a warm `Denoiser` from a small process-wide cache
+    (`oidn_gpu.filter_cache`): the second call is as fast as a kept denoiser's, with the
+    same result. Concurrent calls each use their own. `clear_denoiser_cache` frees the
+    cached denoisers (the interpreter's exit does too); options that are not hashable
+    are not cached.
     """
-    with Denoiser(**options) as denoiser:
-        return denoiser.denoise(color, albedo, normal, output=output, progress=progress)
+    return CACHE.run(
+        options,
+        lambda: Denoiser(**options),
+        lambda den: den.denoise(color, albedo, normal, output=output, progress=progress),
+    )
