@@ -1030,9 +1030,25 @@ def denoise(
     same result. Concurrent calls each use their own. `clear_denoiser_cache` frees the
     cached denoisers (the interpreter's exit does too); options that are not hashable
     are not cached.
+
+    Images on a CUDA device (torch tensors, CUDA arrays) are denoised on that device by
+    the cuda backend unless ``device`` (or ``backend_options``) says otherwise.
     """
+    options = _on_tensor_device(options, color, albedo, normal)
     return CACHE.run(
         options,
         lambda: Denoiser(**options),
         lambda den: den.denoise(color, albedo, normal, output=output, progress=progress),
     )
+
+
+def _on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
+    """``options`` with ``device`` set to the main image's CUDA device when the cuda
+    backend will denoise it and no device was asked for."""
+    if "device" in options or options.get("backend_options") is not None:
+        return options
+    main = next((image for image in images if image is not None), None)
+    device = tensors.cuda_device(main) if main is not None else None
+    if device is None or resolve_backend(options.get("backend", AUTO), options) != "cuda":
+        return options
+    return {**options, "device": device}

@@ -60,6 +60,20 @@ def device_kind(value: Any) -> str | None:
     return None
 
 
+def cuda_device(value: Any) -> Any:
+    """The torch CUDA device a torch tensor or CUDA array lives on, else None."""
+    kind = device_kind(value)
+    if kind == "torch":
+        return value.device if value.device.type == "cuda" else None
+    if kind is None:
+        return None
+    import torch
+
+    if hasattr(value, "__dlpack_device__"):
+        return torch.device("cuda", int(value.__dlpack_device__()[1]))
+    return as_tensor(value).device
+
+
 def as_tensor(value: Any) -> Any:
     """``value`` as a torch tensor sharing its memory (detached; DLPack, else the CUDA
     array interface)."""
