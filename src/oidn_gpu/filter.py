@@ -603,11 +603,14 @@ class Denoiser:
                 (modes L, RGB, RGBA, I;16, F), or arrays with ``__array__`` or
                 ``__dlpack__``; float16, float32, float64, or uint8/uint16 holding LDR
                 values (``v / 255``, ``v / 65535``; for the normal ``2 v / max - 1``).
-                Integer colors are refused with ``hdr`` and by RTLightmap. torch CUDA
-                tensors are copied to the host and back.
+                Integer colors are refused with ``hdr`` and by RTLightmap. On a backend
+                that takes device tensors (cuda), torch CUDA tensors and CUDA arrays are
+                denoised on their device with no host copy (`oidn_gpu.filter_device`);
+                elsewhere they are copied to the host and back.
             output: optional image to write into (may alias an input); same size and
                 channel count as the main input. NumPy and CPU torch float16/float32
-                outputs are written in place; other types get the result copied in.
+                outputs are written in place, and device tensors on the device path;
+                other types get the result copied in.
             progress: called with the finished fraction (0..1) before the first and after
                 every tile; returning ``False`` cancels with `CancelledError` and leaves
                 ``output`` untouched.
@@ -643,8 +646,6 @@ class Denoiser:
 
     def _denoise_device(self, call: Any, progress: Progress | None) -> Any:
         """The call on the backend's device (`filter_device`), or None: the host path."""
-        from oidn_gpu import filter_device
-
         with self._lock:
             self._check_not_running("denoise")
             self._running = True
@@ -1052,3 +1053,8 @@ def _on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
     if device is None or resolve_backend(options.get("backend", AUTO), options) != "cuda":
         return options
     return {**options, "device": device}
+
+
+# The device path builds on this module's validation, so it is imported once this module
+# is complete (it imports the names above).
+from oidn_gpu import filter_device  # noqa: E402

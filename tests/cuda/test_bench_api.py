@@ -1,4 +1,4 @@
-"""The public-API rows of the cuda benchmark (`backends.cuda.bench_api`) run and report each
+"""The public-API rows of the cuda benchmark (`cli.bench_api`) run and report each
 row; on the CPU here, through the torch engine and a tiny U-Net (the H200 gives the numbers)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from oidn_gpu.backends.cuda import bench_api
+from oidn_gpu.cli import bench_api
 
 TINY_AOV = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic9.tza"
 

@@ -5,7 +5,8 @@ what a caller passes into one (a view where possible) and returns a `Restore`
 that turns the float result back into the caller's type, shape and dtype:
 
 - NumPy arrays; torch tensors (CPU, and CUDA copied through the host and back
-  to the same device; bfloat16 computed in float32); PIL images (modes ``L``,
+  to the same device when the backend does not take them where they are: see
+  `image.tensors`; bfloat16 computed in float32); PIL images (modes ``L``,
   ``RGB``, ``RGBA``, ``I;16``, ``F``); objects with ``__dlpack__``
   (`numpy.from_dlpack`) or ``__array__`` (`numpy.asarray`). Those last two come
   back through their Array API namespace (``__array_namespace__``) when they have

@@ -15,9 +15,8 @@ events, medians and p95 over ``runs`` timed runs after ``warmup`` runs:
   is idle; ``host_wall_*``: `CudaDenoiser.denoise` on NumPy arrays (pinned
   staging, upload, denoise, readback), its stages timed apart
   (``host_breakdown_ms``), and ``host_direct_wall_median_ms`` through pageable copies;
-- ``api_ms``: the public API per call (`bench_api`): `Denoiser.denoise` on torch
-  CUDA tensors (the same and fresh ones each call) and on NumPy arrays, and
-  `oidn_gpu.denoise` on NumPy arrays, median wall until the GPU is idle;
+- ``api_ms``: the public API per call, filled by the command line
+  (`oidn_gpu.cli.bench_api`: the backend layer does not import the filter);
 - ``peak_memory_mb``: torch's peak device allocation during the benchmark.
 
 ``--baseline`` runs the same benchmark a second time on the plain cuDNN port
@@ -43,7 +42,7 @@ import numpy as np
 
 from oidn_gpu.backends import bench_result
 from oidn_gpu.backends.bench_result import e2e_summaries, percentile
-from oidn_gpu.backends.cuda import bench_api, layout, torch_ops
+from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
@@ -75,7 +74,7 @@ class BenchResult(bench_result.BenchResult):
     host_breakdown_ms: dict[str, float] = field(default_factory=dict)  # upload, frame, download
     peak_memory_mb: float = 0.0
     floor_ms: float = 0.0  # the network's FLOPs at the tensor-core rate
-    api_ms: dict[str, float] = field(default_factory=dict)  # bench_api.ROWS, median wall
+    api_ms: dict[str, float] = field(default_factory=dict)  # cli.bench_api.ROWS, median wall
 
     def table(self) -> str:
         """A human-readable summary."""
@@ -110,8 +109,6 @@ class BenchResult(bench_result.BenchResult):
                 "transfers  "
                 + ", ".join(f"{k} {v:.1f}" for k, v in self.transfers.items() if k != "bytes"),
             ]
-        for row, value in self.api_ms.items():
-            lines.append(f"api        {value:.3f} ms median wall: {bench_api.ROWS[row]}")
         lines.append(f"memory     {self.peak_memory_mb:.0f} MiB peak device allocation")
         if self.layers:
             lines.append("")
@@ -246,11 +243,8 @@ def run_bench(
     total_flops = sum(flops.values())
     net_median = statistics.median(network)
     e2e: dict[str, Any] = {}
-    api: dict[str, float] = {}
     if end_to_end:
         e2e = _end_to_end(torch, executor, model, height, width, runs, warmup, host_runs)
-        api = bench_api.api_rows(size=size, weights=weights, precision=precision, engine=engine,
-                                 runs=runs, host_runs=host_runs, warmup=warmup)  # fmt: skip
     torch.cuda.synchronize()
     peak_mb = torch.cuda.max_memory_allocated() / 2**20
     result = BenchResult(
@@ -282,7 +276,6 @@ def run_bench(
         layers=tuple(layers),
         peak_memory_mb=peak_mb,
         floor_ms=total_flops / (peak_tflops * 1e9),
-        api_ms=api,
         **_summaries(e2e),
     )
     executor.close()

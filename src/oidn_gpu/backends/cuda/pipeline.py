@@ -23,12 +23,14 @@ the device scalar before the frame.
 
 The frame is captured once as a CUDA graph per input configuration (image
 shapes, strides and device addresses, mode, plan) and replayed: a frame is one
-launch. A graph reads the caller's tensors in place, so torch tensors on the
-device are never copied to the host or staged: a repeated call with the same
-tensors (a render loop) replays at once; other tensors capture another graph
-(the last `GRAPH_CACHE_SIZE` are kept). With ``out=`` the graph writes straight
-into the caller's tensor; without it, into a buffer of the denoiser whose copy
-is returned.
+launch. `denoise_tensors` reads the caller's tensors in place: a repeated call
+with the same tensors replays at once; other tensors capture another graph (the
+last `GRAPH_CACHE_SIZE` are kept). With ``out=`` the graph writes straight into
+the caller's tensor; without it, into a buffer of the denoiser whose copy is
+returned. `denoise_staged` (the public API's path for device tensors) first copies
+the tensors on the device into the denoiser's own buffers (those the NumPy path
+uploads into) and runs the frame on them, so fresh tensors every call replay one
+graph: a device-to-device copy per image instead of a capture.
 
 `denoise` takes NumPy arrays (any strides, float32 or float16, kept as given):
 each image is copied into a pinned host buffer by torch's CPU threads and

@@ -1,4 +1,5 @@
-"""The cuda benchmark's public-API rows: what a user's call costs, not the pipeline's.
+"""The cuda benchmark's public-API rows (``oidn-gpu bench --backend cuda``): what a user's
+call costs, beside the pipeline's numbers of `backends.cuda.bench`.
 
 Wall milliseconds per call, medians, until the GPU is idle
 (`torch.cuda.synchronize` after each call), on random HDR colour, albedo and
@@ -22,11 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.cuda import torch_ops
-from oidn_gpu.backends.cuda.pipeline import GRAPH_CACHE_SIZE
+import oidn_gpu
 from oidn_gpu.errors import OIDNGPUError
 from oidn_gpu.filter import CUSTOM_WEIGHTS
 from oidn_gpu.model.weights import weights_path
+
+# More tensor sets than the cuda backend keeps captured frames (its GRAPH_CACHE_SIZE, 4),
+# so that no call finds its own tensors' addresses captured.
+FRESH_SETS = 8
 
 # Rows of `api_rows`, with what each measures (for the table).
 ROWS = {
@@ -58,9 +62,7 @@ def api_rows(*, size: tuple[int, int], weights: str | Path, precision: str, engi
              runs: int, host_runs: int, warmup: int) -> dict[str, float]:  # fmt: skip
     """Median wall ms per call of each row of `ROWS` (see the module docstring), on the
     current CUDA device (the CPU where the cuda backend runs there: tests)."""
-    import oidn_gpu
-
-    torch = torch_ops.torch
+    import torch  # the cuda backend's dependency: only when its benchmark runs
     path = Path(weights)
     if not (path.suffix == ".tza" or path.exists()):
         path = weights_path(str(weights))
@@ -78,7 +80,7 @@ def api_rows(*, size: tuple[int, int], weights: str | Path, precision: str, engi
         host = host[:channels]
         device = "cuda" if torch.cuda.is_available() else "cpu"
         same = [torch.from_numpy(a).to(device) for a in host]
-        sets = [[t.clone() for t in same] for _ in range(2 * GRAPH_CACHE_SIZE)]
+        sets = [[t.clone() for t in same] for _ in range(FRESH_SETS)]
         turn = iter(range(1 << 62))
         expected = den.denoise(*same)
         rows = {
