@@ -249,6 +249,11 @@ def test_errors_are_the_numpy_paths(rng):
             den.denoise(*inputs, output=torch.zeros((16, 16, 4)))
         with pytest.raises(InvalidOperationError, match="holds LDR values"):
             den.denoise(inputs[0].to(torch.uint8), *inputs[1:])
+    with _denoiser(TINY_COLOR, filter_type="RTLightmap") as den:
+        with pytest.warns(UserWarning, match="takes only a color image") as caught:
+            den.denoise(*inputs)
+        _stayed_on_device(den)
+    assert [w.filename for w in caught] == [__file__]
 
 
 def test_the_triton_kernels_take_tensors_too(rng):
