@@ -27,6 +27,7 @@ from oidn_gpu.errors import (
     NonFiniteInputWarning,
 )
 from oidn_gpu.image import tensors
+from tests.cuda.conftest import DlpackArray
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY_AOV = DATA / "tiny_base_ic9.tza"  # color, albedo, normal
@@ -279,26 +280,10 @@ class _Namespace:
         return ("rewrapped", tensor)
 
 
-class _HostDlpack:
-    """A DLPack array on the host with an Array API namespace."""
-
-    def __init__(self, tensor):
-        self._tensor = tensor
-
-    def __dlpack__(self, **kwargs):
-        return self._tensor.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self._tensor.__dlpack_device__()
-
-    def __array_namespace__(self):
-        return _Namespace()
-
-
 def test_which_arrays_are_device_arrays():
     assert tensors.device_kind(torch.zeros(2)) == "torch"
     assert tensors.device_kind(np.zeros(2)) is None  # NumPy has __dlpack__ on the CPU
-    host = _HostDlpack(torch.zeros(2, 2))
+    host = DlpackArray(torch.zeros(2, 2), _Namespace())
     assert tensors.device_kind(host) is None
     assert tensors.device_kind(_CudaInterface()) == "cuda"
     assert tensors.as_device_call(np.zeros((4, 4, 3), np.float32), None, None, None,
@@ -307,7 +292,7 @@ def test_which_arrays_are_device_arrays():
 
 def test_a_dlpack_callers_type_comes_back_through_its_namespace():
     source = torch.arange(12, dtype=torch.float32).reshape(2, 2, 3)
-    host = _HostDlpack(source)
+    host = DlpackArray(source, _Namespace())
     wrapped = tensors.as_tensor(host)
     assert wrapped.data_ptr() == source.data_ptr()  # no copy
     restore = tensors._restore(wrapped, host, "color", signed=False)

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import oidn_gpu
+from tests.cuda.conftest import DlpackArray
 
 pytestmark = pytest.mark.cuda_device
 
@@ -120,20 +121,7 @@ class _ArrayInterface:
         self.keep = tensor
 
 
-class _Dlpack:
-    """Another library's CUDA array, seen only through DLPack."""
-
-    def __init__(self, tensor):
-        self._tensor = tensor
-
-    def __dlpack__(self, **kwargs):
-        return self._tensor.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self._tensor.__dlpack_device__()
-
-
-@pytest.mark.parametrize("wrap", [_ArrayInterface, _Dlpack])
+@pytest.mark.parametrize("wrap", [_ArrayInterface, DlpackArray])
 def test_cuda_arrays_of_other_libraries(wrap, rng):
     images = _cuda(rng)
     with oidn_gpu.Denoiser(hdr=True, backend="cuda") as den:

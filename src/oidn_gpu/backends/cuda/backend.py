@@ -127,9 +127,12 @@ class CudaTileRunner:
 
     def _denoise(
         self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None, *,
-        autoexposure: bool,
-    ) -> np.ndarray:  # fmt: skip
-        result = self.denoiser.denoise(
+        autoexposure: bool, staged: bool = False,
+    ) -> Any:  # fmt: skip
+        """One frame: NumPy images through `CudaDenoiser.denoise`, or device tensors
+        (``staged``) through `CudaDenoiser.denoise_staged`."""
+        entry = self.denoiser.denoise_staged if staged else self.denoiser.denoise
+        result = entry(
             images.main,
             images.albedo,
             images.normal,
@@ -152,30 +155,14 @@ class CudaTileRunner:
     ) -> Any:
         """`DeviceRunner.run_device`: the tensors staged into the denoiser's buffers
         (`CudaDenoiser.denoise_staged`), one graph replay, nothing read back."""
-        return self._denoise_device(images, plan, progress, autoexposure=False)
+        return self._denoise(images, plan, progress, autoexposure=False, staged=True)
 
     def run_device_autoexposed(
         self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
     ) -> tuple[Any, Any]:
         """`DeviceRunner.run_device_autoexposed`: the scale stays on the GPU until read."""
-        result = self._denoise_device(images, plan, progress, autoexposure=True)
+        result = self._denoise(images, plan, progress, autoexposure=True, staged=True)
         return result, self.denoiser.last_input_scale()
-
-    def _denoise_device(
-        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None, *,
-        autoexposure: bool,
-    ) -> Any:  # fmt: skip
-        result = self.denoiser.denoise_staged(
-            images.main,
-            images.albedo,
-            images.normal,
-            mode=plan.mode,
-            plan=plan.tiles,
-            out_channels=images.out_channels,
-            autoexposure=autoexposure,
-        )
-        report_progress(progress, 1.0)
-        return result
 
     def close(self) -> None:
         self.denoiser.close()
