@@ -142,6 +142,8 @@ def _run(den: Denoiser, images: _Images, progress: Progress | None, *,
 def _prefiltered(den: Denoiser, images: _Images, progress: Progress | None) -> Any:
     """`Denoiser._denoise_prefiltered` on the device: aux images denoised first
     (``accurate``) or declared clean (``fast``), then the color."""
+    import torch
+
     albedo, normal = images.albedo, images.normal
     if den.options.prefilter == "accurate":
         stages = [n for n, a in (("albedo", albedo), ("normal", normal)) if a is not None]
@@ -153,6 +155,10 @@ def _prefiltered(den: Denoiser, images: _Images, progress: Progress | None) -> A
                                    check=_split_alpha)  # fmt: skip
             with sub._lock:
                 clean = _run(sub, aux, part)
+            # As the NumPy path: the cleaned image in the dtype it computes the aux image
+            # in (float16 kept, others float32).
+            given = albedo if name == "albedo" else normal
+            clean = clean.half() if given.dtype == torch.float16 else clean
             if name == "albedo":
                 albedo = clean
             else:
