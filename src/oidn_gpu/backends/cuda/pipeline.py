@@ -43,6 +43,7 @@ than the copies themselves (bench/cuda_host_copies.py, docs/benchmarks.md).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import warnings
@@ -475,6 +476,14 @@ class CudaDenoiser:
             by its next call. With ``autoexposure`` the scale is `last_input_scale`.
         """
         self._check_open()
+        # Triton launches and graph captures go to the current device: make it ours.
+        with self._torch.cuda.device(self.device) if self._cuda else contextlib.nullcontext():
+            return self._denoise_staged(main, albedo, normal, mode=mode, plan=plan,
+                                        out_channels=out_channels, autoexposure=autoexposure)
+
+    def _denoise_staged(self, main: Any, albedo: Any, normal: Any, *, mode: Any,
+                        plan: TilePlan | None, out_channels: int | None,
+                        autoexposure: bool) -> Any:  # fmt: skip
         torch = self._torch
         tensors = []
         for name, tensor in (("main", main), ("albedo", albedo), ("normal", normal)):
