@@ -1033,7 +1033,8 @@ def denoise(
     are not cached.
 
     Images on a CUDA device (torch tensors, CUDA arrays) are denoised on that device by
-    the cuda backend unless ``device`` (or ``backend_options``) says otherwise.
+    the cuda backend unless ``device`` (or ``backend_options``) says otherwise. For a
+    sequence of frames, `Denoiser.denoise_many` overlaps frames on the wgpu backend.
     """
     options = _on_tensor_device(options, color, albedo, normal)
     return CACHE.run(
@@ -1050,9 +1051,13 @@ def _on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
         return options
     main = next((image for image in images if image is not None), None)
     device = tensors.cuda_device(main) if main is not None else None
-    if device is None or resolve_backend(options.get("backend", AUTO), options) != "cuda":
+    if device is None:
         return options
-    return {**options, "device": device}
+    try:
+        backend = resolve_backend(options.get("backend", AUTO), options)
+    except InvalidArgumentError:  # Denoiser(**options) reports it, after its own checks
+        return options
+    return {**options, "device": device} if backend == "cuda" else options
 
 
 # The device path builds on this module's validation, so it is imported once this module
