@@ -16,12 +16,14 @@ A CUDA tensor on another device than the runner's is an error, never copied.
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from oidn_gpu.backends.base import DeviceRunner
 from oidn_gpu.backends.host_runner import report_progress
-from oidn_gpu.backends.plan import plan_denoise
+from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.filter import (
     Progress,
@@ -37,6 +39,12 @@ from oidn_gpu.image.tensors import DeviceCall
 
 if TYPE_CHECKING:
     from oidn_gpu.filter import Denoiser
+
+PLANS_KEPT = 16  # (model, size, options) plans remembered by `_plan`
+# (id(model), H, W, DenoiseOptions) -> (model, DenoisePlan); the model kept to check identity
+_plans: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+_plans_lock = threading.Lock()
+_device_runner_types: dict[type, bool] = {}  # runner class -> is a DeviceRunner
 
 
 class _LazyScale:
@@ -100,7 +108,11 @@ def _takes(runner: Any, call: DeviceCall) -> bool:
     Raises:
         InvalidArgumentError: a tensor on a GPU other than the runner's.
     """
-    if not isinstance(runner, DeviceRunner):
+    kind = type(runner)
+    takes = _device_runner_types.get(kind)
+    if takes is None:  # a Protocol's isinstance costs as much as the rest of a call's checks
+        takes = _device_runner_types[kind] = isinstance(runner, DeviceRunner)
+    if not takes:
         return False
     device = runner.device
     elsewhere = [(name, t.device) for name, t in call.tensors() if t.device != device]
@@ -120,13 +132,11 @@ def _run(den: Denoiser, images: _Images, progress: Progress | None, *,
     key, model = den._models.get(images, den.options.clean_aux if clean_aux is None else clean_aux)
     out_channels = images.main_channels - (1 if images.alpha is not None else 0)
     engine = den._engine(key, model)
-    runner = engine.runner
-    assert isinstance(runner, DeviceRunner)
+    runner = engine.runner  # a DeviceRunner (`_takes`)
     autoexposes = den._autoexposes(images)
     input_scale = 1.0 if autoexposes else den._input_scale(images)
-    plan = plan_denoise(
-        model, images.height, images.width, den.options.denoise_options(images, input_scale)
-    )
+    options = den.options.denoise_options(images, input_scale)
+    plan = _plan(model, images.height, images.width, options)
     runner_images = _runner_images(images, out_channels)
     report_progress(progress, 0.0)
     scale: Any = input_scale
@@ -137,6 +147,23 @@ def _run(den: Denoiser, images: _Images, progress: Progress | None, *,
         result = runner.run_device(runner_images, plan, progress)
     den._record_info(key, model, engine, plan, scale)
     return result
+
+
+def _plan(model: Any, height: int, width: int, options: DenoiseOptions) -> Any:
+    """`plan_denoise`, remembered for the last few sizes and options: a frame on the GPU
+    takes a few milliseconds, and planning one on the host a tenth of one."""
+    key = (id(model), height, width, options)
+    with _plans_lock:
+        known = _plans.get(key)
+        if known is not None and known[0] is model:
+            _plans.move_to_end(key)
+            return known[1]
+    plan = plan_denoise(model, height, width, options)
+    with _plans_lock:
+        _plans[key] = (model, plan)
+        while len(_plans) > PLANS_KEPT:
+            _plans.popitem(last=False)
+    return plan
 
 
 def _prefiltered(den: Denoiser, images: _Images, progress: Progress | None) -> Any:
