@@ -13,7 +13,8 @@ same options reuse one instead of building it again:
   denoiser; a ``weights=`` file is keyed by its path, size and modification time,
   bytes by their SHA-256, so changed weights are never served stale;
 - `clear_denoiser_cache` closes the idle ones (and those checked out, when they come
-  back), as the interpreter's exit does.
+  back), as the interpreter's exit does; a forked child starts with none (the parent's
+  are left to the parent).
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ class DenoiserCache:
         self._serial = 0  # distinguishes idle denoisers of one key
         self._generation = 0  # bumped by clear: denoisers checked out before are not kept
         self._registered = False
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        """In a forked child: the parent's denoisers (their devices, threads and lock) are
+        not this process's; drop them without closing them."""
+        self._lock = threading.Lock()
+        self._idle = OrderedDict()
+        self._generation += 1
 
     def checkout(self, key: _Key) -> tuple[Any, int]:
         """``(an idle denoiser of key or None, the generation to return it with)``."""

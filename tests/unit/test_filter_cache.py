@@ -3,7 +3,10 @@ backend with tiny random U-Nets (tests/data)."""
 
 from __future__ import annotations
 
+import os
+import select
 import shutil
+import signal
 import threading
 from pathlib import Path
 
@@ -140,3 +143,28 @@ def test_errors_are_a_fresh_denoisers(rng):
         with pytest.raises(oidn_gpu.InvalidArgumentError, match="unknown filter quality"):
             oidn_gpu.denoise(_color(rng), quality="ultra", **OPTIONS)
     assert len(CACHE) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_uses_denoisers_of_its_own(rng):
+    color = _color(rng)
+    expected = oidn_gpu.denoise(color, **OPTIONS)  # the parent's cache holds one now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: writes 1 when it starts empty and denoises the same image
+        try:
+            os.close(read)
+            empty = len(CACHE) == 0
+            again = oidn_gpu.denoise(color, **OPTIONS)
+            os.write(write, b"1" if empty and np.array_equal(again, expected) else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 60)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    with os.fdopen(read, "rb") as pipe:
+        answer = pipe.read()
+    assert ready and answer == b"1"
+    assert len(CACHE) == 1 and not _idle()[0]._closed  # the parent's is untouched
