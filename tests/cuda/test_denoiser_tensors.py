@@ -300,3 +300,21 @@ def test_a_dlpack_callers_type_comes_back_through_its_namespace():
     kind, tensor = restore(source * 2)
     assert kind == "rewrapped" and torch.equal(tensor, source * 2)
     assert tensors._answer(source) is None  # torch answers torch
+
+
+def test_calls_under_inference_mode_and_outside_it(rng):
+    """A pipeline running under torch.inference_mode, then outside it (or the other way
+    round): the denoiser's own buffers are never inference tensors."""
+    color, albedo, normal = _images(rng, 16, 16, torch.float32)
+    inputs = [torch.from_numpy(a).float() for a in (color, albedo, normal)]
+    with _denoiser(hdr=True) as den:
+        with torch.inference_mode():
+            first = den.denoise(*inputs)
+            host = den.denoise(*[t.numpy() for t in inputs])
+        again = den.denoise(*inputs)
+        host_again = den.denoise(*[t.numpy() for t in inputs])
+        with torch.inference_mode():
+            out = torch.empty_like(inputs[0])
+            assert den.denoise(*inputs, output=out) is out
+    assert torch.equal(first, again) and torch.equal(out, again)
+    np.testing.assert_array_equal(host, host_again)

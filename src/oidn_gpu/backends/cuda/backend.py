@@ -132,15 +132,18 @@ class CudaTileRunner:
         """One frame: NumPy images through `CudaDenoiser.denoise`, or device tensors
         (``staged``) through `CudaDenoiser.denoise_staged`."""
         entry = self.denoiser.denoise_staged if staged else self.denoiser.denoise
-        result = entry(
-            images.main,
-            images.albedo,
-            images.normal,
-            mode=plan.mode,
-            plan=plan.tiles,
-            out_channels=images.out_channels,
-            autoexposure=autoexposure,
-        )
+        # The denoiser's buffers are updated in place every frame: never inference tensors,
+        # also when the caller runs under torch.inference_mode.
+        with self.denoiser._torch.inference_mode(False):
+            result = entry(
+                images.main,
+                images.albedo,
+                images.normal,
+                mode=plan.mode,
+                plan=plan.tiles,
+                out_channels=images.out_channels,
+                autoexposure=autoexposure,
+            )
         report_progress(progress, 1.0)
         return result
 
@@ -195,18 +198,22 @@ class CudaBackend:
     def create_executor(self, model: Any, options: CudaOptions) -> NetworkExecutor:
         # The engine imports torch (and Triton): only when asked for.
         from oidn_gpu.backends.cuda.executor import CudaExecutor
+        from oidn_gpu.backends.cuda.torch_ops import torch
 
-        return CudaExecutor(
-            model,
-            device=options.device,
-            precision=options.compute_precision,
-            engine=options.engine,
-        )
+        with torch.inference_mode(False):  # its buffers are written in place (see the runner)
+            return CudaExecutor(
+                model,
+                device=options.device,
+                precision=options.compute_precision,
+                engine=options.engine,
+            )
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
+        from oidn_gpu.backends.cuda.torch_ops import torch
 
-        return CudaTileRunner(CudaDenoiser(executor))  # type: ignore[arg-type]
+        with torch.inference_mode(False):
+            return CudaTileRunner(CudaDenoiser(executor))  # type: ignore[arg-type]
 
 
 BACKEND = CudaBackend()
