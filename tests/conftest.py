@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 from _pytest.mark.expression import Expression
 
+from oidn_gpu.filter_cache import clear_denoiser_cache
 from oidn_gpu.model.weights import bundled_weights_dir
 from tests import datasets
 
@@ -197,6 +198,14 @@ def official_weights(pytestconfig: pytest.Config) -> Callable[[str], Path]:
         return path
 
     return find
+
+
+@pytest.fixture(autouse=True)
+def _no_cached_denoisers():
+    """Each test starts and ends without the one-call API's warm denoisers (their device
+    resources belong to the test that made them)."""
+    yield
+    clear_denoiser_cache()
 
 
 @pytest.fixture

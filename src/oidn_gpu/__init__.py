@@ -24,6 +24,7 @@ from oidn_gpu.filter import (
     RTLightmapFilter,
     denoise,
 )
+from oidn_gpu.filter_cache import clear_denoiser_cache
 
 __version__ = "0.1.0"
 
@@ -44,5 +45,6 @@ __all__ = [
     "WeightsFormatError",
     "WeightsNotFoundError",
     "__version__",
+    "clear_denoiser_cache",
     "denoise",
 ]

@@ -58,7 +58,8 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise, plan_mode
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, WeightsNotFoundError
-from oidn_gpu.image import arrays, process
+from oidn_gpu.filter_cache import CACHE
+from oidn_gpu.image import arrays, process, tensors
 from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.model import unet, weights
 from oidn_gpu.model.unet import ValidatedModel
@@ -115,6 +116,12 @@ def _check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
             f"unsupported input image format: {name} has dtype {image.dtype}; "
             "expected float32 or float16"
         )
+    return _split_alpha(name, image)
+
+
+def _split_alpha(name: str, image: Any) -> tuple[Any, Any]:
+    """Check the shape of one image (a NumPy array or a tensor); returns (pixels with at
+    most 3 channels, alpha or None), views of ``image``."""
     if image.ndim == 2:
         image = image[:, :, None]
     if image.ndim != 3 or not 1 <= image.shape[2] <= 4:
@@ -132,12 +139,12 @@ def _check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return image, None
 
 
-def _validate_images(color: Any, albedo: Any, normal: Any) -> _Images:
+def _validate_images(color: Any, albedo: Any, normal: Any, check: Any = _check_image) -> _Images:
     named = (("color", color), ("albedo", albedo), ("normal", normal))
     given = {n: a for n, a in named if a is not None}
     if not given:
         raise InvalidOperationError("input image not specified")
-    checked = {n: _check_image(n, a) for n, a in given.items()}
+    checked = {n: check(n, a) for n, a in given.items()}
     main_name = next(iter(checked))
     main, alpha = checked[main_name]
     h, w = main.shape[:2]
@@ -167,9 +174,17 @@ def _check_output(output: Any, images: _Images) -> np.ndarray | None:
             "unsupported output image format: expected a float32 or float16 numpy array, "
             f"got {getattr(output, 'dtype', type(output).__name__)}"
         )
-    shape = output.shape if output.ndim == 3 else (*output.shape, 1)
-    if output.ndim not in (2, 3):
-        raise InvalidOperationError(f"unsupported output image format: shape {output.shape}")
+    _check_output_shape(tuple(output.shape), images)
+    if not output.flags.writeable:
+        raise InvalidArgumentError("output array is read-only; pass a writeable array")
+    return output
+
+
+def _check_output_shape(shape: tuple[int, ...], images: _Images) -> None:
+    """The output's size and channel count must be the main input's."""
+    if len(shape) not in (2, 3):
+        raise InvalidOperationError(f"unsupported output image format: shape {shape}")
+    shape = shape if len(shape) == 3 else (*shape, 1)
     if shape[:2] != (images.height, images.width):
         raise InvalidOperationError(
             f"image size mismatch: output is {shape[1]}x{shape[0]}, "
@@ -180,9 +195,6 @@ def _check_output(output: Any, images: _Images) -> np.ndarray | None:
             f"input/output image channel count mismatch: input has {images.main_channels}, "
             f"output has {shape[2]}"
         )
-    if not output.flags.writeable:
-        raise InvalidArgumentError("output array is read-only; pass a writeable array")
-    return output
 
 
 def _check_bool(name: str, value: Any) -> bool:
@@ -490,6 +502,8 @@ class Denoiser:
         self._engines: dict[str, _Engine] = {}
         self._prefilters: dict[str, Denoiser] = {}
         self._last_info: DenoiserInfo | None = None
+        # The last call's input scale while it is still on the device (device tensors).
+        self._pending_scale: Any = None
         # Serializes denoise and close: the models, executors and their scratch buffers
         # are per denoiser and reused across calls. Reentrant, so that a progress
         # callback calling back into this denoiser gets a clear error, not a deadlock.
@@ -533,7 +547,18 @@ class Denoiser:
 
     def info(self) -> DenoiserInfo | None:
         """What the last `denoise` call (of any thread) ran: backend, device, precision,
-        weights, tiles."""
+        weights, tiles.
+
+        After a denoise of device tensors, the autoexposure scale is read from the device
+        here, on the first call (waiting for that denoise to finish), and the warning of
+        an autoexposure of 0 (a black image) is given then.
+        """
+        if self._pending_scale is not None:
+            with self._lock:
+                pending, self._pending_scale = self._pending_scale, None
+                if pending is not None and self._last_info is not None:
+                    scale = float(pending)
+                    self._last_info = dataclasses.replace(self._last_info, input_scale=scale)
         return self._last_info
 
     def _check_not_running(self, what: str) -> None:
@@ -580,11 +605,14 @@ class Denoiser:
                 (modes L, RGB, RGBA, I;16, F), or arrays with ``__array__`` or
                 ``__dlpack__``; float16, float32, float64, or uint8/uint16 holding LDR
                 values (``v / 255``, ``v / 65535``; for the normal ``2 v / max - 1``).
-                Integer colors are refused with ``hdr`` and by RTLightmap. torch CUDA
-                tensors are copied to the host and back.
+                Integer colors are refused with ``hdr`` and by RTLightmap. On a backend
+                that takes device tensors (cuda), torch CUDA tensors and CUDA arrays are
+                denoised on their device with no host copy (`oidn_gpu.filter_device`);
+                elsewhere they are copied to the host and back.
             output: optional image to write into (may alias an input); same size and
                 channel count as the main input. NumPy and CPU torch float16/float32
-                outputs are written in place; other types get the result copied in.
+                outputs are written in place, and device tensors on the device path;
+                other types get the result copied in.
             progress: called with the finished fraction (0..1) before the first and after
                 every tile; returning ``False`` cancels with `CancelledError` and leaves
                 ``output`` untouched.
@@ -602,7 +630,13 @@ class Denoiser:
             CancelledError: ``progress`` returned False.
         """
         lightmap = self.options.filter_type == "RTLightmap"
-        call = arrays.as_call(color, albedo, normal, output, hdr=self.options.hdr or lightmap)
+        hdr = self.options.hdr or lightmap
+        device_call = tensors.as_device_call(color, albedo, normal, output, hdr=hdr)
+        if device_call is not None:
+            answer = self._denoise_device(device_call, progress)
+            if answer is not None:
+                return answer
+        call = arrays.as_call(color, albedo, normal, output, hdr=hdr)
         with self._lock:
             self._check_not_running("denoise")
             self._running = True
@@ -611,6 +645,16 @@ class Denoiser:
             finally:
                 self._running = False
         return call.finish(result)
+
+    def _denoise_device(self, call: Any, progress: Progress | None) -> Any:
+        """The call on the backend's device (`filter_device`), or None: the host path."""
+        with self._lock:
+            self._check_not_running("denoise")
+            self._running = True
+            try:
+                return filter_device.denoise(self, call, progress)
+            finally:
+                self._running = False
 
     def _denoise(
         self,
@@ -736,8 +780,11 @@ class Denoiser:
         return result
 
     def _record_info(
-        self, key: str, model: ValidatedModel, engine: _Engine, plan: Any, input_scale: float
+        self, key: str, model: ValidatedModel, engine: _Engine, plan: Any, input_scale: Any
     ) -> None:
+        """Record what ran; an ``input_scale`` that is not a number is read by `info`."""
+        pending = None if isinstance(input_scale, numbers.Real) else input_scale
+        self._pending_scale = pending
         info = engine.executor.info()
         self._last_info = DenoiserInfo(
             backend=info.backend,
@@ -745,7 +792,7 @@ class Denoiser:
             precision=info.precision,
             weights=key if key != CUSTOM_WEIGHTS else (model.name or CUSTOM_WEIGHTS),
             weights_sha256=model.sha256,
-            input_scale=float(input_scale),
+            input_scale=float(input_scale) if pending is None else None,
             tiles=len(plan.tiles.tiles),
             kernels=dict(info.kernels),
             kernel_fallbacks=dict(info.fallbacks),
@@ -981,7 +1028,40 @@ def denoise(
 ) -> Any:
     """Denoise one image in one call; options as for `Denoiser`, images as `Denoiser.denoise`.
 
-    For a sequence of frames, keep one `Denoiser`: it caches models and plans.
+    Calls with the same options reuse a warm `Denoiser` from a small process-wide cache
+    (`oidn_gpu.filter_cache`): the second call is as fast as a kept denoiser's, with the
+    same result. Concurrent calls each use their own. `clear_denoiser_cache` frees the
+    cached denoisers (the interpreter's exit does too); options that are not hashable
+    are not cached.
+
+    Images on a CUDA device (torch tensors, CUDA arrays) are denoised on that device by
+    the cuda backend unless ``device`` (or ``backend_options``) says otherwise. For a
+    sequence of frames, `Denoiser.denoise_many` overlaps frames on the wgpu backend.
     """
-    with Denoiser(**options) as denoiser:
-        return denoiser.denoise(color, albedo, normal, output=output, progress=progress)
+    options = _on_tensor_device(options, color, albedo, normal)
+    return CACHE.run(
+        options,
+        lambda: Denoiser(**options),
+        lambda den: den.denoise(color, albedo, normal, output=output, progress=progress),
+    )
+
+
+def _on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
+    """``options`` with ``device`` set to the main image's CUDA device when the cuda
+    backend will denoise it and no device was asked for."""
+    if "device" in options or options.get("backend_options") is not None:
+        return options
+    main = next((image for image in images if image is not None), None)
+    device = tensors.cuda_device(main) if main is not None else None
+    if device is None:
+        return options
+    try:
+        backend = resolve_backend(options.get("backend", AUTO), options)
+    except InvalidArgumentError:  # Denoiser(**options) reports it, after its own checks
+        return options
+    return {**options, "device": device} if backend == "cuda" else options
+
+
+# The device path builds on this module's validation, so it is imported once this module
+# is complete (it imports the names above).
+from oidn_gpu import filter_device  # noqa: E402

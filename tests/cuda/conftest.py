@@ -29,3 +29,21 @@ def rel_l2(actual: np.ndarray, expected: np.ndarray) -> float:
     actual = np.asarray(actual, np.float64)
     expected = np.asarray(expected, np.float64)
     return float(np.linalg.norm(actual - expected) / np.linalg.norm(expected))
+
+
+class DlpackArray:
+    """Another library's array, seen only through DLPack (and its Array API namespace,
+    when one is given)."""
+
+    def __init__(self, tensor: torch.Tensor, namespace: object = None) -> None:
+        self._tensor = tensor
+        self._namespace = namespace
+
+    def __dlpack__(self, **kwargs):
+        return self._tensor.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._tensor.__dlpack_device__()
+
+    def __array_namespace__(self):
+        return self._namespace

@@ -244,6 +244,39 @@ class AutoexposureRunner(Protocol):
 
 
 @runtime_checkable
+class DeviceRunner(Protocol):
+    """A `TileRunner` that denoises tensors where they already are (cuda): no host copies.
+
+    The images of `DenoiseImages` are torch tensors on `device` (float16, float32,
+    float64 or bfloat16, ``[H, W]`` or ``[H, W, C]`` with C 1..3, any strides); the
+    runner copies them into buffers of its own (converting to float32 as NumPy's
+    ``astype`` does, float16 kept), so fresh tensors every call reuse its captured
+    work. The result is a float32 ``[H, W, out_channels]`` tensor the runner owns,
+    valid until its next call; the work is queued on the caller's current stream,
+    and nothing waits for it. ``progress`` hears 1.0 when the work is queued.
+    """
+
+    @property
+    def device(self) -> Any:
+        """The torch device the runner computes on."""
+        ...
+
+    def run_device(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> Any:
+        """The denoised image, with ``plan.mode.input_scale``."""
+        ...
+
+    def run_device_autoexposed(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> tuple[Any, Any]:
+        """``(denoised image, input scale)`` with OIDN's autoexposure of ``images.main``
+        computed on the device; the scale is an object whose ``float()`` reads it (and
+        waits for the frame), so nothing is read back unless asked for."""
+        ...
+
+
+@runtime_checkable
 class SequenceRunner(Protocol):
     """A `TileRunner` that overlaps consecutive frames of one plan (wgpu): `run_many`
     submits frame ``i + 1`` before it returns frame ``i``."""

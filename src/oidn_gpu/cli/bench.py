@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ import numpy as np
 from oidn_gpu.backends.base import AUTO, backend_names
 from oidn_gpu.backends.plan import model_alignment
 from oidn_gpu.backends.reference import ReferenceExecutor
+from oidn_gpu.cli import bench_api
 from oidn_gpu.cli.sizes import parse_size
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
 from oidn_gpu.files import write_bytes_atomic
@@ -390,11 +391,19 @@ def cuda_main(argv: Sequence[str] | None = None) -> int:
         results = {}
         for name, engine in [("cuda", args.engine)] + [("baseline", "cudnn")] * args.baseline:
             results[name] = bench.run_bench(engine=engine, **kwargs)
+            if name == "cuda" and not args.no_end_to_end:
+                rows = bench_api.api_rows(
+                    size=kwargs["size"], weights=args.weights, precision=args.precision,
+                    engine=engine, runs=args.runs, host_runs=args.host_runs, warmup=args.warmup,
+                )  # fmt: skip
+                results[name] = replace(results[name], api_ms=rows)
             if args.json_path:
                 data = {key: r.to_dict() for key, r in results.items()}
                 write_bytes_atomic(args.json_path, json.dumps(data).encode("utf-8"))
             print(f"== {name} ({args.size}, {args.weights})")
             print(results[name].table(), flush=True)
+            for row, value in results[name].api_ms.items():
+                print(f"api        {value:.3f} ms median wall: {bench_api.ROWS[row]}", flush=True)
     except OIDNGPUError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE if isinstance(err, InvalidArgumentError) else EXIT_FAILURE

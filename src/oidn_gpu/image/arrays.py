@@ -5,7 +5,8 @@ what a caller passes into one (a view where possible) and returns a `Restore`
 that turns the float result back into the caller's type, shape and dtype:
 
 - NumPy arrays; torch tensors (CPU, and CUDA copied through the host and back
-  to the same device; bfloat16 computed in float32); PIL images (modes ``L``,
+  to the same device when the backend does not take them where they are: see
+  `image.tensors`; bfloat16 computed in float32); PIL images (modes ``L``,
   ``RGB``, ``RGBA``, ``I;16``, ``F``); objects with ``__dlpack__``
   (`numpy.from_dlpack`) or ``__array__`` (`numpy.asarray`). Those last two come
   back through their Array API namespace (``__array_namespace__``) when they have
@@ -129,6 +130,15 @@ def _unsupported(name: str, what: str) -> InvalidOperationError:
     return InvalidOperationError(f"unsupported {_role(name)} image format: {name} {what}")
 
 
+def integer_hdr_error(name: str, dtype: np.dtype) -> InvalidOperationError:
+    """The error for an integer (LDR) color given to an HDR denoise."""
+    return _unsupported(
+        name,
+        f"has dtype {dtype}, which holds LDR values in [0, 1]; HDR denoising "
+        "(hdr=True, RTLightmap) needs float16, float32 or float64",
+    )
+
+
 def _role(name: str) -> str:
     return "output" if name == "output" else "input"
 
@@ -232,10 +242,19 @@ def as_image(image: Any, name: str) -> tuple[np.ndarray, Restore]:
         return pixels, restore
     if restore.integer_max is None:
         return pixels.astype(np.float32), restore
-    values = pixels.astype(np.float32) / np.float32(restore.integer_max)
-    if restore.signed:
+    return normalize(pixels, restore.integer_max, signed=restore.signed), restore
+
+
+def normalize(pixels: np.ndarray, integer_max: int, *, signed: bool) -> np.ndarray:
+    """LDR integers as float32: ``v / max``, or ``2 v / max - 1`` for ``signed`` (the normal).
+
+    The one definition of the arithmetic: the device path (`image.tensors`) looks the
+    same values up in a table made by this function.
+    """
+    values = pixels.astype(np.float32) / np.float32(integer_max)
+    if signed:
         values = values * np.float32(2) - np.float32(1)
-    return values, restore
+    return values
 
 
 @dataclass(frozen=True)
@@ -311,11 +330,7 @@ def as_call(color: Any, albedo: Any, normal: Any, output: Any, *, hdr: bool) -> 
         if main is None:
             main = restore
         if name == "color" and hdr and restore.normalized:
-            raise _unsupported(
-                name,
-                f"has dtype {restore.dtype}, which holds LDR values in [0, 1]; HDR denoising "
-                "(hdr=True, RTLightmap) needs float16, float32 or float64",
-            )
+            raise integer_hdr_error(name, restore.dtype)
     if output is not None:
         scratch, restore = _output(output, signed=main is not None and main.signed)
         return Call(

@@ -105,8 +105,8 @@ class CudaOptions(BackendOptions):
 
 
 class CudaTileRunner:
-    """The cuda `TileRunner` (and `AutoexposureRunner`): a whole frame (all tiles) per call
-    on `CudaDenoiser`.
+    """The cuda `TileRunner` (and `AutoexposureRunner`, `DeviceRunner`): a whole frame (all
+    tiles) per call on `CudaDenoiser`, from NumPy arrays or from tensors on its device.
 
     A frame is one CUDA graph replay, so ``progress`` hears 1.0 when it is done (and
     0.0 from the filter before it); returning False then still leaves the caller's
@@ -131,19 +131,45 @@ class CudaTileRunner:
 
     def _denoise(
         self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None, *,
-        autoexposure: bool,
-    ) -> np.ndarray:  # fmt: skip
-        result = self.denoiser.denoise(
-            images.main,
-            images.albedo,
-            images.normal,
-            mode=plan.mode,
-            plan=plan.tiles,
-            out_channels=images.out_channels,
-            autoexposure=autoexposure,
-        )
+        autoexposure: bool, staged: bool = False,
+    ) -> Any:  # fmt: skip
+        """One frame: NumPy images through `CudaDenoiser.denoise`, or device tensors
+        (``staged``) through `CudaDenoiser.denoise_staged`."""
+        entry = self.denoiser.denoise_staged if staged else self.denoiser.denoise
+        # The denoiser's buffers are updated in place every frame: never inference tensors,
+        # also when the caller runs under torch.inference_mode.
+        with self.denoiser._torch.inference_mode(False):
+            result = entry(
+                images.main,
+                images.albedo,
+                images.normal,
+                mode=plan.mode,
+                plan=plan.tiles,
+                out_channels=images.out_channels,
+                autoexposure=autoexposure,
+            )
         report_progress(progress, 1.0)
         return result
+
+    # -- device tensors (`DeviceRunner`) -----------------------------------------------
+
+    @property
+    def device(self) -> Any:
+        return self.denoiser.device
+
+    def run_device(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> Any:
+        """`DeviceRunner.run_device`: the tensors staged into the denoiser's buffers
+        (`CudaDenoiser.denoise_staged`), one graph replay, nothing read back."""
+        return self._denoise(images, plan, progress, autoexposure=False, staged=True)
+
+    def run_device_autoexposed(
+        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
+    ) -> tuple[Any, Any]:
+        """`DeviceRunner.run_device_autoexposed`: the scale stays on the GPU until read."""
+        result = self._denoise(images, plan, progress, autoexposure=True, staged=True)
+        return result, self.denoiser.last_input_scale()
 
     def close(self) -> None:
         self.denoiser.close()
@@ -177,18 +203,22 @@ class CudaBackend:
     def create_executor(self, model: Any, options: CudaOptions) -> NetworkExecutor:
         # The engine imports torch (and Triton): only when asked for.
         from oidn_gpu.backends.cuda.executor import CudaExecutor
+        from oidn_gpu.backends.cuda.torch_ops import torch
 
-        return CudaExecutor(
-            model,
-            device=options.device,
-            precision=options.compute_precision,
-            engine=options.engine,
-        )
+        with torch.inference_mode(False):  # its buffers are written in place (see the runner)
+            return CudaExecutor(
+                model,
+                device=options.device,
+                precision=options.compute_precision,
+                engine=options.engine,
+            )
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
+        from oidn_gpu.backends.cuda.torch_ops import torch
 
-        return CudaTileRunner(CudaDenoiser(executor))  # type: ignore[arg-type]
+        with torch.inference_mode(False):
+            return CudaTileRunner(CudaDenoiser(executor))  # type: ignore[arg-type]
 
 
 BACKEND = CudaBackend()

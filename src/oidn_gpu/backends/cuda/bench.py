@@ -15,6 +15,8 @@ events, medians and p95 over ``runs`` timed runs after ``warmup`` runs:
   is idle; ``host_wall_*``: `CudaDenoiser.denoise` on NumPy arrays (pinned
   staging, upload, denoise, readback), its stages timed apart
   (``host_breakdown_ms``), and ``host_direct_wall_median_ms`` through pageable copies;
+- ``api_ms``: the public API per call, filled by the command line
+  (`oidn_gpu.cli.bench_api`: the backend layer does not import the filter);
 - ``peak_memory_mb``: torch's peak device allocation during the benchmark.
 
 ``--baseline`` runs the same benchmark a second time on the plain cuDNN port
@@ -73,6 +75,7 @@ class BenchResult(bench_result.BenchResult):
     host_breakdown_ms: dict[str, float] = field(default_factory=dict)  # upload, frame, download
     peak_memory_mb: float = 0.0
     floor_ms: float = 0.0  # the network's FLOPs at the tensor-core rate
+    api_ms: dict[str, float] = field(default_factory=dict)  # cli.bench_api.ROWS, median wall
 
     def table(self) -> str:
         """A human-readable summary."""

@@ -30,6 +30,10 @@ tensors capture another graph
 (the last `GRAPH_CACHE_SIZE` are kept). With ``out=`` the graph writes straight
 into the caller's tensor; without it, into a buffer of the denoiser whose copy
 is returned.
+`denoise_staged` (the public API's path for device tensors) first copies the
+tensors on the device into the denoiser's own buffers (those the NumPy path
+uploads into) and runs the frame on them, so fresh tensors every call replay one
+graph: a device-to-device copy per image instead of a capture.
 
 On an executor with a cuDNN bridge (``engine="auto"`` on a GPU) a frame whose
 kernel configuration (image dtypes and channels, output channels, transfer, HDR,
@@ -197,6 +201,8 @@ class CudaDenoiser:
         self._warm_lock = threading.Lock()
         self._stop = threading.Event()
         self._children: set[Any] = set()  # compile worker processes running
+        self._last_stream: Any = None  # the stream of the last staged call
+        self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
         self._closed = False
 
     def input_scale(self) -> float:
@@ -612,6 +618,7 @@ class CudaDenoiser:
         if output is not None and not output.flags.writeable:
             raise InvalidArgumentError("output array is read-only; expected a writable array")
         stream = self._torch.cuda.current_stream(self.device) if self._cuda else None
+        self._follow(stream)
         device_images = self._upload(arrays)
         dev_out = self._buffer(self._dev, "out", (height, width, channels), np.float32,
                                pinned=False)  # fmt: skip
@@ -624,6 +631,81 @@ class CudaDenoiser:
         self._download(dev_out, target, stream)
         self.start_compiles()  # after the result is back: a compile competes for the GIL
         return result if output is None else output
+
+    def denoise_staged(
+        self,
+        main: Any,
+        albedo: Any = None,
+        normal: Any = None,
+        *,
+        mode: Any,
+        plan: TilePlan | None = None,
+        out_channels: int | None = None,
+        autoexposure: bool = False,
+    ) -> Any:
+        """Denoise device tensors through the denoiser's own buffers; returns its output.
+
+        Each image (``[H, W]`` or ``[H, W, C]``, C 1..3, any strides; float16 kept,
+        float32, float64 and bfloat16 read as float32, rounded as NumPy's ``astype``)
+        is copied on the device (torch ``copy_``) into the buffer the NumPy path
+        uploads into, and the frame runs on those: its CUDA graph is keyed on the
+        buffers, so fresh tensors every call cost one device-to-device copy each, not
+        a capture. Queued on the current stream; after a call on another stream the
+        buffers are reused only once that stream's earlier work is done.
+
+        Returns:
+            The denoiser's float32 ``[H, W, out_channels]`` output buffer, overwritten
+            by its next call. With ``autoexposure`` the scale is `last_input_scale`.
+        """
+        self._check_open()
+        # Triton launches and graph captures go to the current device: make it ours.
+        with self._torch.cuda.device(self.device) if self._cuda else contextlib.nullcontext():
+            return self._denoise_staged(main, albedo, normal, mode=mode, plan=plan,
+                                        out_channels=out_channels, autoexposure=autoexposure)
+
+    def _denoise_staged(self, main: Any, albedo: Any, normal: Any, *, mode: Any,
+                        plan: TilePlan | None, out_channels: int | None,
+                        autoexposure: bool) -> Any:  # fmt: skip
+        torch = self._torch
+        tensors = []
+        for name, tensor in (("main", main), ("albedo", albedo), ("normal", normal)):
+            if tensor is not None:
+                tensors.append(_staged_source(tensor, name, self.device))
+        stream = torch.cuda.current_stream(self.device) if self._cuda else None
+        self._follow(stream)
+        staged = []
+        for index, tensor in enumerate(tensors):
+            dtype = np.float16 if tensor.dtype == torch.float16 else np.float32
+            buffer = self._buffer(self._dev, f"in{index}", tuple(tensor.shape), dtype,
+                                  pinned=False)  # fmt: skip
+            buffer.copy_(tensor)
+            staged.append(buffer)
+        height, width = staged[0].shape[:2]
+        channels = out_channels if out_channels is not None else staged[0].shape[2]
+        if not 1 <= channels <= 3:
+            raise InvalidArgumentError(f"out_channels is {channels}; expected 1, 2 or 3")
+        out = self._buffer(self._dev, "out", (height, width, channels), np.float32,
+                           pinned=False)  # fmt: skip
+        self.denoise_tensors(*staged, mode=mode, plan=plan, out=out, out_channels=channels,
+                             autoexposure=autoexposure)  # fmt: skip
+        self._last_stream = stream
+        if autoexposure:
+            self._last_scale = DeviceScalar(self._scale.clone(), stream)
+        return out
+
+    def last_input_scale(self) -> DeviceScalar:
+        """The autoexposure scale of the last `denoise_staged` with ``autoexposure``,
+        kept on the device until ``float()`` reads it."""
+        if self._last_scale is None:
+            raise InvalidOperationError("no staged denoise computed an autoexposure yet")
+        return self._last_scale
+
+    def _follow(self, stream: Any) -> None:
+        """Order work on ``stream`` after the last staged call's stream (device-side: the
+        buffers are reused only once what was queued there, copies out included, ran)."""
+        last = self._last_stream
+        if last is not None and stream is not None and last != stream:
+            stream.wait_stream(last)
 
     # ------------------------------------------------------------------ host transfers
 
@@ -720,6 +802,46 @@ def _stop_all_compiles() -> None:
     # libraries aborts the process: stop each at its next kernel and wait for it.
     for denoiser in list(_COMPILING):
         denoiser.stop_compiles()
+
+
+class DeviceScalar:
+    """A float32 scalar on the device, read (waiting for the work queued before it on
+    ``stream``) only when ``float()`` asks."""
+
+    def __init__(self, tensor: Any, stream: Any) -> None:
+        self._tensor = tensor
+        self._event = None
+        if stream is not None:
+            self._event = torch_ops.torch.cuda.Event()
+            self._event.record(stream)
+
+    def __float__(self) -> float:
+        if self._event is not None:
+            self._event.synchronize()
+        return float(self._tensor.item())
+
+
+def _staged_source(tensor: Any, name: str, device: Any) -> Any:
+    """A tensor `CudaDenoiser.denoise_staged` copies from, as ``[H, W, C]`` (C 1..3)."""
+    torch = torch_ops.torch
+    if not isinstance(tensor, torch.Tensor):
+        raise InvalidArgumentError(f"{name} is a {type(tensor).__name__}; expected a torch tensor")
+    if tensor.device != device:
+        raise InvalidArgumentError(
+            f"{name} image is on {tensor.device}; the denoiser runs on {device}"
+        )
+    if tensor.dtype not in (torch.float16, torch.float32, torch.float64, torch.bfloat16):
+        raise InvalidArgumentError(
+            f"{name} image has dtype {tensor.dtype}; expected a torch float16, float32, "
+            "float64 or bfloat16 tensor"
+        )
+    if tensor.dim() == 2:
+        tensor = tensor.unsqueeze(2)
+    if tensor.dim() != 3 or not 1 <= tensor.shape[2] <= 3 or min(tensor.shape[:2]) < 1:
+        raise InvalidArgumentError(
+            f"{name} image has shape {tuple(tensor.shape)}; expected HxW or HxWxC with C 1..3"
+        )
+    return tensor
 
 
 def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:

@@ -1,0 +1,206 @@
+"""The facade's device path: `Denoiser.denoise` of tensors where they already are.
+
+When every image (and the output) of a call is a torch tensor or a CUDA array
+(`image.tensors.as_device_call`) and the backend's runner is a
+`backends.base.DeviceRunner` on the tensors' device, the call never leaves the
+device: the images are validated with `Denoiser`'s messages, integers decoded
+and the result encoded on the device (`image.tensors`), the runner stages the
+tensors into its own buffers and replays its captured frame on the caller's
+current stream, and nothing is read back: the autoexposure scale stays on the
+device until `Denoiser.info` reads it.
+
+Otherwise the call takes the NumPy path (`denoise` returns None): backends that
+denoise host arrays (reference, wgpu), and CPU tensors given to a GPU backend.
+A CUDA tensor on another device than the runner's is an error, never copied.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from oidn_gpu.backends.base import DeviceRunner
+from oidn_gpu.backends.host_runner import report_progress
+from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.filter import (
+    Progress,
+    _check_output_shape,
+    _Images,
+    _runner_images,
+    _scaled_progress,
+    _split_alpha,
+    _validate_images,
+)
+from oidn_gpu.image import process
+from oidn_gpu.image.tensors import DeviceCall
+
+if TYPE_CHECKING:
+    from oidn_gpu.filter import Denoiser
+
+PLANS_KEPT = 16  # (model, size, options) plans remembered by `_plan`
+# (id(model), H, W, DenoiseOptions) -> (model, DenoisePlan); the model kept to check identity
+_plans: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+_plans_lock = threading.Lock()
+_device_runner_types: dict[type, bool] = {}  # runner class -> is a DeviceRunner
+
+
+class _LazyScale:
+    """The input scale a runner left on the device; ``float()`` reads it (for `info`) and
+    gives the warning of an autoexposure of 0 then."""
+
+    def __init__(self, scale: Any, color: Any) -> None:
+        self._scale = scale
+        self._color = color
+
+    def __float__(self) -> float:
+        value = float(self._scale)
+        if value == 0.0:
+            color = self._color.float().cpu().numpy()
+            process.warn_if_autoexposure_blackens(color, value)
+        return value
+
+
+def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
+    """Denoise ``call`` on ``den``'s device (holding its lock): the caller's answer, or
+    None when the call takes the NumPy path."""
+    if den._closed:
+        raise InvalidOperationError("the denoiser is closed")
+    options = den.options
+    color, albedo, normal = call.color, call.albedo, call.normal
+    dropped = options.filter_type == "RTLightmap" and (albedo is not None or normal is not None)
+    if dropped:
+        albedo = normal = None
+    images = _validate_images(color, albedo, normal, check=_split_alpha)
+    prefilter = (
+        options.filter_type == "RT" and images.color is not None and options.prefilter != "none"
+    )
+    clean_aux = images.albedo is not None if prefilter else options.clean_aux
+    key, model = den._models.get(images, clean_aux)
+    if images.height == 0 or images.width == 0:
+        return None
+    if not _takes(den._engine(key, model).runner, call):
+        return None
+    if dropped:
+        warnings.warn(
+            "the RTLightmap filter takes only a color image; albedo and normal are ignored",
+            stacklevel=4,  # the caller of Denoiser.denoise
+        )
+    if call.output is not None:
+        _check_output_shape(tuple(call.output.shape), images)
+    decoded = _validate_images(
+        *(call.decoded(n) if keep is not None else None
+          for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))),
+        check=_split_alpha,
+    )  # fmt: skip
+    if prefilter:
+        result = _prefiltered(den, decoded, progress)
+    else:
+        result = _run(den, decoded, progress)
+    return call.finish(_with_alpha(result, decoded))
+
+
+def _takes(runner: Any, call: DeviceCall) -> bool:
+    """Whether ``runner`` denoises the call's tensors where they are.
+
+    Raises:
+        InvalidArgumentError: a tensor on a GPU other than the runner's.
+    """
+    kind = type(runner)
+    takes = _device_runner_types.get(kind)
+    if takes is None:  # a Protocol's isinstance costs as much as the rest of a call's checks
+        takes = _device_runner_types[kind] = isinstance(runner, DeviceRunner)
+    if not takes:
+        return False
+    device = runner.device
+    elsewhere = [(name, t.device) for name, t in call.tensors() if t.device != device]
+    for name, other in elsewhere:
+        if other.type != "cpu":
+            raise InvalidArgumentError(
+                f"{name} is on {other} but the denoiser runs on {device}; move the tensor "
+                f"there (.to('{device}')) or denoise it with a Denoiser on {other} "
+                f"(device='{other}')"
+            )
+    return not elsewhere
+
+
+def _run(den: Denoiser, images: _Images, progress: Progress | None, *,
+         clean_aux: bool | None = None) -> Any:  # fmt: skip
+    """`Denoiser._run` on the device: the runner's float32 ``[H, W, C]`` result tensor."""
+    key, model = den._models.get(images, den.options.clean_aux if clean_aux is None else clean_aux)
+    out_channels = images.main_channels - (1 if images.alpha is not None else 0)
+    engine = den._engine(key, model)
+    runner = engine.runner  # a DeviceRunner (`_takes`)
+    autoexposes = den._autoexposes(images)
+    input_scale = 1.0 if autoexposes else den._input_scale(images)
+    options = den.options.denoise_options(images, input_scale)
+    plan = _plan(model, images.height, images.width, options)
+    runner_images = _runner_images(images, out_channels)
+    report_progress(progress, 0.0)
+    scale: Any = input_scale
+    if autoexposes:
+        result, device_scale = runner.run_device_autoexposed(runner_images, plan, progress)
+        scale = _LazyScale(device_scale, runner_images.main)
+    else:
+        result = runner.run_device(runner_images, plan, progress)
+    den._record_info(key, model, engine, plan, scale)
+    return result
+
+
+def _plan(model: Any, height: int, width: int, options: DenoiseOptions) -> Any:
+    """`plan_denoise`, remembered for the last few sizes and options: a frame on the GPU
+    takes a few milliseconds, and planning one on the host a tenth of one."""
+    key = (id(model), height, width, options)
+    with _plans_lock:
+        known = _plans.get(key)
+        if known is not None and known[0] is model:
+            _plans.move_to_end(key)
+            return known[1]
+    plan = plan_denoise(model, height, width, options)
+    with _plans_lock:
+        _plans[key] = (model, plan)
+        while len(_plans) > PLANS_KEPT:
+            _plans.popitem(last=False)
+    return plan
+
+
+def _prefiltered(den: Denoiser, images: _Images, progress: Progress | None) -> Any:
+    """`Denoiser._denoise_prefiltered` on the device: aux images denoised first
+    (``accurate``) or declared clean (``fast``), then the color."""
+    import torch
+
+    albedo, normal = images.albedo, images.normal
+    if den.options.prefilter == "accurate":
+        stages = [n for n, a in (("albedo", albedo), ("normal", normal)) if a is not None]
+        total = len(stages) + 1
+        for index, name in enumerate(stages):
+            sub = den._prefilter_denoiser(name)
+            part = _scaled_progress(progress, index / total, 1 / total)
+            aux = _validate_images(None, *((albedo, None) if name == "albedo" else (None, normal)),
+                                   check=_split_alpha)  # fmt: skip
+            with sub._lock:
+                clean = _run(sub, aux, part)
+            # As the NumPy path: the cleaned image in the dtype it computes the aux image
+            # in (float16 kept, others float32).
+            given = albedo if name == "albedo" else normal
+            clean = clean.half() if given.dtype == torch.float16 else clean
+            if name == "albedo":
+                albedo = clean
+            else:
+                normal = clean
+        progress = _scaled_progress(progress, len(stages) / total, 1 / total)
+    # The color without its alpha: the result has the same channels (alpha is appended
+    # afterwards).
+    clean_images = _validate_images(images.color, albedo, normal, check=_split_alpha)
+    return _run(den, clean_images, progress, clean_aux=clean_images.albedo is not None)
+
+
+def _with_alpha(result: Any, images: _Images) -> Any:
+    """The result with the color's alpha appended as float32 (as the NumPy path does)."""
+    if images.alpha is None:
+        return result
+    import torch
+
+    return torch.cat([result, images.alpha.to(torch.float32).unsqueeze(2)], dim=2)
