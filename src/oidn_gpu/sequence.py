@@ -650,12 +650,12 @@ def _warn_nonfinite(
 ) -> None:
     """Say which denoised images of a frame hold NaN or infinite pixels (written as they are,
     as OIDN returns them)."""
-    bad = [f"{what} has {n} of {shape[0] * shape[1]}" for what, n in counts if n]
+    bad = [f"{n} of {shape[0] * shape[1]} in {what}" for what, n in counts if n]
     if not bad:
         return
     text = (
-        f"the denoised output has non-finite (NaN or infinite) pixels: {'; '.join(bad)}; "
-        "check the weights and the input images"
+        f"non-finite (NaN or infinite) denoised pixels: {'; '.join(bad)}; check the weights "
+        "and the input images"
     )
     if warn is not None:
         warn(text)

@@ -187,12 +187,14 @@ def library_error(read_error: Callable[[], str], default: str) -> str:
 
     A message about a corrupt file can quote bytes of the file that are not UTF-8, which
     OpenImageIO's Python binding fails to decode; those are shown as ``\\xNN`` escapes.
+    Several messages are joined into one line.
     """
     try:
         message = read_error()
     except UnicodeDecodeError as err:
         message = bytes(err.object).decode("utf-8", "backslashreplace")
-    return message.strip() or default
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return "; ".join(lines) or default
 
 
 def _open_input(path: str | os.PathLike[str]) -> Any:
