@@ -617,8 +617,10 @@ def write_image_atomic(
     for attr in _copied_attributes(like, format_name):
         try:
             spec.attribute(attr.name, oiio.TypeDesc(attr.type_name), attr.value)
-        except (TypeError, ValueError):
-            continue  # an attribute OpenImageIO cannot round-trip through Python
+        except (TypeError, ValueError, RuntimeError):
+            # an attribute OpenImageIO cannot round-trip through Python (a corrupt file's
+            # attribute of a mismatched type raises std::bad_cast as RuntimeError)
+            continue
     if format_name == "openexr" and not spec.getattribute("compression"):
         spec.attribute("compression", "zip")
     if software:
