@@ -262,6 +262,23 @@ def test_a_corrupt_exr_whose_error_is_not_utf8_says_what_is_wrong(cli, tmp_path:
     assert "codec" not in result.err and "Traceback" not in result.err
 
 
+def test_an_attribute_that_is_not_utf8_is_dropped_from_other_formats(cli, tmp_path: Path) -> None:
+    """A corrupt file's string attribute that cannot be written back is left out of a PNG
+    or PFM output, not an internal error."""
+
+    def dated(spec) -> None:
+        spec.attribute("DateTime", "2026:12:01 10:00:00")
+
+    path = _write_with_spec(tmp_path / "dated.exr", _color(16), dated)
+    data = path.read_bytes()
+    assert data.count(b"2026:12:01 10:00:00") == 1
+    path.write_bytes(data.replace(b"2026:12:01 10:00:00", b"2\xff\xff6:12:01 10:00:00"))
+    for output in ("out.png", "out.pfm"):
+        result = cli("denoise", path, "-o", tmp_path / output, "--weights", COLOR_WEIGHTS)
+        assert result.rc == 0, result.err
+        assert io.read_image(tmp_path / output).pixels.shape == (16, 16, 3)
+
+
 def test_a_dangling_link_at_the_output_is_an_existing_output(cli, tmp_path: Path) -> None:
     color = write_exr(tmp_path / "color.exr", _color(16))
     out = tmp_path / "out.exr"

@@ -53,12 +53,6 @@ class Placement:
     data: Window
     display: Window
 
-    @classmethod
-    def plain(cls, width: int, height: int) -> Placement:
-        """The placement of an image without windows."""
-        window = Window(0, 0, width, height)
-        return cls(window, window)
-
 
 def align_aux(
     pixels: np.ndarray,
