@@ -352,7 +352,8 @@ def _split_alpha(
     pixels = color.pixels
     alpha = alpha_channel = None
     note = None
-    if pixels.shape[2] in (2, 4) and color.channels[-1].rsplit(".", 1)[-1].lower() in ("a", "alpha"):
+    last = color.channels[-1].rsplit(".", 1)[-1].lower()
+    if pixels.shape[2] in (2, 4) and last in ("a", "alpha"):
         alpha = pixels[:, :, -1:].copy()
         alpha_channel = color.channels[-1]
         pixels = np.ascontiguousarray(pixels[:, :, :-1])

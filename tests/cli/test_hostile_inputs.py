@@ -18,6 +18,7 @@ from cli_support import leftovers, write_exr
 
 from oidn_gpu.image import io
 from oidn_gpu.model import read_tza, write_tza
+from tests import exr_files
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 COLOR_WEIGHTS = DATA / "tiny_base_ic3.tza"  # color only
@@ -26,38 +27,19 @@ FLATTEN = "flatten it first, for example with 'oiiotool deep.exr --flatten -o fl
 
 
 def _oiio():
-    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's usual alias
-
-    return oiio
+    return exr_files.oiio()
 
 
-def _write_deep(path: Path, size: int = 16) -> Path:
-    oiio = _oiio()
-    spec = oiio.ImageSpec(size, size, 4, "float")
-    spec.channelnames = ("R", "G", "B", "A")
-    spec.deep = True
-    buf = oiio.ImageBuf(spec)
-    for y in range(size):
-        for x in range(size):
-            buf.set_deep_samples(x, y, 0, 2)
-            for sample in range(2):
-                for c in range(4):
-                    buf.set_deep_value(x, y, 0, c, sample, 0.25 * (sample + 1))
-    assert buf.write(str(path)), buf.geterror()
-    return path
+def _write_deep(path: Path) -> Path:
+    return exr_files.write_deep(path)
 
 
 def _write_with_spec(path: Path, pixels: np.ndarray, configure) -> Path:
     """An EXR whose spec ``configure(spec)`` adjusts (windows, channel types)."""
-    oiio = _oiio()
-    spec = oiio.ImageSpec(pixels.shape[1], pixels.shape[0], pixels.shape[2], "float")
-    spec.channelnames = ("R", "G", "B", "A")[: pixels.shape[2]]
+    names = ("R", "G", "B", "A")[: pixels.shape[2]]
+    spec = exr_files.spec(pixels.shape[1], pixels.shape[0], names, "float")
     configure(spec)
-    out = oiio.ImageOutput.create(str(path))
-    assert out.open(str(path), spec), oiio.geterror()
-    assert out.write_image(np.ascontiguousarray(pixels))
-    assert out.close()
-    return path
+    return exr_files.write_parts(path, [(spec, pixels)])
 
 
 def _placed(spec, x: int, y: int, display: int) -> None:
@@ -70,6 +52,12 @@ def _errors(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("error:")]
 
 
+def _frame_fails(result, error: str) -> None:
+    """The run exits 1 with this one error line (the frame failed)."""
+    assert result.rc == 1, result.err
+    assert _errors(result.err) == [error]
+
+
 def _color(size: int = 32, channels: int = 3, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).random((size, size, channels), dtype=np.float32)
 
@@ -80,11 +68,11 @@ def test_a_deep_beauty_is_refused_naming_the_file_and_layer(
 ) -> None:
     deep = _write_deep(tmp_path / "deep.exr")
     result = cli("denoise", deep, "-o", tmp_path / output, "--weights", COLOR_WEIGHTS)
-    assert result.rc == 1, result.err
-    assert _errors(result.err) == [
+    _frame_fails(
+        result,
         f"error: {deep}: cannot read layer '(root)' of '{deep}': it is a deep image (several "
-        f"samples per pixel); expected a flat image ({FLATTEN})"
-    ]
+        f"samples per pixel); expected a flat image ({FLATTEN})",
+    )
     assert not (tmp_path / output).exists() and leftovers(tmp_path) == []
 
 
@@ -93,11 +81,11 @@ def test_a_deep_albedo_file_is_refused(cli, tmp_path: Path) -> None:
     deep = _write_deep(tmp_path / "albedo.exr")
     out = tmp_path / "out.exr"
     result = cli("denoise", color, "--albedo", deep, "-o", out, "--weights", ALBEDO_WEIGHTS)
-    assert result.rc == 1, result.err
-    assert _errors(result.err) == [
+    _frame_fails(
+        result,
         f"error: {color}: cannot read layer '(root)' of '{deep}': it is a deep image (several "
-        f"samples per pixel); expected a flat image ({FLATTEN})"
-    ]
+        f"samples per pixel); expected a flat image ({FLATTEN})",
+    )
     assert not out.exists()
 
 
@@ -120,12 +108,12 @@ def test_a_uint32_beauty_is_refused_not_taken_as_srgb(cli, tmp_path: Path) -> No
     )
     out = tmp_path / "out.exr"
     result = cli("denoise", color, "-o", out, "--weights", COLOR_WEIGHTS)
-    assert result.rc == 1, result.err
-    assert _errors(result.err) == [
+    _frame_fails(
+        result,
         f"error: {color}: cannot read layer '(root)' of '{color}': channel 'R' holds 32-bit "
         "integers (uint), such as object IDs; expected half or float channels (linear light) "
-        "or an 8/16-bit image (sRGB)"
-    ]
+        "or an 8/16-bit image (sRGB)",
+    )
     assert not out.exists()
 
 
@@ -157,13 +145,13 @@ def test_an_aux_file_shifted_by_its_data_window_is_refused(cli, tmp_path: Path) 
     )
     out = tmp_path / "out.exr"
     result = cli("denoise", color, "--albedo", albedo, "-o", out, "--weights", ALBEDO_WEIGHTS)
-    assert result.rc == 1, result.err
-    assert _errors(result.err) == [
+    _frame_fails(
+        result,
         f"error: {color}: the albedo '{albedo}' has data window (10, 10)-(41, 41) (32x32) but "
         f"the color '{color}' has (0, 0)-(31, 31) (32x32), and it has no pixels for part of "
         "the color; expected the albedo to cover the color's data window in the same display "
-        "window (pixels are matched by their coordinates)"
-    ]
+        "window (pixels are matched by their coordinates)",
+    )
     assert not out.exists()
 
 
@@ -193,14 +181,14 @@ def test_an_albedo_of_another_display_window_is_refused(cli, tmp_path: Path) -> 
         "denoise", color, "--albedo", albedo, "-o", tmp_path / "o.exr", "--weights",
         ALBEDO_WEIGHTS,
     )
-    assert result.rc == 1, result.err
-    assert _errors(result.err) == [
+    _frame_fails(
+        result,
         f"error: {color}: the albedo '{albedo}' has data window (0, 0)-(63, 63) (64x64) but "
         f"the color '{color}' has (0, 0)-(15, 15) (16x16), and it has display window "
         "(0, 0)-(63, 63) (the color's is (0, 0)-(31, 31)); expected the albedo to cover the "
         "color's data window in the same display window (pixels are matched by their "
-        "coordinates)"
-    ]
+        "coordinates)",
+    )
 
 
 @pytest.mark.parametrize("suffix", [".pfm", ".hdr", ".ppm", ".jpg"])
@@ -242,11 +230,11 @@ def test_a_grey_beauty_to_radiance_hdr_is_refused_before_denoising(
     )
     out = tmp_path / "out.hdr"
     result = cli("denoise", grey, "-o", out, "--weights", COLOR_WEIGHTS)
-    assert result.rc == 1, result.err
-    assert _errors(result.err) == [
+    _frame_fails(
+        result,
         f"error: {grey}: '{out}' cannot hold the 1-channel color of '{grey}' (its format holds "
-        "3 channels); write .exr, .tif or .png"
-    ]
+        "3 channels); write .exr, .tif or .png",
+    )
 
 
 def test_a_corrupt_exr_whose_error_is_not_utf8_says_what_is_wrong(cli, tmp_path: Path) -> None:

@@ -22,57 +22,24 @@ import numpy as np
 from oidn_gpu import sequence
 from oidn_gpu.image import exr, io
 from oidn_gpu.model import load_model
+from tests import exr_files
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY_WEIGHTS = {3: "tiny_base_ic3.tza", 6: "tiny_large_ic6.tza", 9: "tiny_base_ic9.tza"}
 SIZE = 16
 
 
-def _oiio() -> Any:
-    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's usual alias
-
-    return oiio
-
-
-def _write(path: Path, specs_and_pixels: list[tuple[Any, np.ndarray]]) -> bytes:
-    oiio = _oiio()
-    out = oiio.ImageOutput.create(str(path))
-    specs = tuple(spec for spec, _ in specs_and_pixels)
-    opened = out.open(str(path), specs) if len(specs) > 1 else out.open(str(path), specs[0])
-    assert opened, oiio.geterror()
-    for index, (spec, pixels) in enumerate(specs_and_pixels):
-        if index:
-            assert out.open(str(path), spec, "AppendSubimage"), out.geterror()
-        assert out.write_image(np.ascontiguousarray(pixels, dtype=np.float32)), out.geterror()
-    assert out.close()
-    return path.read_bytes()
-
-
 def _spec(names: tuple[str, ...], pixel_format: str = "half", compression: str = "zip") -> Any:
-    spec = _oiio().ImageSpec(SIZE, SIZE, len(names), pixel_format)
-    spec.channelnames = names
-    spec.attribute("compression", compression)
-    return spec
+    return exr_files.spec(SIZE, SIZE, names, pixel_format, compression)
 
 
-def _deep(path: Path) -> bytes:
-    oiio = _oiio()
-    spec = _spec(("R", "G", "B", "A"), "float", "zips")
-    spec.deep = True
-    buf = oiio.ImageBuf(spec)
-    for y in range(SIZE):
-        for x in range(SIZE):
-            buf.set_deep_samples(x, y, 0, 2)
-            for sample in range(2):
-                for c in range(4):
-                    buf.set_deep_value(x, y, 0, c, sample, 0.1 * (c + sample + 1))
-    assert buf.write(str(path)), buf.geterror()
-    return path.read_bytes()
+def _write(path: Path, parts: list[tuple[Any, np.ndarray]]) -> bytes:
+    return exr_files.write_parts(path, parts).read_bytes()
 
 
 def base_exrs(folder: Path, seed: int = 0) -> list[bytes]:
     """The valid EXRs the fuzz cases start from (written into ``folder``)."""
-    oiio = _oiio()
+    oiio = exr_files.oiio()
     rng = np.random.default_rng(seed)
 
     def pixels(channels: int) -> np.ndarray:
@@ -96,7 +63,7 @@ def base_exrs(folder: Path, seed: int = 0) -> list[bytes]:
         _write(folder / "window.exr", [(windowed, pixels(3))]),
         _write(folder / "ids.exr", [(ids, np.dstack([pixels(3), np.full((SIZE, SIZE), 3.0)]))]),
         _write(folder / "parts.exr", [(beauty, pixels(4)), (albedo, pixels(3))]),
-        _deep(folder / "deep.exr"),
+        exr_files.write_deep(folder / "deep.exr", SIZE).read_bytes(),
     ]
     for compression in ("b44", "dwaa", "pxr24", "zips"):
         spec = _spec(("R", "G", "B"), "half", compression)
