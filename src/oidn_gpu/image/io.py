@@ -16,6 +16,10 @@ Encoding convention (decided here, used by the CLI):
   writing sRGB data into a float file decodes it to linear. Within one kind
   values are written unchanged, so EXR -> EXR and PNG -> PNG are bit-faithful.
   Alpha is never converted, and is read and written unassociated (as stored).
+* 32-bit integer channels (OpenEXR UINT: object IDs) are neither: `read_layer` refuses
+  a layer or channel list that picks them (other channels of the part read as usual).
+  Deep files are refused by every reader. Each image keeps its data and display windows
+  (`Image.placement`, `oidn_gpu.image.windows`).
 
 Multi-layer EXR: channels named ``layer.sublayer.C`` are grouped by everything
 before the last dot (``ViewLayer.Denoising Albedo.R`` -> layer
