@@ -286,9 +286,14 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
     unless named (``options``) or given as files (``job``). A normal found without an
     albedo is left out (OIDN takes a normal only with an albedo) and noted.
 
+    Each albedo and normal is placed on the beauty's data window (`windows.align_aux`);
+    the beauty's alpha is left out, with a note, where the output's format has none.
+
     Raises:
-        io.ImageFileError: a file is unreadable or lacks the requested layer.
-        InvalidArgumentError: image sizes differ.
+        io.ImageFileError: a file is unreadable, deep, lacks the requested layer, or the
+            layer holds 32-bit integer channels.
+        InvalidArgumentError: an aux image does not cover the beauty's data window, or
+            the output's format cannot hold the beauty's channels.
     """
     layers = io.list_layers(job.color)
     if options.color_layer is not None:
