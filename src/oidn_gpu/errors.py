@@ -68,6 +68,11 @@ class NonFiniteInputWarning(RuntimeWarning):
     so the output is black, as in OIDN; pass an input scale or fix the pixels."""
 
 
+class NonFiniteOutputWarning(RuntimeWarning):
+    """A denoised image holds NaN or infinite pixels (broken weights or input); OIDN
+    returns such pixels without a word, the command-line tool counts them."""
+
+
 def require(module: str, extra: str):  # returns a module
     """Import an optional dependency or raise `MissingDependencyError` naming the extra."""
     import importlib

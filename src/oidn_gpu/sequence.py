@@ -39,15 +39,17 @@ from oidn_gpu.errors import (
     InvalidArgumentError,
     MissingDependencyError,
     NonFiniteInputWarning,
+    NonFiniteOutputWarning,
     OIDNGPUError,
 )
-from oidn_gpu.image import aovs, exr, io
+from oidn_gpu.image import aovs, exr, io, windows
 from oidn_gpu.image.preview import write_side_by_side
 
 MODES = ("auto", "hdr", "ldr", "srgb")
 # Notes a run gives once (the first frame they apply to), not for every frame.
 NOTE_NORMAL_WITHOUT_ALBEDO = "normal-without-albedo"
 NOTE_NO_AUX = "no-aux"
+NOTE_ALPHA_DROPPED = "alpha-dropped"
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ class FrameResult:
     error: str | None = None
     used: str = ""  # which inputs were used, in words
     layers: dict[str, Any] = field(default_factory=dict)
+    nonfinite_pixels: int = 0  # denoised pixels with a NaN or infinite channel
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready description of this frame."""
@@ -154,6 +157,7 @@ class FrameResult:
             "elapsed_s": round(self.elapsed_s, 4),
             "error": self.error,
             "layers": self.layers or None,
+            "nonfinite_pixels": self.nonfinite_pixels,
         }
 
 
@@ -172,6 +176,11 @@ class SequenceSummary:
     def failed(self) -> list[FrameResult]:
         return [r for r in self.results if r.status == "failed"]
 
+    @property
+    def nonfinite_frames(self) -> int:
+        """Frames written with non-finite (NaN or infinite) output pixels."""
+        return sum(1 for r in self.results if r.nonfinite_pixels)
+
     def line(self, total: int) -> str:
         """``3 frames: 2 denoised, 0 skipped, 1 failed in 4.2 s (1.9 s per frame)``."""
         done = self.count("done")
@@ -181,6 +190,8 @@ class SequenceSummary:
             f"{self.count('skipped')} skipped, {self.count('failed')} failed "
             f"in {self.elapsed_s:.1f} s{per_frame}"
         )
+        if self.nonfinite_frames:
+            text += f"; {self.nonfinite_frames} with non-finite output pixels"
         not_started = total - len(self.results)
         if self.interrupted:
             text += f"; interrupted, {not_started} not started"
@@ -209,6 +220,7 @@ class SequenceSummary:
             "denoised": self.count("done"),
             "skipped": self.count("skipped"),
             "failed": self.count("failed"),
+            "nonfinite": self.nonfinite_frames,
             "not_started": total - len(self.results),
             "interrupted": self.interrupted,
             "elapsed_s": round(self.elapsed_s, 4),
@@ -246,9 +258,9 @@ def _layer_label(name: str) -> str:
     return name or "(root)"
 
 
-def _aux_from_file(source: AuxSource, names: Sequence[str], kind: str) -> tuple[np.ndarray, str]:
+def _aux_from_file(source: AuxSource, names: Sequence[str], kind: str) -> tuple[io.Image, str]:
     if source.layer is not None:
-        return io.read_layer(source.path, source.layer).pixels, f"{source.path}:{source.layer}"
+        return io.read_layer(source.path, source.layer), f"{source.path}:{source.layer}"
     layers = io.list_layers(source.path)
     layer = io.find_layer(layers, names) or io.find_layer(layers, [""])
     if layer is None:
@@ -260,7 +272,7 @@ def _aux_from_file(source: AuxSource, names: Sequence[str], kind: str) -> tuple[
                 f"{io.describe_layers(layers)}; name one with --{kind}-layer"
             )
     label = str(source.path) if not layer.name else f"{source.path}:{layer.name}"
-    return io.read_layer(source.path, layer).pixels, label
+    return io.read_layer(source.path, layer), label
 
 
 def _subimage_of(layers: Sequence[io.Layer], channel: str) -> int:
@@ -274,9 +286,14 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
     unless named (``options``) or given as files (``job``). A normal found without an
     albedo is left out (OIDN takes a normal only with an albedo) and noted.
 
+    Each albedo and normal is placed on the beauty's data window (`windows.align_aux`);
+    the beauty's alpha is left out, with a note, where the output's format has none.
+
     Raises:
-        io.ImageFileError: a file is unreadable or lacks the requested layer.
-        InvalidArgumentError: image sizes differ.
+        io.ImageFileError: a file is unreadable, deep, lacks the requested layer, or the
+            layer holds 32-bit integer channels.
+        InvalidArgumentError: an aux image does not cover the beauty's data window, or
+            the output's format cannot hold the beauty's channels.
     """
     layers = io.list_layers(job.color)
     if options.color_layer is not None:
@@ -291,28 +308,14 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
             )
         color = io.read_layer(job.color, layer, with_alpha=True)
         color_label = _layer_label(layer.name)
+    color, alpha, alpha_channel, alpha_note = _split_alpha(job, color)
     pixels = color.pixels
-    alpha = None
-    alpha_channel = None
-    value_channels = pixels.shape[2]
-    if value_channels in (2, 4) and color.channels[-1].rsplit(".", 1)[-1].lower() in ("a", "alpha"):
-        alpha = pixels[:, :, -1:].copy()
-        alpha_channel = color.channels[-1]
-        pixels = np.ascontiguousarray(pixels[:, :, :-1])
-    color = io.Image(
-        pixels=pixels,
-        channels=color.channels[: pixels.shape[2]],
-        pixel_format=color.pixel_format,
-        file_format=color.file_format,
-        attributes=color.attributes,
-        path=color.path,
-    )
     sources: dict[str, str | None] = {"color": color_label, "albedo": None, "normal": None}
     albedo = normal = None
-    notes: list[FrameNote] = []
+    notes: list[FrameNote] = [alpha_note] if alpha_note is not None else []
     if not lightmap:
-        albedo, sources["albedo"] = _load_aux(job, options, layers, "albedo")
-        normal, sources["normal"] = _load_aux(job, options, layers, "normal")
+        albedo, sources["albedo"] = _load_aux(job, options, layers, "albedo", color)
+        normal, sources["normal"] = _load_aux(job, options, layers, "normal", color)
         discovered = options.auto_aux and job.albedo is None and job.normal is None
         if discovered and options.albedo_layer is None and options.normal_layer is None:
             if normal is not None and albedo is None:
@@ -342,6 +345,49 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
     )
 
 
+def _split_alpha(
+    job: FrameJob, color: io.Image
+) -> tuple[io.Image, np.ndarray | None, str | None, FrameNote | None]:
+    """The beauty's value channels, its alpha (H x W x 1) and alpha channel name, and a note
+    when the output's format cannot hold the alpha, which is then left out.
+
+    Raises:
+        InvalidArgumentError: the output's format cannot hold the beauty's value channels.
+    """
+    pixels = color.pixels
+    alpha = alpha_channel = None
+    note = None
+    last = color.channels[-1].rsplit(".", 1)[-1].lower()
+    if pixels.shape[2] in (2, 4) and last in ("a", "alpha"):
+        alpha = pixels[:, :, -1:].copy()
+        alpha_channel = color.channels[-1]
+        pixels = np.ascontiguousarray(pixels[:, :, :-1])
+    counts = io.writable_channel_counts(job.output)
+    if alpha is not None and pixels.shape[2] + 1 not in counts and pixels.shape[2] in counts:
+        alpha = alpha_channel = None
+        note = FrameNote(
+            NOTE_ALPHA_DROPPED,
+            f"'{job.output}' cannot hold an alpha channel: writing the denoised color of "
+            f"'{job.color}' without its alpha; write .exr, .tif or .png to keep it",
+        )
+    if pixels.shape[2] not in counts:
+        raise InvalidArgumentError(
+            f"'{job.output}' cannot hold the {pixels.shape[2]}-channel color of '{job.color}' "
+            f"(its format holds {' or '.join(map(str, counts))} channels); write .exr, .tif "
+            "or .png"
+        )
+    color = io.Image(
+        pixels=pixels,
+        channels=color.channels[: pixels.shape[2]],
+        pixel_format=color.pixel_format,
+        file_format=color.file_format,
+        attributes=color.attributes,
+        path=color.path,
+        placement=color.placement,
+    )
+    return color, alpha, alpha_channel, note
+
+
 def _normal_only_text(job: FrameJob, sources: dict[str, str | None]) -> str:
     return (
         f"'{job.color}' has a normal ('{sources['normal']}') but no albedo, and a normal is "
@@ -365,21 +411,32 @@ def _examples(names: Sequence[str]) -> str:
 
 
 def _load_aux(
-    job: FrameJob, options: InputOptions, layers: Sequence[io.Layer], kind: str
+    job: FrameJob, options: InputOptions, layers: Sequence[io.Layer], kind: str, color: io.Image
 ) -> tuple[np.ndarray | None, str | None]:
+    """The albedo or normal over the beauty's data window (`windows.align_aux`), and
+    where it came from."""
     names = io.ALBEDO_LAYER_NAMES if kind == "albedo" else io.NORMAL_LAYER_NAMES
     source: AuxSource | None = job.albedo if kind == "albedo" else job.normal
     layer_name = options.albedo_layer if kind == "albedo" else options.normal_layer
     if source is not None:
-        return _aux_from_file(source, names, kind)
-    if layer_name is not None:
-        return io.read_layer(job.color, layer_name).pixels, layer_name
-    if not options.auto_aux:
+        image, label = _aux_from_file(source, names, kind)
+    elif layer_name is not None:
+        image, label = io.read_layer(job.color, layer_name), layer_name
+    elif not options.auto_aux or (layer := io.find_layer(layers, names)) is None:
         return None, None
-    layer = io.find_layer(layers, names)
-    if layer is None:
-        return None, None
-    return io.read_layer(job.color, layer).pixels, _layer_label(layer.name)
+    else:
+        image, label = io.read_layer(job.color, layer), _layer_label(layer.name)
+    if image.placement is None or color.placement is None:
+        return image.pixels, label
+    pixels = windows.align_aux(
+        image.pixels,
+        image.placement,
+        color.placement,
+        kind=kind,
+        source=f"'{image.path}'" + (f" (layer '{label}')" if image.path == job.color else ""),
+        color_source=f"'{job.color}'",
+    )
+    return pixels, label
 
 
 def resolve_mode(options: InputOptions, color: io.Image) -> tuple[bool, bool]:
@@ -469,11 +526,13 @@ class _Progress:
 
 @dataclass(frozen=True)
 class FrameOutcome:
-    """What `denoise_frame` did: the inputs used, in words and as data, and its notes."""
+    """What `denoise_frame` did: the inputs used, in words and as data, its notes, and how
+    many denoised pixels are not finite."""
 
     used: str
     layers: dict[str, Any]
     notes: tuple[FrameNote, ...] = ()
+    nonfinite_pixels: int = 0  # denoised pixels with a NaN or infinite channel
 
 
 def _scaled(
@@ -498,8 +557,9 @@ def denoise_frame(
 ) -> FrameOutcome:
     """Denoise one frame (and its ``output.aovs``) and write its outputs.
 
-    ``warn`` receives this frame's `NonFiniteInputWarning` messages (other warnings
-    are issued as usual).
+    ``warn`` receives this frame's `NonFiniteInputWarning` messages and the warning about
+    non-finite output pixels (without ``warn``, a `NonFiniteOutputWarning`); other warnings
+    are issued as usual.
 
     Raises:
         io.ImageFileError: a file is unreadable, lacks a layer, or cannot be written.
@@ -541,13 +601,17 @@ def denoise_frame(
         return result[:, :, : color.shape[2]]
 
     result = run(frame.color.pixels, frame.albedo, frame.normal, 0)
+    nonfinite = [("the color", _nonfinite_pixels(result))]
     denoised_aovs = []
     for index, (layer, _) in enumerate(passes, start=1):
         assert layer is not None
         image = io.read_layer(job.color, layer)
         guided = not aovs.is_color_only_aov(layer.name)
         albedo, normal = (frame.albedo, frame.normal) if guided else (None, None)
-        denoised_aovs.append((layer, image, run(image.pixels, albedo, normal, index), guided))
+        values = run(image.pixels, albedo, normal, index)
+        denoised_aovs.append((layer, image, values, guided))
+        nonfinite.append((f"layer '{_layer_label(layer.name)}'", _nonfinite_pixels(values)))
+    _warn_nonfinite(nonfinite, result.shape, warn)
 
     if lossless:
         _write_exr(job, frame, result, denoised_aovs, output, software)
@@ -577,7 +641,32 @@ def denoise_frame(
         {"layer": layer.name, "guided": guided} for layer, _, _, guided in denoised_aovs
     ]
     layers["mode"] = mode
-    return FrameOutcome(used, layers, frame.notes)
+    return FrameOutcome(used, layers, frame.notes, sum(n for _, n in nonfinite))
+
+
+def _nonfinite_pixels(result: np.ndarray) -> int:
+    """How many pixels of a denoised H x W x C image have a NaN or infinite channel."""
+    return int(np.count_nonzero(~np.isfinite(result).all(axis=2)))
+
+
+def _warn_nonfinite(
+    counts: Sequence[tuple[str, int]],
+    shape: tuple[int, ...],
+    warn: Callable[[str], None] | None,
+) -> None:
+    """Say which denoised images of a frame hold NaN or infinite pixels (written as they are,
+    as OIDN returns them)."""
+    bad = [f"{n} of {shape[0] * shape[1]} in {what}" for what, n in counts if n]
+    if not bad:
+        return
+    text = (
+        f"non-finite (NaN or infinite) denoised pixels: {'; '.join(bad)}; check the weights "
+        "and the input images"
+    )
+    if warn is not None:
+        warn(text)
+    else:
+        warnings.warn(text, NonFiniteOutputWarning, stacklevel=3)
 
 
 def _new_layer_channels(channels: Sequence[str], name: str, *, sibling_of_layer: bool) -> list[str]:
@@ -727,7 +816,14 @@ def run_sequence(
             else:
                 elapsed = time.perf_counter() - frame_start
                 summary.results.append(
-                    FrameResult(job, "done", elapsed, used=outcome.used, layers=outcome.layers)
+                    FrameResult(
+                        job,
+                        "done",
+                        elapsed,
+                        used=outcome.used,
+                        layers=outcome.layers,
+                        nonfinite_pixels=outcome.nonfinite_pixels,
+                    )
                 )
                 for note in outcome.notes:
                     if note.kind not in noted and not quiet:

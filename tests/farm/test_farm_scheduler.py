@@ -77,6 +77,8 @@ class Worker:
                     if status == "die":
                         outer.alive = False
                         raise ActorError(f"worker {outer.number} died")
+                    if status == "done-nonfinite":  # written with 7 NaN/Inf pixels
+                        return farm.FrameOutcome("done", nonfinite_pixels=7)
                     return farm.FrameOutcome(status, error=None if status != "failed" else "bad")
 
                 return Ref(answer, frame=True)
@@ -195,3 +197,13 @@ def test_a_retry_runs_again_on_the_same_worker_rather_than_wait_for_one_that_nev
     summary, handles, _ = _schedule(4, 2, script, starting=1)
     assert summary.count("done") == 4 and attempts == [0, 0]
     assert handles[1].frames == []
+
+
+def test_frames_with_non_finite_output_pixels_are_counted_in_the_farm_summary():
+    summary, _, _ = _schedule(
+        3, 2, lambda name, _worker: "done-nonfinite" if name == "f001.exr" else "done"
+    )
+    assert [r.nonfinite_pixels for r in summary.results] == [0, 7, 0]
+    assert summary.count("done") == 3 and summary.nonfinite_frames == 1
+    assert summary.as_json(3)["nonfinite"] == 1
+    assert "; 1 with non-finite output pixels" in summary.line(3)

@@ -643,7 +643,8 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
     if not (args.overwrite or args.skip_existing):
         for job in jobs:
             for target in (job.output, job.side_by_side):
-                if target is not None and target.exists():
+                # a link counts even when it dangles: replacing it would lose it
+                if target is not None and (target.exists() or target.is_symlink()):
                     raise UsageError(
                         f"output '{target}' exists; pass --overwrite or --skip-existing"
                     )

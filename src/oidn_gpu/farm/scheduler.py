@@ -301,6 +301,7 @@ class Scheduler:
             error=error if error is not None else (outcome.error if outcome else None),
             used=outcome.used if outcome else "",
             layers=dict(outcome.layers) if outcome else {},
+            nonfinite_pixels=outcome.nonfinite_pixels if outcome else 0,
             worker=worker,
             failed_attempts=frame.failed,
             lost_attempts=frame.lost,

@@ -45,7 +45,9 @@ class FrameOutcome:
     Attributes:
         used, layers, notes: as `sequence.FrameOutcome` (the inputs used, in words and as
             data; what a run says once).
-        warnings: this frame's warnings (`NonFiniteInputWarning` messages).
+        warnings: this frame's warnings (`NonFiniteInputWarning` messages, non-finite
+            output pixels).
+        nonfinite_pixels: denoised pixels with a NaN or infinite channel.
         details: the traceback of a failure.
     """
 
@@ -57,6 +59,7 @@ class FrameOutcome:
     warnings: tuple[str, ...] = ()
     error: str | None = None
     details: str | None = None
+    nonfinite_pixels: int = 0
 
 
 def output_is_complete(job: FrameJob) -> bool:
@@ -234,7 +237,13 @@ class FrameWorker:
             )
         elapsed = time.perf_counter() - start
         return FrameOutcome(
-            "done", elapsed, done.used, done.layers, tuple(done.notes), tuple(warned)
+            "done",
+            elapsed,
+            done.used,
+            done.layers,
+            tuple(done.notes),
+            tuple(warned),
+            nonfinite_pixels=done.nonfinite_pixels,
         )
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from oidn_gpu.errors import require
 from oidn_gpu.files import atomic_write
-from oidn_gpu.image.io import ImageFileError
+from oidn_gpu.image.io import FLATTEN_ADVICE, ImageFileError, library_error
 
 EXR_FORMAT = "openexr"
 _FLOAT_TYPES = frozenset({"half", "float"})
@@ -171,7 +171,7 @@ def read_file(path: str | os.PathLike[str]) -> ExrFile:
     path = Path(path)
     inp = oiio.ImageInput.open(str(path))
     if inp is None:
-        message = oiio.geterror().strip() or "unknown format or corrupt file"
+        message = library_error(oiio.geterror, "unknown format or corrupt file")
         raise ImageFileError(f"cannot read '{path}': {message}")
     try:
         if inp.format_name() != EXR_FORMAT:
@@ -181,12 +181,15 @@ def read_file(path: str | os.PathLike[str]) -> ExrFile:
         while inp.seek_subimage(subimage, 0):
             spec = oiio.ImageSpec(inp.spec())
             if spec.deep:
-                raise ImageFileError(f"cannot denoise '{path}': deep images are not supported")
+                raise ImageFileError(
+                    f"cannot read part {subimage} of '{path}': it is a deep image (several "
+                    f"samples per pixel); expected a flat image ({FLATTEN_ADVICE})"
+                )
             formats = spec.channelformats or (spec.format,) * spec.nchannels
             exact = "double" if any(str(f) not in _FLOAT_TYPES for f in formats) else "float"
             pixels = inp.read_image(subimage, 0, 0, spec.nchannels, exact)
             if pixels is None or inp.has_error:
-                message = inp.geterror().strip() or "read failed"
+                message = library_error(inp.geterror, "read failed")
                 raise ImageFileError(f"cannot read '{path}': {message}")
             pixels = np.asarray(pixels)
             if pixels.ndim == 2:
@@ -227,7 +230,8 @@ def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | No
         out = oiio.ImageOutput.create(str(tmp.path))
         try:
             if out is None:
-                raise ImageFileError(f"cannot write '{path}': {oiio.geterror().strip()}")
+                message = library_error(oiio.geterror, "unknown error")
+                raise ImageFileError(f"cannot write '{path}': {message}")
             if len(specs) > 1 and not out.supports("multiimage"):
                 raise ImageFileError(f"cannot write '{path}': no multi-part support")
             opened = (
@@ -253,5 +257,5 @@ def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | No
 
 
 def _error(oiio: Any, out: Any) -> str:
-    message = out.geterror().strip() if out is not None else ""
-    return message or oiio.geterror().strip() or "unknown error"
+    message = library_error(out.geterror, "") if out is not None else ""
+    return message or library_error(oiio.geterror, "unknown error")

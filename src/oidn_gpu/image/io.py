@@ -16,6 +16,10 @@ Encoding convention (decided here, used by the CLI):
   writing sRGB data into a float file decodes it to linear. Within one kind
   values are written unchanged, so EXR -> EXR and PNG -> PNG are bit-faithful.
   Alpha is never converted, and is read and written unassociated (as stored).
+* 32-bit integer channels (OpenEXR UINT: object IDs) are neither: `read_layer` refuses
+  a layer or channel list that picks them (other channels of the part read as usual).
+  Deep files are refused by every reader. Each image keeps its data and display windows
+  (`Image.placement`, `oidn_gpu.image.windows`).
 
 Multi-layer EXR: channels named ``layer.sublayer.C`` are grouped by everything
 before the last dot (``ViewLayer.Denoising Albedo.R`` -> layer
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,7 @@ from oidn_gpu.image.transfer import (
     SRGB_OFFSET,
     SRGB_SLOPE,
 )
+from oidn_gpu.image.windows import Placement, Window
 
 # Channel-name suffix sets, in the order they are tried; compared case-insensitively.
 _COMPONENT_ORDERS: tuple[tuple[str, ...], ...] = (
@@ -68,8 +73,23 @@ _SINGLE_CHANNEL_NAMES = ("y", "l", "lum", "luminance", "v", "value", "r", "x")
 # Formats that can hold only integer pixels, and whose data is therefore sRGB-encoded.
 _INTEGER_ONLY_FORMATS = frozenset({"png", "jpeg", "bmp", "gif", "targa", "ico", "webp", "sgi"})
 _FLOAT_TYPES = frozenset({"half", "float", "double"})
+# 32-bit integer channels (OpenEXR's UINT): object and material IDs, sample counts. They hold
+# neither linear light nor sRGB display values, and OpenImageIO reads them as value / (2^32 - 1).
+_INTEGER_DATA_TYPES = frozenset({"uint", "int", "uint32", "int32"})
+FLATTEN_ADVICE = "flatten it first, for example with 'oiiotool deep.exr --flatten -o flat.exr'"
 # Attributes never copied to an output: OpenImageIO bookkeeping and layout facts of the input.
 _DROPPED_ATTRIBUTE_PREFIXES = ("oiio:", "tiff:RowsPerStrip", "openexr:chunkCount")
+# Formats that hold fewer channel counts than 1 to 4, as OpenImageIO 3.2 writes them (found by
+# writing each count): Radiance HDR is RGB only, PFM/PPM/PGM grey or RGB, and a 4-channel JPEG
+# would be CMYK.
+_WRITABLE_CHANNEL_COUNTS = {
+    "hdr": (3,),
+    "pnm": (1, 3),
+    "jpeg": (1, 3),
+    "bmp": (1, 3, 4),
+    "webp": (3, 4),
+    "gif": (3, 4),
+}
 _FORMAT_ATTRIBUTE_PREFIXES = ("openexr:", "png:", "jpeg:", "tiff:", "pnm:", "hdr:", "exr:")
 
 SRGB_ENCODING = "srgb"
@@ -120,6 +140,8 @@ class Image:
         file_format: OpenImageIO format name (``'openexr'``, ``'png'``).
         attributes: the file's metadata.
         path: where it was read from, if anywhere.
+        placement: where the pixels lie in the file's pixel coordinates: its data and
+            display windows (`oidn_gpu.image.windows`); None when not read from a file.
     """
 
     pixels: np.ndarray
@@ -128,6 +150,7 @@ class Image:
     file_format: str = ""
     attributes: tuple[Attribute, ...] = field(default=())
     path: Path | None = None
+    placement: Placement | None = None
 
     @property
     def is_float(self) -> bool:
@@ -163,6 +186,21 @@ def _prefix(channel: str) -> str:
     return channel.rsplit(".", 1)[0] if "." in channel else ""
 
 
+def library_error(read_error: Callable[[], str], default: str) -> str:
+    """OpenImageIO's pending error message (reading it clears it), or ``default``.
+
+    A message about a corrupt file can quote bytes of the file that are not UTF-8, which
+    OpenImageIO's Python binding fails to decode; those are shown as ``\\xNN`` escapes.
+    Several messages are joined into one line.
+    """
+    try:
+        message = read_error()
+    except UnicodeDecodeError as err:
+        message = bytes(err.object).decode("utf-8", "backslashreplace")
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return "; ".join(lines) or default
+
+
 def _open_input(path: str | os.PathLike[str]) -> Any:
     oiio = _oiio()
     path = Path(path)
@@ -174,7 +212,7 @@ def _open_input(path: str | os.PathLike[str]) -> Any:
     config.attribute("oiio:UnassociatedAlpha", 1)  # keep colour as stored, not premultiplied
     inp = oiio.ImageInput.open(str(path), config)
     if inp is None:
-        message = oiio.geterror().strip() or "unknown format or corrupt file"
+        message = library_error(oiio.geterror, "unknown format or corrupt file")
         raise ImageFileError(f"cannot read '{path}': {message}")
     return inp
 
@@ -183,13 +221,19 @@ def _attributes(spec: Any) -> tuple[Attribute, ...]:
     return tuple(Attribute(a.name, str(a.type), a.value) for a in spec.extra_attribs)
 
 
-def _read_subimage(inp: Any, path: Path, subimage: int) -> tuple[Any, np.ndarray]:
+def _read_subimage(inp: Any, path: Path, subimage: int, what: str) -> tuple[Any, np.ndarray]:
     if not inp.seek_subimage(subimage, 0):
         raise ImageFileError(f"cannot read '{path}': it has no part {subimage}")
     spec = inp.spec()
+    if spec.deep:
+        # a flat read interleaves each pixel's samples across the channels: garbage
+        raise ImageFileError(
+            f"cannot read {what}'{path}': it is a deep image (several samples per pixel); "
+            f"expected a flat image ({FLATTEN_ADVICE})"
+        )
     pixels = inp.read_image(subimage, 0, 0, spec.nchannels, "float")
     if pixels is None or inp.has_error:
-        message = inp.geterror().strip() or "read failed"
+        message = library_error(inp.geterror, "read failed")
         raise ImageFileError(f"cannot read '{path}': {message}")
     pixels = np.asarray(pixels, dtype=np.float32)
     if pixels.ndim == 2:
@@ -210,21 +254,35 @@ def read_image(path: str | os.PathLike[str], subimage: int = 0) -> Image:
         The image with all its channels as float32.
 
     Raises:
-        ImageFileError: the file is missing, unreadable or corrupt.
+        ImageFileError: the file is missing, unreadable, corrupt or deep.
         MissingDependencyError: OpenImageIO is not installed.
     """
-    path = Path(path)
+    image, _ = _read_image(Path(path), subimage, "")
+    return image
+
+
+def _read_image(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, ...]]:
+    """The image of one part and each channel's pixel type; ``what`` (``"layer 'x' of "``)
+    starts the file's name in messages."""
     inp = _open_input(path)
     try:
-        spec, pixels = _read_subimage(inp, path, subimage)
-        return Image(
+        spec, pixels = _read_subimage(inp, path, subimage, what)
+        formats = tuple(str(f) for f in spec.channelformats) or (str(spec.format),) * len(
+            spec.channelnames
+        )
+        image = Image(
             pixels=np.ascontiguousarray(pixels),
             channels=tuple(spec.channelnames),
             pixel_format=str(spec.format),
             file_format=inp.format_name(),
             attributes=_attributes(spec),
             path=path,
+            placement=Placement(
+                Window(spec.x, spec.y, spec.width, spec.height),
+                Window(spec.full_x, spec.full_y, spec.full_width, spec.full_height),
+            ),
         )
+        return image, formats
     finally:
         inp.close()
 
@@ -343,7 +401,7 @@ def read_layer(
                     f"{describe_layers(layers)}"
                 )
     if explicit is not None:
-        return _read_channels(path, layers, explicit)
+        return _read_channels(path, layers, explicit, f"channels {', '.join(explicit)} of ")
     assert layer is not None
     picked = _select_components(layer)
     if picked is None:
@@ -355,10 +413,12 @@ def read_layer(
     names = [layer.channels[i] for i in indices]
     if with_alpha and alpha is not None:
         names.append(layer.channels[alpha])
-    return _read_channels(path, layers, names)
+    return _read_channels(path, layers, names, f"layer '{layer.name or '(root)'}' of ")
 
 
-def _read_channels(path: Path, layers: Sequence[Layer], names: Sequence[str]) -> Image:
+def _read_channels(
+    path: Path, layers: Sequence[Layer], names: Sequence[str], what: str
+) -> Image:
     if not 1 <= len(names) <= 4:
         raise ImageFileError(f"expected 1 to 4 channels, got {len(names)}: {', '.join(names)}")
     where = {c: lay.subimage for lay in layers for c in lay.channels}
@@ -370,8 +430,15 @@ def _read_channels(path: Path, layers: Sequence[Layer], names: Sequence[str]) ->
     subimages = {where[n] for n in names}
     if len(subimages) != 1:
         raise ImageFileError(f"channels {', '.join(names)} of '{path}' lie in different parts")
-    full = read_image(path, subimages.pop())
+    full, formats = _read_image(path, subimages.pop(), what)
     index = {c: i for i, c in enumerate(full.channels)}
+    integer = [n for n in names if formats[index[n]] in _INTEGER_DATA_TYPES]
+    if integer:
+        raise ImageFileError(
+            f"cannot read {what}'{path}': channel '{integer[0]}' holds 32-bit integers "
+            f"({formats[index[integer[0]]]}), such as object IDs; expected half or float "
+            "channels (linear light) or an 8/16-bit image (sRGB)"
+        )
     pixels = np.ascontiguousarray(full.pixels[:, :, [index[n] for n in names]])
     return Image(
         pixels=pixels,
@@ -380,6 +447,7 @@ def _read_channels(path: Path, layers: Sequence[Layer], names: Sequence[str]) ->
         file_format=full.file_format,
         attributes=full.attributes,
         path=path,
+        placement=full.placement,
     )
 
 
@@ -425,12 +493,21 @@ def output_format_name(path: str | os.PathLike[str]) -> str:
         )
     out = oiio.ImageOutput.create(f"x.{ext}")
     if out is None:
-        oiio.geterror()  # clear it
+        library_error(oiio.geterror, "")  # clear it
         raise InvalidArgumentError(
             f"cannot write '.{ext}' files ('{path}'); expected an extension such as "
             ".exr, .pfm, .hdr, .png, .jpg or .tif"
         )
     return str(out.format_name())
+
+
+def writable_channel_counts(path: str | os.PathLike[str]) -> tuple[int, ...]:
+    """The channel counts the format of an output file name can hold (1 to 4 for most).
+
+    Raises:
+        InvalidArgumentError: the extension names no writable format.
+    """
+    return _WRITABLE_CHANNEL_COUNTS.get(output_format_name(path), (1, 2, 3, 4))
 
 
 def is_integer_format(format_name: str) -> bool:
@@ -544,8 +621,10 @@ def write_image_atomic(
     for attr in _copied_attributes(like, format_name):
         try:
             spec.attribute(attr.name, oiio.TypeDesc(attr.type_name), attr.value)
-        except (TypeError, ValueError):
-            continue  # an attribute OpenImageIO cannot round-trip through Python
+        except (TypeError, ValueError, RuntimeError):
+            # an attribute OpenImageIO cannot round-trip through Python (a corrupt file's
+            # attribute of a mismatched type raises std::bad_cast as RuntimeError)
+            continue
     if format_name == "openexr" and not spec.getattribute("compression"):
         spec.attribute("compression", "zip")
     if software:
@@ -571,10 +650,8 @@ def write_image_atomic(
 
 
 def _error(oiio: Any, out: Any) -> str:
-    message = ""
-    if out is not None:
-        message = out.geterror().strip()
-    return message or oiio.geterror().strip() or "unknown error"
+    message = library_error(out.geterror, "") if out is not None else ""
+    return message or library_error(oiio.geterror, "unknown error")
 
 
 def _default_channels(nchannels: int) -> list[str]:
