@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,9 @@ from oidn_gpu.record.format import (
     ERROR_MAGIC,
     META_MAGIC,
     PROGRAM_MAGIC,
+    PROGRAM_VERSION,
+    SECTIONS,
+    SEED_PROGRAM_VERSION,
     BindGroupDesc,
     BindingDesc,
     Copy,
@@ -37,6 +41,8 @@ from oidn_gpu.record.writer import error_packet, model_packet, write_program
 from .programs import DOUBLE_WGSL, doubling_program
 
 TINY_PROGRAM = Path(__file__).resolve().parents[1] / "data" / "program_tiny.oidnp"
+# The same program as oidn-web writes it (version 2, no checksums).
+TINY_PROGRAM_V2 = TINY_PROGRAM.with_name("program_tiny_v2.oidnp")
 
 
 def words(data: bytes, start: int, count: int) -> tuple[int, ...]:
@@ -59,7 +65,7 @@ def test_program_without_meta_round_trips_and_is_shorter():
 
 
 def test_header_words_follow_seed_004():
-    data = write_program(doubling_program())
+    data = write_program(doubling_program(), version=SEED_PROGRAM_VERSION)
     # magic, version, input count, input ids, output id, external, width, height, channels
     assert words(data, 0, 9) == (PROGRAM_MAGIC, 2, 1, 0, 1, 1, 4, 4, 4)
     assert data[:4] == b"OIDN"
@@ -87,6 +93,65 @@ def test_tiny_program_file_matches_the_writer_byte_for_byte():
     )
 
 
+def test_version_2_files_still_read_and_write_byte_for_byte():
+    old = TINY_PROGRAM_V2.read_bytes()
+    assert words(old, 0, 2) == (PROGRAM_MAGIC, SEED_PROGRAM_VERSION)
+    assert read_program(old) == doubling_program()
+    assert write_program(doubling_program(), version=SEED_PROGRAM_VERSION) == old
+
+
+def test_version_3_follows_every_section_with_its_crc32():
+    program = doubling_program()
+    old, new = write_program(program, version=SEED_PROGRAM_VERSION), write_program(program)
+    assert words(new, 0, 2) == (PROGRAM_MAGIC, PROGRAM_VERSION)
+    # 7 sections (header, buffers, shaders, pipelines, bind groups, operations, META)
+    assert len(new) == len(old) + 7 * 4
+    header = bytearray(old[:36])
+    header[4] = PROGRAM_VERSION
+    assert words(new, 36, 1) == (zlib.crc32(bytes(header)),)
+    assert words(new, len(new) - 4, 1) == (zlib.crc32(old[-4 * 8 :]),)  # META: 7 words + 1 weight id
+
+
+@pytest.mark.parametrize("section", range(7))
+def test_a_wrong_checksum_is_refused_naming_its_section(section):
+    data = bytearray(write_program(doubling_program()))
+    at = _section_ends(bytes(data))[section]
+    data[at] ^= 1
+    with pytest.raises(ProgramFormatError, match="the file is corrupt") as info:
+        read_program(bytes(data))
+    assert f"the {SECTIONS[section]} section" in str(info.value) and info.value.offset == at
+
+
+def _section_ends(data: bytes) -> list[int]:
+    """Byte offsets of the 7 checksums of a version 3 file (found by trying each word)."""
+    ends, start = [], 0
+    for at in range(4, len(data), 4):
+        if len(ends) < 7 and words(data, at, 1) == (zlib.crc32(data[start:at]),):
+            ends.append(at)
+            start = at + 4
+    assert len(ends) == 7
+    return ends
+
+
+def test_zeroed_buffer_data_is_refused_as_corrupt():
+    """A version 2 file with zeroed weights reads as a valid program; version 3 refuses it."""
+    params = struct.pack("<4I", 64, 0, 0, 0)  # the doubling program's initial data
+    for version, refused in ((SEED_PROGRAM_VERSION, False), (PROGRAM_VERSION, True)):
+        data = write_program(doubling_program(), version=version)
+        zeroed = data.replace(params, bytes(len(params)))
+        assert zeroed != data
+        if not refused:
+            assert read_program(zeroed).buffers[2].data == bytes(16)
+            continue
+        with pytest.raises(ProgramFormatError, match="the buffers section .* corrupt"):
+            read_program(zeroed)
+
+
+def test_unknown_write_version_is_an_error():
+    with pytest.raises(InvalidArgumentError, match="unknown program version 4"):
+        write_program(doubling_program(), version=4)
+
+
 def _replace(program, **changes):
     return dataclasses.replace(program, **changes)
 
@@ -106,7 +171,14 @@ def _replace(program, **changes):
         ({"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 0, 4, 0),)),)}, "multiple of 256"),
         ({"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 2, 0, 32),)),)}, "exceeds"),
         ({"operations": (Write(0, 2, b"abcd"),)}, "not 4-byte aligned"),
-        ({"operations": (Write(2, 0, b"x" * 20),)}, "exceeds"),
+        ({"operations": (Write(3, 0, b"x" * 20),)}, "exceeds"),
+        ({"operations": (Write(2, 0, b"x" * 4),)}, "writes buffer 2, whose usage 0x40 lacks COPY_DST"),
+        ({"operations": (Submit((Copy(2, 0, 3, 0, 4),)),)}, "usage 0x40 lacks COPY_SRC"),
+        ({"operations": (Submit((Copy(3, 0, 2, 0, 4),)),)}, "usage 0x40 lacks COPY_DST"),
+        (
+            {"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 3),)),)},
+            "binds buffer 3, whose usage 0xc lacks UNIFORM or STORAGE",
+        ),
         ({"operations": (Submit((Copy(1, 0, 1, 0, 4),)),)}, "onto itself"),
         ({"operations": (Submit((Copy(0, 0, 3, 0, 32),)),)}, "exceeds"),
         ({"operations": (Submit((Dispatch(0, 5, 1, 1, 1),)),)}, "missing pipeline or bind group"),
@@ -131,11 +203,11 @@ def test_dispatch_with_a_bind_group_of_another_pipeline_is_rejected():
 
 def test_errors_name_the_offset_and_are_invalid_argument_errors():
     data = bytearray(write_program(doubling_program()))
-    data[4] = 3  # version
+    data[4] = 4  # version
     with pytest.raises(ProgramFormatError) as info:
         read_program(bytes(data))
     assert info.value.offset == 4
-    assert "unsupported version 3" in str(info.value)
+    assert "unsupported version 4; expected 2 or 3" in str(info.value)
     assert isinstance(info.value, InvalidArgumentError) and isinstance(info.value, ValueError)
 
 
@@ -149,7 +221,7 @@ def test_trailing_bytes_and_unknown_extensions_are_rejected():
 
 
 def test_nonzero_padding_is_rejected():
-    data = bytearray(write_program(doubling_program()))
+    data = bytearray(write_program(doubling_program(), version=SEED_PROGRAM_VERSION))
     data[66] = 1  # padding after the label "test/input"
     with pytest.raises(ProgramFormatError, match="padding"):
         read_program(bytes(data))
