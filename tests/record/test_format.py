@@ -312,28 +312,97 @@ def test_input_scale_word_zero_means_one():
     "mutate, message",
     [
         (lambda w: w.__setitem__(0, 2), "unsupported config version 2"),
-        (lambda w: w.__setitem__(3, 3), "precision"),
-        (lambda w: w.__setitem__(4, 9), "kernel"),
-        (lambda w: w.__setitem__(5, 16), "unknown bits"),
         (lambda w: w.__setitem__(1, 0), "width 0"),
+        (lambda w: w.__setitem__(13, 65), "word 13 says 65 matrix configurations; at most 64"),
         (lambda w: w.__setitem__(13, 1_000_000), "matrix configurations"),
-        (lambda w: w.__setitem__(13, 1), "expected 22"),
-        (lambda w: w.__setitem__(11, 64) or w.__setitem__(12, 4), "reversed"),
-        (lambda w: w.append(0), "expected 17"),
+        (lambda w: w.__delitem__(slice(2, None)), "expected at least 3"),
     ],
 )
-def test_bad_config_words_are_rejected(mutate, message):
+def test_config_words_that_make_no_safe_program_are_rejected(mutate, message):
     w = list(words(make_config(16, 16), 0, 17))
     mutate(w)
     with pytest.raises(InvalidArgumentError, match=message):
         parse_config(struct.pack(f"<{len(w)}I", *w), denoise=False)
 
 
-def test_config_length_must_be_whole_words_and_include_denoise_words():
-    with pytest.raises(InvalidArgumentError, match="multiple of 4"):
+# oidn-webgpu's reader (program.ts, createNativeExecutor / recordDenoise) takes any words:
+# an out-of-range choice is its default, unknown feature bits are dropped, absent words
+# read as undefined (the default), extra words are ignored.
+@pytest.mark.parametrize(
+    "mutate, field, value",
+    [
+        (lambda w: w.__setitem__(3, 3), "precision", "auto"),
+        (lambda w: w.__setitem__(4, 9), "kernel", "auto"),
+        (lambda w: w.__setitem__(5, 16 | 1), "features", frozenset({"shader-f16"})),
+        (lambda w: w.__setitem__(11, 64) or w.__setitem__(12, 4), "subgroup_min_size", 64),
+        (lambda w: w.__setitem__(14, 7), "double_buffer", "off"),  # 0 default, 2 on, else off
+        (lambda w: w.__setitem__(15, 5), "accumulation", "f32"),  # 1 f16, else f32
+        (lambda w: w.__setitem__(16, 2), "sub_pixel", True),  # 1 off, else on
+        (lambda w: w.append(0), "width", 16),  # an extra word
+        (lambda w: w.__setitem__(13, 1), "matrix_configs", (MatrixConfig("f32", "f32", 0, 0, 0),)),
+        (lambda w: w.__delitem__(slice(3, None)), "max_compute_workgroup_size_x", 256),
+        (lambda w: w.__delitem__(slice(14, None)), "double_buffer", "off"),  # absent: off
+    ],
+)
+def test_config_words_are_read_as_oidn_webgpu_reads_them(mutate, field, value):
+    w = list(words(make_config(16, 16), 0, 17))
+    mutate(w)
+    config = parse_config(struct.pack(f"<{len(w)}I", *w), denoise=False)
+    assert getattr(config, field) == value
+
+
+def test_a_trailing_partial_word_is_ignored():
+    data = make_config(16, 16)
+    assert parse_config(data + b"\1\2", denoise=False) == parse_config(data, denoise=False)
+
+
+# (hdr word, transfer word) -> the curve: oidn-webgpu's `words[next + 1] === 1 ? 'log' : 'pu'`,
+# used only with hdr (LDR color gets `sanitize(col.rgb, 0, 1)` and no curve); 2..4 are ours.
+SEED_TRANSFERS = {
+    (1, 0): "default",  # PU
+    (1, 1): "log",
+    (1, 2): "linear",
+    (1, 3): "srgb",
+    (1, 4): "pu",
+    (1, 9): "default",  # PU
+    (0, 0): "default",  # no curve
+    (0, 1): "default",  # no curve: oidn-webgpu ignores the word in LDR
+    (0, 2): "linear",
+    (0, 3): "srgb",
+    (0, 4): "pu",
+    (0, 9): "default",
+    (7, 1): "default",  # hdr is `=== 1`: 7 is LDR
+}
+
+
+@pytest.mark.parametrize(("hdr", "transfer"), sorted(SEED_TRANSFERS))
+def test_transfer_words_keep_oidn_webgpu_meaning(hdr, transfer):
+    w = list(words(make_config(16, 16, denoise=True, hdr=True), 0, 21))
+    w[17], w[18] = hdr, transfer
+    options = parse_config(struct.pack("<21I", *w), denoise=True).denoise
+    assert (options.hdr, options.transfer) == (hdr == 1, SEED_TRANSFERS[hdr, transfer])
+
+
+def test_make_config_writes_oidn_curve_for_ldr_explicitly():
+    assert words(make_config(16, 16, denoise=True), 4 * 18, 1) == (3,)  # sRGB
+    assert words(make_config(16, 16, denoise=True, hdr=True), 4 * 18, 1) == (0,)  # PU
+    with pytest.raises(InvalidArgumentError, match="'log' needs hdr"):
+        make_config(16, 16, denoise=True, transfer="log")
+
+
+def test_config_length_must_hold_version_width_and_height():
+    with pytest.raises(InvalidArgumentError, match="0 whole word"):
         parse_config(b"\1\0\0", denoise=False)
-    with pytest.raises(InvalidArgumentError, match="denoise config"):
-        parse_config(make_config(16, 16), denoise=True)
+    short = parse_config(make_config(16, 16), denoise=True)  # no denoise words: defaults
+    assert short.denoise == DenoiseOptions()
+
+
+@pytest.mark.parametrize("bits", [0x7FC00000, 0x7F800000, 0xBF800000])
+def test_an_input_scale_that_is_not_finite_and_positive_is_refused(bits):
+    w = list(words(make_config(16, 16, denoise=True, hdr=True), 0, 21))
+    w[20] = bits
+    with pytest.raises(InvalidArgumentError, match="0 means 1 .oidn-webgpu's rule"):
+        parse_config(struct.pack("<21I", *w), denoise=True)
 
 
 def test_meta_frame_buffer_must_be_a_16_byte_uniform():

@@ -113,15 +113,15 @@ DenoiseSetup = DenoisePlan
 def denoise_setup(model: Any, config: RecordConfig) -> DenoisePlan:
     """The `DenoisePlan` of a denoise config (`backends.plan.plan_denoise`).
 
-    The config's transfer word replaces OIDN's choice unless it is ``default``
-    (PU for HDR, sRGB otherwise); a maximum tile edge of 0 plans the whole image
-    as one tile.
+    The config's transfer word replaces OIDN's choice; ``default`` (word 0) is
+    oidn-webgpu's: PU for HDR, no curve for LDR (`config.transfer_name`). A maximum
+    tile edge of 0 plans the whole image as one tile.
     """
     options = config.denoise
     if options is None:
         raise InvalidArgumentError("the config has no denoise words")
     if options.transfer == "default":
-        transfer = Transfer.PU if options.hdr else Transfer.SRGB
+        transfer = Transfer.PU if options.hdr else Transfer.LINEAR
     else:
         transfer = Transfer(options.transfer)
     return plan_denoise(
