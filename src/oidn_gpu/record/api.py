@@ -47,6 +47,9 @@ from oidn_gpu.record.writer import error_packet, model_packet, write_program
 RGBA_F32_BYTES = 16
 F32_BYTES = 4
 IMAGE_NAMES = ("color", "albedo", "normal")
+# The frame buffer of a denoise program: UNIFORM|COPY_DST (0x48), as oidn-webgpu's
+# ``uniformBuffer`` (native/denoise.ts); the host rewrites it per frame.
+PROGRAM_FRAME_USAGE = BufferUsage.UNIFORM | BufferUsage.COPY_DST
 _KERNEL_SETTINGS = {  # config kernel -> WgpuExecutor kernel setting
     "auto": "auto",
     "implicit-gemm": "implicit-gemm",
@@ -243,6 +246,9 @@ def record_denoise(tza: bytes, config: bytes) -> bytes:
         frame = denoiser.frame_buffer
         if frame is None or frame.data != frame_data(setup.mode.input_scale):
             raise AssertionError("the denoise did not create the expected frame uniform")
+        # The live frame uniform is also a storage buffer (the GPU autoexposure writes it);
+        # a program only binds it as a uniform, so it gets oidn-webgpu's usage.
+        frame.usage = PROGRAM_FRAME_USAGE
         program = device.to_program(
             inputs,
             output,
