@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -294,6 +296,7 @@ def test_resolved_gemm_options_and_device_facts(gpu, tiny_models):
     from oidn_gpu.kernels.gemm import (
         MAX_TILE_STORAGE_BYTES,
         GemmOptions,
+        SharedLayout,
         TilePolicy,
         default_options,
     )
@@ -303,7 +306,17 @@ def test_resolved_gemm_options_and_device_facts(gpu, tiny_models):
     for precision in ("fp32", "fp16"):
         with WgpuExecutor(model, device=gpu, precision=precision, prepare=False) as executor:
             assert isinstance(executor.gemm, GemmOptions)
-            assert executor.gemm == default_options(limits, executor.precision)
+            defaults = default_options(limits, executor.precision)
+            # oidn-web resolves the shared layout: padded-input for fp16, else padded
+            layout = defaults.shared_layout or SharedLayout(
+                "padded-input" if precision == "fp16" else "padded"
+            )
+            assert executor.gemm.shared_layout is layout
+            assert executor.gemm == dataclasses.replace(defaults, shared_layout=layout)
+            # the kernels are those of the options as given (their headers name them so)
+            given = f"shared_layout={defaults.shared_layout and defaults.shared_layout.value}"
+            gemms = [k for k in executor.kernels if k.name == "conv-igemm"]
+            assert gemms and all(given in k.source for k in gemms)
             assert executor.subgroups_available is gpu.capabilities.has_subgroups
             storage = min(
                 gpu.capabilities.max_compute_workgroup_storage_size, MAX_TILE_STORAGE_BYTES

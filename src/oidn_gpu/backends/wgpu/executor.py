@@ -133,7 +133,9 @@ class WgpuExecutor(ExecutorBase):
     Attributes:
         precision: the resolved precision.
         gemm: the GEMM options in effect (the caller's, else the device's defaults,
-            `kernels.gemm.default_options`); frozen.
+            `kernels.gemm.default_options`), resolved for the precision (``shared_layout``
+            ``None`` becomes ``padded-input`` in fp16, else ``padded``, as oidn-web's
+            ``executor.gemm``); frozen. The kernels' headers name the options as given.
         subgroups_available: whether the device has the ``subgroup`` feature (the
             subgroup conv runs only then).
         max_spatial_input_blocks: the most input vec4 blocks the spatial conv's halo
@@ -165,10 +167,10 @@ class WgpuExecutor(ExecutorBase):
         self.precision = resolve_precision(self._device, precision)
         self.kernel_setting = kernel_choice.validate_kernel(kernel)
         limits = kernel_choice.device_limits(self._device.capabilities)
-        # The GEMM options in effect: the caller's, or this device's defaults; frozen.
-        self.gemm: GemmOptions = kernel_choice.validate_gemm(gemm) or default_options(
-            limits, self.precision
-        )
+        # The GEMM options the kernels are made with: the caller's, or this device's defaults.
+        self._gemm = kernel_choice.validate_gemm(gemm) or default_options(limits, self.precision)
+        # The same, resolved for this precision (as oidn-web's `executor.gemm`); frozen.
+        self.gemm: GemmOptions = self._gemm.resolved(self.precision)
         # What the kernel choice knows of the device (read-only)
         self.subgroups_available = bool(limits.subgroups)
         self.max_spatial_input_blocks = conv_spatial.max_input_blocks(self.precision, limits)
@@ -197,7 +199,7 @@ class WgpuExecutor(ExecutorBase):
                 self._device.capabilities,
                 precision=self.precision,
                 kernel=self.kernel_setting,
-                gemm=self.gemm,
+                gemm=self._gemm,
             )
             self._warn_forced_fallbacks(gemm)
             nodes.upload_weights(
