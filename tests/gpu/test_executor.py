@@ -377,3 +377,28 @@ def test_weight_buffers_view(tiny_models, precision):
         view["x"] = None  # type: ignore[index]
     executor.close()
     assert len(executor.weight_buffers) == 0
+
+
+def test_prepare_compiles_the_pack_and_unpack_kernels_so_no_execution_compiles(tiny_models):
+    """As oidn-web's ``prepare``: the input-pack kernel (`run`, `execute_buffers`) and the
+    output-unpack kernel (`execute_buffers` into a dense output) compile with the network."""
+    from oidn_gpu.backends.wgpu.device import open_device
+
+    model = tiny_models["tiny_base_ic3"]
+    device = open_device(None)  # its own pipeline cache: nothing compiled by other tests
+    try:
+        with WgpuExecutor(model, device=device, precision="fp32") as executor:
+            cache = executor.pipeline_cache
+            compiled = len(cache)
+            assert compiled == len(set(k.key for k in executor.kernels)) + 2
+            x = _input(model, 16, 16)
+            executor.run(x)
+            source = device.create_buffer_with_data(
+                "test/in", np.ascontiguousarray(x.transpose(1, 2, 0)), STORAGE_USAGE
+            )
+            out = device.create_buffer("test/out", 16 * 16 * 3 * 4, STORAGE_USAGE)
+            executor.execute_buffers(source, 16, 16, output=out)
+            device.wait_idle()
+            assert len(cache) == compiled
+    finally:
+        device.close()

@@ -173,7 +173,9 @@ def _recording(tza: bytes, config_bytes: bytes, *, denoise: bool) -> tuple[Any, 
     config = parse_config(config_bytes, denoise=denoise)
     model = _load_model(tza)
     device = RecordingDevice(recording_capabilities(config))
-    executor = WgpuExecutor(model, device=device, **_executor_options(config))
+    # No `prepare()`: a program holds the pipelines its operations use (prepare would add
+    # the unused input-pack and output-unpack kernels); each compiles on first use.
+    executor = WgpuExecutor(model, device=device, prepare=False, **_executor_options(config))
     # the uploaded weights and biases, in upload order (the program's META lists them)
     weights = tuple(
         buffer

@@ -67,6 +67,7 @@ from oidn_gpu.kernels.spec import Kernel, Precision
 DEFAULT_SHAPE_CACHE_SIZE = 2
 # The profile's name of the pass that packs a dense input (`run`, `execute_buffers`).
 INPUT_PACK = "input-pack"
+OUTPUT_UNPACK = "output-unpack"  # `execute_buffers` into a caller's dense output
 # The network output: one vec4<f32> per pixel (RGB and a zero lane).
 OUTPUT_PIXEL_BYTES = 16
 
@@ -273,13 +274,15 @@ class WgpuExecutor(ExecutorBase):
         return MappingProxyType(nodes.weight_buffers(self._nodes))
 
     def prepare(self) -> None:
-        """Compile every shape-independent kernel now, concurrently.
+        """Compile every shape-independent kernel now, concurrently: the network's, and the
+        input-pack and output-unpack kernels of `run` and `execute_buffers` (as oidn-web's
+        ``prepare``), so that no execution compiles.
 
         Raises:
             ShaderCompileError: a kernel does not compile.
         """
         self._check_open()
-        kernels = list(self.kernels)
+        kernels = [*self.kernels, self._io_kernel(INPUT_PACK), self._io_kernel(OUTPUT_UNPACK)]
         self._cache.prepare(kernels, shader_checks=self.shader_checks)
 
     def info(self) -> WgpuExecutorInfo:
@@ -420,7 +423,7 @@ class WgpuExecutor(ExecutorBase):
         result = self._encode(encoder, shape_plan, pack_from=input)
         if output is not None:
             self._check_buffer(output, height * width * self.output_channels * 4, "output")
-            self._encode_io(encoder, shape_plan, "output-unpack", [result, output])
+            self._encode_io(encoder, shape_plan, OUTPUT_UNPACK, [result, output])
             result = output
         self._device.submit([encoder.finish()])
         return result
