@@ -201,7 +201,8 @@ def test_a_dispatch_of_65535_cubed_is_refused_before_anything_runs(corpus):
     i, j = _dispatches(base)[0]
     op = base.operations[i]
     command = dataclasses.replace(op.commands[j], x=65535, y=65535, z=65535)
-    ops = base.operations[:i] + (Submit((command, *op.commands[j + 1 :])),) + base.operations[i + 1 :]
+    submit = Submit((command, *op.commands[j + 1 :]))
+    ops = (*base.operations[:i], submit, *base.operations[i + 1 :])
     data = write_program(dataclasses.replace(base, operations=ops))
     with pytest.raises(ProgramFormatError, match=r"\(65535, 65535, 65535\) = 281462092005375"):
         read_program(data)
