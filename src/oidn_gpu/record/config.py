@@ -34,8 +34,9 @@ word are ignored, unknown feature bits are dropped, and an out-of-range choice
 word takes oidn-webgpu's default for it. Only what would make a wrong or
 unbounded program is refused, naming the word and oidn-webgpu's rule: a version
 other than 1, a missing or out-of-range width or height, more than
-`MAX_MATRIX_CONFIGS` matrix configurations, kernel 3 (at recording), and an
-input scale that is not a finite positive float32.
+`MAX_MATRIX_CONFIGS` matrix configurations, a maxComputeWorkgroupsPerDimension
+of 0, kernel 3 (at recording), and an input scale that is not a finite positive
+float32.
 
 This port has no subgroup-matrix kernels: kernel 3 is rejected, and the matrix
 configurations and options are validated and kept but do not change the program.
@@ -196,6 +197,11 @@ def _check_config(c: RecordConfig) -> None:
         _choice("feature", f, tuple(FEATURE_BITS))
     for name in (*DEFAULT_LIMITS, "subgroup_min_size", "subgroup_max_size"):
         _check_word(name, getattr(c, name))
+    if c.max_compute_workgroups_per_dimension == 0:
+        raise InvalidArgumentError(
+            "config word 10 (maxComputeWorkgroupsPerDimension) is 0; expected at least 1 "
+            "(WebGPU guarantees 65535): nothing could be dispatched"
+        )
     if len(c.matrix_configs) > MAX_MATRIX_CONFIGS:
         raise InvalidArgumentError(
             f"config has {len(c.matrix_configs)} matrix configurations; at most "
