@@ -24,6 +24,7 @@ from oidn_gpu.record import make_config
 from oidn_gpu.record.api import record_denoise
 from oidn_gpu.record.format import (
     MAX_DISPATCH_WORKGROUPS,
+    MAX_PROGRAM_WORKGROUPS,
     SEED_PROGRAM_VERSION,
     BindGroupDesc,
     BindingDesc,
@@ -217,6 +218,7 @@ def test_a_zero_dispatch_is_refused(corpus):
 
 def test_the_program_wide_workgroup_bound_is_enforced():
     base = doubling_program()
+    count = MAX_PROGRAM_WORKGROUPS // MAX_DISPATCH_WORKGROUPS + 1  # 2^26 workgroups each
     big = dataclasses.replace(
         base,
         buffers=tuple(dataclasses.replace(b, byte_size=1 << 28) for b in base.buffers[:2])
@@ -224,9 +226,10 @@ def test_the_program_wide_workgroup_bound_is_enforced():
         bind_groups=(
             BindGroupDesc(0, 0, (BindingDesc(0, 0), BindingDesc(1, 1), BindingDesc(2, 2, 0, 16))),
         ),
-        operations=(Submit((Dispatch(0, 0, 1 << 13, 1 << 13, 1),) * 17),),
+        operations=(Submit((Dispatch(0, 0, 1 << 13, 1 << 13, 1),) * count),),
     )
-    with pytest.raises(ProgramFormatError, match="a program runs at most 1073741824"):
+    expected = f"a program runs at most {MAX_PROGRAM_WORKGROUPS}"
+    with pytest.raises(ProgramFormatError, match=expected):
         read_program(write_program(big))
 
 
