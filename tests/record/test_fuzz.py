@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oidn_gpu.record.format import PROGRAM_MAGIC, Program, ProgramFormatError
+from oidn_gpu.record.format import PROGRAM_MAGIC, PROGRAM_VERSIONS, Program, ProgramFormatError
 from oidn_gpu.record.reader import read_model_packet, read_program
 from oidn_gpu.record.writer import write_program
 
@@ -56,7 +56,8 @@ def test_random_byte_flips_are_rejected_or_parse_to_a_valid_program(flips):
 @given(st.binary(max_size=512))
 def test_random_bytes_are_rejected(data):
     parse_or_reject(data)
-    parse_or_reject(struct.pack("<2I", PROGRAM_MAGIC, 2) + data)
+    for version in PROGRAM_VERSIONS:
+        parse_or_reject(struct.pack("<2I", PROGRAM_MAGIC, version) + data)
     with contextlib.suppress(ProgramFormatError):
         read_model_packet(data)
 
