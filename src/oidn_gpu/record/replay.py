@@ -59,8 +59,8 @@ from oidn_gpu.record.reader import read_program, validate_program
 from oidn_gpu.record.summary import frame_input_scale
 
 _BIND_GROUP_CACHE_SIZE = 4
-# The default wall-clock limit of one run: a 4096x4096 denoise takes seconds on a GPU and
-# about a minute on a CPU adapter (lavapipe); a program that runs longer is refused.
+# The default wall-clock limit of one run, far above what a recorded denoise takes; a
+# program that runs longer stops with `DeadlineExceededError` (deadline_s=None: no limit).
 DEFAULT_DEADLINE_S = 600.0
 # A run waits for the GPU (and checks its deadline) after this many workgroups submitted.
 SYNC_WORKGROUPS = 1 << 20
