@@ -39,7 +39,7 @@ of 0, kernel 3 (at recording), and an input scale that is not a finite positive
 float32.
 
 This port has no subgroup-matrix kernels: kernel 3 is rejected, and the matrix
-configurations and options are validated and kept but do not change the program.
+configurations and options are read and kept but do not change the program.
 """
 
 from __future__ import annotations
@@ -94,7 +94,11 @@ class MatrixConfig:
 
 @dataclass(frozen=True)
 class DenoiseOptions:
-    """The denoise part of a config: what one whole denoise does."""
+    """The denoise part of a config: what one whole denoise does.
+
+    ``transfer`` is a `TRANSFERS` name; ``"default"`` is word 0, oidn-webgpu's meaning:
+    PU with hdr, no curve without (`make_config` writes ``"srgb"`` for OIDN's LDR curve).
+    """
 
     hdr: bool = False
     transfer: str = "default"

@@ -320,23 +320,16 @@ def _read_meta(r: ByteReader) -> ProgramMeta:
 
 
 def validate_program(p: Program) -> None:
-    """Check every reference and range of a program value.
+    """Check every reference, range, usage and work bound of a program value.
 
     Raises:
         ProgramFormatError: the first inconsistency found.
     """
-    nb = len(p.buffers)
-
-    def buffer_id(value: int, what: str) -> int:
-        if value >= nb:
-            raise ProgramFormatError(f"{what} refers to buffer {value} but there are {nb}")
-        return value
-
     for i, b in enumerate(p.inputs):
-        buffer_id(b, f"input {i}")
+        _buffer_id(p, b, f"input {i}")
     if len(set(p.inputs)) != len(p.inputs):
         raise ProgramFormatError("an input buffer is listed twice")
-    buffer_id(p.output, "the output")
+    _buffer_id(p, p.output, "the output")
     if p.output in p.inputs:
         raise ProgramFormatError(f"the output buffer {p.output} is also an input")
     for i, pipe in enumerate(p.pipelines):
@@ -345,67 +338,12 @@ def validate_program(p: Program) -> None:
                 f"pipeline {i} refers to shader {pipe.shader} but there are {len(p.shaders)}"
             )
     for i, g in enumerate(p.bind_groups):
-        if g.pipeline >= len(p.pipelines):
-            raise ProgramFormatError(
-                f"bind group {i} refers to pipeline {g.pipeline} but there are {len(p.pipelines)}"
-            )
-        if g.group >= MAX_BIND_GROUPS:
-            raise ProgramFormatError(f"bind group {i} has group index {g.group}; expected < 4")
-        seen = set()
-        for j, e in enumerate(g.entries):
-            what = f"bind group {i} entry {j}"
-            if e.binding > MAX_BINDING_INDEX or e.binding in seen:
-                raise ProgramFormatError(f"{what} has a duplicate or huge binding {e.binding}")
-            seen.add(e.binding)
-            size = p.buffers[buffer_id(e.buffer, what)].byte_size
-            _check_usage(p, e.buffer, BufferUsage.STORAGE | BufferUsage.UNIFORM, what, "binds")
-            if e.byte_offset % STORAGE_OFFSET_ALIGNMENT or e.byte_offset >= size:
-                raise ProgramFormatError(
-                    f"{what} offset {e.byte_offset} is not a multiple of 256 inside the buffer"
-                )
-            if e.byte_size % 4 or e.byte_offset + e.byte_size > size:
-                raise ProgramFormatError(
-                    f"{what} range {e.byte_offset}+{e.byte_size} is unaligned or exceeds the "
-                    f"buffer's {size} bytes"
-                )
-    bound = [_bound_bytes(p, g) for g in p.bind_groups]
-    total = 0
-    for i, op in enumerate(p.operations):
-        if isinstance(op, Write):
-            what = f"operation {i} (write)"
-            size = p.buffers[buffer_id(op.buffer, what)].byte_size
-            _check_usage(p, op.buffer, BufferUsage.COPY_DST, what, "writes")
-            _check_range(what, op.byte_offset, len(op.data), size)
-            continue
-        for j, c in enumerate(op.commands):
-            what = f"operation {i} command {j}"
-            if isinstance(c, Dispatch):
-                if c.pipeline >= len(p.pipelines) or c.bind_group >= len(p.bind_groups):
-                    raise ProgramFormatError(f"{what} refers to a missing pipeline or bind group")
-                if p.bind_groups[c.bind_group].pipeline != c.pipeline:
-                    raise ProgramFormatError(
-                        f"{what} uses bind group {c.bind_group}, which was made for pipeline "
-                        f"{p.bind_groups[c.bind_group].pipeline}, with pipeline {c.pipeline}"
-                    )
-                total += _check_dispatch(what, c, bound[c.bind_group])
-                if total > MAX_PROGRAM_WORKGROUPS:
-                    raise ProgramFormatError(
-                        f"the dispatches up to {what} run {total} workgroups; a program runs at "
-                        f"most {MAX_PROGRAM_WORKGROUPS}"
-                    )
-            else:
-                src = p.buffers[buffer_id(c.source, what)].byte_size
-                dst = p.buffers[buffer_id(c.destination, what)].byte_size
-                if c.source == c.destination:
-                    raise ProgramFormatError(f"{what} copies a buffer onto itself")
-                _check_usage(p, c.source, BufferUsage.COPY_SRC, what, "copies from")
-                _check_usage(p, c.destination, BufferUsage.COPY_DST, what, "copies into")
-                _check_range(f"{what} source", c.source_offset, c.byte_size, src)
-                _check_range(f"{what} destination", c.destination_offset, c.byte_size, dst)
+        _validate_bind_group(p, i, g)
+    _validate_operations(p)
     meta = p.meta
     if meta is not None:
         if meta.frame_buffer is not None:
-            frame = p.buffers[buffer_id(meta.frame_buffer, "the META frame buffer")]
+            frame = p.buffers[_buffer_id(p, meta.frame_buffer, "the META frame buffer")]
             if not frame.usage & BufferUsage.UNIFORM or frame.byte_size < FRAME_BYTES:
                 raise ProgramFormatError(
                     f"the META frame buffer {meta.frame_buffer} must be a UNIFORM buffer of at "
@@ -414,7 +352,82 @@ def validate_program(p: Program) -> None:
             if meta.frame_buffer in p.inputs or meta.frame_buffer == p.output:
                 raise ProgramFormatError("the META frame buffer is also an input or the output")
         for i, b in enumerate(meta.weight_buffers):
-            buffer_id(b, f"META weight buffer {i}")
+            _buffer_id(p, b, f"META weight buffer {i}")
+
+
+def _buffer_id(p: Program, value: int, what: str) -> int:
+    if value >= len(p.buffers):
+        raise ProgramFormatError(
+            f"{what} refers to buffer {value} but there are {len(p.buffers)}"
+        )
+    return value
+
+
+def _validate_bind_group(p: Program, i: int, g: BindGroupDesc) -> None:
+    if g.pipeline >= len(p.pipelines):
+        raise ProgramFormatError(
+            f"bind group {i} refers to pipeline {g.pipeline} but there are {len(p.pipelines)}"
+        )
+    if g.group >= MAX_BIND_GROUPS:
+        raise ProgramFormatError(f"bind group {i} has group index {g.group}; expected < 4")
+    seen = set()
+    for j, e in enumerate(g.entries):
+        what = f"bind group {i} entry {j}"
+        if e.binding > MAX_BINDING_INDEX or e.binding in seen:
+            raise ProgramFormatError(f"{what} has a duplicate or huge binding {e.binding}")
+        seen.add(e.binding)
+        size = p.buffers[_buffer_id(p, e.buffer, what)].byte_size
+        _check_usage(p, e.buffer, BufferUsage.STORAGE | BufferUsage.UNIFORM, what, "binds")
+        if e.byte_offset % STORAGE_OFFSET_ALIGNMENT or e.byte_offset >= size:
+            raise ProgramFormatError(
+                f"{what} offset {e.byte_offset} is not a multiple of 256 inside the buffer"
+            )
+        if e.byte_size % 4 or e.byte_offset + e.byte_size > size:
+            raise ProgramFormatError(
+                f"{what} range {e.byte_offset}+{e.byte_size} is unaligned or exceeds the "
+                f"buffer's {size} bytes"
+            )
+
+
+def _validate_operations(p: Program) -> None:
+    bound = [_bound_bytes(p, g) for g in p.bind_groups]
+    total = 0
+    for i, op in enumerate(p.operations):
+        if isinstance(op, Write):
+            what = f"operation {i} (write)"
+            size = p.buffers[_buffer_id(p, op.buffer, what)].byte_size
+            _check_usage(p, op.buffer, BufferUsage.COPY_DST, what, "writes")
+            _check_range(what, op.byte_offset, len(op.data), size)
+            continue
+        for j, c in enumerate(op.commands):
+            what = f"operation {i} command {j}"
+            if isinstance(c, Copy):
+                _validate_copy(p, what, c)
+                continue
+            if c.pipeline >= len(p.pipelines) or c.bind_group >= len(p.bind_groups):
+                raise ProgramFormatError(f"{what} refers to a missing pipeline or bind group")
+            if p.bind_groups[c.bind_group].pipeline != c.pipeline:
+                raise ProgramFormatError(
+                    f"{what} uses bind group {c.bind_group}, which was made for pipeline "
+                    f"{p.bind_groups[c.bind_group].pipeline}, with pipeline {c.pipeline}"
+                )
+            total += _check_dispatch(what, c, bound[c.bind_group])
+            if total > MAX_PROGRAM_WORKGROUPS:
+                raise ProgramFormatError(
+                    f"the dispatches up to {what} run {total} workgroups; a program runs at "
+                    f"most {MAX_PROGRAM_WORKGROUPS}"
+                )
+
+
+def _validate_copy(p: Program, what: str, c: Copy) -> None:
+    src = p.buffers[_buffer_id(p, c.source, what)].byte_size
+    dst = p.buffers[_buffer_id(p, c.destination, what)].byte_size
+    if c.source == c.destination:
+        raise ProgramFormatError(f"{what} copies a buffer onto itself")
+    _check_usage(p, c.source, BufferUsage.COPY_SRC, what, "copies from")
+    _check_usage(p, c.destination, BufferUsage.COPY_DST, what, "copies into")
+    _check_range(f"{what} source", c.source_offset, c.byte_size, src)
+    _check_range(f"{what} destination", c.destination_offset, c.byte_size, dst)
 
 
 def _check_usage(p: Program, buffer: int, usage: int, what: str, verb: str) -> None:

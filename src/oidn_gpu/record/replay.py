@@ -340,16 +340,7 @@ class Replayer:
             queue.write_buffer(self._buffers[self._frame], 0, frame)
             self._frame_data = frame
         deadline = _Deadline(self._gpu, self.deadline_s)
-        for i, op in enumerate(p.operations):
-            try:
-                if isinstance(op, Write):
-                    queue.write_buffer(buffers[op.buffer], op.byte_offset, op.data)
-                else:
-                    queue.submit([self._encode(op, buffers, groups)])
-            except Exception as err:  # wgpu's validation errors name what the device refused
-                raise ProgramFormatError(f"the device refused operation {i}: {err}") from None
-            if isinstance(op, Submit):
-                deadline.submitted(op)
+        self._run_operations(buffers, groups, deadline)
         result = buffers[p.output]
         if copy_to is not None:
             encoder = self._raw.create_command_encoder(label="oidn/replay/output")
@@ -360,6 +351,20 @@ class Replayer:
             deadline.wait()
             return self.read_output()
         return result
+
+    def _run_operations(self, buffers: list[Any], groups: list[Any], deadline: _Deadline) -> None:
+        """The program's operations in order, on ``buffers`` and ``groups``."""
+        queue = self._raw.queue
+        for i, op in enumerate(self.program.operations):
+            try:
+                if isinstance(op, Write):
+                    queue.write_buffer(buffers[op.buffer], op.byte_offset, op.data)
+                else:
+                    queue.submit([self._encode(op, buffers, groups)])
+            except Exception as err:  # wgpu's validation errors name what the device refused
+                raise ProgramFormatError(f"the device refused operation {i}: {err}") from None
+            if isinstance(op, Submit):
+                deadline.submitted(op)
 
     def read_output(self) -> np.ndarray:
         """Read the program's own output buffer back as float32 (waits for the GPU)."""
