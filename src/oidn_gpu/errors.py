@@ -47,6 +47,10 @@ class CancelledError(OIDNGPUError, RuntimeError):
     code = 6
 
 
+class DeadlineExceededError(CancelledError, TimeoutError):
+    """Work ran past its wall-clock deadline (a replayed program); OIDN_ERROR_CANCELLED."""
+
+
 class WeightsFormatError(InvalidArgumentError):
     """A ``.tza`` blob is malformed or does not match a known U-Net descriptor."""
 

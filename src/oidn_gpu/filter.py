@@ -451,7 +451,7 @@ class Denoiser:
             `oidn_gpu.backends.wgpu.backend.WgpuOptions`).
         **options: the backend's options as keywords, validated by its ``Options`` when
             the denoiser is built (wgpu: ``precision`` ``"auto"``/``"fp16"``/``"fp32"``,
-            ``kernel``, ``gemm``, ``device``; reference: ``precision`` ``"fp32"``,
+            ``kernel``, ``gemm``, ``device``, ``conv_pool``; reference: ``precision`` ``"fp32"``,
             ``threads``, OIDN's ``numThreads``). An
             option of another backend is an error, also when ``"auto"`` picked this
             one; a ``device`` with ``backend="auto"`` asks for wgpu on that device.

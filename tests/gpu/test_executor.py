@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -294,6 +296,7 @@ def test_resolved_gemm_options_and_device_facts(gpu, tiny_models):
     from oidn_gpu.kernels.gemm import (
         MAX_TILE_STORAGE_BYTES,
         GemmOptions,
+        SharedLayout,
         TilePolicy,
         default_options,
     )
@@ -303,7 +306,17 @@ def test_resolved_gemm_options_and_device_facts(gpu, tiny_models):
     for precision in ("fp32", "fp16"):
         with WgpuExecutor(model, device=gpu, precision=precision, prepare=False) as executor:
             assert isinstance(executor.gemm, GemmOptions)
-            assert executor.gemm == default_options(limits, executor.precision)
+            defaults = default_options(limits, executor.precision)
+            # oidn-web resolves the shared layout: padded-input for fp16, else padded
+            layout = defaults.shared_layout or SharedLayout(
+                "padded-input" if precision == "fp16" else "padded"
+            )
+            assert executor.gemm.shared_layout is layout
+            assert executor.gemm == dataclasses.replace(defaults, shared_layout=layout)
+            # the kernels are those of the options as given (their headers name them so)
+            given = f"shared_layout={defaults.shared_layout and defaults.shared_layout.value}"
+            gemms = [k for k in executor.kernels if k.name == "conv-igemm"]
+            assert gemms and all(given in k.source for k in gemms)
             assert executor.subgroups_available is gpu.capabilities.has_subgroups
             storage = min(
                 gpu.capabilities.max_compute_workgroup_storage_size, MAX_TILE_STORAGE_BYTES
@@ -364,3 +377,28 @@ def test_weight_buffers_view(tiny_models, precision):
         view["x"] = None  # type: ignore[index]
     executor.close()
     assert len(executor.weight_buffers) == 0
+
+
+def test_prepare_compiles_the_pack_and_unpack_kernels_so_no_execution_compiles(tiny_models):
+    """As oidn-web's ``prepare``: the input-pack kernel (`run`, `execute_buffers`) and the
+    output-unpack kernel (`execute_buffers` into a dense output) compile with the network."""
+    from oidn_gpu.backends.wgpu.device import open_device
+
+    model = tiny_models["tiny_base_ic3"]
+    device = open_device(None)  # its own pipeline cache: nothing compiled by other tests
+    try:
+        with WgpuExecutor(model, device=device, precision="fp32") as executor:
+            cache = executor.pipeline_cache
+            compiled = len(cache)
+            assert compiled == len(set(k.key for k in executor.kernels)) + 2
+            x = _input(model, 16, 16)
+            executor.run(x)
+            source = device.create_buffer_with_data(
+                "test/in", np.ascontiguousarray(x.transpose(1, 2, 0)), STORAGE_USAGE
+            )
+            out = device.create_buffer("test/out", 16 * 16 * 3 * 4, STORAGE_USAGE)
+            executor.execute_buffers(source, 16, 16, output=out)
+            device.wait_idle()
+            assert len(cache) == compiled
+    finally:
+        device.close()

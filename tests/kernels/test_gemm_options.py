@@ -254,6 +254,13 @@ def test_final_layer_variants_fit_the_workgroup_storage() -> None:
         conv_spatial.generate(wide, pixels=4)
     with pytest.raises(InvalidArgumentError, match="allowed values: 1, 2, 4"):
         conv_spatial.generate(wide, pixels=3)
+    # shared-input-weights keeps the weights cached or runs the direct conv (oidn-webgpu):
+    # 4 padded pixels with weights do not fit, 2 do; 112 channels fit without cached weights
+    assert final_rgb.resolve(fp32, both, h200, 4, "padded") == FinalVariant(both, 2, True)
+    widest = ConvSpec.simple(112, 3, Precision.FP32, relu=False, out_precision=Precision.FP32)
+    assert final_rgb.resolve(widest, both, big, 4) == FinalVariant(FinalLayer.DIRECT)
+    assert final_rgb.generate(widest, both, big, pixels=4).name == "conv-direct"
+    assert final_rgb.resolve(widest, auto, big) == FinalVariant(FinalLayer.SHARED_INPUT)
     # nothing fits: the direct conv
     tiny = DeviceLimits(max_workgroup_storage_bytes=4096)
     assert final_rgb.resolve(fp32, auto, tiny, 4) == FinalVariant(FinalLayer.DIRECT)

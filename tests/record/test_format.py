@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,9 @@ from oidn_gpu.record.format import (
     ERROR_MAGIC,
     META_MAGIC,
     PROGRAM_MAGIC,
+    PROGRAM_VERSION,
+    SECTIONS,
+    SEED_PROGRAM_VERSION,
     BindGroupDesc,
     BindingDesc,
     Copy,
@@ -37,6 +41,8 @@ from oidn_gpu.record.writer import error_packet, model_packet, write_program
 from .programs import DOUBLE_WGSL, doubling_program
 
 TINY_PROGRAM = Path(__file__).resolve().parents[1] / "data" / "program_tiny.oidnp"
+# The same program as oidn-web writes it (version 2, no checksums).
+TINY_PROGRAM_V2 = TINY_PROGRAM.with_name("program_tiny_v2.oidnp")
 
 
 def words(data: bytes, start: int, count: int) -> tuple[int, ...]:
@@ -59,7 +65,7 @@ def test_program_without_meta_round_trips_and_is_shorter():
 
 
 def test_header_words_follow_seed_004():
-    data = write_program(doubling_program())
+    data = write_program(doubling_program(), version=SEED_PROGRAM_VERSION)
     # magic, version, input count, input ids, output id, external, width, height, channels
     assert words(data, 0, 9) == (PROGRAM_MAGIC, 2, 1, 0, 1, 1, 4, 4, 4)
     assert data[:4] == b"OIDN"
@@ -87,6 +93,66 @@ def test_tiny_program_file_matches_the_writer_byte_for_byte():
     )
 
 
+def test_version_2_files_still_read_and_write_byte_for_byte():
+    old = TINY_PROGRAM_V2.read_bytes()
+    assert words(old, 0, 2) == (PROGRAM_MAGIC, SEED_PROGRAM_VERSION)
+    assert read_program(old) == doubling_program()
+    assert write_program(doubling_program(), version=SEED_PROGRAM_VERSION) == old
+
+
+def test_version_3_follows_every_section_with_its_crc32():
+    program = doubling_program()
+    old, new = write_program(program, version=SEED_PROGRAM_VERSION), write_program(program)
+    assert words(new, 0, 2) == (PROGRAM_MAGIC, PROGRAM_VERSION)
+    # 7 sections (header, buffers, shaders, pipelines, bind groups, operations, META)
+    assert len(new) == len(old) + 7 * 4
+    header = bytearray(old[:36])
+    header[4] = PROGRAM_VERSION
+    assert words(new, 36, 1) == (zlib.crc32(bytes(header)),)
+    # META: 7 words and 1 weight buffer id
+    assert words(new, len(new) - 4, 1) == (zlib.crc32(old[-4 * 8 :]),)
+
+
+@pytest.mark.parametrize("section", range(7))
+def test_a_wrong_checksum_is_refused_naming_its_section(section):
+    data = bytearray(write_program(doubling_program()))
+    at = _section_ends(bytes(data))[section]
+    data[at] ^= 1
+    with pytest.raises(ProgramFormatError, match="the file is corrupt") as info:
+        read_program(bytes(data))
+    assert f"the {SECTIONS[section]} section" in str(info.value) and info.value.offset == at
+
+
+def _section_ends(data: bytes) -> list[int]:
+    """Byte offsets of the 7 checksums of a version 3 file (found by trying each word)."""
+    ends, start = [], 0
+    for at in range(4, len(data), 4):
+        if len(ends) < 7 and words(data, at, 1) == (zlib.crc32(data[start:at]),):
+            ends.append(at)
+            start = at + 4
+    assert len(ends) == 7
+    return ends
+
+
+def test_zeroed_buffer_data_is_refused_as_corrupt():
+    """A version 2 file with zeroed weights reads as a valid program; version 3 refuses it."""
+    params = struct.pack("<4I", 64, 0, 0, 0)  # the doubling program's initial data
+    for version, refused in ((SEED_PROGRAM_VERSION, False), (PROGRAM_VERSION, True)):
+        data = write_program(doubling_program(), version=version)
+        zeroed = data.replace(params, bytes(len(params)))
+        assert zeroed != data
+        if not refused:
+            assert read_program(zeroed).buffers[2].data == bytes(16)
+            continue
+        with pytest.raises(ProgramFormatError, match="the buffers section .* corrupt"):
+            read_program(zeroed)
+
+
+def test_unknown_write_version_is_an_error():
+    with pytest.raises(InvalidArgumentError, match="unknown program version 4"):
+        write_program(doubling_program(), version=4)
+
+
 def _replace(program, **changes):
     return dataclasses.replace(program, **changes)
 
@@ -106,7 +172,14 @@ def _replace(program, **changes):
         ({"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 0, 4, 0),)),)}, "multiple of 256"),
         ({"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 2, 0, 32),)),)}, "exceeds"),
         ({"operations": (Write(0, 2, b"abcd"),)}, "not 4-byte aligned"),
-        ({"operations": (Write(2, 0, b"x" * 20),)}, "exceeds"),
+        ({"operations": (Write(3, 0, b"x" * 20),)}, "exceeds"),
+        ({"operations": (Write(2, 0, b"x" * 4),)}, "writes buffer 2, whose usage 0x40 lacks"),
+        ({"operations": (Submit((Copy(2, 0, 3, 0, 4),)),)}, "usage 0x40 lacks COPY_SRC"),
+        ({"operations": (Submit((Copy(3, 0, 2, 0, 4),)),)}, "usage 0x40 lacks COPY_DST"),
+        (
+            {"bind_groups": (BindGroupDesc(0, 0, (BindingDesc(0, 3),)),)},
+            "binds buffer 3, whose usage 0xc lacks UNIFORM or STORAGE",
+        ),
         ({"operations": (Submit((Copy(1, 0, 1, 0, 4),)),)}, "onto itself"),
         ({"operations": (Submit((Copy(0, 0, 3, 0, 32),)),)}, "exceeds"),
         ({"operations": (Submit((Dispatch(0, 5, 1, 1, 1),)),)}, "missing pipeline or bind group"),
@@ -131,11 +204,11 @@ def test_dispatch_with_a_bind_group_of_another_pipeline_is_rejected():
 
 def test_errors_name_the_offset_and_are_invalid_argument_errors():
     data = bytearray(write_program(doubling_program()))
-    data[4] = 3  # version
+    data[4] = 4  # version
     with pytest.raises(ProgramFormatError) as info:
         read_program(bytes(data))
     assert info.value.offset == 4
-    assert "unsupported version 3" in str(info.value)
+    assert "unsupported version 4; expected 2 or 3" in str(info.value)
     assert isinstance(info.value, InvalidArgumentError) and isinstance(info.value, ValueError)
 
 
@@ -149,7 +222,7 @@ def test_trailing_bytes_and_unknown_extensions_are_rejected():
 
 
 def test_nonzero_padding_is_rejected():
-    data = bytearray(write_program(doubling_program()))
+    data = bytearray(write_program(doubling_program(), version=SEED_PROGRAM_VERSION))
     data[66] = 1  # padding after the label "test/input"
     with pytest.raises(ProgramFormatError, match="padding"):
         read_program(bytes(data))
@@ -240,28 +313,97 @@ def test_input_scale_word_zero_means_one():
     "mutate, message",
     [
         (lambda w: w.__setitem__(0, 2), "unsupported config version 2"),
-        (lambda w: w.__setitem__(3, 3), "precision"),
-        (lambda w: w.__setitem__(4, 9), "kernel"),
-        (lambda w: w.__setitem__(5, 16), "unknown bits"),
         (lambda w: w.__setitem__(1, 0), "width 0"),
+        (lambda w: w.__setitem__(13, 65), "word 13 says 65 matrix configurations; at most 64"),
         (lambda w: w.__setitem__(13, 1_000_000), "matrix configurations"),
-        (lambda w: w.__setitem__(13, 1), "expected 22"),
-        (lambda w: w.__setitem__(11, 64) or w.__setitem__(12, 4), "reversed"),
-        (lambda w: w.append(0), "expected 17"),
+        (lambda w: w.__delitem__(slice(2, None)), "expected at least 3"),
     ],
 )
-def test_bad_config_words_are_rejected(mutate, message):
+def test_config_words_that_make_no_safe_program_are_rejected(mutate, message):
     w = list(words(make_config(16, 16), 0, 17))
     mutate(w)
     with pytest.raises(InvalidArgumentError, match=message):
         parse_config(struct.pack(f"<{len(w)}I", *w), denoise=False)
 
 
-def test_config_length_must_be_whole_words_and_include_denoise_words():
-    with pytest.raises(InvalidArgumentError, match="multiple of 4"):
+# oidn-webgpu's reader (program.ts, createNativeExecutor / recordDenoise) takes any words:
+# an out-of-range choice is its default, unknown feature bits are dropped, absent words
+# read as undefined (the default), extra words are ignored.
+@pytest.mark.parametrize(
+    "mutate, field, value",
+    [
+        (lambda w: w.__setitem__(3, 3), "precision", "auto"),
+        (lambda w: w.__setitem__(4, 9), "kernel", "auto"),
+        (lambda w: w.__setitem__(5, 16 | 1), "features", frozenset({"shader-f16"})),
+        (lambda w: w.__setitem__(11, 64) or w.__setitem__(12, 4), "subgroup_min_size", 64),
+        (lambda w: w.__setitem__(14, 7), "double_buffer", "off"),  # 0 default, 2 on, else off
+        (lambda w: w.__setitem__(15, 5), "accumulation", "f32"),  # 1 f16, else f32
+        (lambda w: w.__setitem__(16, 2), "sub_pixel", True),  # 1 off, else on
+        (lambda w: w.append(0), "width", 16),  # an extra word
+        (lambda w: w.__setitem__(13, 1), "matrix_configs", (MatrixConfig("f32", "f32", 0, 0, 0),)),
+        (lambda w: w.__delitem__(slice(3, None)), "max_compute_workgroup_size_x", 256),
+        (lambda w: w.__delitem__(slice(14, None)), "double_buffer", "off"),  # absent: off
+    ],
+)
+def test_config_words_are_read_as_oidn_webgpu_reads_them(mutate, field, value):
+    w = list(words(make_config(16, 16), 0, 17))
+    mutate(w)
+    config = parse_config(struct.pack(f"<{len(w)}I", *w), denoise=False)
+    assert getattr(config, field) == value
+
+
+def test_a_trailing_partial_word_is_ignored():
+    data = make_config(16, 16)
+    assert parse_config(data + b"\1\2", denoise=False) == parse_config(data, denoise=False)
+
+
+# (hdr word, transfer word) -> the curve: oidn-webgpu's `words[next + 1] === 1 ? 'log' : 'pu'`,
+# used only with hdr (LDR color gets `sanitize(col.rgb, 0, 1)` and no curve); 2..4 are ours.
+SEED_TRANSFERS = {
+    (1, 0): "default",  # PU
+    (1, 1): "log",
+    (1, 2): "linear",
+    (1, 3): "srgb",
+    (1, 4): "pu",
+    (1, 9): "default",  # PU
+    (0, 0): "default",  # no curve
+    (0, 1): "default",  # no curve: oidn-webgpu ignores the word in LDR
+    (0, 2): "linear",
+    (0, 3): "srgb",
+    (0, 4): "pu",
+    (0, 9): "default",
+    (7, 1): "default",  # hdr is `=== 1`: 7 is LDR
+}
+
+
+@pytest.mark.parametrize(("hdr", "transfer"), sorted(SEED_TRANSFERS))
+def test_transfer_words_keep_oidn_webgpu_meaning(hdr, transfer):
+    w = list(words(make_config(16, 16, denoise=True, hdr=True), 0, 21))
+    w[17], w[18] = hdr, transfer
+    options = parse_config(struct.pack("<21I", *w), denoise=True).denoise
+    assert (options.hdr, options.transfer) == (hdr == 1, SEED_TRANSFERS[hdr, transfer])
+
+
+def test_make_config_writes_oidn_curve_for_ldr_explicitly():
+    assert words(make_config(16, 16, denoise=True), 4 * 18, 1) == (3,)  # sRGB
+    assert words(make_config(16, 16, denoise=True, hdr=True), 4 * 18, 1) == (0,)  # PU
+    with pytest.raises(InvalidArgumentError, match="'log' needs hdr"):
+        make_config(16, 16, denoise=True, transfer="log")
+
+
+def test_config_length_must_hold_version_width_and_height():
+    with pytest.raises(InvalidArgumentError, match="0 whole word"):
         parse_config(b"\1\0\0", denoise=False)
-    with pytest.raises(InvalidArgumentError, match="denoise config"):
-        parse_config(make_config(16, 16), denoise=True)
+    short = parse_config(make_config(16, 16), denoise=True)  # no denoise words: defaults
+    assert short.denoise == DenoiseOptions()
+
+
+@pytest.mark.parametrize("bits", [0x7FC00000, 0x7F800000, 0xBF800000])
+def test_an_input_scale_that_is_not_finite_and_positive_is_refused(bits):
+    w = list(words(make_config(16, 16, denoise=True, hdr=True), 0, 21))
+    w[20] = bits
+    with pytest.raises(InvalidArgumentError, match="0 means 1 .oidn-webgpu's rule"):
+        parse_config(struct.pack("<21I", *w), denoise=True)
 
 
 def test_meta_frame_buffer_must_be_a_16_byte_uniform():

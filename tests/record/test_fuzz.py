@@ -10,13 +10,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oidn_gpu.record.format import PROGRAM_MAGIC, Program, ProgramFormatError
+from oidn_gpu.record.format import (
+    PROGRAM_MAGIC,
+    PROGRAM_VERSION,
+    PROGRAM_VERSIONS,
+    SEED_PROGRAM_VERSION,
+    Program,
+    ProgramFormatError,
+)
 from oidn_gpu.record.reader import read_model_packet, read_program
 from oidn_gpu.record.writer import write_program
 
 from .programs import doubling_program
 
 PROGRAM = write_program(doubling_program())
+PROGRAM_V2 = write_program(doubling_program(), version=SEED_PROGRAM_VERSION)
 
 
 def parse_or_reject(data: bytes) -> Program | None:
@@ -44,19 +52,25 @@ def test_every_truncation_is_rejected():
     )
 )
 def test_random_byte_flips_are_rejected_or_parse_to_a_valid_program(flips):
-    data = bytearray(PROGRAM)
-    for index, value in flips:
-        data[index] = value
-    program = parse_or_reject(bytes(data))
-    if program is not None:  # a flip inside data or a label can still be a valid program
-        assert write_program(program) == bytes(data)
+    for version, original in ((PROGRAM_VERSION, PROGRAM), (SEED_PROGRAM_VERSION, PROGRAM_V2)):
+        data = bytearray(original)
+        for index, value in flips:
+            data[index % len(data)] = value
+        program = parse_or_reject(bytes(data))
+        if program is None:
+            continue
+        # version 2: a flip inside data or a label can still be a valid program; version 3:
+        # only a flip that changes nothing (the checksums cover every other byte)
+        assert write_program(program, version=version) == bytes(data)
+        assert version == SEED_PROGRAM_VERSION or bytes(data) == original
 
 
 @settings(max_examples=200)
 @given(st.binary(max_size=512))
 def test_random_bytes_are_rejected(data):
     parse_or_reject(data)
-    parse_or_reject(struct.pack("<2I", PROGRAM_MAGIC, 2) + data)
+    for version in PROGRAM_VERSIONS:
+        parse_or_reject(struct.pack("<2I", PROGRAM_MAGIC, version) + data)
     with contextlib.suppress(ProgramFormatError):
         read_model_packet(data)
 

@@ -295,7 +295,7 @@ def test_packets_carry_errors_instead_of_raising(tiny_tza):
     message = read_packet_error(record_network_packet(b"not weights", make_config(16, 16)))
     assert message
     assert read_packet_error(record_denoise_packet(tiny_tza["tiny_base_ic3"], b"\0\0\0")) == (
-        "config has 3 bytes; expected a multiple of 4"
+        "config has 0 whole word(s); expected at least 3 (version, width, height)"
     )
     good = record_network_packet(tiny_tza["tiny_base_ic3"], make_config(16, 16, precision="fp32"))
     assert read_packet_error(good) is None and read_program(good).meta is not None

@@ -18,8 +18,10 @@ banks (`conv_spatial.patch_layout`). Neither
 changes any pixel's summation (see `conv_spatial`), so every variant gives the
 same bits. `resolve` picks the variant that fits the device's workgroup storage
 (at most `gemm.MAX_TILE_STORAGE_BYTES`): the asked pixels with cached weights,
-then without them (``SHARED_AUTO`` and ``SHARED_INPUT_WEIGHTS``), then half the
-pixels, down to one pixel; ``DIRECT`` when not even that fits.
+then without them (``SHARED_AUTO`` only), then half the pixels, down to one pixel;
+``DIRECT`` when not even that fits. ``SHARED_INPUT_WEIGHTS`` never drops the cached
+weights: it falls back to ``DIRECT``, as oidn-webgpu's ``finalLayer``
+does (``nativeUNet.ts``: the final RGB shader only when its shared memory fits).
 
 Bindings, params and grid: as every conv (see `kernels`); weights
 output-major (identical to k-major for one output block).
@@ -67,7 +69,8 @@ def resolve(
 ) -> FinalVariant:
     """The variant `generate` makes for ``mode``, ``pixels`` and ``patch`` on ``limits``.
 
-    SHARED_AUTO and SHARED_INPUT_WEIGHTS try cached weights, then the patch alone;
+    SHARED_AUTO tries cached weights, then the patch alone; SHARED_INPUT_WEIGHTS cached
+    weights only (oidn-webgpu's rule: the weights cached, or the direct conv);
     SHARED_INPUT the patch alone; each first with ``pixels``, then with half as many,
     down to 1. DIRECT when nothing fits (or asked for).
     """
@@ -80,7 +83,10 @@ def resolve(
     if mode is FinalLayer.DIRECT:
         return FinalVariant(FinalLayer.DIRECT)
     cap = conv_spatial.storage_cap(limits)
-    caching = (True, False) if mode is not FinalLayer.SHARED_INPUT else (False,)
+    # SHARED_INPUT_WEIGHTS caches the weights or runs the direct conv, as oidn-webgpu does
+    caching = {FinalLayer.SHARED_INPUT: (False,), FinalLayer.SHARED_INPUT_WEIGHTS: (True,)}.get(
+        mode, (True, False)
+    )
     while pixels >= 1:
         for cache in caching:
             if conv_spatial.storage_bytes(spec, cache, pixels, padded) <= cap:

@@ -388,6 +388,10 @@ class GemmOptions:
             return self.shared_layout
         return SharedLayout.PADDED_INPUT if precision is Precision.FP16 else SharedLayout.PADDED
 
+    def resolved(self, precision: Precision) -> GemmOptions:
+        """These options with ``shared_layout`` resolved for ``precision`` (same kernels)."""
+        return replace(self, shared_layout=self.shared_layout_for(precision))
+
     def base_tile(self, precision: Precision) -> GemmTile:
         """The tile of ``workgroup_size`` and ``rows_per_thread``, before the tile policy."""
         layout = self.shared_layout_for(precision)

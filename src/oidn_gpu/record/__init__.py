@@ -1,6 +1,7 @@
 """Recorded GPU programs: record a whole denoise once, replay it on any WebGPU host.
 
-- `format`: the program value types and the file constants (oidn-web's, version 2);
+- `format`: the program value types and the file constants (oidn-web's version 2,
+  and version 3 with section checksums);
 - `config`: the config words of `record_network` / `record_denoise`;
 - `writer` / `reader`: Program <-> bytes (the reader bounds-checks everything);
 - `device`: `RecordingDevice`, the `GpuDevice` the unchanged executor records on;

@@ -47,6 +47,9 @@ from oidn_gpu.record.writer import error_packet, model_packet, write_program
 RGBA_F32_BYTES = 16
 F32_BYTES = 4
 IMAGE_NAMES = ("color", "albedo", "normal")
+# The frame buffer of a denoise program: UNIFORM|COPY_DST (0x48), as oidn-webgpu's
+# ``uniformBuffer`` (native/denoise.ts); the host rewrites it per frame.
+PROGRAM_FRAME_USAGE = BufferUsage.UNIFORM | BufferUsage.COPY_DST
 _KERNEL_SETTINGS = {  # config kernel -> WgpuExecutor kernel setting
     "auto": "auto",
     "implicit-gemm": "implicit-gemm",
@@ -113,15 +116,15 @@ DenoiseSetup = DenoisePlan
 def denoise_setup(model: Any, config: RecordConfig) -> DenoisePlan:
     """The `DenoisePlan` of a denoise config (`backends.plan.plan_denoise`).
 
-    The config's transfer word replaces OIDN's choice unless it is ``default``
-    (PU for HDR, sRGB otherwise); a maximum tile edge of 0 plans the whole image
-    as one tile.
+    The config's transfer word replaces OIDN's choice; ``default`` (word 0) is
+    oidn-webgpu's: PU for HDR, no curve for LDR (`config.transfer_name`). A maximum
+    tile edge of 0 plans the whole image as one tile.
     """
     options = config.denoise
     if options is None:
         raise InvalidArgumentError("the config has no denoise words")
     if options.transfer == "default":
-        transfer = Transfer.PU if options.hdr else Transfer.SRGB
+        transfer = Transfer.PU if options.hdr else Transfer.LINEAR
     else:
         transfer = Transfer(options.transfer)
     return plan_denoise(
@@ -170,7 +173,9 @@ def _recording(tza: bytes, config_bytes: bytes, *, denoise: bool) -> tuple[Any, 
     config = parse_config(config_bytes, denoise=denoise)
     model = _load_model(tza)
     device = RecordingDevice(recording_capabilities(config))
-    executor = WgpuExecutor(model, device=device, **_executor_options(config))
+    # No `prepare()`: a program holds the pipelines its operations use (prepare would add
+    # the unused input-pack and output-unpack kernels); each compiles on first use.
+    executor = WgpuExecutor(model, device=device, prepare=False, **_executor_options(config))
     # the uploaded weights and biases, in upload order (the program's META lists them)
     weights = tuple(
         buffer
@@ -243,6 +248,9 @@ def record_denoise(tza: bytes, config: bytes) -> bytes:
         frame = denoiser.frame_buffer
         if frame is None or frame.data != frame_data(setup.mode.input_scale):
             raise AssertionError("the denoise did not create the expected frame uniform")
+        # The live frame uniform is also a storage buffer (the GPU autoexposure writes it);
+        # a program only binds it as a uniform, so it gets oidn-webgpu's usage.
+        frame.usage = PROGRAM_FRAME_USAGE
         program = device.to_program(
             inputs,
             output,

@@ -20,12 +20,26 @@ without Python objects::
     and for a denoise: hdr (0/1), transfer, maximum tile edge (0 = whole image),
     input scale (float32 bits; 0 means 1)
 
-The transfer word is oidn-web's "0 PU, 1 log" for HDR, extended: 0 is OIDN's
-default for the mode (PU when hdr, else the sRGB curve), 1 log, 2 linear (an
-sRGB-encoded or normal-only input), 3 sRGB, 4 PU.
+The transfer word keeps oidn-webgpu's meaning: with hdr, 0 (and any unknown
+value) PU and 1 log; without hdr, 0 and 1 mean no curve (oidn-webgpu clamps LDR
+color to [0, 1] and applies none). oidn-gpu adds 2 linear (no curve, in either
+mode), 3 sRGB and 4 PU. OIDN's own LDR default is the sRGB curve: `make_config`
+with ``transfer="default"`` writes 3 for an LDR config, so programs recorded
+through it denoise as OIDN does.
+
+Parsing follows oidn-webgpu's reader (``program.ts``), which takes what it is
+given: words past the end read as absent (each option then takes its default,
+as an absent word reads ``undefined`` there), extra words and a trailing partial
+word are ignored, unknown feature bits are dropped, and an out-of-range choice
+word takes oidn-webgpu's default for it. Only what would make a wrong or
+unbounded program is refused, naming the word and oidn-webgpu's rule: a version
+other than 1, a missing or out-of-range width or height, more than
+`MAX_MATRIX_CONFIGS` matrix configurations, a maxComputeWorkgroupsPerDimension
+of 0, kernel 3 (at recording), and an input scale that is not a finite positive
+float32.
 
 This port has no subgroup-matrix kernels: kernel 3 is rejected, and the matrix
-configurations and options are validated and kept but do not change the program.
+configurations and options are read and kept but do not change the program.
 """
 
 from __future__ import annotations
@@ -56,7 +70,6 @@ MAX_MATRIX_CONFIGS = 64
 MAX_IMAGE_EDGE = 65536  # px; beyond any WebGPU buffer limit at 16 bytes per pixel
 _FIXED_WORDS = 14  # words 0..13
 _OPTION_WORDS = 3
-_DENOISE_WORDS = 4
 
 # WebGPU's guaranteed minimums: the defaults of a config made without a device.
 DEFAULT_LIMITS = {
@@ -81,7 +94,11 @@ class MatrixConfig:
 
 @dataclass(frozen=True)
 class DenoiseOptions:
-    """The denoise part of a config: what one whole denoise does."""
+    """The denoise part of a config: what one whole denoise does.
+
+    ``transfer`` is a `TRANSFERS` name; ``"default"`` is word 0, oidn-webgpu's meaning:
+    PU with hdr, no curve without (`make_config` writes ``"srgb"`` for OIDN's LDR curve).
+    """
 
     hdr: bool = False
     transfer: str = "default"
@@ -184,9 +201,10 @@ def _check_config(c: RecordConfig) -> None:
         _choice("feature", f, tuple(FEATURE_BITS))
     for name in (*DEFAULT_LIMITS, "subgroup_min_size", "subgroup_max_size"):
         _check_word(name, getattr(c, name))
-    if c.subgroup_min_size > c.subgroup_max_size:
+    if c.max_compute_workgroups_per_dimension == 0:
         raise InvalidArgumentError(
-            f"config subgroup sizes {c.subgroup_min_size}..{c.subgroup_max_size} are reversed"
+            "config word 10 (maxComputeWorkgroupsPerDimension) is 0; expected at least 1 "
+            "(WebGPU guarantees 65535): nothing could be dispatched"
         )
     if len(c.matrix_configs) > MAX_MATRIX_CONFIGS:
         raise InvalidArgumentError(
@@ -203,11 +221,17 @@ def _check_config(c: RecordConfig) -> None:
     if c.denoise is not None:
         d = c.denoise
         _choice("transfer", d.transfer, TRANSFERS)
+        if d.transfer == "log" and not d.hdr:
+            raise InvalidArgumentError(
+                "config transfer 'log' needs hdr: oidn-webgpu applies no curve to LDR color "
+                "whatever the transfer word (use 'linear', 'srgb' or 'pu')"
+            )
         _check_word("max tile edge", d.max_tile_edge)
         scale = float(d.input_scale)
         if not math.isfinite(scale) or scale <= 0:
             raise InvalidArgumentError(
-                f"config input scale {d.input_scale!r} must be a finite number > 0"
+                f"config input scale {d.input_scale!r} (the last denoise word, float32 bits) "
+                "must be a finite number > 0; 0 means 1 (oidn-webgpu's rule)"
             )
 
 
@@ -217,95 +241,92 @@ def _choice(what: str, value: Any, choices: tuple[str, ...]) -> None:
         raise InvalidArgumentError(f"unknown config {what} {value!r}; expected one of {expected}")
 
 
-def _enum_word(words: list[int], index: int, what: str, choices: tuple[str, ...]) -> str:
-    value = words[index]
-    if value >= len(choices):
-        raise InvalidArgumentError(
-            f"config word {index} ({what}) is {value}; expected 0 to {len(choices) - 1}"
-        )
-    return choices[value]
+def _choice_word(value: int | None, choices: tuple[str, ...]) -> str:
+    """oidn-webgpu's ``choices[word]``: an absent or out-of-range word is the default."""
+    return choices[value] if value is not None and value < len(choices) else choices[0]
+
+
+def transfer_name(word: int | None, hdr: bool) -> str:
+    """The `TRANSFERS` name of a denoise config's transfer word (see the module doc).
+
+    oidn-webgpu reads ``word === 1 ? 'log' : 'pu'`` and uses it only with hdr; LDR color
+    gets no curve. oidn-gpu's words 2 to 4 name their curve in either mode.
+    """
+    if word is not None and 2 <= word < len(TRANSFERS):
+        return TRANSFERS[word]
+    if word == 1 and hdr:
+        return "log"
+    return "default"  # PU with hdr, no curve without
 
 
 def parse_config(data: bytes | bytearray | memoryview, *, denoise: bool) -> RecordConfig:
-    """Decode config words; ``denoise`` says whether the four denoise words must follow.
+    """Decode config words as oidn-webgpu does; ``denoise``: read the four denoise words.
+
+    Absent words take their defaults, extra words are ignored and out-of-range choices
+    are the default choice (see the module doc).
 
     Raises:
-        InvalidArgumentError: wrong length, version or an out-of-range word.
+        InvalidArgumentError: a version other than 1, no width or height, more matrix
+            configurations than `MAX_MATRIX_CONFIGS`, or a value `RecordConfig` refuses.
     """
     raw = bytes(data)
-    if len(raw) % WORD_BYTES:
-        raise InvalidArgumentError(f"config has {len(raw)} bytes; expected a multiple of 4")
-    words = list(struct.unpack(f"<{len(raw) // WORD_BYTES}I", raw))
-    if len(words) < _FIXED_WORDS:
+    words = list(struct.unpack(f"<{len(raw) // WORD_BYTES}I", raw[: len(raw) // 4 * 4]))
+
+    def word(index: int) -> int | None:
+        return words[index] if index < len(words) else None
+
+    if len(words) < 3:
         raise InvalidArgumentError(
-            f"config has {len(words)} words; expected at least {_FIXED_WORDS}"
+            f"config has {len(words)} whole word(s); expected at least 3 (version, width, "
+            "height)"
         )
     if words[0] != CONFIG_VERSION:
         raise InvalidArgumentError(
             f"unsupported config version {words[0]}; expected {CONFIG_VERSION}"
         )
-    count = words[13]
+    count = word(13) or 0
     if count > MAX_MATRIX_CONFIGS:
         raise InvalidArgumentError(
-            f"config has {count} matrix configurations; at most {MAX_MATRIX_CONFIGS} are supported"
+            f"config word 13 says {count} matrix configurations; at most {MAX_MATRIX_CONFIGS} "
+            "are supported (oidn-webgpu reads that many, past the end of the config)"
         )
-    options = _FIXED_WORDS + 5 * count
-    expected = options + _OPTION_WORDS + (_DENOISE_WORDS if denoise else 0)
-    if len(words) != expected:
-        kind = "denoise" if denoise else "network"
-        raise InvalidArgumentError(
-            f"{kind} config has {len(words)} words; expected {expected} for {count} matrix "
-            "configuration(s)"
-        )
-    features = frozenset(name for name, bit in FEATURE_BITS.items() if words[5] & bit)
-    if words[5] & ~sum(FEATURE_BITS.values()):
-        raise InvalidArgumentError(f"config features {words[5]:#x} has unknown bits")
     matrices = []
     for index in range(count):
         base = _FIXED_WORDS + 5 * index
         matrices.append(
             MatrixConfig(
-                _enum_word(words, base, "matrix component type", COMPONENT_TYPES),
-                _enum_word(words, base + 1, "matrix result type", COMPONENT_TYPES),
-                *words[base + 2 : base + 5],
+                "f16" if word(base) == 1 else "f32",
+                "f16" if word(base + 1) == 1 else "f32",
+                *(word(base + k) or 0 for k in (2, 3, 4)),
             )
         )
-    if words[options + 2] > 1:
-        raise InvalidArgumentError(
-            f"config word {options + 2} (sub-pixel decoders) is {words[options + 2]}; "
-            "expected 0 or 1"
-        )
+    options = _FIXED_WORDS + 5 * count
+    double = word(options)
     denoise_options = None
     if denoise:
         base = options + _OPTION_WORDS
-        if words[base] > 1:
-            raise InvalidArgumentError(
-                f"config word {base} (hdr) is {words[base]}; expected 0 or 1"
-            )
-        scale = 1.0 if words[base + 3] == 0 else _f32_value(words[base + 3])
+        hdr = word(base) == 1
+        scale = word(base + 3) or 0
         denoise_options = DenoiseOptions(
-            hdr=bool(words[base]),
-            transfer=_enum_word(words, base + 1, "transfer", TRANSFERS),
-            max_tile_edge=words[base + 2],
-            input_scale=scale,
+            hdr=hdr,
+            transfer=transfer_name(word(base + 1), hdr),
+            max_tile_edge=word(base + 2) or 0,
+            input_scale=1.0 if scale == 0 else _f32_value(scale),
         )
+    limit_words = {name: word(6 + i) for i, name in enumerate(DEFAULT_LIMITS)}
     config = RecordConfig(
         width=words[1],
         height=words[2],
-        precision=_enum_word(words, 3, "precision", PRECISIONS),
-        kernel=_enum_word(words, 4, "kernel", KERNELS),
-        features=features,
-        max_compute_workgroup_storage_size=words[6],
-        max_compute_invocations_per_workgroup=words[7],
-        max_compute_workgroup_size_x=words[8],
-        max_compute_workgroup_size_y=words[9],
-        max_compute_workgroups_per_dimension=words[10],
-        subgroup_min_size=words[11],
-        subgroup_max_size=words[12],
+        precision=_choice_word(word(3), PRECISIONS),
+        kernel=_choice_word(word(4), KERNELS),
+        features=frozenset(name for name, bit in FEATURE_BITS.items() if (word(5) or 0) & bit),
+        **{n: DEFAULT_LIMITS[n] if v is None else v for n, v in limit_words.items()},
+        subgroup_min_size=word(11) or 0,
+        subgroup_max_size=word(12) or 0,
         matrix_configs=tuple(matrices),
-        double_buffer=_enum_word(words, options, "double buffering", DOUBLE_BUFFER),
-        accumulation=_enum_word(words, options + 1, "accumulation", COMPONENT_TYPES),
-        sub_pixel=words[options + 2] == 0,
+        double_buffer="default" if double == 0 else "on" if double == 2 else "off",
+        accumulation="f16" if word(options + 1) == 1 else "f32",
+        sub_pixel=word(options + 2) != 1,
         denoise=denoise_options,
     )
     _check_config(config)
@@ -346,7 +367,9 @@ def make_config(
         device: a `GpuDevice` or its `Capabilities`; its features, limits and subgroup
             sizes are copied, so the program matches what that device would run.
         features: config feature names (override the device's).
-        denoise, hdr, transfer, max_tile_edge, input_scale: the denoise words.
+        denoise, hdr, transfer, max_tile_edge, input_scale: the denoise words;
+            ``transfer="default"`` is OIDN's curve for the mode (PU with hdr, else sRGB,
+            written as word 3).
         limits: any `RecordConfig` limit field, overriding the device's.
 
     Raises:
@@ -372,6 +395,8 @@ def make_config(
     if unknown:
         raise InvalidArgumentError(f"unknown config fields {sorted(unknown)}")
     fields.update(limits)
+    if transfer == "default" and not hdr:
+        transfer = "srgb"  # OIDN's LDR curve; word 0 means no curve in LDR (oidn-webgpu)
     options = DenoiseOptions(hdr, transfer, max_tile_edge, float(input_scale)) if denoise else None
     config = RecordConfig(
         width=width, height=height, precision=precision, kernel=kernel, denoise=options, **fields
@@ -389,4 +414,5 @@ __all__ = [
     "RecordConfig",
     "make_config",
     "parse_config",
+    "transfer_name",
 ]

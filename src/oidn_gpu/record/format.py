@@ -11,7 +11,7 @@ byte-by-byte specification; this module is its single source of truth in code
 Layout summary (all integers u32 little-endian; a *blob* is a u32 byte length,
 the bytes, and zero padding to a multiple of 4; a *string* is a UTF-8 blob)::
 
-    magic "OIDN" (0x4e44494f), version 2
+    magic "OIDN" (0x4e44494f), version 3 (2: oidn-web's, without checksums; still read)
     input count, input buffer ids, output buffer id, output external (0/1),
     output width, output height, output channels
     buffers:     count, then size, usage, data blob (length 0 = zero-filled), label string
@@ -27,6 +27,9 @@ the bytes, and zero padding to a multiple of 4; a *string* is a UTF-8 blob)::
     optional META extension: "META" (0x4154454d), version 1, precision (1 fp32, 2 fp16),
                  tile count, kernels bitmask, frame buffer id (0xffffffff = none),
                  weight buffer count, weight buffer ids
+    version 3 only: after each section (the header from the magic to the output
+                 channels, buffers, shaders, pipelines, bind groups, operations, META)
+                 a u32 CRC-32 of that section's bytes
 
 The frame buffer (`frame_data`) is a 16-byte uniform: f32 input scale, f32
 output scale (``1/s`` in float32, 0 when ``s == 0``), 8 zero bytes.
@@ -48,7 +51,9 @@ from oidn_gpu.kernels.spec import FRAME_PARAMS
 # --- magic numbers and versions (oidn-web, program.ts) -------------------------------------
 
 PROGRAM_MAGIC = 0x4E44494F  # b"OIDN" little-endian
-PROGRAM_VERSION = 2
+PROGRAM_VERSION = 3  # what `write_program` writes: version 2 with section checksums
+SEED_PROGRAM_VERSION = 2  # oidn-web's version: no checksums; read, and written on request
+PROGRAM_VERSIONS = (SEED_PROGRAM_VERSION, PROGRAM_VERSION)
 META_MAGIC = 0x4154454D  # b"META"
 META_VERSION = 1
 MODEL_MAGIC = 0x4C444F4D  # b"MODL": model inspection packet
@@ -59,6 +64,21 @@ NO_BUFFER = 0xFFFFFFFF  # META frame buffer id when there is none
 U32_MAX = 0xFFFFFFFF
 WORD_BYTES = 4
 FRAME_BYTES = FRAME_PARAMS.size  # the META frame buffer's contents: input, output scale
+
+# The sections of a program, in file order; version 3 follows each with its CRC-32
+# (zlib's, the IEEE 802.3 polynomial) of the section's bytes.
+SECTIONS = ("header", "buffers", "shaders", "pipelines", "bind groups", "operations", "META")
+
+# --- bounds on the work a program may ask for (replay must end) ---------------------------
+# A dispatch runs at most one workgroup per 4 bytes its bind group binds (every kernel's
+# workgroup writes or reads its own part of a bound buffer), and at most
+# MAX_DISPATCH_WORKGROUPS; a program at most MAX_PROGRAM_WORKGROUPS in all. Measured on
+# recorded denoises (every kernel, fp16 and fp32): at most 0.25 workgroups per pixel in one
+# dispatch and 1.32 in all (rt_alb_large, direct conv), so a denoise of the largest image one
+# buffer holds (2^28 RGBA float32 pixels), tiled, stays below each.
+BOUND_BYTES_PER_WORKGROUP = 4
+MAX_DISPATCH_WORKGROUPS = 1 << 26
+MAX_PROGRAM_WORKGROUPS = 1 << 31
 
 # --- WebGPU constants the format stores as numbers (GPUBufferUsage, WebGPU spec) -----------
 # A buffer record's usage holds `BufferUsage` bits (the device interface's, WebGPU's values).
@@ -237,7 +257,7 @@ class ProgramMeta:
 
 @dataclass(frozen=True)
 class Program:
-    """A recorded GPU program (oidn-web's format, version 2).
+    """A recorded GPU program (oidn-web's format, version 2; written as version 3).
 
     ``inputs`` and ``output`` are buffer ids. Output pixels are RGBA float32
     (16 bytes); ``output_channels`` of them are meaningful.
@@ -266,6 +286,17 @@ class Program:
         return sum(b.byte_size for b in self.buffers)
 
     @property
+    def workgroup_count(self) -> int:
+        """Workgroups of all dispatches, summed."""
+        return sum(
+            c.x * c.y * c.z
+            for op in self.operations
+            if isinstance(op, Submit)
+            for c in op.commands
+            if isinstance(c, Dispatch)
+        )
+
+    @property
     def dispatch_count(self) -> int:
         return sum(
             isinstance(c, Dispatch)
@@ -286,6 +317,12 @@ __all__ = [
     "NO_BUFFER",
     "PROGRAM_MAGIC",
     "PROGRAM_VERSION",
+    "PROGRAM_VERSIONS",
+    "SECTIONS",
+    "SEED_PROGRAM_VERSION",
+    "MAX_DISPATCH_WORKGROUPS",
+    "MAX_PROGRAM_WORKGROUPS",
+    "BOUND_BYTES_PER_WORKGROUP",
     "BindGroupDesc",
     "BindingDesc",
     "BufferDesc",

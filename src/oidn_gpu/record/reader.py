@@ -1,5 +1,8 @@
 """Bytes -> Program: a strict, bounds-checked reader of oidn-web's program format.
 
+Versions 2 (oidn-web's) and 3 (each section followed by its CRC-32, checked as
+the section ends: a corrupt file is refused before anything is created) are read.
+
 Every count and length is checked against the bytes that remain before
 anything is allocated, so a truncated or hostile file costs at most its own
 size in memory. After parsing, every cross reference and range is validated
@@ -12,13 +15,17 @@ reason; nothing else escapes.
 from __future__ import annotations
 
 import struct
+import zlib
 
 from oidn_gpu.record.format import (
+    BOUND_BYTES_PER_WORKGROUP,
     BUFFER_USAGE_MASK,
     ERROR_MAGIC,
     FRAME_BYTES,
     MAX_BIND_GROUPS,
     MAX_BINDING_INDEX,
+    MAX_DISPATCH_WORKGROUPS,
+    MAX_PROGRAM_WORKGROUPS,
     META_MAGIC,
     META_VERSION,
     MODEL_MAGIC,
@@ -26,6 +33,7 @@ from oidn_gpu.record.format import (
     NO_BUFFER,
     PROGRAM_MAGIC,
     PROGRAM_VERSION,
+    PROGRAM_VERSIONS,
     STORAGE_OFFSET_ALIGNMENT,
     BindGroupDesc,
     BindingDesc,
@@ -62,6 +70,22 @@ class ByteReader:
     def __init__(self, data: bytes | bytearray | memoryview) -> None:
         self.data = bytes(data)
         self.offset = 0
+        self.checksums = False  # set once the version says the sections carry CRC-32s
+        self._section = 0
+
+    def end_section(self, name: str) -> None:
+        """Check the CRC-32 after a section (version 3); the next section starts after it."""
+        if self.checksums:
+            start, end = self._section, self.offset
+            stored = self.u32(f"{name} checksum")
+            actual = zlib.crc32(memoryview(self.data)[start:end])
+            if stored != actual:
+                raise self.fail(
+                    f"the {name} section (bytes {start} to {end}) has CRC-32 {actual:#010x} but "
+                    f"its checksum says {stored:#010x}: the file is corrupt",
+                    end,
+                )
+        self._section = self.offset
 
     @property
     def remaining(self) -> int:
@@ -115,8 +139,9 @@ def read_program(data: bytes | bytearray | memoryview) -> Program:
     """Parse and validate a program.
 
     Raises:
-        ProgramFormatError: the data is not a valid version-2 program (the message has
-            the byte offset and the reason; an ``ERRO`` packet's message is quoted).
+        ProgramFormatError: the data is not a valid version 2 or 3 program, a section's
+            checksum does not match, or its dispatches exceed the work bounds (the message
+            has the byte offset and the reason; an ``ERRO`` packet's message is quoted).
     """
     r = ByteReader(data)
     magic = r.u32("magic")
@@ -125,17 +150,28 @@ def read_program(data: bytes | bytearray | memoryview) -> Program:
     if magic != PROGRAM_MAGIC:
         raise r.fail(f"bad magic {magic:#010x}; expected {PROGRAM_MAGIC:#010x} ('OIDN')", 0)
     version = r.u32("version")
-    if version != PROGRAM_VERSION:
-        raise r.fail(f"unsupported version {version}; expected {PROGRAM_VERSION}", 4)
+    if version not in PROGRAM_VERSIONS:
+        expected = " or ".join(str(v) for v in PROGRAM_VERSIONS)
+        raise r.fail(f"unsupported version {version}; expected {expected}", 4)
+    r.checksums = version == PROGRAM_VERSION
     header = _read_header(r)
+    r.end_section("header")
     buffers = _read_buffers(r)
+    r.end_section("buffers")
     shaders = tuple(
         ShaderDesc(r.string(f"shader {i} code")) for i in range(r.count("shader", _MIN_SHADER))
     )
+    r.end_section("shaders")
     pipelines = _read_pipelines(r)
+    r.end_section("pipelines")
     bind_groups = _read_bind_groups(r)
+    r.end_section("bind groups")
     operations = _read_operations(r)
-    meta = _read_meta(r) if r.remaining else None
+    r.end_section("operations")
+    meta = None
+    if r.remaining:
+        meta = _read_meta(r)
+        r.end_section("META")
     if r.remaining:
         raise r.fail(f"{r.remaining} unexpected bytes after the program")
     program = Program(
@@ -284,23 +320,16 @@ def _read_meta(r: ByteReader) -> ProgramMeta:
 
 
 def validate_program(p: Program) -> None:
-    """Check every reference and range of a program value.
+    """Check every reference, range, usage and work bound of a program value.
 
     Raises:
         ProgramFormatError: the first inconsistency found.
     """
-    nb = len(p.buffers)
-
-    def buffer_id(value: int, what: str) -> int:
-        if value >= nb:
-            raise ProgramFormatError(f"{what} refers to buffer {value} but there are {nb}")
-        return value
-
     for i, b in enumerate(p.inputs):
-        buffer_id(b, f"input {i}")
+        _buffer_id(p, b, f"input {i}")
     if len(set(p.inputs)) != len(p.inputs):
         raise ProgramFormatError("an input buffer is listed twice")
-    buffer_id(p.output, "the output")
+    _buffer_id(p, p.output, "the output")
     if p.output in p.inputs:
         raise ProgramFormatError(f"the output buffer {p.output} is also an input")
     for i, pipe in enumerate(p.pipelines):
@@ -309,55 +338,12 @@ def validate_program(p: Program) -> None:
                 f"pipeline {i} refers to shader {pipe.shader} but there are {len(p.shaders)}"
             )
     for i, g in enumerate(p.bind_groups):
-        if g.pipeline >= len(p.pipelines):
-            raise ProgramFormatError(
-                f"bind group {i} refers to pipeline {g.pipeline} but there are {len(p.pipelines)}"
-            )
-        if g.group >= MAX_BIND_GROUPS:
-            raise ProgramFormatError(f"bind group {i} has group index {g.group}; expected < 4")
-        seen = set()
-        for j, e in enumerate(g.entries):
-            what = f"bind group {i} entry {j}"
-            if e.binding > MAX_BINDING_INDEX or e.binding in seen:
-                raise ProgramFormatError(f"{what} has a duplicate or huge binding {e.binding}")
-            seen.add(e.binding)
-            size = p.buffers[buffer_id(e.buffer, what)].byte_size
-            if e.byte_offset % STORAGE_OFFSET_ALIGNMENT or e.byte_offset >= size:
-                raise ProgramFormatError(
-                    f"{what} offset {e.byte_offset} is not a multiple of 256 inside the buffer"
-                )
-            if e.byte_size % 4 or e.byte_offset + e.byte_size > size:
-                raise ProgramFormatError(
-                    f"{what} range {e.byte_offset}+{e.byte_size} is unaligned or exceeds the "
-                    f"buffer's {size} bytes"
-                )
-    for i, op in enumerate(p.operations):
-        if isinstance(op, Write):
-            what = f"operation {i} (write)"
-            size = p.buffers[buffer_id(op.buffer, what)].byte_size
-            _check_range(what, op.byte_offset, len(op.data), size)
-            continue
-        for j, c in enumerate(op.commands):
-            what = f"operation {i} command {j}"
-            if isinstance(c, Dispatch):
-                if c.pipeline >= len(p.pipelines) or c.bind_group >= len(p.bind_groups):
-                    raise ProgramFormatError(f"{what} refers to a missing pipeline or bind group")
-                if p.bind_groups[c.bind_group].pipeline != c.pipeline:
-                    raise ProgramFormatError(
-                        f"{what} uses bind group {c.bind_group}, which was made for pipeline "
-                        f"{p.bind_groups[c.bind_group].pipeline}, with pipeline {c.pipeline}"
-                    )
-            else:
-                src = p.buffers[buffer_id(c.source, what)].byte_size
-                dst = p.buffers[buffer_id(c.destination, what)].byte_size
-                if c.source == c.destination:
-                    raise ProgramFormatError(f"{what} copies a buffer onto itself")
-                _check_range(f"{what} source", c.source_offset, c.byte_size, src)
-                _check_range(f"{what} destination", c.destination_offset, c.byte_size, dst)
+        _validate_bind_group(p, i, g)
+    _validate_operations(p)
     meta = p.meta
     if meta is not None:
         if meta.frame_buffer is not None:
-            frame = p.buffers[buffer_id(meta.frame_buffer, "the META frame buffer")]
+            frame = p.buffers[_buffer_id(p, meta.frame_buffer, "the META frame buffer")]
             if not frame.usage & BufferUsage.UNIFORM or frame.byte_size < FRAME_BYTES:
                 raise ProgramFormatError(
                     f"the META frame buffer {meta.frame_buffer} must be a UNIFORM buffer of at "
@@ -366,7 +352,124 @@ def validate_program(p: Program) -> None:
             if meta.frame_buffer in p.inputs or meta.frame_buffer == p.output:
                 raise ProgramFormatError("the META frame buffer is also an input or the output")
         for i, b in enumerate(meta.weight_buffers):
-            buffer_id(b, f"META weight buffer {i}")
+            _buffer_id(p, b, f"META weight buffer {i}")
+
+
+def _buffer_id(p: Program, value: int, what: str) -> int:
+    if value >= len(p.buffers):
+        raise ProgramFormatError(
+            f"{what} refers to buffer {value} but there are {len(p.buffers)}"
+        )
+    return value
+
+
+def _validate_bind_group(p: Program, i: int, g: BindGroupDesc) -> None:
+    if g.pipeline >= len(p.pipelines):
+        raise ProgramFormatError(
+            f"bind group {i} refers to pipeline {g.pipeline} but there are {len(p.pipelines)}"
+        )
+    if g.group >= MAX_BIND_GROUPS:
+        raise ProgramFormatError(f"bind group {i} has group index {g.group}; expected < 4")
+    seen = set()
+    for j, e in enumerate(g.entries):
+        what = f"bind group {i} entry {j}"
+        if e.binding > MAX_BINDING_INDEX or e.binding in seen:
+            raise ProgramFormatError(f"{what} has a duplicate or huge binding {e.binding}")
+        seen.add(e.binding)
+        size = p.buffers[_buffer_id(p, e.buffer, what)].byte_size
+        _check_usage(p, e.buffer, BufferUsage.STORAGE | BufferUsage.UNIFORM, what, "binds")
+        if e.byte_offset % STORAGE_OFFSET_ALIGNMENT or e.byte_offset >= size:
+            raise ProgramFormatError(
+                f"{what} offset {e.byte_offset} is not a multiple of 256 inside the buffer"
+            )
+        if e.byte_size % 4 or e.byte_offset + e.byte_size > size:
+            raise ProgramFormatError(
+                f"{what} range {e.byte_offset}+{e.byte_size} is unaligned or exceeds the "
+                f"buffer's {size} bytes"
+            )
+
+
+def _validate_operations(p: Program) -> None:
+    bound = [_bound_bytes(p, g) for g in p.bind_groups]
+    total = 0
+    for i, op in enumerate(p.operations):
+        if isinstance(op, Write):
+            what = f"operation {i} (write)"
+            size = p.buffers[_buffer_id(p, op.buffer, what)].byte_size
+            _check_usage(p, op.buffer, BufferUsage.COPY_DST, what, "writes")
+            _check_range(what, op.byte_offset, len(op.data), size)
+            continue
+        for j, c in enumerate(op.commands):
+            what = f"operation {i} command {j}"
+            if isinstance(c, Copy):
+                _validate_copy(p, what, c)
+                continue
+            if c.pipeline >= len(p.pipelines) or c.bind_group >= len(p.bind_groups):
+                raise ProgramFormatError(f"{what} refers to a missing pipeline or bind group")
+            if p.bind_groups[c.bind_group].pipeline != c.pipeline:
+                raise ProgramFormatError(
+                    f"{what} uses bind group {c.bind_group}, which was made for pipeline "
+                    f"{p.bind_groups[c.bind_group].pipeline}, with pipeline {c.pipeline}"
+                )
+            total += _check_dispatch(what, c, bound[c.bind_group])
+            if total > MAX_PROGRAM_WORKGROUPS:
+                raise ProgramFormatError(
+                    f"the dispatches up to {what} run {total} workgroups; a program runs at "
+                    f"most {MAX_PROGRAM_WORKGROUPS}"
+                )
+
+
+def _validate_copy(p: Program, what: str, c: Copy) -> None:
+    src = p.buffers[_buffer_id(p, c.source, what)].byte_size
+    dst = p.buffers[_buffer_id(p, c.destination, what)].byte_size
+    if c.source == c.destination:
+        raise ProgramFormatError(f"{what} copies a buffer onto itself")
+    _check_usage(p, c.source, BufferUsage.COPY_SRC, what, "copies from")
+    _check_usage(p, c.destination, BufferUsage.COPY_DST, what, "copies into")
+    _check_range(f"{what} source", c.source_offset, c.byte_size, src)
+    _check_range(f"{what} destination", c.destination_offset, c.byte_size, dst)
+
+
+def _check_usage(p: Program, buffer: int, usage: int, what: str, verb: str) -> None:
+    """``buffer`` has one of the ``usage`` bits that its use by ``what`` needs (a host adds
+    the copy usages to the inputs and the output, see docs/program-format.md)."""
+    if usage & ~(BufferUsage.COPY_SRC | BufferUsage.COPY_DST) == 0 and (
+        buffer in p.inputs or buffer == p.output
+    ):
+        return
+    if not p.buffers[buffer].usage & usage:
+        needed = " or ".join(f.name for f in BufferUsage if f & usage)
+        raise ProgramFormatError(
+            f"{what} {verb} buffer {buffer}, whose usage {p.buffers[buffer].usage:#x} lacks "
+            f"{needed}"
+        )
+
+
+def _bound_bytes(p: Program, group: BindGroupDesc) -> int:
+    """Bytes a bind group binds (valid entries only; `validate_program` checks the rest)."""
+    total = 0
+    for e in group.entries:
+        if e.buffer < len(p.buffers):
+            total += e.byte_size or max(p.buffers[e.buffer].byte_size - e.byte_offset, 0)
+    return total
+
+
+def _check_dispatch(what: str, c: Dispatch, bound_bytes: int) -> int:
+    """The workgroups of one dispatch, within the format's bounds (else an error)."""
+    count = c.x * c.y * c.z
+    if count == 0:
+        raise ProgramFormatError(
+            f"{what} dispatches {(c.x, c.y, c.z)} workgroups, which runs nothing; a recorder "
+            "writes at least one workgroup per dimension"
+        )
+    limit = min(MAX_DISPATCH_WORKGROUPS, bound_bytes // BOUND_BYTES_PER_WORKGROUP)
+    if count > limit:
+        raise ProgramFormatError(
+            f"{what} dispatches {(c.x, c.y, c.z)} = {count} workgroups; expected at most "
+            f"{limit} (one per {BOUND_BYTES_PER_WORKGROUP} bytes its bind group binds, at most "
+            f"{MAX_DISPATCH_WORKGROUPS})"
+        )
+    return count
 
 
 def _check_range(what: str, offset: int, size: int, buffer_size: int) -> None:

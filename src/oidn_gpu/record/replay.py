@@ -21,12 +21,22 @@ buffers; the output is read back and returned) or ``wgpu.GPUBuffer`` objects
 without waiting). Shader modules are compiled with wgpu's runtime bounds checks
 unless ``trusted=True``: a program file is untrusted input.
 
+Replay is bounded: the reader refuses dispatches beyond the format's workgroup
+bounds (`format.MAX_DISPATCH_WORKGROUPS`, `format.MAX_PROGRAM_WORKGROUPS`), and
+each run has a wall-clock deadline (``deadline_s``, default
+`DEFAULT_DEADLINE_S`): the run waits for the GPU after every
+`SYNC_WORKGROUPS` workgroups submitted (and, with host arrays, before reading
+the output) and raises `DeadlineExceededError` once the deadline has passed;
+work already submitted still finishes on the GPU.
+
 This module needs wgpu (through `backends.wgpu.device`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -34,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.wgpu.device import open_device
-from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.errors import DeadlineExceededError, InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.record.format import (
     BufferUsage,
     Copy,
@@ -49,6 +59,11 @@ from oidn_gpu.record.reader import read_program, validate_program
 from oidn_gpu.record.summary import frame_input_scale
 
 _BIND_GROUP_CACHE_SIZE = 4
+# The default wall-clock limit of one run, far above what a recorded denoise takes; a
+# program that runs longer stops with `DeadlineExceededError` (deadline_s=None: no limit).
+DEFAULT_DEADLINE_S = 600.0
+# A run waits for the GPU (and checks its deadline) after this many workgroups submitted.
+SYNC_WORKGROUPS = 1 << 20
 _HOST_USAGE = BufferUsage.COPY_SRC | BufferUsage.COPY_DST
 
 
@@ -77,6 +92,7 @@ class Replayer:
         program: a `Program` or its bytes (parsed and validated by `read_program`).
         device: a `GpuDevice`, a ``wgpu.GPUDevice``, or None to open the default device.
         trusted: compile shaders without wgpu's runtime checks (only for programs you made).
+        deadline_s: the wall-clock limit of each `run` in seconds (None: no limit).
 
     Raises:
         ProgramFormatError: a malformed program, or one whose shaders or bindings the
@@ -84,7 +100,21 @@ class Replayer:
         UnsupportedDeviceError: the device lacks a feature or limit the program needs.
     """
 
-    def __init__(self, program: Program | bytes, device: Any = None, *, trusted: bool = False):
+    def __init__(
+        self,
+        program: Program | bytes,
+        device: Any = None,
+        *,
+        trusted: bool = False,
+        deadline_s: float | None = DEFAULT_DEADLINE_S,
+    ):
+        if deadline_s is not None and not (
+            isinstance(deadline_s, (int, float)) and not math.isnan(deadline_s) and deadline_s >= 0
+        ):
+            raise InvalidArgumentError(
+                f"deadline_s must be None or a number of seconds >= 0, got {deadline_s!r}"
+            )
+        self.deadline_s = deadline_s
         if isinstance(program, (bytes, bytearray, memoryview)):
             program = read_program(program)
         else:
@@ -266,6 +296,7 @@ class Replayer:
         Raises:
             InvalidArgumentError: wrong number, size or usage of inputs or output; an
                 ``input_scale`` that is NaN, or given for a program without a frame buffer.
+            DeadlineExceededError: the run took longer than ``deadline_s``.
         """
         if self._closed:
             raise InvalidArgumentError("the replayer is closed")
@@ -308,11 +339,8 @@ class Replayer:
         if self._frame is not None and frame != self._frame_data:
             queue.write_buffer(self._buffers[self._frame], 0, frame)
             self._frame_data = frame
-        for op in p.operations:
-            if isinstance(op, Write):
-                queue.write_buffer(buffers[op.buffer], op.byte_offset, op.data)
-            else:
-                queue.submit([self._encode(op, buffers, groups)])
+        deadline = _Deadline(self._gpu, self.deadline_s)
+        self._run_operations(buffers, groups, deadline)
         result = buffers[p.output]
         if copy_to is not None:
             encoder = self._raw.create_command_encoder(label="oidn/replay/output")
@@ -320,8 +348,23 @@ class Replayer:
             queue.submit([encoder.finish()])
             result = copy_to
         if host:
+            deadline.wait()
             return self.read_output()
         return result
+
+    def _run_operations(self, buffers: list[Any], groups: list[Any], deadline: _Deadline) -> None:
+        """The program's operations in order, on ``buffers`` and ``groups``."""
+        queue = self._raw.queue
+        for i, op in enumerate(self.program.operations):
+            try:
+                if isinstance(op, Write):
+                    queue.write_buffer(buffers[op.buffer], op.byte_offset, op.data)
+                else:
+                    queue.submit([self._encode(op, buffers, groups)])
+            except Exception as err:  # wgpu's validation errors name what the device refused
+                raise ProgramFormatError(f"the device refused operation {i}: {err}") from None
+            if isinstance(op, Submit):
+                deadline.submitted(op)
 
     def read_output(self) -> np.ndarray:
         """Read the program's own output buffer back as float32 (waits for the GPU)."""
@@ -426,16 +469,45 @@ class Replayer:
         self.close()
 
 
+class _Deadline:
+    """A run's deadline: waits for the GPU after every `SYNC_WORKGROUPS` workgroups."""
+
+    def __init__(self, device: Any, seconds: float | None) -> None:
+        self._device = device
+        self._seconds = seconds
+        self._end = None if seconds is None else time.monotonic() + seconds
+        self._pending = 0
+
+    def submitted(self, op: Submit) -> None:
+        self._pending += sum(c.x * c.y * c.z for c in op.commands if isinstance(c, Dispatch))
+        if self._pending >= SYNC_WORKGROUPS:
+            self.wait()
+
+    def wait(self) -> None:
+        """Wait for the work submitted so far, at most until the deadline."""
+        if self._end is None:
+            return
+        self._pending = 0
+        remaining = self._end - time.monotonic()
+        if remaining > 0 and self._device.fence().wait(remaining):
+            return
+        raise DeadlineExceededError(
+            f"the program ran longer than its deadline of {self._seconds:g} s (deadline_s); "
+            "the work already submitted still finishes on the GPU"
+        )
+
+
 def replay(
     program: Program | bytes,
     inputs: Sequence[Any],
     *,
     device: Any = None,
     input_scale: float | None = None,
+    deadline_s: float | None = DEFAULT_DEADLINE_S,
 ) -> Any:
     """Replay a program once on host arrays and return the output (see `Replayer.run`)."""
-    with Replayer(program, device) as replayer:
+    with Replayer(program, device, deadline_s=deadline_s) as replayer:
         return replayer.run(inputs, input_scale=input_scale)
 
 
-__all__ = ["Replayer", "replay"]
+__all__ = ["DEFAULT_DEADLINE_S", "SYNC_WORKGROUPS", "Replayer", "replay"]

@@ -1,13 +1,16 @@
-"""Program -> bytes, exactly in oidn-web's layout (``serializeProgram`` in ``program.ts``).
+"""Program -> bytes, in oidn-web's layout (``serializeProgram`` in ``program.ts``).
 
 Every integer is a little-endian u32; a blob is its byte length, the bytes and
-zero padding to a multiple of 4; a string is a UTF-8 blob. The output is
+zero padding to a multiple of 4; a string is a UTF-8 blob. Version 3 (the
+default) follows each section with the CRC-32 of its bytes; version 2 is
+oidn-web's layout byte for byte, for hosts that read only that. The output is
 deterministic: the same `Program` value always gives the same bytes.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.record.format import (
@@ -19,6 +22,7 @@ from oidn_gpu.record.format import (
     NO_BUFFER,
     PROGRAM_MAGIC,
     PROGRAM_VERSION,
+    PROGRAM_VERSIONS,
     U32_MAX,
     CommandKind,
     Copy,
@@ -31,17 +35,34 @@ from oidn_gpu.record.format import (
 
 
 class ByteWriter:
-    """Appends u32 words, blobs and strings to a growing buffer."""
+    """Appends u32 words, blobs and strings to a growing buffer.
 
-    def __init__(self) -> None:
+    ``checksums``: `end_section` appends the CRC-32 of the bytes since the last one.
+    """
+
+    def __init__(self, *, checksums: bool = False) -> None:
         self._parts: list[bytes] = []
         self.byte_size = 0
+        self._checksums = checksums
+        self._crc = 0
+
+    def _append(self, data: bytes) -> None:
+        self._parts.append(data)
+        self.byte_size += len(data)
+        if self._checksums:
+            self._crc = zlib.crc32(data, self._crc)
 
     def u32(self, value: int) -> None:
         if not isinstance(value, int) or not 0 <= value <= U32_MAX:
             raise InvalidArgumentError(f"program value {value!r} does not fit in a u32")
-        self._parts.append(struct.pack("<I", value))
-        self.byte_size += 4
+        self._append(struct.pack("<I", value))
+
+    def end_section(self) -> None:
+        """Append the section's CRC-32 (not part of any section), when checksumming."""
+        if self._checksums:
+            crc, self._crc = self._crc, 0
+            self._parts.append(struct.pack("<I", crc))
+            self.byte_size += 4
 
     def u32s(self, values: list[int] | tuple[int, ...]) -> None:
         for value in values:
@@ -49,10 +70,8 @@ class ByteWriter:
 
     def blob(self, data: bytes) -> None:
         self.u32(len(data))
-        padding = -len(data) % 4
-        self._parts.append(bytes(data))
-        self._parts.append(b"\0" * padding)
-        self.byte_size += len(data) + padding
+        self._append(bytes(data))
+        self._append(b"\0" * (-len(data) % 4))
 
     def string(self, text: str) -> None:
         self.blob(text.encode("utf-8"))
@@ -61,15 +80,23 @@ class ByteWriter:
         return b"".join(self._parts)
 
 
-def write_program(program: Program) -> bytes:
-    """Serialize ``program`` (version 2, with the META extension when it has one).
+def write_program(program: Program, *, version: int = PROGRAM_VERSION) -> bytes:
+    """Serialize ``program``, with the META extension when it has one.
+
+    ``version`` 3 (the default) checksums every section; 2 is oidn-web's layout, for
+    hosts that read only version 2 (readers then cannot tell a corrupt file).
 
     Raises:
-        InvalidArgumentError: a value does not fit the format (e.g. a buffer over 4 GiB).
+        InvalidArgumentError: an unknown version, or a value that does not fit the
+            format (e.g. a buffer over 4 GiB).
     """
-    w = ByteWriter()
+    if version not in PROGRAM_VERSIONS:
+        raise InvalidArgumentError(
+            f"unknown program version {version!r}; expected one of {PROGRAM_VERSIONS}"
+        )
+    w = ByteWriter(checksums=version == PROGRAM_VERSION)
     w.u32(PROGRAM_MAGIC)
-    w.u32(PROGRAM_VERSION)
+    w.u32(version)
     w.u32(len(program.inputs))
     w.u32s(program.inputs)
     w.u32(program.output)
@@ -77,7 +104,25 @@ def write_program(program: Program) -> bytes:
     w.u32(program.output_width)
     w.u32(program.output_height)
     w.u32(program.output_channels)
+    w.end_section()
+    _write_resources(w, program)
+    _write_operations(w, program)
+    meta = program.meta
+    if meta is not None:
+        w.u32(META_MAGIC)
+        w.u32(META_VERSION)
+        w.u32(int(meta.precision))
+        w.u32(meta.tiles)
+        w.u32(int(meta.kernels))
+        w.u32(NO_BUFFER if meta.frame_buffer is None else meta.frame_buffer)
+        w.u32(len(meta.weight_buffers))
+        w.u32s(meta.weight_buffers)
+        w.end_section()
+    return w.finish()
 
+
+def _write_resources(w: ByteWriter, program: Program) -> None:
+    """The buffers, shaders, pipelines and bind groups sections."""
     w.u32(len(program.buffers))
     for buffer in program.buffers:
         if not 0 < buffer.byte_size <= U32_MAX:
@@ -89,16 +134,16 @@ def write_program(program: Program) -> bytes:
         w.u32(int(buffer.usage))
         w.blob(buffer.data)
         w.string(buffer.label)
-
+    w.end_section()
     w.u32(len(program.shaders))
     for shader in program.shaders:
         w.string(shader.code)
-
+    w.end_section()
     w.u32(len(program.pipelines))
     for pipeline in program.pipelines:
         w.u32(pipeline.shader)
         w.string(pipeline.entry_point)
-
+    w.end_section()
     w.u32(len(program.bind_groups))
     for group in program.bind_groups:
         w.u32(group.pipeline)
@@ -106,7 +151,10 @@ def write_program(program: Program) -> bytes:
         w.u32(len(group.entries))
         for entry in group.entries:
             w.u32s((entry.binding, entry.buffer, entry.byte_offset, entry.byte_size))
+    w.end_section()
 
+
+def _write_operations(w: ByteWriter, program: Program) -> None:
     w.u32(len(program.operations))
     for op in program.operations:
         if isinstance(op, Submit):
@@ -136,18 +184,7 @@ def write_program(program: Program) -> bytes:
             w.blob(op.data)
         else:
             raise InvalidArgumentError(f"unknown program operation {op!r}")
-
-    meta = program.meta
-    if meta is not None:
-        w.u32(META_MAGIC)
-        w.u32(META_VERSION)
-        w.u32(int(meta.precision))
-        w.u32(meta.tiles)
-        w.u32(int(meta.kernels))
-        w.u32(NO_BUFFER if meta.frame_buffer is None else meta.frame_buffer)
-        w.u32(len(meta.weight_buffers))
-        w.u32s(meta.weight_buffers)
-    return w.finish()
+    w.end_section()
 
 
 def error_packet(message: str) -> bytes:

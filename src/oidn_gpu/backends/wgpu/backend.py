@@ -46,12 +46,17 @@ class WgpuOptions(BackendOptions):
         gemm: implicit-GEMM tuning (`kernels.gemm.GemmOptions`, or a mapping of its
             option names), None for the device's defaults.
         device: a ``wgpu.GPUDevice`` to run on; None opens one.
+        conv_pool: fuse each pooled encoder conv with its 2x2 max pool (the default; the
+            direct and implicit-GEMM kernels have the fused form). False runs conv and pool
+            as two kernels, as oidn-web does, so that ``kernel="spatial"`` or
+            ``"subgroup"`` also reaches the four pooled encoder convs. Same image.
     """
 
     precision: str = "auto"
     kernel: str = "auto"
     gemm: GemmOptions | None = None
     device: Any = None
+    conv_pool: bool = True
 
     option_help: ClassVar = MappingProxyType(
         {
@@ -78,6 +83,8 @@ class WgpuOptions(BackendOptions):
                 + ", ".join(repr(k) for k in KERNELS)
             )
         object.__setattr__(self, "gemm", gemm_options(self.gemm))
+        if not isinstance(self.conv_pool, bool):
+            raise InvalidArgumentError(f"conv_pool must be True or False, got {self.conv_pool!r}")
         device = self.device
         if device is not None and not (
             hasattr(device, "create_compute_pipeline") and hasattr(device, "queue")
@@ -185,6 +192,7 @@ class WgpuBackend:
             kernel=options.kernel,
             gemm=options.gemm,
             device=options.device,
+            conv_pool=options.conv_pool,
         )
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:

@@ -67,6 +67,7 @@ from oidn_gpu.kernels.spec import Kernel, Precision
 DEFAULT_SHAPE_CACHE_SIZE = 2
 # The profile's name of the pass that packs a dense input (`run`, `execute_buffers`).
 INPUT_PACK = "input-pack"
+OUTPUT_UNPACK = "output-unpack"  # `execute_buffers` into a caller's dense output
 # The network output: one vec4<f32> per pixel (RGB and a zero lane).
 OUTPUT_PIXEL_BYTES = 16
 
@@ -133,7 +134,9 @@ class WgpuExecutor(ExecutorBase):
     Attributes:
         precision: the resolved precision.
         gemm: the GEMM options in effect (the caller's, else the device's defaults,
-            `kernels.gemm.default_options`); frozen.
+            `kernels.gemm.default_options`), resolved for the precision (``shared_layout``
+            ``None`` becomes ``padded-input`` in fp16, else ``padded``, as oidn-web's
+            ``executor.gemm``); frozen. The kernels' headers name the options as given.
         subgroups_available: whether the device has the ``subgroup`` feature (the
             subgroup conv runs only then).
         max_spatial_input_blocks: the most input vec4 blocks the spatial conv's halo
@@ -165,10 +168,10 @@ class WgpuExecutor(ExecutorBase):
         self.precision = resolve_precision(self._device, precision)
         self.kernel_setting = kernel_choice.validate_kernel(kernel)
         limits = kernel_choice.device_limits(self._device.capabilities)
-        # The GEMM options in effect: the caller's, or this device's defaults; frozen.
-        self.gemm: GemmOptions = kernel_choice.validate_gemm(gemm) or default_options(
-            limits, self.precision
-        )
+        # The GEMM options the kernels are made with: the caller's, or this device's defaults.
+        self._gemm = kernel_choice.validate_gemm(gemm) or default_options(limits, self.precision)
+        # The same, resolved for this precision (as oidn-web's `executor.gemm`); frozen.
+        self.gemm: GemmOptions = self._gemm.resolved(self.precision)
         # What the kernel choice knows of the device (read-only)
         self.subgroups_available = bool(limits.subgroups)
         self.max_spatial_input_blocks = conv_spatial.max_input_blocks(self.precision, limits)
@@ -197,7 +200,7 @@ class WgpuExecutor(ExecutorBase):
                 self._device.capabilities,
                 precision=self.precision,
                 kernel=self.kernel_setting,
-                gemm=self.gemm,
+                gemm=self._gemm,
             )
             self._warn_forced_fallbacks(gemm)
             nodes.upload_weights(
@@ -271,13 +274,15 @@ class WgpuExecutor(ExecutorBase):
         return MappingProxyType(nodes.weight_buffers(self._nodes))
 
     def prepare(self) -> None:
-        """Compile every shape-independent kernel now, concurrently.
+        """Compile every shape-independent kernel now, concurrently: the network's, and the
+        input-pack and output-unpack kernels of `run` and `execute_buffers` (as oidn-web's
+        ``prepare``), so that no execution compiles.
 
         Raises:
             ShaderCompileError: a kernel does not compile.
         """
         self._check_open()
-        kernels = list(self.kernels)
+        kernels = [*self.kernels, self._io_kernel(INPUT_PACK), self._io_kernel(OUTPUT_UNPACK)]
         self._cache.prepare(kernels, shader_checks=self.shader_checks)
 
     def info(self) -> WgpuExecutorInfo:
@@ -418,7 +423,7 @@ class WgpuExecutor(ExecutorBase):
         result = self._encode(encoder, shape_plan, pack_from=input)
         if output is not None:
             self._check_buffer(output, height * width * self.output_channels * 4, "output")
-            self._encode_io(encoder, shape_plan, "output-unpack", [result, output])
+            self._encode_io(encoder, shape_plan, OUTPUT_UNPACK, [result, output])
             result = output
         self._device.submit([encoder.finish()])
         return result
