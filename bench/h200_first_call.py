@@ -65,6 +65,23 @@ def main() -> None:
             print(name, {k: v.describe() for k, v in prep.configs.items()})
         print(json.dumps(times))
         return
+    if args.mode in ("newsize", "bridge_log"):
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="%(relativeCreated)8.0f ms %(message)s")
+    if args.mode == "bridge_log":
+        # Every frame's wall time while the bridge serves (per-frame log, then a summary).
+        den = oidn_gpu.Denoiser(hdr=True, backend="cuda")
+        start = time.perf_counter()
+        while time.perf_counter() - start < 40:
+            t1 = time.perf_counter()
+            den.denoise(*first)
+            engine = den.info().device
+            print(f"{(time.perf_counter() - start) * 1000:8.0f} ms frame "
+                  f"{(time.perf_counter() - t1) * 1000:7.1f} ms {engine}")
+            if "while Triton compiles" not in engine:
+                break
+        return
     if args.mode == "newsize":
         # A warm process: frames until Triton serves, then the first call at new sizes.
         den = oidn_gpu.Denoiser(hdr=True, backend="cuda")

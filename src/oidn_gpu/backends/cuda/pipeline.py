@@ -59,7 +59,9 @@ import atexit
 import contextlib
 import dataclasses
 import math
+import logging
 import threading
+import time
 import warnings
 import weakref
 from collections import OrderedDict
@@ -82,6 +84,8 @@ from oidn_gpu.backends.cuda.executor import (
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, TilePlan, plan_tiles
+
+_LOG = logging.getLogger(__name__)
 
 GRAPH_CACHE_SIZE = 4
 # NumPy images reach the device through pinned buffers filled by torch's CPU threads
@@ -436,8 +440,11 @@ class CudaDenoiser:
         torch = self._torch
         ex = self.executor
         try:
+            start = time.perf_counter()
             if self._cuda and not interpreting():
-                self._compile_in_child(images, channels, mode, plan, autoexposure)
+                code = self._compile_in_child(images, channels, mode, plan, autoexposure)
+                _LOG.info("cuda: Triton kernels compiled by a child process in %.2f s "
+                          "(exit code %s)", time.perf_counter() - start, code)  # fmt: skip
             missing = kernels().UNAVAILABLE
             if missing:
                 raise InvalidOperationError(missing)
@@ -456,6 +463,8 @@ class CudaDenoiser:
                            stop=self._stop.is_set)  # fmt: skip
             if stream is not None:
                 stream.synchronize()
+            _LOG.info("cuda: Triton kernels ready %.2f s after the first frame",
+                      time.perf_counter() - start)  # fmt: skip
             ready = True
         except CompileStopped:
             ready = False
@@ -469,7 +478,7 @@ class CudaDenoiser:
             self._warming.pop(config, None)
 
     def _compile_in_child(self, images: list[_Image], channels: int, mode: Any,
-                          plan: TilePlan, autoexposure: bool) -> None:  # fmt: skip
+                          plan: TilePlan, autoexposure: bool) -> int | None:  # fmt: skip
         """Compile the frame's kernels into Triton's disk cache in a child process (no GIL
         shared with the caller's frames); the in-process pass after it loads them. A child
         that fails leaves the compile to that pass."""
@@ -485,7 +494,7 @@ class CudaDenoiser:
         try:
             child = compile_worker.start(job)
         except OSError:
-            return
+            return None
         with self._warm_lock:
             self._children.add(child)
         try:
@@ -497,6 +506,7 @@ class CudaDenoiser:
         finally:
             with self._warm_lock:
                 self._children.discard(child)
+        return child.returncode
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for background Triton compiles; True when none is left running."""
