@@ -43,6 +43,7 @@ float32 rounding bounds.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from collections import OrderedDict
@@ -55,7 +56,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
+from threadpoolctl import LibController, ThreadpoolController
 
 from oidn_gpu.backends.base import (
     ExecutorBase,
@@ -247,49 +248,75 @@ def default_threads() -> int:
     return max(1, min(MAX_DEFAULT_THREADS, usable_cores()))
 
 
+_OPENBLAS_SYMBOL_AFFIXES = tuple(
+    (prefix, suffix) for prefix in ("", "scipy_") for suffix in ("", "64_", "_64")
+)
+"""Name decorations of ``openblas_set_num_threads``: plain OpenBLAS, and scipy-openblas
+(NumPy's wheels) with its 64-bit-integer interface."""
+
+
+def _thread_setter(lib: LibController) -> Callable[[int], object]:
+    """A function that sets ``lib``'s thread count, honoured whichever thread calls it.
+
+    threadpoolctl lets only one thread (the first to set a limit, usually the main
+    thread) change OpenBLAS's process-wide pthreads thread count and silently ignores
+    the others, so a run started from another thread would keep every BLAS thread
+    (other sums, and spinning threads fighting the band workers). For that library the
+    setter calls OpenBLAS's own ``openblas_set_num_threads``, which any thread may call;
+    other libraries go through threadpoolctl.
+    """
+    if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") != "openmp":
+        for prefix, suffix in _OPENBLAS_SYMBOL_AFFIXES:
+            native = getattr(lib.dynlib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            if native is not None:
+                return lambda threads: native(ctypes.c_int(threads))
+    return lib.set_num_threads
+
+
 class _BlasThreads:
     """The process-wide BLAS thread count, set for the runs in flight and restored after.
 
     OpenBLAS has one thread count per process, so runs of several executors in
     several threads share it: the first run to start saves the caller's setting,
-    the last to end restores it.
+    the last to end restores it. Any thread may start a run (see `_thread_setter`).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._controller: ThreadpoolController | None = None
+        self._libs: list[tuple[LibController, Callable[[int], object]]] | None = None
         self._active = 0
         self._saved: list[int] = []
 
-    def _libs(self) -> list:
-        if self._controller is None:  # NumPy's BLAS is loaded by now
-            self._controller = ThreadpoolController().select(user_api="blas")
-        return list(self._controller.lib_controllers)
+    def _controllers(self) -> list[tuple[LibController, Callable[[int], object]]]:
+        if self._libs is None:  # NumPy's BLAS is loaded by now
+            controller = ThreadpoolController().select(user_api="blas")
+            self._libs = [(lib, _thread_setter(lib)) for lib in controller.lib_controllers]
+        return self._libs
 
     def caller_setting(self) -> list[int]:
         """The thread counts the caller set (before any run of ours changed them)."""
         with self._lock:
             if self._active:
                 return list(self._saved)
-            return [lib.num_threads for lib in self._libs()]
+            return [lib.num_threads for lib, _ in self._controllers()]
 
     @contextmanager
     def limit(self, threads: int) -> Iterator[None]:
         with self._lock:
-            libs = self._libs()
+            libs = self._controllers()
             if self._active == 0:
-                self._saved = [lib.num_threads for lib in libs]
+                self._saved = [lib.num_threads for lib, _ in libs]
             self._active += 1
-            for lib in libs:
-                lib.set_num_threads(threads)
+            for _, set_threads in libs:
+                set_threads(threads)
         try:
             yield
         finally:
             with self._lock:
                 self._active -= 1
                 if self._active == 0:
-                    for lib, saved in zip(libs, self._saved, strict=True):
-                        lib.set_num_threads(saved)
+                    for (_, set_threads), saved in zip(libs, self._saved, strict=True):
+                        set_threads(saved)
 
 
 _BLAS = _BlasThreads()
