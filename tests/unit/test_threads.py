@@ -1,12 +1,12 @@
 """Threads and filter reuse on the reference backend.
 
-A `Denoiser` shared by threads serializes its calls, and every result is bit
-for bit the sequential one on the main thread: every gemm runs on one BLAS thread
-whichever Python thread started the call (threadpoolctl lets only the main thread
-change OpenBLAS's thread count, so a call from another thread once summed its gemms
-over all BLAS threads: about 5e-6 off). Separate denoisers run concurrently. The filter-reuse cases mirror Intel
-OIDN's own oidnTest ("multiple filters" with interleaved sizes, "filter
-update" across size and input changes, "multiple devices") at small sizes,
+A `Denoiser` shared by threads serializes its calls, and every result is bit for bit
+the sequential one on the main thread: every gemm runs on one BLAS thread whichever
+Python thread started the call (threadpoolctl lets only the main thread change
+OpenBLAS's thread count; a call from another thread used to sum its gemms over all
+BLAS threads, about 5e-6 off). Separate denoisers run concurrently. The filter-reuse
+cases mirror Intel OIDN's own oidnTest ("multiple filters" with interleaved sizes,
+"filter update" across size and input changes, "multiple devices") at small sizes,
 against OIDN 2.5.1 itself through pyoidn.
 """
 
