@@ -100,17 +100,20 @@ def test_tiled_passes_give_the_whole_image_passes_bit_for_bit(case: str) -> None
     np.testing.assert_array_equal(got, expected)
 
 
-def test_the_result_goes_into_the_given_output_unless_it_is_an_input() -> None:
+def test_the_result_goes_into_a_scratch_output_unless_it_is_an_input() -> None:
     mode = process.mode_for("RT", hdr=True, input_scale=1.0)
     color = _image(40, 100, 3, seed=4, scale=4.0).astype(np.float16)
     plan = _plan(40, 100, mode)
     runner = HostTileRunner(_executor(3))
     expected = runner.run(DenoiseImages(color.copy()), plan)
     output = np.full((40, 100, 3), -1, np.float16)
-    got = runner.run(DenoiseImages(color, output=output), plan)
+    got = runner.run(DenoiseImages(color, output=output, output_is_scratch=True), plan)
     assert got is output
     np.testing.assert_array_equal(output, expected.astype(np.float16))
-    in_place = runner.run(DenoiseImages(color, output=color), plan)
+    callers = np.full((40, 100, 3), -1, np.float16)
+    got = runner.run(DenoiseImages(color, output=callers), plan)
+    assert got is not callers and (callers == -1).all()  # written by the caller at the end
+    in_place = runner.run(DenoiseImages(color, output=color, output_is_scratch=True), plan)
     assert in_place is not color  # later tiles still read the input around their edges
     np.testing.assert_array_equal(in_place, expected)
 

@@ -42,14 +42,16 @@ class HostTileRunner:
     ) -> np.ndarray:
         """The denoised ``[H, W, out_channels]`` image; see `TileRunner.run`.
 
-        It is written into ``images.output`` when given (unless that array shares memory
-        with an input, which later tiles still read), else into a new float32 array.
+        Tiles are written into ``images.output`` when it is a scratch array
+        (`DenoiseImages.output_is_scratch`) that shares no memory with an input (later
+        tiles still read the input around their edges); else into a new float32 array,
+        which is returned, so a cancelled run leaves the caller's output untouched.
         """
         mode = plan.mode
         tiles = plan.tiles
         process.check_input_sizes(images.main, images.albedo, images.normal)
         inputs = [a for a in (images.main, images.albedo, images.normal) if a is not None]
-        output = images.output
+        output = images.output if images.output_is_scratch else None
         if output is None or any(np.may_share_memory(output, a) for a in inputs):
             output = np.empty((tiles.height, tiles.width, images.out_channels), np.float32)
         buffer = np.zeros((3 * len(inputs), tiles.tile_h, tiles.tile_w), np.float32)
