@@ -44,9 +44,12 @@ def incomplete_reason(
             return f"'{path}' is missing"
     try:
         source = io.read_image(color)
+    except (OSError, ValueError) as err:  # ImageFileError is an OSError
+        return f"its input does not decode ({err})"
+    try:
         parts = sorted({layer.subimage for layer in io.list_layers(output)})
         first = [io.read_image(output, part) for part in parts][0]
-    except (OSError, ValueError, IndexError) as err:  # ImageFileError is an OSError
+    except (OSError, ValueError, IndexError) as err:
         return f"'{output}' does not decode ({err})"
     expected = (source.height, source.width)
     if (first.height, first.width) != expected:
