@@ -43,20 +43,17 @@ float32 rounding bounds.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
-from threadpoolctl import LibController, ThreadpoolController
 
 from oidn_gpu.backends.base import (
     ExecutorBase,
@@ -64,6 +61,7 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
+from oidn_gpu.backends.reference.blas_threads import BLAS_THREADS
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
@@ -248,78 +246,6 @@ def default_threads() -> int:
     return max(1, min(MAX_DEFAULT_THREADS, usable_cores()))
 
 
-_OPENBLAS_SYMBOL_AFFIXES = tuple(
-    (prefix, suffix) for prefix in ("", "scipy_") for suffix in ("", "64_", "_64")
-)
-"""Name decorations of ``openblas_set_num_threads``: plain OpenBLAS, and scipy-openblas
-(NumPy's wheels) with its 64-bit-integer interface."""
-
-
-def _thread_setter(lib: LibController) -> Callable[[int], object]:
-    """A function that sets ``lib``'s thread count, honoured whichever thread calls it.
-
-    threadpoolctl lets only one thread (the first to set a limit, usually the main
-    thread) change OpenBLAS's process-wide pthreads thread count and silently ignores
-    the others, so a run started from another thread would keep every BLAS thread
-    (other sums, and spinning threads fighting the band workers). For that library the
-    setter calls OpenBLAS's own ``openblas_set_num_threads``, which any thread may call;
-    other libraries go through threadpoolctl.
-    """
-    if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") != "openmp":
-        for prefix, suffix in _OPENBLAS_SYMBOL_AFFIXES:
-            native = getattr(lib.dynlib, f"{prefix}openblas_set_num_threads{suffix}", None)
-            if native is not None:
-                return lambda threads: native(ctypes.c_int(threads))
-    return lib.set_num_threads
-
-
-class _BlasThreads:
-    """The process-wide BLAS thread count, set for the runs in flight and restored after.
-
-    OpenBLAS has one thread count per process, so runs of several executors in
-    several threads share it: the first run to start saves the caller's setting,
-    the last to end restores it. Any thread may start a run (see `_thread_setter`).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._libs: list[tuple[LibController, Callable[[int], object]]] | None = None
-        self._active = 0
-        self._saved: list[int] = []
-
-    def _controllers(self) -> list[tuple[LibController, Callable[[int], object]]]:
-        if self._libs is None:  # NumPy's BLAS is loaded by now
-            controller = ThreadpoolController().select(user_api="blas")
-            self._libs = [(lib, _thread_setter(lib)) for lib in controller.lib_controllers]
-        return self._libs
-
-    def caller_setting(self) -> list[int]:
-        """The thread counts the caller set (before any run of ours changed them)."""
-        with self._lock:
-            if self._active:
-                return list(self._saved)
-            return [lib.num_threads for lib, _ in self._controllers()]
-
-    @contextmanager
-    def limit(self, threads: int) -> Iterator[None]:
-        with self._lock:
-            libs = self._controllers()
-            if self._active == 0:
-                self._saved = [lib.num_threads for lib, _ in libs]
-            self._active += 1
-            for _, set_threads in libs:
-                set_threads(threads)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._active -= 1
-                if self._active == 0:
-                    for (_, set_threads), saved in zip(libs, self._saved, strict=True):
-                        set_threads(saved)
-
-
-_BLAS = _BlasThreads()
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -369,11 +295,11 @@ class ReferenceExecutor(ExecutorBase):
         shape_cache_size: how many input sizes keep their buffers.
         threads: threads that run the bands of each conv (OIDN's ``numThreads``); the
             calling thread is one of them, the others are this executor's pool. BLAS is
-            set to one thread during `run` (threadpoolctl; restored after). None:
-            `default_threads` (the usable cores, 1 to 8), but never more than the BLAS's
-            current setting, so ``OPENBLAS_NUM_THREADS`` and an enclosing
-            ``threadpoolctl.threadpool_limits`` still cap it. The result does not
-            depend on it: the bands and every gemm call are the same.
+            set to one thread during `run`, whichever thread calls it (`blas_threads.thread_setter`),
+            and restored after. None: `default_threads` (the usable cores, 1 to 8), but
+            never more than the BLAS's current setting, so ``OPENBLAS_NUM_THREADS`` and
+            an enclosing ``threadpoolctl.threadpool_limits`` still cap it. The result
+            does not depend on it: the bands and every gemm call are the same.
 
     Every size's buffers are reused by the next run of that size, so `run`,
     `prewarm` and `close` hold a per-executor lock: threads sharing one executor
@@ -530,14 +456,14 @@ class ReferenceExecutor(ExecutorBase):
             x = check_network_input(x, self._graph.input_channels, self._alignment)
             workers = self.workers()
             # Every gemm runs single-threaded: the parallelism is the bands (`_each`).
-            with _BLAS.limit(1):
+            with BLAS_THREADS.limit(1):
                 return self._run(x, workers)
 
     def workers(self) -> int:
         """Threads the next `run` uses (see ``threads``)."""
         if self._threads is not None:
             return self._threads
-        return min([default_threads(), *_BLAS.caller_setting()])
+        return min([default_threads(), *BLAS_THREADS.caller_setting()])
 
     def _run(self, x: np.ndarray, workers: int) -> np.ndarray:
         prep = self._prepare(x.shape[1], x.shape[2])
