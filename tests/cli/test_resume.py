@@ -105,17 +105,20 @@ def uninterrupted(frames: Path, tmp_path_factory) -> dict[str, bytes]:
 
 
 def _trials() -> list[tuple[str, int, str, bool]]:
-    """(signal, write number, before/after, truncate an output) per trial, seeded."""
+    """(signal, write number, before/after, truncate an output) per trial, seeded.
+
+    Writes alternate output, preview, output, ...; each signal's first trial stops a
+    run right after some frame's output is renamed into place, before its preview.
+    """
     rng = random.Random(SEED)
-    return [
-        (
-            SIGNALS[trial % len(SIGNALS)],
-            rng.randint(1, 2 * FRAMES),
-            rng.choice(("before", "after")),
-            trial % 4 == 3,
-        )
-        for trial in range(TRIALS)
-    ]
+    trials = []
+    for trial in range(TRIALS):
+        if trial < len(SIGNALS):
+            point = (2 * rng.randint(1, FRAMES) - 1, "after")
+        else:
+            point = (rng.randint(1, 2 * FRAMES), rng.choice(("before", "after")))
+        trials.append((SIGNALS[trial % len(SIGNALS)], *point, trial % 4 == 3))
+    return trials
 
 
 def _age_stale_temporaries(out: Path) -> None:
@@ -153,8 +156,8 @@ def test_interrupted_run_resumes_to_the_uninterrupted_outputs(
     if signame != "SIGKILL":
         assert leftovers(out) == []  # the signal handlers removed the temporary file
     _age_stale_temporaries(out)
-    if truncate:
-        victim = sorted(out.glob("*.exr"))[0]
+    if truncate:  # an output (written, or not yet) as another tool leaves it half-written
+        victim = ([*sorted(out.glob("*.exr")), out / "shot.0001.exr"])[0]
         victim.write_bytes(uninterrupted[victim.name][:TRUNCATED_BYTES])
     for name, data in _outputs(out).items():
         if name in uninterrupted and not (truncate and name.endswith(".exr")):
