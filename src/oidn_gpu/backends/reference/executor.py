@@ -295,8 +295,9 @@ class ReferenceExecutor(ExecutorBase):
         shape_cache_size: how many input sizes keep their buffers.
         threads: threads that run the bands of each conv (OIDN's ``numThreads``); the
             calling thread is one of them, the others are this executor's pool. BLAS is
-            set to one thread during `run`, whichever thread calls it (`blas_threads.thread_setter`),
-            and restored after. None: `default_threads` (the usable cores, 1 to 8), but
+            set to one thread during `run`, whichever thread calls it
+            (`blas_threads.thread_setter`), and restored after. None: `default_threads`
+            (the usable cores, 1 to 8), but
             never more than the BLAS's current setting, so ``OPENBLAS_NUM_THREADS`` and
             an enclosing ``threadpoolctl.threadpool_limits`` still cap it. The result
             does not depend on it: the bands and every gemm call are the same.
