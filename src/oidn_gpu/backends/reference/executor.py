@@ -297,10 +297,10 @@ class ReferenceExecutor(ExecutorBase):
             calling thread is one of them, the others are this executor's pool. BLAS is
             set to one thread during `run`, whichever thread calls it
             (`blas_threads.thread_setter`), and restored after. None: `default_threads`
-            (the usable cores, 1 to 8), but
-            never more than the BLAS's current setting, so ``OPENBLAS_NUM_THREADS`` and
-            an enclosing ``threadpoolctl.threadpool_limits`` still cap it. The result
-            does not depend on it: the bands and every gemm call are the same.
+            (the usable cores, 1 to 8), but never more than the BLAS's current setting,
+            so ``OPENBLAS_NUM_THREADS`` and an enclosing ``threadpoolctl.threadpool_limits``
+            still cap it. The result does not depend on it: the bands and every gemm
+            call are the same.
 
     Every size's buffers are reused by the next run of that size, so `run`,
     `prewarm` and `close` hold a per-executor lock: threads sharing one executor
