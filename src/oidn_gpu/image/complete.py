@@ -47,13 +47,17 @@ def incomplete_reason(
     except (OSError, ValueError) as err:  # ImageFileError is an OSError
         return f"its input does not decode ({err})"
     try:
-        parts = sorted({layer.subimage for layer in io.list_layers(output)})
-        first = [io.read_image(output, part) for part in parts][0]
-    except (OSError, ValueError, IndexError) as err:
+        sizes = [  # every part decoded, one at a time
+            _size(io.read_image(output, part))
+            for part in sorted({layer.subimage for layer in io.list_layers(output)})
+        ]
+    except (OSError, ValueError) as err:
         return f"'{output}' does not decode ({err})"
-    expected = (source.height, source.width)
-    if (first.height, first.width) != expected:
-        return f"'{output}' is {_size(first)}; expected {expected[1]}x{expected[0]} px"
+    if not sizes:
+        return f"'{output}' holds no image"
+    expected = _size(source)
+    if sizes[0] != expected:
+        return f"'{output}' is {sizes[0]}; expected {expected}"
     if preview is None:
         return None
     try:
