@@ -678,7 +678,7 @@ class Denoiser:
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
             return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
         destination = _destination(images, out)
-        result = self._run(images, progress, destination=destination)
+        result = self._run(images, progress, destination=destination, scratch=out is None)
         return _store(result, images, out, destination)
 
     def _denoise_prefiltered(
@@ -751,9 +751,11 @@ class Denoiser:
         *,
         clean_aux: bool | None = None,
         destination: np.ndarray | None = None,
+        scratch: bool = True,
     ) -> np.ndarray:
         """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha),
-        or ``destination`` when the runner wrote the result into it (see `_destination`)."""
+        or ``destination`` when the runner wrote the result into it (see `_destination`;
+        ``scratch``: it is a new array, not the caller's, `DenoiseImages.output_is_scratch`)."""
         key, model = self._models.get(
             images, self.options.clean_aux if clean_aux is None else clean_aux
         )
@@ -767,7 +769,7 @@ class Denoiser:
         input_scale = 1.0 if on_device else self._input_scale(images)
         options = self.options.denoise_options(images, input_scale)
         plan = plan_denoise(model, h, w, options, self._tile_limits)
-        runner_images = _runner_images(images, out_channels, destination)
+        runner_images = _runner_images(images, out_channels, destination, scratch=scratch)
         report_progress(progress, 0.0)
         if on_device:
             runner = engine.runner
@@ -883,7 +885,11 @@ class Denoiser:
 
 
 def _runner_images(
-    images: _Images, out_channels: int, destination: np.ndarray | None = None
+    images: _Images,
+    out_channels: int,
+    destination: np.ndarray | None = None,
+    *,
+    scratch: bool = True,
 ) -> DenoiseImages:
     """The images a `TileRunner` takes: the main one, and aux images given with color."""
     main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
@@ -894,6 +900,7 @@ def _runner_images(
         normal=images.normal if with_color else None,
         out_channels=out_channels,
         output=destination,
+        output_is_scratch=destination is not None and scratch,
     )
 
 

@@ -42,7 +42,7 @@ from oidn_gpu.errors import (
     NonFiniteOutputWarning,
     OIDNGPUError,
 )
-from oidn_gpu.image import aovs, exr, io, windows
+from oidn_gpu.image import aovs, complete, exr, io, windows
 from oidn_gpu.image.preview import write_side_by_side
 
 MODES = ("auto", "hdr", "ldr", "srgb")
@@ -751,7 +751,9 @@ def run_sequence(
             per frame from ``options.mode``).
         options: where to find the images in the files.
         lightmap: RTLightmap filter (no auxiliary images).
-        skip_existing: leave frames whose output exists alone.
+        skip_existing: leave frames whose outputs are complete alone (`output_is_complete`);
+            a frame with a missing, partial or foreign half-written output or preview is
+            denoised again.
         show_progress: True/False, or None for "when stderr is a terminal".
         verbose: print each frame's inputs and tracebacks of failures.
         quiet: print only errors.
@@ -781,12 +783,16 @@ def run_sequence(
     start = time.perf_counter()
     try:
         for index, job in enumerate(jobs):
-            if skip_existing and job.output.exists():
-                summary.results.append(FrameResult(job, "skipped"))
-                if verbose:
-                    progress.write(f"skipped {job.color}: '{job.output}' exists", stream)
-                progress.finish_frame(index)
-                continue
+            if skip_existing:
+                reason = incomplete_reason(job)
+                if reason is None:
+                    summary.results.append(FrameResult(job, "skipped"))
+                    if verbose:
+                        progress.write(f"skipped {job.color}: '{job.output}' is complete", stream)
+                    progress.finish_frame(index)
+                    continue
+                if verbose and job.output.exists():
+                    progress.write(f"denoising {job.color} again: {reason}", stream)
             frame_start = time.perf_counter()
             callback = progress.frame_callback(index, job.color.name)
             try:
@@ -841,6 +847,17 @@ def run_sequence(
         progress.close()
         pool.close()
     return summary
+
+
+def incomplete_reason(job: FrameJob) -> str | None:
+    """Why ``job``'s output or preview is not complete, or None (`image.complete`)."""
+    return complete.incomplete_reason(job.color, job.output, job.side_by_side)
+
+
+def output_is_complete(job: FrameJob) -> bool:
+    """Whether ``job``'s output (every part) and preview exist, decode and have the frame's
+    sizes: what ``skip_existing`` skips a frame by, here and on the farm."""
+    return incomplete_reason(job) is None
 
 
 def _message(err: BaseException) -> str:

@@ -15,6 +15,7 @@ from oidn_gpu import farm, sequence
 from oidn_gpu.cli import main
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import io
+from oidn_gpu.image.preview import write_side_by_side
 
 
 @pytest.mark.parametrize(
@@ -104,6 +105,8 @@ def test_only_a_decodable_output_of_the_input_size_is_complete(tmp_path: Path):
     io.write_image_atomic(job.output, pixels)
     assert not farm.output_is_complete(job)  # the preview asked for is missing
     io.write_image_atomic(job.side_by_side, np.zeros((4, 4, 3), np.float32))
+    assert not farm.output_is_complete(job)  # a preview of another size: not ours
+    write_side_by_side(job.side_by_side, pixels, pixels, encoding="linear")
     assert farm.output_is_complete(job)
     assert farm.output_is_complete(sequence.FrameJob(src, job.output))
     io.write_image_atomic(job.output, pixels[:-1])

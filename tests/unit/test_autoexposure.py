@@ -224,6 +224,30 @@ def test_sse4_order_equals_oidn_on_an_sse4_cpu() -> None:
     assert not mismatches(SSE4_RECORD, "sse4")
 
 
+@pytest.mark.parametrize("isa", sorted(ae.ISAS))
+def test_bands_of_one_bin_row_give_oidns_scales(isa: str, monkeypatch) -> None:
+    """Luminance computed one band of bin rows at a time (the smallest band here) changes
+    no bit of the recorded scales."""
+    monkeypatch.setattr(ae, "BAND_PX", 1)
+    assert not mismatches(RECORDS[isa], isa)
+
+
+def test_autoexposure_memory_is_one_band_not_the_image(monkeypatch) -> None:
+    import tracemalloc
+
+    img = hdr_noise(np.random.default_rng(11), (128, 128, 3))
+    monkeypatch.setattr(ae, "BAND_PX", 128 * ae.MAX_BIN_SIZE)  # one bin row per band
+    tracemalloc.start()
+    try:
+        autoexposure(img)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # The whole image at once held about 4.5 times the image (sanitized copy, luminance
+    # and its float64 fused multiply-adds); one band of 16 rows holds an eighth of that.
+    assert peak < img.nbytes, (peak, img.nbytes)
+
+
 def test_avx2_order_equals_oidn_on_an_avx2_cpu_on_scenes(scenes_dir: Path) -> None:
     for scene in SCENES:
         expected = AVX2_RECORD[f"scene_{scene}"]["oidn_scale"]

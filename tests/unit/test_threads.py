@@ -1,14 +1,12 @@
 """Threads and filter reuse on the reference backend.
 
-A `Denoiser` shared by threads serializes its calls, so every result equals
-the sequential one up to float32 summation order: same denoiser, same inputs,
-same code path, but OpenBLAS may split a gemm over another number of threads
-when it is called from another Python thread (measured: about 5e-6 absolute,
-2e-6 relative L2), which rounds differently. The corruption these tests guard
-against (shared scratch buffers) is many orders of magnitude larger. Separate
-denoisers run concurrently. The filter-reuse cases mirror Intel
-OIDN's own oidnTest ("multiple filters" with interleaved sizes, "filter
-update" across size and input changes, "multiple devices") at small sizes,
+A `Denoiser` shared by threads serializes its calls, and every result is bit for bit
+the sequential one on the main thread: every gemm runs on one BLAS thread whichever
+Python thread started the call (threadpoolctl lets only the main thread change
+OpenBLAS's thread count; a call from another thread used to sum its gemms over all
+BLAS threads, about 5e-6 off). Separate denoisers run concurrently. The filter-reuse
+cases mirror Intel OIDN's own oidnTest ("multiple filters" with interleaved sizes,
+"filter update" across size and input changes, "multiple devices") at small sizes,
 against OIDN 2.5.1 itself through pyoidn.
 """
 
@@ -22,7 +20,7 @@ import numpy as np
 import pytest
 
 from oidn_gpu import Denoiser, InvalidOperationError
-from tests.compare import assert_close, assert_equal_up_to_summation_order
+from tests.compare import assert_close
 
 THREADS = 4
 CALLS = 5
@@ -67,7 +65,19 @@ def test_shared_denoiser_equals_sequential_calls() -> None:
 
         concurrent = [out for outs in _run_threads(work, THREADS) for out in outs]
     for index, (got, expected) in enumerate(zip(concurrent, sequential, strict=True)):
-        assert_equal_up_to_summation_order(got, expected, label=f"call {index}")
+        np.testing.assert_array_equal(got, expected, err_msg=f"call {index}")
+
+
+def test_eight_threads_sharing_a_denoiser_match_main_thread_calls_bit_for_bit() -> None:
+    """After the main thread has denoised (and so set BLAS's thread count through
+    threadpoolctl), calls from 8 other threads still run every gemm on one BLAS thread."""
+    threads = 8
+    images = [_hdr(32, 32, seed=300 + i) for i in range(threads)]
+    with Denoiser(hdr=True, quality="high", backend="reference") as den:
+        sequential = [den.denoise(image) for image in images]
+        concurrent = _run_threads(lambda thread: [den.denoise(images[thread])], threads)
+    for index, (got, expected) in enumerate(zip(concurrent, sequential, strict=True)):
+        np.testing.assert_array_equal(got[0], expected, err_msg=f"thread {index}")
 
 
 def test_shared_denoiser_with_output_arrays_and_tiles() -> None:
@@ -87,7 +97,7 @@ def test_shared_denoiser_with_output_arrays_and_tiles() -> None:
 
         concurrent = [out for outs in _run_threads(work, THREADS) for out in outs]
     for index, (got, expected) in enumerate(zip(concurrent, sequential, strict=True)):
-        assert_equal_up_to_summation_order(got, expected, label=f"call {index}")
+        np.testing.assert_array_equal(got, expected, err_msg=f"call {index}")
 
 
 def test_separate_denoisers_run_concurrently_and_match_their_sequential_results() -> None:
@@ -115,7 +125,7 @@ def test_separate_denoisers_run_concurrently_and_match_their_sequential_results(
             den.close()
     for d, (got, want) in enumerate(zip(results, expected, strict=True)):
         for c, (a, b) in enumerate(zip(got, want, strict=True)):
-            assert_equal_up_to_summation_order(a, b, label=f"denoiser {d}, call {c}")
+            np.testing.assert_array_equal(a, b, err_msg=f"denoiser {d}, call {c}")
 
 
 def test_close_waits_for_a_running_denoise() -> None:

@@ -198,6 +198,9 @@ class DenoiseImages:
             runner may write the result into (converting as ``astype`` does) and return,
             instead of a new array; a runner that does not returns a new array, which
             the caller then copies.
+        output_is_scratch: ``output`` is a new array that nobody sees when the run
+            fails or is cancelled, so a runner may fill it tile by tile; False (the
+            caller's own array): it is written only once the whole result is there.
     """
 
     main: Any
@@ -205,6 +208,7 @@ class DenoiseImages:
     normal: Any = None
     out_channels: int = 3
     output: Any = None
+    output_is_scratch: bool = False
 
 
 @runtime_checkable

@@ -1,11 +1,14 @@
 """The host tile loop: a `TileRunner` for any `NetworkExecutor` that takes NumPy arrays.
 
-Input processing (`image.process.build_input`) runs on the host for the whole
-image; every tile of the plan is copied into a zeroed tile buffer at its
-alignment offset (OIDN's zero padding), run through the executor, and its kept
-rectangle is stitched into the network output; output processing
-(`image.process.finish_output`) runs last. A backend without device-side
-input/output passes gets this runner from `Backend.create_runner`.
+Everything runs tile by tile, so a denoise holds no whole-image buffer besides the
+caller's images and the result: each tile's read rectangle of the images goes through
+input processing (`image.process.build_input`) straight into a zeroed tile buffer at its
+alignment offset (OIDN's zero padding), the executor runs it, and its kept rectangle
+goes through output processing (`image.process.finish_output`) straight into the
+result. Both passes work pixel by pixel, so the image is the one a whole-image pass
+gives, bit for bit, and `max_memory_mb` (which sizes the tiles) bounds the whole
+denoise. A backend without device-side input/output passes gets this runner from
+`Backend.create_runner`.
 """
 
 from __future__ import annotations
@@ -37,27 +40,40 @@ class HostTileRunner:
     def run(
         self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
     ) -> np.ndarray:
-        """The denoised ``[H, W, out_channels]`` float32 image; see `TileRunner.run`."""
+        """The denoised ``[H, W, out_channels]`` image; see `TileRunner.run`.
+
+        Tiles are written into ``images.output`` when it is a scratch array
+        (`DenoiseImages.output_is_scratch`) that shares no memory with an input (later
+        tiles still read the input around their edges); else into a new float32 array,
+        which is returned, so a cancelled run leaves the caller's output untouched.
+        """
         mode = plan.mode
         tiles = plan.tiles
-        x = process.build_input(images.main, images.albedo, images.normal, mode)
-        height, width = x.shape[1:]
-        y = np.empty((3, height, width), np.float32)
+        process.check_input_sizes(images.main, images.albedo, images.normal)
+        inputs = [a for a in (images.main, images.albedo, images.normal) if a is not None]
+        output = images.output if images.output_is_scratch else None
+        if output is None or any(np.may_share_memory(output, a) for a in inputs):
+            output = np.empty((tiles.height, tiles.width, images.out_channels), np.float32)
+        buffer = np.zeros((3 * len(inputs), tiles.tile_h, tiles.tile_w), np.float32)
         total = len(tiles.tiles)
-        buffer = np.zeros((x.shape[0], tiles.tile_h, tiles.tile_w), np.float32)
         for done, tile in enumerate(tiles.tiles, start=1):
+            rows = slice(tile.in_y, tile.in_y + tile.in_h)
+            columns = slice(tile.in_x, tile.in_x + tile.in_w)
+            albedo, normal = (
+                None if a is None else a[rows, columns] for a in (images.albedo, images.normal)
+            )
             buffer.fill(0.0)
-            buffer[:, tile.buf_y : tile.buf_y + tile.in_h, tile.buf_x : tile.buf_x + tile.in_w] = x[
-                :, tile.in_y : tile.in_y + tile.in_h, tile.in_x : tile.in_x + tile.in_w
-            ]
+            placed = buffer[:, tile.buf_y : tile.buf_y + tile.in_h, tile.buf_x :][:, :, : tile.in_w]
+            process.build_input(images.main[rows, columns], albedo, normal, mode, out=placed)
             result = self.executor.run(buffer)
-            y[:, tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
-                result[
-                    :, tile.src_y : tile.src_y + tile.out_h, tile.src_x : tile.src_x + tile.out_w
-                ]
+            kept = result[
+                :, tile.src_y : tile.src_y + tile.out_h, tile.src_x : tile.src_x + tile.out_w
+            ]
+            output[tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
+                process.finish_output(kept, mode, images.out_channels)
             )
             report_progress(progress, done / total)
-        return process.finish_output(y, mode, images.out_channels)
+        return output
 
     def close(self) -> None:
-        """Nothing to release: the tile buffers live only during `run`."""
+        """Nothing to release: the tile buffer lives only during `run`."""

@@ -461,7 +461,11 @@ def _add_denoise(sub: Any) -> None:
 
     out = p.add_argument_group("output").add_mutually_exclusive_group()
     out.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-    out.add_argument("--skip-existing", action="store_true", help="leave existing outputs alone")
+    out.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="leave frames whose output and preview are complete alone",
+    )
     layers = p.add_argument_group("EXR output layers").add_mutually_exclusive_group()
     layers.add_argument(
         "--layer-name",

@@ -7,9 +7,11 @@ end to end); ``--backend reference`` runs `run_reference_bench` below.
 The reference benchmark times the NumPy reference backend on the CPU. Two
 numbers per size, each the median (and p95) of ``runs`` wall-clock runs after
 ``warmup`` runs: the network alone (`ReferenceExecutor.run` on the padded
-network input) and the whole denoise (`Denoiser.denoise` on a random HDR
-color+albedo+normal image: autoexposure, input processing, tiling, network,
-output processing). The process's peak RSS after the warm-up runs is reported too. With ``--oidn``
+network input, or on one tile's with ``--max-memory-mb``) and the whole denoise
+(`Denoiser.denoise` on a random HDR color+albedo+normal image: autoexposure, input
+processing, tiling, network, output processing; ``--max-memory-mb`` is OIDN's
+``maxMemoryMB``). The process's peak RSS after the first denoise (before the
+network alone runs) is reported too: the memory a denoise needs, images included. With ``--oidn``
 Intel OIDN 2.5.1's CPU device (the ``pyoidn`` package, all cores) denoises the
 same image with the same weights for comparison, each of its runs right after
 one of the whole denoise's, so that both see the same load on a shared machine.
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.base import AUTO, backend_names
-from oidn_gpu.backends.plan import model_alignment
+from oidn_gpu.backends.plan import DenoiseOptions, model_alignment, plan_tiles
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.cli import bench_api
 from oidn_gpu.cli.sizes import parse_size
@@ -67,14 +69,22 @@ class ReferenceBench:
     oidn_median_ms: float | None = None
     oidn_ms: tuple[float, ...] = ()
     threads: int = 1
+    max_memory_mb: int | None = None
+    tiles: int = 1
+    network_height: int = 0  # the network input timed alone (padded image, or one tile)
+    network_width: int = 0
 
     def table(self) -> str:
+        network = f"{self.network_width}x{self.network_height}"
+        budget = "" if self.max_memory_mb is None else f", max_memory_mb {self.max_memory_mb}"
         lines = [
             f"backend    reference (NumPy fp32, {self.threads} threads), weights {self.weights}",
             f"size       {self.width}x{self.height}, {self.runs} runs after {self.warmup} warm-up",
-            f"network    {self.network_median_ms:.0f} ms median, {self.network_p95_ms:.0f} ms p95",
-            f"denoise    {self.denoise_median_ms:.0f} ms median, {self.denoise_p95_ms:.0f} ms p95",
-            f"peak RSS   {self.peak_rss_mib:.0f} MiB",
+            f"network    {self.network_median_ms:.0f} ms median, {self.network_p95_ms:.0f} ms p95"
+            f" ({network})",
+            f"denoise    {self.denoise_median_ms:.0f} ms median, {self.denoise_p95_ms:.0f} ms p95"
+            f" ({self.tiles} tile{'s' * (self.tiles != 1)}{budget})",
+            f"peak RSS   {self.peak_rss_mib:.0f} MiB (after the first denoise)",
         ]
         if self.oidn_median_ms is not None:
             ratio = self.denoise_median_ms / self.oidn_median_ms
@@ -102,7 +112,7 @@ def _p95(values: Sequence[float]) -> float:
 
 def run_reference_bench(
     *, size: str = "1080p", weights: str = "rt_hdr_alb_nrm", runs: int = 5, warmup: int = 1,
-    oidn: bool = False, threads: int | None = None,
+    oidn: bool = False, threads: int | None = None, max_memory_mb: int | None = None,
 ) -> ReferenceBench:
     """Benchmark the reference backend; see the module docstring."""
     if runs < 1 or warmup < 0:
@@ -118,27 +128,35 @@ def run_reference_bench(
     color = (rng.random((height, width, 3), np.float32) * 4).astype(np.float32)
     albedo = rng.random((height, width, 3), np.float32)
     normal = rng.random((height, width, 3), np.float32) * 2 - 1
-    alignment = model_alignment(model)
-    net_h, net_w = -(-height // alignment) * alignment, -(-width // alignment) * alignment
+    oidn_times: list[float] = []
+    with Denoiser(
+        hdr=True, weights=builtin.weights_path(weights), backend="reference", threads=threads,
+        max_memory_mb=max_memory_mb,
+    ) as den:
+        first = _times(lambda: den.denoise(color, albedo, normal), 1, 0)
+        # before Intel OIDN and the network alone allocate anything: the denoise's own peak
+        peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        tiles = den.info().tiles
+        _times(lambda: den.denoise(color, albedo, normal), 0, warmup - 1)
+        denoise = first if warmup == 0 else []
+        if not oidn:
+            denoise += _times(lambda: den.denoise(color, albedo, normal), runs - len(denoise), 0)
+        else:  # alternating runs: both see the same load on a shared machine
+            with _oidn_filter(weights, color, albedo, normal) as execute:
+                for run in range(runs):
+                    if run or warmup:
+                        denoise += _times(lambda: den.denoise(color, albedo, normal), 1, 0)
+                    oidn_times += _times(execute, 1, warmup if run == 0 else 0)
+    if max_memory_mb is None:  # the padded image, as OIDN runs an untiled image
+        alignment = model_alignment(model)
+        net_h, net_w = -(-height // alignment) * alignment, -(-width // alignment) * alignment
+    else:  # one tile of the denoise's plan
+        plan = plan_tiles(model, height, width, DenoiseOptions(max_memory_mb=max_memory_mb))
+        net_h, net_w = plan.tile_h, plan.tile_w
     x = rng.random((9, net_h, net_w), np.float32)
     with ReferenceExecutor(model, threads=threads) as executor:
         network = _times(lambda: executor.run(x), runs, warmup)
         used_threads = executor.workers()
-    oidn_times: list[float] = []
-    with Denoiser(
-        hdr=True, weights=builtin.weights_path(weights), backend="reference", threads=threads
-    ) as den:
-        _times(lambda: den.denoise(color, albedo, normal), 0, warmup)
-        # before Intel OIDN allocates anything: the reference backend's own peak
-        peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        if not oidn:
-            denoise = _times(lambda: den.denoise(color, albedo, normal), runs, 0)
-        else:  # alternating runs: both see the same load on a shared machine
-            with _oidn_filter(weights, color, albedo, normal) as execute:
-                denoise, oidn_times = [], []
-                for run in range(runs):
-                    denoise += _times(lambda: den.denoise(color, albedo, normal), 1, 0)
-                    oidn_times += _times(execute, 1, warmup if run == 0 else 0)
     oidn_ms = statistics.median(oidn_times) if oidn_times else None
     return ReferenceBench(
         weights=weights,
@@ -156,6 +174,10 @@ def run_reference_bench(
         oidn_median_ms=oidn_ms,
         oidn_ms=tuple(oidn_times),
         threads=used_threads,
+        max_memory_mb=max_memory_mb,
+        tiles=tiles,
+        network_height=net_h,
+        network_width=net_w,
     )
 
 
@@ -196,11 +218,15 @@ def reference_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--oidn", action="store_true", help="also time Intel OIDN (pyoidn)")
     parser.add_argument("--threads", type=int, default=None,
                         help="reference backend threads (default: the usable cores, 1 to 8)")
+    parser.add_argument("--max-memory-mb", type=int, default=None, metavar="MB",
+                        help="OIDN's maxMemoryMB for the denoise (the network alone then "
+                        "runs on one tile)")
     parser.add_argument("--json", dest="json_path", default=None, help="write the result as JSON")
     args = parser.parse_args(argv)
     try:
         result = run_reference_bench(size=args.size, weights=args.weights, runs=args.runs,
-                                     warmup=args.warmup, oidn=args.oidn, threads=args.threads)
+                                     warmup=args.warmup, oidn=args.oidn, threads=args.threads,
+                                     max_memory_mb=args.max_memory_mb)
     except OIDNGPUError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2 if isinstance(err, InvalidArgumentError) else 1

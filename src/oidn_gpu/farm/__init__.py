@@ -17,9 +17,9 @@ Failures:
   ``retries + 1`` times) and it gets frames again once it answers; a frame that was on
   ``retries + 1`` workers that died is reported as failed, so a frame that crashes every
   worker cannot take the whole farm down;
-- with ``skip_existing`` a frame is skipped when its output (and preview) exists and
-  decodes as an image of the input's size; a truncated or foreign half-written file is
-  denoised again.
+- with ``skip_existing`` a frame is skipped when its output (every part) and preview
+  exist and decode at the frame's sizes (`sequence.output_is_complete`, the test of the
+  single-process loop too); a truncated or foreign half-written file is denoised again.
 
 The driver aggregates progress: a bar on a terminal, one line per frame otherwise, and
 the summary of `sequence.SequenceSummary`. Ray is optional (``pip install

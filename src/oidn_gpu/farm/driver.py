@@ -136,7 +136,8 @@ def denoise_sequence(
             workers.
         retries: how many more times a failing frame is tried (on other workers).
         lightmap: RTLightmap filter.
-        skip_existing: skip frames whose output exists and decodes at the input's size.
+        skip_existing: skip frames whose output and preview are complete
+            (`sequence.output_is_complete`).
         show_progress: True/False, or None for "a bar when ``stream`` is a terminal".
         verbose: the inputs used per frame, retries and tracebacks.
         quiet: only errors.

@@ -19,7 +19,6 @@ from typing import Any
 
 from oidn_gpu.backends import BACKEND_ENV_VAR, resolve_backend
 from oidn_gpu.errors import InvalidArgumentError, require
-from oidn_gpu.image import io
 from oidn_gpu.sequence import (
     FrameJob,
     FrameNote,
@@ -28,6 +27,7 @@ from oidn_gpu.sequence import (
     _DenoiserPool,
     _message,
     denoise_frame,
+    output_is_complete,
 )
 
 RAY_EXTRA = "ray"
@@ -60,27 +60,6 @@ class FrameOutcome:
     error: str | None = None
     details: str | None = None
     nonfinite_pixels: int = 0
-
-
-def output_is_complete(job: FrameJob) -> bool:
-    """True when the frame's output (and preview, if asked for) exists and decodes as an
-    image of the input's size.
-
-    Outputs are written atomically, so an existing file of ours is complete; decoding every
-    pixel also catches a file that another tool left half-written.
-    """
-    if not job.output.is_file() or (
-        job.side_by_side is not None and not job.side_by_side.is_file()
-    ):
-        return False
-    try:
-        color = io.read_image(job.color)
-        output = io.read_image(job.output)
-        if job.side_by_side is not None:
-            io.read_image(job.side_by_side)
-    except (OSError, ValueError):  # ImageFileError (an OSError): unreadable or truncated
-        return False
-    return (output.height, output.width) == (color.height, color.width)
 
 
 def select_gpu_adapter(adapters: Sequence[Any], gpu_id: int) -> Any:

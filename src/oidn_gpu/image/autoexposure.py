@@ -59,6 +59,10 @@ LUMINANCE_R = np.float32(0.212671)
 LUMINANCE_G = np.float32(0.715160)
 LUMINANCE_B = np.float32(0.072169)
 
+BAND_PX = 1 << 20
+"""Pixels sanitized and turned into luminance at a time (whole rows of bins): the
+temporaries of one band are about 18 bytes a pixel, 18 MiB here."""
+
 
 ISA_ENV = "OIDN_GPU_CPU_ISA"
 """Environment variable naming the ISA whose addition order to follow (see `host_isa`)."""
@@ -249,8 +253,33 @@ def _reduce_lanes(lanes: np.ndarray, register_lanes: int) -> np.ndarray:
     return groups[..., 0]
 
 
-def _bin_averages(lum: np.ndarray, isa: CpuIsa) -> np.ndarray:
-    """Average luminance per bin, ``[nbH, nbW]`` float32, in OIDN's addition order.
+def _bin_averages(color: np.ndarray, isa: CpuIsa) -> np.ndarray:
+    """Average luminance per bin of ``color [H, W, C]``, ``[nbH, nbW]`` float32.
+
+    The image is sanitized and its luminance computed one band of bin rows at a time
+    (about `BAND_PX` pixels), so the temporaries stay small whatever the image size;
+    both are per pixel and each bin lies in one band, so the bands change no bit.
+    """
+    height, width = color.shape[:2]
+    nb_h = -(-height // MAX_BIN_SIZE)
+    nb_w = -(-width // MAX_BIN_SIZE)
+    rows = _bin_bounds(height, nb_h)
+    cols = _bin_bounds(width, nb_w)
+    band_bins = max(1, BAND_PX // (MAX_BIN_SIZE * width))
+    averages = np.empty((nb_h, nb_w), np.float32)
+    for first in range(0, nb_h, band_bins):
+        last = min(first + band_bins, nb_h)
+        y0, y1 = int(rows[first]), int(rows[last])
+        lum = luminance(_sanitized_rgb(color[y0:y1]), fma=isa.fma)
+        averages[first:last] = _band_bin_averages(lum, rows[first : last + 1] - y0, cols, isa)
+    return averages
+
+
+def _band_bin_averages(
+    lum: np.ndarray, rows: np.ndarray, cols: np.ndarray, isa: CpuIsa
+) -> np.ndarray:
+    """Average luminance per bin of ``lum`` (bin bounds ``rows``, ``cols``), in OIDN's
+    addition order.
 
     Within a bin, ISPC's ``foreach`` over the (at most 16) columns of a row runs
     ``ceil(bin width / L)`` vector iterations, the last one masked, so lane ``k``
@@ -258,10 +287,7 @@ def _bin_averages(lum: np.ndarray, isa: CpuIsa) -> np.ndarray:
     """
     simd_lanes = isa.simd_lanes
     height, width = lum.shape
-    nb_h = -(-height // MAX_BIN_SIZE)
-    nb_w = -(-width // MAX_BIN_SIZE)
-    rows = _bin_bounds(height, nb_h)
-    cols = _bin_bounds(width, nb_w)
+    nb_h, nb_w = len(rows) - 1, len(cols) - 1
     bin_h = np.diff(rows)
     bin_w = np.diff(cols)
 
@@ -386,8 +412,7 @@ def autoexposure(color: np.ndarray, *, isa: str | CpuIsa | None = None) -> float
     # Near-FLT_MAX inputs overflow the float32 sums to +inf, as they do in OIDN
     # (the scale then becomes 0).
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        lum = luminance(_sanitized_rgb(arr), fma=target.fma)
-        averages = _bin_averages(lum, target)
+        averages = _bin_averages(arr, target)
         valid = averages > EPS
         logs = _log2_f32(np.where(valid, averages, np.float32(1)))
         total, count = _tree_reduce(logs, valid)

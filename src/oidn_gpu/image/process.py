@@ -195,6 +195,18 @@ def process_normal(img: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(v.transpose(2, 0, 1))
 
 
+def check_input_sizes(
+    main: np.ndarray, albedo: np.ndarray | None, normal: np.ndarray | None
+) -> None:
+    """Raise `InvalidArgumentError` when the albedo or normal size differs from the main's."""
+    size = np.shape(main)[:2]
+    for name, img in (("albedo", albedo), ("normal", normal)):
+        if img is not None and np.shape(img)[:2] != size:
+            raise InvalidArgumentError(
+                f"{name} image size {np.shape(img)[:2]} differs from the main input's {size}"
+            )
+
+
 def build_input(
     main: np.ndarray,
     albedo: np.ndarray | None,
@@ -221,17 +233,12 @@ def build_input(
     Raises:
         InvalidArgumentError: for mismatched sizes or a wrong ``out`` shape.
     """
+    check_input_sizes(main, albedo, normal)
     parts = [process_main(main, mode)]
     height, width = parts[0].shape[1:]
-    for name, img, fn in (("albedo", albedo, process_albedo), ("normal", normal, process_normal)):
-        if img is None:
-            continue
-        if np.shape(img)[:2] != (height, width):
-            raise InvalidArgumentError(
-                f"{name} image size {np.shape(img)[:2]} differs from the main input's "
-                f"{(height, width)}"
-            )
-        parts.append(fn(img))
+    for img, fn in ((albedo, process_albedo), (normal, process_normal)):
+        if img is not None:
+            parts.append(fn(img))
     channels = 3 * len(parts)
     if out is None:
         out = np.empty((channels, height, width), dtype=np.float32)

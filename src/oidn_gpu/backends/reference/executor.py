@@ -46,16 +46,14 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from oidn_gpu.backends.base import (
     ExecutorBase,
@@ -63,6 +61,7 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
+from oidn_gpu.backends.reference.blas_threads import BLAS_THREADS
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
@@ -247,52 +246,6 @@ def default_threads() -> int:
     return max(1, min(MAX_DEFAULT_THREADS, usable_cores()))
 
 
-class _BlasThreads:
-    """The process-wide BLAS thread count, set for the runs in flight and restored after.
-
-    OpenBLAS has one thread count per process, so runs of several executors in
-    several threads share it: the first run to start saves the caller's setting,
-    the last to end restores it.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._controller: ThreadpoolController | None = None
-        self._active = 0
-        self._saved: list[int] = []
-
-    def _libs(self) -> list:
-        if self._controller is None:  # NumPy's BLAS is loaded by now
-            self._controller = ThreadpoolController().select(user_api="blas")
-        return list(self._controller.lib_controllers)
-
-    def caller_setting(self) -> list[int]:
-        """The thread counts the caller set (before any run of ours changed them)."""
-        with self._lock:
-            if self._active:
-                return list(self._saved)
-            return [lib.num_threads for lib in self._libs()]
-
-    @contextmanager
-    def limit(self, threads: int) -> Iterator[None]:
-        with self._lock:
-            libs = self._libs()
-            if self._active == 0:
-                self._saved = [lib.num_threads for lib in libs]
-            self._active += 1
-            for lib in libs:
-                lib.set_num_threads(threads)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._active -= 1
-                if self._active == 0:
-                    for lib, saved in zip(libs, self._saved, strict=True):
-                        lib.set_num_threads(saved)
-
-
-_BLAS = _BlasThreads()
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -342,11 +295,12 @@ class ReferenceExecutor(ExecutorBase):
         shape_cache_size: how many input sizes keep their buffers.
         threads: threads that run the bands of each conv (OIDN's ``numThreads``); the
             calling thread is one of them, the others are this executor's pool. BLAS is
-            set to one thread during `run` (threadpoolctl; restored after). None:
-            `default_threads` (the usable cores, 1 to 8), but never more than the BLAS's
-            current setting, so ``OPENBLAS_NUM_THREADS`` and an enclosing
-            ``threadpoolctl.threadpool_limits`` still cap it. The result does not
-            depend on it: the bands and every gemm call are the same.
+            set to one thread during `run`, whichever thread calls it
+            (`blas_threads.thread_setter`), and restored after. None: `default_threads`
+            (the usable cores, 1 to 8), but never more than the BLAS's current setting,
+            so ``OPENBLAS_NUM_THREADS`` and an enclosing ``threadpoolctl.threadpool_limits``
+            still cap it. The result does not depend on it: the bands and every gemm
+            call are the same.
 
     Every size's buffers are reused by the next run of that size, so `run`,
     `prewarm` and `close` hold a per-executor lock: threads sharing one executor
@@ -503,14 +457,14 @@ class ReferenceExecutor(ExecutorBase):
             x = check_network_input(x, self._graph.input_channels, self._alignment)
             workers = self.workers()
             # Every gemm runs single-threaded: the parallelism is the bands (`_each`).
-            with _BLAS.limit(1):
+            with BLAS_THREADS.limit(1):
                 return self._run(x, workers)
 
     def workers(self) -> int:
         """Threads the next `run` uses (see ``threads``)."""
         if self._threads is not None:
             return self._threads
-        return min([default_threads(), *_BLAS.caller_setting()])
+        return min([default_threads(), *BLAS_THREADS.caller_setting()])
 
     def _run(self, x: np.ndarray, workers: int) -> np.ndarray:
         prep = self._prepare(x.shape[1], x.shape[2])
