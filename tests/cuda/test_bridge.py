@@ -35,6 +35,12 @@ def _images(rng, height, width):
 MODE = process.mode_for("RT", hdr=True, input_scale=0.5)
 
 
+@pytest.fixture(autouse=True)
+def nothing_compiled(monkeypatch):
+    """Each test starts as a fresh process: no kernel configuration compiled yet."""
+    monkeypatch.setattr(pipeline_module, "_READY", set())
+
+
 def test_bridge_serves_cudnn_until_triton_is_compiled(small_model, device, rng):
     images = _images(rng, 16, 24)
     plain_executor = CudaExecutor(small_model, device=device, tune=False, engine="triton")
@@ -54,6 +60,10 @@ def test_bridge_serves_cudnn_until_triton_is_compiled(small_model, device, rng):
         other = _images(rng, 32, 16)
         den.denoise(*other, mode=MODE)
         assert executor.last_engine == "triton" and not den._warming
+    # another denoiser of the same network in this process: its kernels are compiled
+    with CudaDenoiser(CudaExecutor(small_model, device=device, tune=False, bridge=True)) as den:
+        den.denoise(*images, mode=MODE)
+        assert den.executor.last_engine == "triton" and not den._warming
     # Triton after the bridge: the bits of an executor without one; cuDNN within fp16
     np.testing.assert_array_equal(second, expected)
     assert rel_l2(first, expected) < 1e-2

@@ -27,7 +27,13 @@ from oidn_gpu.errors import (
     NonFiniteInputWarning,
 )
 from oidn_gpu.image import tensors
-from tests.cuda.conftest import DlpackArray
+from tests.cuda.conftest import HAS_CUDA, DlpackArray
+
+# These run the device path on CPU tensors (the backend's device under Triton's
+# interpreter); on an NVIDIA GPU, tests/cuda/test_device_tensors.py runs it on CUDA tensors.
+pytestmark = pytest.mark.skipif(
+    HAS_CUDA, reason="CPU tensors are host arrays to a GPU denoiser; see test_device_tensors.py"
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY_AOV = DATA / "tiny_base_ic9.tza"  # color, albedo, normal

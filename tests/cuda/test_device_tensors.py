@@ -50,7 +50,7 @@ def _profile(fn, calls=3):
 
 def test_denoiser_on_cuda_tensors_copies_nothing_to_the_host(rng):
     images = _cuda(rng)
-    with oidn_gpu.Denoiser(hdr=True, backend="cuda") as den:
+    with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
         den.denoise(*images)  # compiles, captures
         den.denoise(*[t.clone() for t in images])
         prof, results = _profile(lambda: den.denoise(*[t.clone() for t in images]))
@@ -68,11 +68,13 @@ def test_denoiser_on_cuda_tensors_copies_nothing_to_the_host(rng):
 def test_one_call_on_cuda_tensors_copies_nothing_to_the_host(rng):
     images = _cuda(rng)
     out = torch.empty_like(images[0])
-    oidn_gpu.denoise(*images, hdr=True, output=out)  # warms the cached denoiser
-    prof, results = _profile(lambda: oidn_gpu.denoise(*images, hdr=True, output=out))
+    oidn_gpu.denoise(*images, hdr=True, engine="triton", output=out)  # warms the cached denoiser
+    prof, results = _profile(
+        lambda: oidn_gpu.denoise(*images, hdr=True, engine="triton", output=out)
+    )
     assert not _device_to_host_copies(prof)
     assert all(result is out for result in results)
-    fresh = oidn_gpu.denoise(*images, hdr=True)
+    fresh = oidn_gpu.denoise(*images, hdr=True, engine="triton")
     assert fresh.device == images[0].device and torch.equal(fresh, out)
 
 
@@ -86,7 +88,7 @@ def test_every_dtype_gives_the_numpy_paths_bits_on_the_gpu(dtype, rng):
             np.rint((host[2] + 1) / 2 * top).astype(np.int32)
         ]
     images = [torch.from_numpy(a).to(dtype).cuda() for a in host]
-    with oidn_gpu.Denoiser(hdr=not ldr, backend="cuda") as den:
+    with oidn_gpu.Denoiser(hdr=not ldr, backend="cuda", engine="triton") as den:
         actual = den.denoise(*images)
         given = [t.cpu().float().numpy() if dtype == torch.bfloat16 else t.cpu().numpy()
                  for t in images]  # fmt: skip
@@ -100,7 +102,7 @@ def test_every_dtype_gives_the_numpy_paths_bits_on_the_gpu(dtype, rng):
 
 def test_side_streams_and_fresh_tensors(rng):
     images = _cuda(rng)
-    with oidn_gpu.Denoiser(hdr=True, backend="cuda") as den:
+    with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
         expected = den.denoise(*images)
         streams = [torch.cuda.Stream(), torch.cuda.Stream()]
         results = []
@@ -124,7 +126,7 @@ class _ArrayInterface:
 @pytest.mark.parametrize("wrap", [_ArrayInterface, DlpackArray])
 def test_cuda_arrays_of_other_libraries(wrap, rng):
     images = _cuda(rng)
-    with oidn_gpu.Denoiser(hdr=True, backend="cuda") as den:
+    with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
         expected = den.denoise(*images)
         result = den.denoise(*[wrap(t) for t in images])
     assert isinstance(result, torch.Tensor) and torch.equal(result, expected)
@@ -133,7 +135,7 @@ def test_cuda_arrays_of_other_libraries(wrap, rng):
 def test_cupy_arrays_come_back_as_cupy(rng):
     cupy = pytest.importorskip("cupy")
     images = _cuda(rng)
-    with oidn_gpu.Denoiser(hdr=True, backend="cuda") as den:
+    with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
         expected = den.denoise(*images)
         result = den.denoise(*[cupy.from_dlpack(t) for t in images])
     assert isinstance(result, cupy.ndarray)

@@ -200,7 +200,6 @@ class CudaDenoiser:
         self._host: dict[str, Any] = {}  # pinned host buffers by role
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
         # The cuDNN bridge: kernel configurations compiled for Triton, and compiles running.
-        self._ready: set[tuple[Any, ...]] = set()
         self._warming: dict[tuple[Any, ...], threading.Thread] = {}
         self._warm_lock = threading.Lock()
         self._stop = threading.Event()
@@ -393,6 +392,14 @@ class CudaDenoiser:
             bool(mode.hdr), bool(mode.snorm), autoexposure,
         )  # fmt: skip
 
+    def _ready_key(self, config: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Compiled kernels are the process's (Triton's in-memory cache): a configuration
+        compiled for one denoiser is ready for every other of the same network, device,
+        precision and tiles."""
+        ex = self.executor
+        tiles = tuple(sorted(ex.tuned().items()))  # with the shipped table, what sets them
+        return (str(self.device), ex.precision, ex.graph, tiles, config)
+
     def _engine_for(self, images: list[_Image], channels: int, mode: Any, autoexposure: bool,
                     out_image: _Image | None, plan: TilePlan) -> str:  # fmt: skip
         """The engine of this frame: Triton, unless the bridge serves it on cuDNN while
@@ -402,7 +409,7 @@ class CudaDenoiser:
             return ex.engine
         config = self._kernel_config(images, channels, mode, autoexposure)
         with self._warm_lock:
-            if config in self._ready:
+            if self._ready_key(config) in _READY:
                 return "triton"
             if config not in self._warming:
                 self._warming[config] = threading.Thread(
@@ -474,7 +481,7 @@ class CudaDenoiser:
             ready = True
         with self._warm_lock:
             if ready:
-                self._ready.add(config)
+                _READY.add(self._ready_key(config))
             self._warming.pop(config, None)
 
     def _compile_in_child(self, images: list[_Image], channels: int, mode: Any,
@@ -804,6 +811,8 @@ class CudaDenoiser:
 
 
 _COMPILING: weakref.WeakSet[CudaDenoiser] = weakref.WeakSet()
+# Kernel configurations whose Triton kernels this process has compiled (`_ready_key`).
+_READY: set[tuple[Any, ...]] = set()
 
 
 @atexit.register
