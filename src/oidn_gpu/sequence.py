@@ -35,13 +35,14 @@ from typing import Any, TextIO
 import numpy as np
 
 import oidn_gpu  # oidn_gpu.Denoiser is looked up at call time: tests substitute a fake
+from oidn_gpu.backends import AUTO, check_backend
 from oidn_gpu.errors import (
     InvalidArgumentError,
     MissingDependencyError,
     NonFiniteInputWarning,
     OIDNGPUError,
 )
-from oidn_gpu.image import aovs, exr, io
+from oidn_gpu.image import aovs, exr, io, process
 from oidn_gpu.image.preview import write_side_by_side
 
 MODES = ("auto", "hdr", "ldr", "srgb")
@@ -144,6 +145,7 @@ class FrameResult:
     error: str | None = None
     used: str = ""  # which inputs were used, in words
     layers: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # NaN/Inf pixel counts, a black autoexposure
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready description of this frame."""
@@ -154,6 +156,7 @@ class FrameResult:
             "elapsed_s": round(self.elapsed_s, 4),
             "error": self.error,
             "layers": self.layers or None,
+            "warnings": list(self.warnings),
         }
 
 
@@ -498,8 +501,8 @@ def denoise_frame(
 ) -> FrameOutcome:
     """Denoise one frame (and its ``output.aovs``) and write its outputs.
 
-    ``warn`` receives this frame's `NonFiniteInputWarning` messages (other warnings
-    are issued as usual).
+    ``warn`` receives this frame's `NonFiniteInputWarning` messages and the count of NaN
+    and infinite pixels of each input image (other warnings are issued as usual).
 
     Raises:
         io.ImageFileError: a file is unreadable, lacks a layer, or cannot be written.
@@ -525,6 +528,15 @@ def denoise_frame(
     share = 1.0 / (1 + len(passes))
 
     def run(color: np.ndarray, albedo: Any, normal: Any, index: int) -> np.ndarray:
+        if warn is not None:
+            aov = passes[index - 1][1] if index else None
+            images = [(f"AOV '{aov}'" if aov else "color", color)]
+            if not index:
+                images += [("albedo", albedo), ("normal", normal)]
+            for what, pixels in images:
+                text = None if pixels is None else process.nonfinite_message(what, pixels)
+                if text is not None:
+                    warn(text)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NonFiniteInputWarning)
             result = denoiser.denoise(
@@ -680,9 +692,13 @@ def run_sequence(
         run (the exception is re-raised after the summary is filled in).
 
     Raises:
+        UnsupportedDeviceError: the backend cannot run on this machine (checked once,
+            before any frame: `backends.check_backend`).
         KeyboardInterrupt: after closing the denoisers and the progress bar; no
             partial output is left behind (outputs are written atomically).
     """
+    if jobs:
+        check_backend(str(denoiser_kwargs.get("backend", AUTO)), denoiser_kwargs)
     stream = sys.stderr if stream is None else stream
     summary = SequenceSummary()
     progress = _Progress(len(jobs), False if quiet else show_progress, stream)
@@ -700,6 +716,12 @@ def run_sequence(
                 continue
             frame_start = time.perf_counter()
             callback = progress.frame_callback(index, job.color.name)
+            warned: list[str] = []
+
+            def warn(text: str, job: FrameJob = job, warned: list[str] = warned) -> None:
+                warned.append(text)
+                progress.write(f"warning: {job.color}: {text}", stream)
+
             try:
                 outcome = denoise_frame(
                     job,
@@ -708,9 +730,7 @@ def run_sequence(
                     lightmap=lightmap,
                     progress=callback,
                     software=software,
-                    warn=lambda text, job=job: progress.write(
-                        f"warning: {job.color}: {text}", stream
-                    ),
+                    warn=warn,
                     output=output,
                 )
             except KeyboardInterrupt:
@@ -718,7 +738,9 @@ def run_sequence(
                 raise
             except Exception as err:
                 elapsed = time.perf_counter() - frame_start
-                summary.results.append(FrameResult(job, "failed", elapsed, _message(err)))
+                summary.results.append(
+                    FrameResult(job, "failed", elapsed, _message(err), warnings=tuple(warned))
+                )
                 progress.write(f"error: {job.color}: {_message(err)}", stream)
                 if verbose:
                     progress.write(traceback.format_exc().rstrip(), stream)
@@ -727,7 +749,10 @@ def run_sequence(
             else:
                 elapsed = time.perf_counter() - frame_start
                 summary.results.append(
-                    FrameResult(job, "done", elapsed, used=outcome.used, layers=outcome.layers)
+                    FrameResult(
+                        job, "done", elapsed, used=outcome.used, layers=outcome.layers,
+                        warnings=tuple(warned),
+                    )
                 )
                 for note in outcome.notes:
                     if note.kind not in noted and not quiet:

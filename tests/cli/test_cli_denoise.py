@@ -424,6 +424,9 @@ def test_infinite_pixels_that_blacken_a_frame_are_warned_about(cli, scene, tmp_p
     assert result.rc == 0, result.err
     warned = [line for line in result.err.splitlines() if line.startswith("warning:")]
     assert warned == [
+        f"warning: {frames / 'f2.exr'}: 2 infinite pixels of 1,024 in the color: denoised as "
+        "Intel OIDN does (NaN as 0, infinities clamped to the input range); fix them in the "
+        "render",
         f"warning: {frames / 'f2.exr'}: autoexposure is 0 because 2 pixels of the color are "
         "not finite (Inf or NaN): the output is black; set input_scale (--input-scale on the "
         "command line) or replace those pixels"

@@ -25,6 +25,7 @@ only with ``--verbose``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import glob
 import hashlib
@@ -43,6 +44,7 @@ from oidn_gpu import __version__, farm
 from oidn_gpu.backends.base import (
     AUTO,
     backend_names,
+    check_backend,
     get_backend,
     make_options,
     resolve_backend,
@@ -50,7 +52,7 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import record as record_cli
 from oidn_gpu.cli.info import collect, format_report
-from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.fetch import base_url, fetch_weights
 from oidn_gpu.files import (
     OutputFileError,
@@ -109,8 +111,35 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that raises `UsageError` instead of printing usage and exiting."""
 
+    argv: Sequence[str] = ()
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        prog = self.prog
+        if message.startswith("unrecognized arguments: "):
+            # A misspelt flag: the closest flag of the subcommand given (difflib).
+            command = _subcommand(self, self.argv)
+            prog = command.prog
+            known = [o for a in command._actions for o in a.option_strings if o[:2] == "--"]
+            for token in message.split(": ", 1)[1].split():
+                name = token.split("=", 1)[0]
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                if name.startswith("--") and close:
+                    message += f" (did you mean {close[0]}?)"
+                    break
+        raise UsageError(f"{message} (see '{prog} --help')")
+
+
+def _subcommand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser that ``argv`` names (``denoise``, ``weights fetch``, ...)."""
+    for token in argv:
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subparsers and token in subparsers[0].choices:
+            parser = subparsers[0].choices[token]
+    return parser
 
 
 # --- parser --------------------------------------------------------------------------------
@@ -712,6 +741,25 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             raise UsageError(
                 f"{flags} cannot be used with the {backend} backend{chosen}: {err}"
             ) from None
+    if args.ray is None and not args.list_layers:
+        _check_backend_here(args)
+
+
+def _check_backend_here(args: argparse.Namespace) -> None:
+    """The backend runs on this machine (else a usage error, once, before any frame); a
+    note when wgpu runs on a CPU Vulkan driver. A farm checks on its workers' nodes."""
+    try:
+        backend, availability = check_backend(args.backend)
+    except UnsupportedDeviceError as err:
+        message = str(err).replace("backend='auto'", "--backend auto")
+        raise UsageError(f"{message}; pass --backend NAME with one of those") from None
+    if backend == "wgpu" and not availability.auto and not args.quiet:
+        print(
+            "note: the wgpu backend finds no GPU here and runs on a CPU Vulkan driver (such "
+            "as lavapipe): expect seconds per small frame; --backend reference is faster on "
+            "a CPU",
+            file=sys.stderr,
+        )
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -301,6 +301,7 @@ class Scheduler:
             error=error if error is not None else (outcome.error if outcome else None),
             used=outcome.used if outcome else "",
             layers=dict(outcome.layers) if outcome else {},
+            warnings=tuple(outcome.warnings) if outcome else (),
             worker=worker,
             failed_attempts=frame.failed,
             lost_attempts=frame.lost,

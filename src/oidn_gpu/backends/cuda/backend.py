@@ -8,6 +8,7 @@ as ``device=`` asks for it.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -157,6 +158,13 @@ class CudaBackend:
         ok, detail = available()
         if ok:
             return Availability(True, f"{detail} kernels on a CUDA GPU", auto=True)
+        if importlib.util.find_spec("torch") is not None:
+            from oidn_gpu.backends.cuda.executor import INTERPRET_ENV_VAR, interpreting
+
+            if interpreting():  # the Triton kernels run on CPU tensors: slow, but they run
+                return Availability(
+                    True, f"{detail}; Triton's CPU interpreter ({INTERPRET_ENV_VAR}=1)"
+                )
         return Availability(False, detail)
 
     def describe(self) -> tuple[str, ...]:
