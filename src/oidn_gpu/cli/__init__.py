@@ -1071,13 +1071,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with install_signal_cleanup():  # SIGTERM: no temporary file left, exit 130
             return COMMANDS[args.command](args)
     except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(err, EXIT_USAGE, argv)
     except OutputFileError as err:  # an output refused or unwritable before any work
         if verbose:
             traceback.print_exc()
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(err, EXIT_USAGE, argv)
     except KeyboardInterrupt:
         print("error: interrupted; no partial outputs were left", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -1089,8 +1087,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OIDNGPUError, OSError, ValueError, RuntimeError) as err:
         if verbose:
             traceback.print_exc()
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILURE
+        return _fail(err, EXIT_FAILURE, argv)
     except Exception as err:
         if verbose:
             traceback.print_exc()
@@ -1100,3 +1097,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
+
+
+def _fail(err: BaseException, code: int, argv: Sequence[str]) -> int:
+    """Print ``error: ...`` on stderr and, for ``denoise --json``, the same as JSON on
+    stdout (``{"error": ..., "exit_code": ...}``), so a script reading stdout sees it."""
+    print(f"error: {err}", file=sys.stderr)
+    if "denoise" in argv and "--json" in argv:
+        import json
+
+        print(json.dumps({"error": str(err), "exit_code": code}, indent=2))
+    return code

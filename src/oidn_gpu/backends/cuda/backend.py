@@ -9,6 +9,7 @@ as ``device=`` asks for it.
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -158,13 +159,10 @@ class CudaBackend:
         ok, detail = available()
         if ok:
             return Availability(True, f"{detail} kernels on a CUDA GPU", auto=True)
-        if importlib.util.find_spec("torch") is not None:
-            from oidn_gpu.backends.cuda.executor import INTERPRET_ENV_VAR, interpreting
-
-            if interpreting():  # the Triton kernels run on CPU tensors: slow, but they run
-                return Availability(
-                    True, f"{detail}; Triton's CPU interpreter ({INTERPRET_ENV_VAR}=1)"
-                )
+        # TRITON_INTERPRET=1 (executor.interpreting): the Triton kernels run on CPU tensors
+        interpret = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+        if interpret and importlib.util.find_spec("torch") is not None:
+            return Availability(True, f"{detail}; Triton's CPU interpreter (TRITON_INTERPRET=1)")
         return Availability(False, detail)
 
     def describe(self) -> tuple[str, ...]:
