@@ -886,7 +886,8 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         if layers:
             print(layers, file=sys.stderr)
         if len(jobs) == 1 and summary.count("done"):
-            print(f"wrote {jobs[0].output}", file=sys.stderr)
+            written = [jobs[0].output, jobs[0].side_by_side]
+            print("wrote " + " and ".join(str(p) for p in written if p), file=sys.stderr)
     if args.json:
         import json
 
