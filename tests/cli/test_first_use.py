@@ -9,6 +9,7 @@ backends run in a subprocess whose environment hides them: no Vulkan driver mani
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
@@ -20,6 +21,8 @@ import pytest
 from cli_support import pythonpath_env, write_exr
 
 from oidn_gpu.backends import probe
+from oidn_gpu.cli import bench as bench_cli
+from oidn_gpu.cli import build_parser
 
 HIDDEN = {
     "cuda": {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": None},
@@ -178,3 +181,34 @@ def test_an_all_nan_beauty_is_warned_about(cli, tmp_path: Path) -> None:
     result = cli("denoise", frames[0], "-o", tmp_path / "o.exr", "--no-aux")
     assert result.rc == 0, result.err
     assert f"warning: {frames[0]}: 256 NaN pixels of 256 in the color: " in result.err
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _parsers(sub)
+    return found
+
+
+def test_every_flag_and_argument_has_help() -> None:
+    missing = [
+        f"{parser.prog} {'/'.join(action.option_strings) or action.metavar or action.dest}"
+        for parser in _parsers(build_parser())
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction) and not action.help
+    ]
+    assert missing == []
+
+
+def test_the_weights_fetch_and_bench_help_say_what_they_do(cli, capsys) -> None:
+    weights = cli("weights", "--help").out
+    assert "the package bundles them too" in " ".join(weights.split())
+    top = " ".join(cli("--help").out.split())
+    assert "[--backend reference|wgpu|cuda]" in top
+    with pytest.raises(SystemExit):  # the benchmark's own parser prints its help
+        bench_cli.main(["--help"])
+    bench = " ".join(capsys.readouterr().out.split())
+    assert "'oidn-gpu bench --backend reference --help'" in bench
+    assert "'oidn-gpu bench --backend cuda --help'" in bench

@@ -259,19 +259,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_denoise(sub)
 
     inspect = sub.add_parser("inspect", help="describe a .tza weights file")
-    inspect.add_argument("weights", metavar="WEIGHTS.tza")
-    inspect.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    inspect.add_argument("weights", metavar="WEIGHTS.tza", help="the weights file to describe")
+    inspect.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="details and tracebacks"
+    )
 
     info = sub.add_parser("info", help="version, backends and adapters, what 'auto' picks")
     info.add_argument("--no-probe", action="store_true", help="do not create a Denoiser")
-    info.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    info.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="details and tracebacks"
+    )
 
     weights = sub.add_parser("weights", help="manage weights files")
     weights_sub = weights.add_subparsers(
         dest="weights_command", metavar="ACTION", parser_class=_Parser
     )
     fetch = weights_sub.add_parser(
-        "fetch", help="download the three large official weights files (about 23 MB)"
+        "fetch",
+        help="download the three large official weights files (about 23 MB) into a weights "
+        "folder; the package bundles them too, so this is needed only for a folder of your "
+        "own (searched first)",
     )
     fetch.add_argument("--dir", type=Path, help="destination (default: the user weights folder)")
     fetch.add_argument(
@@ -293,7 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="most seconds for each whole file (default 20 x --timeout, so 600)",
     )
     fetch.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    fetch.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    fetch.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="details and tracebacks"
+    )
 
     example = sub.add_parser("example", help="print the path of the bundled example render")
     example.add_argument("--copy", type=Path, metavar="DIR", help="copy it into DIR instead")
@@ -301,9 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     record_cli.add_record_parsers(sub)
     bench = sub.add_parser(
         "bench",
-        help="benchmark a backend: [--backend wgpu|reference] --size 1080p ... (see --help)",
+        help=f"benchmark a backend: [--backend {'|'.join(bench_cli.BENCHMARKS)}] --size "
+        "1080p ... (default wgpu; 'bench --backend NAME --help' for its flags)",
     )
-    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    bench.add_argument(
+        "bench_args", nargs=argparse.REMAINDER, help="the benchmark's flags (see bench --help)"
+    )
     return parser
 
 
@@ -322,7 +334,12 @@ def _add_denoise(sub: Any) -> None:
             "the noisy one (see --layer-name, --only-beauty, --aovs)."
         ),
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="image files, globs ('sh010.*.exr') or folders (every image in them)",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -341,7 +358,9 @@ def _add_denoise(sub: Any) -> None:
         action="store_true",
         help="print a JSON summary on stdout: counts, and each frame's layers, time and output",
     )
-    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    p.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="details and tracebacks"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="only errors, no progress/summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
