@@ -22,6 +22,7 @@ another mode (HDR vs sRGB, from the file's pixel type) get their own one.
 
 from __future__ import annotations
 
+import glob
 import re
 import sys
 import time
@@ -302,6 +303,8 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
         alpha = pixels[:, :, -1:].copy()
         alpha_channel = color.channels[-1]
         pixels = np.ascontiguousarray(pixels[:, :, :-1])
+    elif "." in color.channels[0]:
+        alpha, alpha_channel = _root_alpha(job.color, layers, color.channels[0])
     color = io.Image(
         pixels=pixels,
         channels=color.channels[: pixels.shape[2]],
@@ -343,6 +346,22 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
         sources=sources,
         notes=tuple(notes),
     )
+
+
+def _root_alpha(
+    path: Path, layers: Sequence[io.Layer], beauty_channel: str
+) -> tuple[np.ndarray | None, str | None]:
+    """A beauty layer without alpha takes the root alpha of its part (RenderMan writes
+    ``Ci.r, Ci.g, Ci.b`` beside a root ``a``): ``(H x W x 1, channel)``, or ``(None, None)``."""
+    subimage = _subimage_of(layers, beauty_channel)
+    for layer in layers:
+        if layer.name or layer.subimage != subimage:
+            continue
+        for channel in layer.channels:
+            if channel.casefold() in ("a", "alpha"):
+                image = io.read_layer(path, f"{channel},")  # that one channel
+                return np.ascontiguousarray(image.pixels[:, :, :1]), channel
+    return None, None
 
 
 def _normal_only_text(job: FrameJob, sources: dict[str, str | None]) -> str:
@@ -817,3 +836,18 @@ def expand_frame_patterns(spec: str, frame: int | None, source: str = "") -> str
         return f"{frame:0{width}d}"
 
     return _FRAME_PATTERN.sub(number, spec)
+
+
+def frame_pattern_files(spec: str) -> list[Path]:
+    """The existing files that ``spec``'s frame-number patterns (``####``, ``%04d``,
+    ``$F4``) match: each pattern stands for a frame number of at least its width
+    (``render.####.exr`` matches ``render.0007.exr`` and ``render.12345.exr``)."""
+    pieces, last = [], 0
+    for match in _FRAME_PATTERN.finditer(spec):
+        hashes, printf, houdini = match.groups()
+        width = len(hashes) if hashes is not None else int((printf or houdini) or 0)
+        pieces += [re.escape(spec[last : match.start()]), rf"\d{{{max(width, 1)},}}"]
+        last = match.end()
+    regex = re.compile("".join([*pieces, re.escape(spec[last:])]))
+    candidates = glob.glob(glob.escape(_FRAME_PATTERN.sub("\0", spec)).replace("\0", "*"))
+    return [Path(p) for p in candidates if regex.fullmatch(p) and Path(p).is_file()]

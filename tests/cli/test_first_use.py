@@ -23,6 +23,7 @@ from cli_support import pythonpath_env, write_exr
 from oidn_gpu.backends import probe
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import build_parser
+from oidn_gpu.image import io
 
 HIDDEN = {
     "cuda": {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": None},
@@ -212,3 +213,62 @@ def test_the_weights_fetch_and_bench_help_say_what_they_do(cli, capsys) -> None:
     bench = " ".join(capsys.readouterr().out.split())
     assert "'oidn-gpu bench --backend reference --help'" in bench
     assert "'oidn-gpu bench --backend cuda --help'" in bench
+
+
+@pytest.mark.parametrize("pattern", ["r.####.exr", "r.%04d.exr", "r.$F4.exr", "r.%d.exr"])
+def test_frame_patterns_name_inputs_too(cli, tmp_path: Path, pattern: str) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = np.random.default_rng(2)
+    for name in ("r.0001.exr", "r.0002.exr", "r.0010.exr", "r.x.exr", "s.0003.exr"):
+        write_exr(folder / name, rng.random((16, 16, 3), dtype=np.float32))
+    result = cli(
+        "denoise", folder / pattern, "-o", tmp_path / "out" / "dn.####.exr", "--mkdir",
+        "--no-aux", "--quality", "fast",
+    )
+    assert result.rc == 0, result.err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "dn.0001.exr", "dn.0002.exr", "dn.0010.exr"
+    ]
+    missing = cli("denoise", folder / "q.####.exr", "-o", tmp_path / "out2", "--mkdir")
+    assert missing.rc == 2
+    assert missing.err == (
+        f"error: no files match the frame pattern '{folder / 'q.####.exr'}'\n"
+    )
+
+
+@pytest.mark.parametrize("flag", ["-o", "--side-by-side"])
+def test_one_output_file_for_several_inputs_is_refused(cli, tmp_path: Path, flag: str) -> None:
+    frames = _frames(tmp_path / "in", 2)
+    target = tmp_path / "new" / ("x.png" if flag == "--side-by-side" else "x.exr")
+    args = ["-o", tmp_path / "out"] if flag == "--side-by-side" else []
+    result = cli("denoise", *frames, *args, flag, target, "--mkdir")
+    assert result.rc == 2
+    assert result.err == (
+        f"error: {flag} '{target}' names one file but 2 inputs are given; give a folder "
+        f"('{target.with_suffix('')}/') or a template such as "
+        f"'{target.parent / ('{stem}' + target.suffix)}'\n"
+    )
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_renderman_root_alpha_goes_into_a_png(cli, tmp_path: Path) -> None:
+    """RenderMan writes the beauty as Ci.r/g/b beside a root 'a': a PNG output keeps it."""
+    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's usual alias
+
+    rng = np.random.default_rng(4)
+    data = rng.random((16, 16, 5), dtype=np.float32)
+    data[:, :, 3] = np.linspace(0, 1, 16, dtype=np.float32)[None, :]
+    src = tmp_path / "rman.exr"
+    spec = oiio.ImageSpec(16, 16, 5, "half")
+    spec.channelnames = ("Ci.r", "Ci.g", "Ci.b", "a", "mse.r")
+    out = oiio.ImageOutput.create(str(src))
+    assert out.open(str(src), spec) and out.write_image(data) and out.close()
+    png = tmp_path / "o.png"
+    result = cli("denoise", src, "-o", png, "--no-aux", "--srgb", "--quality", "fast")
+    assert result.rc == 0, result.err
+    assert "color 'Ci' +alpha" in result.err
+    written = io.read_image(png)
+    assert written.pixels.shape == (16, 16, 4)
+    expected = np.round(data[:, :, 3].astype(np.float16).astype(np.float32) * 255) / 255
+    np.testing.assert_allclose(written.pixels[:, :, 3], expected, atol=1e-6)

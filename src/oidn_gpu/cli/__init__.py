@@ -71,6 +71,7 @@ from oidn_gpu.sequence import (
     InputOptions,
     OutputOptions,
     expand_frame_patterns,
+    frame_pattern_files,
     has_frame_pattern,
     run_sequence,
 )
@@ -547,7 +548,8 @@ def _images_in(directory: Path) -> list[Path]:
 
 
 def expand_inputs(specs: Sequence[str]) -> tuple[list[Path], bool]:
-    """Files from files, globs and directories, in order, without duplicates.
+    """Files from files, globs, frame patterns (``render.####.exr``, ``%04d``, ``$F4``)
+    and directories, in order, without duplicates.
 
     Returns:
         (files, is_collection): is_collection is True when a directory or glob was given
@@ -567,6 +569,11 @@ def expand_inputs(specs: Sequence[str]) -> tuple[list[Path], bool]:
             collection = True
         elif path.exists():
             found = [path]
+        elif has_frame_pattern(spec):
+            found = sorted(frame_pattern_files(spec), key=_natural_key)
+            if not found:
+                raise UsageError(f"no files match the frame pattern '{spec}'")
+            collection = True
         elif _GLOB_CHARS.search(spec):
             found = sorted(
                 (Path(m) for m in glob.glob(spec) if Path(m).is_file()), key=_natural_key
@@ -637,6 +644,9 @@ def _aux_path(spec: str, src: Path, many: bool) -> Path:
 def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[Any]:
     """Build the `FrameJob` list and check outputs and aux files before any work."""
 
+    if many:
+        for flag, spec in (("-o", args.output), ("--side-by-side", args.side_by_side)):
+            _check_folder_spec(flag, spec, len(files))
     jobs = []
     for src in files:
         output = map_path(args.output, src, many=many)
@@ -696,6 +706,20 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
                         f"output '{target}' exists; pass --overwrite or --skip-existing"
                     )
     return jobs
+
+
+def _check_folder_spec(flag: str, spec: str | None, count: int) -> None:
+    """Several inputs need a folder or a template: ``-o x.exr`` is refused (else --mkdir
+    would make a folder named ``x.exr``)."""
+    if spec is None or "{" in spec or has_frame_pattern(spec) or spec.endswith(("/", os.sep)):
+        return
+    path = Path(spec)
+    if path.suffix.lower() in IMAGE_SUFFIXES and not path.is_dir():
+        raise UsageError(
+            f"{flag} '{spec}' names one file but {count} inputs are given; give a folder "
+            f"('{path.with_suffix('')}/') or a template such as "
+            f"'{path.parent / ('{stem}' + path.suffix)}'"
+        )
 
 
 def _check_denoise_args(args: argparse.Namespace) -> None:
