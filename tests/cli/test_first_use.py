@@ -272,3 +272,26 @@ def test_a_renderman_root_alpha_goes_into_a_png(cli, tmp_path: Path) -> None:
     assert written.pixels.shape == (16, 16, 4)
     expected = np.round(data[:, :, 3].astype(np.float16).astype(np.float32) * 255) / 255
     np.testing.assert_allclose(written.pixels[:, :, 3], expected, atol=1e-6)
+
+
+def test_list_layers_shows_pixel_types_windows_and_tiles(cli, tmp_path: Path) -> None:
+    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's usual alias
+
+    src = tmp_path / "w.exr"
+    spec = oiio.ImageSpec(40, 30, 5, "half")
+    spec.channelnames = ("R", "G", "B", "A", "Z")
+    spec.channelformats = tuple(oiio.TypeDesc(t) for t in ("half",) * 4 + ("float",))
+    spec.x, spec.y, spec.full_width, spec.full_height = 5, 7, 100, 80
+    spec.tile_width = spec.tile_height = 16
+    spec.attribute("compression", "piz")
+    out = oiio.ImageOutput.create(str(src))
+    assert out.open(str(src), spec) and out.write_image(np.ones((30, 40, 5), np.float32))
+    assert out.close()
+    result = cli("denoise", "--list-layers", src)
+    assert result.rc == 0, result.err
+    assert result.out.splitlines()[:3] == [
+        f"{src}: 100x80 (openexr), half and float channels",
+        "  part 0: data window 40x30 at (5, 7), display window 100x80; 16x16 tiles, "
+        "piz compression",
+        "  (root): R, G, B, A (half), Z (float)",
+    ]

@@ -855,16 +855,18 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
     for path in files:
         try:
             img_layers = io.list_layers(path)
-            head = io.read_image(path) if len(img_layers) else None
+            parts = io.describe_parts(path)
         except OIDNGPUError as err:
             print(f"error: {err}", file=sys.stderr)
             status = EXIT_FAILURE
             continue
-        size = f"{head.width}x{head.height} {head.pixel_format}" if head is not None else ""
-        print(f"{path}: {size} ({head.file_format if head else '?'})")
+        for line in _describe_file(path, parts):
+            print(line)
         for layer in img_layers:
             part = f" [part {layer.subimage}]" if layer.subimage else ""
-            print(f"  {layer.name or '(root)'}: {', '.join(layer.components)}{part}")
+            formats = parts[layer.subimage].formats
+            channels = _with_formats(layer.components, [formats[c] for c in layer.channels])
+            print(f"  {layer.name or '(root)'}: {channels}{part}")
         picks = [
             ("color", args.color_layer, io.COLOR_LAYER_NAMES),
             ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
@@ -883,6 +885,45 @@ def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
         if found.get("normal") and found.get("albedo") is False:
             print("  (a normal is used only with an albedo: the color would be denoised alone)")
     return status
+
+
+def _window(window: tuple[int, int, int, int]) -> str:
+    x, y, width, height = window
+    return f"{width}x{height}" + (f" at ({x}, {y})" if x or y else "")
+
+
+def _describe_file(path: Path, parts: Sequence[io.PartInfo]) -> list[str]:
+    """``--list-layers``' header lines of one file: size, pixel types, and for each part
+    of an OpenEXR file its windows, tiling and compression."""
+    if not parts:
+        return [f"{path}: no image"]
+    file_format = parts[0].file_format
+    types = list(dict.fromkeys(t for part in parts for t in part.formats.values()))
+    lines = [
+        f"{path}: {_window(parts[0].display)} ({file_format}), "
+        f"{' and '.join(types)} channel{'s' if sum(len(p.formats) for p in parts) > 1 else ''}"
+    ]
+    if file_format != "openexr":
+        return lines
+    for index, part in enumerate(parts):
+        layout = f"{part.tiles[0]}x{part.tiles[1]} tiles" if part.tiles else "scanlines"
+        window = f"data window {_window(part.window)}"
+        if part.window != part.display:
+            window += f", display window {_window(part.display)}"
+        compression = f", {part.compression} compression" if part.compression else ""
+        lines.append(f"  part {index}: {window}; {layout}{compression}")
+    return lines
+
+
+def _with_formats(components: Sequence[str], formats: Sequence[str]) -> str:
+    """``R, G, B, A (half), Z (float)``: each run of one pixel type, then that type."""
+    runs: list[tuple[str, list[str]]] = []
+    for component, kind in zip(components, formats, strict=True):
+        if runs and runs[-1][0] == kind:
+            runs[-1][1].append(component)
+        else:
+            runs.append((kind, [component]))
+    return ", ".join(f"{', '.join(names)} ({kind})" for kind, names in runs)
 
 
 def cmd_denoise(args: argparse.Namespace) -> int:
