@@ -50,6 +50,7 @@ from oidn_gpu.backends.base import (
     resolve_backend,
 )
 from oidn_gpu.cli import bench as bench_cli
+from oidn_gpu.cli.layers import list_layers
 from oidn_gpu.cli import record as record_cli
 from oidn_gpu.cli.info import collect, format_report
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
@@ -101,6 +102,7 @@ IMAGE_SUFFIXES = frozenset(
     }
 )
 EXAMPLE_NAME = "textured_checker.exr"
+_VERBOSE_HELP = "details and tracebacks"
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _TRAILING_DIGITS = re.compile(r"(\d+)$")
 
@@ -255,20 +257,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="oidn-gpu", description="Intel Open Image Denoise networks on any GPU.")
     parser.add_argument("--version", action="version", version=f"oidn-gpu {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="details and tracebacks")
+    parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_denoise(sub)
 
     inspect = sub.add_parser("inspect", help="describe a .tza weights file")
     inspect.add_argument("weights", metavar="WEIGHTS.tza", help="the weights file to describe")
     inspect.add_argument(
-        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="details and tracebacks"
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
     )
 
     info = sub.add_parser("info", help="version, backends and adapters, what 'auto' picks")
     info.add_argument("--no-probe", action="store_true", help="do not create a Denoiser")
     info.add_argument(
-        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="details and tracebacks"
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
     )
 
     weights = sub.add_parser("weights", help="manage weights files")
@@ -302,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fetch.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     fetch.add_argument(
-        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="details and tracebacks"
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
     )
 
     example = sub.add_parser("example", help="print the path of the bundled example render")
@@ -360,7 +362,7 @@ def _add_denoise(sub: Any) -> None:
         help="print a JSON summary on stdout: counts, and each frame's layers, time and output",
     )
     p.add_argument(
-        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="details and tracebacks"
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
     )
     p.add_argument("-q", "--quiet", action="store_true", help="only errors, no progress/summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -849,90 +851,13 @@ def farm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
-
-    status = EXIT_OK
-    for path in files:
-        try:
-            img_layers = io.list_layers(path)
-            parts = io.describe_parts(path)
-        except OIDNGPUError as err:
-            print(f"error: {err}", file=sys.stderr)
-            status = EXIT_FAILURE
-            continue
-        for line in _describe_file(path, parts):
-            print(line)
-        for layer in img_layers:
-            part = f" [part {layer.subimage}]" if layer.subimage else ""
-            formats = parts[layer.subimage].formats
-            channels = _with_formats(layer.components, [formats[c] for c in layer.channels])
-            print(f"  {layer.name or '(root)'}: {channels}{part}")
-        picks = [
-            ("color", args.color_layer, io.COLOR_LAYER_NAMES),
-            ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
-            ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
-        ]
-        found: dict[str, bool] = {}
-        for kind, named, defaults in picks:
-            if named is not None:
-                print(f"  -> {kind}: '{named}' (--{kind}-layer)")
-                continue
-            if kind != "color" and (args.no_aux or args.lightmap):
-                continue
-            layer = io.find_layer(img_layers, defaults)
-            found[kind] = layer is not None
-            print(f"  -> {kind}: " + (f"'{layer.name or '(root)'}'" if layer else "none found"))
-        if found.get("normal") and found.get("albedo") is False:
-            print("  (a normal is used only with an albedo: the color would be denoised alone)")
-    return status
-
-
-def _window(window: tuple[int, int, int, int]) -> str:
-    x, y, width, height = window
-    return f"{width}x{height}" + (f" at ({x}, {y})" if x or y else "")
-
-
-def _describe_file(path: Path, parts: Sequence[io.PartInfo]) -> list[str]:
-    """``--list-layers``' header lines of one file: size, pixel types, and for each part
-    of an OpenEXR file its windows, tiling and compression."""
-    if not parts:
-        return [f"{path}: no image"]
-    file_format = parts[0].file_format
-    types = list(dict.fromkeys(t for part in parts for t in part.formats.values()))
-    lines = [
-        f"{path}: {_window(parts[0].display)} ({file_format}), "
-        f"{' and '.join(types)} channel{'s' if sum(len(p.formats) for p in parts) > 1 else ''}"
-    ]
-    if file_format != "openexr":
-        return lines
-    for index, part in enumerate(parts):
-        layout = f"{part.tiles[0]}x{part.tiles[1]} tiles" if part.tiles else "scanlines"
-        window = f"data window {_window(part.window)}"
-        if part.window != part.display:
-            window += f", display window {_window(part.display)}"
-        compression = f", {part.compression} compression" if part.compression else ""
-        lines.append(f"  part {index}: {window}; {layout}{compression}")
-    return lines
-
-
-def _with_formats(components: Sequence[str], formats: Sequence[str]) -> str:
-    """``R, G, B, A (half), Z (float)``: each run of one pixel type, then that type."""
-    runs: list[tuple[str, list[str]]] = []
-    for component, kind in zip(components, formats, strict=True):
-        if runs and runs[-1][0] == kind:
-            runs[-1][1].append(component)
-        else:
-            runs.append((kind, [component]))
-    return ", ".join(f"{', '.join(names)} ({kind})" for kind, names in runs)
-
-
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
 
     _check_denoise_args(args)
     files, many = expand_inputs(args.inputs)
     if args.list_layers:
-        return _list_layers(files, args)
+        return list_layers(files, args)
     jobs = plan_jobs(args, files, many)
 
 
