@@ -50,7 +50,11 @@ try:
     check = None
 except UnsupportedDeviceError as err:
     check = str(err)
-print(json.dumps({"plan": [plan.count, plan.num_gpus], "workers": workers, "check": check}))
+from oidn_gpu.cli import main
+cli_rc = main(["denoise", str(src), "-o", str(src.with_name("cli.exr")), "--backend", "wgpu",
+               "--ray"])
+print(json.dumps({"plan": [plan.count, plan.num_gpus], "workers": workers, "check": check,
+                  "cli_rc": cli_rc}))
 ray.shutdown()
 """
 
@@ -96,3 +100,6 @@ def test_half_gpu_workers_pair_up_on_each_gpu_with_its_cuda_device(tmp_path: Pat
         ), check
         assert " (on " in check  # the node that said so
         assert not (tmp_path / "out.exr").exists()
+        assert report["cli_rc"] == 2  # oidn-gpu denoise --ray: a usage error, once
+        assert f"error: {check}; pass --backend NAME with one of those\n" in done.stderr
+        assert not (tmp_path / "cli.exr").exists()

@@ -877,18 +877,21 @@ def cmd_denoise(args: argparse.Namespace) -> int:
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
         run = functools.partial(farm.denoise_sequence, **farm_kwargs(args))
-    summary = run(
-        jobs,
-        denoiser_kwargs(args),
-        options,
-        lightmap=args.lightmap,
-        skip_existing=args.skip_existing,
-        show_progress=False if args.no_progress else None,
-        verbose=args.verbose,
-        quiet=args.quiet,
-        software=f"oidn-gpu {__version__}",
-        output=output,
-    )
+    try:
+        summary = run(
+            jobs,
+            denoiser_kwargs(args),
+            options,
+            lightmap=args.lightmap,
+            skip_existing=args.skip_existing,
+            show_progress=False if args.no_progress else None,
+            verbose=args.verbose,
+            quiet=args.quiet,
+            software=f"oidn-gpu {__version__}",
+            output=output,
+        )
+    except UnsupportedDeviceError as err:  # the up-front check (on a farm's node), no frame
+        raise UsageError(f"{err}; pass --backend NAME with one of those") from None
     if not args.quiet:
         print(summary.line(len(jobs)), file=sys.stderr)
         layers = summary.layers_line()
