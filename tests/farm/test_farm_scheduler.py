@@ -77,6 +77,8 @@ class Worker:
                     if status == "die":
                         outer.alive = False
                         raise ActorError(f"worker {outer.number} died")
+                    if status == "warned":  # done, with a NaN count as a worker reports it
+                        return farm.FrameOutcome("done", warnings=(f"{name}: 3 NaN pixels",))
                     return farm.FrameOutcome(status, error=None if status != "failed" else "bad")
 
                 return Ref(answer, frame=True)
@@ -195,3 +197,10 @@ def test_a_retry_runs_again_on_the_same_worker_rather_than_wait_for_one_that_nev
     summary, handles, _ = _schedule(4, 2, script, starting=1)
     assert summary.count("done") == 4 and attempts == [0, 0]
     assert handles[1].frames == []
+
+
+def test_a_frame_s_warnings_reach_its_result_and_the_json_summary():
+    summary, _, _ = _schedule(3, 2, lambda name, worker: "warned" if name == "f001.exr" else "done")
+    assert [r.warnings for r in summary.results] == [(), ("f001.exr: 3 NaN pixels",), ()]
+    frames = summary.as_json(3)["results"]
+    assert [f["warnings"] for f in frames] == [[], ["f001.exr: 3 NaN pixels"], []]
