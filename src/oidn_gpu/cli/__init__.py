@@ -61,7 +61,6 @@ from oidn_gpu.files import (
     install_signal_cleanup,
     write_bytes_atomic,
 )
-from oidn_gpu.image import io
 from oidn_gpu.image.io import output_format_name
 from oidn_gpu.model.tza import parse_tza
 from oidn_gpu.model.unet import flops_per_pixel, load_model
