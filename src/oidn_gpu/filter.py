@@ -354,6 +354,8 @@ class FilterOptions:
 
 CUSTOM_WEIGHTS = "custom"
 _OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(FilterOptions))
+# Keyword options of `Denoiser` besides the backend's (named when an option is unknown).
+_DENOISER_OPTIONS = (*_OPTION_NAMES, "backend", "backend_options")
 
 
 class ModelCache:
@@ -495,7 +497,8 @@ class Denoiser:
         )
         self.backend = resolve_backend(backend, options)
         self.backend_options = make_options(
-            self.backend, backend_options, requested=backend, **options
+            self.backend, backend_options, requested=backend,
+            filter_options=_DENOISER_OPTIONS, **options
         )
         self._tile_limits = tile_limits(self.backend)
         self._models = ModelCache(self.options)

@@ -22,6 +22,7 @@ another mode (HDR vs sRGB, from the file's pixel type) get their own one.
 
 from __future__ import annotations
 
+import glob
 import re
 import sys
 import time
@@ -35,6 +36,7 @@ from typing import Any, TextIO
 import numpy as np
 
 import oidn_gpu  # oidn_gpu.Denoiser is looked up at call time: tests substitute a fake
+from oidn_gpu.backends import AUTO, check_backend
 from oidn_gpu.errors import (
     InvalidArgumentError,
     MissingDependencyError,
@@ -42,7 +44,7 @@ from oidn_gpu.errors import (
     NonFiniteOutputWarning,
     OIDNGPUError,
 )
-from oidn_gpu.image import aovs, complete, exr, io, windows
+from oidn_gpu.image import aovs, complete, exr, io, process, windows
 from oidn_gpu.image.preview import write_side_by_side
 
 MODES = ("auto", "hdr", "ldr", "srgb")
@@ -147,6 +149,7 @@ class FrameResult:
     used: str = ""  # which inputs were used, in words
     layers: dict[str, Any] = field(default_factory=dict)
     nonfinite_pixels: int = 0  # denoised pixels with a NaN or infinite channel
+    warnings: tuple[str, ...] = ()  # NaN/Inf pixel counts, a black autoexposure
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready description of this frame."""
@@ -158,6 +161,7 @@ class FrameResult:
             "error": self.error,
             "layers": self.layers or None,
             "nonfinite_pixels": self.nonfinite_pixels,
+            "warnings": list(self.warnings),
         }
 
 
@@ -310,6 +314,10 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
         color_label = _layer_label(layer.name)
     color, alpha, alpha_channel, alpha_note = _split_alpha(job, color)
     pixels = color.pixels
+    if alpha is None and alpha_note is None and "." in color.channels[0]:
+        # a RenderMan-style root alpha beside the beauty layer, where the output holds it
+        if pixels.shape[2] + 1 in io.writable_channel_counts(job.output):
+            alpha, alpha_channel = _root_alpha(job.color, layers, color.channels[0])
     sources: dict[str, str | None] = {"color": color_label, "albedo": None, "normal": None}
     albedo = normal = None
     notes: list[FrameNote] = [alpha_note] if alpha_note is not None else []
@@ -386,6 +394,22 @@ def _split_alpha(
         placement=color.placement,
     )
     return color, alpha, alpha_channel, note
+
+
+def _root_alpha(
+    path: Path, layers: Sequence[io.Layer], beauty_channel: str
+) -> tuple[np.ndarray | None, str | None]:
+    """A beauty layer without alpha takes the root alpha of its part (RenderMan writes
+    ``Ci.r, Ci.g, Ci.b`` beside a root ``a``): ``(H x W x 1, channel)``, or ``(None, None)``."""
+    subimage = _subimage_of(layers, beauty_channel)
+    for layer in layers:
+        if layer.name or layer.subimage != subimage:
+            continue
+        for channel in layer.channels:
+            if channel.casefold() in ("a", "alpha"):
+                image = io.read_layer(path, f"{channel},")  # that one channel
+                return np.ascontiguousarray(image.pixels[:, :, :1]), channel
+    return None, None
 
 
 def _normal_only_text(job: FrameJob, sources: dict[str, str | None]) -> str:
@@ -557,9 +581,10 @@ def denoise_frame(
 ) -> FrameOutcome:
     """Denoise one frame (and its ``output.aovs``) and write its outputs.
 
-    ``warn`` receives this frame's `NonFiniteInputWarning` messages and the warning about
-    non-finite output pixels (without ``warn``, a `NonFiniteOutputWarning`); other warnings
-    are issued as usual.
+    ``warn`` receives this frame's `NonFiniteInputWarning` messages, the count of NaN
+    and infinite pixels of each input image, and the warning about non-finite output
+    pixels (without ``warn``, a `NonFiniteOutputWarning`); other warnings are issued as
+    usual.
 
     Raises:
         io.ImageFileError: a file is unreadable, lacks a layer, or cannot be written.
@@ -585,6 +610,15 @@ def denoise_frame(
     share = 1.0 / (1 + len(passes))
 
     def run(color: np.ndarray, albedo: Any, normal: Any, index: int) -> np.ndarray:
+        if warn is not None:
+            aov = passes[index - 1][1] if index else None
+            images = [(f"AOV '{aov}'" if aov else "color", color)]
+            if not index:
+                images += [("albedo", albedo), ("normal", normal)]
+            for what, pixels in images:
+                text = None if pixels is None else process.nonfinite_message(what, pixels)
+                if text is not None:
+                    warn(text)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NonFiniteInputWarning)
             result = denoiser.denoise(
@@ -771,9 +805,13 @@ def run_sequence(
         run (the exception is re-raised after the summary is filled in).
 
     Raises:
+        UnsupportedDeviceError: the backend cannot run on this machine (checked once,
+            before any frame: `backends.check_backend`).
         KeyboardInterrupt: after closing the denoisers and the progress bar; no
             partial output is left behind (outputs are written atomically).
     """
+    if jobs:
+        check_backend(str(denoiser_kwargs.get("backend", AUTO)), denoiser_kwargs)
     stream = sys.stderr if stream is None else stream
     summary = SequenceSummary()
     progress = _Progress(len(jobs), False if quiet else show_progress, stream)
@@ -795,6 +833,12 @@ def run_sequence(
                     progress.write(f"denoising {job.color} again: {reason}", stream)
             frame_start = time.perf_counter()
             callback = progress.frame_callback(index, job.color.name)
+            warned: list[str] = []
+
+            def warn(text: str, job: FrameJob = job, warned: list[str] = warned) -> None:
+                warned.append(text)
+                progress.write(f"warning: {job.color}: {text}", stream)
+
             try:
                 outcome = denoise_frame(
                     job,
@@ -803,9 +847,7 @@ def run_sequence(
                     lightmap=lightmap,
                     progress=callback,
                     software=software,
-                    warn=lambda text, job=job: progress.write(
-                        f"warning: {job.color}: {text}", stream
-                    ),
+                    warn=warn,
                     output=output,
                 )
             except KeyboardInterrupt:
@@ -813,7 +855,9 @@ def run_sequence(
                 raise
             except Exception as err:
                 elapsed = time.perf_counter() - frame_start
-                summary.results.append(FrameResult(job, "failed", elapsed, _message(err)))
+                summary.results.append(
+                    FrameResult(job, "failed", elapsed, _message(err), warnings=tuple(warned))
+                )
                 progress.write(f"error: {job.color}: {_message(err)}", stream)
                 if verbose:
                     progress.write(traceback.format_exc().rstrip(), stream)
@@ -829,6 +873,7 @@ def run_sequence(
                         used=outcome.used,
                         layers=outcome.layers,
                         nonfinite_pixels=outcome.nonfinite_pixels,
+                        warnings=tuple(warned),
                     )
                 )
                 for note in outcome.notes:
@@ -905,3 +950,18 @@ def expand_frame_patterns(spec: str, frame: int | None, source: str = "") -> str
         return f"{frame:0{width}d}"
 
     return _FRAME_PATTERN.sub(number, spec)
+
+
+def frame_pattern_files(spec: str) -> list[Path]:
+    """The existing files that ``spec``'s frame-number patterns (``####``, ``%04d``,
+    ``$F4``) match: each pattern stands for a frame number of at least its width
+    (``render.####.exr`` matches ``render.0007.exr`` and ``render.12345.exr``)."""
+    pieces, last = [], 0
+    for match in _FRAME_PATTERN.finditer(spec):
+        hashes, printf, houdini = match.groups()
+        width = len(hashes) if hashes is not None else int((printf or houdini) or 0)
+        pieces += [re.escape(spec[last : match.start()]), rf"\d{{{max(width, 1)},}}"]
+        last = match.end()
+    regex = re.compile("".join([*pieces, re.escape(spec[last:])]))
+    candidates = glob.glob(glob.escape(_FRAME_PATTERN.sub("\0", spec)).replace("\0", "*"))
+    return [Path(p) for p in candidates if regex.fullmatch(p) and Path(p).is_file()]

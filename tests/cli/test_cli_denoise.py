@@ -9,7 +9,7 @@ reference backend (autouse fixture in conftest.py).
 from __future__ import annotations
 
 import os
-import shutil
+import shlex
 import signal
 import socket
 import subprocess
@@ -398,17 +398,31 @@ def test_full_shared_scene_equals_stored_oidn_output(
     _assert_parity(out, io.read_image(folder / "oidn_4spp_aux.exr").pixels)
 
 
-def test_example_main_job_command(cli, tmp_path: Path) -> None:
-    """The README's main-job command: denoise the bundled example, write a preview."""
+def _readme_first_command() -> list[str]:
+    """The arguments of ``oidn-gpu denoise`` in the README's first command."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in readme.splitlines() if "oidn-gpu denoise \"$(" in line)
+    words = shlex.split(line.split("oidn-gpu denoise ", 1)[1])
+    assert words[0] == "$(.venv/bin/oidn-gpu example)", words
+    return words[1:]
+
+
+def test_example_main_job_command(cli, tmp_path: Path, monkeypatch) -> None:
+    """The README's first command: denoise the bundled example, write a preview, say what
+    it wrote; run again, it does the same (it replaces its own outputs)."""
+    monkeypatch.chdir(tmp_path)
     example = Path(cli("example").out.strip())
-    shutil.copyfile(example, tmp_path / example.name)
+    args = _readme_first_command()
     out, preview = tmp_path / "denoised.exr", tmp_path / "side_by_side.png"
-    result = cli("denoise", tmp_path / example.name, "-o", out, "--side-by-side", preview)
-    assert result.rc == 0, result.err
+    for _ in range(2):
+        result = cli("denoise", example, *args)
+        assert result.rc == 0, result.err
+        assert result.err.splitlines()[-1] == "wrote denoised.exr and side_by_side.png"
     assert io.read_layer(out, "").pixels.shape == (256, 256, 3)
     assert [lay.name for lay in io.list_layers(out)] == ["", "albedo", "nn"]
     assert io.read_image(preview).pixels.shape == (256, 2 * 256 + 4, 3)
     assert os.path.getsize(preview) > 10_000
+    assert leftovers(tmp_path) == []
 
 
 def test_infinite_pixels_that_blacken_a_frame_are_warned_about(cli, scene, tmp_path: Path) -> None:
@@ -424,6 +438,9 @@ def test_infinite_pixels_that_blacken_a_frame_are_warned_about(cli, scene, tmp_p
     assert result.rc == 0, result.err
     warned = [line for line in result.err.splitlines() if line.startswith("warning:")]
     assert warned == [
+        f"warning: {frames / 'f2.exr'}: 2 infinite pixels of 1,024 in the color: denoised as "
+        "Intel OIDN does (NaN as 0, infinities clamped to the input range); fix them in the "
+        "render",
         f"warning: {frames / 'f2.exr'}: autoexposure is 0 because 2 pixels of the color are "
         "not finite (Inf or NaN): the output is black; set input_scale (--input-scale on the "
         "command line) or replace those pixels"

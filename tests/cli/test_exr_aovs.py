@@ -11,7 +11,7 @@ the same images, and every channel that was not denoised must come back bit for 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -476,3 +476,38 @@ def test_a_mip_mapped_input_gives_its_full_resolution_level(cli, scene, tmp_path
         io.read_layer(src, "").pixels, hdr=True, quality="fast", backend="reference"
     )
     assert rel_l2(io.read_layer(out, "").pixels, expected) <= PARITY_REL_L2
+
+
+# Arnold's layout with a half beauty (its Z and N stay float)
+HALF_BEAUTY = replace(
+    LAYOUTS[1],
+    renderer="Arnold, half beauty",
+    parts=(tuple((c, "half" if c[:5] == "RGBA." else f, k) for c, f, k in LAYOUTS[1].parts[0]),),
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "beauty"),
+    [
+        ((), "RGBA"),
+        (("--layer-name", "Denoised"), "Denoised"),
+        (("--aovs", "diffuse_direct"), "RGBA"),
+        (("--only-beauty",), "RGBA"),
+    ],
+)
+def test_a_half_beauty_stays_half_beside_a_float_z_in_every_mode(
+    cli, sources, tmp_path: Path, flags: tuple[str, ...], beauty: str
+) -> None:
+    """The denoised beauty keeps its pixel type (half) whatever other channels the file
+    holds (Arnold's float Z), also when --only-beauty leaves only half channels."""
+    src = write_layout(tmp_path / "b.exr", HALF_BEAUTY, sources)
+    out = tmp_path / "o.exr"
+    result = cli("denoise", src, "-o", out, "--quality", "fast", *flags)
+    assert result.rc == 0, result.err
+    ((spec, _),) = read_parts(out)
+    formats = _header(spec)["formats"]
+    assert {formats[f"{beauty}.{c}"] for c in "RGBA"} == {"half"}, formats
+    if "--only-beauty" in flags:
+        assert formats == {f"RGBA.{c}": "half" for c in "RGBA"}
+    else:
+        assert formats["Z"] == "float" and formats["N.X"] == "float"

@@ -79,6 +79,8 @@ class Worker:
                         raise ActorError(f"worker {outer.number} died")
                     if status == "done-nonfinite":  # written with 7 NaN/Inf pixels
                         return farm.FrameOutcome("done", nonfinite_pixels=7)
+                    if status == "warned":  # done, with a NaN count as a worker reports it
+                        return farm.FrameOutcome("done", warnings=(f"{name}: 3 NaN pixels",))
                     return farm.FrameOutcome(status, error=None if status != "failed" else "bad")
 
                 return Ref(answer, frame=True)
@@ -207,3 +209,10 @@ def test_frames_with_non_finite_output_pixels_are_counted_in_the_farm_summary():
     assert summary.count("done") == 3 and summary.nonfinite_frames == 1
     assert summary.as_json(3)["nonfinite"] == 1
     assert "; 1 with non-finite output pixels" in summary.line(3)
+
+
+def test_a_frame_s_warnings_reach_its_result_and_the_json_summary():
+    summary, _, _ = _schedule(3, 2, lambda name, worker: "warned" if name == "f001.exr" else "done")
+    assert [r.warnings for r in summary.results] == [(), ("f001.exr: 3 NaN pixels",), ()]
+    frames = summary.as_json(3)["results"]
+    assert [f["warnings"] for f in frames] == [[], ["f001.exr: 3 NaN pixels"], []]

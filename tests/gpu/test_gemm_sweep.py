@@ -13,10 +13,14 @@ some kernel of the network, unless it is what the default resolves to.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+
 import numpy as np
 import pytest
 
 from oidn_gpu.backends.wgpu import kernel_choice
+from oidn_gpu.backends.wgpu.device import open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.graph.reference import run_graph
 from oidn_gpu.kernels import final_rgb, gemm
@@ -82,6 +86,20 @@ def default_outputs(gpu, model, sweep_input):
     return out
 
 
+@contextlib.contextmanager
+def own_device():
+    """A device of the session device's adapter for one test, destroyed after it with its
+    compiled pipelines (on lavapipe, machine code): the sweep compiles ~900 distinct kernels,
+    which the session device's pipeline cache would keep to the end of the run (3.8 GB)."""
+    device = open_device()
+    try:
+        yield device
+    finally:
+        device.close()
+        del device
+        gc.collect()  # the device and its pipeline cache refer to each other
+
+
 def _body(source: str) -> str:
     """A kernel's WGSL without its header comment (which names every option)."""
     return "\n".join(line for line in source.splitlines() if not line.startswith("// oidn_gpu."))
@@ -122,11 +140,13 @@ def test_the_sweep_covers_every_value_of_every_option():
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 @pytest.mark.parametrize(("name", "value"), CASES, ids=[_id(n, v) for n, v in CASES])
 def test_option_value_gives_the_default_image(
-    gpu, model, sweep_input, default_outputs, name, value, precision
+    model, sweep_input, default_outputs, name, value, precision
 ):
     x, reference = sweep_input
     options = GemmOptions(**{name: value})
-    with WgpuExecutor(model, device=gpu, precision=precision, gemm=options) as executor:
+    with own_device() as device, WgpuExecutor(
+        model, device=device, precision=precision, gemm=options
+    ) as executor:
         assert executor.gemm == options
         # every layer runs the kernel the options ask for (nothing fell back)
         assert not executor.info().fallbacks, executor.info().fallbacks

@@ -263,6 +263,34 @@ def test_gpu_options_are_refused_by_the_reference_backend(options: dict) -> None
         Denoiser(backend="reference", **options)
 
 
+def test_a_misspelled_option_names_every_valid_one_and_the_closest(monkeypatch) -> None:
+    monkeypatch.setenv("OIDN_GPU_BACKEND", "reference")
+    with pytest.raises(InvalidArgumentError) as err:
+        oidn_gpu.denoise(_img(), qualty="high")
+    message = str(err.value)
+    assert message.startswith("unknown option 'qualty' (did you mean 'quality'?): the filter ")
+    for name in ("'hdr'", "'quality'", "'clean_aux'", "'max_memory_mb'", "'backend'"):
+        assert name in message  # the filter options
+    assert message.endswith(
+        "the reference backend (chosen by backend='auto') has no option 'qualty' either: "
+        "its options are 'precision' or 'threads'"
+    )
+
+
+def test_a_misspelled_option_of_another_backend_names_that_backend() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"^unknown option 'kernal' \(did you mean "
+                       r"'kernel', an option of the wgpu backend\?\)"):
+        Denoiser(backend="reference", kernal="direct")
+    with pytest.raises(InvalidArgumentError, match=r"^unknown option 'zzz': the filter"):
+        Denoiser(backend="reference", zzz=1)  # nothing close: no guess
+
+
+def test_normal_without_albedo_says_why() -> None:
+    with pytest.raises(InvalidOperationError, match=r"^unsupported combination of input "
+                       r"features: color and normal without an albedo .*pass the albedo too"):
+        oidn_gpu.denoise(_img(), normal=_img(seed=1), backend="reference")
+
+
 def test_unknown_precision_is_refused() -> None:
     with pytest.raises(InvalidArgumentError, match=r"^unknown precision 'fp8'"):
         Denoiser(backend="reference", precision="fp8")

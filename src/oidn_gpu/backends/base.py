@@ -24,6 +24,7 @@ an executor is also a context manager through `ExecutorBase`.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import importlib
 import os
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 
 if TYPE_CHECKING:
     from oidn_gpu.backends.plan import DenoisePlan
@@ -510,6 +511,38 @@ def resolve_backend(name: str, options: Mapping[str, Any] | None = None) -> str:
     )
 
 
+def check_backend(
+    requested: str = AUTO, options: Mapping[str, Any] | None = None
+) -> tuple[str, Availability]:
+    """The backend that ``requested`` resolves to, checked to run on this machine: the one
+    up-front check of the command line, sequences and farm workers, before any frame.
+
+    A ``device`` in ``options`` (a wgpu device or a torch device the caller chose) is
+    taken as given: the backend's probe of this machine is not asked.
+
+    Returns:
+        ``(name, availability)``; ``availability.auto`` is False for a backend that runs
+        but is not worth choosing automatically (wgpu on a CPU Vulkan driver).
+
+    Raises:
+        InvalidArgumentError: an unknown backend name.
+        UnsupportedDeviceError: the backend cannot run here: why, and the backends that can.
+    """
+    name = resolve_backend(requested, options)
+    if (options or {}).get("device") is not None:
+        return name, Availability(True, "on the device given", auto=True)
+    availability = probe(name)
+    if availability.available:
+        return name, availability
+    chosen = f" (chosen by backend='{AUTO}')" if requested == AUTO else ""
+    usable = [n for n in REGISTRY if n != name and probe(n).available]
+    raise UnsupportedDeviceError(
+        f"the {name} backend{chosen} cannot run on this machine: {availability.note}; "
+        f"the backends that run here: {_expected(usable) if usable else 'none'} "
+        "('oidn-gpu info' lists what each sees)"
+    )
+
+
 def _shown(value: Any) -> str:
     """An option value in a message: its repr when short and plain, else its type."""
     if isinstance(value, (str, int, float, bool, dict, list, tuple)) and len(repr(value)) <= 60:
@@ -523,6 +556,7 @@ def make_options(
     /,
     *,
     requested: str | None = None,
+    filter_options: Iterable[str] = (),
     **kwargs: Any,
 ) -> BackendOptions:
     """The typed options of backend ``name`` from an ``Options`` object and/or keywords.
@@ -530,7 +564,9 @@ def make_options(
     Keywords set to None are "not given", and so is an option of another backend set
     to that backend's default (``kernel="auto"``); any other option the backend does
     not have is an error, also when ``auto`` picked it (``requested``: the name the
-    caller asked for, for the message).
+    caller asked for, for the message). ``filter_options``: the caller's own option names
+    (the filter's), named with the backend's in the message for an unknown option, with the
+    closest name of either kind.
 
     Raises:
         InvalidArgumentError: unknown options, options of another backend, an ``Options``
@@ -558,8 +594,7 @@ def make_options(
                 f"{', '.join(sorted(own)) or 'none'})"
             )
         raise InvalidArgumentError(
-            f"the {name} backend{chosen} has no option '{key}'; its options are "
-            f"{_expected(sorted(own)) if own else 'none'}"
+            _unknown_option(key, name, chosen, sorted(own), sorted(filter_options))
         )
     try:
         if options is None:
@@ -570,6 +605,34 @@ def make_options(
             raise
         message = str(err).replace(f"the {name} backend", f"the {name} backend{chosen}", 1)
         raise InvalidArgumentError(message) from None
+
+
+def _unknown_option(
+    key: str, name: str, chosen: str, own: list[str], filter_options: list[str]
+) -> str:
+    """The message for an option nobody takes: every valid name and the closest one."""
+    owners = {
+        option: other
+        for other in REGISTRY
+        if other != name
+        for option in get_backend(other).Options.option_names()
+    }
+    candidates = [*filter_options, *own, *(o for o in owners if o not in own)]
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        match = close[0]
+        foreign = match not in own and match not in filter_options
+        hint = f" (did you mean '{match}'" + (
+            f", an option of the {owners[match]} backend?)" if foreign else "?)"
+        )
+    backend_part = f"its options are {_expected(own) if own else 'none'}"
+    if not filter_options:
+        return f"the {name} backend{chosen} has no option '{key}'{hint}; {backend_part}"
+    return (
+        f"unknown option '{key}'{hint}: the filter options are {_expected(filter_options)}; "
+        f"the {name} backend{chosen} has no option '{key}' either: {backend_part}"
+    )
 
 
 def _owner_default(option: str, besides: str) -> tuple[str, Any] | None:

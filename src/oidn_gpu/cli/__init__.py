@@ -25,6 +25,7 @@ only with ``--verbose``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import glob
 import hashlib
@@ -43,14 +44,16 @@ from oidn_gpu import __version__, farm
 from oidn_gpu.backends.base import (
     AUTO,
     backend_names,
+    check_backend,
     get_backend,
     make_options,
     resolve_backend,
 )
 from oidn_gpu.cli import bench as bench_cli
+from oidn_gpu.cli.layers import list_layers
 from oidn_gpu.cli import record as record_cli
 from oidn_gpu.cli.info import collect, format_report
-from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.fetch import base_url, fetch_weights
 from oidn_gpu.files import (
     OutputFileError,
@@ -58,7 +61,6 @@ from oidn_gpu.files import (
     install_signal_cleanup,
     write_bytes_atomic,
 )
-from oidn_gpu.image import io
 from oidn_gpu.image.io import output_format_name
 from oidn_gpu.model.tza import parse_tza
 from oidn_gpu.model.unet import flops_per_pixel, load_model
@@ -69,6 +71,7 @@ from oidn_gpu.sequence import (
     InputOptions,
     OutputOptions,
     expand_frame_patterns,
+    frame_pattern_files,
     has_frame_pattern,
     run_sequence,
 )
@@ -98,6 +101,7 @@ IMAGE_SUFFIXES = frozenset(
     }
 )
 EXAMPLE_NAME = "textured_checker.exr"
+_VERBOSE_HELP = "details and tracebacks"
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _TRAILING_DIGITS = re.compile(r"(\d+)$")
 
@@ -109,8 +113,35 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that raises `UsageError` instead of printing usage and exiting."""
 
+    argv: Sequence[str] = ()
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        prog = self.prog
+        if message.startswith("unrecognized arguments: "):
+            # A misspelt flag: the closest flag of the subcommand given (difflib).
+            command = _subcommand(self, self.argv)
+            prog = command.prog
+            known = [o for a in command._actions for o in a.option_strings if o[:2] == "--"]
+            for token in message.split(": ", 1)[1].split():
+                name = token.split("=", 1)[0]
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                if name.startswith("--") and close:
+                    message += f" (did you mean {close[0]}?)"
+                    break
+        raise UsageError(f"{message} (see '{prog} --help')")
+
+
+def _subcommand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser that ``argv`` names (``denoise``, ``weights fetch``, ...)."""
+    for token in argv:
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subparsers and token in subparsers[0].choices:
+            parser = subparsers[0].choices[token]
+    return parser
 
 
 # --- parser --------------------------------------------------------------------------------
@@ -225,24 +256,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="oidn-gpu", description="Intel Open Image Denoise networks on any GPU.")
     parser.add_argument("--version", action="version", version=f"oidn-gpu {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="details and tracebacks")
+    parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_denoise(sub)
 
     inspect = sub.add_parser("inspect", help="describe a .tza weights file")
-    inspect.add_argument("weights", metavar="WEIGHTS.tza")
-    inspect.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    inspect.add_argument("weights", metavar="WEIGHTS.tza", help="the weights file to describe")
+    inspect.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+    )
 
     info = sub.add_parser("info", help="version, backends and adapters, what 'auto' picks")
     info.add_argument("--no-probe", action="store_true", help="do not create a Denoiser")
-    info.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    info.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+    )
 
     weights = sub.add_parser("weights", help="manage weights files")
     weights_sub = weights.add_subparsers(
         dest="weights_command", metavar="ACTION", parser_class=_Parser
     )
     fetch = weights_sub.add_parser(
-        "fetch", help="download the three large official weights files (about 23 MB)"
+        "fetch",
+        help="download the three large official weights files (about 23 MB) into a weights "
+        "folder; the package bundles them too, so this is needed only for a folder of your "
+        "own (searched first)",
     )
     fetch.add_argument("--dir", type=Path, help="destination (default: the user weights folder)")
     fetch.add_argument(
@@ -264,7 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="most seconds for each whole file (default 20 x --timeout, so 600)",
     )
     fetch.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    fetch.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    fetch.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+    )
 
     example = sub.add_parser("example", help="print the path of the bundled example render")
     example.add_argument("--copy", type=Path, metavar="DIR", help="copy it into DIR instead")
@@ -272,9 +312,12 @@ def build_parser() -> argparse.ArgumentParser:
     record_cli.add_record_parsers(sub)
     bench = sub.add_parser(
         "bench",
-        help="benchmark a backend: [--backend wgpu|reference] --size 1080p ... (see --help)",
+        help=f"benchmark a backend: [--backend {'|'.join(bench_cli.BENCHMARKS)}] --size "
+        "1080p ... (default wgpu; 'bench --backend NAME --help' for its flags)",
     )
-    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    bench.add_argument(
+        "bench_args", nargs=argparse.REMAINDER, help="the benchmark's flags (see bench --help)"
+    )
     return parser
 
 
@@ -293,7 +336,12 @@ def _add_denoise(sub: Any) -> None:
             "the noisy one (see --layer-name, --only-beauty, --aovs)."
         ),
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="image files, globs ('sh010.*.exr') or folders (every image in them)",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -312,7 +360,9 @@ def _add_denoise(sub: Any) -> None:
         action="store_true",
         help="print a JSON summary on stdout: counts, and each frame's layers, time and output",
     )
-    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    p.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="only errors, no progress/summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -503,7 +553,8 @@ def _images_in(directory: Path) -> list[Path]:
 
 
 def expand_inputs(specs: Sequence[str]) -> tuple[list[Path], bool]:
-    """Files from files, globs and directories, in order, without duplicates.
+    """Files from files, globs, frame patterns (``render.####.exr``, ``%04d``, ``$F4``)
+    and directories, in order, without duplicates.
 
     Returns:
         (files, is_collection): is_collection is True when a directory or glob was given
@@ -523,6 +574,11 @@ def expand_inputs(specs: Sequence[str]) -> tuple[list[Path], bool]:
             collection = True
         elif path.exists():
             found = [path]
+        elif has_frame_pattern(spec):
+            found = sorted(frame_pattern_files(spec), key=_natural_key)
+            if not found:
+                raise UsageError(f"no files match the frame pattern '{spec}'")
+            collection = True
         elif _GLOB_CHARS.search(spec):
             found = sorted(
                 (Path(m) for m in glob.glob(spec) if Path(m).is_file()), key=_natural_key
@@ -593,6 +649,9 @@ def _aux_path(spec: str, src: Path, many: bool) -> Path:
 def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[Any]:
     """Build the `FrameJob` list and check outputs and aux files before any work."""
 
+    if many:
+        for flag, spec in (("-o", args.output), ("--side-by-side", args.side_by_side)):
+            _check_folder_spec(flag, spec, len(files))
     jobs = []
     for src in files:
         output = map_path(args.output, src, many=many)
@@ -653,6 +712,20 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
                         f"output '{target}' exists; pass --overwrite or --skip-existing"
                     )
     return jobs
+
+
+def _check_folder_spec(flag: str, spec: str | None, count: int) -> None:
+    """Several inputs need a folder or a template: ``-o x.exr`` is refused (else --mkdir
+    would make a folder named ``x.exr``)."""
+    if spec is None or "{" in spec or has_frame_pattern(spec) or spec.endswith(("/", os.sep)):
+        return
+    path = Path(spec)
+    if path.suffix.lower() in IMAGE_SUFFIXES and not path.is_dir():
+        raise UsageError(
+            f"{flag} '{spec}' names one file but {count} inputs are given; give a folder "
+            f"('{path.with_suffix('')}/') or a template such as "
+            f"'{path.parent / ('{stem}' + path.suffix)}'"
+        )
 
 
 def _check_denoise_args(args: argparse.Namespace) -> None:
@@ -717,6 +790,25 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             raise UsageError(
                 f"{flags} cannot be used with the {backend} backend{chosen}: {err}"
             ) from None
+    if args.ray is None and not args.list_layers:
+        _check_backend_here(args)
+
+
+def _check_backend_here(args: argparse.Namespace) -> None:
+    """The backend runs on this machine (else a usage error, once, before any frame); a
+    note when wgpu runs on a CPU Vulkan driver. A farm checks on its workers' nodes."""
+    try:
+        backend, availability = check_backend(args.backend)
+    except UnsupportedDeviceError as err:
+        message = str(err).replace("backend='auto'", "--backend auto")
+        raise UsageError(f"{message}; pass --backend NAME with one of those") from None
+    if backend == "wgpu" and not availability.auto and not args.quiet:
+        print(
+            "note: the wgpu backend finds no GPU here and runs on a CPU Vulkan driver (such "
+            "as lavapipe): expect seconds per small frame; --backend reference is faster on "
+            "a CPU",
+            file=sys.stderr,
+        )
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -763,49 +855,13 @@ def farm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
-
-    status = EXIT_OK
-    for path in files:
-        try:
-            img_layers = io.list_layers(path)
-            head = io.read_image(path) if len(img_layers) else None
-        except OIDNGPUError as err:
-            print(f"error: {err}", file=sys.stderr)
-            status = EXIT_FAILURE
-            continue
-        size = f"{head.width}x{head.height} {head.pixel_format}" if head is not None else ""
-        print(f"{path}: {size} ({head.file_format if head else '?'})")
-        for layer in img_layers:
-            part = f" [part {layer.subimage}]" if layer.subimage else ""
-            print(f"  {layer.name or '(root)'}: {', '.join(layer.components)}{part}")
-        picks = [
-            ("color", args.color_layer, io.COLOR_LAYER_NAMES),
-            ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
-            ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
-        ]
-        found: dict[str, bool] = {}
-        for kind, named, defaults in picks:
-            if named is not None:
-                print(f"  -> {kind}: '{named}' (--{kind}-layer)")
-                continue
-            if kind != "color" and (args.no_aux or args.lightmap):
-                continue
-            layer = io.find_layer(img_layers, defaults)
-            found[kind] = layer is not None
-            print(f"  -> {kind}: " + (f"'{layer.name or '(root)'}'" if layer else "none found"))
-        if found.get("normal") and found.get("albedo") is False:
-            print("  (a normal is used only with an albedo: the color would be denoised alone)")
-    return status
-
-
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
 
     _check_denoise_args(args)
     files, many = expand_inputs(args.inputs)
     if args.list_layers:
-        return _list_layers(files, args)
+        return list_layers(files, args)
     jobs = plan_jobs(args, files, many)
 
 
@@ -825,25 +881,29 @@ def cmd_denoise(args: argparse.Namespace) -> int:
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
         run = functools.partial(farm.denoise_sequence, **farm_kwargs(args))
-    summary = run(
-        jobs,
-        denoiser_kwargs(args),
-        options,
-        lightmap=args.lightmap,
-        skip_existing=args.skip_existing,
-        show_progress=False if args.no_progress else None,
-        verbose=args.verbose,
-        quiet=args.quiet,
-        software=f"oidn-gpu {__version__}",
-        output=output,
-    )
+    try:
+        summary = run(
+            jobs,
+            denoiser_kwargs(args),
+            options,
+            lightmap=args.lightmap,
+            skip_existing=args.skip_existing,
+            show_progress=False if args.no_progress else None,
+            verbose=args.verbose,
+            quiet=args.quiet,
+            software=f"oidn-gpu {__version__}",
+            output=output,
+        )
+    except UnsupportedDeviceError as err:  # the up-front check (on a farm's node), no frame
+        raise UsageError(f"{err}; pass --backend NAME with one of those") from None
     if not args.quiet:
         print(summary.line(len(jobs)), file=sys.stderr)
         layers = summary.layers_line()
         if layers:
             print(layers, file=sys.stderr)
         if len(jobs) == 1 and summary.count("done"):
-            print(f"wrote {jobs[0].output}", file=sys.stderr)
+            written = [jobs[0].output, jobs[0].side_by_side]
+            print("wrote " + " and ".join(str(p) for p in written if p), file=sys.stderr)
     if args.json:
         import json
 
@@ -1028,13 +1088,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with install_signal_cleanup():  # SIGTERM: no temporary file left, exit 130
             return COMMANDS[args.command](args)
     except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(err, EXIT_USAGE, argv)
     except OutputFileError as err:  # an output refused or unwritable before any work
         if verbose:
             traceback.print_exc()
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(err, EXIT_USAGE, argv)
     except KeyboardInterrupt:
         print("error: interrupted; no partial outputs were left", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -1046,8 +1104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OIDNGPUError, OSError, ValueError, RuntimeError) as err:
         if verbose:
             traceback.print_exc()
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILURE
+        return _fail(err, EXIT_FAILURE, argv)
     except Exception as err:
         if verbose:
             traceback.print_exc()
@@ -1057,3 +1114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
+
+
+def _fail(err: BaseException, code: int, argv: Sequence[str]) -> int:
+    """Print ``error: ...`` on stderr and, for ``denoise --json``, the same as JSON on
+    stdout (``{"error": ..., "exit_code": ...}``), so a script reading stdout sees it."""
+    print(f"error: {err}", file=sys.stderr)
+    if "denoise" in argv and "--json" in argv:
+        import json
+
+        print(json.dumps({"error": str(err), "exit_code": code}, indent=2))
+    return code

@@ -287,7 +287,10 @@ def time_denoiser(
 def wgpu_main(argv: Sequence[str] | None = None) -> int:
     """``oidn-gpu bench [--backend wgpu] ...``: flags of `backends.wgpu.bench.run_bench`."""
     parser = argparse.ArgumentParser(
-        prog="oidn-gpu bench [--backend wgpu]", description="Benchmark the wgpu executor."
+        prog="oidn-gpu bench [--backend wgpu]",
+        description="Benchmark the wgpu executor (the default backend of bench).",
+        epilog="Other backends have their own flags: 'oidn-gpu bench --backend reference "
+        "--help', 'oidn-gpu bench --backend cuda --help'.",
     )
     parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
     parser.add_argument(

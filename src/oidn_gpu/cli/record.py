@@ -54,11 +54,21 @@ def add_record_parsers(sub: Any) -> None:
     rec.add_argument("--weights", required=True, help="a .tza file, or a built-in weights name")
     rec.add_argument("--size", required=True, type=_size, metavar="WxH", help="image size")
     rec.add_argument("--hdr", action="store_true", help="HDR color (PU transfer by default)")
-    rec.add_argument("--precision", choices=_PRECISIONS, default="auto")
     rec.add_argument(
-        "--kernel", choices=[k for k in KERNELS if k != "subgroup-matrix"], default="auto"
+        "--precision", choices=_PRECISIONS, default="auto", help="wgpu precision (default auto)"
     )
-    rec.add_argument("--transfer", choices=TRANSFERS, default="default")
+    rec.add_argument(
+        "--kernel",
+        choices=[k for k in KERNELS if k != "subgroup-matrix"],
+        default="auto",
+        help="convolution kernel family (default auto)",
+    )
+    rec.add_argument(
+        "--transfer",
+        choices=TRANSFERS,
+        default="default",
+        help="transfer function of the color (default: the mode's, PU for --hdr)",
+    )
     rec.add_argument(
         "--tile-size", type=int, default=0, metavar="PX", help="maximum tile edge (0: whole image)"
     )
@@ -78,10 +88,12 @@ def add_record_parsers(sub: Any) -> None:
     rec.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
     rep = sub.add_parser("replay", help="run a recorded program on image files")
-    rep.add_argument("program", type=Path)
-    rep.add_argument("--color", required=True, type=Path)
-    rep.add_argument("--albedo", type=Path)
-    rep.add_argument("--normal", type=Path)
+    rep.add_argument("program", type=Path, help="the .oidnp file (oidn-gpu record -o)")
+    rep.add_argument(
+        "--color", required=True, type=Path, metavar="FILE", help="the color image file"
+    )
+    rep.add_argument("--albedo", type=Path, metavar="FILE", help="the albedo image file")
+    rep.add_argument("--normal", type=Path, metavar="FILE", help="the normal image file")
     rep.add_argument(
         "--input-scale",
         type=float,
@@ -98,7 +110,7 @@ def add_record_parsers(sub: Any) -> None:
     )
     prog_sub.required = True
     info = prog_sub.add_parser("info", help="what a program contains: sizes, kernels, memory")
-    info.add_argument("program", type=Path)
+    info.add_argument("program", type=Path, help="the .oidnp file")
 
 
 def _weights_bytes(text: str) -> bytes:

@@ -7,6 +7,7 @@ resources (`plan_workers`), starts them as actors and runs the `scheduler.Schedu
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 import uuid
@@ -14,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.backends import AUTO, check_backend
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary, Report, Scheduler
 from oidn_gpu.farm.worker import FrameWorker, import_ray, requested_backend
 from oidn_gpu.sequence import AuxSource, FrameJob, InputOptions, OutputOptions
@@ -152,6 +154,8 @@ def denoise_sequence(
 
     Raises:
         MissingDependencyError: Ray is not installed.
+        UnsupportedDeviceError: the backend cannot run on the cluster (checked once, on a
+            node with a worker's resources, before any worker starts).
         InvalidArgumentError: bad ``retries``/``workers``/``cpus_per_worker``/
             ``gpus_per_worker``.
         KeyboardInterrupt: after stopping the workers; outputs are complete or absent.
@@ -179,6 +183,7 @@ def denoise_sequence(
             cpus_per_worker,
             gpus_per_worker,
         )
+        _check_backend_on_cluster(ray, plan, kwargs)
         if verbose:
             report.message(f"starting {plan.describe()}")
         handles = _start_workers(
@@ -215,6 +220,24 @@ def denoise_sequence(
         if started:
             ray.shutdown()
     return summary
+
+
+def _backend_problem(kwargs: Mapping[str, Any]) -> str | None:
+    """Why the backend cannot run where this runs (a Ray task on a worker's node), or None."""
+    try:
+        check_backend(str(kwargs.get("backend", AUTO)), kwargs)
+    except UnsupportedDeviceError as err:
+        return f"{err} (on {socket.gethostname()})"
+    return None
+
+
+def _check_backend_on_cluster(ray: Any, plan: WorkerPlan, kwargs: Mapping[str, Any]) -> None:
+    """The backend's check, once, on a node and with the resources a worker gets, before
+    any worker starts: an unavailable backend is one error, not one per frame."""
+    task = ray.remote(num_cpus=plan.num_cpus, num_gpus=plan.num_gpus)(_backend_problem)
+    problem = ray.get(task.remote(dict(kwargs)))
+    if problem is not None:
+        raise UnsupportedDeviceError(problem)
 
 
 def _start_workers(

@@ -135,7 +135,13 @@ class ExrFile:
         spec = oiio.ImageSpec(part.spec)
         spec.nchannels = len(names)
         spec.channelnames = tuple(names)
-        spec.channelformats = tuple(oiio.TypeDesc(str(part.channel_format(i))) for i in picked)
+        formats = [oiio.TypeDesc(str(part.channel_format(i))) for i in picked]
+        if len({str(f) for f in formats}) == 1:
+            # One pixel type left (a half beauty without its float Z): OpenImageIO writes
+            # ``spec.format`` when the per-channel formats agree, so it must be that type.
+            spec.set_format(formats[0])
+        else:
+            spec.channelformats = tuple(formats)
         alpha = [k for k, n in enumerate(names) if n.rsplit(".", 1)[-1] in ("A", "a", "alpha")]
         spec.alpha_channel = alpha[0] if alpha else -1
         spec.z_channel = -1

@@ -672,3 +672,54 @@ def _convert_encoding(
     convert = srgb_encode if target == SRGB_ENCODING else srgb_decode
     out[:, :, :colour] = convert(array[:, :, :colour])
     return out
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    """The header of one part of a file, as ``--list-layers`` shows it.
+
+    Attributes:
+        window: the data window ``(x, y, width, height)``.
+        display: the display window ``(x, y, width, height)``.
+        tiles: ``(width, height)`` of the tiles, or None for scanlines.
+        compression: the compression name (``'zip'``), or ``''``.
+        formats: each channel's pixel type (``'half'``, ``'float'``, ``'uint'``, ...).
+        file_format: OpenImageIO's name of the file's format (``'openexr'``).
+    """
+
+    window: tuple[int, int, int, int]
+    display: tuple[int, int, int, int]
+    tiles: tuple[int, int] | None
+    compression: str
+    formats: dict[str, str]
+    file_format: str
+
+
+def describe_parts(path: str | os.PathLike[str]) -> list[PartInfo]:
+    """The header of every part of a file: windows, tiling, compression, pixel types.
+
+    Raises:
+        ImageFileError: the file is missing, unreadable or corrupt.
+    """
+    path = Path(path)
+    inp = _open_input(path)
+    try:
+        parts: list[PartInfo] = []
+        subimage = 0
+        while inp.seek_subimage(subimage, 0):
+            spec = inp.spec()
+            formats = spec.channelformats or (spec.format,) * spec.nchannels
+            parts.append(
+                PartInfo(
+                    (spec.x, spec.y, spec.width, spec.height),
+                    (spec.full_x, spec.full_y, spec.full_width, spec.full_height),
+                    (spec.tile_width, spec.tile_height) if spec.tile_width else None,
+                    str(spec.getattribute("compression") or ""),
+                    dict(zip(spec.channelnames, (str(f) for f in formats), strict=True)),
+                    inp.format_name(),
+                )
+            )
+            subimage += 1
+        return parts
+    finally:
+        inp.close()

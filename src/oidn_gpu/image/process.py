@@ -58,6 +58,38 @@ def warn_if_autoexposure_blackens(color: np.ndarray, scale: float) -> None:
     )
 
 
+def nonfinite_pixels(pixels: np.ndarray) -> tuple[int, int, int]:
+    """``(nan, inf, total)``: pixels with a NaN channel, pixels with an infinite one (and
+    no NaN), and all pixels of an HxW or HxWxC image."""
+    values = np.asarray(pixels)
+    if values.ndim == 2:
+        values = values[:, :, None]
+    total = values.shape[0] * values.shape[1]
+    if values.dtype.kind != "f" or np.isfinite(values).all():
+        return 0, 0, total
+    nan = np.isnan(values).any(axis=2)
+    inf = np.isinf(values).any(axis=2) & ~nan
+    return int(nan.sum()), int(inf.sum()), total
+
+
+def nonfinite_message(what: str, pixels: np.ndarray) -> str | None:
+    """A warning naming how many pixels of ``what`` are NaN or infinite, or None.
+
+    Input processing (semantics section 4.5) turns NaN into 0 and clamps infinities to
+    the input range (FLT_MAX for HDR, 1 for LDR), as Intel OIDN does; the image is
+    denoised all the same.
+    """
+    nan, inf, total = nonfinite_pixels(pixels)
+    if not (nan or inf):
+        return None
+    parts = [f"{n:,} {kind}" for n, kind in ((nan, "NaN"), (inf, "infinite")) if n]
+    return (
+        f"{' and '.join(parts)} pixel{'s' if nan + inf != 1 else ''} of {total:,} in the "
+        f"{what}: denoised as Intel OIDN does (NaN as 0, infinities clamped to the input "
+        "range); fix them in the render"
+    )
+
+
 @dataclass(frozen=True)
 class Mode:
     """How the main input is mapped to network space and back.

@@ -172,7 +172,11 @@ def select_weights(
         raise InvalidOperationError(MSG_HDR_SRGB)
     if color:
         if normal and not albedo:
-            raise InvalidOperationError(MSG_UNSUPPORTED_COMBINATION)
+            raise InvalidOperationError(
+                f"{MSG_UNSUPPORTED_COMBINATION}: color and normal without an albedo (the RT "
+                "filter uses a normal only together with an albedo); pass the albedo too, or "
+                "leave the normal out"
+            )
         mode = "hdr" if hdr else "ldr"
         if albedo and normal:
             if clean_aux:

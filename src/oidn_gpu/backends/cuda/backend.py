@@ -8,6 +8,8 @@ as ``device=`` asks for it.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -188,6 +190,10 @@ class CudaBackend:
         ok, detail = available()
         if ok:
             return Availability(True, f"{detail} kernels on a CUDA GPU", auto=True)
+        # TRITON_INTERPRET=1 (executor.interpreting): the Triton kernels run on CPU tensors
+        interpret = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+        if interpret and importlib.util.find_spec("torch") is not None:
+            return Availability(True, f"{detail}; Triton's CPU interpreter (TRITON_INTERPRET=1)")
         return Availability(False, detail)
 
     def describe(self) -> tuple[str, ...]:

@@ -150,7 +150,11 @@ class WgpuBackend:
         if reason is not None and importlib.util.find_spec("wgpu") is not None:
             cpu = icd.cpu_drivers()
             if not cpu:
-                return Availability(False, f"{reason}; no CPU Vulkan driver either")
+                return Availability(
+                    False,
+                    f"{reason}; no CPU Vulkan driver either (Mesa's lavapipe: "
+                    "'apt-get install mesa-vulkan-drivers')",
+                )
             return Availability(
                 True, f"{reason}; 'auto' does not pick {' or '.join(cpu)}, backend='wgpu' does"
             )
