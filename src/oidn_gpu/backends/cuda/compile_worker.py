@@ -51,7 +51,8 @@ def start(job: CompileJob) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [sys.executable, "-m", "oidn_gpu.backends.cuda.compile_worker", path],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            # one CPU thread for its torch: the caller's frames keep the cores
+            env={**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"},
         )  # fmt: skip
     except OSError:
         os.unlink(path)
@@ -85,6 +86,8 @@ def run_job(job: CompileJob) -> None:
 
 def main(argv: list[str]) -> int:
     (path,) = argv
+    if hasattr(os, "nice"):
+        os.nice(10)  # below the caller's frames, which the compile must not slow
     with open(path, "rb") as f:
         job = pickle.load(f)  # written by `start` of this package, in a private temp file
     os.unlink(path)
