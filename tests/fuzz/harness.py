@@ -214,5 +214,17 @@ def _serve(conn: Connection, check: str, folder_name: str) -> None:
         except Exception as err:
             outcome = ("foreign", f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
         conn.send(outcome)
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
-    conn.send(("peak_rss_mb", peak_kb / 1024))
+    conn.send(("peak_rss_mb", _peak_rss_kb() / 1024))
+
+
+def _peak_rss_kb() -> float:
+    """This process's own peak resident memory: Linux's VmHWM. Not ``ru_maxrss``, which
+    Linux carries across exec: a child spawned by a large pytest process would report the
+    parent's size."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1])
+    except OSError:
+        pass
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)

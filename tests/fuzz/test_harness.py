@@ -42,3 +42,14 @@ def test_mutations_are_the_same_for_a_seed_and_differ_from_the_base() -> None:
     assert first == list(harness.mutations([base], 50, seed=7))
     assert first != list(harness.mutations([base], 50, seed=8))
     assert all(case != base for case in first)
+
+
+def test_a_child_reports_its_own_peak_memory_not_its_parents(tmp_path: Path) -> None:
+    """Linux carries ``ru_maxrss`` across exec: a child spawned by a large test process
+    must still report its own size (here the parent holds 400 MB more than the child)."""
+    import numpy as np
+
+    ballast = np.ones(400 * 2**20 // 8)
+    report = harness.run_cases("tests.fuzz.test_harness:outcome_by_name", [b"ok"], tmp_path)
+    assert ballast.sum() > 0 and report.accepted == 1
+    assert 0 < report.peak_rss_mb < 300
