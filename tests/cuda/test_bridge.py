@@ -172,14 +172,14 @@ def test_a_script_may_exit_while_triton_compiles(tmp_path):
 
 def test_the_compile_worker_runs_a_frame_in_a_child_process(small_model, device):
     """The job the bridge hands its child pickles, and the child runs it to the end."""
-    from oidn_gpu.backends.cuda import compile_worker
+    from oidn_gpu.backends.cuda import compile_job
     from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, plan_tiles
 
     images = (((16, 24, 4), "float32", 3), ((16, 24, 3), "float16", 3), ((16, 24), "float32", 1))
-    job = compile_worker.CompileJob(
+    job = compile_job.CompileJob(
         graph=small_model.graph, convs=dict(small_model.convs), spec=small_model.spec,
         precision="fp16", device_index=device.index, images=images, out_channels=3, mode=MODE,
         plan=plan_tiles(16, 24, overlap=0, alignment=MIN_TILE_ALIGNMENT), autoexposure=True,
     )  # fmt: skip
-    child = compile_worker.start(job)
+    child = compile_job.start(job)
     assert child.wait(timeout=300) == 0

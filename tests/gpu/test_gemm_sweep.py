@@ -147,7 +147,7 @@ def test_option_value_gives_the_default_image(
     with own_device() as device, WgpuExecutor(
         model, device=device, precision=precision, gemm=options
     ) as executor:
-        assert executor.gemm == options
+        assert executor.gemm == options.resolved(Precision(precision))  # its shared_layout
         # every layer runs the kernel the options ask for (nothing fell back)
         assert not executor.info().fallbacks, executor.info().fallbacks
         changed = [

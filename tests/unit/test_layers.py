@@ -48,6 +48,11 @@ OPTIONAL_DEPENDENCY_MODULES = (
 )
 # The wgpu backend's registry entry, which must import without wgpu.
 WGPU_REGISTRY_ENTRY = "oidn_gpu.backends.wgpu.backend"
+# The cuda backend's Triton kernels, which import Triton when loaded: its executor imports
+# them on first use, off the path of a first frame that cuDNN serves.
+TRITON_KERNELS = "oidn_gpu.backends.cuda.triton_kernels"
+# The cold-start benchmark's child process times `import oidn_gpu` itself.
+TIMED_IMPORT = ("src/oidn_gpu/cli/bench_cold.py", "oidn_gpu")
 
 
 def _function_level_imports(path: Path) -> list[tuple[int, str]]:
@@ -77,6 +82,11 @@ def test_oidn_gpu_modules_are_imported_inside_functions_only_for_wgpu_or_torch()
             inside = ("backends/wgpu/" in posix or "backends/cuda/" in posix) and (
                 path.name not in ("backend.py", "__init__.py")
             )
+            relative = path.relative_to(REPO_ROOT)
+            if (relative.as_posix(), name) == TIMED_IMPORT:
+                continue
+            if name == TRITON_KERNELS and path.name == "executor.py" and inside:
+                continue
             if not lazy_ok or inside:
-                offenders.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {name}")
+                offenders.append(f"{relative}:{line} imports {name}")
     assert not offenders, "\n".join(offenders)

@@ -37,7 +37,7 @@ import numpy as np
 from oidn_gpu.backends.base import AUTO, backend_names
 from oidn_gpu.backends.plan import DenoiseOptions, model_alignment, plan_tiles
 from oidn_gpu.backends.reference import ReferenceExecutor
-from oidn_gpu.cli import bench_api
+from oidn_gpu.cli import bench_api, bench_cold
 from oidn_gpu.cli.sizes import parse_size
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
 from oidn_gpu.files import write_bytes_atomic
@@ -441,10 +441,8 @@ def cuda_main(argv: Sequence[str] | None = None) -> int:
 
 def _cuda_cold(args: argparse.Namespace) -> int:
     """``oidn-gpu bench --backend cuda --cold``: `cli.bench_cold.run_cold`."""
-    from oidn_gpu.cli import bench_cold as cold  # needs no torch in this process
-
     try:
-        result = cold.run_cold(
+        result = bench_cold.run_cold(
             parse_size(args.size), parse_size(args.second_size), runs=args.cold_runs,
             progress=lambda text: print(text, file=sys.stderr, flush=True),
         )  # fmt: skip

@@ -83,7 +83,7 @@ def kernels() -> Any:
     global _KERNELS
     with _KERNELS_LOCK:
         if _KERNELS is None:
-            from oidn_gpu.backends.cuda import triton_kernels
+            import oidn_gpu.backends.cuda.triton_kernels as triton_kernels
 
             _KERNELS = triton_kernels
         return _KERNELS

@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.base import image_as_hwc
-from oidn_gpu.backends.cuda import compile_worker, torch_ops
+from oidn_gpu.backends.cuda import compile_job, torch_ops
 from oidn_gpu.backends.cuda.backend import TILE_LIMITS
 from oidn_gpu.backends.cuda.executor import (
     CompileStopped,
@@ -491,7 +491,7 @@ class CudaDenoiser:
         that fails leaves the compile to that pass."""
         ex = self.executor
         model = ex.model
-        job = compile_worker.CompileJob(
+        job = compile_job.CompileJob(
             graph=model.graph, convs=dict(model.convs), spec=getattr(model, "spec", None),
             precision=ex.precision, device_index=self.device.index,
             images=tuple((tuple(i.tensor.shape), str(i.tensor.dtype).split(".")[-1],
@@ -499,7 +499,7 @@ class CudaDenoiser:
             out_channels=channels, mode=mode, plan=plan, autoexposure=autoexposure,
         )  # fmt: skip
         try:
-            child = compile_worker.start(job)
+            child = compile_job.start(job)
         except OSError:
             return None
         with self._warm_lock:
