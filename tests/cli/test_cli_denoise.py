@@ -240,7 +240,10 @@ def test_interrupt_while_writing_leaves_no_partial_output(
 # finishing, so the run is always still going (inside a frame, a temporary file open)
 # when the test signals it, however loaded the machine is.
 HOLD_AT_SECOND_WRITE = """
-import sys, time
+import signal, sys, time
+# Ctrl-C as in a terminal, also when the tests were started with SIGINT ignored (a
+# background job of a non-interactive shell)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import OpenImageIO as oiio
 from oidn_gpu.cli import main
 

@@ -42,6 +42,9 @@ TRUNCATED_BYTES = 1000
 # moment they can arrive.
 _INTERRUPTED_RUN = """
 import os, signal, sys
+# Ctrl-C as in a terminal, also when the tests were started with SIGINT ignored (a
+# background job of a non-interactive shell)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from oidn_gpu.cli import main
 from oidn_gpu.files import TEMP_PREFIX
 
