@@ -7,6 +7,8 @@ the GPU tests check what a fresh process waits for (compiles per size, per frame
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -183,3 +185,9 @@ def test_the_compile_worker_runs_a_frame_in_a_child_process(small_model, device)
     )  # fmt: skip
     child = compile_job.start(job)
     assert child.wait(timeout=300) == 0
+    assert not Path(child.job_path).exists()  # the child read and removed its job file
+    killed = compile_job.start(job)
+    killed.kill()
+    killed.wait(timeout=60)
+    compile_job.discard(killed)
+    assert not Path(killed.job_path).exists()

@@ -17,6 +17,7 @@ module, which the pipeline imports, needs neither torch nor the executor.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import subprocess
@@ -48,7 +49,7 @@ def start(job: CompileJob) -> subprocess.Popen[bytes]:
     with os.fdopen(handle, "wb") as f:
         pickle.dump(job, f)
     try:
-        return subprocess.Popen(
+        child = subprocess.Popen(
             [sys.executable, "-m", "oidn_gpu.backends.cuda.compile_worker", path],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             # one CPU thread for its torch: the caller's frames keep the cores
@@ -57,3 +58,11 @@ def start(job: CompileJob) -> subprocess.Popen[bytes]:
     except OSError:
         os.unlink(path)
         raise
+    child.job_path = path  # type: ignore[attr-defined]  # removed by `discard` if left
+    return child
+
+
+def discard(child: subprocess.Popen[bytes]) -> None:
+    """Remove the job file of a child that ended before it read it (killed, crashed)."""
+    with contextlib.suppress(OSError):
+        os.unlink(child.job_path)  # type: ignore[attr-defined]

@@ -513,6 +513,7 @@ class CudaDenoiser:
         finally:
             with self._warm_lock:
                 self._children.discard(child)
+            compile_job.discard(child)
         return child.returncode
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
