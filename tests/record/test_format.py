@@ -25,7 +25,7 @@ from oidn_gpu.record.format import (
     PROGRAM_MAGIC,
     PROGRAM_VERSION,
     SECTIONS,
-    SEED_PROGRAM_VERSION,
+    OIDN_WEB_PROGRAM_VERSION,
     BindGroupDesc,
     BindingDesc,
     Copy,
@@ -65,7 +65,7 @@ def test_program_without_meta_round_trips_and_is_shorter():
 
 
 def test_header_words_follow_seed_004():
-    data = write_program(doubling_program(), version=SEED_PROGRAM_VERSION)
+    data = write_program(doubling_program(), version=OIDN_WEB_PROGRAM_VERSION)
     # magic, version, input count, input ids, output id, external, width, height, channels
     assert words(data, 0, 9) == (PROGRAM_MAGIC, 2, 1, 0, 1, 1, 4, 4, 4)
     assert data[:4] == b"OIDN"
@@ -95,14 +95,14 @@ def test_tiny_program_file_matches_the_writer_byte_for_byte():
 
 def test_version_2_files_still_read_and_write_byte_for_byte():
     old = TINY_PROGRAM_V2.read_bytes()
-    assert words(old, 0, 2) == (PROGRAM_MAGIC, SEED_PROGRAM_VERSION)
+    assert words(old, 0, 2) == (PROGRAM_MAGIC, OIDN_WEB_PROGRAM_VERSION)
     assert read_program(old) == doubling_program()
-    assert write_program(doubling_program(), version=SEED_PROGRAM_VERSION) == old
+    assert write_program(doubling_program(), version=OIDN_WEB_PROGRAM_VERSION) == old
 
 
 def test_version_3_follows_every_section_with_its_crc32():
     program = doubling_program()
-    old, new = write_program(program, version=SEED_PROGRAM_VERSION), write_program(program)
+    old, new = write_program(program, version=OIDN_WEB_PROGRAM_VERSION), write_program(program)
     assert words(new, 0, 2) == (PROGRAM_MAGIC, PROGRAM_VERSION)
     # 7 sections (header, buffers, shaders, pipelines, bind groups, operations, META)
     assert len(new) == len(old) + 7 * 4
@@ -137,7 +137,7 @@ def _section_ends(data: bytes) -> list[int]:
 def test_zeroed_buffer_data_is_refused_as_corrupt():
     """A version 2 file with zeroed weights reads as a valid program; version 3 refuses it."""
     params = struct.pack("<4I", 64, 0, 0, 0)  # the doubling program's initial data
-    for version, refused in ((SEED_PROGRAM_VERSION, False), (PROGRAM_VERSION, True)):
+    for version, refused in ((OIDN_WEB_PROGRAM_VERSION, False), (PROGRAM_VERSION, True)):
         data = write_program(doubling_program(), version=version)
         zeroed = data.replace(params, bytes(len(params)))
         assert zeroed != data
@@ -222,7 +222,7 @@ def test_trailing_bytes_and_unknown_extensions_are_rejected():
 
 
 def test_nonzero_padding_is_rejected():
-    data = bytearray(write_program(doubling_program(), version=SEED_PROGRAM_VERSION))
+    data = bytearray(write_program(doubling_program(), version=OIDN_WEB_PROGRAM_VERSION))
     data[66] = 1  # padding after the label "test/input"
     with pytest.raises(ProgramFormatError, match="padding"):
         read_program(bytes(data))

@@ -14,7 +14,7 @@ from oidn_gpu.record.format import (
     PROGRAM_MAGIC,
     PROGRAM_VERSION,
     PROGRAM_VERSIONS,
-    SEED_PROGRAM_VERSION,
+    OIDN_WEB_PROGRAM_VERSION,
     Program,
     ProgramFormatError,
 )
@@ -24,7 +24,7 @@ from oidn_gpu.record.writer import write_program
 from .programs import doubling_program
 
 PROGRAM = write_program(doubling_program())
-PROGRAM_V2 = write_program(doubling_program(), version=SEED_PROGRAM_VERSION)
+PROGRAM_V2 = write_program(doubling_program(), version=OIDN_WEB_PROGRAM_VERSION)
 
 
 def parse_or_reject(data: bytes) -> Program | None:
@@ -52,7 +52,7 @@ def test_every_truncation_is_rejected():
     )
 )
 def test_random_byte_flips_are_rejected_or_parse_to_a_valid_program(flips):
-    for version, original in ((PROGRAM_VERSION, PROGRAM), (SEED_PROGRAM_VERSION, PROGRAM_V2)):
+    for version, original in ((PROGRAM_VERSION, PROGRAM), (OIDN_WEB_PROGRAM_VERSION, PROGRAM_V2)):
         data = bytearray(original)
         for index, value in flips:
             data[index % len(data)] = value
@@ -62,7 +62,7 @@ def test_random_byte_flips_are_rejected_or_parse_to_a_valid_program(flips):
         # version 2: a flip inside data or a label can still be a valid program; version 3:
         # only a flip that changes nothing (the checksums cover every other byte)
         assert write_program(program, version=version) == bytes(data)
-        assert version == SEED_PROGRAM_VERSION or bytes(data) == original
+        assert version == OIDN_WEB_PROGRAM_VERSION or bytes(data) == original
 
 
 @settings(max_examples=200)

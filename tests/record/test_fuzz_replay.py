@@ -25,7 +25,7 @@ from oidn_gpu.record.api import record_denoise
 from oidn_gpu.record.format import (
     MAX_DISPATCH_WORKGROUPS,
     MAX_PROGRAM_WORKGROUPS,
-    SEED_PROGRAM_VERSION,
+    OIDN_WEB_PROGRAM_VERSION,
     BindGroupDesc,
     BindingDesc,
     Dispatch,
@@ -163,13 +163,13 @@ def test_mutated_programs_are_refused_or_replay_with_only_project_errors(
 ):
     base = corpus[index]
     rng = random.Random(SEED + index)
-    seed_bytes = write_program(base, version=SEED_PROGRAM_VERSION)
+    seed_bytes = write_program(base, version=OIDN_WEB_PROGRAM_VERSION)
     outcomes: dict[str, int] = {}
     for n in range(count):
         if n % 2:
             data = mutate_bytes(seed_bytes, base, rng)
         else:
-            data = write_program(mutate_value(base, rng), version=SEED_PROGRAM_VERSION)
+            data = write_program(mutate_value(base, rng), version=OIDN_WEB_PROGRAM_VERSION)
         try:
             outcome = fuzz_one(data, gpu)
         except AssertionError:

@@ -145,8 +145,7 @@ def run_cold(
 # ----------------------------------------------------------------------------- the child
 
 
-def _images(np: Any, height: int, width: int, seed: int) -> tuple[Any, Any, Any]:
-    rng = np.random.default_rng(seed)
+def _images(np: Any, height: int, width: int, rng: Any) -> tuple[Any, Any, Any]:
     color = (rng.random((height, width, 3), dtype=np.float32) ** 3 * 8).astype(np.float32)
     albedo = rng.random((height, width, 3), dtype=np.float32)
     normal = rng.random((height, width, 3), dtype=np.float32) * 2 - 1
@@ -159,7 +158,8 @@ def _ours(np: Any, size: tuple[int, int], second: tuple[int, int],
     import oidn_gpu
 
     times["import_s"] = time.perf_counter() - start
-    first, other = _images(np, *size, 1), _images(np, *second, 2)
+    first = _images(np, *size, np.random.default_rng(1))
+    other = _images(np, *second, np.random.default_rng(2))
     den = oidn_gpu.Denoiser(hdr=True, backend="cuda")  # rt_hdr_alb_nrm, quality high
     _timed(times, "first_denoise_s", lambda: den.denoise(*first))
     times["first_image_at"] = time.time()
@@ -180,7 +180,8 @@ def _oidn(np: Any, size: tuple[int, int], second: tuple[int, int],
         print(json.dumps({"unavailable": "pyoidn is not installed"}))
         sys.exit(0)
     times["import_s"] = time.perf_counter() - start
-    first, other = _images(np, *size, 1), _images(np, *second, 2)
+    first = _images(np, *size, np.random.default_rng(1))
+    other = _images(np, *second, np.random.default_rng(2))
     # OIDNDeviceType: OIDN_DEVICE_TYPE_CUDA is 3 (oidn.h, OIDN 2.x)
     device = pyoidn.Device(getattr(pyoidn, "OIDN_DEVICE_TYPE_CUDA", 3))
     device.commit()

@@ -52,8 +52,8 @@ from oidn_gpu.kernels.spec import FRAME_PARAMS
 
 PROGRAM_MAGIC = 0x4E44494F  # b"OIDN" little-endian
 PROGRAM_VERSION = 3  # what `write_program` writes: version 2 with section checksums
-SEED_PROGRAM_VERSION = 2  # oidn-web's version: no checksums; read, and written on request
-PROGRAM_VERSIONS = (SEED_PROGRAM_VERSION, PROGRAM_VERSION)
+OIDN_WEB_PROGRAM_VERSION = 2  # oidn-web's version: no checksums; read, and written on request
+PROGRAM_VERSIONS = (OIDN_WEB_PROGRAM_VERSION, PROGRAM_VERSION)
 META_MAGIC = 0x4154454D  # b"META"
 META_VERSION = 1
 MODEL_MAGIC = 0x4C444F4D  # b"MODL": model inspection packet
@@ -319,7 +319,7 @@ __all__ = [
     "PROGRAM_VERSION",
     "PROGRAM_VERSIONS",
     "SECTIONS",
-    "SEED_PROGRAM_VERSION",
+    "OIDN_WEB_PROGRAM_VERSION",
     "MAX_DISPATCH_WORKGROUPS",
     "MAX_PROGRAM_WORKGROUPS",
     "BOUND_BYTES_PER_WORKGROUP",
