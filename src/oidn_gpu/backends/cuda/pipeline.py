@@ -204,6 +204,7 @@ class CudaDenoiser:
         self._warm_lock = threading.Lock()
         self._stop = threading.Event()
         self._children: set[Any] = set()  # compile worker processes running
+        self._compile_identity: int | None = None  # see `_ready_key`
         self._last_stream: Any = None  # the stream of the last staged call
         self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
         self._closed = False
@@ -396,9 +397,11 @@ class CudaDenoiser:
         """Compiled kernels are the process's (Triton's in-memory cache): a configuration
         compiled for one denoiser is ready for every other of the same network, device,
         precision and tiles."""
-        ex = self.executor
-        tiles = tuple(sorted(ex.tuned().items()))  # with the shipped table, what sets them
-        return (str(self.device), ex.precision, ex.graph, tiles, config)
+        if self._compile_identity is None:  # fixed for a bridged executor (no tuning)
+            ex = self.executor
+            tiles = tuple(sorted(ex.tuned().items()))  # with the shipped table, the tiles
+            self._compile_identity = hash((str(self.device), ex.precision, ex.graph, tiles))
+        return (self._compile_identity, config)
 
     def _engine_for(self, images: list[_Image], channels: int, mode: Any, autoexposure: bool,
                     out_image: _Image | None, plan: TilePlan) -> str:  # fmt: skip
