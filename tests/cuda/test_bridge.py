@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from oidn_gpu.backends.cuda import pipeline as pipeline_module
 from oidn_gpu.backends.cuda import tuning
