@@ -183,19 +183,7 @@ def denoise_sequence(
     scheduler = None
     start = time.perf_counter()
     try:
-        plan = plan_workers(
-            ray.cluster_resources(),
-            config.requested_backend(),
-            farm_options.workers,
-            farm_options.cpus_per_worker,
-            farm_options.gpus_per_worker,
-        )
-        _check_backend_on_cluster(ray, plan, config)
-        if options.verbose:
-            report.message(f"starting {plan.describe()}")
-        handles = _start_workers(
-            ray, plan, worker_class, (config, options), farm_options.retries
-        )
+        handles = _plan_and_start(ray, config, options, farm_options, worker_class, report)
         scheduler = Scheduler(
             ray,
             handles,
@@ -220,6 +208,29 @@ def denoise_sequence(
         if started:
             ray.shutdown()
     return summary
+
+
+def _plan_and_start(
+    ray: Any,
+    config: DenoiserConfig,
+    options: SequenceOptions,
+    farm_options: FarmOptions,
+    worker_class: type[FrameWorker],
+    report: Report,
+) -> list[Any]:
+    """Plan the workers from the cluster's resources, check the backend on a node with a
+    worker's resources, and start the workers."""
+    plan = plan_workers(
+        ray.cluster_resources(),
+        config.requested_backend(),
+        farm_options.workers,
+        farm_options.cpus_per_worker,
+        farm_options.gpus_per_worker,
+    )
+    _check_backend_on_cluster(ray, plan, config)
+    if options.verbose:
+        report.message(f"starting {plan.describe()}")
+    return _start_workers(ray, plan, worker_class, (config, options), farm_options.retries)
 
 
 def _backend_problem(config: DenoiserConfig) -> str | None:
