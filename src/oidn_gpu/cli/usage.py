@@ -72,11 +72,16 @@ def parse_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid integer '{text}'") from None
 
 
-def positive_int(text: str) -> int:
+def _int_from(text: str, low: int, words: str) -> int:
+    """An integer of at least ``low``; else ``'<value> <words>'``."""
     value = parse_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} {words}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_from(text, 1, "must be at least 1")
 
 
 def gpu_share(text: str) -> float:
@@ -93,10 +98,7 @@ def gpu_share(text: str) -> float:
 
 
 def non_negative_int(text: str) -> int:
-    value = parse_int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must not be negative")
-    return value
+    return _int_from(text, 0, "must not be negative")
 
 
 def finite_float(text: str) -> float:
