@@ -100,3 +100,22 @@ def test_on_gpu_places_a_gpu_backend_and_leaves_a_cpu_one(monkeypatch: pytest.Mo
     # auto is resolved on the machine the worker runs on
     monkeypatch.setenv(BACKEND_ENV_VAR, "cuda")
     assert DenoiserConfig().on_gpu(3)[0].backend_options.device == "cuda:0"
+
+
+def test_the_command_line_makes_one_config_that_pickles() -> None:
+    from oidn_gpu.cli import build_parser, denoiser_config
+
+    args = build_parser().parse_args(
+        ["denoise", "in.exr", "-o", "out.exr", "--lightmap", "--quality", "fast",
+         "--backend", "reference", "--threads", "2", "--tile-size", "64"]
+    )  # fmt: skip
+    config = denoiser_config(args)
+    assert config == DenoiserConfig(
+        FilterOptions(filter_type="RTLightmap", quality="fast", tile_size=64),
+        "reference",
+        get_backend("reference").Options(threads=2),
+    )
+    assert pickle.loads(pickle.dumps(config)) == config
+    # without backend flags, 'auto' is left for where the denoiser is built (a farm's node)
+    plain = denoiser_config(build_parser().parse_args(["denoise", "in.exr", "-o", "out.exr"]))
+    assert (plain.backend, plain.backend_options) == ("auto", None)
