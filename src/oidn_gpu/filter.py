@@ -152,7 +152,8 @@ class Denoiser:
             one; a ``device`` with ``backend="auto"`` asks for wgpu on that device.
 
     The filter parameters read back as attributes (``den.hdr``, ``den.quality``);
-    ``den.options`` holds them all (`FilterOptions`).
+    ``den.options`` holds them all (`FilterOptions`), and ``den.config`` every option as
+    one `DenoiserConfig` (`Denoiser.from_config` builds a denoiser of one).
     """
 
     def __init__(
