@@ -17,7 +17,7 @@ from oidn_gpu.sequence.options import FrameJob, SequenceOptions
 from oidn_gpu.sequence.summary import FrameResult, SequenceSummary
 
 
-class Progress:
+class ProgressBar:
     """A tqdm bar over frames that advances fractionally per tile; silent when disabled."""
 
     def __init__(self, total: int, enabled: bool | None, stream: TextIO) -> None:
@@ -107,7 +107,7 @@ def run_sequence(
         config.check()
     stream = sys.stderr if stream is None else stream
     summary = SequenceSummary()
-    progress = Progress(len(jobs), False if options.quiet else options.show_progress, stream)
+    progress = ProgressBar(len(jobs), False if options.quiet else options.show_progress, stream)
     run = _Run(DenoiserPool(config), options, progress, stream, len(jobs))
     start = time.perf_counter()
     try:
@@ -135,7 +135,7 @@ class _Run:
         self,
         pool: DenoiserPool,
         options: SequenceOptions,
-        progress: Progress,
+        progress: ProgressBar,
         stream: TextIO,
         total: int,
     ) -> None:
