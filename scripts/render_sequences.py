@@ -48,6 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
+from oidn_gpu.image.motion import cycles_vector
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO_ROOT / "tests" / "data" / "sequences"
 SEQUENCE_NAMES = ("static", "orbit", "moving")
@@ -225,13 +227,6 @@ def exact_motion(mi, anim: Animation, t: int, size: int) -> dict[str, np.ndarray
         out[key] = there - centres
     out["depth"] = np.where(hit, depth, BACKGROUND_DEPTH)
     return out
-
-
-def cycles_vector(backward: np.ndarray, forward: np.ndarray) -> np.ndarray:
-    """The Cycles Vector pass (H, W, 4) from backward and forward motion in EXR coordinates
-    (module docstring: X, Y = previous - here and Z, W = here - next, with y up)."""
-    return np.stack([backward[..., 0], -backward[..., 1], -forward[..., 0], forward[..., 1]],
-                    axis=-1)
 
 
 # --- rendering and writing ----------------------------------------------------------------------
