@@ -224,7 +224,9 @@ def exact_motion(mi, anim: Animation, t: int, size: int) -> dict[str, np.ndarray
             shift = np.subtract(anim.mover_center(other), anim.mover_center(t))
             moved[on_mover] += shift
         there, _ = project(mi, anim.camera_origin(other), moved, size)
-        out[key] = there - centres
+        # Relative to the projected position (within 1e-3 px of the pixel centre, checked
+        # above), so that a point and camera that do not move get exactly 0.
+        out[key] = there - here
     out["depth"] = np.where(hit, depth, BACKGROUND_DEPTH)
     return out
 

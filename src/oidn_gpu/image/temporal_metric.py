@@ -190,12 +190,12 @@ def temporal_instability(
 
 @dataclass(frozen=True)
 class SequenceMetrics:
-    """What `sequence_metrics` measures: per-frame lists and their means."""
+    """What `sequence_metrics` measures: per-frame values and their summaries."""
 
     instability: float
     relative_l2: tuple[float, ...]
     psnr_db: tuple[float, ...]
-    disoccluded_psnr_db: tuple[float, ...]  # NaN for frames without disoccluded pixels
+    disoccluded_psnr_db: float  # all frames' disoccluded pixels together; NaN if none
     disoccluded_pixels: tuple[int, ...]
 
     @property
@@ -206,12 +206,6 @@ class SequenceMetrics:
     def mean_psnr_db(self) -> float:
         return float(np.mean(self.psnr_db))
 
-    @property
-    def disoccluded_mean_psnr_db(self) -> float:
-        """Disoccluded-pixel PSNR of all frames' disoccluded pixels together."""
-        values = [v for v in self.disoccluded_psnr_db if not math.isnan(v)]
-        return float(np.mean(values)) if values else float("nan")
-
 
 def sequence_metrics(
     outputs: Sequence[np.ndarray],
@@ -219,20 +213,27 @@ def sequence_metrics(
     motions: Sequence[np.ndarray],
     disoccluded: Sequence[np.ndarray | None],
 ) -> SequenceMetrics:
-    """Temporal instability, per-frame relative L2 and PSNR, and PSNR on the disoccluded
-    pixels (``disoccluded[t]``, from `disocclusion_mask`; None for frame 0)."""
+    """Temporal instability, per-frame relative L2 and PSNR, and the PSNR of the disoccluded
+    pixels of all frames together (``disoccluded[t]``, from `disocclusion_mask`; None for
+    frame 0), its peak the largest reference value of the sequence."""
     rel = tuple(relative_l2(o, r) for o, r in zip(outputs, references, strict=True))
     db = tuple(psnr(o, r) for o, r in zip(outputs, references, strict=True))
-    dis_db: list[float] = []
+    errors: list[np.ndarray] = []
     counts: list[int] = []
     for output, reference, mask in zip(outputs, references, disoccluded, strict=True):
-        count = 0 if mask is None else int(mask.sum())
-        counts.append(count)
-        dis_db.append(psnr(output, reference, mask) if count else float("nan"))
+        counts.append(0 if mask is None else int(mask.sum()))
+        if counts[-1]:
+            errors.append((output - reference)[mask].reshape(-1))
+    if errors:
+        peak = max(max(float(np.max(r)) for r in references), 1e-12)
+        error = _rms(np.concatenate(errors))
+        dis_db = float("inf") if error == 0 else 20.0 * math.log10(peak / error)
+    else:
+        dis_db = float("nan")
     return SequenceMetrics(
         instability=temporal_instability(outputs, references, motions),
         relative_l2=rel,
         psnr_db=db,
-        disoccluded_psnr_db=tuple(dis_db),
+        disoccluded_psnr_db=dis_db,
         disoccluded_pixels=tuple(counts),
     )
