@@ -4,7 +4,8 @@ Three sequences of a small diffuse scene (a checkered floor, a back wall, a few 
 a box under an area light):
 
 * ``static``: the camera and every object stand still; only the sampler's seed changes.
-* ``orbit``: the camera orbits the scene's centre (the background moves about 1 pixel a frame at 64 px).
+* ``orbit``: the camera orbits the scene's centre (the background moves about 1 pixel a
+  frame at 64 px).
 * ``moving``: the camera stands still and a sphere moves across the scene, uncovering
   (disoccluding) the background behind it.
 
