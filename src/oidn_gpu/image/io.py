@@ -41,8 +41,10 @@ reading and writing share (`Image`, `Layer`, `ImageFileError`), `writer` writes
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,29 @@ FLATTEN_ADVICE = "flatten it first, for example with 'oiiotool deep.exr --flatte
 
 
 # --- reading ---------------------------------------------------------------------------------
+
+# Decoded parts kept by `one_decode_per_file` while it is active (None: nothing kept).
+_decoded: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars.ContextVar(
+    "oidn_gpu_decoded_parts", default=None
+)
+
+
+@contextlib.contextmanager
+def one_decode_per_file() -> Iterator[None]:
+    """Within this block, layers read from one file part decode it once.
+
+    An OpenEXR file stores a scanline block's channels together, so reading the beauty,
+    the albedo and the normal of one multi-layer file one after another decompresses the
+    whole part three times. Inside this block `read_layer` keeps each part it decoded and
+    serves the other layers from it (as long as the file's size, modification time and
+    inode are unchanged); the kept pixels are dropped when the block ends. Each image
+    returned is its own copy, as outside the block.
+    """
+    token = _decoded.set({})
+    try:
+        yield
+    finally:
+        _decoded.reset(token)
 
 
 def _prefix(channel: str) -> str:
@@ -149,6 +174,23 @@ def read_image(path: str | os.PathLike[str], subimage: int = 0) -> Image:
     """
     image, _ = _read_image(Path(path), subimage, "")
     return image
+
+
+def _read_part(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, ...]]:
+    """`_read_image`, served from the decoded parts of `one_decode_per_file` when active
+    (the caller copies what it returns)."""
+    kept = _decoded.get()
+    if kept is None:
+        return _read_image(path, subimage, what)
+    try:
+        stat = path.stat()
+    except OSError:
+        return _read_image(path, subimage, what)  # its message says what is wrong
+    key = (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns,
+           subimage)  # fmt: skip
+    if key not in kept:
+        kept[key] = _read_image(path, subimage, what)
+    return kept[key]
 
 
 def _read_image(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, ...]]:
@@ -320,7 +362,7 @@ def _read_channels(
     subimages = {where[n] for n in names}
     if len(subimages) != 1:
         raise ImageFileError(f"channels {', '.join(names)} of '{path}' lie in different parts")
-    full, formats = _read_image(path, subimages.pop(), what)
+    full, formats = _read_part(path, subimages.pop(), what)
     index = {c: i for i, c in enumerate(full.channels)}
     integer = [n for n in names if formats[index[n]] in _INTEGER_DATA_TYPES]
     if integer:

@@ -95,6 +95,11 @@ def load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool = False) 
         InvalidArgumentError: an aux image does not cover the beauty's data window, or
             the output's format cannot hold the beauty's channels.
     """
+    with io.one_decode_per_file():  # the beauty and its AOVs share one decode of the file
+        return _load_frame(job, options, lightmap=lightmap)
+
+
+def _load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool) -> LoadedFrame:
     layers = io.list_layers(job.color)
     if options.color_layer is not None:
         color = io.read_layer(job.color, options.color_layer, with_alpha=True)
