@@ -16,32 +16,31 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from oidn_gpu.backends.base import PRECISIONS as ALL_PRECISIONS
 from oidn_gpu.backends.base import (
     Availability,
     BackendOptions,
     DenoiseImages,
     NetworkExecutor,
+    Precision,
     Progress,
     TileLimits,
     TileRunner,
+    check_precision,
+    precision_choices,
 )
 from oidn_gpu.backends.cuda import available
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoisePlan
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.errors import InvalidArgumentError, one_of
 
-PRECISIONS = ("auto", "fp16", "bf16")
-# "auto" computes with fp16 activations and weights (fp32 accumulation either way).
-DEFAULT_PRECISION = "fp16"
+# What it computes in: fp16 or bf16 activations and weights, fp32 accumulation either way.
+PRECISIONS = (Precision.FP16, Precision.BF16)
+# What "auto" computes in.
+DEFAULT_PRECISION = Precision.FP16
 ENGINES = ("auto", "triton", "cudnn")
 # The kernels index activations with 32-bit integers; the widest activation any OIDN
 # U-Net stores has 128 channels (112 padded), so a tile holds at most 2^24 - 1 pixels.
 TILE_LIMITS = TileLimits(max_elements=2**31 - 1, stored_channels=128)
-
-
-def _expected(values: tuple[str, ...]) -> str:
-    return ", ".join(f"'{v}'" for v in values[:-1]) + f" or '{values[-1]}'"
 
 
 def _is_torch_device(value: Any) -> bool:
@@ -60,7 +59,7 @@ class CudaOptions(BackendOptions):
         device: a ``torch.device``, a CUDA device index or name; None: the current one.
     """
 
-    precision: str = "auto"
+    precision: Precision = Precision.AUTO
     engine: str = "auto"
     device: Any = None
 
@@ -70,21 +69,15 @@ class CudaOptions(BackendOptions):
             "engine": "cuda: auto (Triton where it imports, else cuDNN), triton or cudnn",
         }
     )
-    option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS, "engine": ENGINES})
+    option_choices: ClassVar = MappingProxyType(
+        {"precision": precision_choices(PRECISIONS), "engine": ENGINES}
+    )
 
     def __post_init__(self) -> None:
-        precision = self.precision
-        if not isinstance(precision, str) or precision not in ALL_PRECISIONS:
-            raise InvalidArgumentError(
-                f"unknown precision {precision!r}; expected {_expected(ALL_PRECISIONS)}"
-            )
-        if precision not in PRECISIONS:
-            raise InvalidArgumentError(
-                f"the cuda backend computes in fp16 or bf16; got precision '{precision}'"
-            )
+        object.__setattr__(self, "precision", check_precision(self.precision, "cuda", PRECISIONS))
         if not isinstance(self.engine, str) or self.engine not in ENGINES:
             raise InvalidArgumentError(
-                f"unknown engine {self.engine!r}; expected {_expected(ENGINES)}"
+                f"unknown engine {self.engine!r}; expected {one_of(ENGINES)}"
             )
         device = self.device
         if device is not None and not (
@@ -102,8 +95,9 @@ class CudaOptions(BackendOptions):
 
     @property
     def compute_precision(self) -> str:
-        """The precision the executor computes in (``"auto"`` resolved)."""
-        return DEFAULT_PRECISION if self.precision == "auto" else self.precision
+        """The precision the executor computes in (``"auto"`` resolved): ``"fp16"`` or
+        ``"bf16"``."""
+        return (DEFAULT_PRECISION if self.precision is Precision.AUTO else self.precision).value
 
 
 class CudaTileRunner:
@@ -184,6 +178,7 @@ class CudaBackend:
     priority = 200
     description = "Triton (or cuDNN) kernels on NVIDIA GPUs through PyTorch"
     Options = CudaOptions
+    precisions = PRECISIONS
     tile_limits = TILE_LIMITS
 
     def probe(self) -> Availability:
@@ -212,12 +207,7 @@ class CudaBackend:
         from oidn_gpu.backends.cuda.torch_ops import torch
 
         with torch.inference_mode(False):  # its buffers are written in place (see the runner)
-            return CudaExecutor(
-                model,
-                device=options.device,
-                precision=options.compute_precision,
-                engine=options.engine,
-            )
+            return CudaExecutor(model, options=options)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.cuda.pipeline import CudaDenoiser

@@ -17,22 +17,25 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from oidn_gpu.backends.base import PRECISIONS as ALL_PRECISIONS
-from oidn_gpu.backends.base import Availability, BackendOptions, NetworkExecutor, TileRunner
-from oidn_gpu.backends.wgpu import icd
+from oidn_gpu.backends.base import (
+    Availability,
+    BackendOptions,
+    NetworkExecutor,
+    Precision,
+    TileRunner,
+    check_precision,
+    precision_choices,
+)
+from oidn_gpu.backends.wgpu import icd, kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
 from oidn_gpu.kernels.gemm import GemmOptions
-from oidn_gpu.kernels.select import KernelKind
 
-PRECISIONS = ("auto", "fp16", "fp32")
-# The kernel= settings (KernelKind less the final RGB layer, which is chosen, never asked for).
-KERNELS = tuple(k.value for k in KernelKind if k is not KernelKind.FINAL_RGB)
+# What it computes in (``precision="auto"``: fp16 where the device has shader-f16).
+PRECISIONS = (Precision.FP16, Precision.FP32)
+# The kernel= settings (the final RGB layer's kernel is chosen, never asked for).
+KERNELS = kernel_choice.kernel_names()
 # Adapter features worth naming in `oidn-gpu info`.
 REPORTED_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
-
-
-def _expected(values: tuple[str, ...]) -> str:
-    return ", ".join(f"'{v}'" for v in values[:-1]) + f" or '{values[-1]}'"
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class WgpuOptions(BackendOptions):
             ``"subgroup"`` also reaches the four pooled encoder convs. Same image.
     """
 
-    precision: str = "auto"
+    precision: Precision = Precision.AUTO
     kernel: str = "auto"
     gemm: GemmOptions | None = None
     device: Any = None
@@ -65,24 +68,15 @@ class WgpuOptions(BackendOptions):
             "gemm": "wgpu implicit-GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'",
         }
     )
-    option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS, "kernel": KERNELS})
+    option_choices: ClassVar = MappingProxyType(
+        {"precision": precision_choices(PRECISIONS), "kernel": KERNELS}
+    )
     option_metavars: ClassVar = MappingProxyType({"gemm": "JSON"})
 
     def __post_init__(self) -> None:
-        if not isinstance(self.precision, str) or self.precision not in ALL_PRECISIONS:
-            raise InvalidArgumentError(
-                f"unknown precision {self.precision!r}; expected {_expected(PRECISIONS)}"
-            )
-        if self.precision not in PRECISIONS:
-            raise InvalidArgumentError(
-                f"the wgpu backend computes in fp16 or fp32; got precision '{self.precision}'"
-            )
-        if not isinstance(self.kernel, str) or self.kernel not in KERNELS:
-            raise InvalidArgumentError(
-                f"unknown kernel {self.kernel!r}; expected one of "
-                + ", ".join(repr(k) for k in KERNELS)
-            )
-        object.__setattr__(self, "gemm", gemm_options(self.gemm))
+        object.__setattr__(self, "precision", check_precision(self.precision, "wgpu", PRECISIONS))
+        kernel_choice.validate_kernel(self.kernel)
+        object.__setattr__(self, "gemm", kernel_choice.validate_gemm(self.gemm))
         if not isinstance(self.conv_pool, bool):
             raise InvalidArgumentError(f"conv_pool must be True or False, got {self.conv_pool!r}")
         device = self.device
@@ -117,24 +111,6 @@ class WgpuOptions(BackendOptions):
         return options
 
 
-def gemm_options(gemm: Any) -> GemmOptions | None:
-    """Normalize ``gemm=``: None, `GemmOptions`, or a mapping of its option names.
-
-    Raises:
-        InvalidArgumentError: another type, an unknown option name or a bad value.
-    """
-    if gemm is None or isinstance(gemm, GemmOptions):
-        return gemm
-    if not isinstance(gemm, Mapping):
-        raise InvalidArgumentError(
-            f"gemm must be a mapping of option names or GemmOptions, got {type(gemm).__name__}"
-        )
-    try:
-        return GemmOptions(**gemm)
-    except TypeError as err:
-        raise InvalidArgumentError(f"invalid gemm options {dict(gemm)!r}: {err}") from None
-
-
 class WgpuBackend:
     """WGSL kernels through wgpu, with the GPU denoise pipeline as its tile runner."""
 
@@ -142,6 +118,7 @@ class WgpuBackend:
     priority = 100
     description = "WGSL compute shaders through wgpu (Vulkan, Metal, D3D12)"
     Options = WgpuOptions
+    precisions = PRECISIONS
 
     def probe(self) -> Availability:
         # On Linux, Vulkan's driver manifests and the device nodes can rule a GPU out
@@ -190,14 +167,7 @@ class WgpuBackend:
     def create_executor(self, model: Any, options: WgpuOptions) -> NetworkExecutor:
         from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 
-        return WgpuExecutor(
-            model,
-            precision=options.precision,
-            kernel=options.kernel,
-            gemm=options.gemm,
-            device=options.device,
-            conv_pool=options.conv_pool,
-        )
+        return WgpuExecutor(model, options=options)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
