@@ -15,15 +15,16 @@ events, medians and p95 over ``runs`` timed runs after ``warmup`` runs:
   is idle; ``host_wall_*``: `CudaDenoiser.denoise` on NumPy arrays (pinned
   staging, upload, denoise, readback), its stages timed apart
   (``host_breakdown_ms``), and ``host_direct_wall_median_ms`` through pageable copies;
-- ``api_ms``: the public API per call, filled by the command line
-  (`oidn_gpu.cli.bench_api`: the backend layer does not import the filter);
+- ``api_ms``: the public API per call, filled by `benchmark.CudaBenchmark` with the rows
+  the command line lends (`oidn_gpu.cli.bench_api`: the backend layer does not import
+  the filter);
 - ``peak_memory_mb``: torch's peak device allocation during the benchmark.
 
 ``--baseline`` runs the same benchmark a second time on the plain cuDNN port
 (`torch_ops.TorchNetwork`, channels-last fp16 ``conv2d`` in one CUDA graph,
 torch input and output passes) and prints both.
 
-Its command line is a front end (`oidn_gpu.cli.bench`)::
+Its command line is `benchmark.CudaBenchmark` (``oidn-gpu bench --backend cuda``)::
 
     oidn-gpu bench --backend cuda --size 1080p --weights rt_hdr_alb_nrm \\
         --runs 100 --baseline --json out.json
@@ -44,8 +45,10 @@ from oidn_gpu.backends import bench_result
 from oidn_gpu.backends.bench_result import e2e_summaries, percentile
 from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
+from oidn_gpu.backends.cuda.backend import TILE_LIMITS
+from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
 from oidn_gpu.backends.cuda.tuning import TileConfig, cache_path
+from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.graph.plan import plan
 from oidn_gpu.image.process import mode_for
@@ -313,8 +316,7 @@ def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, wid
     images = [torch.from_numpy(a).cuda() for a in host]
     out = torch.empty((height, width, 3), dtype=torch.float32, device="cuda")
     mode = mode_for("RT", hdr=True)
-    overlap = getattr(executor, "tile_overlap", 0)
-    plan = default_plan(height, width, overlap)
+    plan = plan_tiles(model, height, width, WHOLE_IMAGE, TILE_LIMITS)
     denoiser = CudaDenoiser(executor)
 
     def on_tensors() -> None:
