@@ -331,6 +331,8 @@ class Backend(Protocol):
             these and ``auto``; ``()``: it has no ``precision`` option).
         tile_limits: the largest tile its kernels run (optional: a backend without
             it has `NO_TILE_LIMITS`; read it with `tile_limits`).
+        benchmark: ``"module:attribute"`` of its `benchmark.Benchmark`, what ``oidn-gpu
+            bench --backend NAME`` runs (optional: a backend without it has none).
     """
 
     name: str
@@ -339,6 +341,7 @@ class Backend(Protocol):
     Options: type[BackendOptions]
     precisions: tuple[Precision, ...]
     tile_limits: TileLimits
+    benchmark: str
 
     def probe(self) -> Availability:
         """Whether it runs here (the registry caches the answer per process)."""

@@ -179,6 +179,7 @@ class CudaBackend:
     description = "Triton (or cuDNN) kernels on NVIDIA GPUs through PyTorch"
     Options = CudaOptions
     precisions = PRECISIONS
+    benchmark = "oidn_gpu.backends.cuda.benchmark:BENCHMARK"
     tile_limits = TILE_LIMITS
 
     def probe(self) -> Availability:

@@ -82,6 +82,7 @@ class ReferenceBackend:
     description = "NumPy fp32 on the CPU (the golden model)"
     Options = ReferenceOptions
     precisions = PRECISIONS
+    benchmark = "oidn_gpu.backends.reference.bench:BENCHMARK"
 
     def probe(self) -> Availability:
         return Availability(True, f"NumPy {np.__version__}, always available", auto=True)

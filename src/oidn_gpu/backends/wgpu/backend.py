@@ -119,6 +119,7 @@ class WgpuBackend:
     description = "WGSL compute shaders through wgpu (Vulkan, Metal, D3D12)"
     Options = WgpuOptions
     precisions = PRECISIONS
+    benchmark = "oidn_gpu.backends.wgpu.benchmark:BENCHMARK"
 
     def probe(self) -> Availability:
         # On Linux, Vulkan's driver manifests and the device nodes can rule a GPU out

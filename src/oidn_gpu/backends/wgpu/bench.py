@@ -47,8 +47,8 @@ The image size is the network size: it is rounded up to the graph's alignment
 still run as one tile, which is what ``--size 3840x2160`` measures.
 
 Library use: ``run_bench(size=(1080, 1920), weights=..., precision="fp16")``
-returns a `BenchResult` (``.table()``, ``.to_json()``). The command line is a
-front end (`oidn_gpu.cli.bench`)::
+returns a `BenchResult` (``.table()``, ``.to_json()``). Its command line is
+`benchmark.WgpuBenchmark` (``oidn-gpu bench``)::
 
     oidn-gpu bench --size 1920x1080 --weights PATH --precision fp16 --runs 20 --json out.json
 """
@@ -214,8 +214,9 @@ def run_bench(
     ``host_dtype``: ``"float32"`` or ``"float16"`` host images for the end-to-end runs;
     ``facade``: called as ``facade(executor, model, weights, arrays, runs, warmup)`` after
     the end-to-end runs, it times the public ``Denoiser.denoise`` on those host arrays
-    and returns its ``facade_*`` timings (the command line passes
-    `oidn_gpu.cli.bench.time_denoiser`; this layer cannot import the filter).
+    and returns its ``facade_*`` timings (`benchmark.WgpuBenchmark` passes
+    `benchmark.time_denoiser` with the command line's `Denoiser`; this layer cannot
+    import the filter).
     ``executor``: an open `WgpuExecutor` of ``weights`` to
     reuse (sweeps); it is left open, and ``device``/``precision``/``kernel``/``gemm``
     are then ignored (its own settings are reported).
