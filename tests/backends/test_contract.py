@@ -2,16 +2,18 @@
 
 Each test runs once per entry of `CONTRACT` (one entry per registered backend:
 its options and its tolerance against Intel OIDN 2.5.1), so a new backend is
-tested by adding one entry. Images are small (at most 64 px, the tiled case a
-48x272 strip with the tiny test model); the wgpu entry runs on the session's
-device (lavapipe in CI) in fp32. The cuda entry runs on an NVIDIA GPU where torch
-sees one, else through Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by
+tested by adding one entry; a backend that the tests register
+(`conftest.TEST_BACKENDS`) brings its entry as ``CONTRACT_ENTRY`` beside its
+`Backend`. Images are small (at most 64 px, the tiled case a 48x272 strip with the
+tiny test model); the wgpu entry runs on the session's device (lavapipe in CI) in
+fp32. The cuda entry runs on an NVIDIA GPU where torch sees one, else through Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by
 tests/conftest.py) on a 16-row strip, so every backend is held to the contract in CI.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,7 @@ from oidn_gpu.errors import (
 )
 from oidn_gpu.model import weights as builtin
 from oidn_gpu.model.unet import load_model
+from tests.backends.conftest import TEST_BACKENDS
 from tests.compare import SUMMATION_ORDER_REL_L2, assert_close
 from tests.conftest import has_cuda
 from tests.oracle import oidn_denoise
@@ -111,6 +114,15 @@ CONTRACT: dict[str, Entry] = {
         tiled_rows=48 if has_cuda() else 16,
     ),
 }
+
+
+def _test_entry(target: str) -> Entry:
+    """The `Entry` of a backend the tests register: its module's ``CONTRACT_ENTRY``."""
+    module = importlib.import_module(target.partition(":")[0])
+    return Entry(**getattr(module, "CONTRACT_ENTRY", {}))
+
+
+CONTRACT.update({name: _test_entry(target) for name, target in TEST_BACKENDS.items()})
 
 
 @dataclass(frozen=True)

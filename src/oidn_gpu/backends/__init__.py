@@ -29,8 +29,10 @@ from oidn_gpu.backends.base import (
     get_backend,
     make_options,
     probe,
+    register_backend,
     resolve_backend,
     tile_limits,
+    unregister_backend,
 )
 
 
@@ -67,6 +69,8 @@ __all__ = [
     "get_backend",
     "make_options",
     "probe",
+    "register_backend",
     "resolve_backend",
     "tile_limits",
+    "unregister_backend",
 ]

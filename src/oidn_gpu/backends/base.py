@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from oidn_gpu.model.unet import ValidatedModel
 
 # Backend name -> "module:attribute" of its `Backend` object, imported on first use.
-# A new backend adds one line here (and its folder under backends/).
+# A new backend adds one line here (and its folder under backends/); one outside the
+# package registers itself with `register_backend`.
 REGISTRY: dict[str, str] = {
     "reference": "oidn_gpu.backends.reference.backend:BACKEND",
     "wgpu": "oidn_gpu.backends.wgpu.backend:BACKEND",
@@ -362,6 +363,39 @@ class Backend(Protocol):
 
 _loaded: dict[str, Backend] = {}
 _probe_lock = threading.Lock()
+_BUILT_IN = frozenset(REGISTRY)  # the package's own backends, which stay registered
+
+
+def register_backend(name: str, target: str) -> None:
+    """Register a backend that lives outside this package (a plug-in, a backend of the
+    tests): ``name`` -> ``"module:attribute"`` of its `Backend`, as a line of `REGISTRY`.
+
+    Raises:
+        InvalidArgumentError: ``name`` is taken or not a plain name, or ``target`` is
+            not ``"module:attribute"``.
+    """
+    if not isinstance(name, str) or not name.isidentifier() or name == AUTO:
+        raise InvalidArgumentError(f"backend name {name!r} must be an identifier, not '{AUTO}'")
+    if name in REGISTRY:
+        raise InvalidArgumentError(f"a backend named '{name}' is already registered")
+    module, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
+    if not module or not attribute:
+        raise InvalidArgumentError(f"backend target {target!r}; expected 'module:attribute'")
+    REGISTRY[name] = target
+
+
+def unregister_backend(name: str) -> None:
+    """Forget a backend added by `register_backend` (and every backend's cached probe).
+
+    Raises:
+        InvalidArgumentError: ``name`` is one of the package's own backends, or unknown.
+    """
+    if name in _BUILT_IN or name not in REGISTRY:
+        raise InvalidArgumentError(f"'{name}' is not a backend added by register_backend")
+    del REGISTRY[name]
+    _loaded.pop(name, None)
+    with _probe_lock:
+        _probe.cache_clear()
 
 
 def backend_names() -> tuple[str, ...]:
