@@ -6,8 +6,9 @@ tested by adding one entry; a backend that the tests register
 (`conftest.TEST_BACKENDS`) brings its entry as ``CONTRACT_ENTRY`` beside its
 `Backend`. Images are small (at most 64 px, the tiled case a 48x272 strip with the
 tiny test model); the wgpu entry runs on the session's device (lavapipe in CI) in
-fp32. The cuda entry runs on an NVIDIA GPU where torch sees one, else through Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by
-tests/conftest.py) on a 16-row strip, so every backend is held to the contract in CI.
+fp32. The cuda entry runs on an NVIDIA GPU where torch sees one, else through
+Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by tests/conftest.py) on a
+16-row strip, so every backend is held to the contract in CI.
 """
 
 from __future__ import annotations
