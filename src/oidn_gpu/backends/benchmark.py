@@ -1,8 +1,8 @@
 """A backend's benchmark: what ``oidn-gpu bench --backend NAME`` runs.
 
 A backend with a benchmark names it in `Backend.benchmark` (``"module:attribute"`` of a
-`Benchmark`, imported only when asked for, so that a module that needs no wgpu or torch
-to import). The command line (`oidn_gpu.cli.bench`) makes the parser, lets the benchmark
+`Benchmark`, imported only when asked for, from a module that imports without wgpu or
+torch: the benchmark imports its engine when it runs, so ``--help`` needs neither). The command line (`oidn_gpu.cli.bench`) makes the parser, lets the benchmark
 add its flags (`Benchmark.add_arguments`) and runs it with the `BenchTools` it lends: the
 public API (`oidn_gpu.Denoiser`) and front-end timings, which this layer does not import.
 """

@@ -6,9 +6,9 @@ backend (``--backend``; without it, the benchmark that says it is the default: t
 wgpu backend's), makes the parser from the benchmark's flags and runs it with the
 public API it lends (`BenchTools`: `Denoiser`, `bench_api.api_rows` and
 `bench_cold.run_cold`, which the backend layer does not import). The benchmarks:
-`backends.wgpu.benchmark` (GPU timestamps, per-layer times, end to end),
+`backends.wgpu.backend.WgpuBenchmark` (GPU timestamps, per-layer times, end to end),
 `backends.reference.bench` (NumPy on the CPU, beside Intel OIDN with ``--oidn``) and
-`backends.cuda.benchmark` (CUDA events, ``--cold``, ``--tune``).
+`backends.cuda.backend.CudaBenchmark` (CUDA events, ``--cold``, ``--tune``).
 """
 
 from __future__ import annotations

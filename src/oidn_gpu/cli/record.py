@@ -122,7 +122,7 @@ def _weights_bytes(text: str) -> bytes:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """``oidn-gpu record``: write a program file."""
-    from oidn_gpu.record.api import record_denoise, record_network
+    from oidn_gpu.record.api import record_denoise, record_network, recording_device
 
     width, height = args.size
     weights_file = Path(args.weights)
@@ -133,10 +133,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     if args.baseline:
         options["features"] = [f.strip() for f in args.features.split(",") if f.strip()]
     else:
-        from oidn_gpu.backends.wgpu.device import open_device
-
-        device = open_device()
-        options["device"] = device
+        options["device"] = recording_device()
     if args.network:
         data = record_network(tza, make_config(width, height, **options))
     else:

@@ -5,11 +5,13 @@ a missing wgpu as the reason the backend is unavailable. ``backend="auto"``
 picks it only when an adapter that is a real GPU exists (a CPU rasterizer such as
 lavapipe is slower than NumPy; ask for ``backend="wgpu"`` to use it). On Linux the
 probe first reads Vulkan's driver manifests and the GPU device nodes (`icd`): where
-they rule a GPU out it answers without importing wgpu.
+they rule a GPU out it answers without importing wgpu. `WgpuBenchmark` is its benchmark,
+the default of ``oidn-gpu bench`` (its engine, `bench`, is imported when it runs).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from collections.abc import Mapping
@@ -26,8 +28,10 @@ from oidn_gpu.backends.base import (
     check_precision,
     precision_choices,
 )
+from oidn_gpu.backends.bench_result import parse_size
 from oidn_gpu.backends.wgpu import icd, kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
+from oidn_gpu.files import write_bytes_atomic
 from oidn_gpu.kernels.gemm import GemmOptions
 
 # What it computes in (``precision="auto"``: fp16 where the device has shader-f16).
@@ -111,6 +115,78 @@ class WgpuOptions(BackendOptions):
         return options
 
 
+class WgpuBenchmark:
+    """The `Benchmark` of the wgpu backend (what ``oidn-gpu bench`` runs by default)."""
+
+    description = "Benchmark the wgpu executor (the default backend of bench)."
+    default = True
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
+        parser.add_argument(
+            "--weights", default="rt_hdr_alb_nrm", help="a .tza path or built-in name"
+        )
+        parser.add_argument(
+            "--precision", default="auto", choices=precision_choices(PRECISIONS)
+        )
+        parser.add_argument("--kernel", default="auto", help=", ".join(KERNELS))
+        parser.add_argument(
+            "--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'"
+        )
+        parser.add_argument("--runs", type=int, default=20)
+        parser.add_argument("--warmup", type=int, default=3)
+        parser.add_argument("--top", type=int, default=8)
+        parser.add_argument(
+            "--json", dest="json_path", default=None, help="write the result as JSON"
+        )
+        parser.add_argument(
+            "--no-end-to-end", dest="end_to_end", action="store_false",
+            help="time the network only (skip the GpuDenoiser end-to-end runs)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--host-dtype", default="float32", choices=("float32", "float16"),
+            help="dtype of the host images of the end-to-end runs",
+        )  # fmt: skip
+        parser.add_argument(
+            "--no-denoiser", dest="facade", action="store_false",
+            help="skip timing Denoiser.denoise on the host images",
+        )  # fmt: skip
+
+    def run(self, args: Any, tools: Any) -> int:
+        try:
+            # The benchmark engine needs wgpu: imported only when asked for.
+            from oidn_gpu.backends.wgpu import bench
+        except ImportError as err:
+            raise MissingDependencyError(
+                "the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' "
+                f"({err})"
+            ) from err
+        try:
+            gemm = json.loads(args.gemm) if args.gemm else None
+        except json.JSONDecodeError as err:
+            raise InvalidArgumentError(f"--gemm is not valid JSON ({err})") from None
+        result = bench.run_bench(
+            size=parse_size(args.size),
+            weights=args.weights,
+            precision=args.precision,
+            kernel=args.kernel,
+            gemm=gemm,
+            runs=args.runs,
+            warmup=args.warmup,
+            top=args.top,
+            end_to_end=args.end_to_end,
+            host_dtype=args.host_dtype,
+            facade=functools.partial(bench.time_denoiser, tools.denoiser) if args.facade else None,
+        )
+        print(result.table())
+        if args.json_path:
+            write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
+        return 0
+
+
+BENCHMARK = WgpuBenchmark()
+
+
 class WgpuBackend:
     """WGSL kernels through wgpu, with the GPU denoise pipeline as its tile runner."""
 
@@ -119,7 +195,7 @@ class WgpuBackend:
     description = "WGSL compute shaders through wgpu (Vulkan, Metal, D3D12)"
     Options = WgpuOptions
     precisions = PRECISIONS
-    benchmark = "oidn_gpu.backends.wgpu.benchmark:BENCHMARK"
+    benchmark = "oidn_gpu.backends.wgpu.backend:BENCHMARK"
 
     def probe(self) -> Availability:
         # On Linux, Vulkan's driver manifests and the device nodes can rule a GPU out

@@ -48,7 +48,7 @@ still run as one tile, which is what ``--size 3840x2160`` measures.
 
 Library use: ``run_bench(size=(1080, 1920), weights=..., precision="fp16")``
 returns a `BenchResult` (``.table()``, ``.to_json()``). Its command line is
-`benchmark.WgpuBenchmark` (``oidn-gpu bench``)::
+`backend.WgpuBenchmark` (``oidn-gpu bench``)::
 
     oidn-gpu bench --size 1920x1080 --weights PATH --precision fp16 --runs 20 --json out.json
 """
@@ -191,6 +191,56 @@ def _load(weights: str | Path) -> Any:
     return builtin.load_builtin(str(weights))
 
 
+def time_denoiser(
+    denoiser: Any, executor: Any, model: Any, weights: str | Path, arrays: list[np.ndarray],
+    runs: int, warmup: int,
+) -> dict[str, Any]:  # fmt: skip
+    """Time ``denoiser`` (`oidn_gpu.Denoiser`, lent by the command line) on host arrays on
+    the wgpu executor's device (its compiled pipelines are reused): the ``facade_*``
+    timings of `run_bench`."""
+    path = Path(weights)
+    if not (path.suffix == ".tza" or path.exists()):
+        path = builtin.weights_path(str(weights))
+    hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()
+    info = executor.info()
+    facade = denoiser(
+        hdr=hdr,
+        weights=path,
+        backend="wgpu",
+        precision=info.precision,
+        device=executor.device.handle,
+    )
+    walls: list[float] = []
+    output_walls: list[float] = []
+    parts: list[dict[str, float]] = []
+    output = np.empty_like(arrays[0])
+    with facade:
+        for i in range(warmup + runs):
+            start = time.perf_counter()
+            result = facade.denoise(*arrays)
+            elapsed = (time.perf_counter() - start) * 1e3
+            if i >= warmup:
+                walls.append(elapsed)
+                runner = next(iter(facade._engines.values())).runner
+                parts.append(dict(runner.last_host_ms))
+        for i in range(warmup + runs):
+            start = time.perf_counter()
+            facade.denoise(*arrays, output=output)
+            elapsed = (time.perf_counter() - start) * 1e3
+            if i >= warmup:
+                output_walls.append(elapsed)
+        tiles = facade.info().tiles
+    # (float16 results of untrained weights may overflow to Inf; NaN means a broken path)
+    if result.dtype != arrays[0].dtype or np.isnan(result).any():
+        raise OIDNGPUError("the benchmark's Denoiser.denoise gave a wrong dtype or NaN")
+    return {
+        "facade_wall": walls,
+        "facade_output_wall": output_walls,
+        "facade_parts": parts,
+        "facade_tiles": tiles,
+    }
+
+
 def run_bench(
     *,
     size: tuple[int, int] = (1080, 1920),
@@ -214,9 +264,8 @@ def run_bench(
     ``host_dtype``: ``"float32"`` or ``"float16"`` host images for the end-to-end runs;
     ``facade``: called as ``facade(executor, model, weights, arrays, runs, warmup)`` after
     the end-to-end runs, it times the public ``Denoiser.denoise`` on those host arrays
-    and returns its ``facade_*`` timings (`benchmark.WgpuBenchmark` passes
-    `benchmark.time_denoiser` with the command line's `Denoiser`; this layer cannot
-    import the filter).
+    and returns its ``facade_*`` timings (`backend.WgpuBenchmark` passes `time_denoiser`
+    with the command line's `Denoiser`; this layer cannot import the filter).
     ``executor``: an open `WgpuExecutor` of ``weights`` to
     reuse (sweeps); it is left open, and ``device``/``precision``/``kernel``/``gemm``
     are then ignored (its own settings are reported).
