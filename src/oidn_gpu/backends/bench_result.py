@@ -45,6 +45,21 @@ def parse_size(size: str | tuple[int, int]) -> tuple[int, int]:
     return int(height), int(width)
 
 
+def check_size(size: tuple[int, int]) -> tuple[int, int]:
+    """``size`` as given: ``(height, width)``, two positive ints.
+
+    Raises:
+        InvalidArgumentError: anything else.
+    """
+    if (
+        not isinstance(size, tuple)
+        or len(size) != 2
+        or not all(isinstance(v, int) and v >= 1 for v in size)
+    ):
+        raise InvalidArgumentError(f"size {size!r} must be (height, width), two positive ints")
+    return size
+
+
 @dataclass(frozen=True)
 class LayerStat:
     name: str

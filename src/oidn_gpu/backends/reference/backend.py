@@ -19,7 +19,7 @@ from oidn_gpu.backends.base import (
     precision_choices,
 )
 from oidn_gpu.backends.host_runner import HostTileRunner
-from oidn_gpu.backends.reference.executor import ReferenceExecutor
+from oidn_gpu.backends.reference.executor import ReferenceExecutor, check_threads
 from oidn_gpu.errors import InvalidArgumentError
 
 # What it computes in (``precision="auto"`` is fp32 too).
@@ -54,11 +54,7 @@ class ReferenceOptions(BackendOptions):
     def __post_init__(self) -> None:
         precision = check_precision(self.precision, "reference", PRECISIONS)
         object.__setattr__(self, "precision", precision)
-        threads = self.threads
-        if threads is not None and (
-            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-        ):
-            raise InvalidArgumentError(f"threads must be an int >= 1 or None, got {threads!r}")
+        check_threads(self.threads)
 
     @classmethod
     def parse_cli_option(cls, name: str, text: str) -> Any:
