@@ -2,9 +2,10 @@
 
 A backend with a benchmark names it in `Backend.benchmark` (``"module:attribute"`` of a
 `Benchmark`, imported only when asked for, from a module that imports without wgpu or
-torch: the benchmark imports its engine when it runs, so ``--help`` needs neither). The command line (`oidn_gpu.cli.bench`) makes the parser, lets the benchmark
-add its flags (`Benchmark.add_arguments`) and runs it with the `BenchTools` it lends: the
-public API (`oidn_gpu.Denoiser`) and front-end timings, which this layer does not import.
+torch: the benchmark imports its engine when it runs, so ``--help`` needs neither). The
+command line (`oidn_gpu.cli.bench`) makes the parser, lets the benchmark add its flags
+(`Benchmark.add_arguments`) and runs it with the `BenchTools` it lends: the public API
+(`oidn_gpu.Denoiser`) and front-end timings, which this layer does not import.
 """
 
 from __future__ import annotations
