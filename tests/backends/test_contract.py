@@ -13,6 +13,7 @@ Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by tests/conftest.py) on a
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib
 from collections.abc import Callable
@@ -36,6 +37,8 @@ from oidn_gpu.backends import (
     probe,
     tile_limits,
 )
+from oidn_gpu.backends.base import Precision, precision_choices
+from oidn_gpu.backends.benchmark import benchmark_names, load_benchmark
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.errors import (
     CancelledError,
@@ -188,6 +191,22 @@ def test_backend_declares_what_the_registry_needs(name: str) -> None:
     assert isinstance(tile_limits(name), TileLimits)  # its own, or no bound
     for option, help_text in backend.Options.option_help.items():
         assert option in backend.Options.option_names() and help_text
+    assert all(isinstance(p, Precision) and p is not Precision.AUTO for p in backend.precisions)
+    if "precision" in backend.Options.option_names():
+        choices = backend.Options.option_choices["precision"]
+        assert choices == precision_choices(backend.precisions)
+        assert backend.Options(precision=choices[-1]).precision == choices[-1]
+
+
+@pytest.mark.parametrize("name", list(CONTRACT))
+def test_a_declared_benchmark_adds_its_flags_without_running(name: str) -> None:
+    if name not in benchmark_names():
+        pytest.skip(f"the {name} backend declares no benchmark")
+    benchmark = load_benchmark(name)
+    assert benchmark.description and isinstance(benchmark.default, bool)
+    parser = argparse.ArgumentParser()
+    benchmark.add_arguments(parser)
+    assert parser.parse_args([]) is not None
 
 
 @pytest.mark.parametrize("name", list(CONTRACT))
