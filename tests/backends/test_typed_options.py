@@ -24,11 +24,11 @@ def test_every_precision_name_is_one_vocabulary() -> None:
 
 
 def test_check_precision_names_what_the_backend_takes() -> None:
-    assert check_precision("auto", "toy", (Precision.FP32,)) is Precision.AUTO
+    assert check_precision("auto", "plain", (Precision.FP32,)) is Precision.AUTO
     with pytest.raises(InvalidArgumentError, match=r"^unknown precision 'fp8'; expected 'auto' or"):
-        check_precision("fp8", "toy", (Precision.FP32,))
-    with pytest.raises(InvalidArgumentError, match="the toy backend computes in fp32 only"):
-        check_precision("bf16", "toy", (Precision.FP32,))
+        check_precision("fp8", "plain", (Precision.FP32,))
+    with pytest.raises(InvalidArgumentError, match="the plain backend computes in fp32 only"):
+        check_precision("bf16", "plain", (Precision.FP32,))
     assert one_of(["a"]) == "'a'" and one_of("abc") == "'a', 'b' or 'c'"
 
 
