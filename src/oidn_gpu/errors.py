@@ -10,6 +10,8 @@ a verbatim message for the same condition, that message starts ours.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class OIDNGPUError(Exception):
     """Base class of every error raised by oidn-gpu."""
@@ -88,3 +90,11 @@ def require(module: str, extra: str):  # returns a module
             f"the optional dependency '{module}' is not installed; "
             f"install it with: pip install 'oidn-gpu[{extra}]'"
         ) from err
+
+
+def one_of(values: Iterable[object]) -> str:
+    """The allowed values of a message, quoted: ``'a'``, ``'a' or 'b'``, ``'a', 'b' or 'c'``."""
+    quoted = [f"'{v}'" for v in values]
+    if len(quoted) < 2:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + f" or {quoted[-1]}"

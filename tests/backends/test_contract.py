@@ -2,16 +2,20 @@
 
 Each test runs once per entry of `CONTRACT` (one entry per registered backend:
 its options and its tolerance against Intel OIDN 2.5.1), so a new backend is
-tested by adding one entry. Images are small (at most 64 px, the tiled case a
-48x272 strip with the tiny test model); the wgpu entry runs on the session's
-device (lavapipe in CI) in fp32. The cuda entry runs on an NVIDIA GPU where torch
-sees one, else through Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by
-tests/conftest.py) on a 16-row strip, so every backend is held to the contract in CI.
+tested by adding one entry; a backend that the tests register
+(`conftest.TEST_BACKENDS`) brings its entry as ``CONTRACT_ENTRY`` beside its
+`Backend`. Images are small (at most 64 px, the tiled case a 48x272 strip with the
+tiny test model); the wgpu entry runs on the session's device (lavapipe in CI) in
+fp32. The cuda entry runs on an NVIDIA GPU where torch sees one, else through
+Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by tests/conftest.py) on a
+16-row strip, so every backend is held to the contract in CI.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +37,8 @@ from oidn_gpu.backends import (
     probe,
     tile_limits,
 )
+from oidn_gpu.backends.base import Precision, precision_choices
+from oidn_gpu.backends.benchmark import benchmark_names, load_benchmark
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.errors import (
     CancelledError,
@@ -41,6 +47,7 @@ from oidn_gpu.errors import (
 )
 from oidn_gpu.model import weights as builtin
 from oidn_gpu.model.unet import load_model
+from tests.backends.conftest import TEST_BACKENDS
 from tests.compare import SUMMATION_ORDER_REL_L2, assert_close
 from tests.conftest import has_cuda
 from tests.oracle import oidn_denoise
@@ -113,6 +120,15 @@ CONTRACT: dict[str, Entry] = {
 }
 
 
+def _test_entry(target: str) -> Entry:
+    """The `Entry` of a backend the tests register: its module's ``CONTRACT_ENTRY``."""
+    module = importlib.import_module(target.partition(":")[0])
+    return Entry(**getattr(module, "CONTRACT_ENTRY", {}))
+
+
+CONTRACT.update({name: _test_entry(target) for name, target in TEST_BACKENDS.items()})
+
+
 @dataclass(frozen=True)
 class _OtherOptions(BackendOptions):
     """Options of no registered backend."""
@@ -175,6 +191,25 @@ def test_backend_declares_what_the_registry_needs(name: str) -> None:
     assert isinstance(tile_limits(name), TileLimits)  # its own, or no bound
     for option, help_text in backend.Options.option_help.items():
         assert option in backend.Options.option_names() and help_text
+    assert all(isinstance(p, Precision) and p is not Precision.AUTO for p in backend.precisions)
+    if "precision" in backend.Options.option_names():
+        choices = backend.Options.option_choices["precision"]
+        assert choices == precision_choices(backend.precisions)
+        assert backend.Options(precision=choices[-1]).precision == choices[-1]
+    assert isinstance(backend.uses_gpu, bool)
+    if not backend.uses_gpu:  # placing a CPU backend on a GPU leaves its options as they are
+        assert backend.place_on_gpu(defaults, 0) == (defaults, "")
+
+
+@pytest.mark.parametrize("name", list(CONTRACT))
+def test_a_declared_benchmark_adds_its_flags_without_running(name: str) -> None:
+    if name not in benchmark_names():
+        pytest.skip(f"the {name} backend declares no benchmark")
+    benchmark = load_benchmark(name)
+    assert benchmark.description and isinstance(benchmark.default, bool)
+    parser = argparse.ArgumentParser()
+    benchmark.add_arguments(parser)
+    assert parser.parse_args([]) is not None
 
 
 @pytest.mark.parametrize("name", list(CONTRACT))

@@ -18,12 +18,12 @@ import torch
 from oidn_gpu.backends.base import AutoexposureRunner, DenoiseImages
 from oidn_gpu.backends.cuda.backend import CudaTileRunner
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, _image, default_plan
+from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, _image
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image import autoexposure, process
-from oidn_gpu.image.tiling import plan_tiles_max_edge
+from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, plan_tiles, plan_tiles_max_edge
 from oidn_gpu.model.unet import load_model
 from tests.cuda.conftest import rel_l2
 
@@ -31,6 +31,12 @@ from tests.cuda.conftest import rel_l2
 # pixels, where the exponential PU inverse amplifies fp16 rounding (~7e-3 seen); on the
 # rendered scenes the bound is OIDN's own CUDA distance (3-4e-3, test_scenes.py).
 IMAGE_REL_L2 = 1e-2
+
+
+def default_plan(height, width, overlap):
+    """One tile of the whole image with this overlap (the plan `CudaDenoiser` defaults to)."""
+    return plan_tiles(height, width, overlap=overlap, alignment=MIN_TILE_ALIGNMENT,
+                      max_tile_px=None)  # fmt: skip
 
 
 def host_denoise(model, images, mode, plan, out_channels):

@@ -7,11 +7,15 @@ import json
 import pytest
 
 from oidn_gpu.backends.wgpu import bench
-from oidn_gpu.cli.bench import wgpu_main
+from oidn_gpu.cli.bench import main as bench_main
 
 from .conftest import DATA
 
 TINY = str(DATA / "tiny_base_ic9.tza")
+
+
+def wgpu_main(argv: list[str]) -> int:
+    return bench_main(["--backend", "wgpu", *argv])
 
 
 @pytest.fixture(scope="module")

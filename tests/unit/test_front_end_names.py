@@ -17,8 +17,6 @@ FRONT_ENDS = [
     *sorted(SRC.glob("filter*.py")),
     SRC / "config.py",
 ]
-# The benchmarks' command line runs each backend's own benchmark by name (cli/bench*.py).
-BENCHMARKS = ("bench.py", "bench_api.py", "bench_cold.py")
 # Python packages of `oidn-gpu info`'s list of optional modules, not backends.
 PACKAGE_LISTS = ("OPTIONAL_MODULES",)
 
@@ -61,7 +59,7 @@ def test_no_front_end_module_names_a_backend() -> None:
     found = {
         str(path.relative_to(SRC)): names
         for path in FRONT_ENDS
-        if path.name not in BENCHMARKS and (names := backend_names_in(path))
+        if (names := backend_names_in(path))
     }
     assert found == {}
 

@@ -29,8 +29,10 @@ from oidn_gpu.backends.base import (
     get_backend,
     make_options,
     probe,
+    register_backend,
     resolve_backend,
     tile_limits,
+    unregister_backend,
 )
 
 
@@ -44,8 +46,8 @@ def create_executor(model: Any, *, backend: str = AUTO, **options: Any) -> Netwo
         InvalidArgumentError: unknown backend, or options the backend rejects.
         MissingDependencyError: the backend's optional dependency is not installed.
     """
-    name = resolve_backend(backend)
-    typed = make_options(name, chosen_by_auto=backend == AUTO, **options)
+    name = resolve_backend(backend, options)
+    typed = make_options(name, requested=backend, **options)
     return get_backend(name).create_executor(model, typed)
 
 
@@ -67,6 +69,8 @@ __all__ = [
     "get_backend",
     "make_options",
     "probe",
+    "register_backend",
     "resolve_backend",
     "tile_limits",
+    "unregister_backend",
 ]

@@ -32,18 +32,27 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+# What options are made of; backends import these names from here (the seam).
+from oidn_gpu.backends.options import NO_TILE_LIMITS as NO_TILE_LIMITS
+from oidn_gpu.backends.options import PRECISIONS as PRECISIONS
+from oidn_gpu.backends.options import BackendOptions as BackendOptions
+from oidn_gpu.backends.options import Precision as Precision
+from oidn_gpu.backends.options import TileLimits as TileLimits
+from oidn_gpu.backends.options import check_precision as check_precision
+from oidn_gpu.backends.options import precision_choices as precision_choices
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError, one_of
 
 if TYPE_CHECKING:
     from oidn_gpu.backends.plan import DenoisePlan
     from oidn_gpu.model.unet import ValidatedModel
 
 # Backend name -> "module:attribute" of its `Backend` object, imported on first use.
-# A new backend adds one line here (and its folder under backends/).
+# A new backend adds one line here (and its folder under backends/); one outside the
+# package registers itself with `register_backend`.
 REGISTRY: dict[str, str] = {
     "reference": "oidn_gpu.backends.reference.backend:BACKEND",
     "wgpu": "oidn_gpu.backends.wgpu.backend:BACKEND",
@@ -54,8 +63,6 @@ AUTO = "auto"
 BACKEND_ENV_VAR = "OIDN_GPU_BACKEND"
 
 Progress = Callable[[float], Any]
-# Every precision name a backend option may take (each backend accepts its subset).
-PRECISIONS = ("auto", "fp16", "bf16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -316,72 +323,6 @@ class Availability:
     warning: str = ""
 
 
-@dataclass(frozen=True)
-class TileLimits:
-    """The largest tile a backend's kernels can run; `plan.plan_denoise` plans within it.
-
-    Attributes:
-        max_elements: elements one activation of a tile may hold at most (2^31 - 1
-            where kernels index activations with 32-bit integers); None: no bound.
-        stored_channels: channels per pixel of a tile's widest activation as the
-            backend stores it, so that activation holds ``tile_h * tile_w *
-            stored_channels`` elements.
-    """
-
-    max_elements: int | None = None
-    stored_channels: int = 1
-
-    def __post_init__(self) -> None:
-        checked = {"stored_channels": self.stored_channels}
-        if self.max_elements is not None:
-            checked["max_elements"] = self.max_elements
-        for name, value in checked.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(
-                    f"tile limit {name} is {value!r}; expected a positive integer"
-                )
-
-    @property
-    def max_pixels(self) -> int | None:
-        """Pixels of one tile buffer at most (None: no bound)."""
-        if self.max_elements is None:
-            return None
-        return self.max_elements // self.stored_channels
-
-    def fits(self, tile_h: int, tile_w: int) -> bool:
-        """Whether a ``tile_h x tile_w`` tile buffer is within the limits."""
-        return self.max_pixels is None or tile_h * tile_w <= self.max_pixels
-
-
-NO_TILE_LIMITS = TileLimits()  # a backend that declares no `Backend.tile_limits`
-
-
-@dataclass(frozen=True)
-class BackendOptions:
-    """Base of every backend's ``Options``: a frozen dataclass validated on creation.
-
-    Subclasses declare their options as fields with defaults and check them in
-    ``__post_init__`` (raising `InvalidArgumentError`); `option_help` gives one line
-    of help per option for the command line.
-    """
-
-    option_help: ClassVar[Mapping[str, str]] = MappingProxyType({})
-    # Allowed values per option, for command-line choices; options absent here are free-form.
-    option_choices: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({})
-    # Placeholder of a free-form option's value in command-line help (e.g. "JSON").
-    option_metavars: ClassVar[Mapping[str, str]] = MappingProxyType({})
-
-    @classmethod
-    def option_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    @classmethod
-    def selected_by(cls, options: Mapping[str, Any]) -> bool:
-        """Whether these options, given with ``backend="auto"``, ask for this backend
-        (a wgpu or torch ``device``)."""
-        return False
-
-
 class Backend(Protocol):
     """What a backend declares; see the module docstring.
 
@@ -390,18 +331,24 @@ class Backend(Protocol):
         priority: higher is tried first by ``backend="auto"``.
         description: one line for help texts and ``oidn-gpu info``.
         Options: its frozen `BackendOptions` subclass.
+        precisions: the `Precision` values it computes in (its ``precision`` option takes
+            these and ``auto``; ``()``: it has no ``precision`` option).
         tile_limits: the largest tile its kernels run (optional: a backend without
             it has `NO_TILE_LIMITS`; read it with `tile_limits`).
         uses_gpu: it computes on a GPU, so a render farm gives each worker one (or a
             share of one) and places it there with `place_on_gpu`; else CPU slots.
+        benchmark: ``"module:attribute"`` of its `benchmark.Benchmark`, what ``oidn-gpu
+            bench --backend NAME`` runs (optional: a backend without it has none).
     """
 
     name: str
     priority: int
     description: str
     Options: type[BackendOptions]
+    precisions: tuple[Precision, ...]
     tile_limits: TileLimits
     uses_gpu: bool
+    benchmark: str
 
     def probe(self) -> Availability:
         """Whether it runs here (the registry caches the answer per process)."""
@@ -428,16 +375,44 @@ class Backend(Protocol):
 
 _loaded: dict[str, Backend] = {}
 _probe_lock = threading.Lock()
+_BUILT_IN = frozenset(REGISTRY)  # the package's own backends, which stay registered
+
+
+def register_backend(name: str, target: str) -> None:
+    """Register a backend that lives outside this package (a plug-in, a backend of the
+    tests): ``name`` -> ``"module:attribute"`` of its `Backend`, as a line of `REGISTRY`.
+
+    Raises:
+        InvalidArgumentError: ``name`` is taken or not a plain name, or ``target`` is
+            not ``"module:attribute"``.
+    """
+    if not isinstance(name, str) or not name.isidentifier() or name == AUTO:
+        raise InvalidArgumentError(f"backend name {name!r} must be an identifier, not '{AUTO}'")
+    if name in REGISTRY:
+        raise InvalidArgumentError(f"a backend named '{name}' is already registered")
+    module, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
+    if not module or not attribute:
+        raise InvalidArgumentError(f"backend target {target!r}; expected 'module:attribute'")
+    REGISTRY[name] = target
+
+
+def unregister_backend(name: str) -> None:
+    """Forget a backend added by `register_backend` (and every backend's cached probe).
+
+    Raises:
+        InvalidArgumentError: ``name`` is one of the package's own backends, or unknown.
+    """
+    if name in _BUILT_IN or name not in REGISTRY:
+        raise InvalidArgumentError(f"'{name}' is not a backend added by register_backend")
+    del REGISTRY[name]
+    _loaded.pop(name, None)
+    with _probe_lock:
+        _probe.cache_clear()
 
 
 def backend_names() -> tuple[str, ...]:
     """Every registered backend name, in registry order."""
     return tuple(REGISTRY)
-
-
-def _expected(names: Iterable[str]) -> str:
-    quoted = [f"'{n}'" for n in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
 
 
 def get_backend(name: str) -> Backend:
@@ -452,7 +427,7 @@ def get_backend(name: str) -> Backend:
     target = REGISTRY.get(name) if isinstance(name, str) else None
     if target is None:
         raise InvalidArgumentError(
-            f"unknown backend {name!r}; expected {_expected((AUTO, *REGISTRY))}"
+            f"unknown backend {name!r}; expected {one_of((AUTO, *REGISTRY))}"
         )
     module, _, attribute = target.partition(":")
     backend = getattr(importlib.import_module(module), attribute)
@@ -512,7 +487,7 @@ def resolve_backend(name: str, options: Mapping[str, Any] | None = None) -> str:
     if forced:
         if forced not in REGISTRY:
             raise InvalidArgumentError(
-                f"{BACKEND_ENV_VAR}='{forced}' is not a backend; expected {_expected(REGISTRY)}"
+                f"{BACKEND_ENV_VAR}='{forced}' is not a backend; expected {one_of(REGISTRY)}"
             )
         return forced
     for candidate in auto_order():
@@ -550,7 +525,7 @@ def check_backend(
     usable = [n for n in REGISTRY if n != name and probe(n).available]
     raise UnsupportedDeviceError(
         f"the {name} backend{chosen} cannot run on this machine: {availability.note}; "
-        f"the backends that run here: {_expected(usable) if usable else 'none'} "
+        f"the backends that run here: {one_of(usable) if usable else 'none'} "
         "('oidn-gpu info' lists what each sees)"
     )
 
@@ -638,11 +613,11 @@ def _unknown_option(
         hint = f" (did you mean '{match}'" + (
             f", an option of the {owners[match]} backend?)" if foreign else "?)"
         )
-    backend_part = f"its options are {_expected(own) if own else 'none'}"
+    backend_part = f"its options are {one_of(own) if own else 'none'}"
     if not filter_options:
         return f"the {name} backend{chosen} has no option '{key}'{hint}; {backend_part}"
     return (
-        f"unknown option '{key}'{hint}: the filter options are {_expected(filter_options)}; "
+        f"unknown option '{key}'{hint}: the filter options are {one_of(filter_options)}; "
         f"the {name} backend{chosen} has no option '{key}' either: {backend_part}"
     )
 

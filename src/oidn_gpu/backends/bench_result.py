@@ -2,7 +2,8 @@
 
 `BenchResult` holds the fields both benches report (names as in their JSON
 output); each backend's bench extends it with its own fields and its ``table()``.
-Neither wgpu nor torch is imported here.
+`parse_size` reads the image size every benchmark takes. Neither wgpu nor torch is
+imported here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,49 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from oidn_gpu.errors import InvalidArgumentError
+
+# (height, width) of the named sizes the benchmarks take.
+SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4k": (2160, 3840)}
+
+
+def parse_size(size: str | tuple[int, int]) -> tuple[int, int]:
+    """``"720p"``, ``"1080p"``, ``"4k"``, ``"WxH"`` or ``(height, width)`` -> ``(height, width)``.
+
+    Raises:
+        InvalidArgumentError: an unknown name, a malformed or non-positive size.
+    """
+    if isinstance(size, tuple):
+        height, width = size
+    else:
+        text = str(size).strip().lower()
+        if text in SIZES:
+            return SIZES[text]
+        parts = text.split("x")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise InvalidArgumentError(
+                f"unknown size {size!r}; expected '720p', '1080p', '4k' or WIDTHxHEIGHT"
+            )
+        width, height = int(parts[0]), int(parts[1])
+    if height < 1 or width < 1:
+        raise InvalidArgumentError(f"size {width}x{height} must be positive")
+    return int(height), int(width)
+
+
+def check_size(size: tuple[int, int]) -> tuple[int, int]:
+    """``size`` as given: ``(height, width)``, two positive ints.
+
+    Raises:
+        InvalidArgumentError: anything else.
+    """
+    if (
+        not isinstance(size, tuple)
+        or len(size) != 2
+        or not all(isinstance(v, int) and v >= 1 for v in size)
+    ):
+        raise InvalidArgumentError(f"size {size!r} must be (height, width), two positive ints")
+    return size
 
 
 @dataclass(frozen=True)

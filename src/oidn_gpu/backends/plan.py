@@ -56,6 +56,10 @@ class DenoiseOptions:
     whole_image: bool = False
 
 
+# One tile for the whole image, within the backend's limits (a device runner's default).
+WHOLE_IMAGE = DenoiseOptions(whole_image=True)
+
+
 @dataclass(frozen=True)
 class DenoisePlan:
     """The mode and tiles of one denoise of a ``height x width`` image.

@@ -70,15 +70,16 @@ def _until_triton_serves(den: Any, images: list[Any], limit_s: float = 300.0) ->
         den.denoise(*images)
 
 
-def api_rows(*, size: tuple[int, int], weights: str | Path, precision: str, engine: str,
-             runs: int, host_runs: int, warmup: int) -> dict[str, float]:  # fmt: skip
-    """Median wall ms per call of each row of `ROWS` (see the module docstring), on the
-    current CUDA device (the CPU where the cuda backend runs there: tests)."""
-    import torch  # the cuda backend's dependency: only when its benchmark runs
+def api_rows(*, backend: str, size: tuple[int, int], weights: str | Path, precision: str,
+             engine: str, runs: int, host_runs: int, warmup: int) -> dict[str, float]:  # fmt: skip
+    """Median wall ms per call of each row of `ROWS` (see the module docstring) of
+    ``backend`` (one that takes torch tensors), on the current CUDA device (on the CPU
+    where there is none: tests)."""
+    import torch  # the tensor rows' dependency: only when such a benchmark runs
     path = Path(weights)
     if not (path.suffix == ".tza" or path.exists()):
         path = weights_path(str(weights))
-    options = {"hdr": True, "backend": "cuda", "precision": precision, "engine": engine,
+    options = {"hdr": True, "backend": backend, "precision": precision, "engine": engine,
                "weights": str(path)}  # fmt: skip
     height, width = size
     rng = np.random.default_rng(20261201)
@@ -90,7 +91,7 @@ def api_rows(*, size: tuple[int, int], weights: str | Path, precision: str, engi
     with oidn_gpu.Denoiser(**options) as den:
         channels = den._models._models[CUSTOM_WEIGHTS].input_channels // 3
         host = host[:channels]
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = torch.device(torch.cuda.current_device() if torch.cuda.is_available() else "cpu")
         same = [torch.from_numpy(a).to(device) for a in host]
         sets = [[t.clone() for t in same] for _ in range(FRESH_SETS)]
         turn = iter(range(1 << 62))

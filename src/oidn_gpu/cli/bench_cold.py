@@ -88,10 +88,10 @@ def _child_env(home: str, cache: str) -> dict[str, str]:
     return env
 
 
-def _spawn(kind: str, size: tuple[int, int], second: tuple[int, int], home: str,
+def _spawn(kind: str, backend: str, size: tuple[int, int], second: tuple[int, int], home: str,
            cache: str) -> dict[str, float]:  # fmt: skip
     # The child runs this file as a script, so that its `import oidn_gpu` is timed.
-    argv = [sys.executable, "-c", CHILD_BOOT, __file__, kind, f"{size[0]}x{size[1]}",
+    argv = [sys.executable, "-c", CHILD_BOOT, __file__, kind, backend, f"{size[0]}x{size[1]}",
             f"{second[0]}x{second[1]}"]  # fmt: skip
     start = time.time()
     done = subprocess.run(
@@ -112,6 +112,7 @@ def _spawn(kind: str, size: tuple[int, int], second: tuple[int, int], home: str,
 
 
 def run_cold(
+    backend: str,
     size: tuple[int, int] = (1080, 1920),
     second_size: tuple[int, int] = (750, 1000),
     *,
@@ -121,21 +122,21 @@ def run_cold(
     progress: Any = None,
 ) -> ColdResult:
     """Cold-start times of ``runs`` fresh processes (``size`` then ``second_size``) of
-    an HDR colour + albedo + normal denoise (``rt_hdr_alb_nrm``, quality high)."""
+    ``backend``'s HDR colour + albedo + normal denoise (``rt_hdr_alb_nrm``, quality high)."""
     result = ColdResult(size, second_size)
     kinds = (["oidn"] if oidn else []) + ["ours"]
     for index in range(runs):
         for kind in list(kinds):
             with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as cache:
                 try:
-                    times = _spawn(kind, size, second_size, home, cache)
+                    times = _spawn(kind, backend, size, second_size, home, cache)
                 except LookupError as missing:
                     result.notes.append(f"Intel OIDN not run: {missing}")
                     kinds.remove(kind)
                     continue
                 result.runs.setdefault(kind, []).append(times)
                 if kind == "ours" and warm:
-                    again = _spawn(kind, size, second_size, home, cache)
+                    again = _spawn(kind, backend, size, second_size, home, cache)
                     result.runs.setdefault("ours_warm", []).append(again)
             if progress is not None:
                 progress(f"run {index + 1}/{runs} {kind} done")
@@ -152,7 +153,7 @@ def _images(np: Any, height: int, width: int, rng: Any) -> tuple[Any, Any, Any]:
     return color, albedo, normal
 
 
-def _ours(np: Any, size: tuple[int, int], second: tuple[int, int],
+def _ours(np: Any, backend: str, size: tuple[int, int], second: tuple[int, int],
           times: dict[str, float]) -> None:  # fmt: skip
     start = time.perf_counter()
     import oidn_gpu
@@ -160,7 +161,7 @@ def _ours(np: Any, size: tuple[int, int], second: tuple[int, int],
     times["import_s"] = time.perf_counter() - start
     first = _images(np, *size, np.random.default_rng(1))
     other = _images(np, *second, np.random.default_rng(2))
-    den = oidn_gpu.Denoiser(hdr=True, backend="cuda")  # rt_hdr_alb_nrm, quality high
+    den = oidn_gpu.Denoiser(hdr=True, backend=backend)  # rt_hdr_alb_nrm, quality high
     _timed(times, "first_denoise_s", lambda: den.denoise(*first))
     times["first_image_at"] = time.time()
     _timed(times, "second_denoise_s", lambda: den.denoise(*first))
@@ -222,14 +223,14 @@ def _timed(times: dict[str, float], key: str, fn: Any) -> None:
 
 def child_main(argv: list[str]) -> None:
     """One fresh process: ``KIND HxW HxW``; prints its times as a JSON line."""
-    kind, size_text, second_text = argv
+    kind, backend, size_text, second_text = argv
     size = tuple(int(v) for v in size_text.split("x"))
     second = tuple(int(v) for v in second_text.split("x"))
     times: dict[str, float] = {}
     start = time.perf_counter()
     import torch
 
-    torch.zeros(1, device="cuda")
+    torch.zeros(1, device=torch.device(torch.cuda.current_device()))  # the CUDA context
     torch.cuda.synchronize()
     times["import_torch_s"] = time.perf_counter() - start
     import numpy as np
@@ -237,7 +238,7 @@ def child_main(argv: list[str]) -> None:
     if kind == "oidn":
         _oidn(np, size, second, times)  # type: ignore[arg-type]
     else:
-        _ours(np, size, second, times)  # type: ignore[arg-type]
+        _ours(np, backend, size, second, times)  # type: ignore[arg-type]
     print(json.dumps(times), flush=True)
 
 

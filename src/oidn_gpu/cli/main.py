@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Sequence
 
 from oidn_gpu import __version__
+from oidn_gpu.backends.benchmark import benchmark_names
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import record as record_cli
 from oidn_gpu.cli.denoise import add_denoise_parser, cmd_denoise
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     record_cli.add_record_parsers(sub)
     bench = sub.add_parser(
         "bench",
-        help=f"benchmark a backend: [--backend {'|'.join(bench_cli.BENCHMARKS)}] --size "
+        help=f"benchmark a backend: [--backend {'|'.join(benchmark_names())}] --size "
         "1080p ... (default wgpu; 'bench --backend NAME --help' for its flags)",
     )
     bench.add_argument(

@@ -26,12 +26,11 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import io
 from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.model.weights import weights_path
-from oidn_gpu.record.config import KERNELS, TRANSFERS, make_config
+from oidn_gpu.record.config import KERNELS, PRECISIONS, TRANSFERS, make_config
 from oidn_gpu.record.reader import read_program
 from oidn_gpu.record.summary import describe, program_hdr, summarize
 
 EXIT_OK = 0
-_PRECISIONS = ("auto", "fp32", "fp16")
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -55,7 +54,7 @@ def add_record_parsers(sub: Any) -> None:
     rec.add_argument("--size", required=True, type=_size, metavar="WxH", help="image size")
     rec.add_argument("--hdr", action="store_true", help="HDR color (PU transfer by default)")
     rec.add_argument(
-        "--precision", choices=_PRECISIONS, default="auto", help="wgpu precision (default auto)"
+        "--precision", choices=PRECISIONS, default="auto", help="wgpu precision (default auto)"
     )
     rec.add_argument(
         "--kernel",
@@ -123,7 +122,7 @@ def _weights_bytes(text: str) -> bytes:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """``oidn-gpu record``: write a program file."""
-    from oidn_gpu.record.api import record_denoise, record_network
+    from oidn_gpu.record.api import record_denoise, record_network, recording_device
 
     width, height = args.size
     weights_file = Path(args.weights)
@@ -134,10 +133,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     if args.baseline:
         options["features"] = [f.strip() for f in args.features.split(",") if f.strip()]
     else:
-        from oidn_gpu.backends.wgpu.device import open_device
-
-        device = open_device()
-        options["device"] = device
+        options["device"] = recording_device()
     if args.network:
         data = record_network(tza, make_config(width, height, **options))
     else:

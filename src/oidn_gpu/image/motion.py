@@ -51,7 +51,14 @@ from pathlib import Path
 import numpy as np
 
 from oidn_gpu.image import aovs
-from oidn_gpu.image.io import ImageFileError, Layer, describe_layers, list_layers, match_layer
+from oidn_gpu.image.io import (
+    ImageFileError,
+    Layer,
+    describe_layers,
+    list_layers,
+    match_layer,
+    read_layer,
+)
 
 CYCLES = "cycles"  # X, Y = previous - here; Z, W = here - next
 VELOCITY = "velocity"  # x, y = next - here (one frame's motion, forward in time)
@@ -334,8 +341,6 @@ def read_motion(
         MotionPassError: no motion pass (the message lists the names looked for and the
             file's layers), wrong channels, or a size other than ``size``.
     """
-    from oidn_gpu.image.io import read_layer
-
     path = Path(path)
     found = find_motion_pass(path, layer, convention=convention)
     if found is None:

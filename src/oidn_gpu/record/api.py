@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_denoise
-from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage
+from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
@@ -62,6 +62,12 @@ _FAMILY_BITS = {
     "conv-igemm": KernelBit.IMPLICIT_GEMM,
     "conv-spatial": KernelBit.SPATIAL,
 }
+
+
+def recording_device() -> Any:
+    """The wgpu device of this machine, to record for (`make_config` reads its features
+    and limits)."""
+    return open_device()
 
 
 def _load_model(tza: bytes | bytearray | memoryview) -> Any:

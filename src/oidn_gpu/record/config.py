@@ -50,10 +50,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oidn_gpu.backends.base import Precision
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.record.format import CONFIG_VERSION, U32_MAX, WORD_BYTES
 
-PRECISIONS = ("auto", "fp32", "fp16")
+# The precision word's values, in word order (the wgpu backend's precisions).
+PRECISIONS = tuple(p.value for p in (Precision.AUTO, Precision.FP32, Precision.FP16))
 KERNELS = ("auto", "implicit-gemm", "direct", "subgroup-matrix", "spatial", "subgroup")
 FEATURE_BITS = {
     "shader-f16": 1,

@@ -3,47 +3,53 @@
 Importing this module needs no torch: its options validate and its probe reports
 a missing torch or GPU as the reason the backend is unavailable. ``backend="auto"``
 tries it first, and picks it wherever torch sees a CUDA GPU; a torch device given
-as ``device=`` asks for it.
+as ``device=`` asks for it. `CudaBenchmark` is its benchmark (``oidn-gpu bench --backend
+cuda``; its engine, `bench`, imports torch when it runs).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
-from dataclasses import dataclass
+import subprocess
+import sys
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 
-from oidn_gpu.backends.base import PRECISIONS as ALL_PRECISIONS
 from oidn_gpu.backends.base import (
     Availability,
     BackendOptions,
     DenoiseImages,
     NetworkExecutor,
+    Precision,
     Progress,
     TileLimits,
     TileRunner,
+    check_precision,
+    precision_choices,
 )
+from oidn_gpu.backends.bench_result import parse_size
 from oidn_gpu.backends.cuda import available
 from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoisePlan
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, OIDNGPUError, one_of
+from oidn_gpu.files import write_bytes_atomic
 
-PRECISIONS = ("auto", "fp16", "bf16")
-# "auto" computes with fp16 activations and weights (fp32 accumulation either way).
-DEFAULT_PRECISION = "fp16"
+# What it computes in: fp16 or bf16 activations and weights, fp32 accumulation either way.
+PRECISIONS = (Precision.FP16, Precision.BF16)
+# What "auto" computes in.
+DEFAULT_PRECISION = Precision.FP16
 ENGINES = ("auto", "triton", "cudnn")
 # The kernels index activations with 32-bit integers; the widest activation any OIDN
 # U-Net stores has 128 channels (112 padded), so a tile holds at most 2^24 - 1 pixels.
 TILE_LIMITS = TileLimits(max_elements=2**31 - 1, stored_channels=128)
-
-
-def _expected(values: tuple[str, ...]) -> str:
-    return ", ".join(f"'{v}'" for v in values[:-1]) + f" or '{values[-1]}'"
+EXIT_FAILURE = 1
 
 
 def _is_torch_device(value: Any) -> bool:
@@ -62,7 +68,7 @@ class CudaOptions(BackendOptions):
         device: a ``torch.device``, a CUDA device index or name; None: the current one.
     """
 
-    precision: str = "auto"
+    precision: Precision = Precision.AUTO
     engine: str = "auto"
     device: Any = None
 
@@ -72,21 +78,15 @@ class CudaOptions(BackendOptions):
             "engine": "cuda: auto (Triton where it imports, else cuDNN), triton or cudnn",
         }
     )
-    option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS, "engine": ENGINES})
+    option_choices: ClassVar = MappingProxyType(
+        {"precision": precision_choices(PRECISIONS), "engine": ENGINES}
+    )
 
     def __post_init__(self) -> None:
-        precision = self.precision
-        if not isinstance(precision, str) or precision not in ALL_PRECISIONS:
-            raise InvalidArgumentError(
-                f"unknown precision {precision!r}; expected {_expected(ALL_PRECISIONS)}"
-            )
-        if precision not in PRECISIONS:
-            raise InvalidArgumentError(
-                f"the cuda backend computes in fp16 or bf16; got precision '{precision}'"
-            )
+        object.__setattr__(self, "precision", check_precision(self.precision, "cuda", PRECISIONS))
         if not isinstance(self.engine, str) or self.engine not in ENGINES:
             raise InvalidArgumentError(
-                f"unknown engine {self.engine!r}; expected {_expected(ENGINES)}"
+                f"unknown engine {self.engine!r}; expected {one_of(ENGINES)}"
             )
         device = self.device
         if device is not None and not (
@@ -104,8 +104,9 @@ class CudaOptions(BackendOptions):
 
     @property
     def compute_precision(self) -> str:
-        """The precision the executor computes in (``"auto"`` resolved)."""
-        return DEFAULT_PRECISION if self.precision == "auto" else self.precision
+        """The precision the executor computes in (``"auto"`` resolved): ``"fp16"`` or
+        ``"bf16"``."""
+        return (DEFAULT_PRECISION if self.precision is Precision.AUTO else self.precision).value
 
 
 class CudaTileRunner:
@@ -179,6 +180,113 @@ class CudaTileRunner:
         self.denoiser.close()
 
 
+def _engine(what: str) -> Any:
+    """`backends.cuda.bench`, or `MissingDependencyError` saying what needs it."""
+    try:
+        # The benchmark engine needs torch: imported only when asked for.
+        from oidn_gpu.backends.cuda import bench
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"{what} needs the cuda backend: pip install 'oidn-gpu[cuda]' ({err})"
+        ) from err
+    return bench
+
+
+class CudaBenchmark:
+    """The `Benchmark` of the cuda backend."""
+
+    description = "Benchmark the CUDA backend (CUDA events, medians)."
+    default = False
+
+    def add_arguments(self, parser: Any) -> None:
+        add = parser.add_argument
+        add("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
+        add("--weights", default="rt_hdr_alb_nrm", help="a .tza path or built-in name")
+        add("--precision", default="fp16", choices=[p.value for p in PRECISIONS])
+        add("--engine", default="auto", choices=ENGINES)
+        add("--runs", type=int, default=100)
+        add("--warmup", type=int, default=10)
+        add("--host-runs", type=int, default=20)
+        add("--no-end-to-end", action="store_true")
+        add("--baseline", action="store_true", help="also run the plain cuDNN port and print both")
+        add("--peak-tflops", type=float, default=None, help="tensor-core peak")
+        add("--cold", action="store_true",
+            help="time fresh processes with empty caches instead: start to first image, import "
+            "torch, first and second denoise, a second size (beside Intel OIDN's when installed)")
+        add("--cold-runs", type=int, default=3, help="fresh processes for --cold")
+        add("--tune", action="store_true",
+            help="time the tile candidates of every layer at --size on this GPU and keep the "
+            "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
+            "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read")
+        add("--second-size", default="1000x750", help="--cold: the second size")
+        add("--json", dest="json_path", default=None, help="write the result as JSON")
+
+    def run(self, args: Any, tools: Any) -> int:
+        if args.cold:
+            return _cold(args, tools)
+        if args.tune:
+            return _tune(args)
+        bench = _engine("the CUDA benchmark")
+        kwargs = {
+            "size": parse_size(args.size),
+            "weights": args.weights,
+            "precision": args.precision,
+            "runs": args.runs,
+            "warmup": args.warmup,
+            "host_runs": args.host_runs,
+            "end_to_end": not args.no_end_to_end,
+        }
+        if args.peak_tflops is not None:
+            kwargs["peak_tflops"] = args.peak_tflops
+        results = {}
+        for name, engine in [("cuda", args.engine)] + [("baseline", "cudnn")] * args.baseline:
+            results[name] = bench.run_bench(engine=engine, **kwargs)
+            if name == "cuda" and not args.no_end_to_end:
+                rows = tools.api_rows(
+                    backend="cuda", size=kwargs["size"], weights=args.weights, precision=args.precision,
+                    engine=engine, runs=args.runs, host_runs=args.host_runs, warmup=args.warmup,
+                )  # fmt: skip
+                results[name] = replace(results[name], api_ms=rows)
+            if args.json_path:
+                data = {key: r.to_dict() for key, r in results.items()}
+                write_bytes_atomic(args.json_path, json.dumps(data).encode("utf-8"))
+            print(f"== {name} ({args.size}, {args.weights})")
+            print(results[name].table(), flush=True)
+            for row, value in results[name].api_ms.items():
+                print(f"api        {value:.3f} ms median wall: {tools.api_row_names[row]}",
+                      flush=True)  # fmt: skip
+        return 0
+
+
+def _cold(args: Any, tools: Any) -> int:
+    """``--cold``: `benchmark.BenchTools.run_cold`."""
+    try:
+        result = tools.run_cold(
+            "cuda", parse_size(args.size), parse_size(args.second_size), runs=args.cold_runs,
+            progress=lambda text: print(text, file=sys.stderr, flush=True),
+        )  # fmt: skip
+    except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    if args.json_path:
+        write_bytes_atomic(args.json_path, json.dumps(result.to_dict()).encode("utf-8"))
+    print(result.table(), flush=True)
+    return 0
+
+
+def _tune(args: Any) -> int:
+    """``--tune``: `bench.tune_tiles`."""
+    bench = _engine("tuning")
+    path, choices = bench.tune_tiles(parse_size(args.size), args.weights, args.precision)
+    for key, config in sorted(choices.items()):
+        print(f"{key:<24} {config.describe()}")
+    print(f"tuning cache: {path if path is not None else 'not written (OIDN_GPU_CUDA_TUNING=off)'}")
+    return 0
+
+
+BENCHMARK = CudaBenchmark()
+
+
 class CudaBackend:
     """CUDA through PyTorch, with the fused device-side denoise pipeline as its runner."""
 
@@ -186,6 +294,8 @@ class CudaBackend:
     priority = 200
     description = "Triton (or cuDNN) kernels on NVIDIA GPUs through PyTorch"
     Options = CudaOptions
+    precisions = PRECISIONS
+    benchmark = "oidn_gpu.backends.cuda.backend:BENCHMARK"
     tile_limits = TILE_LIMITS
     uses_gpu = True
 
@@ -215,12 +325,7 @@ class CudaBackend:
         from oidn_gpu.backends.cuda.torch_ops import torch
 
         with torch.inference_mode(False):  # its buffers are written in place (see the runner)
-            return CudaExecutor(
-                model,
-                device=options.device,
-                precision=options.compute_precision,
-                engine=options.engine,
-            )
+            return CudaExecutor(model, options=options)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.cuda.pipeline import CudaDenoiser

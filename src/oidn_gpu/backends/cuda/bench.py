@@ -15,15 +15,16 @@ events, medians and p95 over ``runs`` timed runs after ``warmup`` runs:
   is idle; ``host_wall_*``: `CudaDenoiser.denoise` on NumPy arrays (pinned
   staging, upload, denoise, readback), its stages timed apart
   (``host_breakdown_ms``), and ``host_direct_wall_median_ms`` through pageable copies;
-- ``api_ms``: the public API per call, filled by the command line
-  (`oidn_gpu.cli.bench_api`: the backend layer does not import the filter);
+- ``api_ms``: the public API per call, filled by `benchmark.CudaBenchmark` with the rows
+  the command line lends (`oidn_gpu.cli.bench_api`: the backend layer does not import
+  the filter);
 - ``peak_memory_mb``: torch's peak device allocation during the benchmark.
 
 ``--baseline`` runs the same benchmark a second time on the plain cuDNN port
 (`torch_ops.TorchNetwork`, channels-last fp16 ``conv2d`` in one CUDA graph,
 torch input and output passes) and prints both.
 
-Its command line is a front end (`oidn_gpu.cli.bench`)::
+Its command line is `benchmark.CudaBenchmark` (``oidn-gpu bench --backend cuda``)::
 
     oidn-gpu bench --backend cuda --size 1080p --weights rt_hdr_alb_nrm \\
         --runs 100 --baseline --json out.json
@@ -41,12 +42,14 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends import bench_result
-from oidn_gpu.backends.bench_result import e2e_summaries, percentile
+from oidn_gpu.backends.bench_result import check_size, e2e_summaries, percentile
 from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
+from oidn_gpu.backends.cuda.backend import TILE_LIMITS
+from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
 from oidn_gpu.backends.cuda.tuning import TileConfig, cache_path
-from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
+from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles
+from oidn_gpu.errors import OIDNGPUError
 from oidn_gpu.graph.plan import plan
 from oidn_gpu.image.process import mode_for
 from oidn_gpu.model.unet import load_model
@@ -206,13 +209,7 @@ def run_bench(
 ) -> BenchResult:
     """Benchmark one configuration on the current CUDA device (see the module docstring)."""
     torch = torch_ops.torch
-    if (
-        not isinstance(size, tuple)
-        or len(size) != 2
-        or not all(isinstance(v, int) and v >= 1 for v in size)
-    ):
-        raise InvalidArgumentError(f"size {size!r} must be (height, width), two positive ints")
-    height, width = size
+    height, width = check_size(size)
     net_h, net_w = -(-height // ALIGNMENT) * ALIGNMENT, -(-width // ALIGNMENT) * ALIGNMENT
     model = _load(weights)
     torch.cuda.reset_peak_memory_stats()
@@ -231,34 +228,9 @@ def run_bench(
     network = _time_events(torch, graph.replay, runs, warmup)
     wall = _time_wall(torch, graph.replay, runs, warmup)
 
-    launches = executor.launches
-    shapes = plan(executor.graph, net_h, net_w)
-    flops = {launch.name: launch.flops(*layout.conv_shapes(shapes, launch)) for launch in launches}
-    layers: list[LayerStat] = []
-    layer_ms: dict[str, float] = {}
     kernels = executor.kernel_names()
-    if executor.engine == "triton" and prep is not None:
-        target = executor._raw_target(prep)
-        for launch in launches:
-            config = prep.configs[launch.name]
-
-            def one(launch=launch, config=config) -> None:
-                executor._launch(prep, launch, config, target if launch.final else None)
-
-            layer_graph = _graph_of(torch, one, LAYER_REPEAT)
-            times = _time_events(torch, layer_graph.replay, max(10, runs // 4), 3)
-            layer_ms[launch.name] = statistics.median(times) / LAYER_REPEAT
+    layers, layer_ms, flops = _layer_stats(torch, executor, prep, net_h, net_w, runs, peak_tflops)
     total_layers = sum(layer_ms.values())
-    for launch in launches:
-        if launch.name not in layer_ms:
-            continue
-        ms = layer_ms[launch.name]
-        tflops = flops[launch.name] / (ms * 1e9) if ms > 0 else 0.0
-        floor = flops[launch.name] / (peak_tflops * 1e9)
-        layers.append(LayerStat(
-            launch.name, kernels[launch.name], ms, ms / total_layers if total_layers else 0.0,
-            tflops * 1e3, tflops, floor / ms if ms > 0 else 0.0,
-        ))  # fmt: skip
     total_flops = sum(flops.values())
     net_median = statistics.median(network)
     e2e: dict[str, Any] = {}
@@ -301,6 +273,43 @@ def run_bench(
     return result
 
 
+def _layer_stats(
+    torch: Any, executor: CudaExecutor, prep: Any, net_h: int, net_w: int, runs: int,
+    peak_tflops: float,
+) -> tuple[list[LayerStat], dict[str, float], dict[str, float]]:  # fmt: skip
+    """Every conv launch timed alone (Triton only): ``(layers, ms per launch, FLOPs per
+    launch)``."""
+    launches = executor.launches
+    shapes = plan(executor.graph, net_h, net_w)
+    flops = {launch.name: launch.flops(*layout.conv_shapes(shapes, launch)) for launch in launches}
+    layers: list[LayerStat] = []
+    layer_ms: dict[str, float] = {}
+    kernels = executor.kernel_names()
+    if executor.engine == "triton" and prep is not None:
+        target = executor._raw_target(prep)
+        for launch in launches:
+            config = prep.configs[launch.name]
+
+            def one(launch=launch, config=config) -> None:
+                executor._launch(prep, launch, config, target if launch.final else None)
+
+            layer_graph = _graph_of(torch, one, LAYER_REPEAT)
+            times = _time_events(torch, layer_graph.replay, max(10, runs // 4), 3)
+            layer_ms[launch.name] = statistics.median(times) / LAYER_REPEAT
+    total_layers = sum(layer_ms.values())
+    for launch in launches:
+        if launch.name not in layer_ms:
+            continue
+        ms = layer_ms[launch.name]
+        tflops = flops[launch.name] / (ms * 1e9) if ms > 0 else 0.0
+        floor = flops[launch.name] / (peak_tflops * 1e9)
+        layers.append(LayerStat(
+            launch.name, kernels[launch.name], ms, ms / total_layers if total_layers else 0.0,
+            tflops * 1e3, tflops, floor / ms if ms > 0 else 0.0,
+        ))  # fmt: skip
+    return layers, layer_ms, flops
+
+
 def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, width: int,
                 runs: int, warmup: int, host_runs: int) -> dict[str, Any]:  # fmt: skip
     rng = np.random.default_rng(20261130)
@@ -313,8 +322,7 @@ def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, wid
     images = [torch.from_numpy(a).cuda() for a in host]
     out = torch.empty((height, width, 3), dtype=torch.float32, device="cuda")
     mode = mode_for("RT", hdr=True)
-    overlap = getattr(executor, "tile_overlap", 0)
-    plan = default_plan(height, width, overlap)
+    plan = plan_tiles(model, height, width, WHOLE_IMAGE, TILE_LIMITS)
     denoiser = CudaDenoiser(executor)
 
     def on_tensors() -> None:

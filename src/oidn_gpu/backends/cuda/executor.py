@@ -51,6 +51,7 @@ from oidn_gpu.backends.base import (
     check_network_input,
 )
 from oidn_gpu.backends.cuda import layout, torch_ops
+from oidn_gpu.backends.cuda.backend import CudaOptions
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import (
     TileConfig,
@@ -68,8 +69,6 @@ from oidn_gpu.graph.plan import Plan, plan, size_alignment
 from oidn_gpu.image.tiling import TILE_OVERLAP_BASE
 from oidn_gpu.model.unet import tile_overlap
 
-PRECISIONS = ("fp16", "bf16")
-ENGINES = ("auto", "triton", "cudnn")
 INTERPRET_ENV_VAR = "TRITON_INTERPRET"
 
 
@@ -159,6 +158,9 @@ class CudaExecutor(ExecutorBase):
 
     Args:
         model: a `ValidatedModel` (``.graph``, ``.convs``).
+        options: the backend's checked options (`backend.CudaOptions`: device, precision,
+            engine); without them the three keywords of those names make them (and are
+            checked there), else those keywords must be left unset.
         device: a torch device or index; default the current CUDA device (the CPU
             under ``TRITON_INTERPRET=1`` when no GPU is present).
         precision: ``"fp16"`` (default) or ``"bf16"`` activations and weights;
@@ -179,22 +181,26 @@ class CudaExecutor(ExecutorBase):
         self,
         model: Any,
         *,
+        options: CudaOptions | None = None,
         device: Any = None,
-        precision: str = "fp16",
-        engine: str = "auto",
+        precision: str | None = None,
+        engine: str | None = None,
         tune: bool | None = None,
         bridge: bool | None = None,
         shape_cache_size: int = 2,
     ) -> None:
         torch = torch_ops.torch
         self._torch = torch
-        if precision not in PRECISIONS:
+        loose = {"device": device, "precision": precision, "engine": engine}
+        if options is None:  # checked once, by the options
+            options = CudaOptions(**{k: v for k, v in loose.items() if v is not None})
+        elif any(v is not None for v in loose.values()):
             raise InvalidArgumentError(
-                f"precision {precision!r} is not supported by the cuda backend; "
-                f"expected one of {PRECISIONS}"
+                "CudaExecutor takes options= or the keywords device, precision and engine, "
+                "not both"
             )
-        if engine not in ENGINES:
-            raise InvalidArgumentError(f"engine {engine!r} is unknown; expected one of {ENGINES}")
+        self.options = options
+        device, precision, engine = options.device, options.compute_precision, options.engine
         if shape_cache_size < 1:
             raise InvalidArgumentError(f"shape_cache_size {shape_cache_size} must be at least 1")
         self.device = self._pick_device(device)

@@ -81,9 +81,10 @@ from oidn_gpu.backends.cuda.executor import (
     kernels,
     transfer_id,
 )
+from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image import autoexposure as ae
-from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, TilePlan, plan_tiles
+from oidn_gpu.image.tiling import TilePlan
 
 _LOG = logging.getLogger(__name__)
 
@@ -137,20 +138,6 @@ def _image(tensor: Any, name: str, *, max_channels: int = 3) -> _Image:
     return _Image(
         tensor, height, width, min(channels, max_channels), int(tensor.stride(1)),
         int(tensor.stride(0)), 0,
-    )  # fmt: skip
-
-
-def index_fits(tile_h: int, tile_w: int) -> bool:
-    """Whether a tile's widest activation can be indexed by the kernels' 32-bit offsets
-    (the backend's `TILE_LIMITS`, which `plan_denoise` plans within)."""
-    return TILE_LIMITS.fits(tile_h, tile_w)
-
-
-def default_plan(height: int, width: int, overlap: int, max_tile_px: int | None = None) -> TilePlan:
-    """OIDN's tile plan here: one tile unless over ``max_tile_px`` or 32-bit indexing."""
-    return plan_tiles(
-        height, width, overlap=overlap, alignment=MIN_TILE_ALIGNMENT, max_tile_px=max_tile_px,
-        fits=index_fits,
     )  # fmt: skip
 
 
@@ -306,8 +293,8 @@ class CudaDenoiser:
             albedo, normal: auxiliary images given alongside color (network order).
             mode: an `image.process.Mode`; its ``input_scale`` is used unless
                 ``autoexposure``.
-            plan: a `TilePlan` for this image size (default: `default_plan`, one tile
-                up to the kernels' size limit).
+            plan: a `TilePlan` for this image size (default: `plan.plan_tiles` of the
+                whole image, one tile up to the kernels' size limit).
             out: optional float32 ``[H, W, C]`` tensor written in place (channels past
                 ``out_channels`` untouched); default a new ``[H, W, out_channels]``.
             out_channels: channels written (default: the main image's, at most 3).
@@ -332,7 +319,7 @@ class CudaDenoiser:
         if not 1 <= channels <= 3:
             raise InvalidArgumentError(f"out_channels is {channels}; expected 1, 2 or 3")
         if plan is None:
-            plan = default_plan(height, width, overlap=self.executor.tile_overlap)
+            plan = plan_tiles(self.executor.model, height, width, WHOLE_IMAGE, TILE_LIMITS)
         if (plan.height, plan.width) != (height, width):
             raise InvalidArgumentError(
                 f"tile plan is for {plan.height}x{plan.width}; the images are {height}x{width}"

@@ -10,19 +10,20 @@ from typing import Any, ClassVar
 import numpy as np
 
 from oidn_gpu.backends.base import (
-    PRECISIONS as ALL_PRECISIONS,
-)
-from oidn_gpu.backends.base import (
     Availability,
     BackendOptions,
     NetworkExecutor,
+    Precision,
     TileRunner,
+    check_precision,
+    precision_choices,
 )
 from oidn_gpu.backends.host_runner import HostTileRunner
-from oidn_gpu.backends.reference.executor import ReferenceExecutor
+from oidn_gpu.backends.reference.executor import ReferenceExecutor, check_threads
 from oidn_gpu.errors import InvalidArgumentError
 
-PRECISIONS = ("auto", "fp32")
+# What it computes in (``precision="auto"`` is fp32 too).
+PRECISIONS = (Precision.FP32,)
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class ReferenceOptions(BackendOptions):
             denoised image is the same for every thread count.
     """
 
-    precision: str = "auto"
+    precision: Precision = Precision.AUTO
     threads: int | None = None
 
     option_help: ClassVar = MappingProxyType(
@@ -47,25 +48,13 @@ class ReferenceOptions(BackendOptions):
             "cores, 1 to 8; the image is the same for any count)",
         }
     )
-    option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS})
+    option_choices: ClassVar = MappingProxyType({"precision": precision_choices(PRECISIONS)})
     option_metavars: ClassVar = MappingProxyType({"threads": "N"})
 
     def __post_init__(self) -> None:
-        if not isinstance(self.precision, str) or self.precision not in ALL_PRECISIONS:
-            raise InvalidArgumentError(
-                f"unknown precision {self.precision!r}; expected "
-                + ", ".join(f"'{p}'" for p in ALL_PRECISIONS[:-1])
-                + f" or '{ALL_PRECISIONS[-1]}'"
-            )
-        if self.precision not in PRECISIONS:
-            raise InvalidArgumentError(
-                f"the reference backend computes in fp32 only; got precision '{self.precision}'"
-            )
-        threads = self.threads
-        if threads is not None and (
-            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-        ):
-            raise InvalidArgumentError(f"threads must be an int >= 1 or None, got {threads!r}")
+        precision = check_precision(self.precision, "reference", PRECISIONS)
+        object.__setattr__(self, "precision", precision)
+        check_threads(self.threads)
 
     @classmethod
     def parse_cli_option(cls, name: str, text: str) -> Any:
@@ -89,6 +78,8 @@ class ReferenceBackend:
     description = "NumPy fp32 on the CPU (the golden model)"
     Options = ReferenceOptions
     uses_gpu = False
+    precisions = PRECISIONS
+    benchmark = "oidn_gpu.backends.reference.bench:BENCHMARK"
 
     def probe(self) -> Availability:
         return Availability(True, f"NumPy {np.__version__}, always available", auto=True)

@@ -51,7 +51,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -103,6 +103,20 @@ class NetworkModel(Protocol):
 
     @property
     def convs(self) -> Mapping[str, ConvParams]: ...
+
+
+def check_threads(threads: Any) -> int | None:
+    """``threads`` (OIDN's ``numThreads``) checked: None or an int >= 1; the one check of
+    the reference backend's ``threads`` option.
+
+    Raises:
+        InvalidArgumentError: anything else.
+    """
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise InvalidArgumentError(f"threads must be an int >= 1 or None, got {threads!r}")
+    return threads
 
 
 def padded_value_bytes(name: str, shape: Shape) -> int:
@@ -325,11 +339,7 @@ class ReferenceExecutor(ExecutorBase):
                 f"band_bytes {band_bytes}, band_rows {band_rows} and shape_cache_size "
                 f"{shape_cache_size} must all be at least 1"
             )
-        if threads is not None and (
-            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-        ):
-            raise InvalidArgumentError(f"threads must be an int >= 1 or None, got {threads!r}")
-        self._threads = threads
+        self._threads = check_threads(threads)
         graph = model.graph
         self._graph = (
             optimize(graph, channel_align=1)

@@ -5,12 +5,14 @@ a missing wgpu as the reason the backend is unavailable. ``backend="auto"``
 picks it only when an adapter that is a real GPU exists (a CPU rasterizer such as
 lavapipe is slower than NumPy; ask for ``backend="wgpu"`` to use it). On Linux the
 probe first reads Vulkan's driver manifests and the GPU device nodes (`icd`): where
-they rule a GPU out it answers without importing wgpu.
+they rule a GPU out it answers without importing wgpu. `WgpuBenchmark` is its benchmark,
+the default of ``oidn-gpu bench`` (its engine, `bench`, is imported when it runs).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import json
 from collections.abc import Mapping
@@ -18,22 +20,27 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from oidn_gpu.backends.base import PRECISIONS as ALL_PRECISIONS
-from oidn_gpu.backends.base import Availability, BackendOptions, NetworkExecutor, TileRunner
-from oidn_gpu.backends.wgpu import icd
+from oidn_gpu.backends.base import (
+    Availability,
+    BackendOptions,
+    NetworkExecutor,
+    Precision,
+    TileRunner,
+    check_precision,
+    precision_choices,
+)
+from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.wgpu import icd, kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
+from oidn_gpu.files import write_bytes_atomic
 from oidn_gpu.kernels.gemm import GemmOptions
-from oidn_gpu.kernels.select import KernelKind
 
-PRECISIONS = ("auto", "fp16", "fp32")
-# The kernel= settings (KernelKind less the final RGB layer, which is chosen, never asked for).
-KERNELS = tuple(k.value for k in KernelKind if k is not KernelKind.FINAL_RGB)
+# What it computes in (``precision="auto"``: fp16 where the device has shader-f16).
+PRECISIONS = (Precision.FP16, Precision.FP32)
+# The kernel= settings (the final RGB layer's kernel is chosen, never asked for).
+KERNELS = kernel_choice.kernel_names()
 # Adapter features worth naming in `oidn-gpu info`.
 REPORTED_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
-
-
-def _expected(values: tuple[str, ...]) -> str:
-    return ", ".join(f"'{v}'" for v in values[:-1]) + f" or '{values[-1]}'"
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,7 @@ class WgpuOptions(BackendOptions):
             ``"subgroup"`` also reaches the four pooled encoder convs. Same image.
     """
 
-    precision: str = "auto"
+    precision: Precision = Precision.AUTO
     kernel: str = "auto"
     gemm: GemmOptions | None = None
     device: Any = None
@@ -66,24 +73,15 @@ class WgpuOptions(BackendOptions):
             "gemm": "wgpu implicit-GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'",
         }
     )
-    option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS, "kernel": KERNELS})
+    option_choices: ClassVar = MappingProxyType(
+        {"precision": precision_choices(PRECISIONS), "kernel": KERNELS}
+    )
     option_metavars: ClassVar = MappingProxyType({"gemm": "JSON"})
 
     def __post_init__(self) -> None:
-        if not isinstance(self.precision, str) or self.precision not in ALL_PRECISIONS:
-            raise InvalidArgumentError(
-                f"unknown precision {self.precision!r}; expected {_expected(PRECISIONS)}"
-            )
-        if self.precision not in PRECISIONS:
-            raise InvalidArgumentError(
-                f"the wgpu backend computes in fp16 or fp32; got precision '{self.precision}'"
-            )
-        if not isinstance(self.kernel, str) or self.kernel not in KERNELS:
-            raise InvalidArgumentError(
-                f"unknown kernel {self.kernel!r}; expected one of "
-                + ", ".join(repr(k) for k in KERNELS)
-            )
-        object.__setattr__(self, "gemm", gemm_options(self.gemm))
+        object.__setattr__(self, "precision", check_precision(self.precision, "wgpu", PRECISIONS))
+        kernel_choice.validate_kernel(self.kernel)
+        object.__setattr__(self, "gemm", kernel_choice.validate_gemm(self.gemm))
         if not isinstance(self.conv_pool, bool):
             raise InvalidArgumentError(f"conv_pool must be True or False, got {self.conv_pool!r}")
         device = self.device
@@ -118,22 +116,76 @@ class WgpuOptions(BackendOptions):
         return options
 
 
-def gemm_options(gemm: Any) -> GemmOptions | None:
-    """Normalize ``gemm=``: None, `GemmOptions`, or a mapping of its option names.
+class WgpuBenchmark:
+    """The `Benchmark` of the wgpu backend (what ``oidn-gpu bench`` runs by default)."""
 
-    Raises:
-        InvalidArgumentError: another type, an unknown option name or a bad value.
-    """
-    if gemm is None or isinstance(gemm, GemmOptions):
-        return gemm
-    if not isinstance(gemm, Mapping):
-        raise InvalidArgumentError(
-            f"gemm must be a mapping of option names or GemmOptions, got {type(gemm).__name__}"
+    description = "Benchmark the wgpu executor (the default backend of bench)."
+    default = True
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
+        parser.add_argument(
+            "--weights", default="rt_hdr_alb_nrm", help="a .tza path or built-in name"
         )
-    try:
-        return GemmOptions(**gemm)
-    except TypeError as err:
-        raise InvalidArgumentError(f"invalid gemm options {dict(gemm)!r}: {err}") from None
+        parser.add_argument(
+            "--precision", default="auto", choices=precision_choices(PRECISIONS)
+        )
+        parser.add_argument("--kernel", default="auto", help=", ".join(KERNELS))
+        parser.add_argument(
+            "--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'"
+        )
+        parser.add_argument("--runs", type=int, default=20)
+        parser.add_argument("--warmup", type=int, default=3)
+        parser.add_argument("--top", type=int, default=8)
+        parser.add_argument(
+            "--json", dest="json_path", default=None, help="write the result as JSON"
+        )
+        parser.add_argument(
+            "--no-end-to-end", dest="end_to_end", action="store_false",
+            help="time the network only (skip the GpuDenoiser end-to-end runs)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--host-dtype", default="float32", choices=("float32", "float16"),
+            help="dtype of the host images of the end-to-end runs",
+        )  # fmt: skip
+        parser.add_argument(
+            "--no-denoiser", dest="facade", action="store_false",
+            help="skip timing Denoiser.denoise on the host images",
+        )  # fmt: skip
+
+    def run(self, args: Any, tools: Any) -> int:
+        try:
+            # The benchmark engine needs wgpu: imported only when asked for.
+            from oidn_gpu.backends.wgpu import bench
+        except ImportError as err:
+            raise MissingDependencyError(
+                "the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' "
+                f"({err})"
+            ) from err
+        try:
+            gemm = json.loads(args.gemm) if args.gemm else None
+        except json.JSONDecodeError as err:
+            raise InvalidArgumentError(f"--gemm is not valid JSON ({err})") from None
+        result = bench.run_bench(
+            size=parse_size(args.size),
+            weights=args.weights,
+            precision=args.precision,
+            kernel=args.kernel,
+            gemm=gemm,
+            runs=args.runs,
+            warmup=args.warmup,
+            top=args.top,
+            end_to_end=args.end_to_end,
+            host_dtype=args.host_dtype,
+            facade=functools.partial(bench.time_denoiser, tools.denoiser) if args.facade else None,
+        )
+        print(result.table())
+        if args.json_path:
+            write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
+        return 0
+
+
+BENCHMARK = WgpuBenchmark()
 
 
 # What `Availability.warning` says when only a CPU Vulkan driver (or adapter) is there.
@@ -151,6 +203,8 @@ class WgpuBackend:
     description = "WGSL compute shaders through wgpu (Vulkan, Metal, D3D12)"
     Options = WgpuOptions
     uses_gpu = True
+    precisions = PRECISIONS
+    benchmark = "oidn_gpu.backends.wgpu.backend:BENCHMARK"
 
     def probe(self) -> Availability:
         # On Linux, Vulkan's driver manifests and the device nodes can rule a GPU out
@@ -203,14 +257,7 @@ class WgpuBackend:
     def create_executor(self, model: Any, options: WgpuOptions) -> NetworkExecutor:
         from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 
-        return WgpuExecutor(
-            model,
-            precision=options.precision,
-            kernel=options.kernel,
-            gemm=options.gemm,
-            device=options.device,
-            conv_pool=options.conv_pool,
-        )
+        return WgpuExecutor(model, options=options)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser

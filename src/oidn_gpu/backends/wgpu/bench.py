@@ -47,8 +47,8 @@ The image size is the network size: it is rounded up to the graph's alignment
 still run as one tile, which is what ``--size 3840x2160`` measures.
 
 Library use: ``run_bench(size=(1080, 1920), weights=..., precision="fp16")``
-returns a `BenchResult` (``.table()``, ``.to_json()``). The command line is a
-front end (`oidn_gpu.cli.bench`)::
+returns a `BenchResult` (``.table()``, ``.to_json()``). Its command line is
+`backend.WgpuBenchmark` (``oidn-gpu bench``)::
 
     oidn-gpu bench --size 1920x1080 --weights PATH --precision fp16 --runs 20 --json out.json
 """
@@ -57,7 +57,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends import bench_result
-from oidn_gpu.backends.bench_result import LayerStat, e2e_summaries, percentile
+from oidn_gpu.backends.bench_result import LayerStat, check_size, e2e_summaries, percentile
 from oidn_gpu.backends.gpu_device import BufferUsage, PassTimestamps
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.wgpu import kernel_choice
@@ -191,6 +192,56 @@ def _load(weights: str | Path) -> Any:
     return builtin.load_builtin(str(weights))
 
 
+def time_denoiser(
+    denoiser: Any, executor: Any, model: Any, weights: str | Path, arrays: list[np.ndarray],
+    runs: int, warmup: int,
+) -> dict[str, Any]:  # fmt: skip
+    """Time ``denoiser`` (`oidn_gpu.Denoiser`, lent by the command line) on host arrays on
+    the wgpu executor's device (its compiled pipelines are reused): the ``facade_*``
+    timings of `run_bench`."""
+    path = Path(weights)
+    if not (path.suffix == ".tza" or path.exists()):
+        path = builtin.weights_path(str(weights))
+    hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()
+    info = executor.info()
+    facade = denoiser(
+        hdr=hdr,
+        weights=path,
+        backend="wgpu",
+        precision=info.precision,
+        device=executor.device.handle,
+    )
+    walls: list[float] = []
+    output_walls: list[float] = []
+    parts: list[dict[str, float]] = []
+    output = np.empty_like(arrays[0])
+    with facade:
+        for i in range(warmup + runs):
+            start = time.perf_counter()
+            result = facade.denoise(*arrays)
+            elapsed = (time.perf_counter() - start) * 1e3
+            if i >= warmup:
+                walls.append(elapsed)
+                runner = next(iter(facade._engines.values())).runner
+                parts.append(dict(runner.last_host_ms))
+        for i in range(warmup + runs):
+            start = time.perf_counter()
+            facade.denoise(*arrays, output=output)
+            elapsed = (time.perf_counter() - start) * 1e3
+            if i >= warmup:
+                output_walls.append(elapsed)
+        tiles = facade.info().tiles
+    # (float16 results of untrained weights may overflow to Inf; NaN means a broken path)
+    if result.dtype != arrays[0].dtype or np.isnan(result).any():
+        raise OIDNGPUError("the benchmark's Denoiser.denoise gave a wrong dtype or NaN")
+    return {
+        "facade_wall": walls,
+        "facade_output_wall": output_walls,
+        "facade_parts": parts,
+        "facade_tiles": tiles,
+    }
+
+
 def run_bench(
     *,
     size: tuple[int, int] = (1080, 1920),
@@ -210,68 +261,37 @@ def run_bench(
 ) -> BenchResult:
     """Benchmark the network (and, with ``end_to_end``, the whole GPU denoise) at one size.
 
-    See the module docstring. ``size`` is ``(height, width)`` of the image.
-    ``host_dtype``: ``"float32"`` or ``"float16"`` host images for the end-to-end runs;
-    ``facade``: called as ``facade(executor, model, weights, arrays, runs, warmup)`` after
-    the end-to-end runs, it times the public ``Denoiser.denoise`` on those host arrays
-    and returns its ``facade_*`` timings (the command line passes
-    `oidn_gpu.cli.bench.time_denoiser`; this layer cannot import the filter).
-    ``executor``: an open `WgpuExecutor` of ``weights`` to
-    reuse (sweeps); it is left open, and ``device``/``precision``/``kernel``/``gemm``
-    are then ignored (its own settings are reported).
+    See the module docstring. ``size`` is ``(height, width)`` of the image. ``host_dtype``:
+    ``"float32"`` or ``"float16"`` host images for the end-to-end runs; ``facade``: called as
+    ``facade(executor, model, weights, arrays, runs, warmup)`` after the end-to-end runs, it
+    times the public ``Denoiser.denoise`` on those host arrays and returns its ``facade_*``
+    timings (`backend.WgpuBenchmark` passes `time_denoiser` with the command line's
+    `Denoiser`; this layer cannot import the filter).
+    ``executor``: an open `WgpuExecutor` of ``weights`` to reuse (sweeps), left open;
+    ``device``/``precision``/``kernel``/``gemm`` are then ignored (its settings are reported).
 
     Raises:
         InvalidArgumentError: bad size, runs or options.
     """
-    if runs < 1 or warmup < 0:
-        raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
-    height, width = _check_size(size)
-    if host_dtype not in ("float32", "float16"):
-        raise InvalidArgumentError(f"host_dtype {host_dtype!r}; expected 'float32' or 'float16'")
-    net_h = -(-height // ALIGNMENT) * ALIGNMENT
-    net_w = -(-width // ALIGNMENT) * ALIGNMENT
+    height, width, net_h, net_w = _checked(size, runs, warmup, host_dtype)
     model = executor.model if executor is not None else _load(weights)
     start = time.perf_counter()
-    own = executor is None
-    if own:
-        executor = WgpuExecutor(
-            model,
-            device=open_timed_device(device),
-            precision=precision,
-            kernel=kernel,
-            gemm=gemm,
-            shape_cache_size=1,
-        )
-    timer = CommandTimer(executor.device)
-    e2e: dict[str, Any] = {}
-    try:
+    with _bench_executor(executor, model, device, precision, kernel, gemm) as executor:
+        timer = CommandTimer(executor.device)
         executor.prewarm([(net_h, net_w)])
         compile_s = time.perf_counter() - start
         rng = np.random.default_rng(random_seed)
         x = rng.random((executor.input_channels, net_h, net_w), dtype=np.float32)
         executor.run(x)  # upload once; later runs reuse the packed input in place
-        gpu = executor.device
         for _ in range(warmup):
             _timed_run(executor, net_h, net_w)
         wall: list[float] = []
-        gpu_total: list[float] = []
-        per_layer: dict[str, list[float]] = {}
-        kernels: dict[str, str] = {}
-        flops_by_layer: dict[str, float] = {}
         with timer:
             for _ in range(runs):  # wall clock and whole-submission GPU time (one pass)
                 wall.append(_timed_run(executor, net_h, net_w))
         network_gpu = timer.elapsed_ms()
-        for _ in range(runs):  # GPU time: one pass per layer with timestamps
-            if executor.profile_next_execution():
-                _timed_run(executor, net_h, net_w)
-                profile = executor.last_profile()
-                assert profile is not None
-                gpu_total.append(profile.total_ms)
-                for layer in profile.layers:
-                    per_layer.setdefault(layer.name, []).append(layer.elapsed_ms)
-                    kernels[layer.name] = layer.kernel
-                    flops_by_layer[layer.name] = layer.flops
+        gpu_total, all_layers = _profiled_layers(executor, net_h, net_w, runs)
+        e2e: dict[str, Any] = {}
         if end_to_end:
             e2e = _end_to_end(
                 executor, timer, model, height, width, runs, warmup, rng, np.dtype(host_dtype)
@@ -281,14 +301,48 @@ def run_bench(
             e2e.pop("arrays", None)
         info = executor.info()
         total_flops = executor.network_flops(net_h, net_w)
-        caps = gpu.capabilities
+        caps = executor.device.capabilities
         gemm_text = _gemm_text(executor)
-    finally:
-        if own:
-            executor.close()
-            closer = getattr(executor.device, "close_base", None)
-            if closer is not None:
-                closer()
+    return BenchResult(
+        device=caps.adapter.device,
+        backend_type=caps.adapter.backend_type,
+        weights=getattr(model, "name", None) or str(weights),
+        precision=info.precision,
+        kernel=info.kernel,
+        height=height,
+        width=width,
+        network_height=net_h,
+        network_width=net_w,
+        runs=runs,
+        warmup=warmup,
+        top_layers=tuple(all_layers[:top]),
+        compile_s=compile_s,
+        gemm=gemm_text,
+        layers=tuple(all_layers),
+        **_network_fields(wall, gpu_total, network_gpu, total_flops),
+        **_summaries(e2e),
+    )
+
+
+def _profiled_layers(
+    executor: WgpuExecutor, net_h: int, net_w: int, runs: int
+) -> tuple[list[float], list[LayerStat]]:
+    """``runs`` network runs with one timestamped pass per layer: the GPU total of each
+    run and every layer's median, slowest first (nothing without timestamps)."""
+    gpu_total: list[float] = []
+    per_layer: dict[str, list[float]] = {}
+    kernels: dict[str, str] = {}
+    flops_by_layer: dict[str, float] = {}
+    for _ in range(runs):
+        if executor.profile_next_execution():
+            _timed_run(executor, net_h, net_w)
+            profile = executor.last_profile()
+            assert profile is not None
+            gpu_total.append(profile.total_ms)
+            for layer in profile.layers:
+                per_layer.setdefault(layer.name, []).append(layer.elapsed_ms)
+                kernels[layer.name] = layer.kernel
+                flops_by_layer[layer.name] = layer.flops
     gpu_median = statistics.median(gpu_total) if gpu_total else None
     all_layers: list[LayerStat] = []
     if gpu_total:
@@ -303,47 +357,67 @@ def run_bench(
                     gflops_per_s=flops_by_layer[name] / (ms * 1e6) if ms > 0 else 0.0,
                 )
             )
-    layers = all_layers[:top]
+    return gpu_total, all_layers
+
+
+def _network_fields(
+    wall: list[float], gpu_total: list[float], network_gpu: list[float], total_flops: float
+) -> dict[str, Any]:
+    """The network-only `BenchResult` fields: wall clock, GPU times, GFLOP/s."""
+    gpu_median = statistics.median(gpu_total) if gpu_total else None
     reference_ms = gpu_median if gpu_median else statistics.median(wall)
-    return BenchResult(
-        device=caps.adapter.device,
-        backend_type=caps.adapter.backend_type,
-        weights=getattr(model, "name", None) or str(weights),
-        precision=info.precision,
-        kernel=info.kernel,
-        height=height,
-        width=width,
-        network_height=net_h,
-        network_width=net_w,
-        runs=runs,
-        warmup=warmup,
-        wall_ms=tuple(wall),
-        gpu_ms=tuple(gpu_total),
-        wall_median_ms=statistics.median(wall),
-        wall_p95_ms=percentile(wall, 95),
-        gpu_median_ms=gpu_median,
-        gpu_p95_ms=percentile(gpu_total, 95) if gpu_total else None,
-        gflop=total_flops / 1e9,
-        gflops_per_s=total_flops / (reference_ms * 1e6) if reference_ms > 0 else 0.0,
-        top_layers=tuple(layers),
-        compile_s=compile_s,
-        network_gpu_ms=tuple(network_gpu),
-        network_gpu_median_ms=statistics.median(network_gpu) if network_gpu else None,
-        network_gpu_p95_ms=percentile(network_gpu, 95) if network_gpu else None,
-        gemm=gemm_text,
-        layers=tuple(all_layers),
-        **_summaries(e2e),
+    return {
+        "wall_ms": tuple(wall),
+        "gpu_ms": tuple(gpu_total),
+        "wall_median_ms": statistics.median(wall),
+        "wall_p95_ms": percentile(wall, 95),
+        "gpu_median_ms": gpu_median,
+        "gpu_p95_ms": percentile(gpu_total, 95) if gpu_total else None,
+        "gflop": total_flops / 1e9,
+        "gflops_per_s": total_flops / (reference_ms * 1e6) if reference_ms > 0 else 0.0,
+        "network_gpu_ms": tuple(network_gpu),
+        "network_gpu_median_ms": statistics.median(network_gpu) if network_gpu else None,
+        "network_gpu_p95_ms": percentile(network_gpu, 95) if network_gpu else None,
+    }
+
+
+def _checked(
+    size: tuple[int, int], runs: int, warmup: int, host_dtype: str
+) -> tuple[int, int, int, int]:
+    """``(height, width)`` of `run_bench`'s arguments, checked, and the network's size."""
+    if runs < 1 or warmup < 0:
+        raise InvalidArgumentError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
+    height, width = check_size(size)
+    if host_dtype not in ("float32", "float16"):
+        raise InvalidArgumentError(f"host_dtype {host_dtype!r}; expected 'float32' or 'float16'")
+    return height, width, -(-height // ALIGNMENT) * ALIGNMENT, -(-width // ALIGNMENT) * ALIGNMENT
+
+
+@contextmanager
+def _bench_executor(
+    executor: WgpuExecutor | None, model: Any, device: Any, precision: str, kernel: str,
+    gemm: Any,
+) -> Iterator[WgpuExecutor]:  # fmt: skip
+    """The caller's ``executor`` (left open), else a new one on a timed device, closed
+    with its device after the benchmark."""
+    if executor is not None:
+        yield executor
+        return
+    executor = WgpuExecutor(
+        model,
+        device=open_timed_device(device),
+        precision=precision,
+        kernel=kernel,
+        gemm=gemm,
+        shape_cache_size=1,
     )
-
-
-def _check_size(size: tuple[int, int]) -> tuple[int, int]:
-    if (
-        not isinstance(size, tuple)
-        or len(size) != 2
-        or not all(isinstance(v, int) and v >= 1 for v in size)
-    ):
-        raise InvalidArgumentError(f"size {size!r} must be (height, width), two positive ints")
-    return size
+    try:
+        yield executor
+    finally:
+        executor.close()
+        closer = getattr(executor.device, "close_base", None)
+        if closer is not None:
+            closer()
 
 
 def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:

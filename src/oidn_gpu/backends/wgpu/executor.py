@@ -52,6 +52,7 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.backends.gpu_device import CommandEncoder, GpuDevice
 from oidn_gpu.backends.wgpu import kernel_choice, nodes
+from oidn_gpu.backends.wgpu.backend import WgpuOptions
 from oidn_gpu.backends.wgpu.device import open_device, shader_checks_forced
 from oidn_gpu.backends.wgpu.pipelines import pipeline_cache
 from oidn_gpu.backends.wgpu.plan_cache import ShapePlan, ShapePlanCache
@@ -116,11 +117,33 @@ def resolve_precision(device: GpuDevice, precision: str | Precision) -> Precisio
     return select.select_precision(precision, kernel_choice.device_limits(device.capabilities))
 
 
+def _checked_arguments(
+    options: WgpuOptions | None, device: Any, loose: dict[str, Any], shape_cache_size: int
+) -> tuple[WgpuOptions, Any]:
+    """``(options, device)`` of `WgpuExecutor`: the typed options given, else those made (and
+    checked, once) from its keywords; the device stays apart (a `GpuDevice` is no option)."""
+    if not isinstance(shape_cache_size, int) or shape_cache_size < 1:
+        raise InvalidArgumentError(
+            f"shape_cache_size must be a positive int, got {shape_cache_size!r}"
+        )
+    if options is None:
+        return WgpuOptions(**{k: v for k, v in loose.items() if v is not None}), device
+    if device is not None or any(v is not None for v in loose.values()):
+        raise InvalidArgumentError(
+            "WgpuExecutor takes options= or the keywords device, precision, kernel, gemm "
+            "and conv_pool, not both"
+        )
+    return options, options.device
+
+
 class WgpuExecutor(ExecutorBase):
     """Runs one validated OIDN model on a wgpu device.
 
     Args:
         model: a `model.unet.ValidatedModel` (``graph``, ``convs``, ``input_channels``).
+        options: the backend's checked options (`backend.WgpuOptions`: device, precision,
+            kernel, gemm, conv_pool); without them the five keywords of those names
+            make them (and are checked there), else those keywords must be left unset.
         device: a `GpuDevice`, a ``wgpu.GPUDevice``, or None to open the default device.
         precision: ``"auto"`` (fp16 when shader-f16 exists), ``"fp16"`` or ``"fp32"``.
         kernel: convolution kernel family, ``"auto"`` or one of `kernel_choice.kernel_names()`.
@@ -148,28 +171,28 @@ class WgpuExecutor(ExecutorBase):
         self,
         model: Any,
         *,
+        options: WgpuOptions | None = None,
         device: Any = None,
-        precision: str = "auto",
-        kernel: str = "auto",
+        precision: str | None = None,
+        kernel: str | None = None,
         gemm: Any = None,
         shape_cache_size: int = DEFAULT_SHAPE_CACHE_SIZE,
         shader_checks: bool | None = None,
-        conv_pool: bool = True,
+        conv_pool: bool | None = None,
         decoder: bool = True,
         prepare: bool = True,
     ) -> None:
-        if not isinstance(shape_cache_size, int) or shape_cache_size < 1:
-            raise InvalidArgumentError(
-                f"shape_cache_size must be a positive int, got {shape_cache_size!r}"
-            )
+        loose = {"precision": precision, "kernel": kernel, "gemm": gemm, "conv_pool": conv_pool}
+        options, device = _checked_arguments(options, device, loose, shape_cache_size)
+        self.options = options
         self._closed = True  # until construction succeeds
         self._device = open_device(device)
         self._owns_device = self._device.owned and device is None
-        self.precision = resolve_precision(self._device, precision)
-        self.kernel_setting = kernel_choice.validate_kernel(kernel)
+        self.precision = resolve_precision(self._device, options.precision)
+        self.kernel_setting = options.kernel
         limits = kernel_choice.device_limits(self._device.capabilities)
         # The GEMM options the kernels are made with: the caller's, or this device's defaults.
-        self._gemm = kernel_choice.validate_gemm(gemm) or default_options(limits, self.precision)
+        self._gemm = options.gemm or default_options(limits, self.precision)
         # The same, resolved for this precision (as oidn-web's `executor.gemm`); frozen.
         self.gemm: GemmOptions = self._gemm.resolved(self.precision)
         # What the kernel choice knows of the device (read-only)
@@ -186,7 +209,7 @@ class WgpuExecutor(ExecutorBase):
         # block padding (and the weights are packed per source the same way), so
         # sources need no channel alignment.
         self.graph = graph_passes.optimize(
-            model.graph, conv_pool=conv_pool, decoder=decoder, channel_align=1
+            model.graph, conv_pool=options.conv_pool, decoder=decoder, channel_align=1
         )
         self.input_channels = int(model.graph.input_channels)
         self.output_channels = int(self.graph.output_channels)
@@ -202,7 +225,7 @@ class WgpuExecutor(ExecutorBase):
                 kernel=self.kernel_setting,
                 gemm=self._gemm,
             )
-            self._warn_forced_fallbacks(gemm)
+            self._warn_forced_fallbacks(options.gemm)
             nodes.upload_weights(
                 self._nodes, model.convs, self._device, self.precision, self._track
             )

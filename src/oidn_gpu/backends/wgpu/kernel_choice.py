@@ -13,6 +13,7 @@ the executor does not depend on which generator families exist:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,8 @@ def kernel_names() -> tuple[str, ...]:
 
 
 def validate_kernel(kernel: str) -> str:
-    """Raise `InvalidArgumentError` unless ``kernel`` is a known setting."""
+    """Raise `InvalidArgumentError` unless ``kernel`` is a known setting (the one check of
+    the ``kernel`` option: `WgpuOptions` makes it)."""
     names = kernel_names()
     if not isinstance(kernel, str) or kernel not in names:
         expected = ", ".join(repr(n) for n in names)
@@ -40,21 +42,22 @@ def validate_kernel(kernel: str) -> str:
 
 
 def validate_gemm(gemm: Any) -> GemmOptions | None:
-    """Normalize GEMM options: None, a mapping of option names, or `GemmOptions`.
+    """Normalize GEMM options: None, a mapping of option names, or `GemmOptions` (the one
+    check of the ``gemm`` option: `WgpuOptions` makes it).
 
     Raises:
         InvalidArgumentError: an unknown option name or an invalid value.
     """
     if gemm is None or isinstance(gemm, GemmOptions):
         return gemm
-    if not isinstance(gemm, dict):
+    if not isinstance(gemm, Mapping):
         raise InvalidArgumentError(
             f"gemm must be a mapping of option names or GemmOptions, got {type(gemm).__name__}"
         )
     try:
         return GemmOptions(**gemm)
     except TypeError as err:
-        raise InvalidArgumentError(f"invalid gemm options {gemm!r}: {err}") from None
+        raise InvalidArgumentError(f"invalid gemm options {dict(gemm)!r}: {err}") from None
 
 
 def device_limits(caps: Capabilities) -> kspec.DeviceLimits:
