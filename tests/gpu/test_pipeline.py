@@ -7,7 +7,7 @@ import pytest
 
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage, TileRect
+from oidn_gpu.backends.wgpu.runner import GpuDenoiser, GpuImage, TileRect
 from oidn_gpu.errors import CancelledError
 from oidn_gpu.graph.reference import run_graph
 from oidn_gpu.image import process, tiling

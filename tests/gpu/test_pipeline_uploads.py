@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import oidn_gpu
-from oidn_gpu.backends.wgpu import pipeline
+from oidn_gpu.backends.wgpu import runner as pipeline
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.image import tiling
 from oidn_gpu.image.process import Mode

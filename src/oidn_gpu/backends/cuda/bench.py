@@ -44,7 +44,7 @@ from oidn_gpu.backends import bench_result
 from oidn_gpu.backends.bench_result import e2e_summaries, percentile
 from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
+from oidn_gpu.backends.cuda.runner import CudaDenoiser, default_plan
 from oidn_gpu.backends.cuda.tuning import TileConfig, cache_path
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.graph.plan import plan

@@ -200,7 +200,7 @@ class WgpuBackend:
         )
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
-        from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
+        from oidn_gpu.backends.wgpu.runner import GpuDenoiser
 
         return GpuDenoiser(executor)  # type: ignore[arg-type]
 

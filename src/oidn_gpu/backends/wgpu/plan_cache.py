@@ -22,7 +22,7 @@ from typing import Any
 
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease, GpuDevice
 from oidn_gpu.backends.wgpu.nodes import Node
-from oidn_gpu.backends.wgpu.pipelines import PipelineCache
+from oidn_gpu.backends.wgpu.pipeline_cache import PipelineCache
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import (
     InvalidArgumentError,
