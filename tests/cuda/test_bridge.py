@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oidn_gpu.backends.cuda import runner as pipeline_module
+from oidn_gpu.backends.cuda import bridge as pipeline_module
 from oidn_gpu.backends.cuda import tuning
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.runner import CudaDenoiser

@@ -18,7 +18,8 @@ import torch
 from oidn_gpu.backends.base import AutoexposureRunner, DenoiseImages
 from oidn_gpu.backends.cuda.backend import CudaTileRunner
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.runner import CudaDenoiser, _image, default_plan
+from oidn_gpu.backends.cuda.images import describe as _image
+from oidn_gpu.backends.cuda.runner import CudaDenoiser, default_plan
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError

@@ -55,37 +55,49 @@ than the copies themselves (bench/cuda_host_copies.py, docs/benchmarks.md).
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import math
-import logging
-import threading
-import time
-import warnings
-import weakref
-from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.base import image_as_hwc
-from oidn_gpu.backends.cuda import compile_job, torch_ops
+from oidn_gpu.backends.base import Progress
+from oidn_gpu.backends.cuda import torch_ops
 from oidn_gpu.backends.cuda.backend import TILE_LIMITS
+from oidn_gpu.backends.cuda.bridge import CompileBridge
 from oidn_gpu.backends.cuda.executor import (
     CompileStopped,
     CudaExecutor,
     FinalTarget,
-    interpreting,
     kernels,
     transfer_id,
 )
+from oidn_gpu.backends.cuda.images import (
+    DeviceImage,
+    DeviceScalar,
+    describe,
+    host_copy,
+    hwc_view,
+    staged_source,
+)
+from oidn_gpu.backends.frame_runner import (
+    ROLES,
+    FrameRequest,
+    FrameRunner,
+    HostFrame,
+    check_out_channels,
+    host_frame,
+    run_frame,
+)
+from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, TilePlan, plan_tiles
 
-_LOG = logging.getLogger(__name__)
+__all__ = ["CudaDenoiser", "DeviceScalar", "default_plan", "index_fits"]
 
 GRAPH_CACHE_SIZE = 4
 # NumPy images reach the device through pinned buffers filled by torch's CPU threads
@@ -93,51 +105,6 @@ GRAPH_CACHE_SIZE = 4
 HOST_TRANSFERS = ("staged", "direct")
 INPUT_BLOCK = 128  # pixels per program of the input pass
 DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
-
-
-@dataclass(frozen=True)
-class _Image:
-    """A device image: tensor, ``(H, W)``, channels read or written, strides in elements."""
-
-    tensor: Any
-    height: int
-    width: int
-    channels: int
-    pixel_stride: int
-    row_stride: int
-    offset: int
-
-    def key(self) -> tuple[Any, ...]:
-        return (
-            self.tensor.data_ptr(), self.tensor.dtype, self.height, self.width, self.channels,
-            self.pixel_stride, self.row_stride, self.offset,
-        )  # fmt: skip
-
-
-def _image(tensor: Any, name: str, *, max_channels: int = 3) -> _Image:
-    """Describe a ``[H, W]`` or ``[H, W, C]`` device tensor (C 1..4; a 4th is alpha, untouched)."""
-    torch = torch_ops.torch
-    if not isinstance(tensor, torch.Tensor):
-        raise InvalidArgumentError(f"{name} is a {type(tensor).__name__}; expected a torch tensor")
-    if tensor.dtype not in (torch.float32, torch.float16):
-        raise InvalidArgumentError(
-            f"{name} image has dtype {tensor.dtype}; expected torch.float32 or torch.float16"
-        )
-    if tensor.dim() == 2:
-        tensor = tensor.unsqueeze(2)
-    if tensor.dim() != 3 or not 1 <= tensor.shape[2] <= 4:
-        raise InvalidArgumentError(
-            f"{name} image has shape {tuple(tensor.shape)}; expected HxW or HxWxC with C 1..4"
-        )
-    if tensor.shape[2] > 1 and tensor.stride(2) != 1:
-        raise InvalidArgumentError(f"{name} image: channels must be contiguous (stride 1)")
-    height, width, channels = (int(v) for v in tensor.shape)
-    if height < 1 or width < 1:
-        raise InvalidArgumentError(f"{name} image size {height}x{width} is empty")
-    return _Image(
-        tensor, height, width, min(channels, max_channels), int(tensor.stride(1)),
-        int(tensor.stride(0)), 0,
-    )  # fmt: skip
 
 
 def index_fits(tile_h: int, tile_w: int) -> bool:
@@ -167,8 +134,24 @@ class _Frame:
     runs: int = 0  # eager runs so far (captured on the second use)
 
 
-class CudaDenoiser:
+@dataclass(frozen=True)
+class _Work:
+    """What one frame's passes read and write (`run_frame` over `CudaDenoiser`'s passes)."""
+
+    images: list[DeviceImage]
+    output: DeviceImage
+    mode: Any
+    plan: TilePlan
+    engine: str
+    scale: Any  # the device scalar of the input scale
+    stop: Callable[[], bool] | None = None  # a background compile's: asked before each kernel
+
+
+class CudaDenoiser(FrameRunner["DeviceImage | None", _Frame, np.ndarray]):
     """Runs whole denoises (input pass, network, output pass per tile) on one executor.
+
+    The frame order and the LRU of per-configuration frames (captured as CUDA graphs
+    on their second use) are `FrameRunner`'s; this class supplies the CUDA primitives.
 
     Args:
         executor: the network executor; its device runs everything.
@@ -184,6 +167,7 @@ class CudaDenoiser:
         use_graphs: bool | None = None,
         host_transfer: str = "staged",
     ) -> None:
+        super().__init__(GRAPH_CACHE_SIZE)
         if host_transfer not in HOST_TRANSFERS:
             raise InvalidArgumentError(
                 f"host_transfer {host_transfer!r} is unknown; expected one of {HOST_TRANSFERS}"
@@ -194,20 +178,15 @@ class CudaDenoiser:
         self.device = executor.device
         self._cuda = self.device.type == "cuda"
         self.use_graphs = self._cuda if use_graphs is None else bool(use_graphs and self._cuda)
-        self._frames: OrderedDict[tuple[Any, ...], _Frame] = OrderedDict()
         self._scale = self._torch.ones(1, dtype=self._torch.float32, device=self.device)
         self._pool = self._torch.cuda.graph_pool_handle() if self.use_graphs else None
         self._host: dict[str, Any] = {}  # pinned host buffers by role
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
-        # The cuDNN bridge: kernel configurations compiled for Triton, and compiles running.
-        self._warming: dict[tuple[Any, ...], threading.Thread] = {}
-        self._warm_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._children: set[Any] = set()  # compile worker processes running
-        self._compile_identity: int | None = None  # see `_ready_key`
+        self._bridge = CompileBridge(self)  # frames on cuDNN while Triton compiles
         self._last_stream: Any = None  # the stream of the last staged call
         self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
-        self._closed = False
+
+    closed_message = "the cuda denoiser is closed"
 
     def input_scale(self) -> float:
         """The input scale of the last frame (its autoexposure when it computed one)."""
@@ -215,7 +194,7 @@ class CudaDenoiser:
 
     # ------------------------------------------------------------------ frame body
 
-    def _autoexposure(self, color: _Image, scale_out: Any, engine: str) -> None:
+    def _autoexposure(self, color: DeviceImage, scale_out: Any, engine: str) -> None:
         """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``."""
         torch = self._torch
         nb_h = math.ceil(color.height / ae.MAX_BIN_SIZE)
@@ -232,7 +211,7 @@ class CudaDenoiser:
                 bins, nb_h * nb_w, scale_out, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024
             )
             return
-        bins = torch_ops.autoexposure_bins(_hwc_view(color))
+        bins = torch_ops.autoexposure_bins(hwc_view(color))
         valid = bins > float(ae.EPS)
         logs = torch.log2(torch.where(valid, bins, torch.ones_like(bins)))
         total = torch.where(valid, logs, torch.zeros_like(logs)).double().sum()
@@ -241,8 +220,8 @@ class CudaDenoiser:
         scale = torch.where(count > 0, float(ae.KEY) / torch.exp2(mean), torch.ones_like(mean))
         scale_out.copy_(scale.float().reshape(1))
 
-    def _tile(self, images: list[_Image], tile: Any, plan: TilePlan, mode: Any,
-              output: _Image, scale: Any, engine: str, stop: Any = None) -> None:  # fmt: skip
+    def _tile(self, images: list[DeviceImage], tile: Any, plan: TilePlan, mode: Any,
+              output: DeviceImage, scale: Any, engine: str, stop: Any = None) -> None:  # fmt: skip
         ex = self.executor
         prep = ex.prepare(plan.tile_h, plan.tile_w, engine)
         inp = ex.input_view(prep, plan.tile_h, plan.tile_w)
@@ -261,7 +240,7 @@ class CudaDenoiser:
                 SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored,
             )  # fmt: skip
         else:
-            torch_ops.input_pass([_hwc_view(i) for i in images], scale, mode, tile, inp)
+            torch_ops.input_pass([hwc_view(i) for i in images], scale, mode, tile, inp)
         target = FinalTarget(
             output.tensor, output.offset, output.pixel_stride, output.row_stride,
             output.channels, tile.src_y, tile.src_x, tile.out_h, tile.out_w,
@@ -269,18 +248,26 @@ class CudaDenoiser:
         )  # fmt: skip
         ex.forward(inp, prep=prep, target=target, engine=engine, stop=stop)
 
-    def _body(self, images: list[_Image], output: _Image, mode: Any, plan: TilePlan,
+    def _body(self, images: list[DeviceImage], output: DeviceImage, mode: Any, plan: TilePlan,
               autoexposure: bool, engine: str, scale: Any = None,
               stop: Any = None) -> None:  # fmt: skip
-        """One frame: autoexposure, then per tile input pass, network and output pass.
-        ``stop`` (a background compile's) is asked before each kernel."""
-        scale = self._scale if scale is None else scale
-        if autoexposure:
-            self._autoexposure(images[0], scale, engine)
-        for tile in plan.tiles:
-            if stop is not None and stop():
-                raise CompileStopped
-            self._tile(images, tile, plan, mode, output, scale, engine, stop)
+        """One frame (`run_frame`): autoexposure, then per tile input pass, network and
+        output pass. ``stop`` (a background compile's) is asked before each kernel."""
+        work = _Work(images, output, mode, plan, engine, self._scale if scale is None else scale,
+                     stop)  # fmt: skip
+        run_frame(self, work, len(plan.tiles), autoexposure=autoexposure)
+
+    def autoexposure_pass(self, frame: _Work) -> None:
+        """`TilePasses.autoexposure_pass`: the scale written into the frame's device scalar."""
+        self._autoexposure(frame.images[0], frame.scale, frame.engine)
+
+    def tile_pass(self, frame: _Work, index: int) -> None:
+        """`TilePasses.tile_pass`: the input pass, then the network with the output pass
+        fused into its final conv."""
+        if frame.stop is not None and frame.stop():
+            raise CompileStopped
+        self._tile(frame.images, frame.plan.tiles[index], frame.plan, frame.mode, frame.output,
+                   frame.scale, frame.engine, frame.stop)  # fmt: skip
 
     # ------------------------------------------------------------------ entry points
 
@@ -320,216 +307,45 @@ class CudaDenoiser:
             queued on the current stream, as torch operations are.
         """
         self._check_open()
-        if self.executor.closed:
-            raise InvalidOperationError("the cuda executor of this denoiser is closed")
-        images = [_image(main, "main")]
-        for name, tensor in (("albedo", albedo), ("normal", normal)):
-            if tensor is not None:
-                images.append(_image(tensor, name))
+        self._check_executor()
+        given = [(n, t) for n, t in zip(ROLES, (main, albedo, normal), strict=True)
+                 if t is not None or n == ROLES[0]]  # fmt: skip
+        images = [describe(tensor, name) for name, tensor in given]
         self._check_images(images)
-        height, width = images[0].height, images[0].width
         channels = out_channels if out_channels is not None else images[0].channels
-        if not 1 <= channels <= 3:
-            raise InvalidArgumentError(f"out_channels is {channels}; expected 1, 2 or 3")
-        if plan is None:
-            plan = default_plan(height, width, overlap=self.executor.tile_overlap)
-        if (plan.height, plan.width) != (height, width):
-            raise InvalidArgumentError(
-                f"tile plan is for {plan.height}x{plan.width}; the images are {height}x{width}"
-            )
-        torch = self._torch
-        out_image = None
-        if out is not None:
-            if not isinstance(out, torch.Tensor) or out.dtype != torch.float32:
-                raise InvalidArgumentError("out must be a float32 torch tensor")
-            out_image = _image(out, "output", max_channels=4)
-            written = min(out_image.channels, channels)
-            if (out_image.height, out_image.width) != (height, width):
-                raise InvalidArgumentError(
-                    f"output size {out_image.height}x{out_image.width} differs from the "
-                    f"input's {height}x{width}"
-                )
-            if written < channels:
-                raise InvalidArgumentError(
-                    f"output has {out_image.channels} channels; {channels} are written"
-                )
-            out_image = dataclasses.replace(out_image, channels=channels)
-            if plan.is_tiled and any(
-                i.tensor.data_ptr() == out_image.tensor.data_ptr() for i in images
-            ):
-                raise InvalidArgumentError(
-                    "in-place denoising with several tiles needs a separate output tensor"
-                )
-        engine = self._engine_for(images, channels, mode, autoexposure, out_image, plan)
-        key = (
-            tuple(i.key() for i in images),
-            out_image.key() if out_image is not None else None,
-            mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
-            engine,
-        )  # fmt: skip
-        if not autoexposure:
-            self._scale.fill_(float(np.float32(mode.input_scale)))
-        self.executor.last_engine = engine
-        frame = self._frame(key, images, out_image, (height, width, channels), mode, plan,
-                            autoexposure, engine)  # fmt: skip
-        if frame.graph is not None:
-            frame.graph.replay()
-        else:
-            frame.run()
+        check_out_channels(channels)
+        out_image = None if out is None else self._out_image(out, images[0], channels)
+        request = FrameRequest(tuple(images), tuple(n for n, _ in given), out_image, channels,
+                               mode, plan, autoexposure)  # fmt: skip
+        frame = self._run_device(request, None)
         if start_compiles:
             self.start_compiles()  # after the frame is queued: its host work comes first
         if out is not None:
             return out
         return frame.output.clone()
 
-    # ------------------------------------------------------------------ the cuDNN bridge
-
-    @staticmethod
-    def _kernel_config(images: list[_Image], channels: int, mode: Any,
-                       autoexposure: bool) -> tuple[Any, ...]:  # fmt: skip
-        """What the compiled Triton kernels of a frame depend on (never its size)."""
-        return (
-            tuple((i.tensor.dtype, i.channels) for i in images), channels, mode.transfer,
-            bool(mode.hdr), bool(mode.snorm), autoexposure,
-        )  # fmt: skip
-
-    def _ready_key(self, config: tuple[Any, ...]) -> tuple[Any, ...]:
-        """Compiled kernels are the process's (Triton's in-memory cache): a configuration
-        compiled for one denoiser is ready for every other of the same network, device,
-        precision and tiles."""
-        if self._compile_identity is None:  # fixed for a bridged executor (no tuning)
-            ex = self.executor
-            tiles = tuple(sorted(ex.tuned().items()))  # with the shipped table, the tiles
-            self._compile_identity = hash((str(self.device), ex.precision, ex.graph, tiles))
-        return (self._compile_identity, config)
-
-    def _engine_for(self, images: list[_Image], channels: int, mode: Any, autoexposure: bool,
-                    out_image: _Image | None, plan: TilePlan) -> str:  # fmt: skip
-        """The engine of this frame: Triton, unless the bridge serves it on cuDNN while
-        its kernels compile (started here on the configuration's first frame)."""
-        ex = self.executor
-        if not ex.bridge or ex.engine != "triton":
-            return ex.engine
-        config = self._kernel_config(images, channels, mode, autoexposure)
-        with self._warm_lock:
-            if self._ready_key(config) in _READY:
-                return "triton"
-            if config not in self._warming:
-                self._warming[config] = threading.Thread(
-                    target=self._warm, name="oidn-gpu-triton-compile", daemon=True,
-                    args=(config, images, out_image, channels, mode, plan, autoexposure),
-                )  # fmt: skip
-        return "cudnn"
-
-    def start_compiles(self) -> None:
-        """Start the background compiles that earlier bridge frames asked for."""
-        with self._warm_lock:
-            if self._stop.is_set():
-                return
-            for thread in self._warming.values():
-                if thread.ident is None:
-                    thread.start()
-                    _COMPILING.add(self)
-
-    def stop_compiles(self, timeout: float = 60.0) -> None:
-        """Stop background compiles at their next kernel and wait for them (at close, and
-        at interpreter exit: a compiler thread must not outlive the process's teardown)."""
-        self._stop.set()
-        with self._warm_lock:
-            threads = [t for t in self._warming.values() if t.ident is not None]
-            for child in self._children:
-                child.kill()
-        for thread in threads:
-            thread.join(timeout)
-
-    def _warm(self, config: tuple[Any, ...], images: list[_Image], out_image: _Image | None,
-              channels: int, mode: Any, plan: TilePlan, autoexposure: bool) -> None:  # fmt: skip
-        """Compile the Triton kernels of a configuration: the frame on scratch images of
-        the same dtypes and channels, on a side stream (the caller's tensors may be
-        reused or freed meanwhile)."""
+    def _out_image(self, out: Any, main: DeviceImage, channels: int) -> DeviceImage:
+        """Describe the caller's ``out`` tensor, checked against the main image."""
         torch = self._torch
-        ex = self.executor
-        try:
-            start = time.perf_counter()
-            if self._cuda and not interpreting():
-                code = self._compile_in_child(images, channels, mode, plan, autoexposure)
-                _LOG.info("cuda: Triton kernels compiled by a child process in %.2f s "
-                          "(exit code %s)", time.perf_counter() - start, code)  # fmt: skip
-            missing = kernels().UNAVAILABLE
-            if missing:
-                raise InvalidOperationError(missing)
-            stream = torch.cuda.Stream(self.device) if self._cuda else None
-            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-                scratch = [_image(torch.zeros(i.tensor.shape, dtype=i.tensor.dtype,
-                                              device=self.device), "scratch")
-                           for i in images]  # fmt: skip
-                scratch = [dataclasses.replace(s, channels=i.channels)
-                           for s, i in zip(scratch, images, strict=True)]  # fmt: skip
-                height, width = images[0].height, images[0].width
-                out = _image(torch.empty((height, width, channels), dtype=torch.float32,
-                                         device=self.device), "output")  # fmt: skip
-                scale = torch.ones(1, dtype=torch.float32, device=self.device)
-                self._body(scratch, out, mode, plan, autoexposure, "triton", scale,
-                           stop=self._stop.is_set)  # fmt: skip
-            if stream is not None:
-                stream.synchronize()
-            _LOG.info("cuda: Triton kernels ready %.2f s after the first frame",
-                      time.perf_counter() - start)  # fmt: skip
-            ready = True
-        except CompileStopped:
-            ready = False
-        except Exception as err:  # Triton is unusable here: stay on cuDNN, and say why
-            ex.fallback = f"Triton kernels failed to compile ({type(err).__name__}: {err})"
-            ex.engine = "cudnn"
-            ready = True
-        with self._warm_lock:
-            if ready:
-                _READY.add(self._ready_key(config))
-            self._warming.pop(config, None)
+        if not isinstance(out, torch.Tensor) or out.dtype != torch.float32:
+            raise InvalidArgumentError("out must be a float32 torch tensor")
+        out_image = describe(out, "output", max_channels=4)
+        if (out_image.height, out_image.width) != (main.height, main.width):
+            raise InvalidArgumentError(
+                f"output size {out_image.height}x{out_image.width} differs from the "
+                f"input's {main.height}x{main.width}"
+            )
+        if out_image.channels < channels:
+            raise InvalidArgumentError(
+                f"output has {out_image.channels} channels; {channels} are written"
+            )
+        return dataclasses.replace(out_image, channels=channels)
 
-    def _compile_in_child(self, images: list[_Image], channels: int, mode: Any,
-                          plan: TilePlan, autoexposure: bool) -> int | None:  # fmt: skip
-        """Compile the frame's kernels into Triton's disk cache in a child process (no GIL
-        shared with the caller's frames); the in-process pass after it loads them. A child
-        that fails leaves the compile to that pass."""
-        ex = self.executor
-        model = ex.model
-        job = compile_job.CompileJob(
-            graph=model.graph, convs=dict(model.convs), spec=getattr(model, "spec", None),
-            precision=ex.precision, device_index=self.device.index,
-            images=tuple((tuple(i.tensor.shape), str(i.tensor.dtype).split(".")[-1],
-                          i.channels) for i in images),
-            out_channels=channels, mode=mode, plan=plan, autoexposure=autoexposure,
-        )  # fmt: skip
-        try:
-            child = compile_job.start(job)
-        except OSError:
-            return None
-        with self._warm_lock:
-            self._children.add(child)
-        try:
-            while child.poll() is None:
-                if self._stop.wait(0.05):
-                    child.kill()
-                    child.wait()
-                    raise CompileStopped
-        finally:
-            with self._warm_lock:
-                self._children.discard(child)
-            compile_job.discard(child)
-        return child.returncode
+    def _check_executor(self) -> None:
+        if self.executor.closed:
+            raise InvalidOperationError("the cuda executor of this denoiser is closed")
 
-    def wait_compiled(self, timeout: float | None = None) -> bool:
-        """Wait for background Triton compiles; True when none is left running."""
-        self.start_compiles()
-        with self._warm_lock:
-            threads = list(self._warming.values())
-        for thread in threads:
-            thread.join(timeout)
-        with self._warm_lock:
-            return not self._warming
-
-    def _check_images(self, images: list[_Image]) -> None:
+    def _check_images(self, images: list[DeviceImage]) -> None:
         ex = self.executor
         if 3 * len(images) != ex.input_channels:
             raise InvalidArgumentError(
@@ -549,36 +365,81 @@ class CudaDenoiser:
                     f"image on {image.tensor.device}; the denoiser runs on {self.device}"
                 )
 
-    def _frame(self, key: tuple[Any, ...], images: list[_Image], out_image: _Image | None,
-               shape: tuple[int, int, int], mode: Any, plan: TilePlan,
-               autoexposure: bool, engine: str) -> _Frame:  # fmt: skip
-        """The frame of ``key``: run eagerly on first use, captured as a CUDA graph on the
-        second."""
-        frame = self._frames.get(key)
-        if frame is not None:
-            self._frames.move_to_end(key)
-            if frame.graph is None and self.use_graphs:
-                self._capture(frame)
-            return frame
+    # ------------------------------------------------------------------ FrameRunner primitives
+
+    def _run_device(self, request: FrameRequest[DeviceImage], progress: Progress | None) -> _Frame:
+        """`FrameRunner._run_device` of a checked request (the default plan filled in)."""
+        images, out_image, plan = request.images, request.output, request.plan
+        height, width = images[0].height, images[0].width
+        if plan is None:
+            plan = default_plan(height, width, overlap=self.executor.tile_overlap)
+            request = dataclasses.replace(request, plan=plan)
+        if (plan.height, plan.width) != (height, width):
+            raise InvalidArgumentError(
+                f"tile plan is for {plan.height}x{plan.width}; the images are {height}x{width}"
+            )
+        if out_image is not None and plan.is_tiled and any(
+            i.tensor.data_ptr() == out_image.tensor.data_ptr() for i in images
+        ):
+            raise InvalidArgumentError(
+                "in-place denoising with several tiles needs a separate output tensor"
+            )
+        return super()._run_device(request, progress)
+
+    def _frame_entry(
+        self, request: FrameRequest[DeviceImage]
+    ) -> tuple[Hashable, Callable[[], _Frame]]:
+        """The key and builder of the frame of this configuration (its engine: Triton,
+        or cuDNN while the bridge compiles); the fixed input scale is written now."""
+        images, out_image, channels = list(request.images), request.output, request.out_channels
+        mode, plan, autoexposure = request.mode, request.plan, request.autoexposure
+        engine = self._bridge.engine_for(images, channels, mode, autoexposure, out_image, plan)
+        key = (
+            tuple(i.key() for i in images),
+            out_image.key() if out_image is not None else None,
+            mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
+            engine,
+        )  # fmt: skip
+        if not autoexposure:
+            self._scale.fill_(float(np.float32(mode.input_scale)))
+        self.executor.last_engine = engine
+
+        def build() -> _Frame:
+            return self._build_frame(request, engine)
+
+        return key, build
+
+    def _build_frame(self, request: FrameRequest[DeviceImage], engine: str) -> _Frame:
+        """A frame run eagerly on first use (captured as a CUDA graph on the second)."""
         torch = self._torch
-        height, width, channels = shape
+        images, plan = list(request.images), request.plan
         owned = None
-        if out_image is None:
-            owned = torch.empty((height, width, channels), dtype=torch.float32,
+        target = request.output
+        if target is None:
+            height, width = images[0].height, images[0].width
+            owned = torch.empty((height, width, request.out_channels), dtype=torch.float32,
                                 device=self.device)  # fmt: skip
-            out_image = _image(owned, "output")
+            target = describe(owned, "output")
         prepared = self.executor.prepare(plan.tile_h, plan.tile_w, engine)
-        target = out_image
+        output = target
 
         def run() -> None:
-            self._body(images, target, mode, plan, autoexposure, engine)
+            self._body(images, output, request.mode, plan, request.autoexposure, engine)
 
-        while len(self._frames) >= GRAPH_CACHE_SIZE:
-            self._frames.popitem(last=False)
         keep = (prepared, self.executor.weight_tensors())
-        frame = _Frame(None, run, owned if owned is not None else out_image.tensor, keep)
-        self._frames[key] = frame
-        return frame
+        return _Frame(None, run, owned if owned is not None else target.tensor, keep)
+
+    def _reuse_frame(self, frame: _Frame) -> None:
+        if frame.graph is None and self.use_graphs:
+            self._capture(frame)
+
+    def _launch(self, frame: _Frame, autoexposure: bool, progress: Progress | None) -> None:
+        """One graph replay (or the eager run): ``progress`` hears 1.0 once it is queued."""
+        if frame.graph is not None:
+            frame.graph.replay()
+        else:
+            frame.run()
+        report_progress(progress, 1.0)
 
     def _capture(self, frame: _Frame) -> None:
         torch = self._torch
@@ -592,6 +453,33 @@ class CudaDenoiser:
             frame.run()
         stream.wait_stream(side)
         frame.graph = graph
+
+    def _upload_frame(self, frame: HostFrame, slot: str) -> list[DeviceImage]:
+        self._follow(self._stream())
+        tensors = self._upload(list(frame.arrays))
+        return [describe(t, role) for t, role in zip(tensors, frame.roles, strict=True)]
+
+    def _output_image(self, frame: HostFrame, slot: str) -> DeviceImage:
+        out = self._buffer(self._dev, "out", frame.shape, np.float32, pinned=False)
+        return describe(out, "output")
+
+    def _read_back(self, frame: HostFrame, output: DeviceImage | None, slot: str,
+                   upload_ms: float, submit_ms: float) -> np.ndarray:  # fmt: skip
+        assert output is not None
+        result = np.empty(frame.shape, np.float32) if frame.output is None else frame.output
+        target = result if frame.target is None else frame.target
+        self._download(output.tensor, target, self._stream())
+        return result
+
+    def _result(self, pending: np.ndarray) -> np.ndarray:
+        self.start_compiles()  # after the result is back: a compile competes for the GIL
+        return pending
+
+    def _stream(self) -> Any:
+        """The current stream (None on the CPU)."""
+        return self._torch.cuda.current_stream(self.device) if self._cuda else None
+
+    # ------------------------------------------------------------------ host images
 
     def denoise(
         self,
@@ -607,51 +495,18 @@ class CudaDenoiser:
     ) -> np.ndarray:
         """Denoise host images; returns ``[H, W, out_channels]`` float32 (or fills ``output``).
 
-        Each image is staged in a pinned buffer by torch's CPU threads and uploaded
-        while the next is staged, the frame runs on the GPU, and the result is read
-        back in row bands, each copied out while the next transfers (torch's CPU
-        thread count, ``torch.set_num_threads``, sets the copy rate). ``output`` may
-        be one of the inputs (in place) and may have a 4th channel, left untouched.
+        Each image (float16 or float32) is staged in a pinned buffer by torch's CPU
+        threads and uploaded while the next is staged, the frame runs on the GPU, and
+        the result is read back in row bands, each copied out while the next transfers
+        (torch's CPU thread count, ``torch.set_num_threads``, sets the copy rate).
+        ``output`` (float32 or float16) may be one of the inputs (in place) and may have
+        a 4th channel, left untouched.
         """
         self._check_open()
-        arrays = [_as_hwc(main, "main")]
-        for name, array in (("albedo", albedo), ("normal", normal)):
-            if array is not None:
-                arrays.append(_as_hwc(array, name))
-        height, width = arrays[0].shape[:2]
-        for array in arrays[1:]:
-            if array.shape[:2] != (height, width):
-                raise InvalidArgumentError(
-                    f"image size {array.shape[0]}x{array.shape[1]} differs from the main "
-                    f"input's {height}x{width}"
-                )
-        channels = out_channels if out_channels is not None else arrays[0].shape[2]
-        if not 1 <= channels <= 3:
-            raise InvalidArgumentError(f"out_channels is {channels}; expected 1, 2 or 3")
-        if output is not None and (
-            output.shape[:2] != (height, width) or output.ndim != 3
-            or output.shape[2] < channels or output.dtype != np.float32
-        ):  # fmt: skip
-            raise InvalidArgumentError(
-                f"output has shape {output.shape} and dtype {output.dtype}; expected float32 "
-                f"({height}, {width}, >= {channels})"
-            )
-        if output is not None and not output.flags.writeable:
-            raise InvalidArgumentError("output array is read-only; expected a writable array")
-        stream = self._torch.cuda.current_stream(self.device) if self._cuda else None
-        self._follow(stream)
-        device_images = self._upload(arrays)
-        dev_out = self._buffer(self._dev, "out", (height, width, channels), np.float32,
-                               pinned=False)  # fmt: skip
-        self.denoise_tensors(
-            *device_images, mode=mode, plan=plan, out=dev_out, out_channels=channels,
-            autoexposure=autoexposure, start_compiles=False,
-        )  # fmt: skip
-        result = np.empty((height, width, channels), np.float32) if output is None else None
-        target = result if output is None else output[:, :, :channels]
-        self._download(dev_out, target, stream)
-        self.start_compiles()  # after the result is back: a compile competes for the GIL
-        return result if output is None else output
+        host = host_frame((main, albedo, normal), out_channels=out_channels, output=output,
+                          convert=False)  # fmt: skip
+        pending = self._submit_host(host, mode, plan, autoexposure=autoexposure, progress=None)
+        return self._result(pending)
 
     def denoise_staged(
         self,
@@ -691,7 +546,7 @@ class CudaDenoiser:
         tensors = []
         for name, tensor in (("main", main), ("albedo", albedo), ("normal", normal)):
             if tensor is not None:
-                tensors.append(_staged_source(tensor, name, self.device))
+                tensors.append(staged_source(tensor, name, self.device))
         stream = torch.cuda.current_stream(self.device) if self._cuda else None
         self._follow(stream)
         staged = []
@@ -756,7 +611,7 @@ class CudaDenoiser:
             return devs
         for i, (dev, array) in enumerate(zip(devs, arrays, strict=True)):
             host = self._buffer(self._host, f"in{i}", array.shape, array.dtype, pinned=True)
-            _host_copy(host, array)
+            host_copy(host, array)
             dev.copy_(host, non_blocking=True)
         return devs
 
@@ -781,7 +636,7 @@ class CudaDenoiser:
         for index, (y0, y1) in enumerate(bands):
             if self._cuda:
                 events[index].synchronize()
-            _host_copy(target[y0:y1], host[y0:y1])
+            host_copy(target[y0:y1], host[y0:y1])
 
     # ------------------------------------------------------------------ lifetime
 
@@ -791,111 +646,34 @@ class CudaDenoiser:
         tensors += [f.output for f in self._frames.values()]
         return len(tensors), sum(int(t.numel() * t.element_size()) for t in tensors)
 
-    def close(self) -> None:
-        """Release the denoiser's graphs and buffers (not the executor); idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+    def _drain(self) -> None:
+        """At `close`: stop the compiles, wait for the frames queued (the graphs go next)."""
         self.stop_compiles()
         if self._cuda:
             self._torch.cuda.synchronize(self.device)
-        self._frames.clear()
+
+    def _release(self) -> None:
         self._host.clear()
         self._dev.clear()
 
-    def __enter__(self) -> CudaDenoiser:
-        return self
+    # ------------------------------------------------------------------ the cuDNN bridge
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    @property
+    def _warming(self) -> dict[tuple[Any, ...], Any]:
+        """Kernel configurations being compiled (`CompileBridge.warming`)."""
+        return self._bridge.warming
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidOperationError("the cuda denoiser is closed")
+    def start_compiles(self) -> None:
+        """Start the background compiles that earlier bridge frames asked for."""
+        self._bridge.start()
 
+    def stop_compiles(self, timeout: float = 60.0) -> None:
+        """Stop background compiles at their next kernel and wait for them (at close, and
+        at interpreter exit: a compiler thread must not outlive the process's teardown)."""
+        self._bridge.stop(timeout)
 
-_COMPILING: weakref.WeakSet[CudaDenoiser] = weakref.WeakSet()
-# Kernel configurations whose Triton kernels this process has compiled (`_ready_key`).
-_READY: set[tuple[Any, ...]] = set()
-
-
-@atexit.register
-def _stop_all_compiles() -> None:
-    # A compiler thread still in Triton's C++ code when the process tears down its
-    # libraries aborts the process: stop each at its next kernel and wait for it.
-    for denoiser in list(_COMPILING):
-        denoiser.stop_compiles()
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait for background Triton compiles; True when none is left running."""
+        return self._bridge.wait(timeout)
 
 
-class DeviceScalar:
-    """A float32 scalar on the device, read (waiting for the work queued before it on
-    ``stream``) only when ``float()`` asks."""
-
-    def __init__(self, tensor: Any, stream: Any) -> None:
-        self._tensor = tensor
-        self._event = None
-        if stream is not None:
-            self._event = torch_ops.torch.cuda.Event()
-            self._event.record(stream)
-
-    def __float__(self) -> float:
-        if self._event is not None:
-            self._event.synchronize()
-        return float(self._tensor.item())
-
-
-def _staged_source(tensor: Any, name: str, device: Any) -> Any:
-    """A tensor `CudaDenoiser.denoise_staged` copies from, as ``[H, W, C]`` (C 1..3)."""
-    torch = torch_ops.torch
-    if not isinstance(tensor, torch.Tensor):
-        raise InvalidArgumentError(f"{name} is a {type(tensor).__name__}; expected a torch tensor")
-    if tensor.device != device:
-        raise InvalidArgumentError(
-            f"{name} image is on {tensor.device}; the denoiser runs on {device}"
-        )
-    if tensor.dtype not in (torch.float16, torch.float32, torch.float64, torch.bfloat16):
-        raise InvalidArgumentError(
-            f"{name} image has dtype {tensor.dtype}; expected a torch float16, float32, "
-            "float64 or bfloat16 tensor"
-        )
-    if tensor.dim() == 2:
-        tensor = tensor.unsqueeze(2)
-    if tensor.dim() != 3 or not 1 <= tensor.shape[2] <= 3 or min(tensor.shape[:2]) < 1:
-        raise InvalidArgumentError(
-            f"{name} image has shape {tuple(tensor.shape)}; expected HxW or HxWxC with C 1..3"
-        )
-    return tensor
-
-
-def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
-    """``image`` as ``[H, W, C]``; float16 and float32 only."""
-    arr = image_as_hwc(image, name)
-    if arr.dtype not in (np.float32, np.float16):
-        raise InvalidArgumentError(
-            f"{name} image has dtype {arr.dtype}; expected float16 or float32"
-        )
-    return arr
-
-
-def _host_copy(dst: Any, src: Any) -> None:
-    """``dst[...] = src`` between a torch CPU tensor and a NumPy array (either way round)
-    on torch's CPU threads; views torch cannot wrap (negative strides) are copied by NumPy."""
-    torch = torch_ops.torch
-    array = src if isinstance(src, np.ndarray) else dst
-    if min(array.strides, default=0) < 0:
-        out = dst if isinstance(dst, np.ndarray) else dst.numpy()
-        np.copyto(out, src if isinstance(src, np.ndarray) else src.numpy())
-        return
-    if array is dst:
-        torch.from_numpy(dst).copy_(src)
-        return
-    with warnings.catch_warnings():
-        # a read-only source is only read: torch's warning about writes does not apply
-        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-        wrapped = torch.from_numpy(src)
-    dst.copy_(wrapped)
-
-
-def _hwc_view(image: _Image) -> Any:
-    """The ``[H, W, C]`` view of a described device image (the cuDNN path)."""
-    return image.tensor[:, :, : image.channels]

@@ -46,26 +46,45 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import os
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.base import DenoiseImages, Progress, image_as_hwc
+from oidn_gpu.backends.base import DenoiseImages, Progress
+from oidn_gpu.backends.frame_runner import (
+    FrameRequest,
+    FrameRunner,
+    HostFrame,
+    host_frame,
+    progress_after_tile,
+    run_frame,
+)
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease
+from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.frames import (
+    F32_BYTES,
+    ROLES,
+    GpuImage,
+    Passes,
+    PendingFrame,
+    TileRect,
+    TileSet,
+    element_span,
+    upload_mode,
+)
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
-from oidn_gpu.errors import CancelledError, InvalidArgumentError, InvalidOperationError
+from oidn_gpu.errors import CancelledError, InvalidArgumentError
 from oidn_gpu.image.host_copy import parallel_copyto
 from oidn_gpu.kernels import autoexposure as gpu_autoexposure
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
 from oidn_gpu.model import unet
+
+__all__ = ["GpuDenoiser", "GpuImage", "TileRect"]
 
 TILE_ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
 MIN_INTERACTIVE_EDGE = 256  # px; below this the overlap dominates the work
@@ -73,18 +92,10 @@ MAX_INTERACTIVE_EDGE = 4096
 DEFAULT_INTERACTIVE_EDGE = 512
 # (buffers, plan) combinations whose per-tile bind groups a denoiser keeps.
 TILE_SET_CACHE_SIZE = 4
-F32_BYTES = 4
 # The frame uniform (input and output scale), also written by the autoexposure kernel.
 FRAME_USAGE = BufferUsage.UNIFORM | STORAGE_USAGE
 SCALE_BYTES = 2 * F32_BYTES  # the frame's two scales, read back after the output
-# How host images reach the GPU: "mapped" (persistent MAP_WRITE staging buffers filled by
-# parallel copies, then copied on the GPU) or "queue" (``queue.write_buffer``, which
-# allocates and fills a fresh staging buffer per call). Devices without upload buffers
-# (a recording device) always use queue writes.
-UPLOAD_MODES = ("mapped", "queue")
-UPLOAD_VARIABLE = "OIDN_GPU_UPLOAD"
-
-_ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
+_ROLE_OF = {role.value: role for role in ROLES}
 
 
 def _queue_turn(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -98,97 +109,20 @@ def _queue_turn(method: Callable[..., Any]) -> Callable[..., Any]:
     return locked
 
 
-@dataclass(frozen=True)
-class GpuImage:
-    """An image in a GPU buffer (STORAGE usage; COPY_SRC to read it back).
-
-    Strides and offset are in elements of ``dtype`` (``"float32"``, or ``"float16"``
-    for inputs: the input pass and autoexposure widen halves on the GPU; outputs are
-    float32); defaults describe a dense ``[height, width, channels]`` image. Only the
-    first ``channels`` (1..3) values of a pixel are read or written, so RGBA data with
-    ``pixel_stride=4, channels=3`` keeps its alpha.
-    """
-
-    buffer: Any
-    height: int
-    width: int
-    channels: int = 3
-    pixel_stride: int | None = None
-    row_stride: int | None = None
-    offset: int = 0
-    dtype: str = "float32"
-
-    @property
-    def element_bytes(self) -> int:
-        return 2 if self.dtype == "float16" else F32_BYTES
-
-    @property
-    def pixel_stride_elems(self) -> int:
-        return self.pixel_stride if self.pixel_stride is not None else self.channels
-
-    @property
-    def row_stride_elems(self) -> int:
-        if self.row_stride is not None:
-            return self.row_stride
-        return self.width * self.pixel_stride_elems
-
-    def check(self, what: str) -> None:
-        if self.dtype not in ("float32", "float16"):
-            raise InvalidArgumentError(
-                f"{what} image has dtype {self.dtype!r}; expected 'float32' or 'float16'"
-            )
-        if not 1 <= self.channels <= 3:
-            raise InvalidArgumentError(
-                f"{what} image has {self.channels} channels; expected 1 to 3"
-            )
-        if self.pixel_stride_elems < self.channels:
-            raise InvalidArgumentError(f"{what} image: pixel stride is smaller than pixel size")
-        if self.row_stride_elems < self.width * self.pixel_stride_elems:
-            raise InvalidArgumentError(
-                f"{what} image: row stride is smaller than width * pixel stride"
-            )
-        last = (
-            self.offset
-            + (self.height - 1) * self.row_stride_elems
-            + (self.width - 1) * self.pixel_stride_elems
-            + self.channels
-        )
-        size = int(getattr(self.buffer, "size", 0))
-        if last * self.element_bytes > size:
-            raise InvalidArgumentError(
-                f"{what} image needs {last * self.element_bytes} bytes but its buffer has {size}"
-            )
-
-    def params(self, prefix: str) -> dict[str, int]:
-        return {
-            f"{prefix}_offset": self.offset,
-            f"{prefix}_pixel_stride": self.pixel_stride_elems,
-            f"{prefix}_row_stride": self.row_stride_elems,
-            f"{prefix}_channels": self.channels,
-        }
-
-
-@dataclass(frozen=True)
-class TileRect:
-    """A finished rectangle of the output image (interactive mode)."""
-
-    index: int
-    count: int
-    y: int
-    x: int
-    height: int
-    width: int
-    elapsed_ms: float
-
-
-class GpuDenoiser:
+class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
     """Runs whole denoises (input pass, network, output pass per tile) on one executor.
+
+    The frame order, the LRU of per-configuration `TileSet`s, progress and cancel
+    are `FrameRunner`'s; this class supplies the wgpu primitives.
 
     Args:
         executor: the network executor; its device runs everything.
     """
 
+    closed_message = "the GPU denoiser is closed"
+
     def __init__(self, executor: WgpuExecutor) -> None:
+        super().__init__(TILE_SET_CACHE_SIZE)
         self.executor = executor
         self._device = executor.device
         self._resources = ResourceTracker()
@@ -197,19 +131,20 @@ class GpuDenoiser:
             self._device, self._release_buffers
         )
         self._staging: dict[tuple[str, int], Any] = {}
-        self.upload_mode = _upload_mode()
+        self.upload_mode = upload_mode()
         self._frame: Any = None  # the frame uniform (FRAME_PARAMS), made by the first frame
         # Kernels and pipelines per (roles, transfer, hdr, snorm), and per-tile uniforms and
         # bind groups per (buffers, plan): a repeated denoise only encodes and submits.
-        self._passes: dict[tuple[Any, ...], _Passes] = {}
-        self._tile_sets: OrderedDict[tuple[Any, ...], _TileSet] = OrderedDict()
+        self._passes: dict[tuple[Any, ...], Passes] = {}
         self._frame_data = b""  # its contents as last written by the host
         # Autoexposure kernels and their per-image bind groups (one image layout kept).
         self._ae_pipelines: dict[str, tuple[Kernel, Any, Kernel, Any]] = {}
         # (image, frame, dtype) -> (bins group, scale group, uniforms, bins buffer)
-        self._ae_bindings: OrderedDict[tuple[Any, ...], tuple[Any, Any, list[Any], Any]] = (
-            OrderedDict()
+        self._ae_bindings: LruCache[tuple[Any, ...], tuple[Any, Any, list[Any], Any]] = LruCache(
+            TILE_SET_CACHE_SIZE, lambda entry: self._retire(entry[2])
         )
+        self._prelude: Callable[[Any], None] | None = None  # encoded before the next tile
+        self._uploads: list[Any] = []  # upload buffers of the frame being submitted
         self.last_input_scale: float | None = None
         # Host-side times (ms) of the last `denoise`: "upload" (the images copied into
         # staging memory and their GPU copies submitted), "submit" (encoding and
@@ -217,7 +152,6 @@ class GpuDenoiser:
         # the mapped result into the array), "remap" (requesting the upload buffers'
         # mapping for the next frame).
         self.last_host_ms: dict[str, float] = {}
-        self._closed = False
         self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
 
     # ------------------------------------------------------------------ kernels
@@ -259,7 +193,7 @@ class GpuDenoiser:
         roles: tuple[io_passes.ImageRole, ...],
         mode: Any,
         dtypes: tuple[str, ...] | None = None,
-    ) -> _Passes:
+    ) -> Passes:
         """The input and output pass kernels and pipelines of ``mode`` (generated once)."""
         key = (roles, mode.transfer, bool(mode.hdr), bool(mode.snorm), dtypes)
         passes = self._passes.get(key)
@@ -268,7 +202,7 @@ class GpuDenoiser:
             checks = self.executor.shader_checks
             input_kernel = self._input_kernel(roles, mode, dtypes)
             output_kernel = self._output_kernel(mode)
-            passes = _Passes(
+            passes = Passes(
                 input_kernel,
                 output_kernel,
                 cache.get(input_kernel, shader_checks=checks),
@@ -284,14 +218,13 @@ class GpuDenoiser:
         combinations so that repeated frames only encode and submit; call this before
         destroying a buffer that was passed to it.
         """
-        while self._tile_sets:
-            _, tile_set = self._tile_sets.popitem(last=False)
+        for tile_set in self._frames.clear():
             self._retire(tile_set.uniforms)
 
     def prepare(self, mode: Any, roles: Sequence[io_passes.ImageRole] | None = None) -> None:
         """Compile the input and output passes of ``mode`` (and the network, and for HDR
         modes the float32 autoexposure) ahead of use."""
-        roles = tuple(roles) if roles is not None else _ROLES[: self.executor.input_channels // 3]
+        roles = tuple(roles) if roles is not None else ROLES[: self.executor.input_channels // 3]
         kernels = [self._input_kernel(roles, mode), self._output_kernel(mode)]
         self.executor.prepare()
         self.executor.pipeline_cache.prepare(kernels, shader_checks=self.executor.shader_checks)
@@ -392,11 +325,9 @@ class GpuDenoiser:
                 readable, e.g. to count its non-finite pixels).
         """
         self._check_open()
-        frame = self._submit_frame(
-            (main, albedo, normal, output), mode, plan, out_channels, progress, autoexposure,
-            slot="",
-        )  # fmt: skip
-        return self._finish_frame(frame)
+        host = host_frame((main, albedo, normal), out_channels=out_channels, output=output)
+        pending = self._submit_host(host, mode, plan, autoexposure=autoexposure, progress=progress)
+        return self._result(pending)
 
     def denoise_many(
         self,
@@ -417,13 +348,13 @@ class GpuDenoiser:
         `last_input_scale` is the scale of the frame last yielded. The device's queue
         is taken per frame, not across the ``yield``.
         """
-        pending: _PendingFrame | None = None
+        pending: PendingFrame | None = None
         for index, images in enumerate(frames):
             with self._device.queue_lock:
                 self._check_open()
-                submitted = self._submit_frame(
-                    tuple(images), mode, plan, out_channels, None, autoexposure,
-                    slot=f"/{index % 2}",
+                submitted = self._submit_host(
+                    _frame_of(tuple(images), out_channels), mode, plan,
+                    autoexposure=autoexposure, progress=None, slot=f"/{index % 2}",
                 )  # fmt: skip
             if pending is not None:
                 yield self._finish_locked(pending)
@@ -431,58 +362,32 @@ class GpuDenoiser:
         if pending is not None:
             yield self._finish_locked(pending)
 
-    def _finish_locked(self, frame: _PendingFrame) -> np.ndarray:
+    def _finish_locked(self, frame: PendingFrame) -> np.ndarray:
         with self._device.queue_lock:
-            return self._finish_frame(frame)
+            return self._result(frame)
 
-    def _submit_frame(
-        self,
-        images: tuple[np.ndarray | None, ...],
-        mode: Any,
-        plan: Any,
-        out_channels: int | None,
-        progress: Callable[[float], Any] | None,
-        autoexposure: bool,
-        *,
-        slot: str,
-    ) -> _PendingFrame:
-        """Upload one frame into the buffers of ``slot``, submit its passes and the copy of
-        its result (and scales) into a mapped readback buffer; does not wait."""
-        if len(images) > 4:
-            raise InvalidArgumentError(
-                f"a frame has {len(images)} arrays; expected (main, albedo, normal[, output])"
-            )
-        padded = (*images, None, None, None)[:4]
-        destination = padded[3]
-        roles = tuple(r for r, a in zip(_ROLES, padded[:3], strict=True) if a is not None)
-        arrays = [
-            _as_hwc(a, r.value) for r, a in zip(_ROLES, padded[:3], strict=True) if a is not None
+    # ------------------------------------------------------------------ FrameRunner primitives
+
+    def _upload_frame(self, frame: HostFrame, slot: str) -> list[GpuImage]:
+        self._uploads = []
+        return [
+            self._upload(f"input-{role}{slot}", array, self._uploads)
+            for array, role in zip(frame.arrays, frame.roles, strict=True)
         ]
-        if not arrays or roles[0] is not _ROLES[0]:
-            raise InvalidArgumentError("the main image is missing")
-        height, width = arrays[0].shape[:2]
-        for arr in arrays:
-            if arr.shape[:2] != (height, width):
-                raise InvalidArgumentError("image size mismatch")
-        channels = out_channels if out_channels is not None else arrays[0].shape[2]
-        if destination is not None:
-            _check_destination(destination, (height, width, channels))
-        start = time.perf_counter()
-        uploads: list[Any] = []
-        gpu_images = [
-            self._upload(f"input-{role.value}{slot}", arr, uploads)
-            for arr, role in zip(arrays, roles, strict=True)
-        ]
-        uploaded = time.perf_counter()
+
+    def _output_image(self, frame: HostFrame, slot: str) -> GpuImage:
+        height, width, channels = frame.shape
         out_bytes = height * width * channels * F32_BYTES
         # The frame's scales are copied behind the pixels, so one readback brings both.
-        output = GpuImage(
-            self._staging_buffer(f"output{slot}", out_bytes + SCALE_BYTES), height, width, channels
-        )
-        self._run_tiles(
-            gpu_images, roles, output, mode, plan, progress=progress, autoexposure=autoexposure
-        )
-        # A mapped readback buffer kept across frames: one copy from it into the result.
+        buffer = self._staging_buffer(f"output{slot}", out_bytes + SCALE_BYTES)
+        return GpuImage(buffer, height, width, channels)
+
+    def _read_back(
+        self, frame: HostFrame, output: GpuImage, slot: str, upload_ms: float, submit_ms: float
+    ) -> PendingFrame:
+        """Submit the copy of the result (and scales) into a mapped readback buffer kept
+        across frames: one copy from it into the result."""
+        out_bytes = output.height * output.width * output.channels * F32_BYTES
         readback = self._staging_buffer(
             f"readback{slot}", out_bytes + SCALE_BYTES, BufferUsage.MAP_READ | BufferUsage.COPY_DST
         )
@@ -490,20 +395,14 @@ class GpuDenoiser:
         encoder.copy_buffer(self._frame, 0, output.buffer, out_bytes, SCALE_BYTES)
         encoder.copy_buffer(output.buffer, 0, readback, 0, out_bytes + SCALE_BYTES)
         self._device.submit([encoder.finish()])
-        return _PendingFrame(
-            readback,
-            (height, width, channels),
-            upload_ms=(uploaded - start) * 1e3,
-            submit_ms=(time.perf_counter() - uploaded) * 1e3,
-            destination=destination,
-            main=arrays[0],
-            uploads=tuple(uploads),
-        )
+        uploads, self._uploads = tuple(self._uploads), []
+        return PendingFrame(readback, frame, upload_ms, submit_ms, uploads)
 
-    def _finish_frame(self, frame: _PendingFrame) -> np.ndarray:
+    def _result(self, pending: PendingFrame) -> np.ndarray:
         """Wait for a submitted frame and copy its result out of the mapped buffer (into
         the frame's destination array when it has one)."""
-        height, width, channels = frame.shape
+        host = pending.host
+        height, width, channels = host.shape
         pixels = height * width * channels
         start = time.perf_counter()
         results: list[np.ndarray] = []
@@ -512,24 +411,24 @@ class GpuDenoiser:
         def copy_out(mapped: np.ndarray) -> None:
             values = mapped.view(np.float32)
             scale = float(values[pixels])
-            target = frame.destination
-            if target is None or (scale == 0.0 and np.may_share_memory(target, frame.main)):
-                target = np.empty((height, width, channels), np.float32)
+            target, result = host.target, host.output
+            if target is None or (scale == 0.0 and np.may_share_memory(target, host.arrays[0])):
+                target = result = np.empty((height, width, channels), np.float32)
             parallel_copyto(target, values[:pixels].reshape(height, width, channels))
-            results.append(target)
+            results.append(result)
             scales.append(scale)
 
         waited = self._device.read_mapped_with(
-            frame.readback, pixels * F32_BYTES + F32_BYTES, copy_out
+            pending.readback, pixels * F32_BYTES + F32_BYTES, copy_out
         )
         copied = time.perf_counter()
         # The GPU is done with this frame: request the mapping of its upload buffers for
         # the next frame now, so that it is ready without waiting then.
-        for buffer in frame.uploads:
+        for buffer in pending.uploads:
             self._device.map_for_write(buffer, wait=False)
         self.last_host_ms = {
-            "upload": frame.upload_ms,
-            "submit": frame.submit_ms,
+            "upload": pending.upload_ms,
+            "submit": pending.submit_ms,
             "wait": waited * 1e3,
             "readback": (copied - start - waited) * 1e3,
             "remap": (time.perf_counter() - copied) * 1e3,
@@ -558,18 +457,18 @@ class GpuDenoiser:
         earlier tiles already overwrote.
         """
         self._check_open()
-        roles = _ROLES[: len(images)]
+        roles = tuple(role.value for role in ROLES[: len(images)])
         for image, role in zip(images, roles, strict=False):
-            image.check(role.value)
+            image.check(role)
         output.check("output")
         if len(plan.tiles) > 1 and any(img.buffer is output.buffer for img in images):
             raise InvalidArgumentError(
                 "in-place GPU denoising with several tiles needs a separate output buffer"
             )
-        self._run_tiles(
-            list(images), tuple(roles), output, mode, plan, progress=progress,
-            autoexposure=autoexposure,
-        )  # fmt: skip
+        request = FrameRequest(
+            tuple(images), roles, output, output.channels, mode, plan, autoexposure
+        )
+        self._run_device(request, progress)
 
     @_queue_turn
     def denoise_interactive(
@@ -600,23 +499,22 @@ class GpuDenoiser:
             CancelledError: cancelled between tiles (the finished tiles stay reported).
         """
         self._check_open()
-        arrays = [_as_hwc(a, "image") for a in (main, albedo, normal) if a is not None]
-        roles = tuple(
-            r for r, a in zip(_ROLES, (main, albedo, normal), strict=True) if a is not None
-        )
-        height, width = arrays[0].shape[:2]
-        channels = out_channels if out_channels is not None else arrays[0].shape[2]
+        host = host_frame((main, albedo, normal), out_channels=out_channels)
+        height, width, channels = host.shape
         if plan is None:
             plan = self._interactive_plan(height, width)
         gpu_images = [
-            self._upload(f"input-{r.value}", a) for a, r in zip(arrays, roles, strict=True)
+            self._upload(f"input-{role}", array)
+            for array, role in zip(host.arrays, host.roles, strict=True)
         ]
         out_bytes = height * width * channels * F32_BYTES
         output = GpuImage(self._staging_buffer("output", out_bytes), height, width, channels)
         result = np.zeros((height, width, channels), np.float32)
         times: list[float] = []
         count = len(plan.tiles)
-        tile_set = self._tile_set(gpu_images, roles, output, mode, plan)
+        tile_set = self._device_frame(
+            FrameRequest(tuple(gpu_images), host.roles, output, channels, mode, plan)
+        )
         # One tile in flight: submit, then wait for its rectangle.
         for index, tile in enumerate(plan.tiles):
             if cancel is not None and cancel():
@@ -651,31 +549,25 @@ class GpuDenoiser:
     @_queue_turn
     def close(self) -> None:
         """Release the pipeline's buffers (not the executor); idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+        super().close()
+
+    def _drain(self) -> None:
         self._pending.release_all()
+
+    def _release(self) -> None:
         for buffer in self._staging.values():
             self._settled(buffer)
         self._staging.clear()
-        self._tile_sets.clear()
         self._passes.clear()
         self._ae_pipelines.clear()
         self._ae_bindings.clear()
         self._frame = None
         self._resources.release_all()
 
-    def __enter__(self) -> GpuDenoiser:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ------------------------------------------------------------------ internals
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidOperationError("the GPU denoiser is closed")
+        super()._check_open()
         self._collect()
 
     def _collect(self) -> None:
@@ -721,7 +613,7 @@ class GpuDenoiser:
         at once, so it runs while the next image is copied; the upload buffer is appended
         to ``uploads`` (to be mapped again once the frame is done)."""
         height, width, channels = array.shape
-        span, pixel_stride, row_stride = _element_span(array)
+        span, pixel_stride, row_stride = element_span(array)
         raw = memoryview(span).cast("B")
         size = max((len(raw) + 3) & ~3, 4)  # buffers and copies are whole 4-byte words
         buffer = self._staging_buffer(name, size)
@@ -824,11 +716,8 @@ class GpuDenoiser:
             scale_group = self._device.create_bind_group(
                 "oidn/autoexposure/scale", scale_pipeline, [bins, frame, uniforms[1]]
             )
-            cached = self._ae_bindings[key] = (bins_group, scale_group, uniforms, bins)
-            while len(self._ae_bindings) > TILE_SET_CACHE_SIZE:
-                self._retire(self._ae_bindings.popitem(last=False)[1][2])
-        else:
-            self._ae_bindings.move_to_end(key)
+            cached = (bins_group, scale_group, uniforms, bins)
+            self._ae_bindings.put(key, cached)
         encoder.dispatch(
             bins_pipeline,
             cached[0],
@@ -840,45 +729,21 @@ class GpuDenoiser:
         )
         self._frame_data = b""  # the GPU wrote the scales: the next fixed scale rewrites them
 
-    def _run_tiles(
-        self,
-        images: list[GpuImage],
-        roles: tuple[io_passes.ImageRole, ...],
-        output: GpuImage,
-        mode: Any,
-        plan: Any,
-        *,
-        progress: Callable[[float], Any] | None,
-        autoexposure: bool = False,
-    ) -> None:
-        count = len(plan.tiles)
-        tile_set = self._tile_set(images, roles, output, mode, plan)
-        color = images[0]
-
-        def encode_autoexposure(encoder: Any) -> None:
-            self._encode_autoexposure(encoder, color, tile_set.frame, color.dtype)
-
-        for index in range(count):
-            tile_set.submit(index, encode_autoexposure if autoexposure and index == 0 else None)
-            if progress is not None and progress((index + 1) / count) is False:
-                raise CancelledError("execution was cancelled by the progress callback")
-
-    def _tile_set(
-        self,
-        images: list[GpuImage],
-        roles: tuple[io_passes.ImageRole, ...],
-        output: GpuImage,
-        mode: Any,
-        plan: Any,
-    ) -> _TileSet:
-        """The bind groups of every tile for these buffers and plan, built once and reused."""
-        passes = self._passes_for(roles, mode, tuple(img.dtype for img in images))
+    def _frame_entry(
+        self, request: FrameRequest[GpuImage]
+    ) -> tuple[Hashable, Callable[[], TileSet]]:
+        """The key and builder of the bind groups of every tile for these buffers and plan
+        (the frame uniform holds the mode's scales, rewritten only when they changed)."""
+        images, output, mode, plan = request.images, request.output, request.mode, request.plan
+        assert output is not None  # the caller's or the host frame's buffer
+        image_roles = tuple(_ROLE_OF[role] for role in request.roles)
+        passes = self._passes_for(image_roles, mode, tuple(img.dtype for img in images))
         frame = self._frame_for(mode)
         tile_h, tile_w = int(plan.tile_h), int(plan.tile_w)
         network_input = self.executor.packed_input_buffer(tile_h, tile_w)
         network_output = self.executor.output_buffer(tile_h, tile_w)
         key = (
-            tuple(images),
+            images,
             output,
             plan,
             passes.input_kernel.key,
@@ -887,18 +752,35 @@ class GpuDenoiser:
             id(network_output),
             id(frame),
         )
-        tile_set = self._tile_sets.get(key)
-        if tile_set is None:
-            tile_set = _TileSet(
-                self, images, output, passes, frame, plan, network_input, network_output
+
+        def build() -> TileSet:
+            return TileSet(
+                self, list(images), output, passes, frame, plan, network_input, network_output
             )
-            self._tile_sets[key] = tile_set
-            while len(self._tile_sets) > TILE_SET_CACHE_SIZE:
-                _, old = self._tile_sets.popitem(last=False)
-                self._retire(old.uniforms)
-        else:
-            self._tile_sets.move_to_end(key)
-        return tile_set
+
+        return key, build
+
+    def _release_frame(self, frame: TileSet) -> None:
+        self._retire(frame.uniforms)
+
+    def _launch(self, frame: TileSet, autoexposure: bool, progress: Progress | None) -> None:
+        count = len(frame.plan.tiles)
+        run_frame(self, frame, count, autoexposure=autoexposure,
+                  after_tile=progress_after_tile(progress))  # fmt: skip
+
+    def autoexposure_pass(self, frame: TileSet) -> None:
+        """`TilePasses.autoexposure_pass`: encoded into the first tile's submission."""
+        color = frame.images[0]
+
+        def encode(encoder: Any) -> None:
+            self._encode_autoexposure(encoder, color, frame.frame, color.dtype)
+
+        self._prelude = encode
+
+    def tile_pass(self, frame: TileSet, index: int) -> None:
+        """`TilePasses.tile_pass`: one submission (after the frame's prelude, if any)."""
+        prelude, self._prelude = self._prelude, None
+        frame.submit(index, prelude)
 
     def _interactive_plan(self, height: int, width: int) -> Any:
         options = DenoiseOptions(tile_size=self.interactive_edge)
@@ -914,177 +796,13 @@ class GpuDenoiser:
         self.interactive_edge = units * TILE_ALIGNMENT
 
 
-@dataclass(frozen=True)
-class _PendingFrame:
-    """A submitted host-array frame: its readback buffer, result shape and host times."""
-
-    readback: Any
-    shape: tuple[int, int, int]
-    upload_ms: float
-    submit_ms: float
-    destination: np.ndarray | None = None  # the caller's output array
-    main: np.ndarray | None = None
-    uploads: tuple[Any, ...] = ()  # upload buffers to map again once the frame is done
 
 
-@dataclass(frozen=True)
-class _Passes:
-    """The input and output pass kernels of one mode, with their compiled pipelines."""
-
-    input_kernel: Kernel
-    output_kernel: Kernel
-    input_pipeline: Any
-    output_pipeline: Any
-
-
-class _TileSet:
-    """Per-tile params uniforms and bind groups of one (buffers, plan, mode); submits tiles."""
-
-    def __init__(
-        self,
-        denoiser: GpuDenoiser,
-        images: list[GpuImage],
-        output: GpuImage,
-        passes: _Passes,
-        frame: Any,
-        plan: Any,
-        network_input: Any,
-        network_output: Any,
-    ) -> None:
-        self.device = denoiser._device
-        self.executor = denoiser.executor
-        self.passes = passes
-        self.plan = plan
-        self.tile_h, self.tile_w = int(plan.tile_h), int(plan.tile_w)
-        self.frame = frame
-        # Strong references: the cache key holds these objects, so their ids stay unique.
-        self.images = images
-        self.output = output
-        self.uniforms: list[Any] = []
-        self.groups: list[tuple[Any, Any]] = []
-        image_params: dict[str, int] = {}
-        for image, role in zip(images, _ROLES, strict=False):
-            image_params.update(image.params(role.value))
-        for index, tile in enumerate(plan.tiles):
-            in_params = passes.input_kernel.pack_params(
-                tensor_height=self.tile_h,
-                tensor_width=self.tile_w,
-                dst_y=tile.buf_y,
-                dst_x=tile.buf_x,
-                src_y=tile.in_y,
-                src_x=tile.in_x,
-                copy_height=tile.in_h,
-                copy_width=tile.in_w,
-                **image_params,
-            )
-            out_params = passes.output_kernel.pack_params(
-                tensor_width=self.tile_w,
-                src_y=tile.src_y,
-                src_x=tile.src_x,
-                dst_y=tile.out_y,
-                dst_x=tile.out_x,
-                height=tile.out_h,
-                width=tile.out_w,
-                out_offset=output.offset,
-                out_pixel_stride=output.pixel_stride_elems,
-                out_row_stride=output.row_stride_elems,
-                out_channels=output.channels,
-            )
-            label = f"oidn/tile/{index}"
-            in_uniform = self._uniform(denoiser, f"{label}/input/params", in_params)
-            out_uniform = self._uniform(denoiser, f"{label}/output/params", out_params)
-            in_group = self.device.create_bind_group(
-                f"{label}/input",
-                passes.input_pipeline,
-                [*(img.buffer for img in images), network_input, in_uniform, frame],
-            )
-            out_group = self.device.create_bind_group(
-                f"{label}/output",
-                passes.output_pipeline,
-                [network_output, output.buffer, out_uniform, frame],
-            )
-            self.groups.append((in_group, out_group))
-
-    def _uniform(self, denoiser: GpuDenoiser, label: str, data: bytes) -> Any:
-        buffer = denoiser._resources.track(
-            BUFFER, self.device.create_buffer_with_data(label, data, BufferUsage.UNIFORM)
-        )
-        self.uniforms.append(buffer)
-        return buffer
-
-    def submit(self, index: int, prelude: Callable[[Any], None] | None = None) -> None:
-        """Encode and submit tile ``index``: ``prelude(encoder)`` (the frame's autoexposure),
-        input pass, network, output pass."""
-        tile = self.plan.tiles[index]
-        in_group, out_group = self.groups[index]
-        passes = self.passes
-        label = f"oidn/tile/{index}"
-        encoder = self.device.create_command_encoder(label)
-        if prelude is not None:
-            prelude(encoder)
-        encoder.dispatch(
-            passes.input_pipeline,
-            in_group,
-            passes.input_kernel.grid(0, self.tile_h, self.tile_w),
-            label=f"{label}/input",
-        )
-        self.executor.encode(encoder, self.tile_h, self.tile_w)
-        encoder.dispatch(
-            passes.output_pipeline,
-            out_group,
-            passes.output_kernel.grid(0, tile.out_h, tile.out_w),
-            label=f"{label}/output",
-        )
-        self.device.submit([encoder.finish()])
-
-
-def _upload_mode() -> str:
-    mode = os.environ.get(UPLOAD_VARIABLE, UPLOAD_MODES[0])
-    if mode not in UPLOAD_MODES:
+def _frame_of(images: tuple[Any, ...], out_channels: int | None) -> HostFrame:
+    """The checked host frame of a `GpuDenoiser.denoise_many` item."""
+    if len(images) > 4:
         raise InvalidArgumentError(
-            f"{UPLOAD_VARIABLE}={mode!r} is not an upload mode; expected one of "
-            f"{', '.join(UPLOAD_MODES)}"
+            f"a frame has {len(images)} arrays; expected (main, albedo, normal[, output])"
         )
-    return mode
-
-
-def _check_destination(output: Any, shape: tuple[int, int, int]) -> None:
-    """``output`` can take a result of ``shape``: a writeable float16/float32 NumPy array."""
-    if not isinstance(output, np.ndarray) or output.dtype not in (np.float16, np.float32):
-        raise InvalidArgumentError(
-            "output must be a float32 or float16 NumPy array, got "
-            f"{getattr(output, 'dtype', type(output).__name__)}"
-        )
-    if output.shape != shape:
-        raise InvalidArgumentError(f"output has shape {output.shape}; expected {shape}")
-    if not output.flags.writeable:
-        raise InvalidArgumentError("output array is read-only; pass a writeable array")
-
-
-def _as_hwc(image: np.ndarray, name: str) -> np.ndarray:
-    """``image`` as ``[H, W, C]``: float16 and float32 as they are, other dtypes as float32."""
-    arr = image_as_hwc(image, name)
-    if arr.dtype not in (np.float16, np.float32):
-        arr = arr.astype(np.float32)
-    return arr
-
-
-def _element_span(array: np.ndarray) -> tuple[np.ndarray, int, int]:
-    """``(flat elements from the first pixel to the last, pixel stride, row stride)``.
-
-    A view with positive strides and adjacent channels (a crop, an RGBA array's RGB)
-    is read in place; any other layout is copied to a dense array first.
-    """
-    height, width, channels = array.shape
-    item = array.itemsize
-    row_bytes, pixel_bytes, channel_bytes = array.strides
-    in_place = (
-        channel_bytes == item or channels == 1
-    ) and all(s > 0 and s % item == 0 for s in (row_bytes, pixel_bytes))  # fmt: skip
-    if not in_place or height * width == 0:
-        array = np.ascontiguousarray(array)
-        row_bytes, pixel_bytes = array.strides[:2]
-    pixel_stride, row_stride = pixel_bytes // item, row_bytes // item
-    count = (height - 1) * row_stride + (width - 1) * pixel_stride + channels
-    span = np.lib.stride_tricks.as_strided(array, shape=(count,), strides=(item,), writeable=False)
-    return span, pixel_stride, row_stride
+    padded = (*images, None, None, None)[:4]
+    return host_frame(padded[:3], out_channels=out_channels, output=padded[3])
