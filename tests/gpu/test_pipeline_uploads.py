@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import oidn_gpu
-from oidn_gpu.backends.wgpu import frames
+from oidn_gpu.backends.wgpu import staging
 from oidn_gpu.backends.wgpu.runner import GpuDenoiser
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.image import tiling
@@ -24,12 +24,12 @@ pytestmark = pytest.mark.gpu
 
 def test_strided_views_are_uploaded_in_place() -> None:
     rgba = np.zeros((6, 7, 4), np.float16)
-    span, pixel_stride, row_stride = frames.element_span(rgba[1:5, 2:6, :3])
+    span, pixel_stride, row_stride = staging.element_span(rgba[1:5, 2:6, :3])
     assert np.shares_memory(span, rgba)
     assert (pixel_stride, row_stride) == (4, 28)
     assert span.size == 3 * 28 + 3 * 4 + 3
     reversed_rows = rgba[::-1, :, :3]  # negative strides: copied to a dense array
-    span, pixel_stride, row_stride = frames.element_span(reversed_rows)
+    span, pixel_stride, row_stride = staging.element_span(reversed_rows)
     assert not np.shares_memory(span, rgba) and (pixel_stride, row_stride) == (3, 21)
 
 

@@ -6,17 +6,14 @@ channels read or written). `TileSet` is the device frame of one configuration
 uniforms and input/output bind groups, built once, and `TileSet.submit`, which
 encodes one tile (input pass, network, output pass) into one submission.
 `PendingFrame` is a submitted host frame waiting for its read back.
-`element_span` and `upload_mode` say how a host image is uploaded.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
 
 from oidn_gpu.backends.frame_runner import HostFrame
 from oidn_gpu.backends.gpu_device import BufferUsage
@@ -26,12 +23,6 @@ from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import Kernel
 
 F32_BYTES = 4
-# How host images reach the GPU: "mapped" (persistent MAP_WRITE staging buffers filled by
-# parallel copies, then copied on the GPU) or "queue" (``queue.write_buffer``, which
-# allocates and fills a fresh staging buffer per call). Devices without upload buffers
-# (a recording device) always use queue writes.
-UPLOAD_MODES = ("mapped", "queue")
-UPLOAD_VARIABLE = "OIDN_GPU_UPLOAD"
 
 ROLES = (io_passes.ImageRole.MAIN, io_passes.ImageRole.ALBEDO, io_passes.ImageRole.NORMAL)
 
@@ -247,34 +238,3 @@ class TileSet:
             label=f"{label}/output",
         )
         self.device.submit([encoder.finish()])
-
-
-def upload_mode() -> str:
-    mode = os.environ.get(UPLOAD_VARIABLE, UPLOAD_MODES[0])
-    if mode not in UPLOAD_MODES:
-        raise InvalidArgumentError(
-            f"{UPLOAD_VARIABLE}={mode!r} is not an upload mode; expected one of "
-            f"{', '.join(UPLOAD_MODES)}"
-        )
-    return mode
-
-
-def element_span(array: np.ndarray) -> tuple[np.ndarray, int, int]:
-    """``(flat elements from the first pixel to the last, pixel stride, row stride)``.
-
-    A view with positive strides and adjacent channels (a crop, an RGBA array's RGB)
-    is read in place; any other layout is copied to a dense array first.
-    """
-    height, width, channels = array.shape
-    item = array.itemsize
-    row_bytes, pixel_bytes, channel_bytes = array.strides
-    in_place = (
-        channel_bytes == item or channels == 1
-    ) and all(s > 0 and s % item == 0 for s in (row_bytes, pixel_bytes))  # fmt: skip
-    if not in_place or height * width == 0:
-        array = np.ascontiguousarray(array)
-        row_bytes, pixel_bytes = array.strides[:2]
-    pixel_stride, row_stride = pixel_bytes // item, row_bytes // item
-    count = (height - 1) * row_stride + (width - 1) * pixel_stride + channels
-    span = np.lib.stride_tricks.as_strided(array, shape=(count,), strides=(item,), writeable=False)
-    return span, pixel_stride, row_stride

@@ -62,8 +62,8 @@ from oidn_gpu.backends.frame_runner import (
     run_frame,
 )
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease
-from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
+from oidn_gpu.backends.wgpu.autoexposure import AutoexposurePass
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.frames import (
     F32_BYTES,
@@ -73,13 +73,11 @@ from oidn_gpu.backends.wgpu.frames import (
     PendingFrame,
     TileRect,
     TileSet,
-    element_span,
-    upload_mode,
 )
+from oidn_gpu.backends.wgpu.staging import StagingBuffers
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import CancelledError, InvalidArgumentError
 from oidn_gpu.image.host_copy import parallel_copyto
-from oidn_gpu.kernels import autoexposure as gpu_autoexposure
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
 from oidn_gpu.model import unet
@@ -130,18 +128,14 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         self._pending: DeferredRelease[list[Any]] = DeferredRelease(
             self._device, self._release_buffers
         )
-        self._staging: dict[tuple[str, int], Any] = {}
-        self.upload_mode = upload_mode()
+        self._staging = StagingBuffers(self._device, self._resources, self._retire)
         self._frame: Any = None  # the frame uniform (FRAME_PARAMS), made by the first frame
         # Kernels and pipelines per (roles, transfer, hdr, snorm), and per-tile uniforms and
         # bind groups per (buffers, plan): a repeated denoise only encodes and submits.
         self._passes: dict[tuple[Any, ...], Passes] = {}
         self._frame_data = b""  # its contents as last written by the host
-        # Autoexposure kernels and their per-image bind groups (one image layout kept).
-        self._ae_pipelines: dict[str, tuple[Kernel, Any, Kernel, Any]] = {}
-        # (image, frame, dtype) -> (bins group, scale group, uniforms, bins buffer)
-        self._ae_bindings: LruCache[tuple[Any, ...], tuple[Any, Any, list[Any], Any]] = LruCache(
-            TILE_SET_CACHE_SIZE, lambda entry: self._retire(entry[2])
+        self._autoexposure = AutoexposurePass(
+            self._device, executor, self._resources, self._staging, self._retire
         )
         self._prelude: Callable[[Any], None] | None = None  # encoded before the next tile
         self._uploads: list[Any] = []  # upload buffers of the frame being submitted
@@ -229,7 +223,7 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         self.executor.prepare()
         self.executor.pipeline_cache.prepare(kernels, shader_checks=self.executor.shader_checks)
         if mode.hdr:
-            self._autoexposure_kernels("float32")
+            self._autoexposure.kernels("float32")
 
     # ------------------------------------------------------------------ entry points
 
@@ -371,7 +365,7 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
     def _upload_frame(self, frame: HostFrame, slot: str) -> list[GpuImage]:
         self._uploads = []
         return [
-            self._upload(f"input-{role}{slot}", array, self._uploads)
+            self._staging.upload(f"input-{role}{slot}", array, self._uploads)
             for array, role in zip(frame.arrays, frame.roles, strict=True)
         ]
 
@@ -379,7 +373,7 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         height, width, channels = frame.shape
         out_bytes = height * width * channels * F32_BYTES
         # The frame's scales are copied behind the pixels, so one readback brings both.
-        buffer = self._staging_buffer(f"output{slot}", out_bytes + SCALE_BYTES)
+        buffer = self._staging.get(f"output{slot}", out_bytes + SCALE_BYTES)
         return GpuImage(buffer, height, width, channels)
 
     def _read_back(
@@ -388,7 +382,7 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         """Submit the copy of the result (and scales) into a mapped readback buffer kept
         across frames: one copy from it into the result."""
         out_bytes = output.height * output.width * output.channels * F32_BYTES
-        readback = self._staging_buffer(
+        readback = self._staging.get(
             f"readback{slot}", out_bytes + SCALE_BYTES, BufferUsage.MAP_READ | BufferUsage.COPY_DST
         )
         encoder = self._device.create_command_encoder("oidn/frame/readback")
@@ -504,11 +498,11 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         if plan is None:
             plan = self._interactive_plan(height, width)
         gpu_images = [
-            self._upload(f"input-{role}", array)
+            self._staging.upload(f"input-{role}", array)
             for array, role in zip(host.arrays, host.roles, strict=True)
         ]
         out_bytes = height * width * channels * F32_BYTES
-        output = GpuImage(self._staging_buffer("output", out_bytes), height, width, channels)
+        output = GpuImage(self._staging.get("output", out_bytes), height, width, channels)
         result = np.zeros((height, width, channels), np.float32)
         times: list[float] = []
         count = len(plan.tiles)
@@ -555,12 +549,9 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         self._pending.release_all()
 
     def _release(self) -> None:
-        for buffer in self._staging.values():
-            self._settled(buffer)
-        self._staging.clear()
+        self._staging.close()
         self._passes.clear()
-        self._ae_pipelines.clear()
-        self._ae_bindings.clear()
+        self._autoexposure.clear()
         self._frame = None
         self._resources.release_all()
 
@@ -577,75 +568,14 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         for buffer in buffers:
             self._resources.release(buffer)
 
-    def _staging_buffer(
-        self, name: str, byte_size: int, usage: int = STORAGE_USAGE, *, upload: bool = False
-    ) -> Any:
-        """A reusable buffer per name, STORAGE unless ``usage`` says otherwise, or with
-        ``upload`` a mapped upload buffer (replaced when the size changes)."""
-        key = (name, byte_size)
-        buffer = self._staging.get(key)
-        if buffer is None:
-            for old_key in [k for k in self._staging if k[0] == name]:
-                self._retire([self._settled(self._staging.pop(old_key))])
-            label = f"oidn/pipeline/{name}"
-            made = (
-                self._device.create_upload_buffer(label, byte_size)
-                if upload
-                else self._device.create_buffer(label, byte_size, usage)
-            )
-            buffer = self._resources.track(BUFFER, made)
-            self._staging[key] = buffer
-        return buffer
+    @property
+    def upload_mode(self) -> str:
+        """How host images reach the GPU (`staging.UPLOAD_MODES`; from `UPLOAD_VARIABLE`)."""
+        return self._staging.mode
 
-    def _settled(self, buffer: Any) -> Any:
-        """``buffer`` with no mapping request in flight (one is completed first), so that
-        destroying it leaves no request unanswered."""
-        if getattr(buffer, "map_state", None) == "pending":
-            self._device.map_for_write(buffer)
-        return buffer
-
-    def _upload(self, name: str, array: np.ndarray, uploads: list[Any] | None = None) -> GpuImage:
-        """Upload a float16/float32 ``[H, W, C]`` image as it is: its bytes from the first
-        pixel to the last, strides kept (an RGBA view's alpha travels along), no conversion.
-
-        With mapped uploads the bytes are copied (by several threads for large images)
-        into a persistent upload buffer and a GPU copy into the image buffer is submitted
-        at once, so it runs while the next image is copied; the upload buffer is appended
-        to ``uploads`` (to be mapped again once the frame is done)."""
-        height, width, channels = array.shape
-        span, pixel_stride, row_stride = element_span(array)
-        raw = memoryview(span).cast("B")
-        size = max((len(raw) + 3) & ~3, 4)  # buffers and copies are whole 4-byte words
-        buffer = self._staging_buffer(name, size)
-        if self.upload_mode == "mapped" and hasattr(self._device, "create_upload_buffer"):
-            staging = self._staging_buffer(f"{name}/upload", size, upload=True)
-            source = np.frombuffer(raw, np.uint8)
-
-            def fill(mapped: np.ndarray) -> None:
-                parallel_copyto(mapped[: len(source)], source)
-                mapped[len(source) :] = 0
-
-            self._device.write_mapped_with(staging, size, fill)
-            encoder = self._device.create_command_encoder(f"oidn/pipeline/{name}/upload")
-            encoder.copy_buffer(staging, 0, buffer, 0, size)
-            self._device.submit([encoder.finish()])
-            if uploads is not None:
-                uploads.append(staging)
-        else:
-            aligned = len(raw) - len(raw) % 4  # queue writes are whole 4-byte words
-            if aligned:
-                self._device.write_buffer(buffer, 0, raw[:aligned])
-            if aligned < len(raw):
-                self._device.write_buffer(buffer, aligned, bytes(raw[aligned:]).ljust(4, b"\0"))
-        return GpuImage(
-            buffer,
-            height,
-            width,
-            channels,
-            pixel_stride=pixel_stride,
-            row_stride=row_stride,
-            dtype=str(array.dtype),
-        )
+    @upload_mode.setter
+    def upload_mode(self, mode: str) -> None:
+        self._staging.mode = mode
 
     @property
     def frame_buffer(self) -> Any:
@@ -668,66 +598,6 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
     def _retire(self, buffers: list[Any]) -> None:
         if buffers:
             self._pending.retire(buffers)
-
-    def _autoexposure_kernels(self, dtype: str) -> tuple[Kernel, Any, Kernel, Any]:
-        """The bins and scale kernels for a colour image of ``dtype``, compiled once."""
-        entry = self._ae_pipelines.get(dtype)
-        if entry is None:
-            cache = self.executor.pipeline_cache
-            bins = gpu_autoexposure.generate_bins(gpu_autoexposure.AutoexposureSpec(dtype))
-            scale = gpu_autoexposure.generate_scale()
-            entry = (bins, cache.get(bins), scale, cache.get(scale))
-            self._ae_pipelines[dtype] = entry
-        return entry
-
-    def _encode_autoexposure(
-        self, encoder: Any, color: GpuImage, frame: Any, dtype: str = "float32"
-    ) -> None:
-        """Encode the autoexposure of ``color`` into ``frame`` (before the first tile's passes)."""
-        bins_kernel, bins_pipeline, scale_kernel, scale_pipeline = self._autoexposure_kernels(dtype)
-        bins_h, bins_w = gpu_autoexposure.bin_grid(color.height, color.width)
-        key = (color, id(frame), dtype)
-        cached = self._ae_bindings.get(key)
-        if cached is None:
-            bins = self._staging_buffer("autoexposure-bins", bins_h * bins_w * F32_BYTES)
-            # Bind groups of another bin count hold the bins buffer just replaced.
-            for old in [k for k, v in self._ae_bindings.items() if v[3] is not bins]:
-                self._retire(self._ae_bindings.pop(old)[2])
-            bins_params = bins_kernel.pack_params(
-                **color.params("color"),
-                height=color.height,
-                width=color.width,
-                bins_h=bins_h,
-                bins_w=bins_w,
-            )
-            scale_params = scale_kernel.pack_params(bins_h=bins_h, bins_w=bins_w)
-            uniforms = [
-                self._resources.track(
-                    BUFFER,
-                    self._device.create_buffer_with_data(
-                        f"oidn/autoexposure/{name}/params", data, BufferUsage.UNIFORM
-                    ),
-                )
-                for name, data in (("bins", bins_params), ("scale", scale_params))
-            ]
-            bins_group = self._device.create_bind_group(
-                "oidn/autoexposure/bins", bins_pipeline, [color.buffer, bins, uniforms[0]]
-            )
-            scale_group = self._device.create_bind_group(
-                "oidn/autoexposure/scale", scale_pipeline, [bins, frame, uniforms[1]]
-            )
-            cached = (bins_group, scale_group, uniforms, bins)
-            self._ae_bindings.put(key, cached)
-        encoder.dispatch(
-            bins_pipeline,
-            cached[0],
-            bins_kernel.grid(0, bins_h, bins_w),
-            label="oidn/autoexposure/bins",
-        )
-        encoder.dispatch(
-            scale_pipeline, cached[1], scale_kernel.grid(0, 1, 1), label="oidn/autoexposure/scale"
-        )
-        self._frame_data = b""  # the GPU wrote the scales: the next fixed scale rewrites them
 
     def _frame_entry(
         self, request: FrameRequest[GpuImage]
@@ -773,7 +643,8 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         color = frame.images[0]
 
         def encode(encoder: Any) -> None:
-            self._encode_autoexposure(encoder, color, frame.frame, color.dtype)
+            self._autoexposure.encode(encoder, color, frame.frame, color.dtype)
+            self._frame_data = b""  # the GPU wrote the scales: the next fixed one rewrites them
 
         self._prelude = encode
 
