@@ -307,11 +307,9 @@ class CudaDenoiser(FrameRunner["DeviceImage | None", _Frame, np.ndarray]):
             queued on the current stream, as torch operations are.
         """
         self._check_open()
-        self._check_executor()
         given = [(n, t) for n, t in zip(ROLES, (main, albedo, normal), strict=True)
                  if t is not None or n == ROLES[0]]  # fmt: skip
         images = [describe(tensor, name) for name, tensor in given]
-        self._check_images(images)
         channels = out_channels if out_channels is not None else images[0].channels
         check_out_channels(channels)
         out_image = None if out is None else self._out_image(out, images[0], channels)
@@ -370,6 +368,8 @@ class CudaDenoiser(FrameRunner["DeviceImage | None", _Frame, np.ndarray]):
     def _run_device(self, request: FrameRequest[DeviceImage], progress: Progress | None) -> _Frame:
         """`FrameRunner._run_device` of a checked request (the default plan filled in)."""
         images, out_image, plan = request.images, request.output, request.plan
+        self._check_executor()
+        self._check_images(list(images))
         height, width = images[0].height, images[0].width
         if plan is None:
             plan = default_plan(height, width, overlap=self.executor.tile_overlap)
