@@ -207,6 +207,18 @@ def test_bad_images(denoiser, rng, device):
         denoiser.denoise_tensors(t, t, t, mode=mode, out=t.half())
 
 
+def test_float16_output_is_rounded_as_astype(denoiser, rng):
+    """The runners' shared destination check takes float16 arrays (rounded as ``astype``
+    rounds) and leaves channels past ``out_channels`` as they are."""
+    color, albedo, normal = _aov(rng, 16, 24)
+    mode = process.mode_for("RT", hdr=True, input_scale=0.5)
+    expected = denoiser.denoise(color, albedo, normal, mode=mode)
+    rgba = np.full((16, 24, 4), 0.25, np.float16)
+    assert denoiser.denoise(color, albedo, normal, mode=mode, output=rgba) is rgba
+    assert np.array_equal(rgba[:, :, :3], expected.astype(np.float16))
+    assert (rgba[:, :, 3] == np.float16(0.25)).all()
+
+
 @pytest.fixture(scope="module")
 def color_only(device):
     """A tiny random base U-Net with 3 input channels (tests/data), for one-image modes."""

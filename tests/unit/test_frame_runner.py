@@ -73,7 +73,8 @@ def test_host_frame_reads_other_dtypes_as_float32_or_rejects_them() -> None:
 @pytest.mark.parametrize(
     ("images", "options", "message"),
     [
-        ((None, np.zeros((2, 2, 3))), {}, "main image missing"),
+        ((None, np.zeros((2, 2, 3))), {}, "the main image is missing"),
+        ((np.zeros((2, 2, 3)),) * 4, {}, "4 images were given"),
         ((np.zeros((2, 2, 3)), np.zeros((3, 2, 3))), {}, "image size 3x2 differs"),
         ((np.zeros((2, 2, 5)),), {}, "expected HxW or HxWxC with C 1..3"),
         ((np.zeros((2, 2, 3)),), {"out_channels": 4}, "out_channels is 4; expected 1, 2 or 3"),

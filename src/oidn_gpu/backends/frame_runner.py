@@ -110,13 +110,13 @@ def host_frame(
         InvalidArgumentError: a missing main image, a bad shape, dtype or size, a bad
             ``out_channels`` or destination.
     """
-    given = [(role, image) for role, image in zip(ROLES, images, strict=False) if image is not None]
-    if len(images) > len(ROLES) or not given or given[0][0] != ROLES[0]:
+    if len(images) > len(ROLES):
         raise InvalidArgumentError(
-            f"the images are {len(images)} arrays with the main image "
-            f"{'missing' if not given or given[0][0] != ROLES[0] else 'first'}; expected "
-            "(main, albedo, normal) with a main image"
+            f"{len(images)} images were given; expected main, albedo and normal at most"
         )
+    given = [(role, image) for role, image in zip(ROLES, images, strict=False) if image is not None]
+    if not given or given[0][0] != ROLES[0]:
+        raise InvalidArgumentError("the main image is missing; it comes first, then albedo, normal")
     arrays = tuple(_as_hwc(image, role, convert) for role, image in given)
     height, width = arrays[0].shape[:2]
     for array in arrays[1:]:

@@ -147,7 +147,7 @@ class _Work:
     stop: Callable[[], bool] | None = None  # a background compile's: asked before each kernel
 
 
-class CudaDenoiser(FrameRunner["DeviceImage | None", _Frame, np.ndarray]):
+class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
     """Runs whole denoises (input pass, network, output pass per tile) on one executor.
 
     The frame order and the LRU of per-configuration frames (captured as CUDA graphs
@@ -159,6 +159,8 @@ class CudaDenoiser(FrameRunner["DeviceImage | None", _Frame, np.ndarray]):
         host_transfer: ``"staged"`` (pinned buffers) or ``"direct"`` (CUDA's own
             copies from pageable memory, for comparison).
     """
+
+    closed_message = "the cuda denoiser is closed"
 
     def __init__(
         self,
@@ -185,8 +187,6 @@ class CudaDenoiser(FrameRunner["DeviceImage | None", _Frame, np.ndarray]):
         self._bridge = CompileBridge(self)  # frames on cuDNN while Triton compiles
         self._last_stream: Any = None  # the stream of the last staged call
         self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
-
-    closed_message = "the cuda denoiser is closed"
 
     def input_scale(self) -> float:
         """The input scale of the last frame (its autoexposure when it computed one)."""
@@ -463,9 +463,8 @@ class CudaDenoiser(FrameRunner["DeviceImage | None", _Frame, np.ndarray]):
         out = self._buffer(self._dev, "out", frame.shape, np.float32, pinned=False)
         return describe(out, "output")
 
-    def _read_back(self, frame: HostFrame, output: DeviceImage | None, slot: str,
+    def _read_back(self, frame: HostFrame, output: DeviceImage, slot: str,
                    upload_ms: float, submit_ms: float) -> np.ndarray:  # fmt: skip
-        assert output is not None
         result = np.empty(frame.shape, np.float32) if frame.output is None else frame.output
         target = result if frame.target is None else frame.target
         self._download(output.tensor, target, self._stream())

@@ -130,8 +130,9 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         )
         self._staging = StagingBuffers(self._device, self._resources, self._retire)
         self._frame: Any = None  # the frame uniform (FRAME_PARAMS), made by the first frame
-        # Kernels and pipelines per (roles, transfer, hdr, snorm), and per-tile uniforms and
-        # bind groups per (buffers, plan): a repeated denoise only encodes and submits.
+        # Kernels and pipelines per (roles, transfer, hdr, snorm); with the frames' per-tile
+        # uniforms and bind groups per (buffers, plan), a repeated denoise only encodes and
+        # submits.
         self._passes: dict[tuple[Any, ...], Passes] = {}
         self._frame_data = b""  # its contents as last written by the host
         self._autoexposure = AutoexposurePass(
