@@ -4,8 +4,9 @@
 entry the most recently used, and `put` evicts the least recently used entries beyond
 ``size``, handing each to the cache's ``evict`` callback (which releases GPU objects
 once the queue is done with them, for example). Reading through the `Mapping`
-interface (``cache[key]``, ``in``, iteration) changes no order. Not thread-safe:
-callers that share a cache between threads hold their own lock.
+interface (``cache[key]``, ``in``, iteration) changes no order. Values are never
+None (`get` answers None for a missing key). Not thread-safe: callers that share a
+cache between threads hold their own lock.
 """
 
 from __future__ import annotations
