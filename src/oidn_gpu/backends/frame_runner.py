@@ -35,7 +35,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
@@ -169,9 +169,9 @@ def _as_hwc(image: Any, name: str, convert: bool) -> np.ndarray:
     return arr.astype(np.float32)
 
 
-@dataclass(frozen=True)
-class FrameRequest(Generic[ImageT]):
-    """One frame asked of a device: its device images, output and how to denoise them.
+class FrameRequest(NamedTuple, Generic[ImageT]):
+    """One frame asked of a device: its device images, output and how to denoise them
+    (a named tuple: one is made per frame, and a tuple is the cheapest to make).
 
     Attributes:
         images: the device images, the main image first.

@@ -373,7 +373,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         height, width = images[0].height, images[0].width
         if plan is None:
             plan = default_plan(height, width, overlap=self.executor.tile_overlap)
-            request = dataclasses.replace(request, plan=plan)
+            request = request._replace(plan=plan)
         if (plan.height, plan.width) != (height, width):
             raise InvalidArgumentError(
                 f"tile plan is for {plan.height}x{plan.width}; the images are {height}x{width}"
