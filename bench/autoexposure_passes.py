@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from oidn_gpu.backends.wgpu.bench import CommandTimer, open_timed_device
-from oidn_gpu.backends.wgpu.pipelines import PipelineCache
+from oidn_gpu.backends.wgpu.pipeline_cache import PipelineCache
 from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.kernels import autoexposure as gae
 

@@ -24,9 +24,10 @@ import hashlib
 import math
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
+
+from oidn_gpu.backends.lru import LruCache
 
 MAX_IDLE = 4  # idle denoisers kept (each holds its device buffers and captured frames)
 
@@ -70,7 +71,8 @@ class DenoiserCache:
 
     def __init__(self, max_idle: int = MAX_IDLE) -> None:
         self.max_idle = max_idle
-        self._idle: OrderedDict[tuple[_Key, int], Any] = OrderedDict()
+        self._evicted: list[Any] = []  # what `put` evicted, closed outside the lock
+        self._idle = self._new_pool()
         self._lock = threading.Lock()
         self._serial = 0  # distinguishes idle denoisers of one key
         self._generation = 0  # bumped by clear: denoisers checked out before are not kept
@@ -82,8 +84,12 @@ class DenoiserCache:
         """In a forked child: the parent's denoisers (their devices, threads and lock) are
         not this process's; drop them without closing them."""
         self._lock = threading.Lock()
-        self._idle = OrderedDict()
+        self._idle = self._new_pool()
         self._generation += 1
+
+    def _new_pool(self) -> LruCache[tuple[_Key, int], Any]:
+        # max_idle < 1 keeps nothing: `checkin` closes every denoiser then.
+        return LruCache(max(1, self.max_idle), self._evicted.append)
 
     def checkout(self, key: _Key) -> tuple[Any, int]:
         """``(an idle denoiser of key or None, the generation to return it with)``."""
@@ -106,9 +112,9 @@ class DenoiserCache:
                     atexit.register(self.clear)
                     self._registered = True
                 self._serial += 1
-                self._idle[(key, self._serial)] = denoiser
-                while len(self._idle) > self.max_idle:
-                    evicted.append(self._idle.popitem(last=False)[1])
+                self._idle.put((key, self._serial), denoiser)
+                evicted += self._evicted
+                self._evicted.clear()
         for stale in evicted:
             stale.close()
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from oidn_gpu.backends.base import DeviceRunner
 from oidn_gpu.backends.host_runner import report_progress
+from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.filter_images import (
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 PLANS_KEPT = 16  # (model, size, options) plans remembered by `_plan`
 # (id(model), H, W, DenoiseOptions) -> (model, DenoisePlan); the model kept to check identity
-_plans: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+_plans: LruCache[tuple[Any, ...], tuple[Any, Any]] = LruCache(PLANS_KEPT)
 _plans_lock = threading.Lock()
 _device_runner_types: dict[type, bool] = {}  # runner class -> is a DeviceRunner
 
@@ -156,13 +156,10 @@ def _plan(model: Any, height: int, width: int, options: DenoiseOptions) -> Any:
     with _plans_lock:
         known = _plans.get(key)
         if known is not None and known[0] is model:
-            _plans.move_to_end(key)
             return known[1]
     plan = plan_denoise(model, height, width, options)
     with _plans_lock:
-        _plans[key] = (model, plan)
-        while len(_plans) > PLANS_KEPT:
-            _plans.popitem(last=False)
+        _plans.put(key, (model, plan))
     return plan
 
 

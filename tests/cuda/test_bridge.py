@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oidn_gpu.backends.cuda import pipeline as pipeline_module
+from oidn_gpu.backends.cuda import bridge as pipeline_module
 from oidn_gpu.backends.cuda import tuning
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
+from oidn_gpu.backends.cuda.runner import CudaDenoiser
 from oidn_gpu.image import process
 from oidn_gpu.model.unet import load_model
 from tests.cuda.conftest import HAS_CUDA, rel_l2

@@ -19,7 +19,7 @@ import torch
 
 import oidn_gpu
 from oidn_gpu import filter_device
-from oidn_gpu.backends.cuda.pipeline import DeviceScalar
+from oidn_gpu.backends.cuda.runner import DeviceScalar
 from oidn_gpu.errors import (
     CancelledError,
     InvalidArgumentError,

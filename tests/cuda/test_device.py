@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
+from oidn_gpu.backends.cuda.runner import CudaDenoiser
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.image import process
 from oidn_gpu.model.unet import load_model

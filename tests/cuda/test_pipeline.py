@@ -18,7 +18,8 @@ import torch
 from oidn_gpu.backends.base import AutoexposureRunner, DenoiseImages
 from oidn_gpu.backends.cuda.backend import CudaTileRunner
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, _image
+from oidn_gpu.backends.cuda.images import describe as _image
+from oidn_gpu.backends.cuda.runner import CudaDenoiser
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
@@ -210,6 +211,18 @@ def test_bad_images(denoiser, rng, device):
     t = torch.from_numpy(color).to(device)
     with pytest.raises(InvalidArgumentError, match="float32 torch tensor"):
         denoiser.denoise_tensors(t, t, t, mode=mode, out=t.half())
+
+
+def test_float16_output_is_rounded_as_astype(denoiser, rng):
+    """The runners' shared destination check takes float16 arrays (rounded as ``astype``
+    rounds) and leaves channels past ``out_channels`` as they are."""
+    color, albedo, normal = _aov(rng, 16, 24)
+    mode = process.mode_for("RT", hdr=True, input_scale=0.5)
+    expected = denoiser.denoise(color, albedo, normal, mode=mode)
+    rgba = np.full((16, 24, 4), 0.25, np.float16)
+    assert denoiser.denoise(color, albedo, normal, mode=mode, output=rgba) is rgba
+    assert np.array_equal(rgba[:, :, :3], expected.astype(np.float16))
+    assert (rgba[:, :, 3] == np.float16(0.25)).all()
 
 
 @pytest.fixture(scope="module")

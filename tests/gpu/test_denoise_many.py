@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
+from oidn_gpu.backends.wgpu.runner import GpuDenoiser
 from oidn_gpu.image import autoexposure, tiling
 from oidn_gpu.image.process import Mode
 from oidn_gpu.image.transfer import Transfer

@@ -15,7 +15,7 @@ import pytest
 
 import oidn_gpu
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
+from oidn_gpu.backends.wgpu.runner import GpuDenoiser
 from oidn_gpu.errors import (
     CancelledError,
     InvalidArgumentError,

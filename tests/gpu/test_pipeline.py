@@ -7,8 +7,8 @@ import pytest
 
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage, TileRect
-from oidn_gpu.errors import CancelledError
+from oidn_gpu.backends.wgpu.runner import GpuDenoiser, GpuImage, TileRect
+from oidn_gpu.errors import CancelledError, InvalidArgumentError
 from oidn_gpu.graph.reference import run_graph
 from oidn_gpu.image import process, tiling
 from oidn_gpu.image.process import Mode
@@ -232,3 +232,20 @@ def test_frames_in_flight_keep_their_scale_in_the_one_frame_uniform(gpu, denoise
         assert np.array_equal(result, want), f"input scale {mode.input_scale}"
     assert not np.array_equal(got[0], got[1])
     assert not got[2].any()  # s == 0: output scale 0
+
+
+def test_host_output_with_an_alpha_channel_keeps_it(denoisers):
+    """The runners' shared destination check: channels past ``out_channels`` stay as they
+    are, and the array itself is returned."""
+    denoiser = denoisers["tiny_base_ic9"]
+    mode = CASES["hdr-pu-alb-nrm"][1]
+    images = _images()
+    plan = _plans()["tiled"]
+    expected = denoiser.denoise(*images, mode=mode, plan=plan)
+    rgba = np.full((H, W, 4), 0.25, np.float32)
+    assert denoiser.denoise(*images, mode=mode, plan=plan, output=rgba) is rgba
+    assert np.array_equal(rgba[:, :, :3], expected) and (rgba[:, :, 3] == 0.25).all()
+    with pytest.raises(InvalidArgumentError, match="out_channels is 4; expected 1, 2 or 3"):
+        denoiser.denoise(*images, mode=mode, plan=plan, out_channels=4)
+    with pytest.raises(InvalidArgumentError, match="image size 36x53 differs"):
+        denoiser.denoise(images[0], images[1][1:], images[2], mode=mode, plan=plan)

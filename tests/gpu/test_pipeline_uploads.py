@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import oidn_gpu
-from oidn_gpu.backends.wgpu import pipeline
+from oidn_gpu.backends.wgpu import staging
+from oidn_gpu.backends.wgpu.runner import GpuDenoiser
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.image import tiling
 from oidn_gpu.image.process import Mode
@@ -23,12 +24,12 @@ pytestmark = pytest.mark.gpu
 
 def test_strided_views_are_uploaded_in_place() -> None:
     rgba = np.zeros((6, 7, 4), np.float16)
-    span, pixel_stride, row_stride = pipeline._element_span(rgba[1:5, 2:6, :3])
+    span, pixel_stride, row_stride = staging.element_span(rgba[1:5, 2:6, :3])
     assert np.shares_memory(span, rgba)
     assert (pixel_stride, row_stride) == (4, 28)
     assert span.size == 3 * 28 + 3 * 4 + 3
     reversed_rows = rgba[::-1, :, :3]  # negative strides: copied to a dense array
-    span, pixel_stride, row_stride = pipeline._element_span(reversed_rows)
+    span, pixel_stride, row_stride = staging.element_span(reversed_rows)
     assert not np.shares_memory(span, rgba) and (pixel_stride, row_stride) == (3, 21)
 
 
@@ -59,7 +60,7 @@ def test_interactive_tiles_read_half_rgba_views_too(gpu, tiny_models) -> None:
     mode = Mode(Transfer.PU, True, False, 0.8)
     plan = tiling.plan_tiles_max_edge(37, 53, max_edge=48, overlap=16)
     executor = WgpuExecutor(tiny_models["tiny_base_ic3"], device=gpu, precision="fp32")
-    with pipeline.GpuDenoiser(executor) as denoiser:
+    with GpuDenoiser(executor) as denoiser:
         tiles = denoiser.denoise_interactive(rgba[:, :, :3], mode=mode, plan=plan)
         whole = denoiser.denoise(np.ascontiguousarray(rgba[:, :, :3], np.float32), mode=mode,
                                  plan=plan)  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oidn_gpu.backends.wgpu.pipelines import KernelCompileError, _use_trusted, pipeline_cache
+from oidn_gpu.backends.wgpu.pipeline_cache import KernelCompileError, _use_trusted, pipeline_cache
 from oidn_gpu.errors import ShaderCompileError
 from oidn_gpu.kernels import conv_direct
 from oidn_gpu.kernels.spec import ConvSpec, Kernel, Precision

@@ -66,7 +66,7 @@ def _direct_denoise(gpu, tza, config, images, input_scale=None):
 
     from oidn_gpu.backends.wgpu.device import STORAGE_USAGE
     from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-    from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
+    from oidn_gpu.backends.wgpu.runner import GpuDenoiser
     from oidn_gpu.model.unet import load_model
 
     cfg = parse_config(config, denoise=True)

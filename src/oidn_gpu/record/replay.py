@@ -37,12 +37,12 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.wgpu.device import open_device
 from oidn_gpu.errors import DeadlineExceededError, InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.record.format import (
@@ -132,8 +132,8 @@ class Replayer:
         self._buffers: list[Any] = []
         self._pipelines: list[Any] = []
         self._bind_groups: list[Any] = []
-        self._rebound: OrderedDict[tuple[tuple[int, int], ...], tuple[list[Any], list[Any]]] = (
-            OrderedDict()
+        self._rebound: LruCache[tuple[tuple[int, int], ...], tuple[list[Any], list[Any]]] = (
+            LruCache(_BIND_GROUP_CACHE_SIZE)
         )
         self._closed = False
         try:
@@ -400,7 +400,6 @@ class Replayer:
         key = tuple(sorted((pid, id(b)) for pid, b in external.items()))
         cached = self._rebound.get(key)
         if cached is not None and all(cached[0][pid] is b for pid, b in external.items()):
-            self._rebound.move_to_end(key)
             return cached
         buffers = list(self._buffers)
         for pid, b in external.items():
@@ -409,9 +408,7 @@ class Replayer:
         for i, g in enumerate(self.program.bind_groups):
             if any(e.buffer in external for e in g.entries):
                 groups[i] = self._create_bind_group(i, buffers)
-        self._rebound[key] = (buffers, groups)
-        while len(self._rebound) > _BIND_GROUP_CACHE_SIZE:
-            self._rebound.popitem(last=False)
+        self._rebound.put(key, (buffers, groups))
         return buffers, groups
 
     def _encode(self, op: Submit, buffers: list[Any], groups: list[Any]) -> Any:

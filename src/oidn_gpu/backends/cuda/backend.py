@@ -328,7 +328,7 @@ class CudaBackend:
             return CudaExecutor(model, options=options)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
-        from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
+        from oidn_gpu.backends.cuda.runner import CudaDenoiser
         from oidn_gpu.backends.cuda.torch_ops import torch
 
         with torch.inference_mode(False):

@@ -16,7 +16,7 @@ import torch
 
 from oidn_gpu.backends.cuda.compile_job import CompileJob
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.pipeline import CudaDenoiser
+from oidn_gpu.backends.cuda.runner import CudaDenoiser
 
 
 def run_job(job: CompileJob) -> None:

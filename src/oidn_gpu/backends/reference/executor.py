@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -61,6 +60,7 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
+from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.reference.blas_threads import BLAS_THREADS
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
@@ -350,8 +350,7 @@ class ReferenceExecutor(ExecutorBase):
         self._alignment = size_alignment(self._graph)
         self._band_bytes = band_bytes
         self._band_rows = band_rows
-        self._cache_size = shape_cache_size
-        self._prepared: OrderedDict[tuple[int, int], _Prepared] = OrderedDict()
+        self._prepared: LruCache[tuple[int, int], _Prepared] = LruCache(shape_cache_size)
         self._lock = threading.Lock()
         self._closed = False
         self._pool: ThreadPoolExecutor | None = None
@@ -406,9 +405,9 @@ class ReferenceExecutor(ExecutorBase):
 
     def _prepare(self, height: int, width: int) -> _Prepared:
         key = (height, width)
-        if key in self._prepared:
-            self._prepared.move_to_end(key)
-            return self._prepared[key]
+        known = self._prepared.get(key)
+        if known is not None:
+            return known
         execution = plan(self._graph, height, width, value_bytes=padded_value_bytes)
         bands: dict[str, int] = {}
         patches = spill = band = pooled = 0
@@ -426,8 +425,7 @@ class ReferenceExecutor(ExecutorBase):
                 band = max(band, (k - 1) // 9 * (size + 2) * wp)
             if isinstance(node, ir.ConvPool):
                 pooled = max(pooled, out.channels * size * wp)
-        while len(self._prepared) >= self._cache_size:
-            self._prepared.popitem(last=False)
+        self._prepared.make_room()  # the evicted buffers are freed before these are made
         prepared = _Prepared(
             plan=execution,
             slots=[np.empty(size // FP32_BYTES, np.float32) for size in execution.slot_bytes],
@@ -435,7 +433,7 @@ class ReferenceExecutor(ExecutorBase):
             bands=bands,
             scratch=[],
         )
-        self._prepared[key] = prepared
+        self._prepared.put(key, prepared)
         return prepared
 
     def prewarm(self, shapes: Iterable[tuple[int, int]]) -> None:

@@ -260,7 +260,7 @@ class WgpuBackend:
         return WgpuExecutor(model, options=options)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
-        from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
+        from oidn_gpu.backends.wgpu.runner import GpuDenoiser
 
         return GpuDenoiser(executor)  # type: ignore[arg-type]
 

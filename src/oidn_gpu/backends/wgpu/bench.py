@@ -72,7 +72,7 @@ from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.wgpu import kernel_choice
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, WgpuDevice, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser, GpuImage
+from oidn_gpu.backends.wgpu.runner import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.image.autoexposure import autoexposure as host_autoexposure
 from oidn_gpu.image.host_copy import copy_threads

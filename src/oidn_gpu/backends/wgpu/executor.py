@@ -54,7 +54,7 @@ from oidn_gpu.backends.gpu_device import CommandEncoder, GpuDevice
 from oidn_gpu.backends.wgpu import kernel_choice, nodes
 from oidn_gpu.backends.wgpu.backend import WgpuOptions
 from oidn_gpu.backends.wgpu.device import open_device, shader_checks_forced
-from oidn_gpu.backends.wgpu.pipelines import pipeline_cache
+from oidn_gpu.backends.wgpu.pipeline_cache import pipeline_cache
 from oidn_gpu.backends.wgpu.plan_cache import ShapePlan, ShapePlanCache
 from oidn_gpu.backends.wgpu.profiling import ExecutionProfile, LayerTiming, Profiler, TimedLayer
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker

@@ -16,13 +16,13 @@ network output (3 channels) is always fp32.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease, GpuDevice
+from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.wgpu.nodes import Node
-from oidn_gpu.backends.wgpu.pipelines import PipelineCache
+from oidn_gpu.backends.wgpu.pipeline_cache import PipelineCache
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.errors import (
     InvalidArgumentError,
@@ -99,10 +99,14 @@ class ShapePlanCache:
         self._pipelines = pipelines
         self._shader_checks = shader_checks
         self._resources = resources
-        self.size = size
         self.alignment = size_alignment(graph)
-        self._plans: OrderedDict[tuple[int, int], ShapePlan] = OrderedDict()
         self._retired: DeferredRelease[ShapePlan] = DeferredRelease(device, self._destroy)
+        self._plans: LruCache[tuple[int, int], ShapePlan] = LruCache(size, self._retired.retire)
+
+    @property
+    def size(self) -> int:
+        """How many plans are kept."""
+        return self._plans.size
 
     # ------------------------------------------------------------------ LRU
 
@@ -111,14 +115,9 @@ class ShapePlanCache:
         self._retired.collect()
         key = (int(height), int(width))
         shape_plan = self._plans.get(key)
-        if shape_plan is not None:
-            self._plans.move_to_end(key)
-            return shape_plan
-        shape_plan = self._create(*key)
-        self._plans[key] = shape_plan
-        while len(self._plans) > self.size:
-            _, evicted = self._plans.popitem(last=False)
-            self._retired.retire(evicted)
+        if shape_plan is None:
+            shape_plan = self._create(*key)
+            self._plans.put(key, shape_plan)
         return shape_plan
 
     @property
@@ -132,9 +131,8 @@ class ShapePlanCache:
 
     def close(self) -> None:
         """Destroy every plan once the queue is idle."""
-        for shape_plan in self._plans.values():
+        for shape_plan in self._plans.clear():
             self._retired.retire(shape_plan)  # commands recorded with it may be in flight
-        self._plans.clear()
         self._retired.release_all()
 
     def _destroy(self, shape_plan: ShapePlan) -> None:

@@ -1,0 +1,213 @@
+"""The cuDNN bridge of the cuda runner: frames on cuDNN while their Triton kernels compile.
+
+On an executor with a bridge (``engine="auto"`` on a GPU) a frame whose kernel
+configuration (image dtypes and channels, output channels, transfer, HDR,
+snorm, autoexposure: never the size) has no compiled Triton kernels yet runs on
+cuDNN (`CompileBridge.engine_for`). Once the call has returned (`CompileBridge.start`),
+a background thread has a child process (`compile_worker`) compile them into
+Triton's disk cache, then runs the same frame on scratch images on a side stream,
+which loads them; later frames of that configuration run on Triton. Closing the
+denoiser, or the interpreter's exit, stops a compile (the child is killed).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from oidn_gpu.backends.cuda import compile_job
+from oidn_gpu.backends.cuda.executor import CompileStopped, interpreting, kernels
+from oidn_gpu.backends.cuda.images import DeviceImage, describe
+from oidn_gpu.errors import InvalidOperationError
+from oidn_gpu.image.tiling import TilePlan
+
+if TYPE_CHECKING:
+    from oidn_gpu.backends.cuda.runner import CudaDenoiser
+
+_LOG = logging.getLogger(__name__)
+
+
+class CompileBridge:
+    """The background Triton compiles of one `CudaDenoiser`.
+
+    Attributes:
+        warming: kernel configuration -> the thread compiling it (not started until
+            `start`).
+    """
+
+    def __init__(self, denoiser: CudaDenoiser) -> None:
+        self._denoiser = denoiser
+        self.executor = denoiser.executor
+        self.device = denoiser.device
+        self._cuda = self.device.type == "cuda"
+        self._torch = denoiser._torch
+        self.warming: dict[tuple[Any, ...], threading.Thread] = {}
+        self._warm_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._children: set[Any] = set()  # compile worker processes running
+        self._compile_identity: int | None = None  # see `_ready_key`
+
+
+    @staticmethod
+    def _kernel_config(images: list[DeviceImage], channels: int, mode: Any,
+                       autoexposure: bool) -> tuple[Any, ...]:  # fmt: skip
+        """What the compiled Triton kernels of a frame depend on (never its size)."""
+        return (
+            tuple((i.tensor.dtype, i.channels) for i in images), channels, mode.transfer,
+            bool(mode.hdr), bool(mode.snorm), autoexposure,
+        )  # fmt: skip
+
+    def _ready_key(self, config: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Compiled kernels are the process's (Triton's in-memory cache): a configuration
+        compiled for one denoiser is ready for every other of the same network, device,
+        precision and tiles."""
+        if self._compile_identity is None:  # fixed for a bridged executor (no tuning)
+            ex = self.executor
+            tiles = tuple(sorted(ex.tuned().items()))  # with the shipped table, the tiles
+            self._compile_identity = hash((str(self.device), ex.precision, ex.graph, tiles))
+        return (self._compile_identity, config)
+
+    def engine_for(self, images: list[DeviceImage], channels: int, mode: Any, autoexposure: bool,
+                    out_image: DeviceImage | None, plan: TilePlan) -> str:  # fmt: skip
+        """The engine of this frame: Triton, unless the bridge serves it on cuDNN while
+        its kernels compile (started here on the configuration's first frame)."""
+        ex = self.executor
+        if not ex.bridge or ex.engine != "triton":
+            return ex.engine
+        config = self._kernel_config(images, channels, mode, autoexposure)
+        with self._warm_lock:
+            if self._ready_key(config) in _READY:
+                return "triton"
+            if config not in self.warming:
+                self.warming[config] = threading.Thread(
+                    target=self._warm, name="oidn-gpu-triton-compile", daemon=True,
+                    args=(config, images, out_image, channels, mode, plan, autoexposure),
+                )  # fmt: skip
+        return "cudnn"
+
+    def start(self) -> None:
+        """Start the background compiles that earlier bridge frames asked for."""
+        with self._warm_lock:
+            if self._stop.is_set():
+                return
+            for thread in self.warming.values():
+                if thread.ident is None:
+                    thread.start()
+                    _COMPILING.add(self)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop background compiles at their next kernel and wait for them (at close, and
+        at interpreter exit: a compiler thread must not outlive the process's teardown)."""
+        self._stop.set()
+        with self._warm_lock:
+            threads = [t for t in self.warming.values() if t.ident is not None]
+            for child in self._children:
+                child.kill()
+        for thread in threads:
+            thread.join(timeout)
+
+    def _warm(self, config: tuple[Any, ...], images: list[DeviceImage], out_image: DeviceImage | None,
+              channels: int, mode: Any, plan: TilePlan, autoexposure: bool) -> None:  # fmt: skip
+        """Compile the Triton kernels of a configuration: the frame on scratch images of
+        the same dtypes and channels, on a side stream (the caller's tensors may be
+        reused or freed meanwhile)."""
+        torch = self._torch
+        ex = self.executor
+        try:
+            start = time.perf_counter()
+            if self._cuda and not interpreting():
+                code = self._compile_in_child(images, channels, mode, plan, autoexposure)
+                _LOG.info("cuda: Triton kernels compiled by a child process in %.2f s "
+                          "(exit code %s)", time.perf_counter() - start, code)  # fmt: skip
+            missing = kernels().UNAVAILABLE
+            if missing:
+                raise InvalidOperationError(missing)
+            stream = torch.cuda.Stream(self.device) if self._cuda else None
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                scratch = [describe(torch.zeros(i.tensor.shape, dtype=i.tensor.dtype,
+                                              device=self.device), "scratch")
+                           for i in images]  # fmt: skip
+                scratch = [dataclasses.replace(s, channels=i.channels)
+                           for s, i in zip(scratch, images, strict=True)]  # fmt: skip
+                height, width = images[0].height, images[0].width
+                out = describe(torch.empty((height, width, channels), dtype=torch.float32,
+                                         device=self.device), "output")  # fmt: skip
+                scale = torch.ones(1, dtype=torch.float32, device=self.device)
+                self._denoiser._body(scratch, out, mode, plan, autoexposure, "triton", scale,
+                           stop=self._stop.is_set)  # fmt: skip
+            if stream is not None:
+                stream.synchronize()
+            _LOG.info("cuda: Triton kernels ready %.2f s after the first frame",
+                      time.perf_counter() - start)  # fmt: skip
+            ready = True
+        except CompileStopped:
+            ready = False
+        except Exception as err:  # Triton is unusable here: stay on cuDNN, and say why
+            ex.fallback = f"Triton kernels failed to compile ({type(err).__name__}: {err})"
+            ex.engine = "cudnn"
+            ready = True
+        with self._warm_lock:
+            if ready:
+                _READY.add(self._ready_key(config))
+            self.warming.pop(config, None)
+
+    def _compile_in_child(self, images: list[DeviceImage], channels: int, mode: Any,
+                          plan: TilePlan, autoexposure: bool) -> int | None:  # fmt: skip
+        """Compile the frame's kernels into Triton's disk cache in a child process (no GIL
+        shared with the caller's frames); the in-process pass after it loads them. A child
+        that fails leaves the compile to that pass."""
+        ex = self.executor
+        model = ex.model
+        job = compile_job.CompileJob(
+            graph=model.graph, convs=dict(model.convs), spec=getattr(model, "spec", None),
+            precision=ex.precision, device_index=self.device.index,
+            images=tuple((tuple(i.tensor.shape), str(i.tensor.dtype).split(".")[-1],
+                          i.channels) for i in images),
+            out_channels=channels, mode=mode, plan=plan, autoexposure=autoexposure,
+        )  # fmt: skip
+        try:
+            child = compile_job.start(job)
+        except OSError:
+            return None
+        with self._warm_lock:
+            self._children.add(child)
+        try:
+            while child.poll() is None:
+                if self._stop.wait(0.05):
+                    child.kill()
+                    child.wait()
+                    raise CompileStopped
+        finally:
+            with self._warm_lock:
+                self._children.discard(child)
+            compile_job.discard(child)
+        return child.returncode
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for background Triton compiles; True when none is left running."""
+        self.start()
+        with self._warm_lock:
+            threads = list(self.warming.values())
+        for thread in threads:
+            thread.join(timeout)
+        with self._warm_lock:
+            return not self.warming
+
+
+_COMPILING: weakref.WeakSet[CompileBridge] = weakref.WeakSet()
+# Kernel configurations whose Triton kernels this process has compiled (`_ready_key`).
+_READY: set[tuple[Any, ...]] = set()
+
+
+@atexit.register
+def _stop_all_compiles() -> None:
+    # A compiler thread still in Triton's C++ code when the process tears down its
+    # libraries aborts the process: stop each at its next kernel and wait for it.
+    for bridge in list(_COMPILING):
+        bridge.stop()

@@ -1,0 +1,96 @@
+"""The GPU runners' shared frame loop (`backends.frame_runner`): checks, order, cancel.
+
+The wgpu and cuda runners run on it (tests/gpu, tests/cuda); here its pieces are
+checked on their own: the host-image checks both runners give, and the order in
+which `run_frame` queues a frame's passes and reports progress.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oidn_gpu.backends.frame_runner import host_frame, progress_after_tile, run_frame
+from oidn_gpu.errors import CancelledError, InvalidArgumentError
+
+
+class _Passes:
+    """Passes that write down what they were asked to queue."""
+
+    def __init__(self) -> None:
+        self.queued: list[tuple[str, object]] = []
+
+    def autoexposure_pass(self, frame: object) -> None:
+        self.queued.append(("autoexposure", frame))
+
+    def tile_pass(self, frame: object, index: int) -> None:
+        self.queued.append((f"tile {index}", frame))
+
+
+def test_the_autoexposure_is_queued_before_the_first_tile() -> None:
+    passes = _Passes()
+    run_frame(passes, "frame", 3, autoexposure=True)
+    assert passes.queued == [
+        ("autoexposure", "frame"), ("tile 0", "frame"), ("tile 1", "frame"), ("tile 2", "frame"),
+    ]  # fmt: skip
+    passes = _Passes()
+    run_frame(passes, "frame", 2, autoexposure=False)
+    assert [name for name, _ in passes.queued] == ["tile 0", "tile 1"]
+
+
+def test_progress_hears_each_tile_and_false_cancels_before_the_next() -> None:
+    heard: list[float] = []
+
+    def progress(fraction: float) -> bool:
+        heard.append(fraction)
+        return len(heard) < 2
+
+    passes = _Passes()
+    with pytest.raises(CancelledError, match="progress callback"):
+        run_frame(passes, None, 4, autoexposure=False, after_tile=progress_after_tile(progress))
+    assert heard == [0.25, 0.5] and len(passes.queued) == 2
+    assert progress_after_tile(None) is None
+
+
+def test_host_frame_takes_views_and_the_destination_channels() -> None:
+    color = np.zeros((4, 5, 4), np.float32)
+    normal = np.zeros((4, 5), np.float16)
+    output = np.ones((4, 5, 4), np.float16)
+    frame = host_frame((color[:, :, :3], None, normal), output=output)
+    assert frame.roles == ("main", "normal") and frame.shape == (4, 5, 3)
+    assert np.shares_memory(frame.arrays[0], color) and frame.arrays[1].shape == (4, 5, 1)
+    assert frame.target is not None and np.shares_memory(frame.target, output)
+    assert frame.target.shape == (4, 5, 3)  # the 4th channel is left as it is
+
+
+def test_host_frame_reads_other_dtypes_as_float32_or_rejects_them() -> None:
+    ints = np.zeros((2, 2, 3), np.int32)
+    assert host_frame((ints,)).arrays[0].dtype == np.float32
+    with pytest.raises(InvalidArgumentError, match="dtype int32; expected float16 or float32"):
+        host_frame((ints,), convert=False)
+
+
+@pytest.mark.parametrize(
+    ("images", "options", "message"),
+    [
+        ((None, np.zeros((2, 2, 3))), {}, "the main image is missing"),
+        ((np.zeros((2, 2, 3)),) * 4, {}, "4 images were given"),
+        ((np.zeros((2, 2, 3)), np.zeros((3, 2, 3))), {}, "image size 3x2 differs"),
+        ((np.zeros((2, 2, 5)),), {}, "expected HxW or HxWxC with C 1..3"),
+        ((np.zeros((2, 2, 3)),), {"out_channels": 4}, "out_channels is 4; expected 1, 2 or 3"),
+        ((np.zeros((2, 2, 3)),), {"output": np.zeros((2, 2, 2), np.float32)}, r"\(2, 2, 3\)"),
+        ((np.zeros((2, 2, 3)),), {"output": np.zeros((2, 2, 3), np.float64)}, "float64"),
+        ((np.zeros((2, 2, 3)),), {"output": np.zeros((2, 2, 3), np.float32)[::-1].copy()[:0]},
+         r"\(0, 2, 3\)"),
+    ],
+)  # fmt: skip
+def test_host_frame_says_what_is_wrong(images, options, message) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        host_frame(images, **options)
+
+
+def test_a_read_only_destination_is_rejected() -> None:
+    output = np.zeros((2, 2, 3), np.float32)
+    output.flags.writeable = False
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        host_frame((np.zeros((2, 2, 3), np.float32),), output=output)
