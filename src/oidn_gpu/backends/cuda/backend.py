@@ -226,5 +226,11 @@ class CudaBackend:
         with torch.inference_mode(False):
             return CudaTileRunner(CudaDenoiser(executor))  # type: ignore[arg-type]
 
+    def temporal_passes(self, options: CudaOptions) -> Any:
+        """The temporal mode's passes in torch on the options' device."""
+        from oidn_gpu.backends.cuda.temporal import TorchTemporalPasses
+
+        return TorchTemporalPasses(options.device)
+
 
 BACKEND = CudaBackend()
