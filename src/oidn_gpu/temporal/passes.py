@@ -7,9 +7,10 @@ loop). Images are host float32 arrays in fixed channel layouts, so a backend's k
 
 * ``motion`` ``[H, W, 2]``: backward motion in pixels: pixel ``(x, y)`` of frame t was at
   ``(x + mx, y + my)`` in frame t-1 (pixel centres at integer coordinates here).
-* ``guide`` ``[H, W, GUIDE_CHANNELS]``: depth, normal (3), albedo (3), unused: what
-  decides whether history may be used (`TemporalParams.use_depth` and friends say which
-  parts exist).
+* ``guide`` ``[H, W, GUIDE_CHANNELS]``: depth, normal (3), albedo (3), and 1 where any of
+  them was NaN (which never agrees) else 0: what decides whether history may be used
+  (`TemporalParams.use_depth` and friends say which parts exist). Infinite values are
+  clamped to +-`MAX_SIGNAL`, so a background at infinite depth agrees with itself.
 * ``signal`` ``[H, W, SIGNAL_CHANNELS]``: the frame's noisy color, albedo, normal (zeros for
   an image not given): what is accumulated.
 * ``state`` ``[H, W, STATE_CHANNELS]``: the history after a frame: accumulated signal (9),
@@ -68,6 +69,7 @@ REPROJECTION_VALID = 13
 STATE_OUTPUT_COUNT = 13  # output history length (state)
 REPROJECTION_OUTPUT_COUNT = 14  # its new value (reprojection)
 GATHERED = 14  # state channels reprojected
+GUIDE_UNKNOWN = 7  # 1: the guide had a NaN here
 # A pixel whose on-screen, agreeing taps weigh less than this has no history.
 MIN_TAP_WEIGHT = 0.05
 # Input values are clamped to +-MAX_SIGNAL, so sums of four taps stay finite in float32.
@@ -180,8 +182,7 @@ def pack_signal(color: np.ndarray, albedo: np.ndarray | None, normal: np.ndarray
 
 
 def pack_guide(depth: np.ndarray | None, albedo: np.ndarray | None, normal: np.ndarray | None):
-    """The ``guide`` layout of one frame (zeros for what is not given; NaN kept: it
-    never agrees, so it rejects)."""
+    """The ``guide`` layout of one frame (zeros for what is not given)."""
     source = next(a for a in (depth, albedo, normal) if a is not None) if any(
         a is not None for a in (depth, albedo, normal)
     ) else None
@@ -196,6 +197,10 @@ def pack_guide(depth: np.ndarray | None, albedo: np.ndarray | None, normal: np.n
         guide[:, :, 1:4] = _rgb(normal)
     if albedo is not None:
         guide[:, :, 4:7] = _rgb(albedo)
+    values = guide[:, :, :GUIDE_UNKNOWN]
+    guide[:, :, GUIDE_UNKNOWN] = np.isnan(values).any(axis=2)
+    np.nan_to_num(values, copy=False, nan=0.0, posinf=MAX_SIGNAL, neginf=-MAX_SIGNAL)
+    np.clip(values, -MAX_SIGNAL, MAX_SIGNAL, out=values)
     return guide
 
 
@@ -233,8 +238,8 @@ def history_fraction(reprojection: np.ndarray) -> float:
 
 def _agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> np.ndarray:
     """Whether each pixel's guide and the tap's previous guide agree (``[H, W]`` bool)."""
-    ok = np.ones(guide.shape[:2], bool)
     f32 = np.float32
+    ok = (guide[:, :, GUIDE_UNKNOWN] == f32(0)) & (prev[:, :, GUIDE_UNKNOWN] == f32(0))
     if params.use_depth:
         d, p = guide[:, :, 0], prev[:, :, 0]
         with np.errstate(invalid="ignore", over="ignore"):

@@ -63,7 +63,7 @@ def _dot3(a: Any, b: Any) -> Any:
 def _agrees(guide: Any, prev: Any, params: tp.TemporalParams) -> Any:
     import torch
 
-    ok = torch.ones(guide.shape[:2], dtype=torch.bool, device=guide.device)
+    ok = (guide[..., tp.GUIDE_UNKNOWN] == 0) & (prev[..., tp.GUIDE_UNKNOWN] == 0)
     if params.use_depth:
         d, p = guide[..., 0], prev[..., 0]
         near = (d - p).abs() <= _f(params.depth_tolerance, d) * torch.maximum(d.abs(), p.abs())

@@ -204,5 +204,12 @@ class WgpuBackend:
 
         return GpuDenoiser(executor)  # type: ignore[arg-type]
 
+    def temporal_passes(self, options: WgpuOptions) -> Any:
+        """The temporal mode's passes as WGSL kernels on the options' device (else a new
+        device)."""
+        from oidn_gpu.backends.wgpu.temporal import WgpuTemporalPasses
+
+        return WgpuTemporalPasses(options.device)
+
 
 BACKEND = WgpuBackend()
