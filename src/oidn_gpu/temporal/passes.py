@@ -347,7 +347,7 @@ def reproject(
     acc = history[:, :, :SIGNAL_CHANNELS]
     signal = _without_fireflies(signal, acc, history[:, :, STATE_COUNT], accumulates, params)
     acc = acc + (signal - acc) * alpha[:, :, None]
-    acc = np.where(accumulates[:, :, None], acc, signal)
+    acc = np.where((accumulates & (count > f32(1)))[:, :, None], acc, signal)
     out = np.zeros((height, width, REPROJECTION_CHANNELS), f32)
     out[:, :, :SIGNAL_CHANNELS] = acc
     out[:, :, STATE_COUNT] = count
@@ -441,6 +441,7 @@ def stabilize(
         history = np.minimum(np.maximum(history, low), high)
     beta = f32(1) / reprojection[:, :, REPROJECTION_OUTPUT_COUNT]
     out = history + (safe - history) * beta[:, :, None]
+    out = np.where((beta >= f32(1))[:, :, None], safe, out)  # no history: exactly the frame
     return np.where(finite, out, den).astype(f32)
 
 

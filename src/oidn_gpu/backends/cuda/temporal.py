@@ -153,7 +153,7 @@ def reproject(motion, guide, prev_guide, signal, prev_state, params: tp.Temporal
     acc = history[..., : tp.SIGNAL_CHANNELS]
     signal = _without_fireflies(signal, acc, history[..., tp.STATE_COUNT], accumulates, params)
     acc = acc + (signal - acc) * alpha[..., None]
-    acc = torch.where(accumulates[..., None], acc, signal)
+    acc = torch.where((accumulates & (count > 1))[..., None], acc, signal)
     out = torch.zeros((height, width, tp.REPROJECTION_CHANNELS), dtype=torch.float32, device=dev)
     out[..., : tp.SIGNAL_CHANNELS] = acc
     out[..., tp.STATE_COUNT] = count
@@ -207,6 +207,7 @@ def stabilize(denoised, reprojection, params: tp.TemporalParams):
         history = torch.minimum(torch.maximum(history, low), high)
     beta = 1 / reprojection[..., tp.REPROJECTION_OUTPUT_COUNT]
     out = history + (safe - history) * beta[..., None]
+    out = torch.where((beta >= 1)[..., None], safe, out)
     return torch.where(finite, out, denoised)
 
 

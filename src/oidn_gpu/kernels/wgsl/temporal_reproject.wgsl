@@ -154,7 +154,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
       v = v * scale;
     }
     let acc = history[c];
-    out[o + c] = select(v, acc + (v - acc) * alpha, accumulates);
+    out[o + c] = select(v, acc + (v - acc) * alpha, accumulates && count > 1.0);
   }
   out[o + STATE_COUNT] = count;
   for (var c = 0u; c < 3u; c = c + 1u) {

@@ -48,6 +48,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 {% endif %}
     h = min(max(h, low), high);
 {% endif %}
-    out[p * 3u + c] = h + (d - h) * beta;
+    out[p * 3u + c] = select(h + (d - h) * beta, d, beta >= 1.0);
   }
 }
