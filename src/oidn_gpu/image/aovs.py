@@ -23,6 +23,9 @@ Sources (each renderer's manual and the files it writes):
 * Octane: ``Beauty``; the Denoise Albedo and Denoise Normal render AOVs
   (``Denoise Albedo``, ``Denoise Normal``), or the info passes ``Albedo`` and ``Normal``
   (``Shading normal``).
+* Motion vectors: Cycles ``<ViewLayer>.Vector``, Arnold and Karma ``motionvector``, V-Ray
+  ``VRayVelocity``, Redshift ``MotionVectors``, RenderMan ``motionBack`` / ``motionFore``;
+  their units and signs are in `oidn_gpu.image.motion`.
 * Mitsuba 3 ``aov`` integrator: beauty in the root R, G, B, A; AOVs named by the user,
   conventionally ``albedo:albedo`` and ``nn:sh_normal`` (``albedo.R``, ``nn.X``).
 
@@ -45,6 +48,8 @@ class RendererAovs:
     beauty: tuple[str, ...]
     albedo: tuple[str, ...]
     normal: tuple[str, ...]
+    # Motion-vector passes; how each one's values are read: oidn_gpu.image.motion.
+    motion: tuple[str, ...] = ()
 
 
 ROOT = ""  # the layer of channels without a prefix: R, G, B, A
@@ -55,22 +60,33 @@ RENDERER_AOVS: tuple[RendererAovs, ...] = (
         ("Noisy Image", "Combined"),
         ("Denoising Albedo", "DiffCol"),
         ("Denoising Normal", "Normal"),
+        motion=("Vector",),
     ),
     RendererAovs(
         "Arnold",
         (ROOT, "RGBA"),
         ("albedo", "diffuse_albedo", "denoise_albedo"),
         ("N", "denoise_normal"),
+        motion=("motionvector",),
     ),
     RendererAovs(
         "V-Ray",
         (ROOT, "RGB", "RGB color"),
         ("VRayDiffuseFilter",),
         ("VRayNormals", "VRayBumpNormals"),
+        motion=("VRayVelocity",),
     ),
-    RendererAovs("Redshift", (ROOT, "Beauty"), ("DiffuseFilter",), ("N", "BumpNormals")),
-    RendererAovs("RenderMan", ("Ci",), ("albedo",), ("normal",)),
-    RendererAovs("Karma", ("C",), ("albedo",), ("N",)),
+    RendererAovs(
+        "Redshift",
+        (ROOT, "Beauty"),
+        ("DiffuseFilter",),
+        ("N", "BumpNormals"),
+        motion=("MotionVectors",),
+    ),
+    RendererAovs(
+        "RenderMan", ("Ci",), ("albedo",), ("normal",), motion=("motionBack", "motionFore")
+    ),
+    RendererAovs("Karma", ("C",), ("albedo",), ("N",), motion=("motionvector",)),
     RendererAovs(
         "Octane",
         ("Beauty",),
@@ -133,6 +149,12 @@ NORMAL_LAYER_NAMES: tuple[str, ...] = _ordered(
         "N",
         *list(_GENERIC_NORMAL),
     ]
+)
+
+# Motion passes, in the order they are looked for (the first one a file has wins). RenderMan's
+# motionBack comes with its motionFore; oidn_gpu.image.motion reads the pair together.
+MOTION_LAYER_NAMES: tuple[str, ...] = _ordered(
+    [name for r in RENDERER_AOVS for name in r.motion if name != "motionFore"]
 )
 
 # Passes the albedo does not modulate: denoised with the colour-only weights by --aovs.

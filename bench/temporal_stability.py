@@ -1,0 +1,220 @@
+"""Temporal stability of denoised animation sequences against their converged references.
+
+    python bench/temporal_stability.py tests/data/sequences/static tests/data/sequences/orbit \
+        tests/data/sequences/moving --backend reference
+
+A sequence is a folder of frames (``*.exr``: beauty, albedo, normal and a motion pass, found by
+the renderers' names: docs/aovs.md) and ``reference/`` holding the converged frame under the
+same file name (R, G, B). scripts/render_sequences.py writes such folders.
+
+For each sequence and each method (the noisy input, per-frame denoising with `Denoiser`'s
+``denoise_many``, and any method added to `METHODS` or passed to `compare`) it prints the
+temporal instability (`oidn_gpu.image.temporal_metric`: flicker the reference does not have,
+relative to the reference; 0 is perfectly stable), per-frame relative L2 and PSNR against the
+reference (means over frames), and the PSNR on the disoccluded pixels (those the previous
+frame did not show: where history cannot help and ghosts would appear).
+
+A method is a function from the sequence's frames (`Frame`: color, albedo, normal, motion)
+to the denoised colours, one H x W x 3 array per frame, in order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from oidn_gpu.image import io
+from oidn_gpu.image import motion as motion_passes
+from oidn_gpu.image import temporal_metric as tm
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """One frame of a sequence, as read from its files (float32, H x W x 3 images)."""
+
+    path: Path
+    color: np.ndarray
+    albedo: np.ndarray | None
+    normal: np.ndarray | None
+    motion: motion_passes.Motion
+    reference: np.ndarray
+
+
+Method = Callable[[Sequence[Frame]], list[np.ndarray]]
+
+
+def _rgb(path: Path, names: Sequence[str]) -> np.ndarray | None:
+    layer = io.find_layer(io.list_layers(path), names)
+    if layer is None:
+        return None
+    pixels = io.read_layer(path, layer).pixels[..., :3]
+    return np.ascontiguousarray(pixels, dtype=np.float32)
+
+
+def load_frame(path: Path, reference_dir: Path, motion_layer: str | None = None) -> Frame:
+    color = _rgb(path, [*io.COLOR_LAYER_NAMES, ""])
+    if color is None:
+        raise io.ImageFileError(f"'{path}' has no beauty (looked for docs/aovs.md's names)")
+    reference_path = reference_dir / path.name
+    if not reference_path.is_file():
+        raise io.ImageFileError(f"no reference for '{path}': expected '{reference_path}'")
+    reference = io.read_layer(reference_path, "").pixels[..., :3].astype(np.float32)
+    if reference.shape != color.shape:
+        raise io.ImageFileError(
+            f"reference '{reference_path}' is {reference.shape[1]}x{reference.shape[0]} but "
+            f"'{path}' is {color.shape[1]}x{color.shape[0]}; expected the same size"
+        )
+    return Frame(
+        path=path,
+        color=color,
+        albedo=_rgb(path, io.ALBEDO_LAYER_NAMES),
+        normal=_rgb(path, io.NORMAL_LAYER_NAMES),
+        motion=motion_passes.read_motion(path, motion_layer, size=color.shape[:2]),
+        reference=reference,
+    )
+
+
+def load_sequence(directory: str | Path, motion_layer: str | None = None) -> list[Frame]:
+    """The frames of a sequence folder in file-name order, with their references."""
+    directory = Path(directory)
+    paths = sorted(p for p in directory.glob("*.exr") if p.is_file())
+    if len(paths) < 2:
+        raise io.ImageFileError(
+            f"'{directory}' holds {len(paths)} frames (*.exr); expected at least 2"
+        )
+    return [load_frame(p, directory / "reference", motion_layer) for p in paths]
+
+
+def disocclusions(frames: Sequence[Frame]) -> list[np.ndarray | None]:
+    """Per frame, the pixels the previous frame did not show (None for the first frame)."""
+    masks: list[np.ndarray | None] = [None]
+    for previous, frame in zip(frames, frames[1:], strict=False):
+        hidden = tm.disocclusion_mask(
+            frame.motion.backward, previous_forward=previous.motion.forward
+        )
+        masks.append(hidden | frame.motion.invalid)
+    return masks
+
+
+def evaluate(frames: Sequence[Frame], outputs: Sequence[np.ndarray]) -> tm.SequenceMetrics:
+    """The temporal metrics of one method's outputs."""
+    # NaN where the pass had no valid vector: warp() then leaves those pixels out.
+    motions = [np.where(f.motion.invalid[..., None], np.nan, f.motion.backward) for f in frames]
+    return tm.sequence_metrics(
+        outputs, [f.reference for f in frames], motions, disocclusions(frames)
+    )
+
+
+def noisy_input(frames: Sequence[Frame]) -> list[np.ndarray]:
+    """The noisy colour itself, for scale."""
+    return [f.color for f in frames]
+
+
+def per_frame(backend: str, **options) -> Method:
+    """Each frame denoised alone (`Denoiser.denoise_many`, HDR, with albedo and normal)."""
+
+    def run(frames: Sequence[Frame]) -> list[np.ndarray]:
+        from oidn_gpu import Denoiser
+
+        with Denoiser(hdr=True, backend=backend, **options) as den:
+            items = ((f.color, f.albedo, f.normal) for f in frames)
+            return [np.asarray(out, np.float32)[..., :3] for out in den.denoise_many(items)]
+
+    return run
+
+
+@dataclass(frozen=True)
+class Row:
+    sequence: str
+    method: str
+    frames: int
+    instability: float
+    relative_l2: float
+    psnr_db: float
+    disoccluded_psnr_db: float
+    disoccluded_pixels: int
+    seconds: float
+
+
+def compare(directory: str | Path, methods: dict[str, Method],
+            motion_layer: str | None = None) -> list[Row]:
+    """Every method's metrics on one sequence."""
+    frames = load_sequence(directory, motion_layer)
+    rows = []
+    for name, method in methods.items():
+        started = time.perf_counter()
+        outputs = method(frames)
+        seconds = time.perf_counter() - started
+        metrics = evaluate(frames, outputs)
+        rows.append(Row(
+            sequence=Path(directory).name,
+            method=name,
+            frames=len(frames),
+            instability=metrics.instability,
+            relative_l2=metrics.mean_relative_l2,
+            psnr_db=metrics.mean_psnr_db,
+            disoccluded_psnr_db=metrics.disoccluded_psnr_db,
+            disoccluded_pixels=sum(metrics.disoccluded_pixels),
+            seconds=seconds,
+        ))
+    return rows
+
+
+def format_rows(rows: Sequence[Row]) -> str:
+    header = (f"{'sequence':<10} {'method':<22} {'instability':>11} {'rel. L2':>8} "
+              f"{'PSNR dB':>8} {'disocc. PSNR':>12} {'disocc. px':>10} {'time s':>7}")
+    lines = [header]
+    for r in rows:
+        dis = "-" if math.isnan(r.disoccluded_psnr_db) else f"{r.disoccluded_psnr_db:.2f}"
+        lines.append(
+            f"{r.sequence:<10} {r.method:<22} {r.instability:>11.4f} {r.relative_l2:>8.4f} "
+            f"{r.psnr_db:>8.2f} {dis:>12} {r.disoccluded_pixels:>10} {r.seconds:>7.2f}"
+        )
+    return "\n".join(lines)
+
+
+# The methods main() runs, by name; a temporal mode adds itself here (or is passed to compare).
+METHODS: dict[str, Callable[[argparse.Namespace], Method]] = {
+    "noisy input": lambda args: noisy_input,
+    "per-frame": lambda args: per_frame(args.backend, **_backend_options(args)),
+}
+
+
+def _backend_options(args: argparse.Namespace) -> dict:
+    return {"precision": args.precision} if args.precision else {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sequences", nargs="+", type=Path, help="sequence folders")
+    parser.add_argument("--backend", default="reference")
+    parser.add_argument("--precision", default=None, help="the backend's precision option")
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help="comma-separated, of: " + ", ".join(METHODS))
+    parser.add_argument("--motion-layer", default=None)
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args(argv)
+    names = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in names if m not in METHODS]
+    if unknown:
+        parser.error(f"unknown method {unknown[0]!r}; expected one of {', '.join(METHODS)}")
+    methods = {name: METHODS[name](args) for name in names}
+    rows = [row for seq in args.sequences for row in compare(seq, methods, args.motion_layer)]
+    if args.json:
+        json.dump([asdict(r) for r in rows], sys.stdout, indent=2)
+        print()
+    else:
+        print(format_rows(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
