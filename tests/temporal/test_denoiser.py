@@ -56,7 +56,7 @@ def test_gap_size_change_and_cut_restart_the_history(denoiser, caplog):
     frames = synthetic.sequence("static", frames=6, size=32)
     small = synthetic.sequence("static", frames=1, size=16)[0]
     cut = frames[5]
-    cut = synthetic.Frame(**{**cut.__dict__, "albedo": np.clip(cut.albedo + 0.5, 0, 1)})
+    cut = synthetic.Frame(**{**cut.__dict__, "depth": cut.depth * 2})  # another shot
     items = [_frame(frames[0], 1), _frame(frames[1], 2), _frame(frames[2], 4),
              _frame(small, 5), _frame(frames[3], 6), _frame(frames[4], 7), _frame(cut, 8)]
     with caplog.at_level(logging.INFO, logger="oidn_gpu.temporal"), TemporalDenoiser(

@@ -67,9 +67,13 @@ class TemporalDenoiser:
 
     Each frame needs its ``motion`` (``[H, W, 2]`` float, backward motion in pixels:
     pixel ``(x, y)`` was at ``(x + mx, y + my)`` in the previous frame;
-    `oidn_gpu.image.motion` converts renderers' passes) and at least one of ``depth``,
-    ``albedo`` and ``normal`` to tell disocclusions. Non-finite motion, or motion that
-    leaves the screen, rejects the history there.
+    `oidn_gpu.image.motion` converts renderers' passes) and ``depth`` (``[H, W]``, the
+    renderer's Z or distance) to tell disocclusions: with depth, depth decides where the
+    noisy input is accumulated and the albedo and normal only where the output history is
+    used (renderers' albedo and normal are as noisy as the color and would reject history
+    at random); without it, the albedo and normal decide both (``albedo_tolerance``,
+    ``normal_tolerance``), which rejects more and stabilizes less. Non-finite motion, or
+    motion that leaves the screen, rejects the history there.
     """
 
     def __init__(

@@ -19,10 +19,11 @@ loop). Images are host float32 arrays in fixed channel layouts, so a backend's k
 
 `reproject` (pass 1) reads the previous state at ``(x + mx, y + my)``: of the four
 bilinear taps, each counts only when it lies on screen and its guide agrees with the pixel's
-(depth within `TemporalParams.depth_tolerance` relative, normals within
-`~TemporalParams.normal_tolerance` of ``1 - cos``, albedo within
-`~TemporalParams.albedo_tolerance`); the bilinear weights of those that count are renormalized; when all four count, the
-sharper Catmull-Rom interpolation of the 4x4 taps around them is used instead, clamped to
+(`tap_tests`: depth within `TemporalParams.depth_tolerance` relative for the accumulated
+input, and also normals within `~TemporalParams.normal_tolerance` of ``1 - cos`` and albedo
+within `~TemporalParams.albedo_tolerance` for the output history; without depth, normal and
+albedo decide both); the bilinear weights of those that count are renormalized, per group
+of channels; when all four count, the sharper Catmull-Rom interpolation of the 4x4 taps around them is used instead, clamped to
 the four taps' range. Non-finite or huge motion, and a weight sum under `MIN_TAP_WEIGHT`,
 reject the history of the pixel (disocclusion, off screen). Where the motion is whole
 pixels (within `~TemporalParams.subpixel_tolerance`), the accumulated signal is
@@ -236,30 +237,47 @@ def history_fraction(reprojection: np.ndarray) -> float:
 # --- the NumPy passes (the oracle) ----------------------------------------------------------
 
 
-def _agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> np.ndarray:
-    """Whether each pixel's guide and the tap's previous guide agree (``[H, W]`` bool)."""
+def _depth_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> np.ndarray:
+    """Whether each pixel's depth and the tap's previous depth agree (``[H, W]`` bool)."""
     f32 = np.float32
-    ok = (guide[:, :, GUIDE_UNKNOWN] == f32(0)) & (prev[:, :, GUIDE_UNKNOWN] == f32(0))
-    if params.use_depth:
-        d, p = guide[:, :, 0], prev[:, :, 0]
-        with np.errstate(invalid="ignore", over="ignore"):
-            near = np.abs(d - p) <= f32(params.depth_tolerance) * np.maximum(np.abs(d), np.abs(p))
-        ok &= near | (d == p)
+    d, p = guide[:, :, 0], prev[:, :, 0]
+    near = np.abs(d - p) <= f32(params.depth_tolerance) * np.maximum(np.abs(d), np.abs(p))
+    return near | (d == p)
+
+
+def _aux_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> np.ndarray:
+    """Whether each pixel's normal and albedo and the tap's previous ones agree (those
+    given; ``[H, W]`` bool)."""
+    f32 = np.float32
+    ok = np.ones(guide.shape[:2], bool)
     if params.use_normal:
         n, p = guide[:, :, 1:4], prev[:, :, 1:4]
         ln = np.sqrt(_dot3(n, n))
         lp = np.sqrt(_dot3(p, p))
-        with np.errstate(invalid="ignore", over="ignore"):
-            aligned = _dot3(n, p) >= f32(1.0 - params.normal_tolerance) * (ln * lp)
+        aligned = _dot3(n, p) >= f32(1.0 - params.normal_tolerance) * (ln * lp)
         ok &= aligned & ((ln > f32(MIN_NORMAL_LENGTH)) == (lp > f32(MIN_NORMAL_LENGTH)))
     if params.use_albedo:
         a, p = guide[:, :, 4:7], prev[:, :, 4:7]
-        with np.errstate(invalid="ignore"):
-            diff = np.maximum(np.maximum(np.abs(a[:, :, 0] - p[:, :, 0]),
-                                         np.abs(a[:, :, 1] - p[:, :, 1])),
-                              np.abs(a[:, :, 2] - p[:, :, 2]))
-            ok &= diff <= f32(params.albedo_tolerance)
+        diff = np.maximum(np.maximum(np.abs(a[:, :, 0] - p[:, :, 0]),
+                                     np.abs(a[:, :, 1] - p[:, :, 1])),
+                          np.abs(a[:, :, 2] - p[:, :, 2]))
+        ok &= diff <= f32(params.albedo_tolerance)
     return ok
+
+
+def tap_tests(guide: np.ndarray, prev: np.ndarray, params: TemporalParams):
+    """``(geometry, output)`` ``[H, W]`` bool: whether a tap's history may be used for the
+    accumulated input (depth where given, else normal and albedo) and for the output
+    (that and normal and albedo). Renderers' albedo and normal are as noisy as the color:
+    with depth, they only decide the output history, whose loss costs little."""
+    f32 = np.float32
+    known = (guide[:, :, GUIDE_UNKNOWN] == f32(0)) & (prev[:, :, GUIDE_UNKNOWN] == f32(0))
+    aux = _aux_agrees(guide, prev, params)
+    if not params.use_depth:
+        geometry = known & aux
+        return geometry, geometry
+    geometry = known & _depth_agrees(guide, prev, params)
+    return geometry, geometry & aux
 
 
 def _dot3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -311,31 +329,32 @@ def reproject(
         (0, 1, (f32(1) - fx) * fy),
         (1, 1, fx * fy),
     )
-    total = np.zeros((height, width), f32)
+    totals = [np.zeros((height, width), f32), np.zeros((height, width), f32)]
+    taken = [0, 0]
     gathered = np.zeros((height, width, GATHERED), f32)
     low = np.full((height, width, GATHERED), np.inf, f32)
     high = np.full((height, width, GATHERED), -np.inf, f32)
-    taken = 0
     for dx, dy, weight in taps:
         xs, ys = x0i + dx, y0i + dy
         inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
         xc, yc = np.clip(xs, 0, width - 1), np.clip(ys, 0, height - 1)
         prev = prev_state[yc, xc, :GATHERED]
-        ok = usable & inside & _agrees(guide, prev_guide[yc, xc], params)
-        ok &= prev[:, :, STATE_COUNT] > f32(0)
-        w = np.where(ok, weight, f32(0))
-        total = total + w
-        gathered = gathered + w[:, :, None] * prev
+        base = usable & inside & (prev[:, :, STATE_COUNT] > f32(0))
+        oks = [base & test for test in tap_tests(guide, prev_guide[yc, xc], params)]
+        ws = [np.where(ok, weight, f32(0)) for ok in oks]
+        for group in (0, 1):
+            totals[group] = totals[group] + ws[group]
+            taken[group] = taken[group] + oks[group].astype(np.int32)
+        gathered = gathered + _by_group(ws[0], ws[1]) * prev
         low, high = np.minimum(low, prev), np.maximum(high, prev)
-        taken = taken + ok.astype(np.int32)
-    valid = total >= f32(MIN_TAP_WEIGHT)
-    history = gathered / np.where(valid, total, f32(1))[:, :, None]
+    valid, valid_out = (t >= f32(MIN_TAP_WEIGHT) for t in totals)
+    divisor = _by_group(*(np.where(v, t, f32(1)) for v, t in zip((valid, valid_out), totals)))
+    history = gathered / divisor
     # All four taps agree: the sharper Catmull-Rom of the 4x4 taps around them, clamped to
-    # the four taps' range (so its negative lobes cannot ring), for the signal and output.
-    sharp = (taken == 4)[:, :, None]
+    # the four taps' range (so its negative lobes cannot ring).
     cubic = _catmull_rom(prev_state, x0i, y0i, fx, fy)
     cubic = np.minimum(np.maximum(cubic, low), high)
-    history = np.where(sharp, cubic, history)
+    history = np.where(_by_group(taken[0] == 4, taken[1] == 4), cubic, history)
     # The noisy input is accumulated only where the motion is whole pixels (static
     # scenes): resampled noise is correlated, and the network keeps it as detail.
     tol = f32(params.subpixel_tolerance)
@@ -352,13 +371,21 @@ def reproject(
     out[:, :, :SIGNAL_CHANNELS] = acc
     out[:, :, STATE_COUNT] = count
     out[:, :, STATE_OUTPUT : STATE_OUTPUT + 3] = np.where(
-        valid[:, :, None], history[:, :, STATE_OUTPUT : STATE_OUTPUT + 3], f32(0)
+        valid_out[:, :, None], history[:, :, STATE_OUTPUT : STATE_OUTPUT + 3], f32(0)
     )
     out[:, :, REPROJECTION_VALID] = valid.astype(f32)
     out_count = np.minimum(history[:, :, STATE_OUTPUT_COUNT] + f32(1),
                            f32(1) / f32(max(params.output_blend, 1e-6)))
-    out[:, :, REPROJECTION_OUTPUT_COUNT] = np.where(valid, out_count, f32(1))
+    out[:, :, REPROJECTION_OUTPUT_COUNT] = np.where(valid_out, out_count, f32(1))
     return out
+
+
+def _by_group(signal_part: np.ndarray, output_part: np.ndarray) -> np.ndarray:
+    """``[H, W, GATHERED]``: the first per signal channel and its count, the second per
+    output channel and its count."""
+    return np.concatenate(
+        [np.repeat(signal_part[:, :, None], STATE_OUTPUT, axis=2),
+         np.repeat(output_part[:, :, None], GATHERED - STATE_OUTPUT, axis=2)], axis=2)
 
 
 def luminance(rgb: np.ndarray) -> np.ndarray:

@@ -60,28 +60,42 @@ def _dot3(a: Any, b: Any) -> Any:
     return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
-def _agrees(guide: Any, prev: Any, params: tp.TemporalParams) -> Any:
+def _tap_tests(guide: Any, prev: Any, params: tp.TemporalParams) -> tuple[Any, Any]:
+    """`oidn_gpu.temporal.passes.tap_tests` on tensors."""
     import torch
 
-    ok = (guide[..., tp.GUIDE_UNKNOWN] == 0) & (prev[..., tp.GUIDE_UNKNOWN] == 0)
-    if params.use_depth:
-        d, p = guide[..., 0], prev[..., 0]
-        near = (d - p).abs() <= _f(params.depth_tolerance, d) * torch.maximum(d.abs(), p.abs())
-        ok &= near | (d == p)
+    known = (guide[..., tp.GUIDE_UNKNOWN] == 0) & (prev[..., tp.GUIDE_UNKNOWN] == 0)
+    aux = torch.ones(guide.shape[:2], dtype=torch.bool, device=guide.device)
     if params.use_normal:
         n, p = guide[..., 1:4], prev[..., 1:4]
         ln, lp = torch.sqrt(_dot3(n, n)), torch.sqrt(_dot3(p, p))
         aligned = _dot3(n, p) >= _f(1.0 - params.normal_tolerance, n) * (ln * lp)
         small = _f(tp.MIN_NORMAL_LENGTH, n)
-        ok &= aligned & ((ln > small) == (lp > small))
+        aux &= aligned & ((ln > small) == (lp > small))
     if params.use_albedo:
         a, p = guide[..., 4:7], prev[..., 4:7]
         diff = torch.maximum(
             torch.maximum((a[..., 0] - p[..., 0]).abs(), (a[..., 1] - p[..., 1]).abs()),
             (a[..., 2] - p[..., 2]).abs(),
         )
-        ok &= diff <= _f(params.albedo_tolerance, a)
-    return ok
+        aux &= diff <= _f(params.albedo_tolerance, a)
+    if not params.use_depth:
+        geometry = known & aux
+        return geometry, geometry
+    d, p = guide[..., 0], prev[..., 0]
+    near = (d - p).abs() <= _f(params.depth_tolerance, d) * torch.maximum(d.abs(), p.abs())
+    geometry = known & (near | (d == p))
+    return geometry, geometry & aux
+
+
+def _by_group(signal_part: Any, output_part: Any) -> Any:
+    import torch
+
+    return torch.cat(
+        [signal_part[..., None].expand(*signal_part.shape, tp.STATE_OUTPUT),
+         output_part[..., None].expand(*output_part.shape, tp.GATHERED - tp.STATE_OUTPUT)],
+        dim=-1,
+    )
 
 
 def _catmull_rom_weights(t: Any) -> tuple[Any, ...]:
@@ -121,28 +135,32 @@ def reproject(motion, guide, prev_guide, signal, prev_state, params: tp.Temporal
     taps = ((0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)), (0, 1, (1 - fx) * fy),
             (1, 1, fx * fy))
     g = tp.GATHERED
-    total = torch.zeros((height, width), dtype=torch.float32, device=dev)
+    totals = [torch.zeros((height, width), dtype=torch.float32, device=dev) for _ in "so"]
+    taken = [torch.zeros((height, width), dtype=torch.int32, device=dev) for _ in "so"]
     gathered = torch.zeros((height, width, g), dtype=torch.float32, device=dev)
     low = torch.full((height, width, g), float("inf"), dtype=torch.float32, device=dev)
     high = torch.full((height, width, g), float("-inf"), dtype=torch.float32, device=dev)
-    taken = torch.zeros((height, width), dtype=torch.int32, device=dev)
     for dx, dy, weight in taps:
         xs, ys = x0i + dx, y0i + dy
         inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
         xc, yc = xs.clamp(0, width - 1), ys.clamp(0, height - 1)
         prev = prev_state[yc, xc, :g]
-        ok = usable & inside & _agrees(guide, prev_guide[yc, xc], params)
-        ok &= prev[..., tp.STATE_COUNT] > 0
-        w = torch.where(ok, weight, zero)
-        total = total + w
-        gathered = gathered + w[..., None] * prev
+        base = usable & inside & (prev[..., tp.STATE_COUNT] > 0)
+        oks = [base & test for test in _tap_tests(guide, prev_guide[yc, xc], params)]
+        ws = [torch.where(ok, weight, zero) for ok in oks]
+        for group in (0, 1):
+            totals[group] = totals[group] + ws[group]
+            taken[group] = taken[group] + oks[group].int()
+        gathered = gathered + _by_group(ws[0], ws[1]) * prev
         low, high = torch.minimum(low, prev), torch.maximum(high, prev)
-        taken = taken + ok.int()
-    valid = total >= tp.MIN_TAP_WEIGHT
-    history = gathered / torch.where(valid, total, torch.ones_like(total))[..., None]
+    valid, valid_out = (t >= tp.MIN_TAP_WEIGHT for t in totals)
+    one_t = torch.ones_like(totals[0])
+    divisor = _by_group(torch.where(valid, totals[0], one_t),
+                        torch.where(valid_out, totals[1], one_t))
+    history = gathered / divisor
     cubic = _catmull_rom(prev_state, x0i, y0i, fx, fy)
     cubic = torch.minimum(torch.maximum(cubic, low), high)
-    history = torch.where((taken == 4)[..., None], cubic, history)
+    history = torch.where(_by_group(taken[0] == 4, taken[1] == 4), cubic, history)
     tol = params.subpixel_tolerance
     whole = (torch.minimum(fx, 1 - fx) <= tol) & (torch.minimum(fy, 1 - fy) <= tol)
     accumulates = valid & whole
@@ -158,11 +176,13 @@ def reproject(motion, guide, prev_guide, signal, prev_state, params: tp.Temporal
     out[..., : tp.SIGNAL_CHANNELS] = acc
     out[..., tp.STATE_COUNT] = count
     previous = history[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]
-    out[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3] = torch.where(valid[..., None], previous, zero)
+    out[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3] = torch.where(
+        valid_out[..., None], previous, zero
+    )
     out[..., tp.REPROJECTION_VALID] = valid.float()
     top = _f(1.0, fx) / _f(max(params.output_blend, 1e-6), fx)
     out_count = torch.minimum(history[..., tp.STATE_OUTPUT_COUNT] + 1, top)
-    out[..., tp.REPROJECTION_OUTPUT_COUNT] = torch.where(valid, out_count, one)
+    out[..., tp.REPROJECTION_OUTPUT_COUNT] = torch.where(valid_out, out_count, one)
     return out
 
 

@@ -2,8 +2,9 @@
 
 // Pass 1 of the temporal mode (oidn_gpu.temporal.passes.reproject, the same arithmetic in
 // the same order): the previous state read at (x + mx, y + my), each bilinear tap kept when
-// on screen with an agreeing guide, Catmull-Rom when all four are kept; the signal
-// accumulated where the motion is whole pixels. Inputs are finite (the host sanitizes).
+// on screen with an agreeing guide (two tests: the accumulated input's channels, x, and the
+// output's, y), Catmull-Rom when all four are kept; the signal accumulated where the motion
+// is whole pixels. Inputs are finite (the host sanitizes).
 
 fn guide_of(p: u32, c: u32) -> f32 {
   return guide[p * GUIDE_CHANNELS + c];
@@ -17,14 +18,9 @@ fn state_of(p: u32, c: u32) -> f32 {
   return prev_state[p * STATE_CHANNELS + c];
 }
 
-// Whether the guide of pixel p and the previous guide at q agree.
-fn agrees(p: u32, q: u32) -> bool {
-  var ok = guide_of(p, UNKNOWN) == 0.0 && prev_guide_of(q, UNKNOWN) == 0.0;
-{% if use_depth %}
-  let d = guide_of(p, 0u);
-  let e = prev_guide_of(q, 0u);
-  ok = ok && (abs(d - e) <= DEPTH_TOLERANCE * max(abs(d), abs(e)) || d == e);
-{% endif %}
+// Whether the normal and albedo of pixel p and the previous ones at q agree (those given).
+fn aux_agrees(p: u32, q: u32) -> bool {
+  var ok = true;
 {% if use_normal %}
   let n = vec3<f32>(guide_of(p, 1u), guide_of(p, 2u), guide_of(p, 3u));
   let m = vec3<f32>(prev_guide_of(q, 1u), prev_guide_of(q, 2u), prev_guide_of(q, 3u));
@@ -40,6 +36,22 @@ fn agrees(p: u32, q: u32) -> bool {
   ok = ok && diff <= ALBEDO_TOLERANCE;
 {% endif %}
   return ok;
+}
+
+// (geometry, output): whether the tap q may serve pixel p's accumulated input (depth where
+// given, else normal and albedo) and its output history (that and normal and albedo).
+fn tap_tests(p: u32, q: u32) -> vec2<bool> {
+  let known = guide_of(p, UNKNOWN) == 0.0 && prev_guide_of(q, UNKNOWN) == 0.0;
+  let aux = aux_agrees(p, q);
+{% if use_depth %}
+  let d = guide_of(p, 0u);
+  let e = prev_guide_of(q, 0u);
+  let geometry = known && (abs(d - e) <= DEPTH_TOLERANCE * max(abs(d), abs(e)) || d == e);
+  return vec2<bool>(geometry, geometry && aux);
+{% else %}
+  let geometry = known && aux;
+  return vec2<bool>(geometry, geometry);
+{% endif %}
 }
 
 fn catmull_rom(t: f32) -> vec4<f32> {
@@ -78,8 +90,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   let iw = i32(width);
   let ih = i32(height);
   var weights = array<f32, 4>((1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy);
-  var total = 0.0;
-  var taken = 0u;
+  var total = vec2<f32>(0.0, 0.0);
+  var taken = vec2<u32>(0u, 0u);
   var gathered: array<f32, GATHERED>;
   var low: array<f32, GATHERED>;
   var high: array<f32, GATHERED>;
@@ -91,13 +103,15 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let ys = iy + i32(k >> 1u);
     let inside = xs >= 0 && xs < iw && ys >= 0 && ys < ih;
     let q = u32(clamp(ys, 0, ih - 1)) * width + u32(clamp(xs, 0, iw - 1));
-    let ok = usable && inside && agrees(p, q) && state_of(q, STATE_COUNT) > 0.0;
-    let w = select(0.0, weights[k], ok);
+    let base = usable && inside && state_of(q, STATE_COUNT) > 0.0;
+    let tests = tap_tests(p, q);
+    let ok = vec2<bool>(base && tests.x, base && tests.y);
+    let w = vec2<f32>(select(0.0, weights[k], ok.x), select(0.0, weights[k], ok.y));
     total = total + w;
-    taken = taken + select(0u, 1u, ok);
+    taken = taken + vec2<u32>(select(0u, 1u, ok.x), select(0u, 1u, ok.y));
     for (var c = 0u; c < GATHERED; c = c + 1u) {
       let v = state_of(q, c);
-      gathered[c] = gathered[c] + w * v;
+      gathered[c] = gathered[c] + select(w.y, w.x, c < STATE_OUTPUT) * v;
       if (k == 0u) {
         low[c] = v;
         high[c] = v;
@@ -107,13 +121,14 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
       }
     }
   }
-  let valid = total >= MIN_TAP_WEIGHT;
-  let divisor = select(1.0, total, valid);
+  let valid = total.x >= MIN_TAP_WEIGHT;
+  let valid_out = total.y >= MIN_TAP_WEIGHT;
+  let divisor = vec2<f32>(select(1.0, total.x, valid), select(1.0, total.y, valid_out));
   var history: array<f32, GATHERED>;
   for (var c = 0u; c < GATHERED; c = c + 1u) {
-    history[c] = gathered[c] / divisor;
+    history[c] = gathered[c] / select(divisor.y, divisor.x, c < STATE_OUTPUT);
   }
-  if (taken == 4u) {
+  if (taken.x == 4u || taken.y == 4u) {
     let wx = catmull_rom(fx);
     let wy = catmull_rom(fy);
     var cubic: array<f32, GATHERED>;
@@ -131,7 +146,9 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
       }
     }
     for (var c = 0u; c < GATHERED; c = c + 1u) {
-      history[c] = min(max(cubic[c], low[c]), high[c]);
+      if (select(taken.y, taken.x, c < STATE_OUTPUT) == 4u) {
+        history[c] = min(max(cubic[c], low[c]), high[c]);
+      }
     }
   }
   let whole = min(fx, 1.0 - fx) <= SUBPIXEL_TOLERANCE && min(fy, 1.0 - fy) <= SUBPIXEL_TOLERANCE;
@@ -158,10 +175,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   }
   out[o + STATE_COUNT] = count;
   for (var c = 0u; c < 3u; c = c + 1u) {
-    out[o + STATE_OUTPUT + c] = select(0.0, history[STATE_OUTPUT + c], valid);
+    out[o + STATE_OUTPUT + c] = select(0.0, history[STATE_OUTPUT + c], valid_out);
   }
   out[o + REPROJECTION_VALID] = select(0.0, 1.0, valid);
   out[o + REPROJECTION_OUTPUT_COUNT] = select(
-    1.0, min(history[STATE_OUTPUT_COUNT] + 1.0, OUTPUT_HISTORY), valid);
+    1.0, min(history[STATE_OUTPUT_COUNT] + 1.0, OUTPUT_HISTORY), valid_out);
   out[o + 15u] = 0.0;
 }
