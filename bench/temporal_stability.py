@@ -46,6 +46,11 @@ class Frame:
     normal: np.ndarray | None
     motion: motion_passes.Motion
     reference: np.ndarray
+    depth: np.ndarray | None = None  # H x W, from a one-channel Depth or Z layer
+
+
+# One-channel depth layers: Blender's Depth (channel Z), Arnold's and Karma's Z.
+DEPTH_LAYER_NAMES = ("Depth", "Z", "depth")
 
 
 Method = Callable[[Sequence[Frame]], list[np.ndarray]]
@@ -57,6 +62,15 @@ def _rgb(path: Path, names: Sequence[str]) -> np.ndarray | None:
         return None
     pixels = io.read_layer(path, layer).pixels[..., :3]
     return np.ascontiguousarray(pixels, dtype=np.float32)
+
+
+def _depth(path: Path) -> np.ndarray | None:
+    layers = io.list_layers(path)
+    for name in DEPTH_LAYER_NAMES:
+        layer = io.match_layer(layers, name)
+        if layer is not None and len(layer.channels) == 1:
+            return io.read_layer(path, layer.channels[0]).pixels[..., 0].astype(np.float32)
+    return None
 
 
 def load_frame(path: Path, reference_dir: Path, motion_layer: str | None = None) -> Frame:
@@ -79,6 +93,7 @@ def load_frame(path: Path, reference_dir: Path, motion_layer: str | None = None)
         normal=_rgb(path, io.NORMAL_LAYER_NAMES),
         motion=motion_passes.read_motion(path, motion_layer, size=color.shape[:2]),
         reference=reference,
+        depth=_depth(path),
     )
 
 
