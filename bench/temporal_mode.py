@@ -6,8 +6,8 @@
 The sequences and the metric are `bench/temporal_stability.py`'s (instability: flicker the
 reference does not have, relative to it; PSNR per frame; PSNR of the disoccluded pixels).
 The temporal method is `oidn_gpu.temporal.TemporalDenoiser` with its default parameters,
-or those given as ``--param name=value`` (repeatable); it reads each frame's depth pass
-(``Depth``, ``Z``) beside the color, albedo, normal and motion when the file has one.
+or those given as ``--param name=value`` (repeatable), with each frame's color, albedo,
+normal, motion and depth.
 """
 
 from __future__ import annotations
@@ -24,23 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import temporal_stability as ts  # noqa: E402
 
-from oidn_gpu.image import io  # noqa: E402
-
-DEPTH_LAYER_NAMES = ("Depth", "depth", "Z", "z")
-
-
-def read_depth(path: Path) -> np.ndarray | None:
-    """The frame file's depth pass (first channel), or None."""
-    layers = io.list_layers(path)
-    for name in DEPTH_LAYER_NAMES:
-        layer = io.match_layer(layers, name)
-        if layer is not None:
-            pixels = io.read_layer(path, layer.channels[0]).pixels  # one channel, by name
-            return np.ascontiguousarray(pixels.reshape(pixels.shape[:2] + (-1,))[..., 0],
-                                        np.float32)
-    return None
-
-
 def temporal(backend: str, params: dict, **options) -> ts.Method:
     """Each frame through `TemporalDenoiser` (HDR, with albedo, normal, motion and depth)."""
 
@@ -52,7 +35,7 @@ def temporal(backend: str, params: dict, **options) -> ts.Method:
             for f in frames:
                 motion = np.where(f.motion.invalid[..., None], np.nan, f.motion.backward)
                 out = td.denoise(f.color, f.albedo, f.normal, motion=motion,
-                                 depth=read_depth(f.path))
+                                 depth=f.depth)
                 outputs.append(np.asarray(out, np.float32)[..., :3])
             return outputs
 
