@@ -578,8 +578,12 @@ def denoise_frame(
     software: str,
     warn: Callable[[str], None] | None = None,
     output: OutputOptions | None = None,
+    temporal: Any = None,
 ) -> FrameOutcome:
     """Denoise one frame (and its ``output.aovs``) and write its outputs.
+
+    ``temporal``: an `oidn_gpu.temporal.frames.TemporalFrames` that denoises the beauty
+    with the history of the frames before (frames in order); its restarts go to ``warn``.
 
     ``warn`` receives this frame's `NonFiniteInputWarning` messages, the count of NaN
     and infinite pixels of each input image, and the warning about non-finite output
@@ -607,6 +611,8 @@ def denoise_frame(
                 f"'{job.color}' has no layer '{name}' (--aovs); its layers are "
                 f"{io.describe_layers(frame.layers)}"
             )
+    if temporal is not None and passes:
+        raise InvalidArgumentError("--temporal denoises the beauty; it cannot be used with --aovs")
     share = 1.0 / (1 + len(passes))
 
     def run(color: np.ndarray, albedo: Any, normal: Any, index: int) -> np.ndarray:
@@ -634,7 +640,13 @@ def denoise_frame(
             result = result[:, :, None]
         return result[:, :, : color.shape[2]]
 
-    result = run(frame.color.pixels, frame.albedo, frame.normal, 0)
+    if temporal is not None:
+        result, messages = temporal.denoise(job.color, frame, denoiser)
+        for text in messages:
+            if warn is not None:
+                warn(text)
+    else:
+        result = run(frame.color.pixels, frame.albedo, frame.normal, 0)
     nonfinite = [("the color", _nonfinite_pixels(result))]
     denoised_aovs = []
     for index, (layer, _) in enumerate(passes, start=1):
@@ -776,6 +788,7 @@ def run_sequence(
     stream: TextIO | None = None,
     software: str = "oidn-gpu",
     output: OutputOptions | None = None,
+    temporal: Any = None,
 ) -> SequenceSummary:
     """Denoise every job; one failing frame does not stop the others.
 
@@ -792,6 +805,8 @@ def run_sequence(
         verbose: print each frame's inputs and tracebacks of failures.
         quiet: print only errors.
         output: what OpenEXR outputs hold besides the beauty (`OutputOptions`).
+        temporal: an `oidn_gpu.temporal.frames.TemporalFrames`: temporal mode (see
+            `denoise_frame`); the caller closes it.
 
     Where no progress bar is drawn (``show_progress`` False, or None and stderr not a
     terminal) and not ``quiet``, every frame gets one line: ``frame 2/3 in.exr: color
@@ -849,6 +864,7 @@ def run_sequence(
                     software=software,
                     warn=warn,
                     output=output,
+                    temporal=temporal,
                 )
             except KeyboardInterrupt:
                 summary.interrupted = True
