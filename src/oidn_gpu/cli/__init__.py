@@ -392,6 +392,19 @@ def _add_denoise(sub: Any) -> None:
         "each uses the beauty's albedo and normal, shadow passes the color alone",
     )
     aux.add_argument(
+        "--temporal",
+        action="store_true",
+        help="temporal mode: denoise the frames in order with the history of the frames "
+        "before, reprojected by each frame's motion pass (less flicker); a depth pass "
+        "(Depth, Z) tells disocclusions",
+    )
+    aux.add_argument(
+        "--motion-layer",
+        metavar="NAME",
+        help="layer of the motion pass for --temporal (default: the renderers' names, "
+        "docs/aovs.md)",
+    )
+    aux.add_argument(
         "--list-layers",
         action="store_true",
         help="show the layers of each input and what would be used, then exit",
@@ -733,6 +746,13 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         raise UsageError("--directional needs --lightmap")
     if args.only_beauty and args.aovs:
         raise UsageError("--only-beauty writes the beauty alone; it cannot be used with --aovs")
+    if args.temporal and args.aovs:
+        raise UsageError("--temporal denoises the beauty; it cannot be used with --aovs")
+    if args.temporal and args.ray is not None:
+        raise UsageError("--temporal denoises the frames in order in one process; it cannot "
+                         "be used with --ray")
+    if args.motion_layer is not None and not args.temporal:
+        raise UsageError("--motion-layer names the motion pass of --temporal; add --temporal")
     if args.layer_name is not None and not args.layer_name.strip():
         raise UsageError("--layer-name is empty; expected a name such as 'Denoised'")
     if args.lightmap:
@@ -878,6 +898,12 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         aovs=tuple(a.strip() for a in (args.aovs or "").split(",") if a.strip()),
     )
     run = run_sequence
+    temporal = None
+    if args.temporal:
+        from oidn_gpu.temporal.frames import TemporalFrames
+
+        temporal = TemporalFrames(motion_layer=args.motion_layer)
+        run = functools.partial(run_sequence, temporal=temporal)
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
         run = functools.partial(farm.denoise_sequence, **farm_kwargs(args))
@@ -896,6 +922,9 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         )
     except UnsupportedDeviceError as err:  # the up-front check (on a farm's node), no frame
         raise UsageError(f"{err}; pass --backend NAME with one of those") from None
+    finally:
+        if temporal is not None:
+            temporal.close()
     if not args.quiet:
         print(summary.line(len(jobs)), file=sys.stderr)
         layers = summary.layers_line()
