@@ -25,6 +25,7 @@ from oidn_gpu.filter import (
     denoise,
 )
 from oidn_gpu.filter_cache import clear_denoiser_cache
+from oidn_gpu.temporal import TemporalDenoiser
 
 __version__ = "0.1.0"
 
@@ -41,6 +42,7 @@ __all__ = [
     "RTFilter",
     "RTLightmapFilter",
     "ShaderCompileError",
+    "TemporalDenoiser",
     "UnsupportedDeviceError",
     "WeightsFormatError",
     "WeightsNotFoundError",
