@@ -91,8 +91,18 @@ class TemporalFrames:
         ]
         return result[:, :, : color.shape[2]], messages
 
+    def warm_up(self, job: Any, pool: Any, options: Any, *, lightmap: bool = False) -> None:
+        """Denoise one frame (a `sequence.FrameJob`) for its history only: nothing is
+        written."""
+        from oidn_gpu import sequence
+
+        frame = sequence.load_frame(job, options, lightmap=lightmap)
+        hdr, srgb = sequence.resolve_mode(options, frame.color)
+        self.denoise(job.color, frame, pool.get(hdr, srgb))
+
     def close(self) -> None:
-        """Release the passes (the denoisers belong to the caller)."""
+        """Forget every history and release the passes (the denoisers belong to the
+        caller); the object can be used again."""
         for temporal in self._denoisers.values():
             temporal.close()
         self._denoisers.clear()

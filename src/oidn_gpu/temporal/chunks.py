@@ -1,0 +1,74 @@
+"""Temporal mode in contiguous chunks (a render farm's workers each take one).
+
+A chunk is a run of consecutive frames to denoise and write, preceded by up to `warmup`
+frames that are denoised only for their history (not written). A chunk whose warm-up
+reaches back to the first frame gives exactly the single-process result; otherwise the
+history it lacks (older than its warm-up) has decayed by then: the accumulated input by
+``(1 - 1 / history) ** (warmup - history)``, the output blend by ``(1 - output_blend) **
+warmup``. `DEFAULT_WARMUP` (4 x the default history) keeps farm output within
+`FARM_TOLERANCE` of the single-process output (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.temporal.passes import TemporalParams
+
+DEFAULT_WARMUP = 4 * TemporalParams.history
+# Largest difference of a farm frame from the single-process one, relative to the frame's
+# largest value, with DEFAULT_WARMUP (measured on tests/data/sequences: docs/benchmarks.md).
+FARM_TOLERANCE = 1e-2
+
+
+@dataclass(frozen=True)
+class TemporalChunk:
+    """Frames ``[start, stop)`` of a sequence, with the warm-up ``[warmup_start, start)``."""
+
+    warmup_start: int
+    start: int
+    stop: int
+
+    @property
+    def warmup(self) -> range:
+        return range(self.warmup_start, self.start)
+
+    @property
+    def frames(self) -> range:
+        return range(self.start, self.stop)
+
+
+def plan_chunks(count: int, chunks: int, warmup: int = DEFAULT_WARMUP) -> list[TemporalChunk]:
+    """``count`` frames split into at most ``chunks`` contiguous chunks of nearly equal
+    length, each with up to ``warmup`` frames of warm-up before it."""
+    for name, value in (("count", count), ("chunks", chunks), ("warmup", warmup)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (name == "chunks"):
+            raise InvalidArgumentError(
+                f"temporal chunk {name} is {value!r}; expected a "
+                f"{'positive' if name == 'chunks' else 'non-negative'} integer"
+            )
+    chunks = min(chunks, count) or 1
+    bounds = [count * i // chunks for i in range(chunks + 1)]
+    return [
+        TemporalChunk(max(0, start - warmup), start, stop)
+        for start, stop in zip(bounds, bounds[1:])
+        if stop > start
+    ]
+
+
+def denoise_chunk(
+    chunk: TemporalChunk,
+    jobs: Sequence[Any],
+    denoise: Callable[[Any, Any, bool], Any],
+    temporal: Any,
+) -> list[Any]:
+    """Run one chunk: ``denoise(job, temporal, write)`` for each warm-up frame with
+    ``write=False`` and each of its frames with ``write=True``, on a fresh history
+    (``temporal``, a `TemporalFrames`, is reset first). Returns the frames' answers."""
+    temporal.close()
+    for index in chunk.warmup:
+        denoise(jobs[index], temporal, False)
+    return [denoise(jobs[index], temporal, True) for index in chunk.frames]
