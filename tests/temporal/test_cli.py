@@ -73,8 +73,7 @@ def test_cli_temporal_names_a_missing_motion_layer(frames, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "args, message",
-    [(["--motion-layer", "X"], "add --temporal"), (["--temporal", "--aovs", "A"], "--aovs"),
-     (["--temporal", "--ray"], "--ray")],
+    [(["--motion-layer", "X"], "add --temporal"), (["--temporal", "--aovs", "A"], "--aovs")],
 )
 def test_cli_temporal_flags_are_checked(frames, tmp_path, capsys, args, message):
     rc = main(["denoise", str(frames), "-o", f"{tmp_path / 'out'}/", "--mkdir", *args])

@@ -748,9 +748,6 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         raise UsageError("--only-beauty writes the beauty alone; it cannot be used with --aovs")
     if args.temporal and args.aovs:
         raise UsageError("--temporal denoises the beauty; it cannot be used with --aovs")
-    if args.temporal and args.ray is not None:
-        raise UsageError("--temporal denoises the frames in order in one process; it cannot "
-                         "be used with --ray")
     if args.motion_layer is not None and not args.temporal:
         raise UsageError("--motion-layer names the motion pass of --temporal; add --temporal")
     if args.layer_name is not None and not args.layer_name.strip():
@@ -907,6 +904,12 @@ def cmd_denoise(args: argparse.Namespace) -> int:
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
         run = functools.partial(farm.denoise_sequence, **farm_kwargs(args))
+        if temporal is not None:
+            from oidn_gpu.farm.temporal import denoise_sequence_temporal
+
+            run = functools.partial(
+                denoise_sequence_temporal, temporal=temporal, **farm_kwargs(args)
+            )
     try:
         summary = run(
             jobs,
