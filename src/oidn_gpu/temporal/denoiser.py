@@ -68,10 +68,9 @@ class TemporalDenoiser:
     Each frame needs its ``motion`` (``[H, W, 2]`` float, backward motion in pixels:
     pixel ``(x, y)`` was at ``(x + mx, y + my)`` in the previous frame;
     `oidn_gpu.image.motion` converts renderers' passes) and ``depth`` (``[H, W]``, the
-    renderer's Z or distance) to tell disocclusions: with depth, depth decides where the
-    noisy input is accumulated and the albedo and normal only where the output history is
-    used (renderers' albedo and normal are as noisy as the color and would reject history
-    at random); without it, the albedo and normal decide both (``albedo_tolerance``,
+    renderer's Z or distance) to tell disocclusions: with depth, depth alone decides
+    (renderers' albedo and normal are as noisy as the color and would reject history at
+    random); without it, the albedo and normal decide (``albedo_tolerance``,
     ``normal_tolerance``), which rejects more and stabilizes less. Non-finite motion, or
     motion that leaves the screen, rejects the history there.
     """
@@ -174,10 +173,13 @@ class TemporalDenoiser:
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
         images = _FrameImages.of(color, albedo, normal, motion, depth, frame)
+        # With depth, depth alone decides: renderers' albedo and normal are as noisy as
+        # the color and would reject history at random (tests/data/sequences).
+        with_depth = images.depth is not None
         params = self.params.with_guides(
-            depth=images.depth is not None,
-            normal=images.normal is not None,
-            albedo=images.albedo is not None,
+            depth=with_depth,
+            normal=images.normal is not None and not with_depth,
+            albedo=images.albedo is not None and not with_depth,
         )
         signal = tp.pack_signal(images.color, images.albedo, images.normal)
         guide = tp.pack_guide(images.depth, images.albedo, images.normal)

@@ -71,8 +71,10 @@ STATE_OUTPUT_COUNT = 13  # output history length (state)
 REPROJECTION_OUTPUT_COUNT = 14  # its new value (reprojection)
 GATHERED = 14  # state channels reprojected
 GUIDE_UNKNOWN = 7  # 1: the guide had a NaN here
-# A pixel whose on-screen, agreeing taps weigh less than this has no history.
-MIN_TAP_WEIGHT = 0.05
+# A pixel whose on-screen, agreeing taps weigh less than this has no history: half the
+# bilinear footprint, so that a pixel on a disocclusion's edge does not take its history
+# from one far tap (measured: tests/data/sequences/orbit, docs/benchmarks.md).
+MIN_TAP_WEIGHT = 0.5
 # Input values are clamped to +-MAX_SIGNAL, so sums of four taps stay finite in float32.
 MAX_SIGNAL = 1.0e30
 # Zero normals (background, no geometry) are told apart from real ones by this length.
