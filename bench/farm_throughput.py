@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from oidn_gpu import farm, sequence
+from oidn_gpu import DenoiserConfig, FilterOptions, farm, sequence
 from oidn_gpu.image import io
 
 _LAYOUT = re.compile(r"^(\d+)(?:x(\d+)|(?:x(\d*\.?\d+))?(gpu))$")
@@ -112,6 +112,12 @@ def parse_size(text: str) -> tuple[int, int]:
     return width, int(match.group(2) or width)
 
 
+def denoiser_config(kwargs: dict[str, Any]) -> DenoiserConfig:
+    """The `DenoiserConfig` of the benchmark's options (backend, quality, precision)."""
+    options = dict(kwargs)
+    return DenoiserConfig.create(FilterOptions(quality=options.pop("quality")), **options)
+
+
 def run_layout(
     ray: Any, inputs: list[Path], out: Path, kwargs: dict[str, Any], layout: str
 ) -> dict[str, Any]:
@@ -121,12 +127,9 @@ def run_layout(
     start = time.perf_counter()
     summary = farm.denoise_sequence(
         jobs,
-        kwargs,
-        workers=workers,
-        cpus_per_worker=cpus,
-        gpus_per_worker=gpus or 1.0,
-        quiet=True,
-        show_progress=False,
+        denoiser_config(kwargs),
+        sequence.SequenceOptions(quiet=True, show_progress=False),
+        farm.FarmOptions(workers=workers, cpus_per_worker=cpus, gpus_per_worker=gpus or 1.0),
         on_frame=lambda result: finished.append(time.perf_counter()),
     )
     wall = time.perf_counter() - start
@@ -147,7 +150,9 @@ def run_single(
     jobs = [sequence.FrameJob(src, out / src.name) for src in inputs]
     start = time.perf_counter()
     with threadpool_limits(limits=blas_threads):
-        summary = sequence.run_sequence(jobs, kwargs, sequence.InputOptions(), quiet=True)
+        summary = sequence.run_sequence(
+            jobs, denoiser_config(kwargs), sequence.SequenceOptions(quiet=True)
+        )
     wall = time.perf_counter() - start
     if summary.count("done") != len(jobs):
         first = next((r.error for r in summary.results if r.status == "failed"), None)

@@ -4,7 +4,8 @@ Three sequences of a small diffuse scene (a checkered floor, a back wall, a few 
 a box under an area light):
 
 * ``static``: the camera and every object stand still; only the sampler's seed changes.
-* ``orbit``: the camera orbits the scene's centre (a pan of about 1.5 pixels a frame at 64 px).
+* ``orbit``: the camera orbits the scene's centre (the background moves about 1 pixel a
+  frame at 64 px).
 * ``moving``: the camera stands still and a sphere moves across the scene, uncovering
   (disoccluding) the background behind it.
 
@@ -73,8 +74,8 @@ def _orbit_origin(angle_deg: float) -> tuple[float, float, float]:
     return (radius * math.sin(a), height, radius * math.cos(a))
 
 
-def animation(name: str, frames: int, size: int) -> Animation:
-    """The sequence's motion; speeds are per frame and scale with the image so a larger
+def animation(name: str, frames: int) -> Animation:
+    """The sequence's motion; speeds are in scene units (or degrees) per frame, so a larger
     benchmark sequence moves as many pixels per frame relative to its size."""
     if name == "static":
         return Animation(lambda t: _orbit_origin(0.0), None)
@@ -299,7 +300,7 @@ def frame_planes(frame: dict, motion: dict) -> list:
 
 
 def render_sequence(mi, name: str, out: Path, args: argparse.Namespace) -> dict:
-    anim = animation(name, args.frames, args.size)
+    anim = animation(name, args.frames)
     offset = 1000 * (1 + SEQUENCE_NAMES.index(name))
     for i in range(args.frames):
         number = i + 1

@@ -16,6 +16,7 @@ from oidn_gpu.errors import (
     WeightsFormatError,
     WeightsNotFoundError,
 )
+from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.filter import (
     Denoiser,
     DenoiserInfo,
@@ -32,6 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CancelledError",
     "Denoiser",
+    "DenoiserConfig",
     "DenoiserInfo",
     "FilterOptions",
     "InvalidArgumentError",

@@ -29,19 +29,18 @@ concurrently. Options are validated when the denoiser is constructed.
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 import os
 import threading
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from oidn_gpu import filter_device
 from oidn_gpu.backends.base import (
     AUTO,
     AutoexposureRunner,
@@ -56,22 +55,42 @@ from oidn_gpu.backends.base import (
     tile_limits,
 )
 from oidn_gpu.backends.host_runner import report_progress
-from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise, plan_mode
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, WeightsNotFoundError
+from oidn_gpu.backends.plan import plan_denoise, plan_mode
+from oidn_gpu.config import OPTION_NAMES, DenoiserConfig, FilterOptions, FilterType
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.filter_cache import CACHE
+from oidn_gpu.filter_images import (
+    MAX_IMAGE_DIM,
+    Images,
+    Peekable,
+    Progress,
+    check_output,
+    frame_images,
+    locked,
+    make_runner_images,
+    output_destination,
+    scaled_progress,
+    store_result,
+    validate_images,
+)
+from oidn_gpu.filter_models import CUSTOM_WEIGHTS, ModelCache
 from oidn_gpu.image import arrays, process, tensors
 from oidn_gpu.image.autoexposure import autoexposure
-from oidn_gpu.model import unet, weights
 from oidn_gpu.model.unet import ValidatedModel
 
-FilterType = Literal["RT", "RTLightmap"]
-Progress = Callable[[float], Any]
-
-# OIDN rejects images wider or taller than this (api/api.cpp, "image size is too large").
-MAX_IMAGE_DIM = 65536
-
-_FILTER_TYPES = ("RT", "RTLightmap")
-_PREFILTERS = ("none", "fast", "accurate")
+__all__ = [  # and, for older imports, what moved to `config` and `filter_models`
+    "CUSTOM_WEIGHTS",
+    "MAX_IMAGE_DIM",
+    "Denoiser",
+    "DenoiserConfig",
+    "DenoiserInfo",
+    "FilterOptions",
+    "FilterType",
+    "ModelCache",
+    "RTFilter",
+    "RTLightmapFilter",
+    "denoise",
+]
 
 
 @dataclass(frozen=True)
@@ -88,332 +107,6 @@ class DenoiserInfo:
     kernels: dict[str, str] = field(default_factory=dict)
     # layer -> why its requested kernel (``kernel=``/``gemm=``) was replaced (wgpu backend)
     kernel_fallbacks: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _Images:
-    """Validated inputs: float32 RGB-broadcastable arrays, plus the color's alpha."""
-
-    color: np.ndarray | None
-    albedo: np.ndarray | None
-    normal: np.ndarray | None
-    main_channels: int
-    alpha: np.ndarray | None
-    height: int
-    width: int
-    dtype: np.dtype
-
-
-def _check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
-    """Validate one image; returns (pixels with at most 3 channels, alpha or None)."""
-    if not isinstance(image, np.ndarray):
-        raise InvalidOperationError(
-            f"unsupported input image format: {name} is a {type(image).__name__}; "
-            "expected a numpy array"
-        )
-    if image.dtype not in (np.float32, np.float16):
-        raise InvalidOperationError(
-            f"unsupported input image format: {name} has dtype {image.dtype}; "
-            "expected float32 or float16"
-        )
-    return _split_alpha(name, image)
-
-
-def _split_alpha(name: str, image: Any) -> tuple[Any, Any]:
-    """Check the shape of one image (a NumPy array or a tensor); returns (pixels with at
-    most 3 channels, alpha or None), views of ``image``."""
-    if image.ndim == 2:
-        image = image[:, :, None]
-    if image.ndim != 3 or not 1 <= image.shape[2] <= 4:
-        raise InvalidOperationError(
-            f"unsupported input image format: {name} has shape {image.shape}; "
-            "expected HxW or HxWxC with C from 1 to 4"
-        )
-    h, w = image.shape[:2]
-    if h > MAX_IMAGE_DIM or w > MAX_IMAGE_DIM:
-        raise InvalidArgumentError(
-            f"image size is too large: {name} is {w}x{h}; at most {MAX_IMAGE_DIM} per side"
-        )
-    if image.shape[2] == 4:
-        return image[:, :, :3], image[:, :, 3]
-    return image, None
-
-
-def _validate_images(color: Any, albedo: Any, normal: Any, check: Any = _check_image) -> _Images:
-    named = (("color", color), ("albedo", albedo), ("normal", normal))
-    given = {n: a for n, a in named if a is not None}
-    if not given:
-        raise InvalidOperationError("input image not specified")
-    checked = {n: check(n, a) for n, a in given.items()}
-    main_name = next(iter(checked))
-    main, alpha = checked[main_name]
-    h, w = main.shape[:2]
-    for name, (pixels, _) in checked.items():
-        if pixels.shape[:2] != (h, w):
-            raise InvalidOperationError(
-                f"image size mismatch: {name} is {pixels.shape[1]}x{pixels.shape[0]}, "
-                f"{main_name} is {w}x{h}"
-            )
-    return _Images(
-        color=checked["color"][0] if "color" in checked else None,
-        albedo=checked["albedo"][0] if "albedo" in checked else None,
-        normal=checked["normal"][0] if "normal" in checked else None,
-        main_channels=main.shape[2] + (1 if alpha is not None else 0),
-        alpha=alpha,
-        height=h,
-        width=w,
-        dtype=given[main_name].dtype,
-    )
-
-
-def _check_output(output: Any, images: _Images) -> np.ndarray | None:
-    if output is None:
-        return None
-    if not isinstance(output, np.ndarray) or output.dtype not in (np.float32, np.float16):
-        raise InvalidOperationError(
-            "unsupported output image format: expected a float32 or float16 numpy array, "
-            f"got {getattr(output, 'dtype', type(output).__name__)}"
-        )
-    _check_output_shape(tuple(output.shape), images)
-    if not output.flags.writeable:
-        raise InvalidArgumentError("output array is read-only; pass a writeable array")
-    return output
-
-
-def _check_output_shape(shape: tuple[int, ...], images: _Images) -> None:
-    """The output's size and channel count must be the main input's."""
-    if len(shape) not in (2, 3):
-        raise InvalidOperationError(f"unsupported output image format: shape {shape}")
-    shape = shape if len(shape) == 3 else (*shape, 1)
-    if shape[:2] != (images.height, images.width):
-        raise InvalidOperationError(
-            f"image size mismatch: output is {shape[1]}x{shape[0]}, "
-            f"input is {images.width}x{images.height}"
-        )
-    if shape[2] != images.main_channels:
-        raise InvalidOperationError(
-            f"input/output image channel count mismatch: input has {images.main_channels}, "
-            f"output has {shape[2]}"
-        )
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    """A boolean option: True or False (NumPy booleans too), never 1 or "yes"."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidArgumentError(
-            f"invalid value for parameter '{name}': {value!r} ({type(value).__name__}); "
-            "expected True or False"
-        )
-    return bool(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
-def _check_input_scale(value: Any) -> float | None:
-    """None or NaN: automatic (autoexposure for HDR, else 1); else a finite number >= 0.
-
-    OIDN 2.5.1 accepts any float, but an infinite scale gives NaN or zero pixels and a
-    negative one flips the sign of the image, so those are refused here.
-    """
-    if value is None:
-        return None
-    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
-        raise InvalidArgumentError(
-            f"invalid value for parameter 'input_scale': {value!r} ({type(value).__name__}); "
-            "expected a number or None"
-        )
-    scale = float(value)
-    if math.isnan(scale):
-        return None
-    if math.isinf(scale) or scale < 0:
-        raise InvalidArgumentError(
-            f"invalid value for parameter 'input_scale': {scale}; expected a finite number "
-            ">= 0 (or None/NaN for automatic)"
-        )
-    return scale
-
-
-def _check_max_memory_mb(value: Any) -> int | None:
-    """None or an int: OIDN's ``maxMemoryMB`` (>= 0 a budget in MiB, < 0 the default)."""
-    if value is None:
-        return None
-    if not _is_int(value):
-        raise InvalidArgumentError(
-            f"invalid value for parameter 'max_memory_mb': {value!r} ({type(value).__name__}); "
-            "expected an int (MiB) or None"
-        )
-    return int(value)
-
-
-def _check_tile_size(value: Any) -> int | None:
-    if value is None:
-        return None
-    if not _is_int(value) or value < 1:
-        raise InvalidArgumentError(
-            f"invalid value for parameter 'tile_size': {value!r}; expected a positive int "
-            "(pixels) or None"
-        )
-    return int(value)
-
-
-def _load_custom_weights(source: Any):  # -> ValidatedModel
-    """Load a custom ``.tza`` (path or bytes) now, so a bad file fails at construction."""
-    if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        if not path.is_file():
-            raise WeightsNotFoundError(f"weights file not found: '{path}'")
-        try:
-            return unet.load_model(path)
-        except OSError as err:
-            raise InvalidArgumentError(
-                f"cannot read weights file '{path}': {err.strerror or err}"
-            ) from None
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return unet.load_model(source)
-    raise InvalidArgumentError(
-        f"invalid value for parameter 'weights': a {type(source).__name__}; "
-        "expected a .tza path or its bytes"
-    )
-
-
-@dataclass(frozen=True)
-class FilterOptions:
-    """OIDN's filter parameters, validated on creation (see `Denoiser` for each one).
-
-    Booleans must be booleans (NumPy's too), ``quality`` is normalized to its name,
-    a NaN ``input_scale`` to None (autoexposure), and ``hdr``/``srgb`` of an
-    ``RTLightmap`` filter are dropped with a warning, as OIDN ignores them. Custom
-    ``weights`` are loaded by the `ModelCache` when the denoiser is built.
-
-    Raises:
-        InvalidArgumentError: an unknown filter type, quality or prefilter, or an
-            invalid value (``invalid value for parameter 'NAME': ...``).
-    """
-
-    filter_type: FilterType = "RT"
-    hdr: bool = False
-    srgb: bool = False
-    clean_aux: bool = False
-    quality: str = "high"
-    input_scale: float | None = None
-    directional: bool = False
-    prefilter: str = "none"
-    weights: str | os.PathLike[str] | bytes | None = None
-    weights_dir: str | os.PathLike[str] | None = None
-    max_memory_mb: int | None = None
-    tile_size: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.filter_type not in _FILTER_TYPES:
-            raise InvalidArgumentError(
-                f"unknown filter type: '{self.filter_type}'; expected 'RT' or 'RTLightmap'"
-            )
-        if self.prefilter not in _PREFILTERS:
-            raise InvalidArgumentError(
-                f"unknown prefilter '{self.prefilter}'; expected 'none', 'fast' or 'accurate'"
-            )
-        hdr = _check_bool("hdr", self.hdr)
-        srgb = _check_bool("srgb", self.srgb)
-        weights_dir = self.weights_dir
-        if weights_dir is not None and not isinstance(weights_dir, (str, os.PathLike)):
-            raise InvalidArgumentError(
-                f"invalid value for parameter 'weights_dir': a {type(weights_dir).__name__}; "
-                "expected a folder path or None"
-            )
-        if self.filter_type == "RTLightmap" and (hdr or srgb):
-            warnings.warn(
-                "hdr and srgb are not parameters of the RTLightmap filter and are ignored",
-                stacklevel=4,  # the caller of Denoiser(...)
-            )
-            hdr = srgb = False
-        set_field = object.__setattr__
-        set_field(self, "hdr", hdr)
-        set_field(self, "srgb", srgb)
-        set_field(self, "clean_aux", _check_bool("clean_aux", self.clean_aux))
-        set_field(self, "directional", _check_bool("directional", self.directional))
-        set_field(self, "quality", weights.parse_quality(self.quality).value)
-        set_field(self, "input_scale", _check_input_scale(self.input_scale))
-        set_field(self, "max_memory_mb", _check_max_memory_mb(self.max_memory_mb))
-        set_field(self, "tile_size", _check_tile_size(self.tile_size))
-
-    def denoise_options(self, images: _Images, input_scale: float = 1.0) -> DenoiseOptions:
-        """The `DenoiseOptions` of a denoise of ``images`` with a resolved input scale."""
-        return DenoiseOptions(
-            filter_type=self.filter_type,
-            hdr=self.hdr,
-            srgb=self.srgb,
-            directional=self.directional,
-            normal_only=images.color is None and images.albedo is None,
-            input_scale=input_scale,
-            tile_size=self.tile_size,
-            max_memory_mb=self.max_memory_mb,
-        )
-
-
-CUSTOM_WEIGHTS = "custom"
-_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(FilterOptions))
-# Keyword options of `Denoiser` besides the backend's (named when an option is unknown).
-_DENOISER_OPTIONS = (*_OPTION_NAMES, "backend", "backend_options")
-
-
-class ModelCache:
-    """The model the images and options select, each loaded once.
-
-    Built-in weights are keyed by their official name; custom weights (``weights=``)
-    by ``"custom"``.
-    """
-
-    def __init__(self, options: FilterOptions) -> None:
-        self.options = options
-        self._models: dict[str, ValidatedModel] = {}
-        if options.weights is not None:
-            # Loaded now, so that a missing or malformed file fails at construction.
-            self._models[CUSTOM_WEIGHTS] = _load_custom_weights(options.weights)
-
-    def get(self, images: _Images, clean_aux: bool) -> tuple[str, ValidatedModel]:
-        """``(key, model)`` for ``images``; raises OIDN's errors for unsupported combinations."""
-        options = self.options
-        # Validates the combination of inputs and flags with OIDN's messages even when
-        # custom weights replace the built-in choice.
-        name: str | None = None
-        try:
-            name = weights.select_weights(
-                options.filter_type,
-                color=images.color is not None,
-                albedo=images.albedo is not None,
-                normal=images.normal is not None,
-                hdr=options.hdr,
-                srgb=options.srgb,
-                clean_aux=clean_aux,
-                quality=options.quality,
-                directional=options.directional,
-            )
-        except InvalidOperationError as err:
-            if options.weights is None or "unsupported combination" not in str(err):
-                raise
-        if options.weights is not None:
-            return CUSTOM_WEIGHTS, self._custom(images)
-        assert name is not None
-        if name not in self._models:
-            self._models[name] = weights.load_builtin(name, options.weights_dir)
-        return name, self._models[name]
-
-    def _custom(self, images: _Images) -> ValidatedModel:
-        model = self._models[CUSTOM_WEIGHTS]
-        count = sum(x is not None for x in (images.color, images.albedo, images.normal))
-        if model.input_channels != 3 * count:
-            raise InvalidArgumentError(
-                f"the custom weights take {model.input_channels} input channels but "
-                f"{count} image(s) = {3 * count} channels were given"
-            )
-        return model
-
-    def clear(self) -> None:
-        """Forget the built-in models (custom weights stay: they belong to the options)."""
-        for key in [k for k in self._models if k != CUSTOM_WEIGHTS]:
-            del self._models[key]
 
 
 @dataclass
@@ -459,7 +152,8 @@ class Denoiser:
             one; a ``device`` with ``backend="auto"`` asks for wgpu on that device.
 
     The filter parameters read back as attributes (``den.hdr``, ``den.quality``);
-    ``den.options`` holds them all (`FilterOptions`).
+    ``den.options`` holds them all (`FilterOptions`), and ``den.config`` every option as
+    one `DenoiserConfig` (`Denoiser.from_config` builds a denoiser of one).
     """
 
     def __init__(
@@ -481,7 +175,7 @@ class Denoiser:
         backend_options: BackendOptions | None = None,
         **options: Any,
     ) -> None:
-        self.options = FilterOptions(
+        filter_options = FilterOptions(
             filter_type=filter_type,
             hdr=hdr,
             srgb=srgb,
@@ -495,10 +189,28 @@ class Denoiser:
             max_memory_mb=max_memory_mb,
             tile_size=tile_size,
         )
-        self.backend = resolve_backend(backend, options)
+        config = DenoiserConfig.create(
+            filter_options, backend=backend, backend_options=backend_options, **options
+        )
+        self._setup(config)
+
+    @classmethod
+    def from_config(cls, config: DenoiserConfig) -> Denoiser:
+        """A denoiser of a `DenoiserConfig` (checked when it was made; ``backend="auto"``
+        is resolved here)."""
+        if not isinstance(config, DenoiserConfig):
+            raise InvalidArgumentError(
+                f"the config is a {type(config).__name__}; expected oidn_gpu.DenoiserConfig"
+            )
+        denoiser = cls.__new__(cls)
+        Denoiser._setup(denoiser, config)
+        return denoiser
+
+    def _setup(self, config: DenoiserConfig) -> None:
+        self.options = config.filter
+        self.backend = resolve_backend(config.backend)
         self.backend_options = make_options(
-            self.backend, backend_options, requested=backend,
-            filter_options=_DENOISER_OPTIONS, **options
+            self.backend, config.backend_options, requested=config.backend
         )
         self._tile_limits = tile_limits(self.backend)
         self._models = ModelCache(self.options)
@@ -514,9 +226,15 @@ class Denoiser:
         self._running = False
         self._closed = False
 
+    @property
+    def config(self) -> DenoiserConfig:
+        """The denoiser's options as one value (its backend resolved): another
+        `Denoiser.from_config` of it denoises the same."""
+        return DenoiserConfig(self.options, self.backend, self.backend_options)
+
     def __getattr__(self, name: str) -> Any:
         # The filter parameters read as attributes (``den.hdr``), from the frozen options.
-        if name in _OPTION_NAMES:
+        if name in OPTION_NAMES:
             return getattr(self.options, name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
@@ -676,17 +394,17 @@ class Denoiser:
                 stacklevel=3,
             )
             albedo = normal = None
-        images = _validate_images(color, albedo, normal)
-        out = _check_output(output, images)
+        images = validate_images(color, albedo, normal)
+        out = check_output(output, images)
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
             return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
-        destination = _destination(images, out)
+        destination = output_destination(images, out)
         result = self._run(images, progress, destination=destination, scratch=out is None)
-        return _store(result, images, out, destination)
+        return store_result(result, images, out, destination)
 
     def _denoise_prefiltered(
         self,
-        images: _Images,
+        images: Images,
         color: Any,
         albedo: Any,
         normal: Any,
@@ -699,7 +417,7 @@ class Denoiser:
             total = len(stages) + 1
             for index, name in enumerate(stages):
                 sub = self._prefilter_denoiser(name)
-                part = _scaled_progress(progress, index / total, 1 / total)
+                part = scaled_progress(progress, index / total, 1 / total)
                 clean = sub.denoise(
                     **{name: images.albedo if name == "albedo" else images.normal}, progress=part
                 )
@@ -707,32 +425,32 @@ class Denoiser:
                     albedo = clean
                 else:
                     normal = clean
-            progress = _scaled_progress(progress, len(stages) / total, 1 / total)
-        clean_images = _validate_images(color, albedo, normal)
+            progress = scaled_progress(progress, len(stages) / total, 1 / total)
+        clean_images = validate_images(color, albedo, normal)
         # The aux images are clean now (prefiltered, or declared clean by "fast").
         result = self._run(clean_images, progress, clean_aux=clean_images.albedo is not None)
-        return _store(result, images, out)
+        return store_result(result, images, out)
 
     def _prefilter_denoiser(self, name: str) -> Denoiser:
         if name not in self._prefilters:
             options = self.options
-            self._prefilters[name] = Denoiser(
+            prefilter = FilterOptions(
                 quality=options.quality,
                 weights_dir=options.weights_dir,
                 max_memory_mb=options.max_memory_mb,
                 tile_size=options.tile_size,
-                backend=self.backend,
-                backend_options=self.backend_options,
             )
+            config = DenoiserConfig(prefilter, self.backend, self.backend_options)
+            self._prefilters[name] = Denoiser.from_config(config)
         return self._prefilters[name]
 
-    def _autoexposes(self, images: _Images) -> bool:
+    def _autoexposes(self, images: Images) -> bool:
         """Whether the input scale is the autoexposure of the color (HDR, no input_scale)."""
         if self.options.input_scale is not None or images.color is None:
             return False
         return plan_mode(self.options.denoise_options(images)).hdr
 
-    def _input_scale(self, images: _Images) -> float:
+    def _input_scale(self, images: Images) -> float:
         """The input scale: the option, else autoexposure of the color for HDR, else 1."""
         if self.options.input_scale is not None:
             return self.options.input_scale
@@ -743,13 +461,13 @@ class Denoiser:
             return scale
         return 1.0
 
-    def _device_autoexposure(self, images: _Images, engine: _Engine) -> bool:
+    def _device_autoexposure(self, images: Images, engine: _Engine) -> bool:
         """Whether the runner computes the autoexposure itself, on its device."""
         return isinstance(engine.runner, AutoexposureRunner) and self._autoexposes(images)
 
     def _run(
         self,
-        images: _Images,
+        images: Images,
         progress: Progress | None,
         *,
         clean_aux: bool | None = None,
@@ -757,7 +475,7 @@ class Denoiser:
         scratch: bool = True,
     ) -> np.ndarray:
         """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha),
-        or ``destination`` when the runner wrote the result into it (see `_destination`;
+        or ``destination`` when the runner wrote the result into it (see `output_destination`;
         ``scratch``: it is a new array, not the caller's, `DenoiseImages.output_is_scratch`)."""
         key, model = self._models.get(
             images, self.options.clean_aux if clean_aux is None else clean_aux
@@ -772,7 +490,7 @@ class Denoiser:
         input_scale = 1.0 if on_device else self._input_scale(images)
         options = self.options.denoise_options(images, input_scale)
         plan = plan_denoise(model, h, w, options, self._tile_limits)
-        runner_images = _runner_images(images, out_channels, destination, scratch=scratch)
+        runner_images = make_runner_images(images, out_channels, destination, scratch=scratch)
         report_progress(progress, 0.0)
         if on_device:
             runner = engine.runner
@@ -823,7 +541,7 @@ class Denoiser:
             The errors of `denoise`. Frames are read one ahead, so a frame's error
             can come before the previous frame's result.
         """
-        items = (_frame_images(frame) for frame in frames)
+        items = (frame_images(frame) for frame in frames)
         if self.options.prefilter != "none":
             for color, albedo, normal in items:
                 yield self.denoise(color, albedo, normal)
@@ -838,15 +556,15 @@ class Denoiser:
                     frame = self._prepare_frame(call)
                 yield frame
 
-        source = _Peekable(prepared())
+        source = Peekable(prepared())
         while (first := source.peek()) is not None:
             runner = first.engine.runner if first.plan is not None else None
             if not isinstance(runner, SequenceRunner):  # one frame the usual way
                 source.next()
-                destination = _destination(first.images, None)
+                destination = output_destination(first.images, None)
                 with self._lock:
                     result = self._run(first.images, None, destination=destination)
-                yield first.call.finish(_store(result, first.images, None, destination))
+                yield first.call.finish(store_result(result, first.images, None, destination))
                 continue
 
             def batch(signature: tuple[Any, ...] = first.signature) -> Iterator[DenoiseImages]:
@@ -855,12 +573,12 @@ class Denoiser:
                     yield frame.runner_images
 
             results = runner.run_many(batch(), first.plan, autoexposure=first.on_device)
-            for result, input_scale in _locked(results, self._lock):
+            for result, input_scale in locked(results, self._lock):
                 frame = queue.popleft()
                 if frame.on_device:
                     process.warn_if_autoexposure_blackens(frame.runner_images.main, input_scale)
                 self._record_info(frame.key, frame.model, frame.engine, frame.plan, input_scale)
-                stored = _store(result, frame.images, None, frame.runner_images.output)
+                stored = store_result(result, frame.images, None, frame.runner_images.output)
                 yield frame.call.finish(stored)
 
     def _prepare_frame(self, call: Any) -> _Frame:
@@ -870,10 +588,10 @@ class Denoiser:
         albedo, normal = call.albedo, call.normal
         if self.options.filter_type == "RTLightmap":
             albedo = normal = None
-        images = _validate_images(call.color, albedo, normal)
+        images = validate_images(call.color, albedo, normal)
         key, model = self._models.get(images, self.options.clean_aux)
         out_channels = images.main_channels - (1 if images.alpha is not None else 0)
-        runner_images = _runner_images(images, out_channels, _destination(images, None))
+        runner_images = make_runner_images(images, out_channels, output_destination(images, None))
         if images.height == 0 or images.width == 0:
             return _Frame(call, images, runner_images, key, model, None, None, False, ())
         engine = self._engine(key, model)
@@ -887,44 +605,12 @@ class Denoiser:
         return _Frame(call, images, runner_images, key, model, engine, plan, on_device, signature)
 
 
-def _runner_images(
-    images: _Images,
-    out_channels: int,
-    destination: np.ndarray | None = None,
-    *,
-    scratch: bool = True,
-) -> DenoiseImages:
-    """The images a `TileRunner` takes: the main one, and aux images given with color."""
-    main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
-    with_color = images.color is not None
-    return DenoiseImages(
-        main=main,
-        albedo=images.albedo if with_color else None,
-        normal=images.normal if with_color else None,
-        out_channels=out_channels,
-        output=destination,
-        output_is_scratch=destination is not None and scratch,
-    )
-
-
-def _destination(images: _Images, out: np.ndarray | None) -> np.ndarray | None:
-    """Where a runner may write the result itself (`DenoiseImages.output`): the output
-    array (``HxWxC``), else a new array of the input's dtype, so the result is converted
-    while it is copied out; None when the color has alpha (appended afterwards)."""
-    if images.alpha is not None:
-        return None
-    if out is None:
-        channels = images.main_channels
-        return np.empty((images.height, images.width, channels), images.dtype)
-    return out if out.ndim == 3 else out[:, :, None]
-
-
 @dataclass(frozen=True)
 class _Frame:
     """One validated frame of `Denoiser.denoise_many` and its plan."""
 
     call: Any  # arrays.Call: how to answer in the caller's type
-    images: _Images
+    images: Images
     runner_images: DenoiseImages
     key: str
     model: ValidatedModel
@@ -932,85 +618,6 @@ class _Frame:
     plan: Any  # DenoisePlan, None for an empty image
     on_device: bool  # autoexposure computed by the runner
     signature: tuple[Any, ...]  # frames with equal signatures share one device sequence
-
-
-class _Peekable:
-    """An iterator whose next item can be looked at without taking it."""
-
-    def __init__(self, iterator: Iterator[Any]) -> None:
-        self._iterator = iterator
-        self._head: Any = None
-        self._has_head = False
-
-    def peek(self) -> Any:
-        """The next item, or None at the end."""
-        if not self._has_head:
-            self._head = next(self._iterator, None)
-            self._has_head = True
-        return self._head
-
-    def next(self) -> Any:
-        item = self.peek()
-        self._has_head = False
-        return item
-
-
-_END = object()
-
-
-def _locked(iterator: Iterator[Any], lock: Any) -> Iterator[Any]:
-    """Yield the items of ``iterator``, each computed holding ``lock`` (not across a yield)."""
-    while True:
-        with lock:
-            item = next(iterator, _END)
-        if item is _END:
-            return
-        yield item
-
-
-def _frame_images(frame: Any) -> tuple[Any, Any, Any]:
-    """``(color, albedo, normal)`` of one `Denoiser.denoise_many` item."""
-    if isinstance(frame, Mapping):
-        unknown = set(frame) - {"color", "albedo", "normal"}
-        if unknown:
-            raise InvalidArgumentError(
-                f"unknown image name(s) {sorted(unknown)} in a frame; expected 'color', "
-                "'albedo' and 'normal'"
-            )
-        return frame.get("color"), frame.get("albedo"), frame.get("normal")
-    if isinstance(frame, tuple):
-        if not 1 <= len(frame) <= 3:
-            raise InvalidArgumentError(
-                f"a frame tuple has {len(frame)} images; expected (color, albedo, normal)"
-            )
-        padded = (*frame, None, None)[:3]
-        return padded[0], padded[1], padded[2]
-    return frame, None, None
-
-
-def _scaled_progress(progress: Progress | None, start: float, span: float) -> Progress | None:
-    if progress is None:
-        return None
-    return lambda fraction: progress(start + span * fraction)
-
-
-def _store(
-    result: np.ndarray,
-    images: _Images,
-    out: np.ndarray | None,
-    destination: np.ndarray | None = None,
-) -> np.ndarray:
-    """Write the result (plus alpha) into ``out`` or a new array of the input's dtype;
-    a result the runner already wrote into ``destination`` (see `_destination`) is final."""
-    if destination is not None and result is destination:
-        return out if out is not None else result
-    if images.alpha is not None:
-        result = np.concatenate([result, images.alpha[:, :, None].astype(np.float32)], axis=2)
-    if out is None:
-        return result.astype(images.dtype, copy=False)
-    target = out if out.ndim == 3 else out[:, :, None]
-    target[...] = result.astype(out.dtype, copy=False)
-    return out
 
 
 class RTFilter(Denoiser):
@@ -1057,8 +664,8 @@ def denoise(
 
 
 def _on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
-    """``options`` with ``device`` set to the main image's CUDA device when the cuda
-    backend will denoise it and no device was asked for."""
+    """``options`` with ``device`` set to the main image's CUDA device when the backend
+    that will denoise it takes that device and no device was asked for."""
     if "device" in options or options.get("backend_options") is not None:
         return options
     main = next((image for image in images if image is not None), None)
@@ -1067,11 +674,7 @@ def _on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
         return options
     try:
         backend = resolve_backend(options.get("backend", AUTO), options)
-    except InvalidArgumentError:  # Denoiser(**options) reports it, after its own checks
+        make_options(backend, device=device)  # a backend of device tensors takes it
+    except InvalidArgumentError:  # Denoiser(**options) reports a bad backend, after its checks
         return options
-    return {**options, "device": device} if backend == "cuda" else options
-
-
-# The device path builds on this module's validation, so it is imported once this module
-# is complete (it imports the names above).
-from oidn_gpu import filter_device  # noqa: E402
+    return {**options, "device": device}

@@ -25,14 +25,14 @@ from oidn_gpu.backends.base import DeviceRunner
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu.filter import (
+from oidn_gpu.filter_images import (
+    Images,
     Progress,
-    _check_output_shape,
-    _Images,
-    _runner_images,
-    _scaled_progress,
-    _split_alpha,
-    _validate_images,
+    check_output_shape,
+    make_runner_images,
+    scaled_progress,
+    split_alpha,
+    validate_images,
 )
 from oidn_gpu.image import process
 from oidn_gpu.image.tensors import DeviceCall
@@ -73,7 +73,7 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
     dropped = options.filter_type == "RTLightmap" and (albedo is not None or normal is not None)
     if dropped:
         albedo = normal = None
-    images = _validate_images(color, albedo, normal, check=_split_alpha)
+    images = validate_images(color, albedo, normal, check=split_alpha)
     prefilter = (
         options.filter_type == "RT" and images.color is not None and options.prefilter != "none"
     )
@@ -89,11 +89,11 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
             stacklevel=4,  # the caller of Denoiser.denoise
         )
     if call.output is not None:
-        _check_output_shape(tuple(call.output.shape), images)
-    decoded = _validate_images(
+        check_output_shape(tuple(call.output.shape), images)
+    decoded = validate_images(
         *(call.decoded(n) if keep is not None else None
           for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))),
-        check=_split_alpha,
+        check=split_alpha,
     )  # fmt: skip
     if prefilter:
         result = _prefiltered(den, decoded, progress)
@@ -126,7 +126,7 @@ def _takes(runner: Any, call: DeviceCall) -> bool:
     return not elsewhere
 
 
-def _run(den: Denoiser, images: _Images, progress: Progress | None, *,
+def _run(den: Denoiser, images: Images, progress: Progress | None, *,
          clean_aux: bool | None = None) -> Any:  # fmt: skip
     """`Denoiser._run` on the device: the runner's float32 ``[H, W, C]`` result tensor."""
     key, model = den._models.get(images, den.options.clean_aux if clean_aux is None else clean_aux)
@@ -137,7 +137,7 @@ def _run(den: Denoiser, images: _Images, progress: Progress | None, *,
     input_scale = 1.0 if autoexposes else den._input_scale(images)
     options = den.options.denoise_options(images, input_scale)
     plan = _plan(model, images.height, images.width, options)
-    runner_images = _runner_images(images, out_channels)
+    runner_images = make_runner_images(images, out_channels)
     report_progress(progress, 0.0)
     scale: Any = input_scale
     if autoexposes:
@@ -166,7 +166,7 @@ def _plan(model: Any, height: int, width: int, options: DenoiseOptions) -> Any:
     return plan
 
 
-def _prefiltered(den: Denoiser, images: _Images, progress: Progress | None) -> Any:
+def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> Any:
     """`Denoiser._denoise_prefiltered` on the device: aux images denoised first
     (``accurate``) or declared clean (``fast``), then the color."""
     import torch
@@ -177,9 +177,9 @@ def _prefiltered(den: Denoiser, images: _Images, progress: Progress | None) -> A
         total = len(stages) + 1
         for index, name in enumerate(stages):
             sub = den._prefilter_denoiser(name)
-            part = _scaled_progress(progress, index / total, 1 / total)
-            aux = _validate_images(None, *((albedo, None) if name == "albedo" else (None, normal)),
-                                   check=_split_alpha)  # fmt: skip
+            part = scaled_progress(progress, index / total, 1 / total)
+            aux = validate_images(None, *((albedo, None) if name == "albedo" else (None, normal)),
+                                   check=split_alpha)  # fmt: skip
             with sub._lock:
                 clean = _run(sub, aux, part)
             # As the NumPy path: the cleaned image in the dtype it computes the aux image
@@ -190,14 +190,14 @@ def _prefiltered(den: Denoiser, images: _Images, progress: Progress | None) -> A
                 albedo = clean
             else:
                 normal = clean
-        progress = _scaled_progress(progress, len(stages) / total, 1 / total)
+        progress = scaled_progress(progress, len(stages) / total, 1 / total)
     # The color without its alpha: the result has the same channels (alpha is appended
     # afterwards).
-    clean_images = _validate_images(images.color, albedo, normal, check=_split_alpha)
+    clean_images = validate_images(images.color, albedo, normal, check=split_alpha)
     return _run(den, clean_images, progress, clean_aux=clean_images.albedo is not None)
 
 
-def _with_alpha(result: Any, images: _Images) -> Any:
+def _with_alpha(result: Any, images: Images) -> Any:
     """The result with the color's alpha appended as float32 (as the NumPy path does)."""
     if images.alpha is None:
         return result

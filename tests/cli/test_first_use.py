@@ -85,12 +85,12 @@ def test_run_sequence_checks_the_backend_before_any_frame(tmp_path: Path) -> Non
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from oidn_gpu import sequence\n"
+        "from oidn_gpu import DenoiserConfig, sequence\n"
         "from oidn_gpu.errors import UnsupportedDeviceError\n"
         "jobs = [sequence.FrameJob(Path(p), Path(p).with_suffix('.out.exr')) "
         "for p in sys.argv[1:]]\n"
         "try:\n"
-        "    sequence.run_sequence(jobs, {'backend': 'cuda'}, sequence.InputOptions())\n"
+        "    sequence.run_sequence(jobs, DenoiserConfig(backend='cuda'))\n"
         "except UnsupportedDeviceError as err:\n"
         "    print(err)\n"
     )

@@ -11,18 +11,22 @@ import pytest
 from cli_support import write_exr
 
 import oidn_gpu
-from oidn_gpu import sequence
+from oidn_gpu import DenoiserConfig, FilterOptions, sequence
 from oidn_gpu.image import io
 
 
 class FakeDenoiser:
     """Halves the color; reports progress in four tiles; fails on a marked image."""
 
-    created: ClassVar[list[dict]] = []
+    created: ClassVar[list[DenoiserConfig]] = []
 
-    def __init__(self, **kwargs: object) -> None:
-        FakeDenoiser.created.append(kwargs)
+    def __init__(self, config: DenoiserConfig) -> None:
+        FakeDenoiser.created.append(config)
         self.closed = False
+
+    @classmethod
+    def from_config(cls, config: DenoiserConfig) -> FakeDenoiser:
+        return cls(config)
 
     def denoise(self, color, albedo=None, normal=None, *, progress=None):
         if float(color[0, 0, 0]) == 42.0:
@@ -43,6 +47,12 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeDenoiser]:
     return FakeDenoiser
 
 
+def _options(*, auto_aux: bool, show_progress: bool) -> sequence.SequenceOptions:
+    return sequence.SequenceOptions(
+        inputs=sequence.InputOptions(auto_aux=auto_aux), show_progress=show_progress
+    )
+
+
 def _jobs(tmp_path: Path, values: list[float]) -> list[sequence.FrameJob]:
     jobs = []
     for i, value in enumerate(values):
@@ -55,17 +65,13 @@ def test_frames_share_one_denoiser_and_progress_is_fractional(fake, tmp_path: Pa
     stream = stdio.StringIO()
     summary = sequence.run_sequence(
         _jobs(tmp_path, [1.0, 2.0, 3.0]),
-        {"quality": "fast"},
-        sequence.InputOptions(),
-        show_progress=True,
+        DenoiserConfig(FilterOptions(quality="fast")),
+        sequence.SequenceOptions(show_progress=True),
         stream=stream,
     )
     assert summary.count("done") == 3
-    assert len(fake.created) == 1 and fake.created[0] == {
-        "quality": "fast",
-        "hdr": True,
-        "srgb": False,
-    }
+    assert len(fake.created) == 1
+    assert fake.created[0] == DenoiserConfig(FilterOptions(quality="fast", hdr=True, srgb=False))
     assert "3.00/3 frames" in stream.getvalue()  # tqdm throttles the per-tile redraws
     np.testing.assert_array_equal(io.read_image(tmp_path / "out" / "o2.exr").pixels, 1.5)
     assert summary.line(3).startswith("3 frames: 3 denoised, 0 skipped, 0 failed in ")
@@ -74,7 +80,7 @@ def test_frames_share_one_denoiser_and_progress_is_fractional(fake, tmp_path: Pa
 def test_an_unexpected_error_fails_only_that_frame(fake, tmp_path: Path) -> None:
     stream = stdio.StringIO()
     summary = sequence.run_sequence(
-        _jobs(tmp_path, [1.0, 42.0, 3.0]), {}, sequence.InputOptions(), stream=stream
+        _jobs(tmp_path, [1.0, 42.0, 3.0]), DenoiserConfig(), stream=stream
     )
     assert [r.status for r in summary.results] == ["done", "failed", "done"]
     assert "internal error: RuntimeError: boom" in stream.getvalue()
@@ -96,7 +102,7 @@ def test_without_a_bar_each_frame_gets_one_log_line(fake, tmp_path: Path) -> Non
     stream = stdio.StringIO()
     jobs = _jobs(tmp_path, [1.0, 42.0, 3.0])
     summary = sequence.run_sequence(
-        jobs, {}, sequence.InputOptions(auto_aux=False), show_progress=False, stream=stream
+        jobs, DenoiserConfig(), _options(auto_aux=False, show_progress=False), stream=stream
     )
     lines = stream.getvalue().splitlines()
     frames = [line for line in lines if line.startswith("frame ")]
@@ -121,7 +127,8 @@ def test_without_a_bar_each_frame_gets_one_log_line(fake, tmp_path: Path) -> Non
 def test_quiet_runs_print_no_frame_lines(fake, tmp_path: Path) -> None:
     stream = stdio.StringIO()
     sequence.run_sequence(
-        _jobs(tmp_path, [1.0]), {}, sequence.InputOptions(), quiet=True, stream=stream
+        _jobs(tmp_path, [1.0]), DenoiserConfig(), sequence.SequenceOptions(quiet=True),
+        stream=stream,
     )
     assert stream.getvalue() == ""
 
@@ -139,6 +146,6 @@ def test_the_bar_names_the_frame_being_denoised(monkeypatch, tmp_path: Path) -> 
     monkeypatch.setattr(oidn_gpu, "Denoiser", Watcher)
     jobs = _jobs(tmp_path, [1.0, 2.0, 3.0])
     sequence.run_sequence(
-        jobs, {}, sequence.InputOptions(auto_aux=False), show_progress=True, stream=stream
+        jobs, DenoiserConfig(), _options(auto_aux=False, show_progress=True), stream=stream
     )
     assert [line.split(":")[0] for line in seen] == [job.color.name for job in jobs]

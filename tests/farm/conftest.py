@@ -17,7 +17,7 @@ from pathlib import Path
 
 import farm_workers
 import pytest
-from farm_support import DENOISER_KWARGS, FRAME_COUNT, jobs_for, write_frames
+from farm_support import CONFIG, FRAME_COUNT, jobs_for, write_frames
 from threadpoolctl import threadpool_limits
 
 from oidn_gpu import sequence
@@ -64,7 +64,7 @@ def single_process(frames: list[Path], tmp_path_factory: pytest.TempPathFactory)
     out = tmp_path_factory.mktemp("single")
     with threadpool_limits(limits=1):
         summary = sequence.run_sequence(
-            jobs_for(frames, out), dict(DENOISER_KWARGS), sequence.InputOptions(), quiet=True
+            jobs_for(frames, out), CONFIG, sequence.SequenceOptions(quiet=True)
         )
     assert summary.count("done") == FRAME_COUNT, summary.failed
     return {p.name: io.read_image(p).pixels for p in sorted(out.iterdir())}

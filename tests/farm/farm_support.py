@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
-from oidn_gpu import sequence
+from oidn_gpu import DenoiserConfig, FilterOptions, sequence
 from oidn_gpu.image import io
 
 FRAME_COUNT = 40
 # Frame edges: 16 to 32 px, several sizes so that every worker builds several plans.
 FRAME_SIZES = (16, 20, 24, 28, 32)
-DENOISER_KWARGS = {"backend": "reference", "quality": "high"}
+CONFIG = DenoiserConfig.create(FilterOptions(quality="high"), backend="reference")
 
 
 def write_frames(folder: Path, count: int, seed: int = 7) -> list[Path]:

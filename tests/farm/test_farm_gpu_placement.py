@@ -31,14 +31,15 @@ import json, sys
 from oidn_gpu import farm
 from oidn_gpu.farm import driver
 from oidn_gpu.errors import UnsupportedDeviceError
-from oidn_gpu.sequence import FrameJob, InputOptions
+from oidn_gpu.sequence import FrameJob, SequenceOptions
+from oidn_gpu import DenoiserConfig
 from pathlib import Path
 
 ray = farm.import_ray()
 ray.init(address="local", num_cpus=4, num_gpus=2, include_dashboard=False, log_to_driver=False)
 plan = farm.plan_workers(ray.cluster_resources(), "cuda", None, 1, 0.5)
 handles = driver._start_workers(
-    ray, plan, farm.FrameWorker, ({"backend": "cuda"}, InputOptions()), retries=0
+    ray, plan, farm.FrameWorker, (DenoiserConfig(backend="cuda"), SequenceOptions()), retries=0
 )
 workers = ray.get([h.ready.remote() for h in handles])
 for handle in handles:
@@ -46,7 +47,7 @@ for handle in handles:
 # No Vulkan driver on this node (VK_DRIVER_FILES names none): wgpu cannot run here
 src = Path(sys.argv[1])
 try:
-    farm.denoise_sequence([FrameJob(src, src.with_name("out.exr"))], {"backend": "wgpu"})
+    farm.denoise_sequence([FrameJob(src, src.with_name("out.exr"))], DenoiserConfig(backend="wgpu"))
     check = None
 except UnsupportedDeviceError as err:
     check = str(err)

@@ -13,20 +13,31 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from farm_support import DENOISER_KWARGS, FRAME_COUNT, jobs_for, write_frames
+from farm_support import CONFIG, FRAME_COUNT, jobs_for, write_frames
 from farm_workers import UnstartableWorker, crashing_worker, flaky_worker, leaving_worker
 
-from oidn_gpu import farm, sequence
+from oidn_gpu import DenoiserConfig, FilterOptions, farm, sequence
 from oidn_gpu.cli import main
 from oidn_gpu.image import io
 
 pytestmark = pytest.mark.usefixtures("ray_instance")
 
 
-def _run(jobs, **kwargs) -> tuple[farm.FarmSummary, str]:
+def _run(
+    jobs, *, retries: int = farm.DEFAULT_RETRIES, worker_class=farm.FrameWorker, on_frame=None,
+    **options,
+) -> tuple[farm.FarmSummary, str]:
     stream = stdio.StringIO()
-    kwargs.setdefault("show_progress", False)  # a line per frame
-    summary = farm.denoise_sequence(jobs, dict(DENOISER_KWARGS), stream=stream, **kwargs)
+    options.setdefault("show_progress", False)  # a line per frame
+    summary = farm.denoise_sequence(
+        jobs,
+        CONFIG,
+        sequence.SequenceOptions(**options),
+        farm.FarmOptions(retries=retries),
+        stream=stream,
+        worker_class=worker_class,
+        on_frame=on_frame,
+    )
     return summary, stream.getvalue()
 
 
@@ -174,12 +185,17 @@ def test_wgpu_workers_without_ray_gpus_run_on_cpu_slots_like_the_single_process(
 ) -> None:
     """A cluster without GPU resources still runs the wgpu backend (lavapipe in CI)."""
     subset = frames[:3]
-    kwargs = {"backend": "wgpu", "precision": "fp32", "quality": "high"}
+    config = DenoiserConfig.create(FilterOptions(quality="high"), backend="wgpu", precision="fp32")
     single = tmp_path / "single"
-    done = sequence.run_sequence(jobs_for(subset, single), kwargs, sequence.InputOptions())
+    done = sequence.run_sequence(jobs_for(subset, single), config)
     assert done.count("done") == len(subset), done.failed
     out = tmp_path / "out"
-    summary = farm.denoise_sequence(jobs_for(subset, out), kwargs, workers=1, quiet=True)
+    summary = farm.denoise_sequence(
+        jobs_for(subset, out),
+        config,
+        sequence.SequenceOptions(quiet=True),
+        farm.FarmOptions(workers=1),
+    )
     assert summary.count("done") == len(subset), summary.failed
     assert "CPU" in summary.workers[0]  # a CPU slot: the instance has no GPU resources
     for src in subset:

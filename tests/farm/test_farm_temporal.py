@@ -12,6 +12,8 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from oidn_gpu import sequence
+from oidn_gpu.config import DenoiserConfig, FilterOptions
+from oidn_gpu.farm.driver import FarmOptions
 from oidn_gpu.farm.temporal import chunk_jobs, denoise_sequence_temporal
 from oidn_gpu.image import io
 from oidn_gpu.temporal import chunks
@@ -20,7 +22,7 @@ from oidn_gpu.temporal.frames import TemporalFrames
 pytestmark = pytest.mark.usefixtures("ray_instance")
 
 SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "static"
-KWARGS = {"backend": "reference", "quality": "balanced"}
+CONFIG = DenoiserConfig.create(FilterOptions(quality="balanced"), backend="reference")
 
 
 def _jobs(folder: Path, out: Path) -> list[sequence.FrameJob]:
@@ -37,13 +39,13 @@ def test_farm_chunks_equal_the_single_process_temporal_output(tmp_path):
     farmed.mkdir()
     with threadpool_limits(limits=1):  # as each worker of one CPU
         temporal = TemporalFrames()
-        summary = sequence.run_sequence(_jobs(folder, single), dict(KWARGS),
-                                        sequence.InputOptions(), quiet=True, temporal=temporal)
+        summary = sequence.run_sequence(_jobs(folder, single), CONFIG,
+                                        sequence.SequenceOptions(quiet=True), temporal=temporal)
         temporal.close()
     assert summary.count("done") == 6, summary.failed
     summary = denoise_sequence_temporal(
-        _jobs(folder, farmed), dict(KWARGS), sequence.InputOptions(), chunks=3,
-        warmup=chunks.DEFAULT_WARMUP, workers=2, show_progress=False, stream=stdio.StringIO(),
+        _jobs(folder, farmed), CONFIG, sequence.SequenceOptions(show_progress=False),
+        FarmOptions(workers=2), chunks=3, warmup=chunks.DEFAULT_WARMUP, stream=stdio.StringIO(),
     )
     assert [r.status for r in summary.results] == ["done"] * 6
     assert [r.job.color.name for r in summary.results] == [f"frame.{n:04d}.exr"

@@ -9,9 +9,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from farm_support import DENOISER_KWARGS, jobs_for, write_frames
+from farm_support import CONFIG, jobs_for, write_frames
 
 from oidn_gpu import farm, sequence
+from oidn_gpu.backends import base
+from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
+from oidn_gpu.backends.wgpu.placement import select_gpu_adapter
 from oidn_gpu.cli import main
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import io
@@ -51,6 +54,16 @@ def test_gpu_workers_take_their_share_of_the_gpus(resources, workers, gpus, expe
     assert farm.plan_workers(resources, "reference", workers, 1, gpus).num_gpus == 0
 
 
+def test_a_backend_gets_gpu_slots_when_it_says_it_uses_a_gpu(monkeypatch: pytest.MonkeyPatch):
+    # Two more backends under new names: one that computes on the CPU, one on a GPU.
+    for name, target in (("cpu-twin", "reference"), ("gpu-twin", "cuda")):
+        monkeypatch.setitem(base.REGISTRY, name, base.REGISTRY[target])
+        monkeypatch.setitem(base._loaded, name, base.get_backend(target))
+    resources = {"CPU": 8.0, "GPU": 2.0}
+    assert farm.plan_workers(resources, "cpu-twin", None, 2) == farm.WorkerPlan(4, 2, 0)
+    assert farm.plan_workers(resources, "gpu-twin", None, 2) == farm.WorkerPlan(2, 1, 1)
+
+
 @pytest.mark.parametrize("gpus", [0.0, -0.5, 1.5, float("nan")])
 def test_a_gpu_share_is_a_fraction_or_whole_gpus(gpus):
     with pytest.raises(InvalidArgumentError, match=rf"gpus_per_worker must be .* got {gpus}"):
@@ -58,12 +71,12 @@ def test_a_gpu_share_is_a_fraction_or_whole_gpus(gpus):
 
 
 def test_cuda_workers_use_the_gpu_ray_made_visible():
-    assert farm.cuda_device_for_gpu(0, {"CUDA_VISIBLE_DEVICES": "0"}) == "cuda:0"
-    assert farm.cuda_device_for_gpu(5, {"CUDA_VISIBLE_DEVICES": "3,5"}) == "cuda:1"
-    assert farm.cuda_device_for_gpu(2, {}) == "cuda:2"  # unset: every GPU is visible
+    assert cuda_device_for_gpu(0, {"CUDA_VISIBLE_DEVICES": "0"}) == "cuda:0"
+    assert cuda_device_for_gpu(5, {"CUDA_VISIBLE_DEVICES": "3,5"}) == "cuda:1"
+    assert cuda_device_for_gpu(2, {}) == "cuda:2"  # unset: every GPU is visible
     hidden = r"Ray assigned GPU 1 .* '0,2' on .*; expected a list that holds 1"
     with pytest.raises(InvalidArgumentError, match=hidden):
-        farm.cuda_device_for_gpu(1, {"CUDA_VISIBLE_DEVICES": "0,2"})
+        cuda_device_for_gpu(1, {"CUDA_VISIBLE_DEVICES": "0,2"})
 
 
 @pytest.mark.parametrize(
@@ -90,11 +103,11 @@ def test_each_ray_gpu_id_gets_its_own_discrete_adapter():
         _adapter("H200 a", "DiscreteGPU"),
         _adapter("H200 b", "DiscreteGPU"),
     ]
-    picked = [farm.select_gpu_adapter(adapters, i).info["device"] for i in (0, 1)]
+    picked = [select_gpu_adapter(adapters, i).info["device"] for i in (0, 1)]
     assert picked == ["H200 a", "H200 b"]
-    assert farm.select_gpu_adapter(adapters[:2], 0).info["device"] == "Intel UHD"
+    assert select_gpu_adapter(adapters[:2], 0).info["device"] == "Intel UHD"
     with pytest.raises(InvalidArgumentError, match=r"Ray assigned GPU 2 .* lists 2 GPU adapter"):
-        farm.select_gpu_adapter(adapters, 2)
+        select_gpu_adapter(adapters, 2)
 
 
 def test_only_a_decodable_output_of_the_input_size_is_complete(tmp_path: Path):
@@ -119,7 +132,7 @@ def test_only_a_decodable_output_of_the_input_size_is_complete(tmp_path: Path):
 def test_the_worker_class_denoises_and_reports_failures(tmp_path: Path):
     inputs = write_frames(tmp_path / "in", 2)
     jobs = jobs_for(inputs, tmp_path / "out")
-    worker = farm.FrameWorker(DENOISER_KWARGS, sequence.InputOptions(), blas_threads=1)
+    worker = farm.FrameWorker(CONFIG, sequence.SequenceOptions(), blas_threads=1)
     assert "1 CPU" in worker.ready()
     outcome = worker.denoise(jobs[0])
     assert outcome.status == "done" and outcome.used.endswith("; hdr")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu import sequence
+from oidn_gpu import DenoiserConfig, FilterOptions, sequence
 from oidn_gpu.image import exr, io
 from oidn_gpu.model import load_model
 from tests import exr_files
@@ -76,10 +76,14 @@ def base_weights() -> list[bytes]:
     return [(DATA / name).read_bytes() for name in TINY_WEIGHTS.values()]
 
 
+def _config(weights: str) -> DenoiserConfig:
+    return DenoiserConfig.create(FilterOptions(weights=weights), backend="reference")
+
+
 @cache
 def _color_pool() -> Any:
     weights = str(DATA / TINY_WEIGHTS[3])
-    return sequence._DenoiserPool({"backend": "reference", "weights": weights}, False)
+    return sequence.DenoiserPool(_config(weights))
 
 
 def check_exr(data: bytes, folder: Path) -> None:
@@ -93,14 +97,10 @@ def check_exr(data: bytes, folder: Path) -> None:
     sequence.load_frame(sequence.FrameJob(path, folder / "aux.exr"), sequence.InputOptions())
     for output in (folder / "out.exr", folder / "out.png"):
         job = sequence.FrameJob(path, output)
-        sequence.denoise_frame(
-            job,
-            _color_pool(),
-            sequence.InputOptions(auto_aux=False),
-            lightmap=False,
-            progress=None,
-            software="fuzz",
+        options = sequence.SequenceOptions(
+            inputs=sequence.InputOptions(auto_aux=False), software="fuzz"
         )
+        sequence.denoise_frame(job, _color_pool(), options)
         io.read_image(output)  # what was written decodes
 
 
@@ -132,11 +132,9 @@ def check_weights(data: bytes, folder: Path) -> str:
     weights = folder / "case.tza"
     weights.write_bytes(data)
     job = sequence.FrameJob(_frames(folder)[model.input_channels], folder / "out.exr")
-    pool = sequence._DenoiserPool({"backend": "reference", "weights": str(weights)}, False)
+    pool = sequence.DenoiserPool(_config(str(weights)))
     try:
-        outcome = sequence.denoise_frame(
-            job, pool, sequence.InputOptions(), lightmap=False, progress=None, software="fuzz"
-        )
+        outcome = sequence.denoise_frame(job, pool, sequence.SequenceOptions(software="fuzz"))
     finally:
         pool.close()
     written = io.read_layer(job.output, "").pixels

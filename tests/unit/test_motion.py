@@ -146,3 +146,11 @@ def test_non_finite_vectors_are_masked_and_zeroed() -> None:
     np.testing.assert_array_equal(result.invalid, expected)
     assert np.isfinite(result.backward).all() and np.isfinite(result.forward).all()
     assert not result.backward[expected].any()
+
+
+def test_renderman_backward_motion_alone_has_no_forward(tmp_path: Path) -> None:
+    path = _file(tmp_path, {"motionBack": {"X": -2.0, "Y": -1.0, "Z": 0.0}})
+    result = motion.read_motion(path)
+    np.testing.assert_array_equal(result.backward, np.broadcast_to(BACKWARD, (H, W, 2)))
+    assert result.forward is None and not result.backward_is_estimated
+    assert result.layer == "motionBack"

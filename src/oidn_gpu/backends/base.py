@@ -338,11 +338,14 @@ class Availability:
         note: what it runs on when available, otherwise why not (and how to fix it).
         auto: ``backend="auto"`` may pick it (a backend can be available but not
             worth choosing automatically, such as wgpu on a CPU rasterizer).
+        warning: what a user who asks for it here should hear first (it runs, but on a
+            CPU driver); empty when nothing.
     """
 
     available: bool
     note: str
     auto: bool = False
+    warning: str = ""
 
 
 @dataclass(frozen=True)
@@ -421,6 +424,8 @@ class Backend(Protocol):
         Options: its frozen `BackendOptions` subclass.
         tile_limits: the largest tile its kernels run (optional: a backend without
             it has `NO_TILE_LIMITS`; read it with `tile_limits`).
+        uses_gpu: it computes on a GPU, so a render farm gives each worker one (or a
+            share of one) and places it there with `place_on_gpu`; else CPU slots.
 
     Optional: ``temporal_passes(options) -> TemporalPasses``, the temporal mode's passes
     on this backend with these options (``oidn_gpu.temporal`` runs NumPy's without it).
@@ -431,6 +436,7 @@ class Backend(Protocol):
     description: str
     Options: type[BackendOptions]
     tile_limits: TileLimits
+    uses_gpu: bool
 
     def probe(self) -> Availability:
         """Whether it runs here (the registry caches the answer per process)."""
@@ -446,6 +452,12 @@ class Backend(Protocol):
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         """The `TileRunner` that denoises whole images on ``executor``."""
+        ...
+
+    def place_on_gpu(self, options: BackendOptions, gpu_id: int) -> tuple[BackendOptions, str]:
+        """``options`` on GPU ``gpu_id`` of this machine (as Ray numbers a worker's GPUs),
+        and where that is in words for the worker's report ('' when nothing more to say);
+        options that name a device already are kept as they are."""
         ...
 
 

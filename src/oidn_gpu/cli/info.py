@@ -8,13 +8,16 @@ works on any machine.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import platform
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from oidn_gpu import __version__
 from oidn_gpu.backends.base import AUTO, backend_names, get_backend, probe, resolve_backend
+from oidn_gpu.cli.usage import EXIT_OK, add_verbose
 from oidn_gpu.fetch import LARGE_WEIGHTS
 from oidn_gpu.model.weights import user_weights_dir
 
@@ -128,3 +131,16 @@ def format_report(report: SystemInfo) -> str:
         where = "here (used before the package's copy)" if present else "from the package"
         lines.append(f"  {name}.tza {where}")
     return "\n".join(lines)
+
+
+def add_info_parser(sub: Any) -> None:
+    info = sub.add_parser("info", help="version, backends and adapters, what 'auto' picks")
+    info.add_argument("--no-probe", action="store_true", help="do not create a Denoiser")
+    add_verbose(info)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """``oidn-gpu info``."""
+
+    print(format_report(collect(probe_auto=not args.no_probe)))
+    return EXIT_OK

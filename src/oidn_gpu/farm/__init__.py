@@ -1,10 +1,10 @@
 """Denoise a frame sequence on a Ray cluster (``oidn-gpu denoise ... --ray [ADDRESS]``).
 
-One long-lived worker per GPU (or per CPU slot for the reference backend) runs as a Ray
-actor: it keeps its Denoisers, and with them the model, the plans and the compiled GPU
-kernels, warm from frame to frame. The driver streams frames (file paths, never pixels) to
-the workers, at most two per worker, so a worker always has its next frame queued but a
-slow worker never hoards frames. Each worker reads its frame from
+One long-lived worker per GPU (or per CPU slot for a backend that computes on the CPU)
+runs as a Ray actor: it keeps its Denoisers, and with them the model, the plans and the
+compiled GPU kernels, warm from frame to frame. The driver streams frames (file paths,
+never pixels) to the workers, at most two per worker, so a worker always has its next
+frame queued but a slow worker never hoards frames. Each worker reads its frame from
 the (shared) storage, denoises it with the same code as the single-process loop
 (`sequence.denoise_frame`) and writes the output atomically (temporary file, then rename).
 
@@ -32,6 +32,7 @@ its progress report), `worker` (the actor).
 from oidn_gpu.farm.driver import (
     DEFAULT_RETRIES,
     RAY_USAGE_STATS_ENV,
+    FarmOptions,
     WorkerPlan,
     denoise_sequence,
     plan_workers,
@@ -41,10 +42,8 @@ from oidn_gpu.farm.worker import (
     RAY_EXTRA,
     FrameOutcome,
     FrameWorker,
-    cuda_device_for_gpu,
     import_ray,
     output_is_complete,
-    select_gpu_adapter,
 )
 
 __all__ = [
@@ -53,14 +52,13 @@ __all__ = [
     "RAY_EXTRA",
     "RAY_USAGE_STATS_ENV",
     "FarmFrameResult",
+    "FarmOptions",
     "FarmSummary",
     "FrameOutcome",
     "FrameWorker",
     "WorkerPlan",
-    "cuda_device_for_gpu",
     "denoise_sequence",
     "import_ray",
     "output_is_complete",
     "plan_workers",
-    "select_gpu_adapter",
 ]

@@ -15,17 +15,48 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
-from oidn_gpu.backends import AUTO, check_backend
+from oidn_gpu.backends.base import AUTO, get_backend
+from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary, Report, Scheduler
-from oidn_gpu.farm.worker import FrameWorker, import_ray, requested_backend
-from oidn_gpu.sequence import AuxSource, FrameJob, InputOptions, OutputOptions
+from oidn_gpu.farm.worker import FrameWorker, import_ray
+from oidn_gpu.sequence import AuxSource, FrameJob, SequenceOptions
 
 DEFAULT_RETRIES = 2
 
 # Ray sends anonymous usage statistics from instances it starts unless told otherwise; an
 # instance oidn-gpu starts on this machine keeps them off unless the user set the variable.
 RAY_USAGE_STATS_ENV = "RAY_USAGE_STATS_ENABLED"
+
+
+@dataclass(frozen=True)
+class FarmOptions:
+    """Where a farm runs and how its workers are sized (`denoise_sequence`).
+
+    Attributes:
+        address: a Ray cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); None
+            uses RAY_ADDRESS, a cluster started on this machine, or a new local instance.
+        workers: the number of workers; default one per ``gpus_per_worker`` GPUs (GPU
+            backends on a cluster with GPUs), else one per ``cpus_per_worker`` CPUs.
+        cpus_per_worker: CPUs (and BLAS threads) of each worker without a GPU.
+        gpus_per_worker: GPUs of each GPU worker; a fraction (0.5) shares one GPU between
+            workers.
+        retries: how many more times a failing frame is tried (on other workers).
+
+    Raises:
+        InvalidArgumentError: a negative ``retries`` (the other counts are checked by
+            `plan_workers`, against the cluster).
+    """
+
+    address: str | None = None
+    workers: int | None = None
+    cpus_per_worker: int = 1
+    gpus_per_worker: float = 1.0
+    retries: int = DEFAULT_RETRIES
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise InvalidArgumentError(f"retries must not be negative, got {self.retries}")
 
 
 @dataclass(frozen=True)
@@ -50,11 +81,12 @@ def plan_workers(
 ) -> WorkerPlan:
     """One worker per ``gpus_per_worker`` GPUs of the cluster for GPU backends (one per
     GPU by default; 0.5 puts two workers on each GPU), else one per ``cpus_per_worker``
-    CPUs (the reference backend, or a cluster without GPUs).
+    CPUs (a backend that computes on the CPU, or a cluster without GPUs).
 
     Args:
         resources: ``ray.cluster_resources()``.
-        backend: the requested backend (``auto`` uses the GPUs when the cluster has some).
+        backend: the requested backend (``auto`` uses the GPUs when the cluster has some;
+            a backend that computes on the CPU, `Backend.uses_gpu` False, never does).
         workers: force the number of workers.
         cpus_per_worker: CPU slots (and BLAS threads) of each CPU worker.
         gpus_per_worker: Ray's ``num_gpus`` of each GPU worker: a fraction of one GPU (the
@@ -77,7 +109,7 @@ def plan_workers(
         )
     gpus = float(resources.get("GPU", 0))
     cpus = int(resources.get("CPU", 0))
-    if backend != "reference" and gpus > 0:
+    if (backend == AUTO or get_backend(backend).uses_gpu) and gpus > 0:
         count = workers or max(1, int(gpus / gpus_per_worker + 1e-9))
         return WorkerPlan(count, num_cpus=1, num_gpus=gpus_per_worker)
     if cpus < 1:
@@ -99,22 +131,11 @@ def _start_ray(ray: Any, address: str | None) -> bool:
 
 def denoise_sequence(
     jobs: Sequence[FrameJob],
-    denoiser_kwargs: Mapping[str, Any] | None = None,
-    options: InputOptions | None = None,
+    config: DenoiserConfig,
+    options: SequenceOptions | None = None,
+    farm_options: FarmOptions | None = None,
     *,
-    address: str | None = None,
-    workers: int | None = None,
-    cpus_per_worker: int = 1,
-    gpus_per_worker: float = 1.0,
-    retries: int = DEFAULT_RETRIES,
-    lightmap: bool = False,
-    skip_existing: bool = False,
-    show_progress: bool | None = None,
-    verbose: bool = False,
-    quiet: bool = False,
     stream: TextIO | None = None,
-    software: str = "oidn-gpu",
-    output: OutputOptions | None = None,
     worker_class: type[FrameWorker] = FrameWorker,
     on_frame: Callable[[FarmFrameResult], None] | None = None,
 ) -> FarmSummary:
@@ -127,25 +148,14 @@ def denoise_sequence(
 
     Args:
         jobs: the frames (inputs and outputs), in order.
-        denoiser_kwargs: options of `oidn_gpu.Denoiser` (``backend``, ``quality``, ...).
-        options: where to find the images in the files.
-        address: a Ray cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); None
-            uses RAY_ADDRESS, a cluster started on this machine, or a new local instance.
-        workers: the number of workers; default one per ``gpus_per_worker`` GPUs (GPU
-            backends on a cluster with GPUs), else one per ``cpus_per_worker`` CPUs.
-        cpus_per_worker: CPUs (and BLAS threads) of each worker without a GPU.
-        gpus_per_worker: GPUs of each GPU worker; a fraction (0.5) shares one GPU between
-            workers.
-        retries: how many more times a failing frame is tried (on other workers).
-        lightmap: RTLightmap filter.
-        skip_existing: skip frames whose output and preview are complete
-            (`sequence.output_is_complete`).
-        show_progress: True/False, or None for "a bar when ``stream`` is a terminal".
-        verbose: the inputs used per frame, retries and tracebacks.
-        quiet: only errors.
+        config: the denoiser's options, as every worker takes them (``backend="auto"``
+            is resolved on each worker's node).
+        options: how frames are read, written and reported (`sequence.SequenceOptions`;
+            ``skip_existing`` skips frames whose output and preview are complete,
+            `sequence.output_is_complete`; ``show_progress`` None: a bar when ``stream``
+            is a terminal; ``verbose`` adds retries and tracebacks).
+        farm_options: the cluster and its workers (`FarmOptions`).
         stream: where messages go (stderr).
-        software: the ``Software`` attribute written into outputs.
-        output: what OpenEXR outputs hold besides the beauty (`sequence.OutputOptions`).
         worker_class: `FrameWorker` or a subclass (extra work per frame).
         on_frame: called on the driver with each frame's final result, as it comes.
 
@@ -156,52 +166,30 @@ def denoise_sequence(
         MissingDependencyError: Ray is not installed.
         UnsupportedDeviceError: the backend cannot run on the cluster (checked once, on a
             node with a worker's resources, before any worker starts).
-        InvalidArgumentError: bad ``retries``/``workers``/``cpus_per_worker``/
-            ``gpus_per_worker``.
+        InvalidArgumentError: bad ``workers``/``cpus_per_worker``/``gpus_per_worker``.
         KeyboardInterrupt: after stopping the workers; outputs are complete or absent.
     """
-    if retries < 0:
-        raise InvalidArgumentError(f"retries must not be negative, got {retries}")
+    options = SequenceOptions() if options is None else options
+    farm_options = FarmOptions() if farm_options is None else farm_options
     ray = import_ray()
     stream = sys.stderr if stream is None else stream
-    kwargs = dict(denoiser_kwargs or {})
-    options = options or InputOptions()
     jobs = [_absolute(job) for job in jobs]
     summary = FarmSummary()
     if not jobs:
         return summary
-    started = _start_ray(ray, address)
-    report = Report(len(jobs), show_progress, quiet, verbose, stream)
+    started = _start_ray(ray, farm_options.address)
+    report = Report(len(jobs), options.show_progress, options.quiet, options.verbose, stream)
     handles: list[Any] = []
     scheduler = None
     start = time.perf_counter()
     try:
-        plan = plan_workers(
-            ray.cluster_resources(),
-            requested_backend(kwargs),
-            workers,
-            cpus_per_worker,
-            gpus_per_worker,
-        )
-        _check_backend_on_cluster(ray, plan, kwargs)
-        if verbose:
-            report.message(f"starting {plan.describe()}")
-        handles = _start_workers(
-            ray,
-            plan,
-            worker_class,
-            (kwargs, options),
-            retries,
-            lightmap=lightmap,
-            software=software,
-            output=output,
-        )
+        handles = _plan_and_start(ray, config, options, farm_options, worker_class, report)
         scheduler = Scheduler(
             ray,
             handles,
             jobs,
-            retries=retries,
-            skip_existing=skip_existing,
+            retries=farm_options.retries,
+            skip_existing=options.skip_existing,
             report=report,
             summary=summary,
             on_frame=on_frame,
@@ -222,20 +210,43 @@ def denoise_sequence(
     return summary
 
 
-def _backend_problem(kwargs: Mapping[str, Any]) -> str | None:
+def _plan_and_start(
+    ray: Any,
+    config: DenoiserConfig,
+    options: SequenceOptions,
+    farm_options: FarmOptions,
+    worker_class: type[FrameWorker],
+    report: Report,
+) -> list[Any]:
+    """Plan the workers from the cluster's resources, check the backend on a node with a
+    worker's resources, and start the workers."""
+    plan = plan_workers(
+        ray.cluster_resources(),
+        config.requested_backend(),
+        farm_options.workers,
+        farm_options.cpus_per_worker,
+        farm_options.gpus_per_worker,
+    )
+    _check_backend_on_cluster(ray, plan, config)
+    if options.verbose:
+        report.message(f"starting {plan.describe()}")
+    return _start_workers(ray, plan, worker_class, (config, options), farm_options.retries)
+
+
+def _backend_problem(config: DenoiserConfig) -> str | None:
     """Why the backend cannot run where this runs (a Ray task on a worker's node), or None."""
     try:
-        check_backend(str(kwargs.get("backend", AUTO)), kwargs)
+        config.check()
     except UnsupportedDeviceError as err:
         return f"{err} (on {socket.gethostname()})"
     return None
 
 
-def _check_backend_on_cluster(ray: Any, plan: WorkerPlan, kwargs: Mapping[str, Any]) -> None:
+def _check_backend_on_cluster(ray: Any, plan: WorkerPlan, config: DenoiserConfig) -> None:
     """The backend's check, once, on a node and with the resources a worker gets, before
     any worker starts: an unavailable backend is one error, not one per frame."""
     task = ray.remote(num_cpus=plan.num_cpus, num_gpus=plan.num_gpus)(_backend_problem)
-    problem = ray.get(task.remote(dict(kwargs)))
+    problem = ray.get(task.remote(config))
     if problem is not None:
         raise UnsupportedDeviceError(problem)
 
@@ -244,9 +255,8 @@ def _start_workers(
     ray: Any,
     plan: WorkerPlan,
     worker_class: type[FrameWorker],
-    args: tuple[Mapping[str, Any], InputOptions],
+    args: tuple[DenoiserConfig, SequenceOptions],
     retries: int,
-    **kwargs: Any,
 ) -> list[Any]:
     """Start ``plan.count`` actors of ``worker_class`` (Ray schedules them as resources allow)."""
     actor = ray.remote(worker_class)
@@ -258,7 +268,7 @@ def _start_workers(
             num_gpus=plan.num_gpus,
             max_restarts=retries + 1,
             max_task_retries=0,  # the driver retries, on another worker
-        ).remote(*args, blas_threads=plan.num_cpus, **kwargs)
+        ).remote(*args, blas_threads=plan.num_cpus)
         for i in range(plan.count)
     ]
 

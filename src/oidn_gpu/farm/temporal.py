@@ -21,7 +21,7 @@ from typing import Any
 from oidn_gpu.farm import driver
 from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary
 from oidn_gpu.farm.worker import FrameOutcome, FrameWorker
-from oidn_gpu.sequence import FrameJob, _message
+from oidn_gpu.sequence import FrameJob, denoise_frame, describe_error
 from oidn_gpu.temporal import chunks as tc
 from oidn_gpu.temporal.frames import TemporalFrames
 
@@ -50,11 +50,11 @@ class TemporalFrameWorker(FrameWorker):
         temporal = TemporalFrames(dict(job.params), job.motion_layer)
         try:
             for warm in job.warmup:
-                temporal.warm_up(warm, self._pool, self._options, lightmap=self._lightmap)
+                temporal.warm_up(warm, self._pool, self._options)
         except Exception as err:
             temporal.close()
             return FrameOutcome("failed", time.perf_counter() - start,
-                                error=f"warm-up frame failed: {_message(err)}")
+                                error=f"warm-up frame failed: {describe_error(err)}")
         frames = []
         try:
             for frame in job.frames:
@@ -67,17 +67,14 @@ class TemporalFrameWorker(FrameWorker):
                             error=failed[0]["error"] if failed else None)
 
     def _frame(self, job: FrameJob, temporal: TemporalFrames) -> dict[str, Any]:
-        from oidn_gpu.sequence import denoise_frame
-
         start = time.perf_counter()
         warned: list[str] = []
         try:
-            done = denoise_frame(job, self._pool, self._options, lightmap=self._lightmap,
-                                 progress=None, software=self._software, warn=warned.append,
-                                 output=self._output, temporal=temporal)
+            done = denoise_frame(job, self._pool, self._options, warn=warned.append,
+                                 temporal=temporal)
         except Exception as err:
             return {"status": "failed", "elapsed_s": time.perf_counter() - start,
-                    "error": _message(err), "warnings": tuple(warned)}
+                    "error": describe_error(err), "warnings": tuple(warned)}
         return {"status": "done", "elapsed_s": time.perf_counter() - start, "used": done.used,
                 "layers": done.layers, "warnings": tuple(warned),
                 "nonfinite_pixels": done.nonfinite_pixels}
@@ -103,13 +100,14 @@ def chunk_jobs(jobs: Sequence[FrameJob], chunks: int, warmup: int,
 
 def denoise_sequence_temporal(
     jobs: Sequence[FrameJob],
-    denoiser_kwargs: Mapping[str, Any] | None = None,
+    config: Any,
     options: Any = None,
+    farm_options: driver.FarmOptions | None = None,
     *,
     temporal: TemporalFrames | None = None,
     warmup: int = tc.DEFAULT_WARMUP,
     chunks: int | None = None,
-    **farm_options: Any,
+    **driver_options: Any,
 ) -> FarmSummary:
     """`driver.denoise_sequence` with the temporal mode, in chunks (module docstring).
 
@@ -119,14 +117,16 @@ def denoise_sequence_temporal(
         warmup: frames of warm-up before each chunk.
         chunks: how many chunks (default `CHUNKS_PER_WORKER` per worker, or per frame
             when there are fewer frames).
-        farm_options: the options of `driver.denoise_sequence` (``workers``, ...).
+        config, options, farm_options, driver_options: as `driver.denoise_sequence`
+            takes them (``stream``, ``on_frame``: per chunk).
     """
     temporal = temporal or TemporalFrames()
+    farm_options = farm_options or driver.FarmOptions()
     if chunks is None:
-        chunks = CHUNKS_PER_WORKER * (farm_options.get("workers") or 2)
+        chunks = CHUNKS_PER_WORKER * (farm_options.workers or 2)
     units = chunk_jobs(jobs, chunks, warmup, temporal.params, temporal.motion_layer)
-    summary = driver.denoise_sequence(units, denoiser_kwargs, options,
-                                      worker_class=TemporalFrameWorker, **farm_options)
+    summary = driver.denoise_sequence(units, config, options, farm_options,
+                                      worker_class=TemporalFrameWorker, **driver_options)
     summary.results = [r for result in summary.results for r in _frame_results(result)]
     return summary
 

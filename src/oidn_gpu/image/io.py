@@ -33,32 +33,42 @@ Writes go through `oidn_gpu.files.atomic_write`: a temporary file in the
 destination folder, renamed over the destination only once complete; any
 exception, KeyboardInterrupt included, removes the temporary file, so a
 destination is either the old file or the new one, never a partial one.
+
+Modules: this one reads (and re-exports the rest), `image_types` holds the values
+reading and writing share (`Image`, `Layer`, `ImageFileError`), `writer` writes
+(`write_image_atomic`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, require
-from oidn_gpu.files import atomic_write
+from oidn_gpu.errors import InvalidArgumentError as InvalidArgumentError
 from oidn_gpu.image.aovs import ALBEDO_LAYER_NAMES as ALBEDO_LAYER_NAMES
 from oidn_gpu.image.aovs import COLOR_LAYER_NAMES as COLOR_LAYER_NAMES
 from oidn_gpu.image.aovs import NORMAL_LAYER_NAMES as NORMAL_LAYER_NAMES
-from oidn_gpu.image.transfer import (
-    SRGB_ENCODED_LIMIT,
-    SRGB_GAMMA,
-    SRGB_LINEAR_LIMIT,
-    SRGB_OFFSET,
-    SRGB_SLOPE,
-)
+from oidn_gpu.image.image_types import LINEAR_ENCODING as LINEAR_ENCODING
+from oidn_gpu.image.image_types import SRGB_ENCODING as SRGB_ENCODING
+from oidn_gpu.image.image_types import Attribute as Attribute
+from oidn_gpu.image.image_types import Image as Image
+from oidn_gpu.image.image_types import ImageFileError as ImageFileError
+from oidn_gpu.image.image_types import Layer as Layer
+from oidn_gpu.image.image_types import attributes_of as _attributes
+from oidn_gpu.image.image_types import library_error as library_error
+from oidn_gpu.image.image_types import oiio as _oiio
 from oidn_gpu.image.windows import Placement, Window
+from oidn_gpu.image.writer import is_integer_format as is_integer_format
+from oidn_gpu.image.writer import output_format_name as output_format_name
+from oidn_gpu.image.writer import srgb_decode as srgb_decode
+from oidn_gpu.image.writer import srgb_encode as srgb_encode
+from oidn_gpu.image.writer import writable_channel_counts as writable_channel_counts
+from oidn_gpu.image.writer import write_image_atomic as write_image_atomic
 
 # Channel-name suffix sets, in the order they are tried; compared case-insensitively.
 _COMPONENT_ORDERS: tuple[tuple[str, ...], ...] = (
@@ -70,135 +80,18 @@ _COMPONENT_ORDERS: tuple[tuple[str, ...], ...] = (
 _ALPHA_NAMES = ("a", "alpha")
 _SINGLE_CHANNEL_NAMES = ("y", "l", "lum", "luminance", "v", "value", "r", "x")
 
-# Formats that can hold only integer pixels, and whose data is therefore sRGB-encoded.
-_INTEGER_ONLY_FORMATS = frozenset({"png", "jpeg", "bmp", "gif", "targa", "ico", "webp", "sgi"})
-_FLOAT_TYPES = frozenset({"half", "float", "double"})
 # 32-bit integer channels (OpenEXR's UINT): object and material IDs, sample counts. They hold
 # neither linear light nor sRGB display values, and OpenImageIO reads them as value / (2^32 - 1).
 _INTEGER_DATA_TYPES = frozenset({"uint", "int", "uint32", "int32"})
 FLATTEN_ADVICE = "flatten it first, for example with 'oiiotool deep.exr --flatten -o flat.exr'"
-# Attributes never copied to an output: OpenImageIO bookkeeping and layout facts of the input.
-_DROPPED_ATTRIBUTE_PREFIXES = ("oiio:", "tiff:RowsPerStrip", "openexr:chunkCount")
-# Formats that hold fewer channel counts than 1 to 4, as OpenImageIO 3.2 writes them (found by
-# writing each count): Radiance HDR is RGB only, PFM/PPM/PGM grey or RGB, and a 4-channel JPEG
-# would be CMYK.
-_WRITABLE_CHANNEL_COUNTS = {
-    "hdr": (3,),
-    "pnm": (1, 3),
-    "jpeg": (1, 3),
-    "bmp": (1, 3, 4),
-    "webp": (3, 4),
-    "gif": (3, 4),
-}
-_FORMAT_ATTRIBUTE_PREFIXES = ("openexr:", "png:", "jpeg:", "tiff:", "pnm:", "hdr:", "exr:")
-
-SRGB_ENCODING = "srgb"
-LINEAR_ENCODING = "linear"
-
-
-class ImageFileError(OIDNGPUError, OSError):
-    """An image file cannot be read, has unexpected content, or cannot be written."""
-
-
-@dataclass(frozen=True)
-class Attribute:
-    """One metadata entry of an image file, as OpenImageIO names and types it."""
-
-    name: str
-    type_name: str
-    value: Any
-
-
-@dataclass(frozen=True)
-class Layer:
-    """A group of channels of one file: a multi-layer EXR layer or a part.
-
-    Attributes:
-        name: full layer name (``'ViewLayer.Combined'``, ``'albedo'``), ``''`` for the root.
-        channels: the file's channel names in this layer, in file order.
-        subimage: index of the part (subimage) holding the channels.
-    """
-
-    name: str
-    channels: tuple[str, ...]
-    subimage: int = 0
-
-    @property
-    def components(self) -> tuple[str, ...]:
-        """Channel names without the layer prefix (``'R'``, ``'X'``)."""
-        return tuple(_component(c) for c in self.channels)
-
-
-@dataclass(frozen=True, eq=False)
-class Image:
-    """Pixels of one image (or layer) and what is needed to write a similar file.
-
-    Attributes:
-        pixels: H x W x C float32, top row first.
-        channels: channel names, one per pixel channel.
-        pixel_format: the file's pixel type (``'half'``, ``'float'``, ``'uint8'``, ...).
-        file_format: OpenImageIO format name (``'openexr'``, ``'png'``).
-        attributes: the file's metadata.
-        path: where it was read from, if anywhere.
-        placement: where the pixels lie in the file's pixel coordinates: its data and
-            display windows (`oidn_gpu.image.windows`); None when not read from a file.
-    """
-
-    pixels: np.ndarray
-    channels: tuple[str, ...]
-    pixel_format: str = "float"
-    file_format: str = ""
-    attributes: tuple[Attribute, ...] = field(default=())
-    path: Path | None = None
-    placement: Placement | None = None
-
-    @property
-    def is_float(self) -> bool:
-        """Whether the file stores floating-point pixels (linear data by convention)."""
-        return self.pixel_format in _FLOAT_TYPES
-
-    @property
-    def encoding(self) -> str:
-        """``'linear'`` for float files, ``'srgb'`` for integer files (module doc)."""
-        return LINEAR_ENCODING if self.is_float else SRGB_ENCODING
-
-    @property
-    def height(self) -> int:
-        return int(self.pixels.shape[0])
-
-    @property
-    def width(self) -> int:
-        return int(self.pixels.shape[1])
 
 
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _oiio() -> Any:
-    return require("OpenImageIO", "images")
-
-
-def _component(channel: str) -> str:
-    return channel.rsplit(".", 1)[-1]
-
-
 def _prefix(channel: str) -> str:
     return channel.rsplit(".", 1)[0] if "." in channel else ""
 
-
-def library_error(read_error: Callable[[], str], default: str) -> str:
-    """OpenImageIO's pending error message (reading it clears it), or ``default``.
-
-    A message about a corrupt file can quote bytes of the file that are not UTF-8, which
-    OpenImageIO's Python binding fails to decode; those are shown as ``\\xNN`` escapes.
-    Several messages are joined into one line.
-    """
-    try:
-        message = read_error()
-    except UnicodeDecodeError as err:
-        message = bytes(err.object).decode("utf-8", "backslashreplace")
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    return "; ".join(lines) or default
 
 
 def _open_input(path: str | os.PathLike[str]) -> Any:
@@ -216,9 +109,6 @@ def _open_input(path: str | os.PathLike[str]) -> Any:
         raise ImageFileError(f"cannot read '{path}': {message}")
     return inp
 
-
-def _attributes(spec: Any) -> tuple[Attribute, ...]:
-    return tuple(Attribute(a.name, str(a.type), a.value) for a in spec.extra_attribs)
 
 
 def _read_subimage(inp: Any, path: Path, subimage: int, what: str) -> tuple[Any, np.ndarray]:
@@ -456,222 +346,6 @@ def describe_layers(layers: Sequence[Layer]) -> str:
     parts = [f"{lay.name or '(root)'}: {', '.join(lay.components)}" for lay in layers]
     return "; ".join(parts) if parts else "(none)"
 
-
-# --- transfer between file conventions -------------------------------------------------------
-# IEC 61966-2-1 sRGB, the encoding of 8-bit image files, evaluated in double precision (OIDN's
-# float transfer function is image/transfer.py; the constants are the same).
-
-
-def srgb_encode(linear: np.ndarray) -> np.ndarray:
-    """Linear [0, 1] -> sRGB-encoded [0, 1] (input clamped to [0, 1] first)."""
-    x = np.clip(np.nan_to_num(linear, nan=0.0), 0.0, 1.0).astype(np.float32)
-    high = (1 + SRGB_OFFSET) * np.power(x, 1 / SRGB_GAMMA) - SRGB_OFFSET
-    return np.where(x <= SRGB_LINEAR_LIMIT, x * SRGB_SLOPE, high).astype(np.float32)
-
-
-def srgb_decode(encoded: np.ndarray) -> np.ndarray:
-    """sRGB-encoded -> linear (values outside [0, 1] clamped first)."""
-    x = np.clip(np.nan_to_num(encoded, nan=0.0), 0.0, 1.0).astype(np.float32)
-    high = np.power((x + SRGB_OFFSET) / (1 + SRGB_OFFSET), SRGB_GAMMA)
-    return np.where(x <= SRGB_ENCODED_LIMIT, x / SRGB_SLOPE, high).astype(np.float32)
-
-
-# --- writing ---------------------------------------------------------------------------------
-
-
-def output_format_name(path: str | os.PathLike[str]) -> str:
-    """OpenImageIO's format name for a file name's extension (``'openexr'``, ``'png'``).
-
-    Raises:
-        InvalidArgumentError: the extension names no writable format.
-    """
-    oiio = _oiio()
-    ext = Path(path).suffix.lower().lstrip(".")
-    if not ext:
-        raise InvalidArgumentError(
-            f"output '{path}' has no extension; expected one such as .exr, .pfm, .png or .tif"
-        )
-    out = oiio.ImageOutput.create(f"x.{ext}")
-    if out is None:
-        library_error(oiio.geterror, "")  # clear it
-        raise InvalidArgumentError(
-            f"cannot write '.{ext}' files ('{path}'); expected an extension such as "
-            ".exr, .pfm, .hdr, .png, .jpg or .tif"
-        )
-    return str(out.format_name())
-
-
-def writable_channel_counts(path: str | os.PathLike[str]) -> tuple[int, ...]:
-    """The channel counts the format of an output file name can hold (1 to 4 for most).
-
-    Raises:
-        InvalidArgumentError: the extension names no writable format.
-    """
-    return _WRITABLE_CHANNEL_COUNTS.get(output_format_name(path), (1, 2, 3, 4))
-
-
-def is_integer_format(format_name: str) -> bool:
-    """Whether a file format stores only integer (hence sRGB-encoded) pixels."""
-    return format_name in _INTEGER_ONLY_FORMATS
-
-
-def _is_integer_target(path: Path, format_name: str) -> bool:
-    """Integer-only formats, and PPM/PGM (OpenImageIO's 'pnm' writer also does float PFM)."""
-    pnm_integer = format_name == "pnm" and path.suffix.lower() != ".pfm"
-    return is_integer_format(format_name) or pnm_integer
-
-
-def _pixel_format_for(
-    format_name: str, integer: bool, like: Image | None, requested: str | None
-) -> str:
-    if requested is not None:
-        return requested
-    if format_name in ("pnm", "hdr") and not integer:
-        return "float"  # PFM and Radiance HDR hold float only
-    if integer:
-        if like is not None and like.pixel_format == "uint16" and format_name == "png":
-            return "uint16"
-        return "uint8"
-    if like is not None:
-        if like.is_float or format_name == "tiff":
-            return like.pixel_format
-        return "half"
-    return "half" if format_name == "openexr" else "float"
-
-
-def _copied_attributes(like: Image | None, format_name: str) -> list[Attribute]:
-    if like is None:
-        return []
-    kept = []
-    for attr in like.attributes:
-        if attr.name.startswith(_DROPPED_ATTRIBUTE_PREFIXES):
-            continue
-        same_format = like.file_format == format_name
-        if not same_format and (
-            attr.name.startswith(_FORMAT_ATTRIBUTE_PREFIXES) or attr.name == "compression"
-        ):
-            continue  # a compression or layout of another format means nothing here
-        kept.append(attr)
-    return kept
-
-
-def write_image_atomic(
-    path: str | os.PathLike[str],
-    pixels: np.ndarray,
-    *,
-    channels: Sequence[str] | None = None,
-    like: Image | None = None,
-    pixel_format: str | None = None,
-    encoding: str = LINEAR_ENCODING,
-    software: str | None = None,
-) -> Path:
-    """Write an image so that ``path`` is never left partial or corrupt.
-
-    The image goes to a temporary file in the same folder (`oidn_gpu.files.atomic_write`),
-    which then replaces ``path``. On any exception (KeyboardInterrupt included) the
-    temporary file is removed and ``path`` is untouched.
-
-    Args:
-        path: destination; the extension picks the format.
-        pixels: H x W (x C) array; C = 1..4 (4 = alpha last).
-        channels: channel names; default R, G, B, A (Y for one channel).
-        like: an input image whose metadata is copied where the format allows
-            and whose pixel type is followed when the format can hold it.
-        pixel_format: force ``'half'``, ``'float'``, ``'uint8'``, ``'uint16'``.
-        encoding: ``'linear'`` or ``'srgb'``: what the values are. They are converted
-            to the file's convention (module doc) only when that differs.
-        software: value for the ``Software`` attribute.
-
-    Returns:
-        ``path`` as a Path.
-
-    Raises:
-        InvalidArgumentError: bad pixels array, encoding or extension.
-        ImageFileError: the file cannot be written.
-        OutputFileError: its folder cannot be created or written.
-    """
-    oiio = _oiio()
-    path = Path(path)
-    array = np.asarray(pixels, dtype=np.float32)
-    if array.ndim == 2:
-        array = array[:, :, None]
-    if array.ndim != 3 or not 1 <= array.shape[2] <= 4 or 0 in array.shape:
-        raise InvalidArgumentError(
-            f"cannot write pixels of shape {np.shape(pixels)}; expected (H, W) or (H, W, 1..4)"
-        )
-    if encoding not in (LINEAR_ENCODING, SRGB_ENCODING):
-        raise InvalidArgumentError(f"unknown encoding {encoding!r}; expected 'linear' or 'srgb'")
-    format_name = output_format_name(path)
-    height, width, nchannels = array.shape
-    if format_name == "jpeg" and nchannels == 4:
-        array, nchannels = array[:, :, :3], 3  # JPEG has no alpha
-    names = list(channels) if channels is not None else _default_channels(nchannels)
-    if len(names) != nchannels:
-        names = _default_channels(nchannels)
-    integer = _is_integer_target(path, format_name)
-    array = _convert_encoding(array, format_name, integer, encoding)
-
-    spec = oiio.ImageSpec(
-        width, height, nchannels, _pixel_format_for(format_name, integer, like, pixel_format)
-    )
-    spec.channelnames = tuple(names)
-    if nchannels in (2, 4):
-        spec.alpha_channel = nchannels - 1
-        spec.attribute("oiio:UnassociatedAlpha", 1)
-    for attr in _copied_attributes(like, format_name):
-        try:
-            spec.attribute(attr.name, oiio.TypeDesc(attr.type_name), attr.value)
-        except (TypeError, ValueError, RuntimeError):
-            # an attribute OpenImageIO cannot round-trip through Python (a corrupt file's
-            # attribute of a mismatched type raises std::bad_cast as RuntimeError)
-            continue
-    if format_name == "openexr" and not spec.getattribute("compression"):
-        spec.attribute("compression", "zip")
-    if software:
-        spec.attribute("Software", software)
-
-    with atomic_write(path) as tmp:
-        tmp.file.close()  # OpenImageIO writes the (empty, exclusively created) file by name
-        out = oiio.ImageOutput.create(str(tmp.path))
-        try:
-            if out is None or not out.open(str(tmp.path), spec):
-                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-            if not out.write_image(np.ascontiguousarray(array)):
-                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-            closing, out = out, None
-            if not closing.close():
-                raise ImageFileError(f"cannot write '{path}': {_error(oiio, closing)}")
-        finally:
-            if out is not None:
-                # already failing: the original error matters, not one from closing
-                with contextlib.suppress(Exception):
-                    out.close()
-    return path
-
-
-def _error(oiio: Any, out: Any) -> str:
-    message = library_error(out.geterror, "") if out is not None else ""
-    return message or library_error(oiio.geterror, "unknown error")
-
-
-def _default_channels(nchannels: int) -> list[str]:
-    return {1: ["Y"], 2: ["Y", "A"], 3: ["R", "G", "B"], 4: ["R", "G", "B", "A"]}[nchannels]
-
-
-def _convert_encoding(
-    array: np.ndarray, format_name: str, integer: bool, encoding: str
-) -> np.ndarray:
-    """Convert the colour channels (never alpha) to the target format's convention."""
-    target = SRGB_ENCODING if integer else LINEAR_ENCODING
-    if format_name == "tiff":
-        target = encoding  # TIFF can be either; keep what we have
-    if target == encoding:
-        return array
-    colour = array.shape[2] - (1 if array.shape[2] in (2, 4) else 0)
-    out = array.copy()
-    convert = srgb_encode if target == SRGB_ENCODING else srgb_decode
-    out[:, :, :colour] = convert(array[:, :, :colour])
-    return out
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ CONVENTIONS: dict[str, MotionConvention] = {
                          (2, 3), y_up=True),
         MotionConvention("renderman", "RenderMan", ("motionBack",), BACKWARD, (2, 3),
                          y_up=False, forward_layers=("motionFore",)),
-        MotionConvention("pixels", "canonical", (), BACKWARD, (2,), y_up=False),
+        MotionConvention("pixels", "canonical", (), BACKWARD, (2, 3), y_up=False),
     )
 }
 

@@ -91,13 +91,13 @@ class TemporalFrames:
         ]
         return result[:, :, : color.shape[2]], messages
 
-    def warm_up(self, job: Any, pool: Any, options: Any, *, lightmap: bool = False) -> None:
-        """Denoise one frame (a `sequence.FrameJob`) for its history only: nothing is
-        written."""
+    def warm_up(self, job: Any, pool: Any, options: Any) -> None:
+        """Denoise one frame (a `sequence.FrameJob`, with `sequence.SequenceOptions`) for
+        its history only: nothing is written."""
         from oidn_gpu import sequence
 
-        frame = sequence.load_frame(job, options, lightmap=lightmap)
-        hdr, srgb = sequence.resolve_mode(options, frame.color)
+        frame = sequence.load_frame(job, options.inputs, lightmap=pool.config.lightmap)
+        hdr, srgb = sequence.resolve_mode(options.inputs, frame.color)
         self.denoise(job.color, frame, pool.get(hdr, srgb))
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ as ``device=`` asks for it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from oidn_gpu.backends.base import (
     TileRunner,
 )
 from oidn_gpu.backends.cuda import available
+from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoisePlan
 from oidn_gpu.errors import InvalidArgumentError
@@ -185,6 +187,7 @@ class CudaBackend:
     description = "Triton (or cuDNN) kernels on NVIDIA GPUs through PyTorch"
     Options = CudaOptions
     tile_limits = TILE_LIMITS
+    uses_gpu = True
 
     def probe(self) -> Availability:
         ok, detail = available()
@@ -225,6 +228,15 @@ class CudaBackend:
 
         with torch.inference_mode(False):
             return CudaTileRunner(CudaDenoiser(executor))  # type: ignore[arg-type]
+
+    def place_on_gpu(self, options: CudaOptions, gpu_id: int) -> tuple[CudaOptions, str]:
+        # CUDA numbers the GPUs that CUDA_VISIBLE_DEVICES lets this process see
+        if options.device is not None:
+            return options, ""
+        device = cuda_device_for_gpu(gpu_id, os.environ)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+        where = f"{device}, CUDA_VISIBLE_DEVICES={visible}"
+        return dataclasses.replace(options, device=device), where
 
     def temporal_passes(self, options: CudaOptions) -> Any:
         """The temporal mode's passes in torch on the options' device."""

@@ -88,6 +88,7 @@ class ReferenceBackend:
     priority = 0
     description = "NumPy fp32 on the CPU (the golden model)"
     Options = ReferenceOptions
+    uses_gpu = False
 
     def probe(self) -> Availability:
         return Availability(True, f"NumPy {np.__version__}, always available", auto=True)
@@ -100,6 +101,9 @@ class ReferenceBackend:
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         return HostTileRunner(executor)
+
+    def place_on_gpu(self, options: ReferenceOptions, gpu_id: int) -> tuple[ReferenceOptions, str]:
+        return options, ""  # it computes on the CPU
 
 
 BACKEND = ReferenceBackend()

@@ -10,6 +10,7 @@ they rule a GPU out it answers without importing wgpu.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from collections.abc import Mapping
@@ -135,6 +136,13 @@ def gemm_options(gemm: Any) -> GemmOptions | None:
         raise InvalidArgumentError(f"invalid gemm options {dict(gemm)!r}: {err}") from None
 
 
+# What `Availability.warning` says when only a CPU Vulkan driver (or adapter) is there.
+CPU_DRIVER_WARNING = (
+    "the wgpu backend finds no GPU here and runs on a CPU Vulkan driver (such as lavapipe): "
+    "expect seconds per small frame; --backend reference is faster on a CPU"
+)
+
+
 class WgpuBackend:
     """WGSL kernels through wgpu, with the GPU denoise pipeline as its tile runner."""
 
@@ -142,6 +150,7 @@ class WgpuBackend:
     priority = 100
     description = "WGSL compute shaders through wgpu (Vulkan, Metal, D3D12)"
     Options = WgpuOptions
+    uses_gpu = True
 
     def probe(self) -> Availability:
         # On Linux, Vulkan's driver manifests and the device nodes can rule a GPU out
@@ -156,7 +165,9 @@ class WgpuBackend:
                     "'apt-get install mesa-vulkan-drivers')",
                 )
             return Availability(
-                True, f"{reason}; 'auto' does not pick {' or '.join(cpu)}, backend='wgpu' does"
+                True,
+                f"{reason}; 'auto' does not pick {' or '.join(cpu)}, backend='wgpu' does",
+                warning=CPU_DRIVER_WARNING,
             )
         try:
             from oidn_gpu.backends.wgpu import device
@@ -165,7 +176,9 @@ class WgpuBackend:
         if device.has_hardware_adapter():
             return Availability(True, "a GPU adapter", auto=True)
         if device.enumerate_adapters():
-            return Availability(True, "software adapter only; 'auto' does not pick it")
+            return Availability(
+                True, "software adapter only; 'auto' does not pick it", warning=CPU_DRIVER_WARNING
+            )
         return Availability(False, "no WebGPU adapter found")
 
     def describe(self) -> tuple[str, ...]:
@@ -203,6 +216,14 @@ class WgpuBackend:
         from oidn_gpu.backends.wgpu.pipeline import GpuDenoiser
 
         return GpuDenoiser(executor)  # type: ignore[arg-type]
+
+    def place_on_gpu(self, options: WgpuOptions, gpu_id: int) -> tuple[WgpuOptions, str]:
+        # WebGPU sees every GPU of the machine: a device on that GPU's adapter
+        if options.device is not None:
+            return options, ""
+        from oidn_gpu.backends.wgpu.placement import open_device_for_gpu
+
+        return dataclasses.replace(options, device=open_device_for_gpu(gpu_id)), ""
 
     def temporal_passes(self, options: WgpuOptions) -> Any:
         """The temporal mode's passes as WGSL kernels on the options' device (else a new

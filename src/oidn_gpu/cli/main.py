@@ -1,0 +1,128 @@
+"""The ``oidn-gpu`` tool's top level: the parser of every subcommand, the dispatch, and
+how errors become exit codes and ``error: ...`` lines (see the `oidn_gpu.cli` docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from oidn_gpu import __version__
+from oidn_gpu.cli import bench as bench_cli
+from oidn_gpu.cli import record as record_cli
+from oidn_gpu.cli.denoise import add_denoise_parser, cmd_denoise
+from oidn_gpu.cli.example import add_example_parser, cmd_example
+from oidn_gpu.cli.info import add_info_parser, cmd_info
+from oidn_gpu.cli.inspect import add_inspect_parser, cmd_inspect
+from oidn_gpu.cli.usage import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    VERBOSE_HELP,
+    Parser,
+    UsageError,
+)
+from oidn_gpu.cli.weights import add_weights_parser, cmd_weights
+from oidn_gpu.errors import OIDNGPUError
+from oidn_gpu.files import OutputFileError, install_signal_cleanup
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (exposed for docs and tests)."""
+
+    parser = Parser(prog="oidn-gpu", description="Intel Open Image Denoise networks on any GPU.")
+    parser.add_argument("--version", action="version", version=f"oidn-gpu {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    add_denoise_parser(sub)
+    add_inspect_parser(sub)
+    add_info_parser(sub)
+    add_weights_parser(sub)
+    add_example_parser(sub)
+
+    record_cli.add_record_parsers(sub)
+    bench = sub.add_parser(
+        "bench",
+        help=f"benchmark a backend: [--backend {'|'.join(bench_cli.BENCHMARKS)}] --size "
+        "1080p ... (default wgpu; 'bench --backend NAME --help' for its flags)",
+    )
+    bench.add_argument(
+        "bench_args", nargs=argparse.REMAINDER, help="the benchmark's flags (see bench --help)"
+    )
+    return parser
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``oidn-gpu bench``: see `oidn_gpu.cli.bench.main`."""
+    return bench_cli.main(list(args.bench_args))
+
+
+COMMANDS = {
+    "denoise": cmd_denoise,
+    "inspect": cmd_inspect,
+    "info": cmd_info,
+    "weights": cmd_weights,
+    "example": cmd_example,
+    "bench": cmd_bench,
+}
+COMMANDS.update(record_cli.COMMANDS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the tool; returns the exit code (see the module doc)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "-v" in argv or "--verbose" in argv
+    try:
+        parser = build_parser()
+        if argv[:1] == ["bench"]:
+            # The benchmark parses its own flags (different per backend).
+            return cmd_bench(argparse.Namespace(bench_args=argv[1:]))
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exit_:  # --help and --version
+            return int(exit_.code or 0)
+        verbose = bool(getattr(args, "verbose", False))
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        with install_signal_cleanup():  # SIGTERM: no temporary file left, exit 130
+            return COMMANDS[args.command](args)
+    except UsageError as err:
+        return _fail(err, EXIT_USAGE, argv)
+    except OutputFileError as err:  # an output refused or unwritable before any work
+        if verbose:
+            traceback.print_exc()
+        return _fail(err, EXIT_USAGE, argv)
+    except KeyboardInterrupt:
+        print("error: interrupted; no partial outputs were left", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout was closed early (``| head``): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except (OIDNGPUError, OSError, ValueError, RuntimeError) as err:
+        if verbose:
+            traceback.print_exc()
+        return _fail(err, EXIT_FAILURE, argv)
+    except Exception as err:
+        if verbose:
+            traceback.print_exc()
+        print(
+            f"error: internal error: {type(err).__name__}: {err} (run with --verbose for "
+            "the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+
+
+def _fail(err: BaseException, code: int, argv: Sequence[str]) -> int:
+    """Print ``error: ...`` on stderr and, for ``denoise --json``, the same as JSON on
+    stdout (``{"error": ..., "exit_code": ...}``), so a script reading stdout sees it."""
+    print(f"error: {err}", file=sys.stderr)
+    if "denoise" in argv and "--json" in argv:
+        print(json.dumps({"error": str(err), "exit_code": code}, indent=2))
+    return code

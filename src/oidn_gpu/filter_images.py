@@ -1,0 +1,242 @@
+"""The facade's images: OIDN's checks of inputs and outputs, and the result stored back.
+
+`validate_images` checks one call's color, albedo and normal as OIDN does (its
+error messages), splitting the color's alpha off; `check_output` checks a given
+output array; `make_runner_images` is what a `TileRunner` takes, with
+`output_destination` the array it may write the result into; `store_result`
+writes the result (and alpha) into the caller's array or a new one. The rest
+serves `Denoiser.denoise_many`'s stream of frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.base import DenoiseImages
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+
+Progress = Callable[[float], Any]
+
+# OIDN rejects images wider or taller than this (api/api.cpp, "image size is too large").
+MAX_IMAGE_DIM = 65536
+
+@dataclass(frozen=True)
+class Images:
+    """Validated inputs: float32 RGB-broadcastable arrays, plus the color's alpha."""
+
+    color: np.ndarray | None
+    albedo: np.ndarray | None
+    normal: np.ndarray | None
+    main_channels: int
+    alpha: np.ndarray | None
+    height: int
+    width: int
+    dtype: np.dtype
+
+
+def check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Validate one image; returns (pixels with at most 3 channels, alpha or None)."""
+    if not isinstance(image, np.ndarray):
+        raise InvalidOperationError(
+            f"unsupported input image format: {name} is a {type(image).__name__}; "
+            "expected a numpy array"
+        )
+    if image.dtype not in (np.float32, np.float16):
+        raise InvalidOperationError(
+            f"unsupported input image format: {name} has dtype {image.dtype}; "
+            "expected float32 or float16"
+        )
+    return split_alpha(name, image)
+
+
+def split_alpha(name: str, image: Any) -> tuple[Any, Any]:
+    """Check the shape of one image (a NumPy array or a tensor); returns (pixels with at
+    most 3 channels, alpha or None), views of ``image``."""
+    if image.ndim == 2:
+        image = image[:, :, None]
+    if image.ndim != 3 or not 1 <= image.shape[2] <= 4:
+        raise InvalidOperationError(
+            f"unsupported input image format: {name} has shape {image.shape}; "
+            "expected HxW or HxWxC with C from 1 to 4"
+        )
+    h, w = image.shape[:2]
+    if h > MAX_IMAGE_DIM or w > MAX_IMAGE_DIM:
+        raise InvalidArgumentError(
+            f"image size is too large: {name} is {w}x{h}; at most {MAX_IMAGE_DIM} per side"
+        )
+    if image.shape[2] == 4:
+        return image[:, :, :3], image[:, :, 3]
+    return image, None
+
+
+def validate_images(color: Any, albedo: Any, normal: Any, check: Any = check_image) -> Images:
+    named = (("color", color), ("albedo", albedo), ("normal", normal))
+    given = {n: a for n, a in named if a is not None}
+    if not given:
+        raise InvalidOperationError("input image not specified")
+    checked = {n: check(n, a) for n, a in given.items()}
+    main_name = next(iter(checked))
+    main, alpha = checked[main_name]
+    h, w = main.shape[:2]
+    for name, (pixels, _) in checked.items():
+        if pixels.shape[:2] != (h, w):
+            raise InvalidOperationError(
+                f"image size mismatch: {name} is {pixels.shape[1]}x{pixels.shape[0]}, "
+                f"{main_name} is {w}x{h}"
+            )
+    return Images(
+        color=checked["color"][0] if "color" in checked else None,
+        albedo=checked["albedo"][0] if "albedo" in checked else None,
+        normal=checked["normal"][0] if "normal" in checked else None,
+        main_channels=main.shape[2] + (1 if alpha is not None else 0),
+        alpha=alpha,
+        height=h,
+        width=w,
+        dtype=given[main_name].dtype,
+    )
+
+
+def check_output(output: Any, images: Images) -> np.ndarray | None:
+    if output is None:
+        return None
+    if not isinstance(output, np.ndarray) or output.dtype not in (np.float32, np.float16):
+        raise InvalidOperationError(
+            "unsupported output image format: expected a float32 or float16 numpy array, "
+            f"got {getattr(output, 'dtype', type(output).__name__)}"
+        )
+    check_output_shape(tuple(output.shape), images)
+    if not output.flags.writeable:
+        raise InvalidArgumentError("output array is read-only; pass a writeable array")
+    return output
+
+
+def check_output_shape(shape: tuple[int, ...], images: Images) -> None:
+    """The output's size and channel count must be the main input's."""
+    if len(shape) not in (2, 3):
+        raise InvalidOperationError(f"unsupported output image format: shape {shape}")
+    shape = shape if len(shape) == 3 else (*shape, 1)
+    if shape[:2] != (images.height, images.width):
+        raise InvalidOperationError(
+            f"image size mismatch: output is {shape[1]}x{shape[0]}, "
+            f"input is {images.width}x{images.height}"
+        )
+    if shape[2] != images.main_channels:
+        raise InvalidOperationError(
+            f"input/output image channel count mismatch: input has {images.main_channels}, "
+            f"output has {shape[2]}"
+        )
+
+
+def make_runner_images(
+    images: Images,
+    out_channels: int,
+    destination: np.ndarray | None = None,
+    *,
+    scratch: bool = True,
+) -> DenoiseImages:
+    """The images a `TileRunner` takes: the main one, and aux images given with color."""
+    main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
+    with_color = images.color is not None
+    return DenoiseImages(
+        main=main,
+        albedo=images.albedo if with_color else None,
+        normal=images.normal if with_color else None,
+        out_channels=out_channels,
+        output=destination,
+        output_is_scratch=destination is not None and scratch,
+    )
+
+
+def output_destination(images: Images, out: np.ndarray | None) -> np.ndarray | None:
+    """Where a runner may write the result itself (`DenoiseImages.output`): the output
+    array (``HxWxC``), else a new array of the input's dtype, so the result is converted
+    while it is copied out; None when the color has alpha (appended afterwards)."""
+    if images.alpha is not None:
+        return None
+    if out is None:
+        channels = images.main_channels
+        return np.empty((images.height, images.width, channels), images.dtype)
+    return out if out.ndim == 3 else out[:, :, None]
+
+
+class Peekable:
+    """An iterator whose next item can be looked at without taking it."""
+
+    def __init__(self, iterator: Iterator[Any]) -> None:
+        self._iterator = iterator
+        self._head: Any = None
+        self._has_head = False
+
+    def peek(self) -> Any:
+        """The next item, or None at the end."""
+        if not self._has_head:
+            self._head = next(self._iterator, None)
+            self._has_head = True
+        return self._head
+
+    def next(self) -> Any:
+        item = self.peek()
+        self._has_head = False
+        return item
+
+
+_END = object()
+
+
+def locked(iterator: Iterator[Any], lock: Any) -> Iterator[Any]:
+    """Yield the items of ``iterator``, each computed holding ``lock`` (not across a yield)."""
+    while True:
+        with lock:
+            item = next(iterator, _END)
+        if item is _END:
+            return
+        yield item
+
+
+def frame_images(frame: Any) -> tuple[Any, Any, Any]:
+    """``(color, albedo, normal)`` of one `Denoiser.denoise_many` item."""
+    if isinstance(frame, Mapping):
+        unknown = set(frame) - {"color", "albedo", "normal"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown image name(s) {sorted(unknown)} in a frame; expected 'color', "
+                "'albedo' and 'normal'"
+            )
+        return frame.get("color"), frame.get("albedo"), frame.get("normal")
+    if isinstance(frame, tuple):
+        if not 1 <= len(frame) <= 3:
+            raise InvalidArgumentError(
+                f"a frame tuple has {len(frame)} images; expected (color, albedo, normal)"
+            )
+        padded = (*frame, None, None)[:3]
+        return padded[0], padded[1], padded[2]
+    return frame, None, None
+
+
+def scaled_progress(progress: Progress | None, start: float, span: float) -> Progress | None:
+    if progress is None:
+        return None
+    return lambda fraction: progress(start + span * fraction)
+
+
+def store_result(
+    result: np.ndarray,
+    images: Images,
+    out: np.ndarray | None,
+    destination: np.ndarray | None = None,
+) -> np.ndarray:
+    """Write the result (plus alpha) into ``out`` or a new array of the input's dtype;
+    a result the runner already wrote into ``destination`` (see `output_destination`) is final."""
+    if destination is not None and result is destination:
+        return out if out is not None else result
+    if images.alpha is not None:
+        result = np.concatenate([result, images.alpha[:, :, None].astype(np.float32)], axis=2)
+    if out is None:
+        return result.astype(images.dtype, copy=False)
+    target = out if out.ndim == 3 else out[:, :, None]
+    target[...] = result.astype(out.dtype, copy=False)
+    return out

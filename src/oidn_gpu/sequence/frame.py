@@ -1,0 +1,316 @@
+"""One frame denoised and written: `denoise_frame` reads it (`load.load_frame`), denoises
+the beauty and the asked-for passes with a Denoiser of the `DenoiserPool`, and writes the
+output atomically (an OpenEXR written from an OpenEXR keeps everything the input holds,
+`oidn_gpu.image.exr`) and the noisy | denoised preview."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import oidn_gpu  # oidn_gpu.Denoiser is looked up at call time: tests substitute a fake
+from oidn_gpu.config import DenoiserConfig
+from oidn_gpu.errors import InvalidArgumentError, NonFiniteInputWarning, NonFiniteOutputWarning
+from oidn_gpu.image import aovs, exr, io, process
+from oidn_gpu.image.preview import write_side_by_side
+from oidn_gpu.sequence.load import FrameNote, LoadedFrame, layer_label, load_frame, resolve_mode
+from oidn_gpu.sequence.options import FrameJob, OutputOptions, SequenceOptions
+
+Progress = Callable[[float], bool]
+Warn = Callable[[str], None]
+# A pass of ``--aovs`` denoised: its layer, its image, the result and whether the albedo
+# and normal guided it.
+DenoisedPass = tuple[io.Layer, io.Image, np.ndarray, bool]
+
+
+class DenoiserPool:
+    """One Denoiser per (hdr, srgb) of one `DenoiserConfig`, created on first use and
+    closed at the end."""
+
+    def __init__(self, config: DenoiserConfig) -> None:
+        self.config = config
+        self._denoisers: dict[tuple[bool, bool], Any] = {}
+
+    def get(self, hdr: bool, srgb: bool) -> Any:
+        key = (hdr, srgb)
+        if key not in self._denoisers:
+            config = self.config if self.config.lightmap else self.config.with_mode(hdr, srgb)
+            self._denoisers[key] = oidn_gpu.Denoiser.from_config(config)
+        return self._denoisers[key]
+
+    def close(self) -> None:
+        for denoiser in self._denoisers.values():
+            denoiser.close()
+        self._denoisers.clear()
+
+
+@dataclass(frozen=True)
+class FrameOutcome:
+    """What `denoise_frame` did: the inputs used, in words and as data, its notes, and how
+    many denoised pixels are not finite."""
+
+    used: str
+    layers: dict[str, Any]
+    notes: tuple[FrameNote, ...] = ()
+    nonfinite_pixels: int = 0  # denoised pixels with a NaN or infinite channel
+
+
+def _scaled(progress: Progress | None, start: float, share: float) -> Progress | None:
+    """``progress`` for one of several passes: its 0..1 mapped to start..start+share."""
+    if progress is None:
+        return None
+    return lambda fraction: progress(start + share * float(fraction))
+
+
+def denoise_frame(
+    job: FrameJob,
+    pool: DenoiserPool,
+    options: SequenceOptions,
+    *,
+    progress: Progress | None = None,
+    warn: Warn | None = None,
+    temporal: Any = None,
+) -> FrameOutcome:
+    """Denoise one frame (and its ``options.output.aovs``) and write its outputs.
+
+    ``temporal``: an `oidn_gpu.temporal.frames.TemporalFrames` that denoises the beauty
+    with the history of the frames before (frames in order); its restarts go to ``warn``.
+
+    ``warn`` receives this frame's `NonFiniteInputWarning` messages, the count of NaN
+    and infinite pixels of each input image, and the warning about non-finite output
+    pixels (without ``warn``, a `NonFiniteOutputWarning`); other warnings are issued as
+    usual.
+
+    Raises:
+        io.ImageFileError: a file is unreadable, lacks a layer, or cannot be written.
+        InvalidArgumentError: image sizes differ, or an option needs an OpenEXR output.
+    """
+    output = options.output
+    frame = load_frame(job, options.inputs, lightmap=pool.config.lightmap)
+    hdr, srgb = resolve_mode(options.inputs, frame.color)
+    denoiser = pool.get(hdr, srgb)
+    lossless = exr.is_exr(job.output) and frame.color.file_format == exr.EXR_FORMAT
+    passes = _passes(job, frame, output, lossless)
+    if temporal is not None and passes:
+        raise InvalidArgumentError("--temporal denoises the beauty; it cannot be used with --aovs")
+    share = 1.0 / (1 + len(passes))
+    if warn is not None:
+        inputs = [("color", frame.color.pixels), ("albedo", frame.albedo), ("normal", frame.normal)]
+        _warn_nonfinite_inputs(inputs, warn)
+    part = _scaled(progress, 0.0, share)
+    if temporal is not None:
+        result, restarts = temporal.denoise(job.color, frame, denoiser)
+        for text in restarts if warn is not None else ():
+            warn(text)
+    else:
+        result = _denoise_image(denoiser, frame.color.pixels, frame.albedo, frame.normal, part, warn)
+    denoised: list[DenoisedPass] = []
+    for index, (name, layer, guided) in enumerate(passes, start=1):
+        image = io.read_layer(job.color, layer)
+        if warn is not None:
+            _warn_nonfinite_inputs([(f"AOV '{name}'", image.pixels)], warn)
+        albedo, normal = (frame.albedo, frame.normal) if guided else (None, None)
+        part = _scaled(progress, index * share, share)
+        values = _denoise_image(denoiser, image.pixels, albedo, normal, part, warn)
+        denoised.append((layer, image, values, guided))
+    nonfinite = [("the color", _nonfinite_pixels(result))] + [
+        (f"layer '{layer_label(layer.name)}'", _nonfinite_pixels(values))
+        for layer, _, values, _ in denoised
+    ]
+    _warn_nonfinite(nonfinite, result.shape, warn)
+    _write_outputs(job, frame, result, denoised, output, options.software, lossless)
+    mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
+    return _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
+
+
+def _passes(
+    job: FrameJob, frame: LoadedFrame, output: OutputOptions, lossless: bool
+) -> list[tuple[str, io.Layer, bool]]:
+    """The ``--aovs`` passes of the frame: ``(name asked for, layer, guided by the albedo
+    and normal)``.
+
+    Raises:
+        InvalidArgumentError: layers asked for where the output is not an OpenEXR written
+            from an OpenEXR.
+        io.ImageFileError: the beauty file has no such layer.
+    """
+    if (output.aovs or output.layer_name) and not lossless:
+        flag = "--aovs" if output.aovs else "--layer-name"
+        raise InvalidArgumentError(
+            f"{flag} needs an OpenEXR input and output; '{job.color}' -> '{job.output}'"
+        )
+    passes = []
+    for name in output.aovs:
+        layer = io.match_layer(frame.layers, name)
+        if layer is None:
+            raise io.ImageFileError(
+                f"'{job.color}' has no layer '{name}' (--aovs); its layers are "
+                f"{io.describe_layers(frame.layers)}"
+            )
+        passes.append((name, layer, not aovs.is_color_only_aov(layer.name)))
+    return passes
+
+
+def _warn_nonfinite_inputs(images: Sequence[tuple[str, Any]], warn: Warn) -> None:
+    """Count the NaN and infinite pixels of each input image (`process.nonfinite_message`)."""
+    for name, pixels in images:
+        text = None if pixels is None else process.nonfinite_message(name, pixels)
+        if text is not None:
+            warn(text)
+
+
+def _denoise_image(
+    denoiser: Any,
+    color: np.ndarray,
+    albedo: Any,
+    normal: Any,
+    progress: Progress | None,
+    warn: Warn | None,
+) -> np.ndarray:
+    """The denoised ``H x W x C`` float32 image (C: the color's channels); the
+    `NonFiniteInputWarning` of the denoiser go to ``warn`` when given."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NonFiniteInputWarning)
+        result = denoiser.denoise(color, albedo, normal, progress=progress)
+    for w in caught:
+        if issubclass(w.category, NonFiniteInputWarning) and warn is not None:
+            warn(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    result = np.asarray(result, dtype=np.float32)
+    if result.ndim == 2:
+        result = result[:, :, None]
+    return result[:, :, : color.shape[2]]
+
+
+def _write_outputs(
+    job: FrameJob,
+    frame: LoadedFrame,
+    result: np.ndarray,
+    denoised: Sequence[DenoisedPass],
+    output: OutputOptions,
+    software: str,
+    lossless: bool,
+) -> None:
+    """Write the frame's output (an OpenEXR from an OpenEXR keeps the whole input) and its
+    noisy | denoised preview."""
+    if lossless:
+        _write_exr(job, frame, result, denoised, output, software)
+    else:
+        full = result if frame.alpha is None else np.concatenate([result, frame.alpha], axis=2)
+        io.write_image_atomic(
+            job.output,
+            full,
+            channels=_output_channels(frame.color.pixels.shape[2], frame.alpha is not None),
+            like=frame.color,
+            encoding=frame.color.encoding,
+            software=software,
+        )
+    if job.side_by_side is not None:
+        write_side_by_side(
+            job.side_by_side, frame.color.pixels, result, encoding=frame.color.encoding
+        )
+
+
+def _outcome(
+    frame: LoadedFrame, denoised: Sequence[DenoisedPass], mode: str, nonfinite: int
+) -> FrameOutcome:
+    """The frame's inputs in words (``color '...', albedo '...'; hdr``) and as data."""
+    aov_words = [
+        f"'{layer_label(layer.name)}' ({'albedo-guided' if guided else 'color-only'})"
+        for layer, _, _, guided in denoised
+    ]
+    used = frame.used + (f", aovs {', '.join(aov_words)}" if aov_words else "") + f"; {mode}"
+    layers = dict(frame.sources)
+    layers["aovs"] = [{"layer": layer.name, "guided": guided} for layer, _, _, guided in denoised]
+    layers["mode"] = mode
+    return FrameOutcome(used, layers, frame.notes, nonfinite)
+
+
+def _nonfinite_pixels(result: np.ndarray) -> int:
+    """How many pixels of a denoised H x W x C image have a NaN or infinite channel."""
+    return int(np.count_nonzero(~np.isfinite(result).all(axis=2)))
+
+
+def _warn_nonfinite(
+    counts: Sequence[tuple[str, int]],
+    shape: tuple[int, ...],
+    warn: Callable[[str], None] | None,
+) -> None:
+    """Say which denoised images of a frame hold NaN or infinite pixels (written as they are,
+    as OIDN returns them)."""
+    bad = [f"{n} of {shape[0] * shape[1]} in {what}" for what, n in counts if n]
+    if not bad:
+        return
+    text = (
+        f"non-finite (NaN or infinite) denoised pixels: {'; '.join(bad)}; check the weights "
+        "and the input images"
+    )
+    if warn is not None:
+        warn(text)
+    else:
+        warnings.warn(text, NonFiniteOutputWarning, stacklevel=3)
+
+
+def _new_layer_channels(channels: Sequence[str], name: str, *, sibling_of_layer: bool) -> list[str]:
+    """Channel names of a new layer beside the one ``channels`` belong to.
+
+    ``sibling_of_layer`` False (the beauty): ``ViewLayer.Combined.R`` -> ``ViewLayer.<name>.R``
+    and ``R`` -> ``<name>.R``. True (a pass): ``ViewLayer.DiffDir.R`` ->
+    ``ViewLayer.DiffDir <name>.R``.
+    """
+    out = []
+    for channel in channels:
+        prefix, _, component = channel.rpartition(".")
+        if sibling_of_layer:
+            layer = f"{prefix} {name}"
+        else:
+            parent = prefix.rpartition(".")[0]
+            layer = f"{parent}.{name}" if parent else name
+        out.append(f"{layer}.{component}")
+    return out
+
+
+def _write_exr(
+    job: FrameJob,
+    frame: LoadedFrame,
+    result: np.ndarray,
+    denoised_aovs: Sequence[DenoisedPass],
+    output: OutputOptions,
+    software: str,
+) -> None:
+    """Write the input file again with the denoised beauty (and passes) in it."""
+    contents = exr.read_file(job.color)
+    sub = frame.color_subimage
+    names = list(frame.color.channels)
+    if output.only_beauty:
+        contents.replace_channels(sub, names, result)
+        keep = names + ([frame.alpha_channel] if frame.alpha_channel else [])
+        contents.keep_only(sub, keep)
+    elif output.layer_name:
+        values = result
+        like = names
+        if frame.alpha is not None and frame.alpha_channel is not None:
+            values = np.concatenate([result, frame.alpha], axis=2)
+            like = [*names, frame.alpha_channel]
+        new = _new_layer_channels(like, output.layer_name, sibling_of_layer=False)
+        contents.add_channels(sub, new, values, like)
+    else:
+        contents.replace_channels(sub, names, result)
+    for layer, image, values, _ in denoised_aovs:
+        channels = list(image.channels)
+        if output.layer_name:
+            new = _new_layer_channels(channels, output.layer_name, sibling_of_layer=True)
+            contents.add_channels(layer.subimage, new, values, channels)
+        else:
+            contents.replace_channels(layer.subimage, channels, values)
+    exr.write_file(job.output, contents, software=software)
+
+
+def _output_channels(value_channels: int, alpha: bool) -> list[str]:
+    names = {1: ["Y"], 2: ["R", "G"], 3: ["R", "G", "B"]}[value_channels]
+    return names + (["A"] if alpha else [])
