@@ -4,6 +4,7 @@ synthetic sequences, history restarts, bad input."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +12,10 @@ import pytest
 from oidn_gpu import Denoiser
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.temporal import TemporalDenoiser
-from tests.temporal import metrics, synthetic
+from tests.bench_scripts import load
+from tests.temporal import synthetic
+
+temporal_mode = load("temporal_mode")
 
 
 @pytest.fixture(scope="module")
@@ -26,17 +30,27 @@ def _temporal(den, frames, **params):
                 for f in frames]
 
 
-@pytest.mark.parametrize("kind", ["static", "pan", "object"])
-def test_temporal_is_stabler_and_not_worse(denoiser, kind):
-    frames = synthetic.sequence(kind, frames=8, size=64)
-    single = [denoiser.denoise(f.color, f.albedo, f.normal) for f in frames]
-    temporal = _temporal(denoiser, frames)
-    assert all(np.isfinite(o).all() for o in temporal)
-    assert metrics.instability(temporal, frames) * 2 <= metrics.instability(single, frames)
-    assert metrics.psnr(temporal, frames) >= metrics.psnr(single, frames)
-    if kind == "object":
-        mask = lambda f: f.disoccluded  # noqa: E731
-        assert metrics.psnr(temporal, frames, mask) >= metrics.psnr(single, frames, mask) - 0.5
+SEQUENCES = Path(__file__).resolve().parents[1] / "data" / "sequences"
+
+
+@pytest.fixture(scope="module")
+def stability():
+    return load("temporal_stability")
+
+
+@pytest.mark.parametrize("name", ["static", "orbit", "moving"])
+def test_temporal_beats_per_frame_on_the_mitsuba_sequences(stability, name):
+    """The bars of docs/benchmarks.md: on the static and the orbiting camera, instability
+    at least 2x lower and PSNR not lower; on the moving object, PSNR not lower and the
+    disoccluded pixels at most 0.75 dB worse (measured: 0.58 dB)."""
+    frames = stability.load_sequence(SEQUENCES / name)
+    single = stability.evaluate(frames, stability.per_frame("reference")(frames))
+    temporal = stability.evaluate(frames, temporal_mode.temporal("reference", {})(frames))
+    assert temporal.mean_psnr_db >= single.mean_psnr_db
+    if name == "moving":
+        assert temporal.disoccluded_psnr_db >= single.disoccluded_psnr_db - 0.75
+    else:
+        assert temporal.instability * 2 <= single.instability
 
 
 def test_no_history_is_the_per_frame_result(denoiser):

@@ -3,6 +3,8 @@
 - `generate_reproject` (``temporal_reproject.wgsl``): one invocation per pixel, 8 x 8
   workgroups. Bindings ``motion`` (2 floats per pixel), ``guide``, ``prev_guide``,
   ``signal``, ``prev_state`` (read), ``out`` (the reprojection, read-write), ``params``.
+- `generate_changes` (``temporal_changes.wgsl``): the same grid. Bindings ``signal``,
+  ``gathered`` (pass 1's result, read), ``out`` (the reprojection), ``params``.
 - `generate_stabilize` (``temporal_stabilize.wgsl``): the same grid. Bindings
   ``denoised`` (3 floats per pixel), ``reprojection`` (read), ``out`` (3 floats per
   pixel), ``params``.
@@ -101,6 +103,38 @@ def generate_reproject(spec: TemporalSpec) -> Kernel:
         fireflies=p.firefly_ratio > 0,
     )
     return Kernel("temporal-reproject", key, source, "main", (WG, WG, 1), bindings, _grid,
+                  params=TEMPORAL_PARAMS)
+
+
+def generate_changes(spec: TemporalSpec) -> Kernel:
+    """Pass 1b (see the module docstring)."""
+    p = spec.params
+    f32 = np.float32
+    key = f"temporal-changes[{p.change_sigmas}]"
+    bindings, decls = _common.make_bindings(
+        [("signal", BindingKind.STORAGE_READ, "f32"),
+         ("gathered", BindingKind.STORAGE_READ, "f32"),
+         ("out", BindingKind.STORAGE_READ_WRITE, "f32"), ("params", BindingKind.UNIFORM, "")]
+    )
+    consts = {
+        **_layout_consts(),
+        "RADIUS": I32(tp.CHANGE_RADIUS),
+        "INV_WINDOW": float(f32(1.0 / (2 * tp.CHANGE_RADIUS + 1) ** 2)),
+        "SIDE": float(f32(2 * tp.CHANGE_RADIUS + 1)),
+        "CHANGE_SIGMAS": float(f32(p.change_sigmas)),
+        "MAX_LUMINANCE": float(f32(tp.MAX_CHANGE_LUMINANCE)),
+        "LUMINANCE_R": float(f32(tp.LUMINANCE[0])),
+        "LUMINANCE_G": float(f32(tp.LUMINANCE[1])),
+        "LUMINANCE_B": float(f32(tp.LUMINANCE[2])),
+    }
+    source = render(
+        "temporal_changes.wgsl",
+        header=f"oidn_gpu.kernels.temporal.generate_changes {key}",
+        consts=consts,
+        params_struct=TEMPORAL_PARAMS.wgsl(),
+        bindings=decls,
+    )
+    return Kernel("temporal-changes", key, source, "main", (WG, WG, 1), bindings, _grid,
                   params=TEMPORAL_PARAMS)
 
 

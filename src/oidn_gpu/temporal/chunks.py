@@ -2,11 +2,14 @@
 
 A chunk is a run of consecutive frames to denoise and write, preceded by up to `warmup`
 frames that are denoised only for their history (not written). A chunk whose warm-up
-reaches back to the first frame gives exactly the single-process result; otherwise the
-history it lacks (older than its warm-up) has decayed by then: the accumulated input by
-``(1 - 1 / history) ** (warmup - history)``, the output blend by ``(1 - output_blend) **
-warmup``. `DEFAULT_WARMUP` (4 x the default history) keeps farm output within
-`FARM_TOLERANCE` of the single-process output (docs/benchmarks.md).
+reaches back to the first frame gives exactly the single-process result (the same bits).
+Otherwise its history lacks what is older than the warm-up: that has decayed (the
+accumulated input by ``(1 - 1 / history)`` per frame, the output blend by ``(1 -
+output_blend)``), but the per-pixel decisions (history dropped where the light seems to
+change, fireflies limited) can fall differently on a history that started later, so frames
+differ from the single-process ones by up to `FARM_TOLERANCE` relative RMS with
+`DEFAULT_WARMUP` (single pixels by more; docs/benchmarks.md). Give a warm-up as long as the
+sequence for identical output.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.temporal.passes import TemporalParams
 
 DEFAULT_WARMUP = 4 * TemporalParams.history
-# Largest difference of a farm frame from the single-process one, relative to the frame's
-# largest value, with DEFAULT_WARMUP (measured on tests/data/sequences: docs/benchmarks.md).
-FARM_TOLERANCE = 1e-2
+# Largest RMS difference of a farm frame from the single-process one, relative to the
+# frame's RMS, with DEFAULT_WARMUP (measured on the synthetic static sequence of
+# tests/temporal, the longest history: 2.3e-2 at most; docs/benchmarks.md).
+FARM_TOLERANCE = 3e-2
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ class TemporalDenoiser:
         history: frames of noisy input averaged at most (`TemporalParams`).
         output_blend, clamp, clamp_radius, clamp_gamma, depth_tolerance, normal_tolerance,
             albedo_tolerance, cut_threshold, subpixel_tolerance,
-            firefly_ratio: see `oidn_gpu.temporal.passes.TemporalParams`.
+            firefly_ratio, change_sigmas: see `oidn_gpu.temporal.passes.TemporalParams`.
         **options: `oidn_gpu.Denoiser` options when ``denoiser`` is None (``hdr=True``,
             ``backend="wgpu"``, ...).
 
@@ -90,6 +90,7 @@ class TemporalDenoiser:
         cut_threshold: float = tp.TemporalParams.cut_threshold,
         subpixel_tolerance: float = tp.TemporalParams.subpixel_tolerance,
         firefly_ratio: float = tp.TemporalParams.firefly_ratio,
+        change_sigmas: float = tp.TemporalParams.change_sigmas,
         **options: Any,
     ) -> None:
         self.params = tp.TemporalParams(
@@ -97,7 +98,7 @@ class TemporalDenoiser:
             clamp_gamma=clamp_gamma, depth_tolerance=depth_tolerance,
             normal_tolerance=normal_tolerance, albedo_tolerance=albedo_tolerance,
             cut_threshold=cut_threshold, subpixel_tolerance=subpixel_tolerance,
-            firefly_ratio=firefly_ratio,
+            firefly_ratio=firefly_ratio, change_sigmas=change_sigmas,
         )
         if denoiser is not None and options:
             raise InvalidArgumentError(

@@ -80,6 +80,8 @@ MAX_SIGNAL = 1.0e30
 # Zero normals (background, no geometry) are told apart from real ones by this length.
 MIN_NORMAL_LENGTH = 1.0e-3
 CLAMPS = ("minmax", "variance", "none")
+CHANGE_RADIUS = 2  # the light-change test's window is 5x5
+MAX_CHANGE_LUMINANCE = 1.0e18  # its luminances are clamped to +-this
 LUMINANCE = (0.212671, 0.715160, 0.072169)  # OIDN's (core/color.h), as image.autoexposure
 
 
@@ -100,6 +102,9 @@ class TemporalParams:
         albedo_tolerance: largest albedo channel difference for which it is kept.
         cut_threshold: fraction of pixels rejected at which a frame counts as a camera
             cut and the history restarts.
+        change_sigmas: the history is dropped where the frame's local mean differs from
+            the reprojected output's by more than this many standard errors (lighting
+            changes; 0: off).
         firefly_ratio: a new color brighter than this many times its pixel's accumulated
             history (of 2 frames or more) is scaled down to it before it is accumulated,
             so that a firefly is not averaged into a blob the network keeps (0: off).
@@ -119,6 +124,7 @@ class TemporalParams:
     normal_tolerance: float = 0.1
     albedo_tolerance: float = 0.1
     cut_threshold: float = 0.9
+    change_sigmas: float = 2.0
     firefly_ratio: float = 4.0
     subpixel_tolerance: float = 0.05
     use_depth: bool = True
@@ -128,7 +134,7 @@ class TemporalParams:
     names: ClassVar[tuple[str, ...]] = (
         "history", "output_blend", "clamp", "clamp_radius", "clamp_gamma", "depth_tolerance",
         "normal_tolerance", "albedo_tolerance", "cut_threshold", "subpixel_tolerance",
-        "firefly_ratio",
+        "firefly_ratio", "change_sigmas",
     )
 
     def __post_init__(self) -> None:
@@ -144,7 +150,7 @@ class TemporalParams:
             )
         for name, top in (
             ("output_blend", 1.0), ("clamp_gamma", 100.0), ("depth_tolerance", 1e30),
-            ("normal_tolerance", 2.0), ("albedo_tolerance", 1e30), ("cut_threshold", 1.0), ("firefly_ratio", 1e30), ("subpixel_tolerance", 0.5),
+            ("normal_tolerance", 2.0), ("albedo_tolerance", 1e30), ("cut_threshold", 1.0), ("change_sigmas", 100.0), ("firefly_ratio", 1e30), ("subpixel_tolerance", 0.5),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
@@ -314,7 +320,62 @@ def reproject(
     prev_state: np.ndarray,
     params: TemporalParams,
 ) -> np.ndarray:
-    """Pass 1 (see the module docstring): the ``[H, W, REPROJECTION_CHANNELS]`` result."""
+    """Pass 1 (see the module docstring): the ``[H, W, REPROJECTION_CHANNELS]`` result
+    (`gather`, then `reject_changes`)."""
+    return reject_changes(signal, gather(motion, guide, prev_guide, signal, prev_state,
+                                         params), params)
+
+
+def reject_changes(signal: np.ndarray, reprojection: np.ndarray,
+                   params: TemporalParams) -> np.ndarray:
+    """Pass 1b: the history dropped (input and output, n = 1) where the light changed:
+    where the mean luminance of the frame's noisy color over the `CHANGE_RADIUS` window
+    differs from that of the reprojected previous output by more than
+    `~TemporalParams.change_sigmas` standard errors of the noisy mean (a moving shadow, a
+    light switched on: what depth and normals cannot see)."""
+    if params.change_sigmas == 0:
+        return reprojection
+    f32 = np.float32
+    # bounded, so that squares and window sums stay finite in float32
+    top = f32(MAX_CHANGE_LUMINANCE)
+    current = np.clip(luminance(signal[:, :, 0:3]), -top, top)
+    previous = np.clip(luminance(reprojection[:, :, STATE_OUTPUT : STATE_OUTPUT + 3]), -top, top)
+    mean, squares = _box(current), _box(current * current)
+    mean_previous = _box(previous)
+    side = f32(2 * CHANGE_RADIUS + 1)
+    error = np.sqrt(np.maximum(squares - mean * mean, f32(0))) / side
+    changed = (np.abs(mean - mean_previous) > f32(params.change_sigmas) * error) & (
+        reprojection[:, :, REPROJECTION_VALID] > f32(0.5)
+    )
+    out = reprojection.copy()
+    out[:, :, :SIGNAL_CHANNELS] = np.where(changed[:, :, None], signal, out[:, :, :SIGNAL_CHANNELS])
+    for channel in (STATE_COUNT, REPROJECTION_OUTPUT_COUNT):
+        out[:, :, channel] = np.where(changed, f32(1), out[:, :, channel])
+    return out
+
+
+def _box(image: np.ndarray) -> np.ndarray:
+    """The mean of ``[H, W]`` over the `CHANGE_RADIUS` window (edges repeated; sums in
+    row-major order, times the reciprocal of the count)."""
+    r = CHANGE_RADIUS
+    height, width = image.shape
+    padded = np.pad(image, ((r, r), (r, r)), mode="edge")
+    total = np.zeros_like(image)
+    for dy in range(2 * r + 1):
+        for dx in range(2 * r + 1):
+            total = total + padded[dy : dy + height, dx : dx + width]
+    return total * np.float32(1.0 / (2 * r + 1) ** 2)
+
+
+def gather(
+    motion: np.ndarray,
+    guide: np.ndarray,
+    prev_guide: np.ndarray,
+    signal: np.ndarray,
+    prev_state: np.ndarray,
+    params: TemporalParams,
+) -> np.ndarray:
+    """Pass 1a: the previous state reprojected, rejected and accumulated."""
     height, width = motion.shape[:2]
     f32 = np.float32
     usable = motion_is_usable(motion)

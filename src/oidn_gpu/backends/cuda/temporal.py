@@ -115,6 +115,51 @@ def _luminance(rgb: Any) -> Any:
 
 def reproject(motion, guide, prev_guide, signal, prev_state, params: tp.TemporalParams):
     """`oidn_gpu.temporal.passes.reproject` on tensors."""
+    gathered = gather(motion, guide, prev_guide, signal, prev_state, params)
+    return reject_changes(signal, gathered, params)
+
+
+def _box(image):
+    import torch
+
+    r = tp.CHANGE_RADIUS
+    height, width = image.shape
+    padded = torch.nn.functional.pad(image[None, None], (r, r, r, r), mode="replicate")[0, 0]
+    total = torch.zeros_like(image)
+    for dy in range(2 * r + 1):
+        for dx in range(2 * r + 1):
+            total = total + padded[dy : dy + height, dx : dx + width]
+    return total * _f(1.0 / (2 * r + 1) ** 2, image)
+
+
+def reject_changes(signal, reprojection, params: tp.TemporalParams):
+    """`oidn_gpu.temporal.passes.reject_changes` on tensors."""
+    import torch
+
+    if params.change_sigmas == 0:
+        return reprojection
+    top = float(np.float32(tp.MAX_CHANGE_LUMINANCE))
+    current = _luminance(signal[..., 0:3]).clamp(-top, top)
+    previous = _luminance(reprojection[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]).clamp(-top, top)
+    mean, squares = _box(current), _box(current * current)
+    error = torch.sqrt(torch.clamp(squares - mean * mean, min=0.0)) / float(
+        2 * tp.CHANGE_RADIUS + 1
+    )
+    changed = ((mean - _box(previous)).abs() > _f(params.change_sigmas, mean) * error) & (
+        reprojection[..., tp.REPROJECTION_VALID] > 0.5
+    )
+    out = reprojection.clone()
+    out[..., : tp.SIGNAL_CHANNELS] = torch.where(
+        changed[..., None], signal, out[..., : tp.SIGNAL_CHANNELS]
+    )
+    one = torch.ones((), dtype=torch.float32, device=out.device)
+    for channel in (tp.STATE_COUNT, tp.REPROJECTION_OUTPUT_COUNT):
+        out[..., channel] = torch.where(changed, one, out[..., channel])
+    return out
+
+
+def gather(motion, guide, prev_guide, signal, prev_state, params: tp.TemporalParams):
+    """`oidn_gpu.temporal.passes.gather` on tensors."""
     import torch
 
     height, width = motion.shape[:2]

@@ -41,7 +41,8 @@ class WgpuTemporalPasses:
         spec = kt.TemporalSpec(params)
         kernel = self._kernels.get((which, spec))
         if kernel is None:
-            generate = kt.generate_reproject if which == "reproject" else kt.generate_stabilize
+            generate = {"reproject": kt.generate_reproject, "changes": kt.generate_changes,
+                        "stabilize": kt.generate_stabilize}[which]
             kernel = self._kernels[which, spec] = generate(spec)
         return kernel
 
@@ -61,6 +62,7 @@ class WgpuTemporalPasses:
                 "motion": 2, "guide": tp.GUIDE_CHANNELS, "prev_guide": tp.GUIDE_CHANNELS,
                 "signal": tp.SIGNAL_CHANNELS, "prev_state": tp.STATE_CHANNELS,
                 "reprojection": tp.REPROJECTION_CHANNELS, "denoised": 3, "output": 3,
+                "gathered": tp.REPROJECTION_CHANNELS,
             }
             for name, count in channels.items():
                 self._buffers[name] = self._device.create_buffer(
@@ -76,20 +78,22 @@ class WgpuTemporalPasses:
             self._size = (height, width)
         return self._buffers
 
-    def _run(self, kernel: Any, names: tuple[str, ...], result: str, shape: tuple[int, ...],
-             uploads: dict[str, np.ndarray]) -> np.ndarray:
+    def _run(self, kernels: list[tuple[Any, tuple[str, ...]]], result: str,
+             shape: tuple[int, ...], uploads: dict[str, np.ndarray]) -> np.ndarray:
+        """Upload, dispatch the kernels in order (each with its buffers), read back."""
         height, width = shape[:2]
         buffers = self._buffers_for(height, width)
         device = self._device
         with device.queue_lock:
             for name, array in uploads.items():
                 device.write_buffer(buffers[name], 0, np.ascontiguousarray(array, np.float32))
-            pipeline = self._pipeline(kernel)
-            group = device.create_bind_group(
-                kernel.key, pipeline, [buffers[n] for n in names] + [buffers["params"]]
-            )
-            encoder = device.create_command_encoder(kernel.name)
-            encoder.dispatch(pipeline, group, kernel.grid(0, height, width), label=kernel.name)
+            encoder = device.create_command_encoder("oidn/temporal")
+            for kernel, names in kernels:
+                pipeline = self._pipeline(kernel)
+                group = device.create_bind_group(
+                    kernel.key, pipeline, [buffers[n] for n in names] + [buffers["params"]]
+                )
+                encoder.dispatch(pipeline, group, kernel.grid(0, height, width), label=kernel.name)
             device.submit([encoder.finish()])
             data = device.read_buffer(buffers[result], 0, 4 * int(np.prod(shape)))
         return np.frombuffer(data, np.float32).reshape(shape).copy()
@@ -103,9 +107,13 @@ class WgpuTemporalPasses:
         )
         uploads = {"motion": finite_motion, "guide": guide, "prev_guide": prev_guide,
                    "signal": signal, "prev_state": prev_state}
-        names = ("motion", "guide", "prev_guide", "signal", "prev_state", "reprojection")
         shape = (height, width, tp.REPROJECTION_CHANNELS)
-        return self._run(kernel, names, "reprojection", shape, uploads)
+        if params.change_sigmas == 0:
+            names = ("motion", "guide", "prev_guide", "signal", "prev_state", "reprojection")
+            return self._run([(kernel, names)], "reprojection", shape, uploads)
+        names = ("motion", "guide", "prev_guide", "signal", "prev_state", "gathered")
+        changes = (self._kernel("changes", params), ("signal", "gathered", "reprojection"))
+        return self._run([(kernel, names), changes], "reprojection", shape, uploads)
 
     def stabilize(self, denoised, reprojection, params) -> np.ndarray:
         kernel = self._kernel("stabilize", params)
@@ -113,7 +121,7 @@ class WgpuTemporalPasses:
         finite = np.isfinite(den)
         uploads = {"denoised": np.where(finite, den, np.float32(0)),
                    "reprojection": reprojection}
-        out = self._run(kernel, ("denoised", "reprojection", "output"), "output",
+        out = self._run([(kernel, ("denoised", "reprojection", "output"))], "output",
                         den.shape, uploads)
         return np.where(finite, out, den)
 
