@@ -41,32 +41,30 @@ def _run_sequence(passes, frames, params=PARAMS):
     return outs
 
 
-def test_static_history_averages_the_noise():
-    colors, motion = synthetic.shifted_noise_sequence(4, 32, (0.0, 0.0), seed=1)
-    params = tp.TemporalParams(firefly_ratio=0).with_guides(depth=False, normal=False,
-                                                            albedo=True)
-    albedo = np.full((32, 32, 3), 0.5, np.float32)
+def _accumulate(colors, motion) -> np.ndarray:
+    """The last reprojection of noise frames under one albedo, no light-change test."""
+    params = tp.TemporalParams(firefly_ratio=0, change_sigmas=0).with_guides(
+        depth=False, normal=False, albedo=True)
+    albedo = np.full(colors[0].shape, 0.5, np.float32)
     guide = tp.pack_guide(None, albedo, None)
-    state = tp.empty_state(32, 32)
+    state = tp.empty_state(*colors[0].shape[:2])
     for color in colors:
         rep = tp.reproject(motion, guide, guide, tp.pack_signal(color, albedo, None), state,
                            params)
         state = tp.next_state(rep, rep[..., :3])
+    return rep
+
+
+def test_static_history_averages_the_noise():
+    colors, motion = synthetic.shifted_noise_sequence(4, 32, (0.0, 0.0), seed=1)
+    rep = _accumulate(colors, motion)
     np.testing.assert_allclose(rep[..., :3], np.mean(colors, axis=0), rtol=1e-5)
     assert np.all(rep[..., tp.STATE_COUNT] == 4)
 
 
 def test_whole_pixel_motion_follows_the_content():
     colors, motion = synthetic.shifted_noise_sequence(3, 32, (2.0, 1.0), seed=2)
-    params = tp.TemporalParams(firefly_ratio=0).with_guides(depth=False, normal=False,
-                                                            albedo=True)
-    albedo = np.full((32, 32, 3), 0.5, np.float32)
-    guide = tp.pack_guide(None, albedo, None)
-    state = tp.empty_state(32, 32)
-    for color in colors:
-        rep = tp.reproject(motion, guide, guide, tp.pack_signal(color, albedo, None), state,
-                           params)
-        state = tp.next_state(rep, rep[..., :3])
+    rep = _accumulate(colors, motion)
     # The same content each frame: the average is the content itself where it stayed on
     # screen; where it came from off screen, the history restarted.
     inner = rep[:-2, :-4, :3]
@@ -154,3 +152,21 @@ def test_torch_passes_agree_with_numpy():
         for (rep_e, out_e), (rep_g, out_g) in zip(expected, got):
             np.testing.assert_allclose(rep_g, rep_e, rtol=2e-5, atol=2e-6)
             np.testing.assert_allclose(out_g, out_e, rtol=2e-5, atol=2e-6)
+
+
+def test_a_light_change_drops_the_history_there():
+    frames = synthetic.sequence("static", frames=2, size=32, firefly_rate=0.0)
+    motion, guide, prev_guide, signal, state = _inputs(frames, 1)
+    lit = frames[1].color.copy()
+    lit[8:16, 8:16] *= 4.0  # a light switched on over a patch
+    signal = tp.pack_signal(lit, frames[1].albedo, frames[1].normal)
+    rep = tp.reproject(motion, guide, prev_guide, signal, state, PARAMS)
+    assert (rep[10:14, 10:14, tp.STATE_COUNT] == 1).all()
+    assert (rep[10:14, 10:14, tp.REPROJECTION_OUTPUT_COUNT] == 1).all()
+    np.testing.assert_array_equal(rep[10:14, 10:14, :9], signal[10:14, 10:14])
+    # elsewhere most of the history stays (noise alone passes 2 sigmas in some windows)
+    assert (rep[24:, 24:, tp.STATE_COUNT] == 2).mean() > 0.7
+    off = tp.reproject(motion, guide, prev_guide, signal, state,
+                       tp.TemporalParams(change_sigmas=0).with_guides(depth=True, normal=True,
+                                                                      albedo=True))
+    assert (off[10:14, 10:14, tp.STATE_COUNT] == 2).all()

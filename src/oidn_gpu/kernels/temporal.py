@@ -66,18 +66,36 @@ def _grid(_channels: int, height: int, width: int) -> tuple[int, int, int]:
     return (-(-width // WG), -(-height // WG), 1)
 
 
+def _kernel(family: str, key: str, inputs: tuple[str, ...], consts: dict[str, object],
+            **context: object) -> Kernel:
+    """The kernel ``temporal_<family>.wgsl``: float buffers ``inputs`` (read), ``out``
+    (read-write) and the ``params`` uniform, one invocation per pixel."""
+    bindings, decls = _common.make_bindings(
+        [(name, BindingKind.STORAGE_READ, "f32") for name in inputs]
+        + [("out", BindingKind.STORAGE_READ_WRITE, "f32"), ("params", BindingKind.UNIFORM, "")]
+    )
+    source = render(
+        f"temporal_{family}.wgsl",
+        header=f"oidn_gpu.kernels.temporal.generate_{family} {key}",
+        consts={**_layout_consts(), **consts},
+        params_struct=TEMPORAL_PARAMS.wgsl(),
+        bindings=decls,
+        **context,
+    )
+    return Kernel(f"temporal-{family}", key, source, "main", (WG, WG, 1), bindings, _grid,
+                  params=TEMPORAL_PARAMS)
+
+
+def _luminance_consts() -> dict[str, object]:
+    f32 = np.float32
+    return {f"LUMINANCE_{c}": float(f32(w)) for c, w in zip("RGB", tp.LUMINANCE, strict=True)}
+
+
 def generate_reproject(spec: TemporalSpec) -> Kernel:
     """Pass 1 (see the module docstring)."""
     p = spec.params
     f32 = np.float32
-    key = f"temporal-reproject[{spec.describe()}]"
-    bindings, decls = _common.make_bindings(
-        [(name, BindingKind.STORAGE_READ, "f32")
-         for name in ("motion", "guide", "prev_guide", "signal", "prev_state")]
-        + [("out", BindingKind.STORAGE_READ_WRITE, "f32"), ("params", BindingKind.UNIFORM, "")]
-    )
     consts = {
-        **_layout_consts(),
         "DEPTH_TOLERANCE": float(f32(p.depth_tolerance)),
         "NORMAL_COS": float(f32(1.0 - p.normal_tolerance)),
         "MIN_NORMAL_LENGTH": float(f32(tp.MIN_NORMAL_LENGTH)),
@@ -87,81 +105,40 @@ def generate_reproject(spec: TemporalSpec) -> Kernel:
         "HISTORY": float(f32(p.history)),
         "OUTPUT_HISTORY": float(f32(1) / f32(max(p.output_blend, 1e-6))),
         "FIREFLY_RATIO": float(f32(p.firefly_ratio)),
-        "LUMINANCE_R": float(f32(tp.LUMINANCE[0])),
-        "LUMINANCE_G": float(f32(tp.LUMINANCE[1])),
-        "LUMINANCE_B": float(f32(tp.LUMINANCE[2])),
+        **_luminance_consts(),
     }
-    source = render(
-        "temporal_reproject.wgsl",
-        header=f"oidn_gpu.kernels.temporal.generate_reproject {key}",
-        consts=consts,
-        params_struct=TEMPORAL_PARAMS.wgsl(),
-        bindings=decls,
-        use_depth=p.use_depth,
-        use_normal=p.use_normal,
-        use_albedo=p.use_albedo,
+    return _kernel(
+        "reproject", f"temporal-reproject[{spec.describe()}]",
+        ("motion", "guide", "prev_guide", "signal", "prev_state"), consts,
+        use_depth=p.use_depth, use_normal=p.use_normal, use_albedo=p.use_albedo,
         fireflies=p.firefly_ratio > 0,
     )
-    return Kernel("temporal-reproject", key, source, "main", (WG, WG, 1), bindings, _grid,
-                  params=TEMPORAL_PARAMS)
 
 
 def generate_changes(spec: TemporalSpec) -> Kernel:
     """Pass 1b (see the module docstring)."""
     p = spec.params
     f32 = np.float32
-    key = f"temporal-changes[{p.change_sigmas}]"
-    bindings, decls = _common.make_bindings(
-        [("signal", BindingKind.STORAGE_READ, "f32"),
-         ("gathered", BindingKind.STORAGE_READ, "f32"),
-         ("out", BindingKind.STORAGE_READ_WRITE, "f32"), ("params", BindingKind.UNIFORM, "")]
-    )
     consts = {
-        **_layout_consts(),
         "RADIUS": I32(tp.CHANGE_RADIUS),
         "INV_WINDOW": float(f32(1.0 / (2 * tp.CHANGE_RADIUS + 1) ** 2)),
         "SIDE": float(f32(2 * tp.CHANGE_RADIUS + 1)),
         "CHANGE_SIGMAS": float(f32(p.change_sigmas)),
         "MAX_LUMINANCE": float(f32(tp.MAX_CHANGE_LUMINANCE)),
-        "LUMINANCE_R": float(f32(tp.LUMINANCE[0])),
-        "LUMINANCE_G": float(f32(tp.LUMINANCE[1])),
-        "LUMINANCE_B": float(f32(tp.LUMINANCE[2])),
+        **_luminance_consts(),
     }
-    source = render(
-        "temporal_changes.wgsl",
-        header=f"oidn_gpu.kernels.temporal.generate_changes {key}",
-        consts=consts,
-        params_struct=TEMPORAL_PARAMS.wgsl(),
-        bindings=decls,
-    )
-    return Kernel("temporal-changes", key, source, "main", (WG, WG, 1), bindings, _grid,
-                  params=TEMPORAL_PARAMS)
+    return _kernel("changes", f"temporal-changes[{p.change_sigmas}]", ("signal", "gathered"),
+                   consts)
 
 
 def generate_stabilize(spec: TemporalSpec) -> Kernel:
     """Pass 2 (see the module docstring)."""
     p = spec.params
     f32 = np.float32
-    key = f"temporal-stabilize[{p.clamp},r{p.clamp_radius},g{p.clamp_gamma}]"
-    bindings, decls = _common.make_bindings(
-        [("denoised", BindingKind.STORAGE_READ, "f32"),
-         ("reprojection", BindingKind.STORAGE_READ, "f32"),
-         ("out", BindingKind.STORAGE_READ_WRITE, "f32"), ("params", BindingKind.UNIFORM, "")]
-    )
-    window = (2 * p.clamp_radius + 1) ** 2
     consts = {
-        **_layout_consts(),
         "RADIUS": I32(p.clamp_radius),
-        "INV_WINDOW": float(f32(1.0 / window)),
+        "INV_WINDOW": float(f32(1.0 / (2 * p.clamp_radius + 1) ** 2)),
         "GAMMA": float(f32(p.clamp_gamma)),
     }
-    source = render(
-        "temporal_stabilize.wgsl",
-        header=f"oidn_gpu.kernels.temporal.generate_stabilize {key}",
-        consts=consts,
-        params_struct=TEMPORAL_PARAMS.wgsl(),
-        bindings=decls,
-        clamp=p.clamp,
-    )
-    return Kernel("temporal-stabilize", key, source, "main", (WG, WG, 1), bindings, _grid,
-                  params=TEMPORAL_PARAMS)
+    key = f"temporal-stabilize[{p.clamp},r{p.clamp_radius},g{p.clamp_gamma}]"
+    return _kernel("stabilize", key, ("denoised", "reprojection"), consts, clamp=p.clamp)
