@@ -107,7 +107,8 @@ def denoise_frame(
         for text in restarts if warn is not None else ():
             warn(text)
     else:
-        result = _denoise_image(denoiser, frame.color.pixels, frame.albedo, frame.normal, part, warn)
+        color = frame.color.pixels
+        result = _denoise_image(denoiser, color, frame.albedo, frame.normal, part, warn)
     denoised: list[DenoisedPass] = []
     for index, (name, layer, guided) in enumerate(passes, start=1):
         image = io.read_layer(job.color, layer)

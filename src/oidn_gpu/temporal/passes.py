@@ -23,8 +23,8 @@ bilinear taps, each counts only when it lies on screen and its guide agrees with
 input, and also normals within `~TemporalParams.normal_tolerance` of ``1 - cos`` and albedo
 within `~TemporalParams.albedo_tolerance` for the output history; without depth, normal and
 albedo decide both); the bilinear weights of those that count are renormalized, per group
-of channels; when all four count, the sharper Catmull-Rom interpolation of the 4x4 taps around them is used instead, clamped to
-the four taps' range. Non-finite or huge motion, and a weight sum under `MIN_TAP_WEIGHT`,
+of channels; when all four count, the sharper Catmull-Rom interpolation of the 4x4 taps
+around them is used instead, clamped to the four taps' range. Non-finite or huge motion, and a weight sum under `MIN_TAP_WEIGHT`,
 reject the history of the pixel (disocclusion, off screen). Where the motion is whole
 pixels (within `~TemporalParams.subpixel_tolerance`), the accumulated signal is
 ``lerp(history, signal, 1 / n)`` with ``n = min(history length + 1, history)``: a running
@@ -34,7 +34,11 @@ it is the frame's own signal (n = 1): resampled noise is spatially correlated, a
 network would keep it as detail. Its output, ``[H, W, REPROJECTION_CHANNELS]``: the
 accumulated signal (9), n (1), the previous temporal output reprojected (3), 1 where history
 was used else 0 (1), the output's history length ``min(previous + 1, 1 / output_blend)``
-(1; 1 where rejected), unused (1).
+(1; 1 where rejected), unused (1). `reproject` is `gather` followed by `reject_changes`,
+which drops the history (input and output) where the frame's local mean luminance
+departs from the reprojected output's by more than `~TemporalParams.change_sigmas`
+standard errors: light that changed on still geometry (a moving shadow), which depth
+cannot see.
 
 `stabilize` (pass 2) takes the frame denoised from the accumulated signal and blends the
 reprojected previous output into it, clamped to the neighbourhood of the pixel in the
@@ -150,7 +154,8 @@ class TemporalParams:
             )
         for name, top in (
             ("output_blend", 1.0), ("clamp_gamma", 100.0), ("depth_tolerance", 1e30),
-            ("normal_tolerance", 2.0), ("albedo_tolerance", 1e30), ("cut_threshold", 1.0), ("change_sigmas", 100.0), ("firefly_ratio", 1e30), ("subpixel_tolerance", 0.5),
+            ("normal_tolerance", 2.0), ("albedo_tolerance", 1e30), ("cut_threshold", 1.0),
+            ("change_sigmas", 100.0), ("firefly_ratio", 1e30), ("subpixel_tolerance", 0.5),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
@@ -418,6 +423,14 @@ def gather(
     cubic = _catmull_rom(prev_state, x0i, y0i, fx, fy)
     cubic = np.minimum(np.maximum(cubic, low), high)
     history = np.where(_by_group(taken[0] == 4, taken[1] == 4), cubic, history)
+    return _accumulate(signal, history, valid, valid_out, fx, fy, params)
+
+
+def _accumulate(signal, history, valid, valid_out, fx, fy, params) -> np.ndarray:
+    """The reprojection from the gathered history: the signal accumulated, n, the
+    previous output, the validity flags and the output's history length."""
+    f32 = np.float32
+    height, width = valid.shape
     # The noisy input is accumulated only where the motion is whole pixels (static
     # scenes): resampled noise is correlated, and the network keeps it as detail.
     tol = f32(params.subpixel_tolerance)

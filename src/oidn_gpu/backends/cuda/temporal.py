@@ -206,6 +206,15 @@ def gather(motion, guide, prev_guide, signal, prev_state, params: tp.TemporalPar
     cubic = _catmull_rom(prev_state, x0i, y0i, fx, fy)
     cubic = torch.minimum(torch.maximum(cubic, low), high)
     history = torch.where(_by_group(taken[0] == 4, taken[1] == 4), cubic, history)
+    return _accumulate(signal, history, valid, valid_out, fx, fy, params)
+
+
+def _accumulate(signal, history, valid, valid_out, fx, fy, params: tp.TemporalParams):
+    import torch
+
+    height, width = valid.shape
+    dev = valid.device
+    zero = torch.zeros((), dtype=torch.float32, device=dev)
     tol = params.subpixel_tolerance
     whole = (torch.minimum(fx, 1 - fx) <= tol) & (torch.minimum(fy, 1 - fy) <= tol)
     accumulates = valid & whole
