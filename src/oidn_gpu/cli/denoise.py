@@ -29,7 +29,9 @@ from oidn_gpu.cli.usage import (
 from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.model.unet import load_model
+from oidn_gpu.farm.temporal import denoise_sequence_temporal
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
+from oidn_gpu.temporal.frames import TemporalFrames
 
 QUALITIES = ("fast", "balanced", "high")
 PREFILTERS = ("none", "fast", "accurate")
@@ -413,16 +415,12 @@ def cmd_denoise(args: argparse.Namespace) -> int:
     options = sequence_options(args)
     temporal = None
     if args.temporal:
-        from oidn_gpu.temporal.frames import TemporalFrames
-
         temporal = TemporalFrames(motion_layer=args.motion_layer)
     run = functools.partial(run_sequence, jobs, config, options, temporal=temporal)
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
         run = functools.partial(farm.denoise_sequence, jobs, config, options, farm_options(args))
         if temporal is not None:
-            from oidn_gpu.farm.temporal import denoise_sequence_temporal
-
             run = functools.partial(
                 denoise_sequence_temporal, jobs, config, options, farm_options(args),
                 temporal=temporal,

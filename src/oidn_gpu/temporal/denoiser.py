@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.base import get_backend
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.filter import Denoiser
 from oidn_gpu.temporal import passes as tp
 
 _LOG = logging.getLogger("oidn_gpu.temporal")
@@ -107,8 +109,6 @@ class TemporalDenoiser:
             )
         self._owns_denoiser = denoiser is None
         if denoiser is None:
-            from oidn_gpu.filter import Denoiser
-
             denoiser = Denoiser(**options)
         self.denoiser = denoiser
         self.passes = temporal_passes_for(denoiser)
@@ -327,8 +327,6 @@ def _image(name: str, image: Any, channels: tuple[int, ...]) -> np.ndarray:
 def temporal_passes_for(denoiser: Any) -> Any:
     """The temporal passes of the denoiser's backend (`Backend.temporal_passes`), else the
     NumPy ones."""
-    from oidn_gpu.backends.base import get_backend
-
     backend = get_backend(denoiser.backend)
     factory = getattr(backend, "temporal_passes", None)
     if factory is None:

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu import sequence
 from oidn_gpu.image import io
+from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.temporal.denoiser import TemporalDenoiser
 
 # One-channel depth layers: Blender's Depth (channel Z), Arnold's and Karma's Z.
@@ -65,8 +67,6 @@ class TemporalFrames:
                 another size.
             InvalidArgumentError: no depth, albedo or normal to reject history by.
         """
-        from oidn_gpu.image import motion as motion_passes
-
         color = frame.color.pixels
         height, width = color.shape[:2]
         motion = motion_passes.read_motion(path, self.motion_layer, size=(height, width))
@@ -94,8 +94,6 @@ class TemporalFrames:
     def warm_up(self, job: Any, pool: Any, options: Any) -> None:
         """Denoise one frame (a `sequence.FrameJob`, with `sequence.SequenceOptions`) for
         its history only: nothing is written."""
-        from oidn_gpu import sequence
-
         frame = sequence.load_frame(job, options.inputs, lightmap=pool.config.lightmap)
         hdr, srgb = sequence.resolve_mode(options.inputs, frame.color)
         self.denoise(job.color, frame, pool.get(hdr, srgb))

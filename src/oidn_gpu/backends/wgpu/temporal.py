@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage
+from oidn_gpu.backends.wgpu.device import open_device
 from oidn_gpu.kernels import temporal as kt
 from oidn_gpu.temporal import passes as tp
 
@@ -28,8 +29,6 @@ class WgpuTemporalPasses:
     name = "wgpu"
 
     def __init__(self, device: Any = None) -> None:
-        from oidn_gpu.backends.wgpu.device import open_device
-
         self._device = open_device(device)
         self._owns_device = device is None
         self._pipelines: dict[str, Any] = {}
