@@ -26,6 +26,7 @@ from oidn_gpu.filter import (
     denoise,
 )
 from oidn_gpu.filter_cache import clear_denoiser_cache
+from oidn_gpu.temporal import TemporalDenoiser
 
 __version__ = "0.1.0"
 
@@ -43,6 +44,7 @@ __all__ = [
     "RTFilter",
     "RTLightmapFilter",
     "ShaderCompileError",
+    "TemporalDenoiser",
     "UnsupportedDeviceError",
     "WeightsFormatError",
     "WeightsNotFoundError",

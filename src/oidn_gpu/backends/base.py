@@ -8,7 +8,9 @@ or why not), a typed frozen `Backend.Options` dataclass, and two factories:
 executor; `backends.host_runner.HostTileRunner` serves every backend without
 device-side input/output passes). A backend whose kernels cannot run tiles of
 any size declares `Backend.tile_limits` (`TileLimits`), which `plan.plan_denoise`
-tiles within. The registry imports a backend only when it is asked for, so
+tiles within. A backend with its own temporal-mode kernels declares
+`Backend.temporal_passes` (a `TemporalPasses`; `oidn_gpu.temporal` uses NumPy's
+where a backend has none). The registry imports a backend only when it is asked for, so
 ``import oidn_gpu`` stays NumPy-only, and probes each backend once per process.
 
 An executor runs one network (the U-Net of a `ValidatedModel`) on packed
@@ -301,6 +303,36 @@ class SequenceRunner(Protocol):
         ...
 
 
+@runtime_checkable
+class TemporalPasses(Protocol):
+    """The temporal mode's two passes on a backend (optional: `Backend.temporal_passes`).
+
+    Arrays and channel layouts are those of `oidn_gpu.temporal.passes`, whose NumPy
+    functions are the oracle each backend's kernels are tested against; ``params`` is a
+    `oidn_gpu.temporal.passes.TemporalParams`. Both take and return host float32 arrays.
+    """
+
+    def reproject(
+        self,
+        motion: np.ndarray,
+        guide: np.ndarray,
+        prev_guide: np.ndarray,
+        signal: np.ndarray,
+        prev_state: np.ndarray,
+        params: Any,
+    ) -> np.ndarray:
+        """Pass 1: the previous state reprojected, rejected and accumulated."""
+        ...
+
+    def stabilize(self, denoised: np.ndarray, reprojection: np.ndarray, params: Any) -> np.ndarray:
+        """Pass 2: the denoised frame blended with its clamped reprojected history."""
+        ...
+
+    def close(self) -> None:
+        """Release what the passes hold (device buffers); idempotent."""
+        ...
+
+
 # --- backends and the registry --------------------------------------------------------------
 
 
@@ -339,6 +371,9 @@ class Backend(Protocol):
             share of one) and places it there with `place_on_gpu`; else CPU slots.
         benchmark: ``"module:attribute"`` of its `benchmark.Benchmark`, what ``oidn-gpu
             bench --backend NAME`` runs (optional: a backend without it has none).
+
+    Optional: ``temporal_passes(options) -> TemporalPasses``, the temporal mode's passes
+    on this backend with these options (``oidn_gpu.temporal`` runs NumPy's without it).
     """
 
     name: str

@@ -29,7 +29,9 @@ from oidn_gpu.cli.usage import (
 from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.model.unet import load_model
+from oidn_gpu.farm.temporal import denoise_sequence_temporal
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
+from oidn_gpu.temporal.frames import TemporalFrames
 
 QUALITIES = ("fast", "balanced", "high")
 PREFILTERS = ("none", "fast", "accurate")
@@ -110,6 +112,19 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         metavar="LAYER,...",
         help="also denoise these layers of an EXR (e.g. 'DiffDir,GlossDir') into the output; "
         "each uses the beauty's albedo and normal, shadow passes the color alone",
+    )
+    aux.add_argument(
+        "--temporal",
+        action="store_true",
+        help="temporal mode: denoise the frames in order with the history of the frames "
+        "before, reprojected by each frame's motion pass (less flicker); a depth pass "
+        "(Depth, Z) tells disocclusions",
+    )
+    aux.add_argument(
+        "--motion-layer",
+        metavar="NAME",
+        help="layer of the motion pass for --temporal (default: the renderers' names, "
+        "docs/aovs.md)",
     )
     aux.add_argument(
         "--list-layers",
@@ -254,6 +269,10 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         raise UsageError("--directional needs --lightmap")
     if args.only_beauty and args.aovs:
         raise UsageError("--only-beauty writes the beauty alone; it cannot be used with --aovs")
+    if args.temporal and args.aovs:
+        raise UsageError("--temporal denoises the beauty; it cannot be used with --aovs")
+    if args.motion_layer is not None and not args.temporal:
+        raise UsageError("--motion-layer names the motion pass of --temporal; add --temporal")
     if args.layer_name is not None and not args.layer_name.strip():
         raise UsageError("--layer-name is empty; expected a name such as 'Denoised'")
     if args.lightmap:
@@ -394,14 +413,25 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         return list_layers(files, args)
     jobs = plan_jobs(args, files, many)
     options = sequence_options(args)
-    run = functools.partial(run_sequence, jobs, config, options)
+    temporal = None
+    if args.temporal:
+        temporal = TemporalFrames(motion_layer=args.motion_layer)
+    run = functools.partial(run_sequence, jobs, config, options, temporal=temporal)
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
         run = functools.partial(farm.denoise_sequence, jobs, config, options, farm_options(args))
+        if temporal is not None:
+            run = functools.partial(
+                denoise_sequence_temporal, jobs, config, options, farm_options(args),
+                temporal=temporal,
+            )
     try:
         summary = run()
     except UnsupportedDeviceError as err:  # the up-front check (on a farm's node), no frame
         raise UsageError(f"{err}; pass --backend NAME with one of those") from None
+    finally:
+        if temporal is not None:
+            temporal.close()
     if not args.quiet:
         print(summary.line(len(jobs)), file=sys.stderr)
         layers = summary.layers_line()

@@ -73,8 +73,12 @@ def denoise_frame(
     *,
     progress: Progress | None = None,
     warn: Warn | None = None,
+    temporal: Any = None,
 ) -> FrameOutcome:
     """Denoise one frame (and its ``options.output.aovs``) and write its outputs.
+
+    ``temporal``: an `oidn_gpu.temporal.frames.TemporalFrames` that denoises the beauty
+    with the history of the frames before (frames in order); its restarts go to ``warn``.
 
     ``warn`` receives this frame's `NonFiniteInputWarning` messages, the count of NaN
     and infinite pixels of each input image, and the warning about non-finite output
@@ -91,12 +95,20 @@ def denoise_frame(
     denoiser = pool.get(hdr, srgb)
     lossless = exr.is_exr(job.output) and frame.color.file_format == exr.EXR_FORMAT
     passes = _passes(job, frame, output, lossless)
+    if temporal is not None and passes:
+        raise InvalidArgumentError("--temporal denoises the beauty; it cannot be used with --aovs")
     share = 1.0 / (1 + len(passes))
     if warn is not None:
         inputs = [("color", frame.color.pixels), ("albedo", frame.albedo), ("normal", frame.normal)]
         _warn_nonfinite_inputs(inputs, warn)
     part = _scaled(progress, 0.0, share)
-    result = _denoise_image(denoiser, frame.color.pixels, frame.albedo, frame.normal, part, warn)
+    if temporal is not None:
+        result, restarts = temporal.denoise(job.color, frame, denoiser)
+        for text in restarts if warn is not None else ():
+            warn(text)
+    else:
+        color = frame.color.pixels
+        result = _denoise_image(denoiser, color, frame.albedo, frame.normal, part, warn)
     denoised: list[DenoisedPass] = []
     for index, (name, layer, guided) in enumerate(passes, start=1):
         image = io.read_layer(job.color, layer)

@@ -7,7 +7,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import MissingDependencyError, OIDNGPUError
@@ -77,6 +77,7 @@ def run_sequence(
     options: SequenceOptions | None = None,
     *,
     stream: TextIO | None = None,
+    temporal: Any = None,
 ) -> SequenceSummary:
     """Denoise every job; one failing frame does not stop the others.
 
@@ -86,6 +87,8 @@ def run_sequence(
             ``options.inputs.mode``).
         options: how the run reads, writes and reports (`SequenceOptions`).
         stream: where messages go (stderr).
+        temporal: an `oidn_gpu.temporal.frames.TemporalFrames`: temporal mode (see
+            `denoise_frame`); the caller closes it.
 
     Where no progress bar is drawn (``show_progress`` False, or None and stderr not a
     terminal) and not ``quiet``, every frame gets one line: ``frame 2/3 in.exr: color
@@ -109,6 +112,7 @@ def run_sequence(
     summary = SequenceSummary()
     progress = ProgressBar(len(jobs), False if options.quiet else options.show_progress, stream)
     run = _Run(DenoiserPool(config), options, progress, stream, len(jobs))
+    run.temporal = temporal
     start = time.perf_counter()
     try:
         for index, job in enumerate(jobs):
@@ -147,6 +151,7 @@ class _Run:
         self.log_frames = options.verbose or (not options.quiet and not progress.shown)
         self.noted: set[str] = set()
         self.fatal = False  # a failure every other frame would repeat (a missing module)
+        self.temporal: Any = None  # TemporalFrames of a temporal run
 
     def say(self, text: str) -> None:
         self.progress.write(text, self.stream)
@@ -171,7 +176,9 @@ class _Run:
             self.say(f"warning: {job.color}: {text}")
 
         try:
-            outcome = denoise_frame(job, self.pool, options, progress=callback, warn=warn)
+            outcome = denoise_frame(
+                job, self.pool, options, progress=callback, warn=warn, temporal=self.temporal
+            )
         except Exception as err:
             elapsed = time.perf_counter() - frame_start
             self.say(f"error: {job.color}: {describe_error(err)}")

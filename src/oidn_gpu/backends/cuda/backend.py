@@ -343,5 +343,11 @@ class CudaBackend:
         where = f"{device}, CUDA_VISIBLE_DEVICES={visible}"
         return dataclasses.replace(options, device=device), where
 
+    def temporal_passes(self, options: CudaOptions) -> Any:
+        """The temporal mode's passes in torch on the options' device."""
+        from oidn_gpu.backends.cuda.temporal import TorchTemporalPasses
+
+        return TorchTemporalPasses(options.device)
+
 
 BACKEND = CudaBackend()

@@ -272,5 +272,12 @@ class WgpuBackend:
 
         return dataclasses.replace(options, device=open_device_for_gpu(gpu_id)), ""
 
+    def temporal_passes(self, options: WgpuOptions) -> Any:
+        """The temporal mode's passes as WGSL kernels on the options' device (else a new
+        device)."""
+        from oidn_gpu.backends.wgpu.temporal import WgpuTemporalPasses
+
+        return WgpuTemporalPasses(options.device)
+
 
 BACKEND = WgpuBackend()

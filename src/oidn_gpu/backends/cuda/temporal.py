@@ -1,0 +1,315 @@
+"""The temporal mode's passes in torch (the cuda backend's `TemporalPasses`).
+
+The same arithmetic as the NumPy oracle `oidn_gpu.temporal.passes`, in float32 tensor
+operations in the same order, on the backend's device (any torch device: the tests run it
+on CPU tensors). Images arrive as host arrays and go back as host arrays, one upload and
+one readback per pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.temporal import passes as tp
+
+
+def _device(option: Any) -> Any:
+    import torch
+
+    if option is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    if isinstance(option, int):
+        return torch.device("cuda", option)
+    return torch.device(option)
+
+
+class TorchTemporalPasses:
+    """`TemporalPasses` on a torch device."""
+
+    name = "torch"
+
+    def __init__(self, device: Any = None) -> None:
+        self.device = _device(device)
+
+    def _upload(self, array: np.ndarray) -> Any:
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(array, np.float32)).to(self.device)
+
+    def reproject(self, motion, guide, prev_guide, signal, prev_state, params) -> np.ndarray:
+        tensors = [self._upload(a) for a in (motion, guide, prev_guide, signal, prev_state)]
+        return reproject(*tensors, params).cpu().numpy()
+
+    def stabilize(self, denoised, reprojection, params) -> np.ndarray:
+        out = stabilize(self._upload(denoised[:, :, :3]), self._upload(reprojection), params)
+        return out.cpu().numpy()
+
+    def close(self) -> None:
+        pass
+
+
+def _f(value: float, like: Any) -> Any:
+    import torch
+
+    return torch.tensor(value, dtype=torch.float32, device=like.device)
+
+
+def _dot3(a: Any, b: Any) -> Any:
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+
+
+def _tap_tests(guide: Any, prev: Any, params: tp.TemporalParams) -> tuple[Any, Any]:
+    """`oidn_gpu.temporal.passes.tap_tests` on tensors."""
+    import torch
+
+    known = (guide[..., tp.GUIDE_UNKNOWN] == 0) & (prev[..., tp.GUIDE_UNKNOWN] == 0)
+    aux = torch.ones(guide.shape[:2], dtype=torch.bool, device=guide.device)
+    if params.use_normal:
+        n, p = guide[..., 1:4], prev[..., 1:4]
+        ln, lp = torch.sqrt(_dot3(n, n)), torch.sqrt(_dot3(p, p))
+        aligned = _dot3(n, p) >= _f(1.0 - params.normal_tolerance, n) * (ln * lp)
+        small = _f(tp.MIN_NORMAL_LENGTH, n)
+        aux &= aligned & ((ln > small) == (lp > small))
+    if params.use_albedo:
+        a, p = guide[..., 4:7], prev[..., 4:7]
+        diff = torch.maximum(
+            torch.maximum((a[..., 0] - p[..., 0]).abs(), (a[..., 1] - p[..., 1]).abs()),
+            (a[..., 2] - p[..., 2]).abs(),
+        )
+        aux &= diff <= _f(params.albedo_tolerance, a)
+    if not params.use_depth:
+        geometry = known & aux
+        return geometry, geometry
+    d, p = guide[..., 0], prev[..., 0]
+    near = (d - p).abs() <= _f(params.depth_tolerance, d) * torch.maximum(d.abs(), p.abs())
+    geometry = known & (near | (d == p))
+    return geometry, geometry & aux
+
+
+def _by_group(signal_part: Any, output_part: Any) -> Any:
+    import torch
+
+    return torch.cat(
+        [signal_part[..., None].expand(*signal_part.shape, tp.STATE_OUTPUT),
+         output_part[..., None].expand(*output_part.shape, tp.GATHERED - tp.STATE_OUTPUT)],
+        dim=-1,
+    )
+
+
+def _catmull_rom_weights(t: Any) -> tuple[Any, ...]:
+    t2 = t * t
+    return (
+        t * (-0.5 + t * (1.0 - 0.5 * t)),
+        1.0 + t2 * (-2.5 + 1.5 * t),
+        t * (0.5 + t * (2.0 - 1.5 * t)),
+        t2 * (-0.5 + 0.5 * t),
+    )
+
+
+def _luminance(rgb: Any) -> Any:
+    r, g, b = tp.LUMINANCE
+    return (_f(r, rgb) * rgb[..., 0] + _f(g, rgb) * rgb[..., 1]) + _f(b, rgb) * rgb[..., 2]
+
+
+def reproject(motion, guide, prev_guide, signal, prev_state, params: tp.TemporalParams):
+    """`oidn_gpu.temporal.passes.reproject` on tensors."""
+    gathered = gather(motion, guide, prev_guide, signal, prev_state, params)
+    return reject_changes(signal, gathered, params)
+
+
+def _box(image):
+    import torch
+
+    r = tp.CHANGE_RADIUS
+    height, width = image.shape
+    padded = torch.nn.functional.pad(image[None, None], (r, r, r, r), mode="replicate")[0, 0]
+    total = torch.zeros_like(image)
+    for dy in range(2 * r + 1):
+        for dx in range(2 * r + 1):
+            total = total + padded[dy : dy + height, dx : dx + width]
+    return total * _f(1.0 / (2 * r + 1) ** 2, image)
+
+
+def reject_changes(signal, reprojection, params: tp.TemporalParams):
+    """`oidn_gpu.temporal.passes.reject_changes` on tensors."""
+    import torch
+
+    if params.change_sigmas == 0:
+        return reprojection
+    top = float(np.float32(tp.MAX_CHANGE_LUMINANCE))
+    current = _luminance(signal[..., 0:3]).clamp(-top, top)
+    previous = _luminance(reprojection[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]).clamp(-top, top)
+    mean, squares = _box(current), _box(current * current)
+    error = torch.sqrt(torch.clamp(squares - mean * mean, min=0.0)) / float(
+        2 * tp.CHANGE_RADIUS + 1
+    )
+    changed = ((mean - _box(previous)).abs() > _f(params.change_sigmas, mean) * error) & (
+        reprojection[..., tp.REPROJECTION_VALID] > 0.5
+    )
+    out = reprojection.clone()
+    out[..., : tp.SIGNAL_CHANNELS] = torch.where(
+        changed[..., None], signal, out[..., : tp.SIGNAL_CHANNELS]
+    )
+    one = torch.ones((), dtype=torch.float32, device=out.device)
+    for channel in (tp.STATE_COUNT, tp.REPROJECTION_OUTPUT_COUNT):
+        out[..., channel] = torch.where(changed, one, out[..., channel])
+    return out
+
+
+def gather(motion, guide, prev_guide, signal, prev_state, params: tp.TemporalParams):
+    """`oidn_gpu.temporal.passes.gather` on tensors."""
+    import torch
+
+    height, width = motion.shape[:2]
+    dev = motion.device
+    limit = float(height + width)
+    usable = (motion[..., 0].abs() <= limit) & (motion[..., 1].abs() <= limit)
+    rows, cols = torch.meshgrid(
+        torch.arange(height, dtype=torch.float32, device=dev),
+        torch.arange(width, dtype=torch.float32, device=dev),
+        indexing="ij",
+    )
+    zero = torch.zeros((), dtype=torch.float32, device=dev)
+    px = cols + torch.where(usable, motion[..., 0], zero)
+    py = rows + torch.where(usable, motion[..., 1], zero)
+    x0, y0 = torch.floor(px), torch.floor(py)
+    fx, fy = px - x0, py - y0
+    x0i, y0i = x0.long(), y0.long()
+    taps = ((0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)), (0, 1, (1 - fx) * fy),
+            (1, 1, fx * fy))
+    g = tp.GATHERED
+    totals = [torch.zeros((height, width), dtype=torch.float32, device=dev) for _ in "so"]
+    taken = [torch.zeros((height, width), dtype=torch.int32, device=dev) for _ in "so"]
+    gathered = torch.zeros((height, width, g), dtype=torch.float32, device=dev)
+    low = torch.full((height, width, g), float("inf"), dtype=torch.float32, device=dev)
+    high = torch.full((height, width, g), float("-inf"), dtype=torch.float32, device=dev)
+    for dx, dy, weight in taps:
+        xs, ys = x0i + dx, y0i + dy
+        inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
+        xc, yc = xs.clamp(0, width - 1), ys.clamp(0, height - 1)
+        prev = prev_state[yc, xc, :g]
+        base = usable & inside & (prev[..., tp.STATE_COUNT] > 0)
+        oks = [base & test for test in _tap_tests(guide, prev_guide[yc, xc], params)]
+        ws = [torch.where(ok, weight, zero) for ok in oks]
+        for group in (0, 1):
+            totals[group] = totals[group] + ws[group]
+            taken[group] = taken[group] + oks[group].int()
+        gathered = gathered + _by_group(ws[0], ws[1]) * prev
+        low, high = torch.minimum(low, prev), torch.maximum(high, prev)
+    valid, valid_out = (t >= tp.MIN_TAP_WEIGHT for t in totals)
+    one_t = torch.ones_like(totals[0])
+    divisor = _by_group(torch.where(valid, totals[0], one_t),
+                        torch.where(valid_out, totals[1], one_t))
+    history = gathered / divisor
+    cubic = _catmull_rom(prev_state, x0i, y0i, fx, fy)
+    cubic = torch.minimum(torch.maximum(cubic, low), high)
+    history = torch.where(_by_group(taken[0] == 4, taken[1] == 4), cubic, history)
+    return _accumulate(signal, history, valid, valid_out, fx, fy, params)
+
+
+def _accumulate(signal, history, valid, valid_out, fx, fy, params: tp.TemporalParams):
+    import torch
+
+    height, width = valid.shape
+    dev = valid.device
+    zero = torch.zeros((), dtype=torch.float32, device=dev)
+    tol = params.subpixel_tolerance
+    whole = (torch.minimum(fx, 1 - fx) <= tol) & (torch.minimum(fy, 1 - fy) <= tol)
+    accumulates = valid & whole
+    one = torch.ones((), dtype=torch.float32, device=dev)
+    count = torch.minimum(history[..., tp.STATE_COUNT] + 1, _f(params.history, fx))
+    count = torch.where(accumulates, count, one)
+    alpha = 1 / count
+    acc = history[..., : tp.SIGNAL_CHANNELS]
+    signal = _without_fireflies(signal, acc, history[..., tp.STATE_COUNT], accumulates, params)
+    acc = acc + (signal - acc) * alpha[..., None]
+    acc = torch.where((accumulates & (count > 1))[..., None], acc, signal)
+    out = torch.zeros((height, width, tp.REPROJECTION_CHANNELS), dtype=torch.float32, device=dev)
+    out[..., : tp.SIGNAL_CHANNELS] = acc
+    out[..., tp.STATE_COUNT] = count
+    previous = history[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]
+    out[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3] = torch.where(
+        valid_out[..., None], previous, zero
+    )
+    out[..., tp.REPROJECTION_VALID] = valid.float()
+    top = _f(1.0, fx) / _f(max(params.output_blend, 1e-6), fx)
+    out_count = torch.minimum(history[..., tp.STATE_OUTPUT_COUNT] + 1, top)
+    out[..., tp.REPROJECTION_OUTPUT_COUNT] = torch.where(valid_out, out_count, one)
+    return out
+
+
+def _without_fireflies(signal, acc, history_count, accumulates, params):
+    import torch
+
+    if params.firefly_ratio == 0:
+        return signal
+    l_in = _luminance(signal[..., 0:3])
+    limit = _f(params.firefly_ratio, signal) * _luminance(acc[..., 0:3])
+    clip = accumulates & (history_count >= 2) & (limit > 0) & (l_in > limit)
+    one = torch.ones((), dtype=torch.float32, device=signal.device)
+    scale = torch.where(clip, limit / torch.where(clip, l_in, one), one)
+    out = signal.clone()
+    out[..., 0:3] = signal[..., 0:3] * scale[..., None]
+    return out
+
+
+def _catmull_rom(state, x0, y0, fx, fy):
+    import torch
+
+    height, width = state.shape[:2]
+    wx, wy = _catmull_rom_weights(fx), _catmull_rom_weights(fy)
+    out = torch.zeros(fx.shape + (tp.GATHERED,), dtype=torch.float32, device=fx.device)
+    for j in range(4):
+        yc = (y0 + (j - 1)).clamp(0, height - 1)
+        for i in range(4):
+            xc = (x0 + (i - 1)).clamp(0, width - 1)
+            out = out + (wy[j] * wx[i])[..., None] * state[yc, xc, : tp.GATHERED]
+    return out
+
+
+def stabilize(denoised, reprojection, params: tp.TemporalParams):
+    """`oidn_gpu.temporal.passes.stabilize` on tensors."""
+    import torch
+
+    finite = torch.isfinite(denoised)
+    safe = torch.where(finite, denoised, torch.zeros((), device=denoised.device))
+    history = reprojection[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]
+    if params.clamp != "none":
+        low, high = _bounds(safe, params)
+        history = torch.minimum(torch.maximum(history, low), high)
+    beta = 1 / reprojection[..., tp.REPROJECTION_OUTPUT_COUNT]
+    out = history + (safe - history) * beta[..., None]
+    out = torch.where((beta >= 1)[..., None], safe, out)
+    return torch.where(finite, out, denoised)
+
+
+def _bounds(image, params: tp.TemporalParams):
+    import torch
+
+    r = params.clamp_radius
+    height, width = image.shape[:2]
+    padded = torch.nn.functional.pad(
+        image.permute(2, 0, 1)[None], (r, r, r, r), mode="replicate"
+    )[0].permute(1, 2, 0)
+    windows = [
+        padded[dy : dy + height, dx : dx + width]
+        for dy in range(2 * r + 1)
+        for dx in range(2 * r + 1)
+    ]
+    if params.clamp == "variance":
+        total = torch.zeros_like(image)
+        squares = torch.zeros_like(image)
+        for window in windows:
+            total = total + window
+            squares = squares + window * window
+        inv = _f(1.0 / len(windows), image)
+        mean = total * inv
+        sigma = torch.sqrt(torch.clamp(squares * inv - mean * mean, min=0.0))
+        spread = _f(params.clamp_gamma, image) * sigma
+        return mean - spread, mean + spread
+    low, high = windows[0], windows[0]
+    for window in windows[1:]:
+        low, high = torch.minimum(low, window), torch.maximum(high, window)
+    return low, high

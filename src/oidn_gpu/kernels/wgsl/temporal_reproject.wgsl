@@ -1,0 +1,184 @@
+{% include "bindings.wgsl" %}
+
+// Pass 1 of the temporal mode (oidn_gpu.temporal.passes.reproject, the same arithmetic in
+// the same order): the previous state read at (x + mx, y + my), each bilinear tap kept when
+// on screen with an agreeing guide (two tests: the accumulated input's channels, x, and the
+// output's, y), Catmull-Rom when all four are kept; the signal accumulated where the motion
+// is whole pixels. Inputs are finite (the host sanitizes).
+
+fn guide_of(p: u32, c: u32) -> f32 {
+  return guide[p * GUIDE_CHANNELS + c];
+}
+
+fn prev_guide_of(p: u32, c: u32) -> f32 {
+  return prev_guide[p * GUIDE_CHANNELS + c];
+}
+
+fn state_of(p: u32, c: u32) -> f32 {
+  return prev_state[p * STATE_CHANNELS + c];
+}
+
+// Whether the normal and albedo of pixel p and the previous ones at q agree (those given).
+fn aux_agrees(p: u32, q: u32) -> bool {
+  var ok = true;
+{% if use_normal %}
+  let n = vec3<f32>(guide_of(p, 1u), guide_of(p, 2u), guide_of(p, 3u));
+  let m = vec3<f32>(prev_guide_of(q, 1u), prev_guide_of(q, 2u), prev_guide_of(q, 3u));
+  let ln = sqrt(n.x * n.x + n.y * n.y + n.z * n.z);
+  let lm = sqrt(m.x * m.x + m.y * m.y + m.z * m.z);
+  let aligned = n.x * m.x + n.y * m.y + n.z * m.z >= NORMAL_COS * (ln * lm);
+  ok = ok && aligned && ((ln > MIN_NORMAL_LENGTH) == (lm > MIN_NORMAL_LENGTH));
+{% endif %}
+{% if use_albedo %}
+  let a = vec3<f32>(guide_of(p, 4u), guide_of(p, 5u), guide_of(p, 6u));
+  let b = vec3<f32>(prev_guide_of(q, 4u), prev_guide_of(q, 5u), prev_guide_of(q, 6u));
+  let diff = max(max(abs(a.x - b.x), abs(a.y - b.y)), abs(a.z - b.z));
+  ok = ok && diff <= ALBEDO_TOLERANCE;
+{% endif %}
+  return ok;
+}
+
+// (geometry, output): whether the tap q may serve pixel p's accumulated input (depth where
+// given, else normal and albedo) and its output history (that and normal and albedo).
+fn tap_tests(p: u32, q: u32) -> vec2<bool> {
+  let known = guide_of(p, UNKNOWN) == 0.0 && prev_guide_of(q, UNKNOWN) == 0.0;
+  let aux = aux_agrees(p, q);
+{% if use_depth %}
+  let d = guide_of(p, 0u);
+  let e = prev_guide_of(q, 0u);
+  let geometry = known && (abs(d - e) <= DEPTH_TOLERANCE * max(abs(d), abs(e)) || d == e);
+  return vec2<bool>(geometry, geometry && aux);
+{% else %}
+  let geometry = known && aux;
+  return vec2<bool>(geometry, geometry);
+{% endif %}
+}
+
+fn catmull_rom(t: f32) -> vec4<f32> {
+  let t2 = t * t;
+  return vec4<f32>(
+    t * (-0.5 + t * (1.0 - 0.5 * t)),
+    1.0 + t2 * (-2.5 + 1.5 * t),
+    t * (0.5 + t * (2.0 - 1.5 * t)),
+    t2 * (-0.5 + 0.5 * t));
+}
+
+fn luminance(r: f32, g: f32, b: f32) -> f32 {
+  return LUMINANCE_R * r + LUMINANCE_G * g + LUMINANCE_B * b;
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+  let width = params.width;
+  let height = params.height;
+  if (id.x >= width || id.y >= height) {
+    return;
+  }
+  let p = id.y * width + id.x;
+  let mx = motion[p * 2u];
+  let my = motion[p * 2u + 1u];
+  let reach = f32(width + height);
+  let usable = abs(mx) <= reach && abs(my) <= reach;
+  let px = f32(id.x) + select(0.0, mx, usable);
+  let py = f32(id.y) + select(0.0, my, usable);
+  let x0 = floor(px);
+  let y0 = floor(py);
+  let fx = px - x0;
+  let fy = py - y0;
+  let ix = i32(x0);
+  let iy = i32(y0);
+  let iw = i32(width);
+  let ih = i32(height);
+  var weights = array<f32, 4>((1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy);
+  var total = vec2<f32>(0.0, 0.0);
+  var taken = vec2<u32>(0u, 0u);
+  var gathered: array<f32, GATHERED>;
+  var low: array<f32, GATHERED>;
+  var high: array<f32, GATHERED>;
+  for (var c = 0u; c < GATHERED; c = c + 1u) {
+    gathered[c] = 0.0;
+  }
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let xs = ix + i32(k & 1u);
+    let ys = iy + i32(k >> 1u);
+    let inside = xs >= 0 && xs < iw && ys >= 0 && ys < ih;
+    let q = u32(clamp(ys, 0, ih - 1)) * width + u32(clamp(xs, 0, iw - 1));
+    let base = usable && inside && state_of(q, STATE_COUNT) > 0.0;
+    let tests = tap_tests(p, q);
+    let ok = vec2<bool>(base && tests.x, base && tests.y);
+    let w = vec2<f32>(select(0.0, weights[k], ok.x), select(0.0, weights[k], ok.y));
+    total = total + w;
+    taken = taken + vec2<u32>(select(0u, 1u, ok.x), select(0u, 1u, ok.y));
+    for (var c = 0u; c < GATHERED; c = c + 1u) {
+      let v = state_of(q, c);
+      gathered[c] = gathered[c] + select(w.y, w.x, c < STATE_OUTPUT) * v;
+      if (k == 0u) {
+        low[c] = v;
+        high[c] = v;
+      } else {
+        low[c] = min(low[c], v);
+        high[c] = max(high[c], v);
+      }
+    }
+  }
+  let valid = total.x >= MIN_TAP_WEIGHT;
+  let valid_out = total.y >= MIN_TAP_WEIGHT;
+  let divisor = vec2<f32>(select(1.0, total.x, valid), select(1.0, total.y, valid_out));
+  var history: array<f32, GATHERED>;
+  for (var c = 0u; c < GATHERED; c = c + 1u) {
+    history[c] = gathered[c] / select(divisor.y, divisor.x, c < STATE_OUTPUT);
+  }
+  if (taken.x == 4u || taken.y == 4u) {
+    let wx = catmull_rom(fx);
+    let wy = catmull_rom(fy);
+    var cubic: array<f32, GATHERED>;
+    for (var c = 0u; c < GATHERED; c = c + 1u) {
+      cubic[c] = 0.0;
+    }
+    for (var j = 0; j < 4; j = j + 1) {
+      let yc = u32(clamp(iy + j - 1, 0, ih - 1));
+      for (var i = 0; i < 4; i = i + 1) {
+        let q = yc * width + u32(clamp(ix + i - 1, 0, iw - 1));
+        let w = wy[j] * wx[i];
+        for (var c = 0u; c < GATHERED; c = c + 1u) {
+          cubic[c] = cubic[c] + w * state_of(q, c);
+        }
+      }
+    }
+    for (var c = 0u; c < GATHERED; c = c + 1u) {
+      if (select(taken.y, taken.x, c < STATE_OUTPUT) == 4u) {
+        history[c] = min(max(cubic[c], low[c]), high[c]);
+      }
+    }
+  }
+  let whole = min(fx, 1.0 - fx) <= SUBPIXEL_TOLERANCE && min(fy, 1.0 - fy) <= SUBPIXEL_TOLERANCE;
+  let accumulates = valid && whole;
+  let count = select(1.0, min(history[STATE_COUNT] + 1.0, HISTORY), accumulates);
+  let alpha = 1.0 / count;
+  var scale = 1.0;
+{% if fireflies %}
+  let s = p * SIGNAL_CHANNELS;
+  let l_in = luminance(signal[s], signal[s + 1u], signal[s + 2u]);
+  let limit = FIREFLY_RATIO * luminance(history[0], history[1], history[2]);
+  if (accumulates && history[STATE_COUNT] >= 2.0 && limit > 0.0 && l_in > limit) {
+    scale = limit / l_in;
+  }
+{% endif %}
+  let o = p * REPROJECTION_CHANNELS;
+  for (var c = 0u; c < SIGNAL_CHANNELS; c = c + 1u) {
+    var v = signal[p * SIGNAL_CHANNELS + c];
+    if (c < 3u) {
+      v = v * scale;
+    }
+    let acc = history[c];
+    out[o + c] = select(v, acc + (v - acc) * alpha, accumulates && count > 1.0);
+  }
+  out[o + STATE_COUNT] = count;
+  for (var c = 0u; c < 3u; c = c + 1u) {
+    out[o + STATE_OUTPUT + c] = select(0.0, history[STATE_OUTPUT + c], valid_out);
+  }
+  out[o + REPROJECTION_VALID] = select(0.0, 1.0, valid);
+  out[o + REPROJECTION_OUTPUT_COUNT] = select(
+    1.0, min(history[STATE_OUTPUT_COUNT] + 1.0, OUTPUT_HISTORY), valid_out);
+  out[o + 15u] = 0.0;
+}

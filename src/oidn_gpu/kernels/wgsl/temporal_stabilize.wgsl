@@ -1,0 +1,53 @@
+{% include "bindings.wgsl" %}
+
+// Pass 2 of the temporal mode (oidn_gpu.temporal.passes.stabilize, the same arithmetic in
+// the same order): the reprojected previous output clamped to the window of the pixel in
+// the denoised frame (edge pixels repeated), blended with it by one over the output's
+// history length. The denoised frame is finite (the host sanitizes and restores it).
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+  let width = params.width;
+  let height = params.height;
+  if (id.x >= width || id.y >= height) {
+    return;
+  }
+  let p = id.y * width + id.x;
+  let r = p * REPROJECTION_CHANNELS;
+  let beta = 1.0 / reprojection[r + REPROJECTION_OUTPUT_COUNT];
+  let iw = i32(width);
+  let ih = i32(height);
+  for (var c = 0u; c < 3u; c = c + 1u) {
+    let d = denoised[p * 3u + c];
+    var h = reprojection[r + STATE_OUTPUT + c];
+{% if clamp != "none" %}
+    var total = 0.0;
+    var squares = 0.0;
+    var low = 0.0;
+    var high = 0.0;
+    for (var dy = -RADIUS; dy <= RADIUS; dy = dy + 1) {
+      let yc = u32(clamp(i32(id.y) + dy, 0, ih - 1));
+      for (var dx = -RADIUS; dx <= RADIUS; dx = dx + 1) {
+        let v = denoised[(yc * width + u32(clamp(i32(id.x) + dx, 0, iw - 1))) * 3u + c];
+        total = total + v;
+        squares = squares + v * v;
+        if (dy == -RADIUS && dx == -RADIUS) {
+          low = v;
+          high = v;
+        } else {
+          low = min(low, v);
+          high = max(high, v);
+        }
+      }
+    }
+{% if clamp == "variance" %}
+    let mean = total * INV_WINDOW;
+    let spread = GAMMA * sqrt(max(squares * INV_WINDOW - mean * mean, 0.0));
+    low = mean - spread;
+    high = mean + spread;
+{% endif %}
+    h = min(max(h, low), high);
+{% endif %}
+    out[p * 3u + c] = select(h + (d - h) * beta, d, beta >= 1.0);
+  }
+}

@@ -1,0 +1,10 @@
+"""Temporal mode: animation frames denoised with history, from OIDN's single-frame weights.
+
+`TemporalDenoiser` runs the loop (`denoiser`); `passes` holds the parameters
+(`TemporalParams`) and the NumPy passes that every backend's kernels are tested against.
+"""
+
+from oidn_gpu.temporal.denoiser import TemporalDenoiser, TemporalRestart
+from oidn_gpu.temporal.passes import TemporalParams
+
+__all__ = ["TemporalDenoiser", "TemporalParams", "TemporalRestart"]

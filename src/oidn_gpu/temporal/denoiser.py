@@ -1,0 +1,334 @@
+"""`TemporalDenoiser`: an animation's frames denoised in order, with history.
+
+Per frame (`oidn_gpu.temporal.passes` describes the two passes and their parameters):
+
+1. the previous frames' accumulated noisy color, albedo and normal are reprojected into
+   this frame by the motion vectors, rejected where depth, normal or albedo disagree or the
+   source was off screen, and blended with this frame's over at most ``history`` frames;
+2. the accumulated images are denoised by the wrapped `oidn_gpu.Denoiser` (the network
+   sees more samples);
+3. the result is blended with the reprojected previous output, clamped to its
+   neighbourhood in the denoised frame.
+
+The history restarts (and the ``oidn_gpu.temporal`` logger says why, at INFO level) at
+the first frame, at a gap or step back in the frame numbers, at a change of size or of the
+images given, and at a camera cut: a frame where more than ``cut_threshold`` of the pixels
+rejected their history.
+
+The passes run on the denoiser's backend (`Backend.temporal_passes`; NumPy for the
+reference backend and wherever a backend has none) on host arrays.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.base import get_backend
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.filter import Denoiser
+from oidn_gpu.temporal import passes as tp
+
+_LOG = logging.getLogger("oidn_gpu.temporal")
+FRAME_KEYS = ("color", "albedo", "normal", "motion", "depth", "frame")
+
+
+@dataclass(frozen=True)
+class TemporalRestart:
+    """Where and why the history restarted (`TemporalDenoiser.restarts`)."""
+
+    index: int  # position of the frame in the calls since the denoiser was made
+    frame: int | None  # the frame number given, if any
+    reason: str
+
+
+@dataclass
+class _History:
+    state: np.ndarray
+    guide: np.ndarray
+    frame: int | None
+    signature: tuple[Any, ...]
+
+
+class TemporalDenoiser:
+    """Denoises the frames of an animation in order, with history (temporal mode).
+
+    Args:
+        denoiser: the `oidn_gpu.Denoiser` that denoises each accumulated frame; None
+            makes one from ``options`` (and closes it in `close`).
+        history: frames of noisy input averaged at most (`TemporalParams`).
+        output_blend, clamp, clamp_radius, clamp_gamma, depth_tolerance, normal_tolerance,
+            albedo_tolerance, cut_threshold, subpixel_tolerance,
+            firefly_ratio, change_sigmas: see `oidn_gpu.temporal.passes.TemporalParams`.
+        **options: `oidn_gpu.Denoiser` options when ``denoiser`` is None (``hdr=True``,
+            ``backend="wgpu"``, ...).
+
+    Each frame needs its ``motion`` (``[H, W, 2]`` float, backward motion in pixels:
+    pixel ``(x, y)`` was at ``(x + mx, y + my)`` in the previous frame;
+    `oidn_gpu.image.motion` converts renderers' passes) and ``depth`` (``[H, W]``, the
+    renderer's Z or distance) to tell disocclusions: with depth, depth alone decides
+    (renderers' albedo and normal are as noisy as the color and would reject history at
+    random); without it, the albedo and normal decide (``albedo_tolerance``,
+    ``normal_tolerance``), which rejects more and stabilizes less. Non-finite motion, or
+    motion that leaves the screen, rejects the history there.
+    """
+
+    def __init__(
+        self,
+        denoiser: Any = None,
+        *,
+        history: int = tp.TemporalParams.history,
+        output_blend: float = tp.TemporalParams.output_blend,
+        clamp: str = tp.TemporalParams.clamp,
+        clamp_radius: int = tp.TemporalParams.clamp_radius,
+        clamp_gamma: float = tp.TemporalParams.clamp_gamma,
+        depth_tolerance: float = tp.TemporalParams.depth_tolerance,
+        normal_tolerance: float = tp.TemporalParams.normal_tolerance,
+        albedo_tolerance: float = tp.TemporalParams.albedo_tolerance,
+        cut_threshold: float = tp.TemporalParams.cut_threshold,
+        subpixel_tolerance: float = tp.TemporalParams.subpixel_tolerance,
+        firefly_ratio: float = tp.TemporalParams.firefly_ratio,
+        change_sigmas: float = tp.TemporalParams.change_sigmas,
+        **options: Any,
+    ) -> None:
+        self.params = tp.TemporalParams(
+            history=history, output_blend=output_blend, clamp=clamp, clamp_radius=clamp_radius,
+            clamp_gamma=clamp_gamma, depth_tolerance=depth_tolerance,
+            normal_tolerance=normal_tolerance, albedo_tolerance=albedo_tolerance,
+            cut_threshold=cut_threshold, subpixel_tolerance=subpixel_tolerance,
+            firefly_ratio=firefly_ratio, change_sigmas=change_sigmas,
+        )
+        if denoiser is not None and options:
+            raise InvalidArgumentError(
+                f"denoiser options {sorted(options)} were given with a denoiser; give one or "
+                "the other"
+            )
+        self._owns_denoiser = denoiser is None
+        if denoiser is None:
+            denoiser = Denoiser(**options)
+        self.denoiser = denoiser
+        self.passes = temporal_passes_for(denoiser)
+        self.restarts: list[TemporalRestart] = []
+        self.history_fraction: float = 0.0  # of the last frame
+        self._history: _History | None = None
+        self._index = 0
+        self._closed = False
+
+    def close(self) -> None:
+        """Release the passes (and the denoiser when this object made it); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.passes.close()
+        if self._owns_denoiser:
+            self.denoiser.close()
+
+    def __enter__(self) -> TemporalDenoiser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def reset(self) -> None:
+        """Forget the history: the next frame starts a new one."""
+        self._history = None
+
+    def denoise_many(self, frames: Iterable[Mapping[str, Any]]) -> Iterator[np.ndarray]:
+        """`denoise` of each frame in order: mappings with the keys ``color``, ``albedo``,
+        ``normal``, ``motion``, ``depth`` and ``frame`` (its number, to find gaps)."""
+        for item in frames:
+            if not isinstance(item, Mapping):
+                raise InvalidArgumentError(
+                    f"a temporal frame is a {type(item).__name__}; expected a mapping with "
+                    f"the keys {', '.join(FRAME_KEYS)}"
+                )
+            unknown = set(item) - set(FRAME_KEYS)
+            if unknown:
+                raise InvalidArgumentError(
+                    f"unknown key(s) {sorted(unknown)} in a temporal frame; expected "
+                    f"{', '.join(FRAME_KEYS)}"
+                )
+            yield self.denoise(**item)
+
+    def denoise(
+        self,
+        color: Any,
+        albedo: Any = None,
+        normal: Any = None,
+        *,
+        motion: Any = None,
+        depth: Any = None,
+        frame: int | None = None,
+    ) -> np.ndarray:
+        """The temporal result of the next frame: ``[H, W, 3]`` float32 (``[H, W, 4]`` with
+        the color's alpha passed through).
+
+        Raises:
+            InvalidArgumentError: no motion, or images of different sizes or shapes.
+            The errors of `oidn_gpu.Denoiser.denoise`.
+        """
+        if self._closed:
+            raise InvalidOperationError("the temporal denoiser is closed")
+        images = _FrameImages.of(color, albedo, normal, motion, depth, frame)
+        # With depth, depth alone decides: renderers' albedo and normal are as noisy as
+        # the color and would reject history at random (tests/data/sequences).
+        with_depth = images.depth is not None
+        params = self.params.with_guides(
+            depth=with_depth,
+            normal=images.normal is not None and not with_depth,
+            albedo=images.albedo is not None and not with_depth,
+        )
+        signal = tp.pack_signal(images.color, images.albedo, images.normal)
+        guide = tp.pack_guide(images.depth, images.albedo, images.normal)
+        history = self._continued(images)
+        if history is None:
+            prev_state, prev_guide = tp.empty_state(*images.size), guide
+        else:
+            prev_state, prev_guide = history.state, history.guide
+        reprojection = self.passes.reproject(
+            images.motion, guide, prev_guide, signal, prev_state, params
+        )
+        fraction = tp.history_fraction(reprojection)
+        if history is not None and 1.0 - fraction > params.cut_threshold:
+            self._restart(
+                images.frame,
+                f"{100 * (1 - fraction):.0f}% of the pixels rejected their history (more than "
+                f"cut_threshold={params.cut_threshold:g}): a camera cut",
+            )
+            reprojection = self.passes.reproject(
+                images.motion, guide, guide, signal, tp.empty_state(*images.size), params
+            )
+            fraction = 0.0
+        self.history_fraction = fraction
+        acc = reprojection
+        denoised = self.denoiser.denoise(
+            np.ascontiguousarray(acc[:, :, 0:3]),
+            None if images.albedo is None else np.ascontiguousarray(acc[:, :, 3:6]),
+            None if images.normal is None else np.ascontiguousarray(acc[:, :, 6:9]),
+        )
+        output = self.passes.stabilize(np.asarray(denoised, np.float32), reprojection, params)
+        self._history = _History(
+            tp.next_state(reprojection, output), guide, images.frame, images.signature
+        )
+        self._index += 1
+        if images.alpha is not None:
+            output = np.concatenate([output, images.alpha[:, :, None]], axis=2)
+        return output
+
+    def _continued(self, images: _FrameImages) -> _History | None:
+        """The history this frame continues, or None (a restart, logged with its reason)."""
+        history = self._history
+        if history is None:
+            self._restart(images.frame, "the first frame")
+            return None
+        if history.signature != images.signature:
+            before, now = history.signature, images.signature
+            what = (
+                f"the size changed from {before[1]}x{before[0]} to {now[1]}x{now[0]}"
+                if before[:2] != now[:2]
+                else "the images given changed (albedo, normal or depth)"
+            )
+            self._restart(images.frame, what)
+            return None
+        if images.frame is not None and history.frame is not None:
+            if images.frame != history.frame + 1:
+                kind = "a gap in the numbering" if images.frame > history.frame else "out of order"
+                self._restart(
+                    images.frame, f"frame {images.frame} follows frame {history.frame} ({kind})"
+                )
+                return None
+        return history
+
+    def _restart(self, frame: int | None, reason: str) -> None:
+        self.restarts.append(TemporalRestart(self._index, frame, reason))
+        named = f"frame {frame}" if frame is not None else f"frame index {self._index}"
+        _LOG.info("temporal history restarts at %s: %s", named, reason)
+        self._history = None
+
+
+@dataclass(frozen=True)
+class _FrameImages:
+    """One frame's images as float32 host arrays, checked."""
+
+    color: np.ndarray
+    alpha: np.ndarray | None
+    albedo: np.ndarray | None
+    normal: np.ndarray | None
+    motion: np.ndarray
+    depth: np.ndarray | None
+    frame: int | None
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.color.shape[0], self.color.shape[1]
+
+    @property
+    def signature(self) -> tuple[Any, ...]:
+        given = tuple(a is not None for a in (self.albedo, self.normal, self.depth))
+        return (*self.size, self.color.shape[2], given)
+
+    @classmethod
+    def of(cls, color, albedo, normal, motion, depth, frame) -> _FrameImages:
+        if color is None:
+            raise InvalidArgumentError("temporal mode needs a color image per frame")
+        color = _image("color", color, (1, 3, 4))
+        height, width = color.shape[:2]
+        alpha = None
+        if color.shape[2] == 4:
+            color, alpha = color[:, :, :3], color[:, :, 3]
+        if motion is None:
+            raise InvalidArgumentError(
+                "temporal mode needs a motion image per frame (motion=, [H, W, 2] backward "
+                "motion in pixels); none was given"
+            )
+        motion = _image("motion", motion, (2,))
+        depth = None if depth is None else _image("depth", depth, (1,))[:, :, 0]
+        albedo = None if albedo is None else _image("albedo", albedo, (1, 3))
+        normal = None if normal is None else _image("normal", normal, (1, 3))
+        for name, image in (("motion", motion), ("depth", depth), ("albedo", albedo),
+                            ("normal", normal)):
+            if image is not None and image.shape[:2] != (height, width):
+                raise InvalidArgumentError(
+                    f"the {name} image is {image.shape[1]}x{image.shape[0]}; expected the "
+                    f"color's size {width}x{height}"
+                )
+        if depth is None and albedo is None and normal is None:
+            raise InvalidArgumentError(
+                "temporal mode needs depth, albedo or normal beside the motion, to reject "
+                "history where something was hidden before; none was given"
+            )
+        if frame is not None and (isinstance(frame, bool) or not isinstance(frame, (int,
+                                                                                    np.integer))):
+            raise InvalidArgumentError(f"frame is {frame!r}; expected an integer frame number")
+        return cls(color, alpha, albedo, normal, motion, depth,
+                   None if frame is None else int(frame))
+
+
+def _image(name: str, image: Any, channels: tuple[int, ...]) -> np.ndarray:
+    arr = np.asarray(image)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.ndim != 3 or arr.shape[2] not in channels or arr.dtype.kind not in "fiu":
+        shapes = " or ".join(f"HxWx{c}" for c in channels)
+        raise InvalidArgumentError(
+            f"the {name} image has shape {np.asarray(image).shape} and dtype "
+            f"{np.asarray(image).dtype}; expected a float {shapes} array"
+            + (" (HxW allowed)" if 1 in channels else "")
+        )
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InvalidArgumentError(f"the {name} image is empty ({arr.shape[1]}x{arr.shape[0]})")
+    return np.asarray(arr, np.float32)
+
+
+def temporal_passes_for(denoiser: Any) -> Any:
+    """The temporal passes of the denoiser's backend (`Backend.temporal_passes`), else the
+    NumPy ones."""
+    backend = get_backend(denoiser.backend)
+    factory = getattr(backend, "temporal_passes", None)
+    if factory is None:
+        return tp.NumpyTemporalPasses()
+    return factory(denoiser.backend_options)

@@ -1,0 +1,70 @@
+"""Temporal mode on the farm (a local Ray instance): chunks with warm-up history give the
+single-process frames; warm-up frames are not written; one result per frame."""
+
+from __future__ import annotations
+
+import io as stdio
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from oidn_gpu import sequence
+from oidn_gpu.config import DenoiserConfig, FilterOptions
+from oidn_gpu.farm.driver import FarmOptions
+from oidn_gpu.farm.temporal import chunk_jobs, denoise_sequence_temporal
+from oidn_gpu.image import io
+from oidn_gpu.temporal import chunks
+from oidn_gpu.temporal.frames import TemporalFrames
+
+pytestmark = pytest.mark.usefixtures("ray_instance")
+
+SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "static"
+CONFIG = DenoiserConfig.create(FilterOptions(quality="balanced"), backend="reference")
+
+
+def _jobs(folder: Path, out: Path) -> list[sequence.FrameJob]:
+    return [sequence.FrameJob(p, out / p.name) for p in sorted(folder.glob("*.exr"))]
+
+
+def test_farm_chunks_equal_the_single_process_temporal_output(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for number in range(1, 7):
+        shutil.copy(SEQUENCE / f"frame.{number:04d}.exr", folder)
+    single, farmed = tmp_path / "single", tmp_path / "farm"
+    single.mkdir()
+    farmed.mkdir()
+    with threadpool_limits(limits=1):  # as each worker of one CPU
+        temporal = TemporalFrames()
+        summary = sequence.run_sequence(_jobs(folder, single), CONFIG,
+                                        sequence.SequenceOptions(quiet=True), temporal=temporal)
+        temporal.close()
+    assert summary.count("done") == 6, summary.failed
+    summary = denoise_sequence_temporal(
+        _jobs(folder, farmed), CONFIG, sequence.SequenceOptions(show_progress=False),
+        FarmOptions(workers=2), chunks=3, warmup=chunks.DEFAULT_WARMUP, stream=stdio.StringIO(),
+    )
+    assert [r.status for r in summary.results] == ["done"] * 6
+    assert [r.job.color.name for r in summary.results] == [f"frame.{n:04d}.exr"
+                                                          for n in range(1, 7)]
+    assert sorted(p.name for p in farmed.iterdir()) == sorted(p.name for p in single.iterdir())
+    for path in sorted(single.iterdir()):
+        np.testing.assert_array_equal(io.read_image(farmed / path.name).pixels,
+                                      io.read_image(path).pixels)
+
+
+def test_chunks_are_contiguous_with_their_warmup(tmp_path):
+    jobs = [sequence.FrameJob(tmp_path / f"f.{i:04d}.exr", tmp_path / f"o.{i:04d}.exr")
+            for i in range(10)]
+    units = chunk_jobs(jobs, 3, 2, {"history": 4}, "Vector")
+    assert [[j.color.name for j in u.frames] for u in units] == [
+        [f"f.{i:04d}.exr" for i in r] for r in (range(0, 3), range(3, 6), range(6, 10))
+    ]
+    assert [[j.color.name for j in u.warmup] for u in units] == [
+        [], ["f.0001.exr", "f.0002.exr"], ["f.0004.exr", "f.0005.exr"]
+    ]
+    assert units[1].color == jobs[3].color.absolute() and units[1].first_index == 3
+    assert units[0].params == (("history", 4),) and units[0].motion_layer == "Vector"

@@ -1,0 +1,172 @@
+"""The temporal passes: the NumPy oracle's behaviour, and every backend's kernels agreeing
+with it (torch on CPU tensors here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.temporal import passes as tp
+from tests.temporal import synthetic
+
+PARAMS = tp.TemporalParams().with_guides(depth=True, normal=True, albedo=True)
+
+
+def _inputs(frames, t, state=None):
+    f, p = frames[t], frames[t - 1]
+    guide = tp.pack_guide(f.depth, f.albedo, f.normal)
+    prev_guide = tp.pack_guide(p.depth, p.albedo, p.normal)
+    signal = tp.pack_signal(f.color, f.albedo, f.normal)
+    if state is None:
+        psignal = tp.pack_signal(p.color, p.albedo, p.normal)
+        first = tp.reproject(p.motion, prev_guide, prev_guide, psignal, tp.empty_state(
+            *p.color.shape[:2]), PARAMS)
+        state = tp.next_state(first, p.reference)
+    return f.motion, guide, prev_guide, signal, state
+
+
+def _run_sequence(passes, frames, params=PARAMS):
+    """Every frame through ``passes`` with the reference standing in for the denoiser."""
+    state, prev_guide, outs = None, None, []
+    for f in frames:
+        guide = tp.pack_guide(f.depth, f.albedo, f.normal)
+        signal = tp.pack_signal(f.color, f.albedo, f.normal)
+        if state is None:
+            state, prev_guide = tp.empty_state(*f.color.shape[:2]), guide
+        rep = passes.reproject(f.motion, guide, prev_guide, signal, state, params)
+        out = passes.stabilize(rep[..., :3] * np.float32(0.9), rep, params)
+        outs.append((rep, out))
+        state, prev_guide = tp.next_state(rep, out), guide
+    return outs
+
+
+def _accumulate(colors, motion) -> np.ndarray:
+    """The last reprojection of noise frames under one albedo, no light-change test."""
+    params = tp.TemporalParams(firefly_ratio=0, change_sigmas=0).with_guides(
+        depth=False, normal=False, albedo=True)
+    albedo = np.full(colors[0].shape, 0.5, np.float32)
+    guide = tp.pack_guide(None, albedo, None)
+    state = tp.empty_state(*colors[0].shape[:2])
+    for color in colors:
+        rep = tp.reproject(motion, guide, guide, tp.pack_signal(color, albedo, None), state,
+                           params)
+        state = tp.next_state(rep, rep[..., :3])
+    return rep
+
+
+def test_static_history_averages_the_noise():
+    colors, motion = synthetic.shifted_noise_sequence(4, 32, (0.0, 0.0), seed=1)
+    rep = _accumulate(colors, motion)
+    np.testing.assert_allclose(rep[..., :3], np.mean(colors, axis=0), rtol=1e-5)
+    assert np.all(rep[..., tp.STATE_COUNT] == 4)
+
+
+def test_whole_pixel_motion_follows_the_content():
+    colors, motion = synthetic.shifted_noise_sequence(3, 32, (2.0, 1.0), seed=2)
+    rep = _accumulate(colors, motion)
+    # The same content each frame: the average is the content itself where it stayed on
+    # screen; where it came from off screen, the history restarted.
+    inner = rep[:-2, :-4, :3]
+    np.testing.assert_allclose(inner, colors[-1][:-2, :-4], rtol=1e-5)
+    assert np.all(rep[-1, :, tp.REPROJECTION_VALID] == 0)
+    assert np.all(rep[:-1, :-2, tp.REPROJECTION_VALID] == 1)
+
+
+def test_subpixel_motion_does_not_accumulate_noise():
+    frames = synthetic.sequence("pan", frames=2, size=32)
+    rep = tp.reproject(*_inputs(frames, 1), PARAMS)
+    np.testing.assert_array_equal(rep[..., :3], tp.pack_signal(
+        frames[1].color, frames[1].albedo, frames[1].normal)[..., :3])
+    assert rep[..., tp.REPROJECTION_VALID].mean() > 0.8  # the output history is kept
+
+
+def test_disocclusion_rejects_history():
+    frames = synthetic.sequence("object", frames=3, size=64)
+    rep = tp.reproject(*_inputs(frames, 2), PARAMS)
+    valid = rep[..., tp.REPROJECTION_VALID] > 0
+    assert not valid[frames[2].disoccluded].any()
+    assert valid[~frames[2].object_mask & ~frames[2].disoccluded].mean() > 0.99
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 1e6, -3e4])
+def test_bad_motion_rejects_and_stays_finite(bad):
+    frames = synthetic.sequence("static", frames=2, size=32)
+    motion, guide, prev_guide, signal, state = _inputs(frames, 1)
+    motion = motion.copy()
+    motion[4:9, 5:20] = bad
+    rep = tp.reproject(motion, guide, prev_guide, signal, state, PARAMS)
+    assert np.isfinite(rep).all()
+    assert (rep[4:9, 5:20, tp.REPROJECTION_VALID] == 0).all()
+    den = np.full((32, 32, 3), np.nan, np.float32)
+    den[:16] = 1.0
+    out = tp.stabilize(den, rep, PARAMS)
+    assert np.isfinite(out[:16]).all()
+
+
+def test_nonfinite_color_is_sanitized():
+    frames = synthetic.sequence("static", frames=2, size=32)
+    motion, guide, prev_guide, signal, state = _inputs(frames, 1)
+    color = frames[1].color.copy()
+    color[0, 0], color[1, 1], color[2, 2] = np.nan, np.inf, -np.inf
+    signal = tp.pack_signal(color, frames[1].albedo, frames[1].normal)
+    rep = tp.reproject(motion, guide, prev_guide, signal, state, PARAMS)
+    assert np.isfinite(rep).all()
+
+
+def test_clamp_bounds_the_history():
+    den = np.ones((16, 16, 3), np.float32)
+    rep = np.zeros((16, 16, tp.REPROJECTION_CHANNELS), np.float32)
+    rep[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3] = 5.0
+    rep[..., tp.REPROJECTION_VALID] = 1.0
+    rep[..., tp.REPROJECTION_OUTPUT_COUNT] = 4.0
+    for clamp in ("minmax", "variance"):
+        params = tp.TemporalParams(clamp=clamp)
+        np.testing.assert_array_equal(tp.stabilize(den, rep, params), den)
+    unclamped = tp.stabilize(den, rep, tp.TemporalParams(clamp="none"))
+    np.testing.assert_allclose(unclamped, 1.0 + (5.0 - 1.0) * 0.75)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("history", 0), ("history", 2.5), ("output_blend", 0), ("output_blend", 1.5),
+     ("clamp", "box"), ("clamp_radius", -1), ("cut_threshold", 2.0), ("depth_tolerance", -1),
+     ("firefly_ratio", "x")],
+)
+def test_params_are_checked(name, value):
+    with pytest.raises(InvalidArgumentError, match=name):
+        tp.TemporalParams(**{name: value})
+
+
+def test_torch_passes_agree_with_numpy():
+    import torch
+
+    from oidn_gpu.backends.cuda.temporal import TorchTemporalPasses
+
+    passes = TorchTemporalPasses(torch.device("cpu"))
+    for kind in ("pan", "object"):
+        frames = synthetic.sequence(kind, frames=4, size=32)
+        frames[2].motion[3, 3] = np.nan
+        expected = _run_sequence(tp.NumpyTemporalPasses(), frames)
+        got = _run_sequence(passes, frames)
+        for (rep_e, out_e), (rep_g, out_g) in zip(expected, got):
+            np.testing.assert_allclose(rep_g, rep_e, rtol=2e-5, atol=2e-6)
+            np.testing.assert_allclose(out_g, out_e, rtol=2e-5, atol=2e-6)
+
+
+def test_a_light_change_drops_the_history_there():
+    frames = synthetic.sequence("static", frames=2, size=32, firefly_rate=0.0)
+    motion, guide, prev_guide, signal, state = _inputs(frames, 1)
+    lit = frames[1].color.copy()
+    lit[8:16, 8:16] *= 4.0  # a light switched on over a patch
+    signal = tp.pack_signal(lit, frames[1].albedo, frames[1].normal)
+    rep = tp.reproject(motion, guide, prev_guide, signal, state, PARAMS)
+    assert (rep[10:14, 10:14, tp.STATE_COUNT] == 1).all()
+    assert (rep[10:14, 10:14, tp.REPROJECTION_OUTPUT_COUNT] == 1).all()
+    np.testing.assert_array_equal(rep[10:14, 10:14, :9], signal[10:14, 10:14])
+    # elsewhere most of the history stays (noise alone passes 2 sigmas in some windows)
+    assert (rep[24:, 24:, tp.STATE_COUNT] == 2).mean() > 0.7
+    off = tp.reproject(motion, guide, prev_guide, signal, state,
+                       tp.TemporalParams(change_sigmas=0).with_guides(depth=True, normal=True,
+                                                                      albedo=True))
+    assert (off[10:14, 10:14, tp.STATE_COUNT] == 2).all()
