@@ -53,13 +53,18 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import (
+    DEFAULT_TAIL,
+    TailConfig,
     TileConfig,
     Tuner,
     block_k_for,
     candidates,
     default_config,
     shipped_config,
+    shipped_tail,
     signature,
+    tail_candidates,
+    tail_signature,
     tuning_enabled,
 )
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, MissingDependencyError
@@ -71,6 +76,8 @@ from oidn_gpu.model.unet import tile_overlap
 PRECISIONS = ("fp16", "bf16")
 ENGINES = ("auto", "triton", "cudnn")
 INTERPRET_ENV_VAR = "TRITON_INTERPRET"
+FUSED_ENV_VAR = "OIDN_GPU_CUDA_FUSED"  # "off": every conv in its own kernel
+MAX_TAIL_CHANNELS = 64  # widest hidden activation the fused tail holds per pixel
 
 
 _KERNELS: Any = None
@@ -87,6 +94,14 @@ def kernels() -> Any:
 
             _KERNELS = triton_kernels
         return _KERNELS
+
+
+def fused_kernels() -> Any:
+    """The `fused_kernels` module (imports Triton, like `kernels`)."""
+    kernels()
+    import oidn_gpu.backends.cuda.fused_kernels as module
+
+    return module
 
 
 def triton_status(*, load: bool = True) -> str | None:
@@ -139,10 +154,56 @@ class Prepared:
     slots: list[Any]
     views: dict[str, Any]
     configs: dict[str, TileConfig] = field(default_factory=dict)
+    tail: TailConfig | None = None  # the fused tail's tile (when the tail is fused)
+    scratch: Any = None  # the fused tail's per-program rectangles
 
     @property
     def byte_size(self) -> int:
-        return sum(int(s.numel()) for s in self.slots)
+        scratch = int(self.scratch.numel() * self.scratch.element_size()) if (
+            self.scratch is not None) else 0  # fmt: skip
+        return sum(int(s.numel()) for s in self.slots) + scratch
+
+
+@dataclass(frozen=True)
+class FusedTail:
+    """The network's last two convs and the output pass as one kernel
+    (`fused_kernels.conv_tail_kernel`): ``hidden`` feeds only ``final``."""
+
+    hidden: ConvLaunch
+    final: ConvLaunch
+
+    @property
+    def name(self) -> str:
+        return f"{self.hidden.name}+{self.final.name}"
+
+    @property
+    def layers(self) -> tuple[ConvLaunch, ConvLaunch]:
+        return (self.hidden, self.final)
+
+
+def fused_tail(launches: tuple[ConvLaunch, ...]) -> FusedTail | None:
+    """The fusable tail of a network's launches: a plain full-resolution conv of at most
+    `MAX_TAIL_CHANNELS` channels read only by the final conv, itself a plain conv of it
+    (the OIDN U-Nets' ``dec_conv1b -> dec_conv0``); None when the network has none."""
+    if len(launches) < 2:
+        return None
+    hidden, final = launches[-2], launches[-1]
+
+    def plain(launch: ConvLaunch) -> bool:
+        return len(launch.sources) == 1 and not launch.sources[0].upsample and not launch.pool
+
+    readers = [launch for launch in launches if any(s.value == hidden.value
+                                                    for s in launch.sources)]  # fmt: skip
+    if not (final.final and plain(final) and plain(hidden) and readers == [final]):
+        return None
+    if final.sources[0].value != hidden.value or hidden.out_stored > MAX_TAIL_CHANNELS:
+        return None
+    return FusedTail(hidden, final)
+
+
+def fused_default() -> bool:
+    """Whether the fused kernels run unless asked otherwise (``OIDN_GPU_CUDA_FUSED``)."""
+    return os.environ.get(FUSED_ENV_VAR, "on") not in ("off", "0")
 
 
 class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
@@ -169,6 +230,9 @@ class CudaExecutor(ExecutorBase):
         bridge: also build the cuDNN network to serve frames while the Triton kernels
             compile; default for ``engine="auto"`` on a GPU without tuning.
         shape_cache_size: how many input sizes keep their buffers.
+        fused: run the network's tail (last hidden conv, final conv, output pass) as one
+            fused kernel (`fused_tail`); default unless ``OIDN_GPU_CUDA_FUSED=off``.
+            ``False`` runs every conv in its own kernel (the fused kernel's oracle).
 
     Raises:
         MissingDependencyError: torch is missing, or ``engine="triton"`` without Triton.
@@ -185,6 +249,7 @@ class CudaExecutor(ExecutorBase):
         tune: bool | None = None,
         bridge: bool | None = None,
         shape_cache_size: int = 2,
+        fused: bool | None = None,
     ) -> None:
         torch = torch_ops.torch
         self._torch = torch
@@ -221,6 +286,12 @@ class CudaExecutor(ExecutorBase):
         self.graph = optimize(model.graph, channel_align=1)
         layout.check_weights(self.graph, model.convs)
         self.launches = layout.launches(self.graph)
+        self.fused = fused_default() if fused is None else bool(fused)
+        self.tail = fused_tail(self.launches) if self.fused else None
+        # what `forward` launches, in order: conv launches and the fused tail
+        self.steps: tuple[ConvLaunch | FusedTail, ...] = (
+            (*self.launches[:-2], self.tail) if self.tail is not None else self.launches
+        )
         self.input_channels = self.graph.input_channels
         self.output_channels = self.graph.output_channels
         self.input_stored = layout.stored_channels(self.input_channels)
@@ -312,6 +383,8 @@ class CudaExecutor(ExecutorBase):
             prepared = self._allocate(height, width)
             for launch in self.launches:
                 prepared.configs[launch.name] = self.tile_config(prepared, launch)
+            if self.tail is not None:
+                self.set_tail_config(prepared, self.tail_config())
             if self._tune_tiles:
                 self._tune(prepared)
             while len(self._prepared) >= self._cache_size:
@@ -355,6 +428,33 @@ class CudaExecutor(ExecutorBase):
         cached = self._tuner.cached(key) if self._tuner is not None else None
         return cached or shipped_config(self._capability, key) or default_config(launch)
 
+    def tail_config(self) -> TailConfig:
+        """The fused tail's tile: the tuning cache's, else the shipped one, else the default."""
+        assert self.tail is not None
+        key = tail_signature(self.tail.hidden, self.tail.final)
+        cached = self._tuner.cached(key) if self._tuner is not None else None
+        return cached or shipped_tail(self._capability, key) or DEFAULT_TAIL
+
+    def tail_programs(self, config: TailConfig, height: int, width: int) -> tuple[int, int, int]:
+        """``(programs, tiles_w, tiles)`` of the fused tail at network size ``height x width``."""
+        tiles_w = -(-width // (config.region_w - 2))
+        tiles = tiles_w * -(-height // (config.region_h - 2))
+        if self.device.type == "cuda":
+            sms = self._torch.cuda.get_device_properties(self.device).multi_processor_count
+        else:
+            sms = 2  # the interpreter: a few programs, each over several tiles
+        return min(tiles, sms * config.per_sm), tiles_w, tiles
+
+    def set_tail_config(self, prep: Prepared, config: TailConfig) -> None:
+        """Use ``config`` for the fused tail of ``prep`` (its scratch sized to fit)."""
+        assert self.tail is not None
+        height, width = layout.conv_shapes(prep.plan, self.tail.final)
+        programs = self.tail_programs(config, height, width)[0]
+        size = programs * config.region_h * config.region_w * self.tail.hidden.out_stored
+        if prep.scratch is None or prep.scratch.numel() < size:
+            prep.scratch = self._torch.empty(size, dtype=self.dtype, device=self.device)
+        prep.tail = config
+
     def _tune(self, prep: Prepared) -> None:
         import triton.testing
 
@@ -375,6 +475,25 @@ class CudaExecutor(ExecutorBase):
                 return float(triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median"))
 
             prep.configs[launch.name] = self._tuner.choose(key, candidates(launch), time_ms)
+        if self.tail is not None:
+            self._tune_tail(prep, target)
+
+    def _tune_tail(self, prep: Prepared, target: FinalTarget) -> None:
+        import triton.testing
+
+        assert self.tail is not None and self._tuner is not None
+
+        def time_ms(config: TailConfig) -> float:
+            self.set_tail_config(prep, config)
+            self._launch_tail(prep, config, target)
+            self._torch.cuda.synchronize(self.device)
+            return float(triton.testing.do_bench(
+                lambda: self._launch_tail(prep, config, target), warmup=5, rep=25,
+                return_mode="median",
+            ))  # fmt: skip
+
+        key = tail_signature(self.tail.hidden, self.tail.final)
+        self.set_tail_config(prep, self._tuner.choose(key, tail_candidates(), time_ms))
 
     def tuned(self) -> dict[str, TileConfig]:
         """The tuning cache's choices for this GPU, Triton version and precision."""
@@ -434,12 +553,20 @@ class CudaExecutor(ExecutorBase):
             source.copy_(x)
         raw = target is None
         target = target if target is not None else self._raw_target(prep)
-        for launch in self.launches:
+        for step in self.steps:
             if stop is not None and stop():
                 raise CompileStopped
-            self._launch(prep, launch, prep.configs[launch.name],
-                         target if launch.final else None)  # fmt: skip
+            self.launch_step(prep, step, target)
         return prep.views[self.graph.output] if raw else None
+
+    def launch_step(self, prep: Prepared, step: ConvLaunch | FusedTail,
+                    target: FinalTarget) -> None:  # fmt: skip
+        """Enqueue one of `steps` (a conv, or the fused tail) with the tiles of ``prep``."""
+        if isinstance(step, FusedTail):
+            assert prep.tail is not None
+            self._launch_tail(prep, prep.tail, target)
+        else:
+            self._launch(prep, step, prep.configs[step.name], target if step.final else None)
 
     def _forward_torch(self, x: Any, target: FinalTarget | None) -> Any:
         assert self._torch_net is not None
@@ -482,20 +609,7 @@ class CudaExecutor(ExecutorBase):
         if launch.final:
             assert target is not None
             out = target.image
-            mode = target.mode
-            final_args = (
-                target.scale if target.scale is not None else self._dummy,
-                target.offset, target.pixel_stride, target.row_stride,
-                target.keep_y, target.keep_x, target.keep_h, target.keep_w,
-                target.dst_y, target.dst_x,
-            )  # fmt: skip
-            flags = dict(
-                OUTPUT_PASS=mode is not None,
-                TRANSFER=transfer_id(mode.transfer) if mode is not None else 0,
-                HDR=bool(mode.hdr) if mode is not None else True,
-                SNORM=bool(mode.snorm) if mode is not None else False,
-                OUT_CHANNELS=target.channels,
-            )
+            final_args, flags = self._final_args(target)
         else:
             out = prep.views[launch.value]
             final_args = (self._dummy, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -521,6 +635,47 @@ class CudaExecutor(ExecutorBase):
             TAPS_B=taps_b,
             num_warps=config.num_warps,
             num_stages=config.num_stages,
+            **flags,
+        )  # fmt: skip
+
+    def _final_args(self, target: FinalTarget) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The final conv's image geometry arguments and output-pass flags."""
+        mode = target.mode
+        args = (
+            target.scale if target.scale is not None else self._dummy,
+            target.offset, target.pixel_stride, target.row_stride,
+            target.keep_y, target.keep_x, target.keep_h, target.keep_w,
+            target.dst_y, target.dst_x,
+        )  # fmt: skip
+        flags = dict(
+            OUTPUT_PASS=mode is not None,
+            TRANSFER=transfer_id(mode.transfer) if mode is not None else 0,
+            HDR=bool(mode.hdr) if mode is not None else True,
+            SNORM=bool(mode.snorm) if mode is not None else False,
+            OUT_CHANNELS=target.channels,
+        )
+        return args, flags
+
+    def _launch_tail(self, prep: Prepared, config: TailConfig, target: FinalTarget) -> None:
+        assert self.tail is not None
+        hidden, final = self.tail.layers
+        height, width = layout.conv_shapes(prep.plan, final)
+        programs, tiles_w, tiles = self.tail_programs(config, height, width)
+        source = hidden.sources[0]
+        w1, b1 = self._weights[hidden.name]
+        w2, b2 = self._weights[final.name]
+        block_k1, taps1 = block_k_for(config.block_k1, source.stored)
+        block_k2, taps2 = block_k_for(config.block_k2, hidden.out_stored)
+        final_args, flags = self._final_args(target)
+        fused_kernels().conv_tail_kernel[(programs,)](
+            prep.views[source.value], w1, b1, w2, b2, prep.scratch, target.image,
+            height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
+            final.a_tap_rows, final.weight_cols, tiles_w, tiles,
+            *final_args,
+            RELU1=hidden.relu, RELU2=final.relu,
+            REGION_H=config.region_h, REGION_W=config.region_w, BLOCK_M=config.block_m,
+            MID=hidden.out_stored, BLOCK_K1=block_k1, TAPS1=taps1, BLOCK_K2=block_k2,
+            TAPS2=taps2, num_warps=config.num_warps, num_stages=config.num_stages,
             **flags,
         )  # fmt: skip
 
@@ -563,6 +718,10 @@ class CudaExecutor(ExecutorBase):
                     kind += "+output"
                 if prep is not None:
                     kind += f" [{prep.configs[launch.name].describe()}]"
+                if self.tail is not None and launch in self.tail.layers:
+                    kind = f"triton-fused({self.tail.name})+output"
+                    if prep is not None and prep.tail is not None:
+                        kind += f" [{prep.tail.describe()}]"
             out[launch.name] = kind
         return out
 
