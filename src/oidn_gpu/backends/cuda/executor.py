@@ -183,7 +183,7 @@ class FusedTail:
 
 def fused_tail(launches: tuple[ConvLaunch, ...]) -> FusedTail | None:
     """The fusable tail of a network's launches: a plain full-resolution conv of at most
-    `MAX_TAIL_CHANNELS` channels read only by the final conv, itself a plain conv of it
+    `MAX_TAIL_CHANNELS` stored channels, a power of two, read only by the final conv, itself a plain conv of it
     (the OIDN U-Nets' ``dec_conv1b -> dec_conv0``); None when the network has none."""
     if len(launches) < 2:
         return None
@@ -196,7 +196,8 @@ def fused_tail(launches: tuple[ConvLaunch, ...]) -> FusedTail | None:
                                                     for s in launch.sources)]  # fmt: skip
     if not (final.final and plain(final) and plain(hidden) and readers == [final]):
         return None
-    if final.sources[0].value != hidden.value or hidden.out_stored > MAX_TAIL_CHANNELS:
+    mid = hidden.out_stored
+    if final.sources[0].value != hidden.value or mid > MAX_TAIL_CHANNELS or mid & (mid - 1):
         return None
     return FusedTail(hidden, final)
 
