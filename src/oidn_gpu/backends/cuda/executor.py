@@ -720,7 +720,7 @@ class CudaExecutor(ExecutorBase):
                 if prep is not None:
                     kind += f" [{prep.configs[launch.name].describe()}]"
                 if self.tail is not None and launch in self.tail.layers:
-                    kind = f"triton-fused({self.tail.name})+output"
+                    kind = "triton-fused-tail+output"
                     if prep is not None and prep.tail is not None:
                         kind += f" [{prep.tail.describe()}]"
             out[launch.name] = kind
