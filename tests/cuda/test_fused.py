@@ -14,7 +14,8 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from oidn_gpu.backends.cuda.executor import CudaExecutor, fused_tail
+from oidn_gpu.backends.cuda import executor as exm
+from oidn_gpu.backends.cuda.executor import FUSIONS, CudaExecutor, fused_tail
 from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
 from oidn_gpu.backends.cuda.tuning import (
     DEFAULT_TAIL,
@@ -24,6 +25,7 @@ from oidn_gpu.backends.cuda.tuning import (
     tail_candidates,
 )
 from oidn_gpu.backends.reference import ReferenceExecutor
+from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.graph import ir
 from oidn_gpu.image import process
 from oidn_gpu.model.unet import load_model
@@ -69,7 +71,7 @@ def test_fused_tail_matches_layers_and_reference(tail, size, channels, rng, devi
     x = rng.random((channels[0], *size), dtype=np.float32)
     expected = ReferenceExecutor(model).run(x)
     layers = CudaExecutor(model, device=device, tune=False, engine="triton", fused=False)
-    fused = CudaExecutor(model, device=device, tune=False, engine="triton", fused=True)
+    fused = CudaExecutor(model, device=device, tune=False, engine="triton", fused="tail")
     assert layers.tail is None and fused.tail is not None
     assert [getattr(s, "name", None) for s in fused.steps][-1] == "d1b+d0"
     _force(fused, *size, tail)
@@ -79,7 +81,32 @@ def test_fused_tail_matches_layers_and_reference(tail, size, channels, rng, devi
     assert rel_l2(actual, expected) <= FP16_REL_L2
 
 
-def test_fused_tail_through_the_output_pass_and_tiles(rng, device):
+@pytest.mark.parametrize(
+    ("size", "channels", "tile", "z_fp32"),
+    [
+        ((14, 22), (9, 16, 24, 32), TileConfig(64, 32, 32, 4, 2), True),
+        ((10, 18), (6, 16, 64, 64), TileConfig(32, 64, 128, 4, 2), False),  # 2 taps of 64
+        ((6, 34), (3, 16, 32, 16), TileConfig(64, 16, 16, 4, 2), True),  # 16 hidden channels
+    ],
+)
+def test_projected_tail_matches_layers_and_reference(size, channels, tile, z_fp32, rng, device,
+                                                     monkeypatch):  # fmt: skip
+    monkeypatch.setattr(exm, "TAIL_Z_FP32", z_fp32)
+    model = random_model(tail_unet(*channels), rng)
+    x = rng.random((channels[0], *size), dtype=np.float32)
+    expected = ReferenceExecutor(model).run(x)
+    layers = CudaExecutor(model, device=device, tune=False, engine="triton", fused=False)
+    fused = CudaExecutor(model, device=device, tune=False, engine="triton")
+    assert fused.fusion == "project" and fused.tail is not None
+    fused.prepare(*size).configs["d1b"] = tile
+    oracle, actual = layers.run(x), fused.run(x)
+    assert np.isfinite(actual).all()
+    assert rel_l2(actual, oracle) <= FUSED_VS_LAYERS
+    assert rel_l2(actual, expected) <= FP16_REL_L2
+
+
+@pytest.mark.parametrize("fused", ["project", "tail"])
+def test_fused_tail_through_the_output_pass_and_tiles(fused, rng, device):
     model = random_model(tail_unet(), rng)
     color = (rng.random((12, 20, 3)) ** 3 * 6).astype(np.float32)
     albedo = rng.random((12, 20, 3)).astype(np.float32)
@@ -87,9 +114,9 @@ def test_fused_tail_through_the_output_pass_and_tiles(rng, device):
     mode = process.mode_for("RT", hdr=True, input_scale=0.5)
     plan = default_plan(12, 20, overlap=0)
     outs = []
-    for fused in (False, True):
-        executor = CudaExecutor(model, device=device, tune=False, engine="triton", fused=fused)
-        if fused:
+    for option in (False, fused):
+        executor = CudaExecutor(model, device=device, tune=False, engine="triton", fused=option)
+        if option == "tail":
             _force(executor, plan.tile_h, plan.tile_w, TailConfig(8, 16, 64, 32, 32, 4, 2, 1))
         with CudaDenoiser(executor) as denoiser:
             outs.append(denoiser.denoise(color, albedo, normal, mode=mode, out_channels=1))
@@ -102,8 +129,10 @@ def test_fused_tail_bf16(rng, device):
     x = rng.random((9, 16, 30), dtype=np.float32)
     layers = CudaExecutor(model, device=device, tune=False, engine="triton", precision="bf16",
                           fused=False)  # fmt: skip
-    fused = CudaExecutor(model, device=device, tune=False, engine="triton", precision="bf16")
-    assert rel_l2(fused.run(x), layers.run(x)) <= 8 * FUSED_VS_LAYERS
+    for option in FUSIONS[:2]:
+        fused = CudaExecutor(model, device=device, tune=False, engine="triton",
+                             precision="bf16", fused=option)  # fmt: skip
+        assert rel_l2(fused.run(x), layers.run(x)) <= 8 * FUSED_VS_LAYERS
 
 
 def test_which_tails_fuse(weights_dir, rng):
@@ -122,11 +151,17 @@ def test_which_tails_fuse(weights_dir, rng):
     assert CudaExecutor(wide, device="cpu", tune=False, engine="triton").tail is None
 
 
-def test_environment_turns_fusion_off(monkeypatch, rng):
-    monkeypatch.setenv("OIDN_GPU_CUDA_FUSED", "off")
+def test_fusion_option_and_environment(monkeypatch, rng):
     model = random_model(tail_unet(), rng)
+    monkeypatch.setenv("OIDN_GPU_CUDA_FUSED", "off")
     assert CudaExecutor(model, device="cpu", tune=False, engine="triton").tail is None
     assert CudaExecutor(model, device="cpu", tune=False, engine="triton", fused=True).tail
+    monkeypatch.setenv("OIDN_GPU_CUDA_FUSED", "tail")
+    assert CudaExecutor(model, device="cpu", tune=False, engine="triton").fusion == "tail"
+    monkeypatch.delenv("OIDN_GPU_CUDA_FUSED")
+    assert CudaExecutor(model, device="cpu", tune=False, engine="triton").fusion == "project"
+    with pytest.raises(InvalidArgumentError, match="fused 'halo' is unknown"):
+        CudaExecutor(model, device="cpu", tune=False, engine="triton", fused="halo")
 
 
 def test_tuning_cache_keeps_tail_tiles(tmp_path):

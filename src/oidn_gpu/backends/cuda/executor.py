@@ -76,7 +76,13 @@ from oidn_gpu.model.unet import tile_overlap
 PRECISIONS = ("fp16", "bf16")
 ENGINES = ("auto", "triton", "cudnn")
 INTERPRET_ENV_VAR = "TRITON_INTERPRET"
-FUSED_ENV_VAR = "OIDN_GPU_CUDA_FUSED"  # "off": every conv in its own kernel
+FUSED_ENV_VAR = "OIDN_GPU_CUDA_FUSED"  # a FUSIONS name; "off": every conv in its own kernel
+# How the network's tail runs (`FusedTail`): "project" (the hidden conv with the final
+# conv's matrix product in its epilogue, then a 9-tap sum with the output pass), "tail"
+# (one kernel over 2D tiles with a recomputed halo), "off" (the per-layer kernels).
+FUSIONS = ("project", "tail", "off")
+TAIL_Z_FP32 = True  # `project`: the per-tap partial sums in fp32 (else fp16/bf16)
+TAP_SUM_BLOCK = (8, 32)  # `tap_sum_kernel` pixels per program (rows, columns)
 MAX_TAIL_CHANNELS = 64  # widest hidden activation the fused tail holds per pixel
 
 
@@ -202,9 +208,27 @@ def fused_tail(launches: tuple[ConvLaunch, ...]) -> FusedTail | None:
     return FusedTail(hidden, final)
 
 
-def fused_default() -> bool:
-    """Whether the fused kernels run unless asked otherwise (``OIDN_GPU_CUDA_FUSED``)."""
-    return os.environ.get(FUSED_ENV_VAR, "on") not in ("off", "0")
+def fusion_of(fused: bool | str | None) -> str:
+    """The `FUSIONS` name of the executor's ``fused`` option (None: ``OIDN_GPU_CUDA_FUSED``,
+    default ``project``; True: ``project``; False: ``off``)."""
+    if fused is None:
+        fused = os.environ.get(FUSED_ENV_VAR, FUSIONS[0]) or FUSIONS[0]
+        fused = {"on": FUSIONS[0], "1": FUSIONS[0], "0": "off"}.get(str(fused), fused)
+    if fused is True or fused is False:
+        return FUSIONS[0] if fused else "off"
+    if fused not in FUSIONS:
+        raise InvalidArgumentError(f"fused {fused!r} is unknown; expected a bool or one of {FUSIONS}")
+    return str(fused)
+
+
+def project_weights(launch: ConvLaunch, params: Any, rows: int) -> np.ndarray:
+    """``[rows, 32]`` float32: column ``3 * t + o`` holds the final conv's weights of output
+    ``o`` at tap ``t = 3 * kh + kw`` (`fused_kernels.conv_project_kernel`)."""
+    weight = np.asarray(params.weight, np.float32)  # [O, C, 3, 3]
+    out = np.zeros((rows, 32), np.float32)
+    for t in range(9):
+        out[: weight.shape[1], 3 * t : 3 * t + weight.shape[0]] = weight[:, :, t // 3, t % 3].T
+    return out
 
 
 class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
@@ -231,9 +255,10 @@ class CudaExecutor(ExecutorBase):
         bridge: also build the cuDNN network to serve frames while the Triton kernels
             compile; default for ``engine="auto"`` on a GPU without tuning.
         shape_cache_size: how many input sizes keep their buffers.
-        fused: run the network's tail (last hidden conv, final conv, output pass) as one
-            fused kernel (`fused_tail`); default unless ``OIDN_GPU_CUDA_FUSED=off``.
-            ``False`` runs every conv in its own kernel (the fused kernel's oracle).
+        fused: how the network's tail (last hidden conv, final conv, output pass) runs
+            (`FUSIONS`, `fused_tail`): ``"project"`` (default, or True), ``"tail"``, or
+            ``"off"`` (False: every conv in its own kernel, the fused kernels' oracle);
+            default from ``OIDN_GPU_CUDA_FUSED``.
 
     Raises:
         MissingDependencyError: torch is missing, or ``engine="triton"`` without Triton.
@@ -250,7 +275,7 @@ class CudaExecutor(ExecutorBase):
         tune: bool | None = None,
         bridge: bool | None = None,
         shape_cache_size: int = 2,
-        fused: bool | None = None,
+        fused: bool | str | None = None,
     ) -> None:
         torch = torch_ops.torch
         self._torch = torch
@@ -287,8 +312,8 @@ class CudaExecutor(ExecutorBase):
         self.graph = optimize(model.graph, channel_align=1)
         layout.check_weights(self.graph, model.convs)
         self.launches = layout.launches(self.graph)
-        self.fused = fused_default() if fused is None else bool(fused)
-        self.tail = fused_tail(self.launches) if self.fused else None
+        self.fusion = fusion_of(fused)
+        self.tail = fused_tail(self.launches) if self.fusion != "off" else None
         # what `forward` launches, in order: conv launches and the fused tail
         self.steps: tuple[ConvLaunch | FusedTail, ...] = (
             (*self.launches[:-2], self.tail) if self.tail is not None else self.launches
@@ -311,6 +336,13 @@ class CudaExecutor(ExecutorBase):
                 self._weights[launch.name] = (
                     torch.as_tensor(weight, device=self.device).to(self.dtype).contiguous(),
                     torch.as_tensor(bias, device=self.device),
+                )
+            if self.tail is not None and self.fusion == "project":
+                hidden, final = self.tail.layers
+                proj = project_weights(final, model.convs[final.name], hidden.out_stored)
+                self._weights["project"] = (
+                    torch.as_tensor(proj, device=self.device).to(self.dtype).contiguous(),
+                    self._weights[final.name][1],
                 )
         if self.engine == "cudnn" or self.bridge:
             self._torch_net = torch_ops.TorchNetwork(
@@ -384,8 +416,13 @@ class CudaExecutor(ExecutorBase):
             prepared = self._allocate(height, width)
             for launch in self.launches:
                 prepared.configs[launch.name] = self.tile_config(prepared, launch)
-            if self.tail is not None:
+            if self.tail is not None and self.fusion == "tail":
                 self.set_tail_config(prepared, self.tail_config())
+            elif self.tail is not None:
+                height, width = layout.conv_shapes(prepared.plan, self.tail.final)
+                dtype = self._torch.float32 if TAIL_Z_FP32 else self.dtype
+                prepared.scratch = self._torch.empty(height * width * 32, dtype=dtype,
+                                                     device=self.device)  # fmt: skip
             if self._tune_tiles:
                 self._tune(prepared)
             while len(self._prepared) >= self._cache_size:
@@ -476,7 +513,7 @@ class CudaExecutor(ExecutorBase):
                 return float(triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median"))
 
             prep.configs[launch.name] = self._tuner.choose(key, candidates(launch), time_ms)
-        if self.tail is not None:
+        if self.tail is not None and self.fusion == "tail":
             self._tune_tail(prep, target)
 
     def _tune_tail(self, prep: Prepared, target: FinalTarget) -> None:
@@ -563,7 +600,9 @@ class CudaExecutor(ExecutorBase):
     def launch_step(self, prep: Prepared, step: ConvLaunch | FusedTail,
                     target: FinalTarget) -> None:  # fmt: skip
         """Enqueue one of `steps` (a conv, or the fused tail) with the tiles of ``prep``."""
-        if isinstance(step, FusedTail):
+        if isinstance(step, FusedTail) and self.fusion == "project":
+            self._launch_project(prep, target)
+        elif isinstance(step, FusedTail):
             assert prep.tail is not None
             self._launch_tail(prep, prep.tail, target)
         else:
@@ -680,6 +719,28 @@ class CudaExecutor(ExecutorBase):
             **flags,
         )  # fmt: skip
 
+    def _launch_project(self, prep: Prepared, target: FinalTarget) -> None:
+        assert self.tail is not None
+        hidden, final = self.tail.layers
+        height, width = layout.conv_shapes(prep.plan, final)
+        config = prep.configs[hidden.name]
+        source = hidden.sources[0]
+        weight, bias = self._weights[hidden.name]
+        proj, final_bias = self._weights["project"]
+        block_k, taps = block_k_for(config.block_k, source.stored)
+        fused_kernels().conv_project_kernel[(-(-height * width // config.block_m),)](
+            prep.views[source.value], weight, bias, proj, prep.scratch,
+            height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
+            RELU=hidden.relu, MID=hidden.out_stored, BLOCK_M=config.block_m, BLOCK_K=block_k,
+            TAPS=taps, num_warps=config.num_warps, num_stages=config.num_stages,
+        )  # fmt: skip
+        final_args, flags = self._final_args(target)
+        rows, cols = TAP_SUM_BLOCK
+        fused_kernels().tap_sum_kernel[(-(-width // cols), -(-height // rows))](
+            prep.scratch, final_bias, target.image, height, width, *final_args,
+            RELU=final.relu, BLOCK_H=rows, BLOCK_W=cols, num_warps=4, **flags,
+        )  # fmt: skip
+
     def run(self, x: np.ndarray) -> np.ndarray:
         """Network output ``[3, H, W]`` float32 of ``x [C_in, H, W]`` (host arrays)."""
         self._check_open()
@@ -720,9 +781,11 @@ class CudaExecutor(ExecutorBase):
                 if prep is not None:
                     kind += f" [{prep.configs[launch.name].describe()}]"
                 if self.tail is not None and launch in self.tail.layers:
-                    kind = "triton-fused-tail+output"
-                    if prep is not None and prep.tail is not None:
+                    kind = f"triton-fused-{self.fusion}+output"
+                    if prep is not None and self.fusion == "tail" and prep.tail is not None:
                         kind += f" [{prep.tail.describe()}]"
+                    elif prep is not None:
+                        kind += f" [{prep.configs[self.tail.hidden.name].describe()}]"
             out[launch.name] = kind
         return out
 

@@ -95,3 +95,72 @@ def conv_tail_kernel(
                 OUTPUT_PASS, TRANSFER, HDR, SNORM, OUT_CHANNELS,
             )  # fmt: skip
         tl.debug_barrier()
+
+
+@_jit("height", "width")
+def conv_project_kernel(
+    src_ptr, w_ptr, bias_ptr, proj_ptr, out_ptr,
+    height, width, channels, w_stride, w_cols,
+    RELU: tl.constexpr, MID: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+    TAPS: tl.constexpr,
+):  # fmt: skip
+    """The hidden conv with the final conv's matrix product in its epilogue.
+
+    ``z[p, 3 * t + o] = sum_c hidden[p, c] * W_final[o, c, t]`` for the 9 taps ``t``
+    (``proj_ptr``: ``[MID, 32]``, `executor.project_weights`), stored as ``[H, W, 32]``
+    fp16/bf16 in place of the hidden value: the final conv is then a sum of 9 shifted
+    3-channel slices (`tap_sum_kernel`), not a 9-tap GEMM over ``MID`` channels.
+    """
+    pixel = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    y = pixel // width
+    x = pixel - y * width
+    m_ok = pixel < height * width
+    offs_mid = tl.arange(0, MID)
+    acc = tl.zeros((BLOCK_M, MID), dtype=tl.float32)
+    acc = _accumulate(
+        acc, src_ptr, w_ptr, 0, y, x, m_ok, height, width, channels, w_stride, w_cols,
+        offs_mid, False, BLOCK_K, TAPS,
+    )  # fmt: skip
+    acc = acc + tl.load(bias_ptr + offs_mid)[None, :]
+    if RELU:
+        acc = tl.maximum(acc, 0.0)
+    offs_z = tl.arange(0, 32)
+    proj = tl.load(proj_ptr + offs_mid[:, None] * 32 + offs_z[None, :])
+    z = tl.dot(acc.to(proj_ptr.dtype.element_ty), proj)
+    ptrs = out_ptr + pixel[:, None] * 32 + offs_z[None, :]
+    tl.store(ptrs, z.to(out_ptr.dtype.element_ty), mask=m_ok[:, None])
+
+
+@_jit("height", "width", "out_offset", "out_pixel_stride", "out_row_stride", "keep_y",
+      "keep_x", "keep_h", "keep_w", "dst_y", "dst_x")  # fmt: skip
+def tap_sum_kernel(
+    z_ptr, bias_ptr, out_ptr, height, width,
+    scale_ptr, out_offset, out_pixel_stride, out_row_stride,
+    keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
+    RELU: tl.constexpr, OUTPUT_PASS: tl.constexpr, TRANSFER: tl.constexpr,
+    HDR: tl.constexpr, SNORM: tl.constexpr, OUT_CHANNELS: tl.constexpr,
+    BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
+):  # fmt: skip
+    """The final conv from `conv_project_kernel`'s ``z``: ``out[p, o] = bias[o] + sum_t
+    z[p + offset(t), 3 * t + o]`` (zero outside the image), then the output pass."""
+    offs = tl.arange(0, BLOCK_H * BLOCK_W)
+    y = tl.program_id(1) * BLOCK_H + offs // BLOCK_W
+    x = tl.program_id(0) * BLOCK_W + offs % BLOCK_W
+    m_ok = (y < height) & (x < width)
+    offs_n = tl.arange(0, 4)
+    acc = tl.zeros((BLOCK_H * BLOCK_W, 4), dtype=tl.float32)
+    for tap in tl.static_range(9):
+        yy = y + (tap // 3 - 1)
+        xx = x + (tap % 3 - 1)
+        ok = m_ok & (yy >= 0) & (yy < height) & (xx >= 0) & (xx < width)
+        ptrs = z_ptr + (yy * width + xx)[:, None] * 32 + (3 * tap + offs_n)[None, :]
+        mask = ok[:, None] & (offs_n < 3)[None, :]
+        acc += tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+    acc = acc + tl.load(bias_ptr + offs_n)[None, :]
+    if RELU:
+        acc = tl.maximum(acc, 0.0)
+    _store_final(
+        acc, offs_n, y, x, m_ok, out_ptr, scale_ptr, out_offset, out_pixel_stride,
+        out_row_stride, keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
+        OUTPUT_PASS, TRANSFER, HDR, SNORM, OUT_CHANNELS,
+    )  # fmt: skip
