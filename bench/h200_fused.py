@@ -68,67 +68,88 @@ def network_input(ex, height, width, seed):
     return prep, x
 
 
-def sweep(model, log) -> tuple[tuple[int, ...], dict]:
-    fused = CudaExecutor(model, engine="triton", bridge=False, tune=False, fused=True)
+PROJECT_TILES = [
+    (128, 32, 32, 4, 3),
+    (128, 32, 64, 4, 3),
+    (64, 32, 64, 4, 3),
+    (256, 32, 64, 8, 3),
+    (128, 32, 128, 4, 3),
+    (128, 32, 64, 4, 4),
+    (64, 32, 32, 4, 4),
+]
+
+
+def layer_times(model, log, tag):
     layers = CudaExecutor(model, engine="triton", bridge=False, tune=False, fused=False)
-    prep_l, x_l = network_input(layers, 1088, 1920, 1)
-    layers.forward(x_l, prep=prep_l)
-    target_l = layers._raw_target(prep_l)
-    per_layer = {
-        launch.name: graph_ms(lambda launch=launch: layers.launch_step(prep_l, launch, target_l))
-        for launch in fused.tail.layers
+    prep, x = network_input(layers, 1088, 1920, 1)
+    layers.forward(x, prep=prep)
+    target = layers._raw_target(prep)
+    out = {
+        launch.name: graph_ms(lambda launch=launch: layers.launch_step(prep, launch, target))
+        for launch in layers.launches[-2:]
     }
-    log["per_layer_ms"] = per_layer
-    print("per-layer", per_layer, "sum", sum(per_layer.values()), flush=True)
-    prep, x = network_input(fused, 1088, 1920, 1)
-    fused.forward(x, prep=prep)
-    target = fused._raw_target(prep)
-    results = {}
-    for shape in SWEEP:
-        config = tuning.TailConfig(*shape)
-        try:
-            start = time.perf_counter()
-            fused.set_tail_config(prep, config)
-            fused.launch_step(prep, fused.tail, target)
-            torch.cuda.synchronize()
-            compile_s = time.perf_counter() - start
-            ms = graph_ms(lambda: fused.launch_step(prep, fused.tail, target))
-        except Exception as err:  # a tile that does not compile or fit
-            print("tail", config.describe(), "failed", type(err).__name__, str(err)[:200])
-            continue
-        results[shape] = ms
-        print(f"tail {config.describe():<40} {ms:.4f} ms (compile {compile_s:.1f} s)", flush=True)
-    log["sweep_ms"] = {str(k): v for k, v in results.items()}
-    best = min(results, key=results.get)
-    print("best", best, results[best], "vs per-layer", sum(per_layer.values()), flush=True)
-    fused.set_tail_config(prep, tuning.TailConfig(*best))
-    fused.launch_step(prep, fused.tail, target)
-    log["wgmma"] = wgmma_check()
-    fused.close()
+    log[f"{tag}_per_layer_ms"] = out
+    print(tag, "per-layer", out, "sum", sum(out.values()), flush=True)
     layers.close()
-    return best, results
+    return sum(out.values())
+
+
+def sweep(model, log, tag, tiles):
+    """Times of the fused tail's modes and tiles at 1080p; returns (z_fp32, tile) of the best."""
+    layer_times(model, log, tag)
+    results = {}
+    for z_fp32 in (True, False):
+        exm.TAIL_Z_FP32 = z_fp32
+        fused = CudaExecutor(model, engine="triton", bridge=False, tune=False, fused="project")
+        prep, x = network_input(fused, 1088, 1920, 1)
+        fused.forward(x, prep=prep)
+        target = fused._raw_target(prep)
+        key = tuning.project_signature(fused.tail.hidden)
+        for shape in tiles:
+            prep.configs[key] = tuning.TileConfig(*shape)
+            try:
+                ms = graph_ms(lambda: fused.launch_step(prep, fused.tail, target))
+            except Exception as err:
+                print("project", shape, "failed", type(err).__name__, str(err)[:200])
+                continue
+            results[(z_fp32, shape)] = ms
+            print(f"{tag} project z32={z_fp32} {shape} {ms:.4f} ms", flush=True)
+        fused.close()
+    tail = CudaExecutor(model, engine="triton", bridge=False, tune=False, fused="tail")
+    prep, x = network_input(tail, 1088, 1920, 1)
+    tail.forward(x, prep=prep)
+    target = tail._raw_target(prep)
+    log[f"{tag}_tail_ms"] = graph_ms(lambda: tail.launch_step(prep, tail.tail, target))
+    print(tag, "tail", prep.tail.describe(), log[f"{tag}_tail_ms"], flush=True)
+    tail.close()
+    log[f"{tag}_project_ms"] = {str(k): v for k, v in results.items()}
+    best = min(results, key=results.get)
+    print(tag, "best", best, results[best], flush=True)
+    return best
 
 
 def wgmma_check() -> dict:
     out = {}
-    for device_cache in fused_kernels.conv_tail_kernel.device_caches.values():
-        for index, kernel in enumerate(device_cache[0].values()):
-            asm = getattr(kernel, "asm", {})
-            out[str(index)] = {
-                "ttgir_warp_group_dot": asm.get("ttgir", "").count("warp_group_dot "),
-                "sass_HGMMA": asm.get("sass", "").count("HGMMA") if "sass" in asm else None,
-                "ptx_wgmma": asm.get("ptx", "").count("wgmma.mma_async"),
-                "ptx_mma_sync": asm.get("ptx", "").count("mma.sync"),
-                "n_regs": getattr(kernel, "n_regs", None),
-                "n_spills": getattr(kernel, "n_spills", None),
-                "shared": kernel.metadata.shared if hasattr(kernel, "metadata") else None,
-            }
+    kernels = (fused_kernels.conv_tail_kernel, fused_kernels.conv_project_kernel,
+               fused_kernels.tap_sum_kernel)  # fmt: skip
+    for fn in kernels:
+        for device_cache in fn.device_caches.values():
+            for index, kernel in enumerate(device_cache[0].values()):
+                asm = getattr(kernel, "asm", {})
+                out[f"{fn.fn.__name__}.{index}"] = {
+                    "ttgir_warp_group_dot": asm.get("ttgir", "").count("warp_group_dot "),
+                    "ptx_wgmma": asm.get("ptx", "").count("wgmma.mma_async"),
+                    "ptx_mma_sync": asm.get("ptx", "").count("mma.sync"),
+                    "n_regs": getattr(kernel, "n_regs", None),
+                    "n_spills": getattr(kernel, "n_spills", None),
+                    "shared": kernel.metadata.shared if hasattr(kernel, "metadata") else None,
+                }
     print("codegen", json.dumps(out)[:1500], flush=True)
     return out
 
 
-def accuracy(model, precision, sizes, log) -> None:
-    fused = CudaExecutor(model, engine="triton", bridge=False, tune=False, fused=True,
+def accuracy(model, precision, sizes, log, mode) -> None:
+    fused = CudaExecutor(model, engine="triton", bridge=False, tune=False, fused=mode,
                          precision=precision)  # fmt: skip
     layers = CudaExecutor(model, engine="triton", bridge=False, tune=False, fused=False,
                           precision=precision)  # fmt: skip
@@ -141,7 +162,7 @@ def accuracy(model, precision, sizes, log) -> None:
             fused.prepare(height, width).views[fused.graph.output].fill_(float("nan"))
             outs.append(fused.forward(x_f, prep=prep_f).clone())
         ref = layers.forward(x_l, prep=prep_l)
-        key = f"{precision} {height}x{width}"
+        key = f"{mode} {precision} {height}x{width}"
         log[key] = {
             "fused_vs_layers_rel_l2": rel(outs[0].cpu(), ref.cpu()),
             "fused_vs_layers_max_abs": float((outs[0] - ref).abs().max()),
@@ -158,23 +179,20 @@ def accuracy(model, precision, sizes, log) -> None:
     layers.close()
 
 
-def benches(best, log) -> None:
-    for weights in ("rt_hdr_alb_nrm", "rt_hdr_alb_nrm_small"):
-        ex = CudaExecutor(load_builtin(weights), engine="triton", bridge=False, tune=False)
-        key = tuning.tail_signature(*ex.tail.layers)
-        tuning.SHIPPED_TAILS.setdefault((9, 0), {})[key] = best
-        print("tail key", weights, key)
-        ex.close()
+def benches(log) -> None:
     rows = [
-        ("1080p", (1080, 1920), "rt_hdr_alb_nrm", "on", 100),
+        ("1080p", (1080, 1920), "rt_hdr_alb_nrm", "project", 100),
         ("1080p_layers", (1080, 1920), "rt_hdr_alb_nrm", "off", 100),
-        ("720p", (720, 1280), "rt_hdr_alb_nrm", "on", 100),
-        ("4k", (2160, 3840), "rt_hdr_alb_nrm", "on", 60),
-        ("fast", (1080, 1920), "rt_hdr_alb_nrm_small", "on", 100),
+        ("1080p_tail", (1080, 1920), "rt_hdr_alb_nrm", "tail", 100),
+        ("720p", (720, 1280), "rt_hdr_alb_nrm", "project", 100),
+        ("4k", (2160, 3840), "rt_hdr_alb_nrm", "project", 60),
+        ("4k_layers", (2160, 3840), "rt_hdr_alb_nrm", "off", 60),
+        ("fast", (1080, 1920), "rt_hdr_alb_nrm_small", "project", 100),
+        ("fast_layers", (1080, 1920), "rt_hdr_alb_nrm_small", "off", 100),
     ]
     for name, size, weights, fused, runs in rows:
         os.environ[exm.FUSED_ENV_VAR] = fused
-        result = cbench.run_bench(size=size, weights=weights, runs=runs, host_runs=10)
+        result = cbench.run_bench(size=size, weights=weights, runs=runs, host_runs=5)
         print(f"== {name}\n{result.table()}", flush=True)
         log[f"bench_{name}"] = {
             k: v for k, v in dataclasses.asdict(result).items()
@@ -192,19 +210,24 @@ def main() -> None:
     log: dict = {}
     model = load_builtin("rt_hdr_alb_nrm")
     try:
-        best, _ = sweep(model, log)
-        tuning.SHIPPED_TAILS.setdefault((9, 0), {})[
-            tuning.tail_signature(*CudaExecutor(model, engine="triton", bridge=False,
-                                                tune=False).tail.layers)  # fmt: skip
-        ] = best
-        log["best"] = best
+        for weights, tiles in (("rt_hdr_alb_nrm", PROJECT_TILES),
+                               ("rt_hdr_alb_nrm_small", PROJECT_TILES[:4])):  # fmt: skip
+            net = load_builtin(weights)
+            z_fp32, tile = sweep(net, log, weights, tiles)
+            hidden = CudaExecutor(net, engine="triton", bridge=False, tune=False).tail.hidden
+            tuning.SHIPPED_TILES[(9, 0)][tuning.project_signature(hidden)] = tile
+            log[f"{weights}_best"] = (z_fp32, tile)
+            if weights == "rt_hdr_alb_nrm":
+                exm.TAIL_Z_FP32 = z_fp32
         save(log)
-        accuracy(model, "fp16", [(1088, 1920), (2160, 3840), (736, 1264), (144, 208)], log)
-        save(log)
-        accuracy(model, "bf16", [(1088, 1920), (144, 208)], log)
-        save(log)
-        if "sweep" in sys.argv[1:] or len(sys.argv) == 1:
-            benches(best, log)
+        log["wgmma"] = wgmma_check()
+        for mode in ("project", "tail"):
+            accuracy(model, "fp16", [(1088, 1920), (2160, 3840), (736, 1264), (144, 208)], log,
+                     mode)  # fmt: skip
+            accuracy(model, "bf16", [(1088, 1920), (144, 208)], log, mode)
+            save(log)
+        log["wgmma"] = wgmma_check()
+        benches(log)
     finally:
         save(log)
 

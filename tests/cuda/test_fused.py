@@ -22,6 +22,7 @@ from oidn_gpu.backends.cuda.tuning import (
     TailConfig,
     TileConfig,
     Tuner,
+    project_signature,
     tail_candidates,
 )
 from oidn_gpu.backends.reference import ReferenceExecutor
@@ -98,7 +99,7 @@ def test_projected_tail_matches_layers_and_reference(size, channels, tile, z_fp3
     layers = CudaExecutor(model, device=device, tune=False, engine="triton", fused=False)
     fused = CudaExecutor(model, device=device, tune=False, engine="triton")
     assert fused.fusion == "project" and fused.tail is not None
-    fused.prepare(*size).configs["d1b"] = tile
+    fused.prepare(*size).configs[project_signature(fused.tail.hidden)] = tile
     oracle, actual = layers.run(x), fused.run(x)
     assert np.isfinite(actual).all()
     assert rel_l2(actual, oracle) <= FUSED_VS_LAYERS

@@ -63,6 +63,7 @@ from oidn_gpu.backends.cuda.tuning import (
     shipped_config,
     shipped_tail,
     signature,
+    project_signature,
     tail_candidates,
     tail_signature,
     tuning_enabled,
@@ -419,6 +420,9 @@ class CudaExecutor(ExecutorBase):
             if self.tail is not None and self.fusion == "tail":
                 self.set_tail_config(prepared, self.tail_config())
             elif self.tail is not None:
+                key = project_signature(self.tail.hidden)
+                prepared.configs[key] = shipped_config(self._capability, key) or (
+                    prepared.configs[self.tail.hidden.name])  # fmt: skip
                 height, width = layout.conv_shapes(prepared.plan, self.tail.final)
                 dtype = self._torch.float32 if TAIL_Z_FP32 else self.dtype
                 prepared.scratch = self._torch.empty(height * width * 32, dtype=dtype,
@@ -723,7 +727,7 @@ class CudaExecutor(ExecutorBase):
         assert self.tail is not None
         hidden, final = self.tail.layers
         height, width = layout.conv_shapes(prep.plan, final)
-        config = prep.configs[hidden.name]
+        config = prep.configs[project_signature(hidden)]
         source = hidden.sources[0]
         weight, bias = self._weights[hidden.name]
         proj, final_bias = self._weights["project"]
@@ -785,7 +789,8 @@ class CudaExecutor(ExecutorBase):
                     if prep is not None and self.fusion == "tail" and prep.tail is not None:
                         kind += f" [{prep.tail.describe()}]"
                     elif prep is not None:
-                        kind += f" [{prep.configs[self.tail.hidden.name].describe()}]"
+                        key = project_signature(self.tail.hidden)
+                        kind += f" [{prep.configs[key].describe()}]"
             out[launch.name] = kind
         return out
 

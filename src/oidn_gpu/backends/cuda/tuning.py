@@ -175,6 +175,12 @@ def tail_signature(hidden: ConvLaunch, final: ConvLaunch) -> str:
     return f"tail:{signature(hidden, 0)}|{signature(final, 0)}"
 
 
+def project_signature(hidden: ConvLaunch) -> str:
+    """The tile key of the hidden conv with the final conv's product in its epilogue
+    (`fused_kernels.conv_project_kernel`); its tile, when measured, is in `SHIPPED_TILES`."""
+    return f"{signature(hidden, 0)}+project"
+
+
 def tail_candidates() -> tuple[TailConfig, ...]:
     """Fused-tail tiles worth timing (the default first)."""
     shapes = [
