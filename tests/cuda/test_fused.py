@@ -36,6 +36,9 @@ from tests.unit.test_reference_backend import tiny_unet
 
 FP16_REL_L2 = 2e-3
 FUSED_VS_LAYERS = 1e-3  # the same fp16 hidden values; only the final sums' order may differ
+# `project` rounds the final conv's per-tap partial sums to fp16 once more; after the output
+# pass's inverse PU transfer (which amplifies the bright end) ~1.4e-3 is seen
+PROJECT_VS_LAYERS = 3e-3
 
 
 def tail_unet(ic: int = 9, c0: int = 16, c1: int = 24, mid: int = 20) -> ir.Graph:
@@ -122,7 +125,8 @@ def test_fused_tail_through_the_output_pass_and_tiles(fused, rng, device):
         with CudaDenoiser(executor) as denoiser:
             outs.append(denoiser.denoise(color, albedo, normal, mode=mode, out_channels=1))
     assert outs[1].shape == (12, 20, 1) and np.isfinite(outs[1]).all()
-    assert rel_l2(outs[1], outs[0]) <= FUSED_VS_LAYERS
+    bound = PROJECT_VS_LAYERS if fused == "project" else FUSED_VS_LAYERS
+    assert rel_l2(outs[1], outs[0]) <= bound
 
 
 def test_fused_tail_bf16(rng, device):
@@ -175,3 +179,17 @@ def test_tuning_cache_keeps_tail_tiles(tmp_path):
     assert json.loads(path.read_text())["gpu"]["tail:x"] == asdict(tail)
     again = Tuner("gpu", path)
     assert again.cached("tail:x") == tail and again.cached("16->32@0") == tile
+
+
+def test_prepared_shapes_are_kept(rng, device):
+    model = random_model(tail_unet(), rng)
+    for option in FUSIONS:
+        executor = CudaExecutor(model, device=device, tune=False, engine="triton", fused=option)
+        first = executor.prepare(16, 30)
+        assert executor.prepare(16, 30) is first
+        assert executor.resources().shapes == ((16, 30),)
+        if option == "project":  # the partial sums live in the hidden value's memory
+            hidden = first.views[executor.tail.hidden.value]
+            assert first.scratch.untyped_storage().data_ptr() == (
+                hidden.untyped_storage().data_ptr())
+            assert first.byte_size == sum(int(s.numel()) for s in first.slots)
