@@ -13,6 +13,7 @@ from dataclasses import asdict
 
 import numpy as np
 import pytest
+import torch
 
 from oidn_gpu.backends.cuda import executor as exm
 from oidn_gpu.backends.cuda.executor import FUSIONS, CudaExecutor, fused_tail
@@ -134,9 +135,13 @@ def test_fused_tail_bf16(rng, device):
     x = rng.random((9, 16, 30), dtype=np.float32)
     layers = CudaExecutor(model, device=device, tune=False, engine="triton", precision="bf16",
                           fused=False)  # fmt: skip
+    default = CudaExecutor(model, device=device, tune=False, engine="triton", precision="bf16")
+    assert default.fusion == "off"  # no faster bf16 tail of the same accuracy
     for option in FUSIONS[:2]:
         fused = CudaExecutor(model, device=device, tune=False, engine="triton",
                              precision="bf16", fused=option)  # fmt: skip
+        if option == "project":  # bf16 partial sums would add 8x fp16's rounding
+            assert fused.prepare(16, 30).scratch.dtype == torch.float32
         assert rel_l2(fused.run(x), layers.run(x)) <= 8 * FUSED_VS_LAYERS
 
 

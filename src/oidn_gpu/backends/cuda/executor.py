@@ -214,11 +214,12 @@ def fused_tail(launches: tuple[ConvLaunch, ...]) -> FusedTail | None:
     return FusedTail(hidden, final)
 
 
-def fusion_of(fused: bool | str | None) -> str:
-    """The `FUSIONS` name of the executor's ``fused`` option (None: ``OIDN_GPU_CUDA_FUSED``,
-    default ``project``; True: ``project``; False: ``off``)."""
+def fusion_of(fused: bool | str | None, precision: str = "fp16") -> str:
+    """The `FUSIONS` name of the executor's ``fused`` option. None: ``OIDN_GPU_CUDA_FUSED``,
+    else ``project`` for fp16 and ``off`` for bf16 (whose ``project`` keeps its partial
+    sums in fp32, slower than the per-layer kernels); True: ``project``; False: ``off``."""
     if fused is None:
-        fused = os.environ.get(FUSED_ENV_VAR, FUSIONS[0]) or FUSIONS[0]
+        fused = os.environ.get(FUSED_ENV_VAR, "") or (FUSIONS[0] if precision == "fp16" else "off")
         fused = {"on": FUSIONS[0], "1": FUSIONS[0], "0": "off"}.get(str(fused), fused)
     if fused is True or fused is False:
         return FUSIONS[0] if fused else "off"
@@ -262,9 +263,9 @@ class CudaExecutor(ExecutorBase):
             compile; default for ``engine="auto"`` on a GPU without tuning.
         shape_cache_size: how many input sizes keep their buffers.
         fused: how the network's tail (last hidden conv, final conv, output pass) runs
-            (`FUSIONS`, `fused_tail`): ``"project"`` (default, or True), ``"tail"``, or
-            ``"off"`` (False: every conv in its own kernel, the fused kernels' oracle);
-            default from ``OIDN_GPU_CUDA_FUSED``.
+            (`FUSIONS`, `fused_tail`): ``"project"`` (True), ``"tail"``, or ``"off"``
+            (False: every conv in its own kernel, the fused kernels' oracle); default
+            from ``OIDN_GPU_CUDA_FUSED``, else ``project`` for fp16 and ``off`` for bf16.
 
     Raises:
         MissingDependencyError: torch is missing, or ``engine="triton"`` without Triton.
@@ -318,7 +319,7 @@ class CudaExecutor(ExecutorBase):
         self.graph = optimize(model.graph, channel_align=1)
         layout.check_weights(self.graph, model.convs)
         self.launches = layout.launches(self.graph)
-        self.fusion = fusion_of(fused)
+        self.fusion = fusion_of(fused, precision)
         self.tail = fused_tail(self.launches) if self.fusion != "off" else None
         # what `forward` launches, in order: conv launches and the fused tail
         self.steps: tuple[ConvLaunch | FusedTail, ...] = (
@@ -477,10 +478,13 @@ class CudaExecutor(ExecutorBase):
         key = project_signature(hidden)
         prep.configs[key] = shipped_config(self._capability, key) or prep.configs[hidden.name]
         height, width = layout.conv_shapes(prep.plan, self.tail.final)
-        if not TAIL_Z_FP32 and hidden.out_stored >= 32:
+        # bf16 partial sums are 8 times further from the per-layer output than fp16 ones
+        # (H200, 2026-12-01, shared scenes: 9.5e-3 against 1.2e-3): fp32 for bf16
+        z_fp32 = TAIL_Z_FP32 or self.precision == "bf16"
+        if not z_fp32 and hidden.out_stored >= 32:
             prep.scratch = prep.views[hidden.value].reshape(-1)[: height * width * 32]
         else:
-            dtype = self._torch.float32 if TAIL_Z_FP32 else self.dtype
+            dtype = self._torch.float32 if z_fp32 else self.dtype
             prep.scratch = self._torch.empty(height * width * 32, dtype=dtype, device=self.device)
 
     def tail_config(self) -> TailConfig:
