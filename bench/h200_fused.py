@@ -15,7 +15,6 @@ import dataclasses
 import json
 import os
 import statistics
-import sys
 import time
 
 import numpy as np
@@ -24,6 +23,7 @@ import torch
 import oidn_gpu
 from oidn_gpu.backends.cuda import bench as cbench
 from oidn_gpu.backends.cuda import executor as exm
+from oidn_gpu.backends.cuda import fusion
 from oidn_gpu.backends.cuda import fused_kernels, tuning
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.reference import ReferenceExecutor
@@ -99,7 +99,7 @@ def sweep(model, log, tag, tiles):
     layer_times(model, log, tag)
     results = {}
     for z_fp32 in (True, False):
-        exm.TAIL_Z_FP32 = z_fp32
+        fusion.TAIL_Z_FP32 = z_fp32
         fused = CudaExecutor(model, engine="triton", bridge=False, tune=False, fused="project")
         prep, x = network_input(fused, 1088, 1920, 1)
         fused.forward(x, prep=prep)
@@ -218,7 +218,7 @@ def main() -> None:
             tuning.SHIPPED_TILES[(9, 0)][tuning.project_signature(hidden)] = tile
             log[f"{weights}_best"] = (z_fp32, tile)
             if weights == "rt_hdr_alb_nrm":
-                exm.TAIL_Z_FP32 = z_fp32
+                fusion.TAIL_Z_FP32 = z_fp32
         save(log)
         log["wgmma"] = wgmma_check()
         for mode in ("project", "tail"):

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from oidn_gpu.backends.cuda import executor as exm
-from oidn_gpu.backends.cuda.executor import FUSIONS, CudaExecutor, fused_tail
+from oidn_gpu.backends.cuda import fusion
+from oidn_gpu.backends.cuda.executor import CudaExecutor
+from oidn_gpu.backends.cuda.fusion import FUSIONS, fused_tail
 from oidn_gpu.backends.cuda.pipeline import CudaDenoiser, default_plan
 from oidn_gpu.backends.cuda.tuning import (
     DEFAULT_TAIL,
@@ -96,7 +97,7 @@ def test_fused_tail_matches_layers_and_reference(tail, size, channels, rng, devi
 )
 def test_projected_tail_matches_layers_and_reference(size, channels, tile, z_fp32, rng, device,
                                                      monkeypatch):  # fmt: skip
-    monkeypatch.setattr(exm, "TAIL_Z_FP32", z_fp32)
+    monkeypatch.setattr(fusion, "TAIL_Z_FP32", z_fp32)
     model = random_model(tail_unet(*channels), rng)
     x = rng.random((channels[0], *size), dtype=np.float32)
     expected = ReferenceExecutor(model).run(x)

@@ -50,22 +50,19 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
-from oidn_gpu.backends.cuda import layout, torch_ops
+from oidn_gpu.backends.cuda import fusion, layout, torch_ops
+from oidn_gpu.backends.cuda.fusion import FUSED_ENV_VAR, FUSIONS, FusedTail  # noqa: F401
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import (
-    DEFAULT_TAIL,
     TailConfig,
     TileConfig,
     Tuner,
     block_k_for,
     candidates,
     default_config,
-    shipped_config,
-    shipped_tail,
-    signature,
     project_signature,
-    tail_candidates,
-    tail_signature,
+    shipped_config,
+    signature,
     tuning_enabled,
 )
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, MissingDependencyError
@@ -77,17 +74,6 @@ from oidn_gpu.model.unet import tile_overlap
 PRECISIONS = ("fp16", "bf16")
 ENGINES = ("auto", "triton", "cudnn")
 INTERPRET_ENV_VAR = "TRITON_INTERPRET"
-FUSED_ENV_VAR = "OIDN_GPU_CUDA_FUSED"  # a FUSIONS name; "off": every conv in its own kernel
-# How the network's tail runs (`FusedTail`): "project" (the hidden conv with the final
-# conv's matrix product in its epilogue, then a 9-tap sum with the output pass), "tail"
-# (one kernel over 2D tiles with a recomputed halo), "off" (the per-layer kernels).
-FUSIONS = ("project", "tail", "off")
-# `project`: the per-tap partial sums in fp32 (else fp16/bf16, in the hidden value's memory).
-# fp16 measured faster on an H200 (2026-12-01, 1080p: 0.495 ms against 0.604 ms fp32; the
-# per-layer pair 0.553 ms), 1.3e-4 (relative L2) from the per-layer path's output.
-TAIL_Z_FP32 = False
-TAP_SUM_BLOCK = (8, 32)  # `tap_sum_kernel` pixels per program (rows, columns)
-MAX_TAIL_CHANNELS = 64  # widest hidden activation the fused tail holds per pixel
 
 
 _KERNELS: Any = None
@@ -104,14 +90,6 @@ def kernels() -> Any:
 
             _KERNELS = triton_kernels
         return _KERNELS
-
-
-def fused_kernels() -> Any:
-    """The `fused_kernels` module (imports Triton, like `kernels`)."""
-    kernels()
-    import oidn_gpu.backends.cuda.fused_kernels as module
-
-    return module
 
 
 def triton_status(*, load: bool = True) -> str | None:
@@ -174,68 +152,6 @@ class Prepared:
                                        == s.untyped_storage().data_ptr() for s in self.slots):
             return slots  # fmt: skip
         return slots + int(self.scratch.numel() * self.scratch.element_size())
-
-
-@dataclass(frozen=True)
-class FusedTail:
-    """The network's last two convs and the output pass as one kernel
-    (`fused_kernels.conv_tail_kernel`): ``hidden`` feeds only ``final``."""
-
-    hidden: ConvLaunch
-    final: ConvLaunch
-
-    @property
-    def name(self) -> str:
-        return f"{self.hidden.name}+{self.final.name}"
-
-    @property
-    def layers(self) -> tuple[ConvLaunch, ConvLaunch]:
-        return (self.hidden, self.final)
-
-
-def fused_tail(launches: tuple[ConvLaunch, ...]) -> FusedTail | None:
-    """The fusable tail of a network's launches: a plain full-resolution conv of at most
-    `MAX_TAIL_CHANNELS` stored channels, a power of two, read only by the final conv, itself a plain conv of it
-    (the OIDN U-Nets' ``dec_conv1b -> dec_conv0``); None when the network has none."""
-    if len(launches) < 2:
-        return None
-    hidden, final = launches[-2], launches[-1]
-
-    def plain(launch: ConvLaunch) -> bool:
-        return len(launch.sources) == 1 and not launch.sources[0].upsample and not launch.pool
-
-    readers = [launch for launch in launches if any(s.value == hidden.value
-                                                    for s in launch.sources)]  # fmt: skip
-    if not (final.final and plain(final) and plain(hidden) and readers == [final]):
-        return None
-    mid = hidden.out_stored
-    if final.sources[0].value != hidden.value or mid > MAX_TAIL_CHANNELS or mid & (mid - 1):
-        return None
-    return FusedTail(hidden, final)
-
-
-def fusion_of(fused: bool | str | None, precision: str = "fp16") -> str:
-    """The `FUSIONS` name of the executor's ``fused`` option. None: ``OIDN_GPU_CUDA_FUSED``,
-    else ``project`` for fp16 and ``off`` for bf16 (whose ``project`` keeps its partial
-    sums in fp32, slower than the per-layer kernels); True: ``project``; False: ``off``."""
-    if fused is None:
-        fused = os.environ.get(FUSED_ENV_VAR, "") or (FUSIONS[0] if precision == "fp16" else "off")
-        fused = {"on": FUSIONS[0], "1": FUSIONS[0], "0": "off"}.get(str(fused), fused)
-    if fused is True or fused is False:
-        return FUSIONS[0] if fused else "off"
-    if fused not in FUSIONS:
-        raise InvalidArgumentError(f"fused {fused!r} is unknown; expected a bool or one of {FUSIONS}")
-    return str(fused)
-
-
-def project_weights(launch: ConvLaunch, params: Any, rows: int) -> np.ndarray:
-    """``[rows, 32]`` float32: column ``3 * t + o`` holds the final conv's weights of output
-    ``o`` at tap ``t = 3 * kh + kw`` (`fused_kernels.conv_project_kernel`)."""
-    weight = np.asarray(params.weight, np.float32)  # [O, C, 3, 3]
-    out = np.zeros((rows, 32), np.float32)
-    for t in range(9):
-        out[: weight.shape[1], 3 * t : 3 * t + weight.shape[0]] = weight[:, :, t // 3, t % 3].T
-    return out
 
 
 class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
@@ -319,8 +235,8 @@ class CudaExecutor(ExecutorBase):
         self.graph = optimize(model.graph, channel_align=1)
         layout.check_weights(self.graph, model.convs)
         self.launches = layout.launches(self.graph)
-        self.fusion = fusion_of(fused, precision)
-        self.tail = fused_tail(self.launches) if self.fusion != "off" else None
+        self.fusion = fusion.fusion_of(fused, precision)
+        self.tail = fusion.fused_tail(self.launches) if self.fusion != "off" else None
         # what `forward` launches, in order: conv launches and the fused tail
         self.steps: tuple[ConvLaunch | FusedTail, ...] = (
             (*self.launches[:-2], self.tail) if self.tail is not None else self.launches
@@ -346,7 +262,7 @@ class CudaExecutor(ExecutorBase):
                 )
             if self.tail is not None and self.fusion == "project":
                 hidden, final = self.tail.layers
-                proj = project_weights(final, model.convs[final.name], hidden.out_stored)
+                proj = fusion.project_weights(final, model.convs[final.name], hidden.out_stored)
                 self._weights["project"] = (
                     torch.as_tensor(proj, device=self.device).to(self.dtype).contiguous(),
                     self._weights[final.name][1],
@@ -424,9 +340,9 @@ class CudaExecutor(ExecutorBase):
             for launch in self.launches:
                 prepared.configs[launch.name] = self.tile_config(prepared, launch)
             if self.tail is not None and self.fusion == "tail":
-                self.set_tail_config(prepared, self.tail_config())
+                self.set_tail_config(prepared, fusion.tail_config(self))
             elif self.tail is not None:
-                self._prepare_project(prepared)
+                fusion.prepare_project(self, prepared)
             if self._tune_tiles:
                 self._tune(prepared)
             while len(self._prepared) >= self._cache_size:
@@ -470,50 +386,6 @@ class CudaExecutor(ExecutorBase):
         cached = self._tuner.cached(key) if self._tuner is not None else None
         return cached or shipped_config(self._capability, key) or default_config(launch)
 
-    def _prepare_project(self, prep: Prepared) -> None:
-        """The ``project`` tail's tile and its ``z`` buffer: the hidden value's own memory
-        when it is fp16/bf16 and at least 32 channels wide (nothing else writes it then)."""
-        assert self.tail is not None
-        hidden = self.tail.hidden
-        key = project_signature(hidden)
-        prep.configs[key] = shipped_config(self._capability, key) or prep.configs[hidden.name]
-        height, width = layout.conv_shapes(prep.plan, self.tail.final)
-        # bf16 partial sums are 8 times further from the per-layer output than fp16 ones
-        # (H200, 2026-12-01, shared scenes: 9.5e-3 against 1.2e-3): fp32 for bf16
-        z_fp32 = TAIL_Z_FP32 or self.precision == "bf16"
-        if not z_fp32 and hidden.out_stored >= 32:
-            prep.scratch = prep.views[hidden.value].reshape(-1)[: height * width * 32]
-        else:
-            dtype = self._torch.float32 if z_fp32 else self.dtype
-            prep.scratch = self._torch.empty(height * width * 32, dtype=dtype, device=self.device)
-
-    def tail_config(self) -> TailConfig:
-        """The fused tail's tile: the tuning cache's, else the shipped one, else the default."""
-        assert self.tail is not None
-        key = tail_signature(self.tail.hidden, self.tail.final)
-        cached = self._tuner.cached(key) if self._tuner is not None else None
-        return cached or shipped_tail(self._capability, key) or DEFAULT_TAIL
-
-    def tail_programs(self, config: TailConfig, height: int, width: int) -> tuple[int, int, int]:
-        """``(programs, tiles_w, tiles)`` of the fused tail at network size ``height x width``."""
-        tiles_w = -(-width // (config.region_w - 2))
-        tiles = tiles_w * -(-height // (config.region_h - 2))
-        if self.device.type == "cuda":
-            sms = self._torch.cuda.get_device_properties(self.device).multi_processor_count
-        else:
-            sms = 2  # the interpreter: a few programs, each over several tiles
-        return min(tiles, sms * config.per_sm), tiles_w, tiles
-
-    def set_tail_config(self, prep: Prepared, config: TailConfig) -> None:
-        """Use ``config`` for the fused tail of ``prep`` (its scratch sized to fit)."""
-        assert self.tail is not None
-        height, width = layout.conv_shapes(prep.plan, self.tail.final)
-        programs = self.tail_programs(config, height, width)[0]
-        size = programs * config.region_h * config.region_w * self.tail.hidden.out_stored
-        if prep.scratch is None or prep.scratch.numel() < size:
-            prep.scratch = self._torch.empty(size, dtype=self.dtype, device=self.device)
-        prep.tail = config
-
     def _tune(self, prep: Prepared) -> None:
         import triton.testing
 
@@ -535,24 +407,15 @@ class CudaExecutor(ExecutorBase):
 
             prep.configs[launch.name] = self._tuner.choose(key, candidates(launch), time_ms)
         if self.tail is not None and self.fusion == "tail":
-            self._tune_tail(prep, target)
+            fusion.tune_tail(self, prep, target)
 
-    def _tune_tail(self, prep: Prepared, target: FinalTarget) -> None:
-        import triton.testing
+    def fused_kernels(self) -> Any:
+        """The `fused_kernels` module (imported with `triton_kernels`, by `kernels`)."""
+        return kernels().fused_kernels
 
-        assert self.tail is not None and self._tuner is not None
-
-        def time_ms(config: TailConfig) -> float:
-            self.set_tail_config(prep, config)
-            self._launch_tail(prep, config, target)
-            self._torch.cuda.synchronize(self.device)
-            return float(triton.testing.do_bench(
-                lambda: self._launch_tail(prep, config, target), warmup=5, rep=25,
-                return_mode="median",
-            ))  # fmt: skip
-
-        key = tail_signature(self.tail.hidden, self.tail.final)
-        self.set_tail_config(prep, self._tuner.choose(key, tail_candidates(), time_ms))
+    def set_tail_config(self, prep: Prepared, config: TailConfig) -> None:
+        """Use ``config`` for the ``tail`` fusion of ``prep`` (`fusion.set_tail_config`)."""
+        fusion.set_tail_config(self, prep, config)
 
     def tuned(self) -> dict[str, TileConfig]:
         """The tuning cache's choices for this GPU, Triton version and precision."""
@@ -622,10 +485,10 @@ class CudaExecutor(ExecutorBase):
                     target: FinalTarget) -> None:  # fmt: skip
         """Enqueue one of `steps` (a conv, or the fused tail) with the tiles of ``prep``."""
         if isinstance(step, FusedTail) and self.fusion == "project":
-            self._launch_project(prep, target)
+            fusion.launch_project(self, prep, target)
         elif isinstance(step, FusedTail):
             assert prep.tail is not None
-            self._launch_tail(prep, prep.tail, target)
+            fusion.launch_tail(self, prep, prep.tail, target)
         else:
             self._launch(prep, step, prep.configs[step.name], target if step.final else None)
 
@@ -716,51 +579,6 @@ class CudaExecutor(ExecutorBase):
             OUT_CHANNELS=target.channels,
         )
         return args, flags
-
-    def _launch_tail(self, prep: Prepared, config: TailConfig, target: FinalTarget) -> None:
-        assert self.tail is not None
-        hidden, final = self.tail.layers
-        height, width = layout.conv_shapes(prep.plan, final)
-        programs, tiles_w, tiles = self.tail_programs(config, height, width)
-        source = hidden.sources[0]
-        w1, b1 = self._weights[hidden.name]
-        w2, b2 = self._weights[final.name]
-        block_k1, taps1 = block_k_for(config.block_k1, source.stored)
-        block_k2, taps2 = block_k_for(config.block_k2, hidden.out_stored)
-        final_args, flags = self._final_args(target)
-        fused_kernels().conv_tail_kernel[(programs,)](
-            prep.views[source.value], w1, b1, w2, b2, prep.scratch, target.image,
-            height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
-            final.a_tap_rows, final.weight_cols, tiles_w, tiles,
-            *final_args,
-            RELU1=hidden.relu, RELU2=final.relu,
-            REGION_H=config.region_h, REGION_W=config.region_w, BLOCK_M=config.block_m,
-            MID=hidden.out_stored, BLOCK_K1=block_k1, TAPS1=taps1, BLOCK_K2=block_k2,
-            TAPS2=taps2, num_warps=config.num_warps, num_stages=config.num_stages,
-            **flags,
-        )  # fmt: skip
-
-    def _launch_project(self, prep: Prepared, target: FinalTarget) -> None:
-        assert self.tail is not None
-        hidden, final = self.tail.layers
-        height, width = layout.conv_shapes(prep.plan, final)
-        config = prep.configs[project_signature(hidden)]
-        source = hidden.sources[0]
-        weight, bias = self._weights[hidden.name]
-        proj, final_bias = self._weights["project"]
-        block_k, taps = block_k_for(config.block_k, source.stored)
-        fused_kernels().conv_project_kernel[(-(-height * width // config.block_m),)](
-            prep.views[source.value], weight, bias, proj, prep.scratch,
-            height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
-            RELU=hidden.relu, MID=hidden.out_stored, BLOCK_M=config.block_m, BLOCK_K=block_k,
-            TAPS=taps, num_warps=config.num_warps, num_stages=config.num_stages,
-        )  # fmt: skip
-        final_args, flags = self._final_args(target)
-        rows, cols = TAP_SUM_BLOCK
-        fused_kernels().tap_sum_kernel[(-(-width // cols), -(-height // rows))](
-            prep.scratch, final_bias, target.image, height, width, *final_args,
-            RELU=final.relu, BLOCK_H=rows, BLOCK_W=cols, num_warps=4, **flags,
-        )  # fmt: skip
 
     def run(self, x: np.ndarray) -> np.ndarray:
         """Network output ``[3, H, W]`` float32 of ``x [C_in, H, W]`` (host arrays)."""
