@@ -14,6 +14,10 @@ Where a tile comes from, first match wins:
 2. `SHIPPED_TILES`, measured on the GPUs named there (by compute capability);
 3. `default_config`.
 
+The fused tail's ``tail`` kernel has its own `TailConfig` (2D tile, halo, persistent
+programs), cached under ``tail:`` keys; the ``project`` tail uses the hidden conv's tile
+unless `SHIPPED_TILES` has its `project_signature`.
+
 Tuning never runs unless asked: ``OIDN_GPU_CUDA_TUNING=on`` (default file) or
 ``OIDN_GPU_CUDA_TUNING=/path/file.json`` times `candidates` for each layer the
 first time its signature is seen (`triton.testing.do_bench`, median) and keeps
