@@ -117,11 +117,11 @@ class BenchResult(bench_result.BenchResult):
         if self.layers:
             lines.append("")
             lines.append(
-                f"{'layer':<12} {'kernel':<44} {'ms':>7} {'share':>6} {'TFLOP/s':>8} {'floor':>6}"
+                f"{'layer':<20} {'kernel':<56} {'ms':>7} {'share':>6} {'TFLOP/s':>8} {'floor':>6}"
             )
             for layer in self.layers:
                 lines.append(
-                    f"{layer.name:<12} {layer.kernel[:44]:<44} {layer.median_ms:>7.3f} "
+                    f"{layer.name:<20} {layer.kernel[:56]:<56} {layer.median_ms:>7.3f} "
                     f"{layer.share * 100:>5.1f}% {layer.tflops_per_s:>8.1f} "
                     f"{layer.floor_share * 100:>5.1f}%"
                 )
@@ -228,8 +228,12 @@ def run_bench(
     network = _time_events(torch, graph.replay, runs, warmup)
     wall = _time_wall(torch, graph.replay, runs, warmup)
 
+    launches = executor.launches
+    shapes = plan(executor.graph, net_h, net_w)
+    flops = {launch.name: launch.flops(*layout.conv_shapes(shapes, launch)) for launch in launches}
+    layer_ms = _time_steps(torch, executor, prep, runs) if executor.engine == "triton" else {}
     kernels = executor.kernel_names()
-    layers, layer_ms, flops = _layer_stats(torch, executor, prep, net_h, net_w, runs, peak_tflops)
+    layers = _layer_stats(executor, flops, kernels, layer_ms, peak_tflops)
     total_layers = sum(layer_ms.values())
     total_flops = sum(flops.values())
     net_median = statistics.median(network)
@@ -273,41 +277,44 @@ def run_bench(
     return result
 
 
-def _layer_stats(
-    torch: Any, executor: CudaExecutor, prep: Any, net_h: int, net_w: int, runs: int,
-    peak_tflops: float,
-) -> tuple[list[LayerStat], dict[str, float], dict[str, float]]:  # fmt: skip
-    """Every conv launch timed alone (Triton only): ``(layers, ms per launch, FLOPs per
-    launch)``."""
-    launches = executor.launches
-    shapes = plan(executor.graph, net_h, net_w)
-    flops = {launch.name: launch.flops(*layout.conv_shapes(shapes, launch)) for launch in launches}
-    layers: list[LayerStat] = []
-    layer_ms: dict[str, float] = {}
-    kernels = executor.kernel_names()
-    if executor.engine == "triton" and prep is not None:
-        target = executor._raw_target(prep)
-        for launch in launches:
-            config = prep.configs[launch.name]
+def _step_layers(step: Any) -> tuple[Any, ...]:
+    """The conv launches one executor step covers (two for the fused tail)."""
+    return getattr(step, "layers", (step,))
 
-            def one(launch=launch, config=config) -> None:
-                executor._launch(prep, launch, config, target if launch.final else None)
 
-            layer_graph = _graph_of(torch, one, LAYER_REPEAT)
-            times = _time_events(torch, layer_graph.replay, max(10, runs // 4), 3)
-            layer_ms[launch.name] = statistics.median(times) / LAYER_REPEAT
-    total_layers = sum(layer_ms.values())
-    for launch in launches:
-        if launch.name not in layer_ms:
+def _time_steps(torch: Any, executor: CudaExecutor, prep: Any, runs: int) -> dict[str, float]:
+    """Median milliseconds of each executor step (a conv, or the fused tail), timed alone."""
+    target = executor._raw_target(prep)
+    out = {}
+    for step in executor.steps:
+
+        def one(step: Any = step) -> None:
+            executor.launch_step(prep, step, target)
+
+        layer_graph = _graph_of(torch, one, LAYER_REPEAT)
+        times = _time_events(torch, layer_graph.replay, max(10, runs // 4), 3)
+        out[step.name] = statistics.median(times) / LAYER_REPEAT
+    return out
+
+
+def _layer_stats(executor: CudaExecutor, flops: dict[str, float], kernels: dict[str, str],
+                 layer_ms: dict[str, float], peak_tflops: float) -> list[LayerStat]:  # fmt: skip
+    """One row per executor step: a fused kernel is one row named after the layers it
+    covers (``dec_conv1b+dec_conv0``), with their FLOPs (not the recomputed halo's)."""
+    total = sum(layer_ms.values())
+    stats = []
+    for step in executor.steps:
+        if step.name not in layer_ms:
             continue
-        ms = layer_ms[launch.name]
-        tflops = flops[launch.name] / (ms * 1e9) if ms > 0 else 0.0
-        floor = flops[launch.name] / (peak_tflops * 1e9)
-        layers.append(LayerStat(
-            launch.name, kernels[launch.name], ms, ms / total_layers if total_layers else 0.0,
+        ms = layer_ms[step.name]
+        work = sum(flops[launch.name] for launch in _step_layers(step))
+        tflops = work / (ms * 1e9) if ms > 0 else 0.0
+        floor = work / (peak_tflops * 1e9)
+        stats.append(LayerStat(
+            step.name, kernels[_step_layers(step)[-1].name], ms, ms / total if total else 0.0,
             tflops * 1e3, tflops, floor / ms if ms > 0 else 0.0,
         ))  # fmt: skip
-    return layers, layer_ms, flops
+    return stats
 
 
 def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, width: int,

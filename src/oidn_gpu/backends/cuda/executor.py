@@ -13,6 +13,8 @@ Engines:
   launch per conv (pools, upsamples and concats fused), tiles per layer from
   `tuning` (a cache of ``oidn-gpu tune``, the shipped table, or the default);
   kernels compile once per layer and configuration, never per image size;
+  the network's tail (last hidden conv, final conv, output pass) runs as fused kernels
+  (`fusion`, the ``fused`` option; `steps` lists what `forward` launches);
 - ``cudnn``: `torch_ops.TorchNetwork` (torch ``conv2d`` on channels-last
   tensors); chosen when Triton is missing or by ``engine="cudnn"``, and reported
   by `info()` (``fallback``).
@@ -50,15 +52,18 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
-from oidn_gpu.backends.cuda import layout, torch_ops
+from oidn_gpu.backends.cuda import fusion, layout, torch_ops
 from oidn_gpu.backends.cuda.backend import CudaOptions
+from oidn_gpu.backends.cuda.fusion import FUSED_ENV_VAR, FUSIONS, FusedTail  # noqa: F401
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import (
+    TailConfig,
     TileConfig,
     Tuner,
     block_k_for,
     candidates,
     default_config,
+    project_signature,
     shipped_config,
     signature,
     tuning_enabled,
@@ -138,10 +143,16 @@ class Prepared:
     slots: list[Any]
     views: dict[str, Any]
     configs: dict[str, TileConfig] = field(default_factory=dict)
+    tail: TailConfig | None = None  # the fused tail's tile (when the tail is fused)
+    scratch: Any = None  # the fused tail's per-program rectangles
 
     @property
     def byte_size(self) -> int:
-        return sum(int(s.numel()) for s in self.slots)
+        slots = sum(int(s.numel()) for s in self.slots)
+        if self.scratch is None or any(self.scratch.untyped_storage().data_ptr()
+                                       == s.untyped_storage().data_ptr() for s in self.slots):
+            return slots  # fmt: skip
+        return slots + int(self.scratch.numel() * self.scratch.element_size())
 
 
 class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
@@ -171,6 +182,10 @@ class CudaExecutor(ExecutorBase):
         bridge: also build the cuDNN network to serve frames while the Triton kernels
             compile; default for ``engine="auto"`` on a GPU without tuning.
         shape_cache_size: how many input sizes keep their buffers.
+        fused: how the network's tail (last hidden conv, final conv, output pass) runs
+            (`FUSIONS`, `fused_tail`): ``"project"`` (True), ``"tail"``, or ``"off"``
+            (False: every conv in its own kernel, the fused kernels' oracle); default
+            from ``OIDN_GPU_CUDA_FUSED``, else ``project`` for fp16 and ``off`` for bf16.
 
     Raises:
         MissingDependencyError: torch is missing, or ``engine="triton"`` without Triton.
@@ -188,6 +203,7 @@ class CudaExecutor(ExecutorBase):
         tune: bool | None = None,
         bridge: bool | None = None,
         shape_cache_size: int = 2,
+        fused: bool | str | None = None,
     ) -> None:
         torch = torch_ops.torch
         self._torch = torch
@@ -227,6 +243,12 @@ class CudaExecutor(ExecutorBase):
         self.graph = optimize(model.graph, channel_align=1)
         layout.check_weights(self.graph, model.convs)
         self.launches = layout.launches(self.graph)
+        self.fusion = fusion.fusion_of(fused, precision)
+        self.tail = fusion.fused_tail(self.launches) if self.fusion != "off" else None
+        # what `forward` launches, in order: conv launches and the fused tail
+        self.steps: tuple[ConvLaunch | FusedTail, ...] = (
+            (*self.launches[:-2], self.tail) if self.tail is not None else self.launches
+        )
         self.input_channels = self.graph.input_channels
         self.output_channels = self.graph.output_channels
         self.input_stored = layout.stored_channels(self.input_channels)
@@ -245,6 +267,13 @@ class CudaExecutor(ExecutorBase):
                 self._weights[launch.name] = (
                     torch.as_tensor(weight, device=self.device).to(self.dtype).contiguous(),
                     torch.as_tensor(bias, device=self.device),
+                )
+            if self.tail is not None and self.fusion == "project":
+                hidden, final = self.tail.layers
+                proj = fusion.project_weights(final, model.convs[final.name], hidden.out_stored)
+                self._weights["project"] = (
+                    torch.as_tensor(proj, device=self.device).to(self.dtype).contiguous(),
+                    self._weights[final.name][1],
                 )
         if self.engine == "cudnn" or self.bridge:
             self._torch_net = torch_ops.TorchNetwork(
@@ -318,6 +347,10 @@ class CudaExecutor(ExecutorBase):
             prepared = self._allocate(height, width)
             for launch in self.launches:
                 prepared.configs[launch.name] = self.tile_config(prepared, launch)
+            if self.tail is not None and self.fusion == "tail":
+                self.set_tail_config(prepared, fusion.tail_config(self))
+            elif self.tail is not None:
+                fusion.prepare_project(self, prepared)
             if self._tune_tiles:
                 self._tune(prepared)
             while len(self._prepared) >= self._cache_size:
@@ -381,6 +414,16 @@ class CudaExecutor(ExecutorBase):
                 return float(triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median"))
 
             prep.configs[launch.name] = self._tuner.choose(key, candidates(launch), time_ms)
+        if self.tail is not None and self.fusion == "tail":
+            fusion.tune_tail(self, prep, target)
+
+    def fused_kernels(self) -> Any:
+        """The `fused_kernels` module (imported with `triton_kernels`, by `kernels`)."""
+        return kernels().fused_kernels
+
+    def set_tail_config(self, prep: Prepared, config: TailConfig) -> None:
+        """Use ``config`` for the ``tail`` fusion of ``prep`` (`fusion.set_tail_config`)."""
+        fusion.set_tail_config(self, prep, config)
 
     def tuned(self) -> dict[str, TileConfig]:
         """The tuning cache's choices for this GPU, Triton version and precision."""
@@ -440,12 +483,22 @@ class CudaExecutor(ExecutorBase):
             source.copy_(x)
         raw = target is None
         target = target if target is not None else self._raw_target(prep)
-        for launch in self.launches:
+        for step in self.steps:
             if stop is not None and stop():
                 raise CompileStopped
-            self._launch(prep, launch, prep.configs[launch.name],
-                         target if launch.final else None)  # fmt: skip
+            self.launch_step(prep, step, target)
         return prep.views[self.graph.output] if raw else None
+
+    def launch_step(self, prep: Prepared, step: ConvLaunch | FusedTail,
+                    target: FinalTarget) -> None:  # fmt: skip
+        """Enqueue one of `steps` (a conv, or the fused tail) with the tiles of ``prep``."""
+        if isinstance(step, FusedTail) and self.fusion == "project":
+            fusion.launch_project(self, prep, target)
+        elif isinstance(step, FusedTail):
+            assert prep.tail is not None
+            fusion.launch_tail(self, prep, prep.tail, target)
+        else:
+            self._launch(prep, step, prep.configs[step.name], target if step.final else None)
 
     def _forward_torch(self, x: Any, target: FinalTarget | None) -> Any:
         assert self._torch_net is not None
@@ -488,20 +541,7 @@ class CudaExecutor(ExecutorBase):
         if launch.final:
             assert target is not None
             out = target.image
-            mode = target.mode
-            final_args = (
-                target.scale if target.scale is not None else self._dummy,
-                target.offset, target.pixel_stride, target.row_stride,
-                target.keep_y, target.keep_x, target.keep_h, target.keep_w,
-                target.dst_y, target.dst_x,
-            )  # fmt: skip
-            flags = dict(
-                OUTPUT_PASS=mode is not None,
-                TRANSFER=transfer_id(mode.transfer) if mode is not None else 0,
-                HDR=bool(mode.hdr) if mode is not None else True,
-                SNORM=bool(mode.snorm) if mode is not None else False,
-                OUT_CHANNELS=target.channels,
-            )
+            final_args, flags = self._final_args(target)
         else:
             out = prep.views[launch.value]
             final_args = (self._dummy, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -529,6 +569,24 @@ class CudaExecutor(ExecutorBase):
             num_stages=config.num_stages,
             **flags,
         )  # fmt: skip
+
+    def _final_args(self, target: FinalTarget) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The final conv's image geometry arguments and output-pass flags."""
+        mode = target.mode
+        args = (
+            target.scale if target.scale is not None else self._dummy,
+            target.offset, target.pixel_stride, target.row_stride,
+            target.keep_y, target.keep_x, target.keep_h, target.keep_w,
+            target.dst_y, target.dst_x,
+        )  # fmt: skip
+        flags = dict(
+            OUTPUT_PASS=mode is not None,
+            TRANSFER=transfer_id(mode.transfer) if mode is not None else 0,
+            HDR=bool(mode.hdr) if mode is not None else True,
+            SNORM=bool(mode.snorm) if mode is not None else False,
+            OUT_CHANNELS=target.channels,
+        )
+        return args, flags
 
     def run(self, x: np.ndarray) -> np.ndarray:
         """Network output ``[3, H, W]`` float32 of ``x [C_in, H, W]`` (host arrays)."""
@@ -569,6 +627,13 @@ class CudaExecutor(ExecutorBase):
                     kind += "+output"
                 if prep is not None:
                     kind += f" [{prep.configs[launch.name].describe()}]"
+                if self.tail is not None and launch in self.tail.layers:
+                    kind = f"triton-fused-{self.fusion}+output"
+                    if prep is not None and self.fusion == "tail" and prep.tail is not None:
+                        kind += f" [{prep.tail.describe()}]"
+                    elif prep is not None:
+                        key = project_signature(self.tail.hidden)
+                        kind += f" [{prep.configs[key].describe()}]"
             out[launch.name] = kind
         return out
 

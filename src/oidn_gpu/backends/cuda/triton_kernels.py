@@ -281,6 +281,40 @@ def _sanitize_output(v, TRANSFER: tl.constexpr):
     return _inverse_transfer(v, TRANSFER)
 
 
+@triton.jit
+def _store_final(
+    acc, offs_n, y, x, m_ok, out_ptr, scale_ptr, out_offset, out_pixel_stride, out_row_stride,
+    keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
+    OUTPUT_PASS: tl.constexpr, TRANSFER: tl.constexpr, HDR: tl.constexpr,
+    SNORM: tl.constexpr, OUT_CHANNELS: tl.constexpr,
+):  # fmt: skip
+    """Store the 3 output channels of ``acc`` (pixels ``(y, x)``) as float32 into the
+    image, restricted to the kept rectangle, through the output pass if asked."""
+    r = tl.sum(tl.where(offs_n[None, :] == 0, acc, 0.0), axis=1)
+    g = tl.sum(tl.where(offs_n[None, :] == 1, acc, 0.0), axis=1)
+    b = tl.sum(tl.where(offs_n[None, :] == 2, acc, 0.0), axis=1)
+    ky = y - keep_y
+    kx = x - keep_x
+    keep = m_ok & (ky >= 0) & (ky < keep_h) & (kx >= 0) & (kx < keep_w)
+    base = out_offset + (dst_y + ky) * out_row_stride + (dst_x + kx) * out_pixel_stride
+    if OUTPUT_PASS:
+        scale = tl.load(scale_ptr)
+        out_scale = tl.where(scale == 0.0, 0.0, 1.0 / scale)
+        r = _sanitize_output(r, TRANSFER)
+        g = _sanitize_output(g, TRANSFER)
+        b = _sanitize_output(b, TRANSFER)
+        if OUT_CHANNELS == 1:
+            r = ((r + g) + b) * ONE_THIRD
+        r = _finish(r, out_scale, TRANSFER, HDR, SNORM)
+        g = _finish(g, out_scale, TRANSFER, HDR, SNORM)
+        b = _finish(b, out_scale, TRANSFER, HDR, SNORM)
+    tl.store(out_ptr + base, r, mask=keep)
+    if OUT_CHANNELS > 1:
+        tl.store(out_ptr + base + 1, g, mask=keep)
+    if OUT_CHANNELS > 2:
+        tl.store(out_ptr + base + 2, b, mask=keep)
+
+
 @_jit("height", "width", "out_offset", "out_pixel_stride", "out_row_stride", "keep_y",
       "keep_x", "keep_h", "keep_w", "dst_y", "dst_x")  # fmt: skip
 def conv3x3_kernel(
@@ -380,29 +414,11 @@ def conv3x3_kernel(
         acc = tl.maximum(acc, 0.0)
 
     if FINAL:
-        r = tl.sum(tl.where(offs_n[None, :] == 0, acc, 0.0), axis=1)
-        g = tl.sum(tl.where(offs_n[None, :] == 1, acc, 0.0), axis=1)
-        b = tl.sum(tl.where(offs_n[None, :] == 2, acc, 0.0), axis=1)
-        ky = y - keep_y
-        kx = x - keep_x
-        keep = m_ok & (ky >= 0) & (ky < keep_h) & (kx >= 0) & (kx < keep_w)
-        base = out_offset + (dst_y + ky) * out_row_stride + (dst_x + kx) * out_pixel_stride
-        if OUTPUT_PASS:
-            scale = tl.load(scale_ptr)
-            out_scale = tl.where(scale == 0.0, 0.0, 1.0 / scale)
-            r = _sanitize_output(r, TRANSFER)
-            g = _sanitize_output(g, TRANSFER)
-            b = _sanitize_output(b, TRANSFER)
-            if OUT_CHANNELS == 1:
-                r = ((r + g) + b) * ONE_THIRD
-            r = _finish(r, out_scale, TRANSFER, HDR, SNORM)
-            g = _finish(g, out_scale, TRANSFER, HDR, SNORM)
-            b = _finish(b, out_scale, TRANSFER, HDR, SNORM)
-        tl.store(out_ptr + base, r, mask=keep)
-        if OUT_CHANNELS > 1:
-            tl.store(out_ptr + base + 1, g, mask=keep)
-        if OUT_CHANNELS > 2:
-            tl.store(out_ptr + base + 2, b, mask=keep)
+        _store_final(
+            acc, offs_n, y, x, m_ok, out_ptr, scale_ptr, out_offset, out_pixel_stride,
+            out_row_stride, keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
+            OUTPUT_PASS, TRANSFER, HDR, SNORM, OUT_CHANNELS,
+        )  # fmt: skip
     elif POOL:
         pooled = tl.max(tl.reshape(acc, (BLOCK_M // 4, 4, BLOCK_N)), axis=1)
         offs_q = pid_m * (BLOCK_M // 4) + tl.arange(0, BLOCK_M // 4)
@@ -594,3 +610,8 @@ def autoexposure_scale_kernel(bins_ptr, count, scale_ptr, KEY: tl.constexpr,
     mean = tl.sum(total, axis=0) / tl.maximum(n, 1).to(tl.float32)
     scale = tl.where(n > 0, KEY / tl.exp2(mean), 1.0)
     tl.store(scale_ptr, scale)
+
+
+# The fused network tail's kernels build on the helpers above; imported here so that one
+# lazy import (the executor's `kernels`) brings every kernel.
+from oidn_gpu.backends.cuda import fused_kernels  # noqa: E402

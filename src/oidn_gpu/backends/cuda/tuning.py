@@ -14,6 +14,10 @@ Where a tile comes from, first match wins:
 2. `SHIPPED_TILES`, measured on the GPUs named there (by compute capability);
 3. `default_config`.
 
+The fused tail's ``tail`` kernel has its own `TailConfig` (2D tile, halo, persistent
+programs), cached under ``tail:`` keys; the ``project`` tail uses the hidden conv's tile
+unless `SHIPPED_TILES` has its `project_signature`.
+
 Tuning never runs unless asked: ``OIDN_GPU_CUDA_TUNING=on`` (default file) or
 ``OIDN_GPU_CUDA_TUNING=/path/file.json`` times `candidates` for each layer the
 first time its signature is seen (`triton.testing.do_bench`, median) and keeps
@@ -139,6 +143,69 @@ def shipped_config(capability: tuple[int, int] | None, key: str) -> TileConfig |
     return TileConfig(*shape) if shape is not None else None
 
 
+@dataclass(frozen=True)
+class TailConfig:
+    """One tile configuration of `fused_kernels.conv_tail_kernel` (the fused network tail).
+
+    ``region_h x region_w`` pixels of the hidden conv per tile (its output tile is 2
+    smaller each way), computed ``block_m`` pixels at a time; K tiles of the hidden
+    and final convs; warps, pipeline depth and persistent programs per multiprocessor.
+    """
+
+    region_h: int
+    region_w: int
+    block_m: int
+    block_k1: int
+    block_k2: int
+    num_warps: int
+    num_stages: int
+    per_sm: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.region_h}x{self.region_w}/{self.block_m} k{self.block_k1},{self.block_k2} "
+            f"w{self.num_warps} s{self.num_stages} p{self.per_sm}"
+        )
+
+
+DEFAULT_TAIL = TailConfig(16, 32, 128, 64, 64, 4, 2, 4)
+
+# Tail tiles by compute capability (see `SHIPPED_TILES`), keyed by `tail_signature`.
+SHIPPED_TAILS: dict[tuple[int, int], dict[str, tuple[int, ...]]] = {}
+
+
+def tail_signature(hidden: ConvLaunch, final: ConvLaunch) -> str:
+    """What a fused tail's tile depends on: both convs' channels (never the image size)."""
+    return f"tail:{signature(hidden, 0)}|{signature(final, 0)}"
+
+
+def project_signature(hidden: ConvLaunch) -> str:
+    """The tile key of the hidden conv with the final conv's product in its epilogue
+    (`fused_kernels.conv_project_kernel`); its tile, when measured, is in `SHIPPED_TILES`."""
+    return f"{signature(hidden, 0)}+project"
+
+
+def tail_candidates() -> tuple[TailConfig, ...]:
+    """Fused-tail tiles worth timing (the default first)."""
+    shapes = [
+        (16, 16, 128, 64, 64, 4, 2, 4),
+        (16, 32, 256, 64, 64, 8, 2, 2),
+        (32, 32, 128, 64, 64, 4, 2, 2),
+        (16, 32, 128, 128, 64, 4, 2, 4),
+        (16, 64, 256, 64, 64, 8, 2, 2),
+        (16, 32, 128, 64, 64, 4, 3, 3),
+    ]
+    out = [DEFAULT_TAIL]
+    out += [TailConfig(*shape) for shape in shapes if TailConfig(*shape) != DEFAULT_TAIL]
+    return tuple(out)
+
+
+def shipped_tail(capability: tuple[int, int] | None, key: str) -> TailConfig | None:
+    """The shipped fused-tail tile of ``key`` on a GPU of ``capability``, if measured."""
+    shape = SHIPPED_TAILS.get(capability or (0, 0), {}).get(key)
+    return TailConfig(*shape) if shape is not None else None
+
+
 DEFAULT_CACHE = Path("~") / ".cache" / "oidn-gpu" / "cuda-tuning.json"
 
 
@@ -172,7 +239,7 @@ class Tuner:
     def __init__(self, device_key: str, path: Path | None = None) -> None:
         self.device_key = device_key
         self.path = path if path is not None else _cache_path()
-        self._choices: dict[str, TileConfig] = {}
+        self._choices: dict[str, TileConfig | TailConfig] = {}
         self._load()
 
     def _load(self) -> None:
@@ -181,7 +248,10 @@ class Tuner:
         try:
             data = json.loads(self.path.read_text())
             section = data.get(self.device_key, {})
-            self._choices = {key: TileConfig(**value) for key, value in section.items()}
+            self._choices = {
+                key: (TailConfig if key.startswith("tail:") else TileConfig)(**value)
+                for key, value in section.items()
+            }
         except (OSError, ValueError, TypeError):
             self._choices = {}  # an unreadable cache is retuned, never trusted
 
