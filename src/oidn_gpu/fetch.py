@@ -114,6 +114,21 @@ def _read_some(response: Any, url: str, received: int, expected: int) -> bytes:
         ) from None
 
 
+def _open_url(url: str, timeout_s: float) -> Any:
+    """The response of a GET of ``url``; `DownloadError` (with an "offline?" hint) if none."""
+    request = urllib.request.Request(url, headers={"User-Agent": "oidn-gpu"})
+    try:
+        return urllib.request.urlopen(request, timeout=timeout_s)
+    except urllib.error.HTTPError as err:
+        raise DownloadError(f"could not download {url}: HTTP {err.code} {err.reason}") from None
+    except (TimeoutError, urllib.error.URLError, OSError, http.client.HTTPException) as err:
+        reason = getattr(err, "reason", err)
+        raise DownloadError(
+            f"could not download {url}: {reason} (offline? set {URL_ENV_VAR} or --url to a "
+            "mirror, or copy the files into the weights folder by hand)"
+        ) from None
+
+
 def download(
     url: str,
     destination: Path,
@@ -144,17 +159,7 @@ def download(
     if deadline_s is None:
         deadline_s = DEADLINE_PER_TIMEOUT * timeout_s
     stop_at = time.monotonic() + deadline_s
-    request = urllib.request.Request(url, headers={"User-Agent": "oidn-gpu"})
-    try:
-        response = urllib.request.urlopen(request, timeout=timeout_s)
-    except urllib.error.HTTPError as err:
-        raise DownloadError(f"could not download {url}: HTTP {err.code} {err.reason}") from None
-    except (TimeoutError, urllib.error.URLError, OSError, http.client.HTTPException) as err:
-        reason = getattr(err, "reason", err)
-        raise DownloadError(
-            f"could not download {url}: {reason} (offline? set {URL_ENV_VAR} or --url to a "
-            "mirror, or copy the files into the weights folder by hand)"
-        ) from None
+    response = _open_url(url, timeout_s)
     digest = hashlib.sha256()
     written = 0
     with response:

@@ -1,6 +1,6 @@
 """A frame's Triton kernels to compile in a child process (`compile_worker`), and its start.
 
-The cuDNN bridge (`pipeline.CudaDenoiser`) serves frames while the Triton
+The cuDNN bridge (`runner.CudaDenoiser`) serves frames while the Triton
 kernels of their configuration compile. Compiling in a thread of the caller's
 process holds Python's GIL for long stretches (the caller's frames then take
 several times longer) and a compiler thread cannot be left running when the

@@ -19,15 +19,14 @@ Engines:
   tensors); chosen when Triton is missing or by ``engine="cudnn"``, and reported
   by `info()` (``fallback``).
 
-With ``engine="auto"`` on a GPU the executor also holds the cuDNN network as a
-*bridge*: Triton compiles its kernels in the background (`pipeline.CudaDenoiser`
-starts that on the first frame of each configuration), and frames run on cuDNN
-until they are ready, so a new process never waits for the compiler. Each frame
-runs on one engine; `info()` names the one that ran last.
+With ``engine="auto"`` on a GPU the executor also holds the cuDNN network as a *bridge*:
+Triton compiles its kernels in the background (`runner.CudaDenoiser` starts that on the
+first frame of each configuration), and frames run on cuDNN until they are ready, so a
+new process never waits for the compiler. `info()` names the engine of the last frame.
 
 `run` takes and returns NumPy arrays (the `NetworkExecutor` protocol);
 `forward` works on device tensors and only enqueues work on the current stream
-(CUDA-graph capturable); `pipeline.CudaDenoiser` uses it for whole denoises.
+(CUDA-graph capturable); `runner.CudaDenoiser` uses it for whole denoises.
 With ``TRITON_INTERPRET=1`` the Triton engine runs on CPU tensors through
 Triton's interpreter (tests without a GPU).
 """
@@ -54,7 +53,7 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.backends.cuda import fusion, layout, torch_ops
 from oidn_gpu.backends.cuda.backend import CudaOptions
-from oidn_gpu.backends.cuda.fusion import FUSED_ENV_VAR, FUSIONS, FusedTail  # noqa: F401
+from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import (
     TailConfig,
@@ -156,7 +155,7 @@ class Prepared:
 
 
 class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
-    """Raised inside a background compile asked to stop (`pipeline.CudaDenoiser`)."""
+    """Raised inside a background compile asked to stop (`runner.CudaDenoiser`)."""
 
 
 def transfer_id(transfer: Any) -> int:
@@ -183,9 +182,8 @@ class CudaExecutor(ExecutorBase):
             compile; default for ``engine="auto"`` on a GPU without tuning.
         shape_cache_size: how many input sizes keep their buffers.
         fused: how the network's tail (last hidden conv, final conv, output pass) runs
-            (`FUSIONS`, `fused_tail`): ``"project"`` (True), ``"tail"``, or ``"off"``
-            (False: every conv in its own kernel, the fused kernels' oracle); default
-            from ``OIDN_GPU_CUDA_FUSED``, else ``project`` for fp16 and ``off`` for bf16.
+            (`fusion.FUSIONS`): ``"project"`` (True), ``"tail"`` or ``"off"`` (False: the
+            oracle); default ``OIDN_GPU_CUDA_FUSED``, else ``project`` (fp16), ``off`` (bf16).
 
     Raises:
         MissingDependencyError: torch is missing, or ``engine="triton"`` without Triton.
@@ -262,19 +260,7 @@ class CudaExecutor(ExecutorBase):
         self._lock = threading.Lock()  # the prepared shapes (a bridge compiles in a thread)
         self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
         if self.engine == "triton":
-            for launch in self.launches:
-                weight, bias = layout.pack_weights(launch, model.convs[launch.name])
-                self._weights[launch.name] = (
-                    torch.as_tensor(weight, device=self.device).to(self.dtype).contiguous(),
-                    torch.as_tensor(bias, device=self.device),
-                )
-            if self.tail is not None and self.fusion == "project":
-                hidden, final = self.tail.layers
-                proj = fusion.project_weights(final, model.convs[final.name], hidden.out_stored)
-                self._weights["project"] = (
-                    torch.as_tensor(proj, device=self.device).to(self.dtype).contiguous(),
-                    self._weights[final.name][1],
-                )
+            self._pack_weights(model.convs)
         if self.engine == "cudnn" or self.bridge:
             self._torch_net = torch_ops.TorchNetwork(
                 self.launches, model.convs, self.graph.input, self.device, self.dtype
@@ -286,6 +272,24 @@ class CudaExecutor(ExecutorBase):
         self._closed = False
 
     # ------------------------------------------------------------------ setup
+
+    def _pack_weights(self, convs: Any) -> None:
+        """The Triton kernels' weights and biases on the device (and the fused tail's
+        projected final-conv weights)."""
+        torch = self._torch
+        for launch in self.launches:
+            weight, bias = layout.pack_weights(launch, convs[launch.name])
+            self._weights[launch.name] = (
+                torch.as_tensor(weight, device=self.device).to(self.dtype).contiguous(),
+                torch.as_tensor(bias, device=self.device),
+            )
+        if self.tail is not None and self.fusion == "project":
+            hidden, final = self.tail.layers
+            proj = fusion.project_weights(final, convs[final.name], hidden.out_stored)
+            self._weights["project"] = (
+                torch.as_tensor(proj, device=self.device).to(self.dtype).contiguous(),
+                self._weights[final.name][1],
+            )
 
     def _pick_device(self, device: Any) -> Any:
         torch = self._torch

@@ -9,9 +9,9 @@ imports wgpu.
 Public names (imported lazily, so ``import oidn_gpu.backends.wgpu.device`` stays cheap):
 
 - `open_device`, `WgpuDevice`, `GpuDevice`, `Capabilities` (device.py)
-- `pipeline_cache`, `PipelineCache` (pipelines.py)
+- `pipeline_cache`, `PipelineCache` (pipeline_cache.py)
 - `WgpuExecutor` (executor.py), `ExecutionProfile`, `LayerTiming` (profiling.py)
-- `GpuDenoiser`, `GpuImage`, `TileRect` (pipeline.py)
+- `GpuDenoiser` (runner.py), `GpuImage`, `TileRect` (frames.py)
 - `run_bench`, `BenchResult` (bench.py)
 """
 
