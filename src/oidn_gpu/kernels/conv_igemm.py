@@ -55,8 +55,12 @@ included, are compile-time bounded.
 The generator runs in four steps: `validate` (the tile the options resolve to,
 and whether it runs within the limits), `plan_tile` (the straight-line code's
 structure: accumulators, loads, K groups), `constants` (the WGSL ``const``
-block) and `render_source` (every choice the options make, as flags and WGSL
-expressions for ``wgsl/conv_igemm.wgsl``).
+block) and `render_source` (every choice the options make, as flags, WGSL
+expressions and include names for ``wgsl/conv_igemm.wgsl``, the skeleton, and its
+per-feature parts in ``wgsl/igemm/``: ``sources`` (the per-source loads),
+``fma_*`` (one K group per accumulation order, paired or not), ``tile_*`` (the
+steps of the tile pipeline, listed by `k_schedule` for the prefetch mode) and
+``store_*`` (the output stores, with a fused pool's exchange or not)).
 """
 
 from __future__ import annotations
@@ -364,6 +368,77 @@ def _weight_slot(tile: GemmTile) -> str:
     return "li + li / 4u" if tile.padded_weights else "li"
 
 
+def _step(op: str, pad: str, **values: str) -> dict[str, str]:
+    return {"op": op, "pad": pad, **values}
+
+
+def k_schedule(tile: GemmTile) -> dict[str, list[dict[str, str]]]:
+    """The K loop's tile pipeline: the steps before the loop (``prologue``), at the top of
+    each K tile (``head``) and after its FMAs (``tail``).
+
+    A step declares the load registers (``declare``), loads a K tile into them (``fetch``,
+    ``kb``: the WGSL of the tile's first K block), stores them to workgroup memory
+    (``store``, ``input_base`` / ``weight_base``: the WGSL prefix of the shared index, the
+    other half with double buffering), passes a barrier or advances the incremental K lane;
+    ``pad`` indents its first line.
+    """
+    before, inside = "  ", "    "
+    if tile.shared_buffers == 2:  # tile k computes while k + 1 is stored and k + 2 loaded
+        prologue = [
+            _step("declare", before),
+            _step("fetch", before, kb="0u"),
+            _step("store", before, input_base="", weight_base=""),
+            _step("barrier", before),
+            _step("advance", before),
+            _step("fetch", before, kb="K_TILE"),
+        ]
+        head = []
+        tail = [
+            _step(
+                "store",
+                inside,
+                input_base="INPUT_TILE_SIZE - in_cur + ",
+                weight_base="WEIGHT_TILE_SIZE - w_cur + ",
+            ),
+            _step("advance", inside),
+            _step("fetch", inside, kb="k_base + 2u * K_TILE"),
+        ]
+    elif tile.prefetch:  # the loads of tile k + 1 are in flight while tile k computes
+        prologue = [_step("declare", before), _step("fetch", before, kb="0u")]
+        head = [
+            _step("store", inside, input_base="", weight_base=""),
+            _step("barrier", inside),
+            _step("advance", inside),
+            _step("fetch", inside, kb="k_base + K_TILE"),
+        ]
+        tail = []
+    else:
+        prologue = []
+        head = [
+            _step("declare", inside),
+            _step("fetch", inside, kb="k_base"),
+            _step("store", inside, input_base="", weight_base=""),
+            _step("barrier", inside),
+        ]
+        tail = []
+    tail.append(_step("barrier", inside))
+    if not tile.prefetch:
+        tail.append(_step("advance", inside))
+    return {"prologue": prologue, "head": head, "tail": tail}
+
+
+def _fma_template(tile: GemmTile, options: GemmOptions) -> str:
+    """The include that computes one K group: rows outer or K steps outer, paired or not."""
+    row_major = options.accumulation_order is AccumulationOrder.ROW_MAJOR
+    name = {
+        (True, True): "rows_paired",
+        (True, False): "rows",
+        (False, True): "kpairs",
+        (False, False): "ksteps",
+    }[(row_major, tile.paired)]
+    return f"igemm/fma_{name}.wgsl"
+
+
 def render_source(
     spec: ConvSpec, options: GemmOptions, tile: GemmTile, plan: TilePlan, key: str
 ) -> str:
@@ -408,15 +483,20 @@ def render_source(
         paired=tile.paired,
         prefetch=tile.prefetch,
         double_buffer=tile.shared_buffers == 2,
+        schedule=k_schedule(tile),
+        fma_template=_fma_template(tile, options),
+        store_template=(
+            "igemm/store_pool_pairs.wgsl" if pool_pairs(spec, tile) else "igemm/store_blocks.wgsl"
+        ),
         # double buffering: the K tile computes from the half at in_cur / w_cur
         wcur=" + w_cur" if tile.shared_buffers == 2 else "",
+        row_base="lid.y * INPUT_ROW_STRIDE" + (" + in_cur" if tile.shared_buffers == 2 else ""),
         shared_type="mat2x4<f16>" if tile.paired else spec.precision.vec4,
         conv_h="out_h * 2u" if spec.pool else "out_h",
         conv_w="out_w * 2u" if spec.pool else "out_w",
         analytic=options.address_mode is AddressMode.ANALYTIC,
         base_offset=base_offset,
         source_first=options.decoder_load is DecoderLoad.SOURCE_FIRST and len(spec.sources) > 1,
-        row_major=options.accumulation_order is AccumulationOrder.ROW_MAJOR,
         vec=spec.precision.vec4,
         rows=[{"r": r} for r in range(tile.rows_per_thread)],
         accs=plan.accs,
@@ -516,6 +596,7 @@ __all__ = [
     "WeightLayout",
     "constants",
     "generate",
+    "k_schedule",
     "plan_tile",
     "pool_exchange_bytes",
     "pool_pairs",
