@@ -10,17 +10,19 @@ after an intended change of the generated text; review which groups changed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from oidn_gpu.errors import UnsupportedDeviceError
 from oidn_gpu.kernels import conv_igemm, gemm
-from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels.gemm import Accumulation, GemmOptions
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, DeviceLimits, Precision
 
 DIGESTS = Path(__file__).resolve().parents[1] / "data" / "igemm_text.json"
@@ -57,8 +59,10 @@ def _specs(p: Precision) -> dict[str, ConvSpec]:
 
 
 def _option_values() -> dict[str, tuple[object, ...]]:
+    """Every option's values but ``accumulation``'s, which `_option_sets` cycles through."""
     values = gemm.option_values()
     values["shared_layout"] = (None, *values["shared_layout"])
+    del values["accumulation"]
     return values
 
 
@@ -69,7 +73,11 @@ def _option_sets() -> list[GemmOptions]:
     sets += [GemmOptions(**{name: v}) for name, vs in values.items() for v in vs]
     while len(sets) < OPTION_SETS:
         sets.append(GemmOptions(**{name: rng.choice(vs) for name, vs in sorted(values.items())}))
-    return sets
+    accumulations = list(Accumulation)
+    return [
+        replace(options, accumulation=accumulations[i % len(accumulations)])
+        for i, options in enumerate(sets)
+    ]
 
 
 def groups() -> list[str]:
@@ -93,8 +101,9 @@ def group_digest(group: str) -> tuple[int, str]:
     return count, digest.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def _pinned() -> dict[str, dict[str, object]]:
-    if os.environ.get("OIDN_GPU_UPDATE_SNAPSHOTS") == "1":
+    if os.environ.get("OIDN_GPU_UPDATE_SNAPSHOTS") == "1":  # rewritten once per session
         table = {g: dict(zip(("kernels", "sha256"), group_digest(g), strict=True)) for g in groups()}
         DIGESTS.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     assert DIGESTS.exists(), f"missing {DIGESTS}; run with OIDN_GPU_UPDATE_SNAPSHOTS=1"

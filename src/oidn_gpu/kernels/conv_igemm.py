@@ -12,11 +12,13 @@ output blocks ``wid.y * TILE_N + lx + c * WG_X`` (c < C) and GEMM rows
 arrays: the generator unrolls rows, columns and the K tile into straight-line
 code). Each K step loads a ``TILE_M x KT`` input tile (KT = k_tile blocks; im2col
 on the fly, zero outside the tensor) and a ``KT x TILE_N x 4`` weight tile into
-workgroup memory, then every invocation does ``KT * R * C`` vec4 x 4 FMAs. fp16:
-products summed in one f16 partial per accumulator and group of 8 blocks (32
-products, `gemm.F16_GROUP_BLOCKS`; a K tile of 16 holds two groups), folded into
-the f32 accumulator; all options keep this grouping and each output's K order,
-so every variant gives the same bits.
+workgroup memory, then every invocation does ``KT * R * C`` vec4 x 4 FMAs. fp16
+(``options.accumulation``): ``f32`` widens the f16 values it reads from workgroup
+memory and sums every product in the f32 accumulators; ``f16-chains`` and
+``f16-partials`` sum the products in one f16 partial per accumulator and group of 2
+or 8 blocks (8 or 32 products, `gemm.partial_blocks`; a K tile of 16 holds several
+groups), folded into the f32 accumulator. Every other option keeps this grouping and
+each output's K order, so every variant of one accumulation gives the same bits.
 
 Paired tiles (``shared_load="pair"``, fp16): the shared arrays hold ``mat2x4<f16>``
 elements, two vec4 blocks each (K blocks ``2j, 2j + 1`` of a row; weight lanes
@@ -72,6 +74,7 @@ from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import _common, gemm
 from oidn_gpu.kernels.gemm import (
     F16_GROUP_BLOCKS,
+    Accumulation,
     AccumulationOrder,
     AddressMode,
     DecoderLoad,
@@ -182,12 +185,14 @@ def channels_first(spec: ConvSpec, options: GemmOptions) -> bool:
     return spec.pool and options.pool_layout is PoolLayout.CHANNELS
 
 
-def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
+def plan_tile(
+    spec: ConvSpec, tile: GemmTile, accumulation: Accumulation = Accumulation.F16_PARTIALS
+) -> TilePlan:
     """Accumulators, loads and K groups of one invocation, for the template's loops."""
     rpt, cols, kt, threads = tile.rows_per_thread, tile.cols_per_thread, tile.k_tile, tile.threads
-    f16 = spec.precision is Precision.FP16
+    partial = gemm.partial_blocks(accumulation, spec.precision)
     slot_stride = threads // kt
-    target = "part" if f16 else "acc"
+    target = "acc" if partial is None else "part"
     # accumulator (row r, column c): acc{r}_{c} (f32), part{r}_{c} (f16 partial of one group)
     accs = tuple(
         {"r": r, "c": c, "name": f"{r}_{c}", "col_offset": c * tile.workgroup_x}
@@ -203,7 +208,7 @@ def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
         ]
         for r in range(rpt)
     ]
-    group_size = F16_GROUP_BLOCKS if f16 else kt
+    group_size = partial or kt
     groups = []
     for g in range(kt // group_size):
         tks = range(g * group_size, (g + 1) * group_size)
@@ -464,6 +469,9 @@ def render_source(
         }
         for load in plan.loads
     ]
+    partials = gemm.partial_blocks(options.accumulation, spec.precision) is not None
+    # fp16 summed in f32: the f16 operands read from workgroup memory are widened (exactly)
+    widen = spec.precision is Precision.FP16 and not partials
     if layout is WeightLayout.K_MAJOR:
         weight_index = "(wk * OUT_BLOCKS + wob) * 4u + rem % 4u"
     else:
@@ -497,7 +505,11 @@ def render_source(
         analytic=options.address_mode is AddressMode.ANALYTIC,
         base_offset=base_offset,
         source_first=options.decoder_load is DecoderLoad.SOURCE_FIRST and len(spec.sources) > 1,
-        vec=spec.precision.vec4,
+        # the FMA operand type, and the conversion that brings a shared value to it
+        vec="vec4<f32>" if widen else spec.precision.vec4,
+        widen_open="vec4<f32>(" if widen else "",
+        widen_close=")" if widen else "",
+        partials=partials,
         rows=[{"r": r} for r in range(tile.rows_per_thread)],
         accs=plan.accs,
         columns=plan.columns,
@@ -550,7 +562,8 @@ def generate(
         f"{tile.rows_per_thread}x{tile.cols_per_thread}k{tile.k_tile}"
         f"{'p' if tile.padded_input else ''}{'q' if tile.padded_weights else ''}",
     )
-    source = render_source(spec, options, tile, plan_tile(spec, tile), key)
+    plan = plan_tile(spec, tile, options.accumulation)
+    source = render_source(spec, options, tile, plan, key)
     packed_input, packed_weights = _packing(spec, options)
     bindings, _ = _bindings(spec, packed_input, packed_weights)
     return Kernel(

@@ -6,11 +6,13 @@ value raises `InvalidArgumentError` naming the option, the value and the
 allowed values. `GemmOptions.check_limits` / `fits` check a tile against a
 `DeviceLimits`.
 
-Results: every option is a performance knob. By construction each output
-keeps one summation: the bias, then ``k = tap * IB + ib`` in increasing order,
-each input vec4's four lanes as four FMAs in lane order; fp16 sums 8 input
-blocks per f16 partial (whatever the K tile) and folds the partials into the
-f32 accumulator in K order. No option reorders that sequence: tiles, columns,
+Results: every option but ``accumulation`` is a performance knob. By construction
+each output keeps one summation: the bias, then ``k = tap * IB + ib`` in increasing
+order, each input vec4's four lanes as four FMAs in lane order; fp16 sums as
+``accumulation`` says (``f32``: every product in f32; ``f16-chains``: 2 input blocks
+per f16 chain; ``f16-partials``: 8 blocks per f16 partial, whatever the K tile) and
+folds the chains into the f32 accumulator in K order. No other option reorders that
+sequence: tiles, columns,
 K tiles and workgroup shapes only decide which invocation computes an output
 and when its operands reach workgroup memory; ``accumulation_order`` swaps the
 loops over rows and K steps, not the order of one accumulator's FMAs; load,
@@ -78,6 +80,12 @@ Options (default first where it is fixed):
   one (k, output block)) and the K loop reads both with one load and two bitcasts,
   halving the workgroup-memory load instructions per FMA. Every product and
   its place in the sum are unchanged.
+- ``accumulation``: F32 | F16_CHAINS | F16_PARTIALS (`Accumulation`; fp16 only). How the
+  fp16 kernels sum their products: in f32 (the f16 operands widened exactly; the most
+  accurate), in f16 chains of 8 products added to f32, or in f16 partials of 32 products
+  (the fastest, and the farthest from OIDN's CPU output). The final-layer and direct
+  kernels sum in f32 under F32, else in f16 partials of 4 products. Each value gives its
+  own bits, the same under every other option.
 - ``prefetch``: NONE | REGISTERS | SHARED. REGISTERS: the K loop issues the global
   loads of the next K tile into registers before computing the current one (register
   double buffering: memory latency overlaps the FMAs; one shared tile, the same two
@@ -108,8 +116,32 @@ from dataclasses import dataclass, fields, replace
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
 
-F16_GROUP_BLOCKS = 8  # vec4 input blocks per f16 partial; fixed: it sets the rounding
+F16_GROUP_BLOCKS = 8  # vec4 input blocks per f16 partial (accumulation "f16-partials")
+F16_CHAIN_BLOCKS = 2  # vec4 input blocks (8 products) per f16 chain (accumulation "f16-chains")
 K_TILE_BLOCKS = F16_GROUP_BLOCKS  # the default K tile (vec4 input blocks per shared tile)
+
+
+class Accumulation(enum.Enum):
+    """How an fp16 conv sums its products (fp32 kernels always sum in f32).
+
+    F32: every product in f32 (the f16 weights and activations widened exactly; f16
+    storage stays). F16_CHAINS: 8 products (2 input blocks) per f16 chain, each chain
+    added to the f32 accumulator. F16_PARTIALS: 32 products (8 blocks) per f16 partial,
+    the fastest and least accurate (`F16_GROUP_BLOCKS`).
+    """
+
+    F32 = "f32"
+    F16_CHAINS = "f16-chains"
+    F16_PARTIALS = "f16-partials"
+
+
+def partial_blocks(accumulation: Accumulation, precision: Precision) -> int | None:
+    """Input blocks per f16 partial of an implicit-GEMM conv; None when it sums in f32."""
+    if precision is not Precision.FP16 or accumulation is Accumulation.F32:
+        return None
+    if accumulation is Accumulation.F16_CHAINS:
+        return F16_CHAIN_BLOCKS
+    return F16_GROUP_BLOCKS
 
 
 class TilePolicy(enum.Enum):
@@ -212,6 +244,7 @@ _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "weight_layout": WeightLayout,
     "shared_load": SharedLoad,
     "prefetch": Prefetch,
+    "accumulation": Accumulation,
 }
 
 
@@ -334,6 +367,7 @@ class GemmOptions:
     prefetch: Prefetch = Prefetch.NONE
     final_pixels: int = 1
     final_patch: FinalPatch = FinalPatch.LINEAR
+    accumulation: Accumulation = Accumulation.F32
 
     def __post_init__(self) -> None:
         # An explicit workgroup size stays fixed unless a tile policy is given too.

@@ -125,13 +125,13 @@ fn main(
     let row_base = {{ row_base }};
 {% for grp in groups %}
     {
-{% if f16 %}
+{% if partials %}
 {% for a in accs %}
       var part{{ a.name }} = vec4<f16>();
 {% endfor %}
 {% endif %}
 {% include fma_template %}
-{% if f16 %}
+{% if partials %}
       // fold this group's f16 partials into the f32 accumulators
 {% for a in accs %}
       acc{{ a.name }} += vec4<f32>(part{{ a.name }});

@@ -8,28 +8,28 @@
         let wa{{ c.c }}_23 = weight_tile[wa{{ c.c }} + 1u];
         let wb{{ c.c }}_01 = weight_tile[wb{{ c.c }}];
         let wb{{ c.c }}_23 = weight_tile[wb{{ c.c }} + 1u];
-        let w{{ c.c }}_0 = wa{{ c.c }}_01[0];
-        let w{{ c.c }}_1 = wa{{ c.c }}_01[1];
-        let w{{ c.c }}_2 = wa{{ c.c }}_23[0];
-        let w{{ c.c }}_3 = wa{{ c.c }}_23[1];
-        let x{{ c.c }}_0 = wb{{ c.c }}_01[0];
-        let x{{ c.c }}_1 = wb{{ c.c }}_01[1];
-        let x{{ c.c }}_2 = wb{{ c.c }}_23[0];
-        let x{{ c.c }}_3 = wb{{ c.c }}_23[1];
+        let w{{ c.c }}_0 = {{ widen_open }}wa{{ c.c }}_01[0]{{ widen_close }};
+        let w{{ c.c }}_1 = {{ widen_open }}wa{{ c.c }}_01[1]{{ widen_close }};
+        let w{{ c.c }}_2 = {{ widen_open }}wa{{ c.c }}_23[0]{{ widen_close }};
+        let w{{ c.c }}_3 = {{ widen_open }}wa{{ c.c }}_23[1]{{ widen_close }};
+        let x{{ c.c }}_0 = {{ widen_open }}wb{{ c.c }}_01[0]{{ widen_close }};
+        let x{{ c.c }}_1 = {{ widen_open }}wb{{ c.c }}_01[1]{{ widen_close }};
+        let x{{ c.c }}_2 = {{ widen_open }}wb{{ c.c }}_23[0]{{ widen_close }};
+        let x{{ c.c }}_3 = {{ widen_open }}wb{{ c.c }}_23[1]{{ widen_close }};
 {% endfor %}
 {% for r in kp.rows %}
         let p{{ r.r }} = input_tile[row_base + {{ r.poffset }}u];
-        let v{{ r.r }} = p{{ r.r }}[0];
-        let u{{ r.r }} = p{{ r.r }}[1];
+        let v{{ r.r }} = {{ widen_open }}p{{ r.r }}[0]{{ widen_close }};
+        let u{{ r.r }} = {{ widen_open }}p{{ r.r }}[1]{{ widen_close }};
 {% for c in r.cols %}
-        {{ c.target }} = fma(w{{ c.c }}_0, vec4<f16>(v{{ r.r }}.x), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_1, vec4<f16>(v{{ r.r }}.y), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_2, vec4<f16>(v{{ r.r }}.z), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_3, vec4<f16>(v{{ r.r }}.w), {{ c.target }});
-        {{ c.target }} = fma(x{{ c.c }}_0, vec4<f16>(u{{ r.r }}.x), {{ c.target }});
-        {{ c.target }} = fma(x{{ c.c }}_1, vec4<f16>(u{{ r.r }}.y), {{ c.target }});
-        {{ c.target }} = fma(x{{ c.c }}_2, vec4<f16>(u{{ r.r }}.z), {{ c.target }});
-        {{ c.target }} = fma(x{{ c.c }}_3, vec4<f16>(u{{ r.r }}.w), {{ c.target }});
+        {{ c.target }} = fma(w{{ c.c }}_0, {{ vec }}(v{{ r.r }}.x), {{ c.target }});
+        {{ c.target }} = fma(w{{ c.c }}_1, {{ vec }}(v{{ r.r }}.y), {{ c.target }});
+        {{ c.target }} = fma(w{{ c.c }}_2, {{ vec }}(v{{ r.r }}.z), {{ c.target }});
+        {{ c.target }} = fma(w{{ c.c }}_3, {{ vec }}(v{{ r.r }}.w), {{ c.target }});
+        {{ c.target }} = fma(x{{ c.c }}_0, {{ vec }}(u{{ r.r }}.x), {{ c.target }});
+        {{ c.target }} = fma(x{{ c.c }}_1, {{ vec }}(u{{ r.r }}.y), {{ c.target }});
+        {{ c.target }} = fma(x{{ c.c }}_2, {{ vec }}(u{{ r.r }}.z), {{ c.target }});
+        {{ c.target }} = fma(x{{ c.c }}_3, {{ vec }}(u{{ r.r }}.w), {{ c.target }});
 {% endfor %}
 {% endfor %}
       }

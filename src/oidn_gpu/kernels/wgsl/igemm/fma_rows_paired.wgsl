@@ -2,8 +2,8 @@
 {% for s in r.spairs %}
       {
         let pv = input_tile[row_base + {{ s.poffset }}u];
-        let va = pv[0];
-        let vb = pv[1];
+        let va = {{ widen_open }}pv[0]{{ widen_close }};
+        let vb = {{ widen_open }}pv[1]{{ widen_close }};
 {% for c in r.cols %}
         {
           let wa = ({{ s.tk0 }}u * TILE_N + lid.x + {{ c.col_offset }}u) * W_STRIDE{{ wcur }};
@@ -12,14 +12,14 @@
           let wa23 = weight_tile[wa + 1u];
           let wb01 = weight_tile[wb];
           let wb23 = weight_tile[wb + 1u];
-          {{ c.target }} = fma(wa01[0], vec4<f16>(va.x), {{ c.target }});
-          {{ c.target }} = fma(wa01[1], vec4<f16>(va.y), {{ c.target }});
-          {{ c.target }} = fma(wa23[0], vec4<f16>(va.z), {{ c.target }});
-          {{ c.target }} = fma(wa23[1], vec4<f16>(va.w), {{ c.target }});
-          {{ c.target }} = fma(wb01[0], vec4<f16>(vb.x), {{ c.target }});
-          {{ c.target }} = fma(wb01[1], vec4<f16>(vb.y), {{ c.target }});
-          {{ c.target }} = fma(wb23[0], vec4<f16>(vb.z), {{ c.target }});
-          {{ c.target }} = fma(wb23[1], vec4<f16>(vb.w), {{ c.target }});
+          {{ c.target }} = fma({{ widen_open }}wa01[0]{{ widen_close }}, {{ vec }}(va.x), {{ c.target }});
+          {{ c.target }} = fma({{ widen_open }}wa01[1]{{ widen_close }}, {{ vec }}(va.y), {{ c.target }});
+          {{ c.target }} = fma({{ widen_open }}wa23[0]{{ widen_close }}, {{ vec }}(va.z), {{ c.target }});
+          {{ c.target }} = fma({{ widen_open }}wa23[1]{{ widen_close }}, {{ vec }}(va.w), {{ c.target }});
+          {{ c.target }} = fma({{ widen_open }}wb01[0]{{ widen_close }}, {{ vec }}(vb.x), {{ c.target }});
+          {{ c.target }} = fma({{ widen_open }}wb01[1]{{ widen_close }}, {{ vec }}(vb.y), {{ c.target }});
+          {{ c.target }} = fma({{ widen_open }}wb23[0]{{ widen_close }}, {{ vec }}(vb.z), {{ c.target }});
+          {{ c.target }} = fma({{ widen_open }}wb23[1]{{ widen_close }}, {{ vec }}(vb.w), {{ c.target }});
         }
 {% endfor %}
       }
