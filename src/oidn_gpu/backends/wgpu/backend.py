@@ -21,12 +21,14 @@ from oidn_gpu.backends.base import PRECISIONS as ALL_PRECISIONS
 from oidn_gpu.backends.base import Availability, BackendOptions, NetworkExecutor, TileRunner
 from oidn_gpu.backends.wgpu import icd
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
-from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels.gemm import Accumulation, GemmOptions
 from oidn_gpu.kernels.select import KernelKind
 
 PRECISIONS = ("auto", "fp16", "fp32")
 # The kernel= settings (KernelKind less the final RGB layer, which is chosen, never asked for).
 KERNELS = tuple(k.value for k in KernelKind if k is not KernelKind.FINAL_RGB)
+# How fp16 convolutions sum their products (`kernels.gemm.Accumulation`).
+ACCUMULATIONS = tuple(a.value for a in Accumulation)
 # Adapter features worth naming in `oidn-gpu info`.
 REPORTED_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
 
@@ -50,6 +52,9 @@ class WgpuOptions(BackendOptions):
             direct and implicit-GEMM kernels have the fused form). False runs conv and pool
             as two kernels, as oidn-web does, so that ``kernel="spatial"`` or
             ``"subgroup"`` also reaches the four pooled encoder convs. Same image.
+        accumulation: how fp16 convolutions sum their products: ``"f32"`` (the most
+            accurate), ``"f16-chains"`` or ``"f16-partials"`` (the fastest, farthest from
+            OIDN's CPU output); None keeps ``gemm``'s (or the device's default).
     """
 
     precision: str = "auto"
@@ -57,15 +62,19 @@ class WgpuOptions(BackendOptions):
     gemm: GemmOptions | None = None
     device: Any = None
     conv_pool: bool = True
+    accumulation: str | None = None
 
     option_help: ClassVar = MappingProxyType(
         {
             "precision": "wgpu: auto (fp16 where the GPU has shader-f16), fp16 or fp32",
             "kernel": "wgpu convolution kernel: " + ", ".join(KERNELS),
             "gemm": "wgpu implicit-GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'",
+            "accumulation": "wgpu fp16 sums: " + ", ".join(ACCUMULATIONS),
         }
     )
-    option_choices: ClassVar = MappingProxyType({"precision": PRECISIONS, "kernel": KERNELS})
+    option_choices: ClassVar = MappingProxyType(
+        {"precision": PRECISIONS, "kernel": KERNELS, "accumulation": ACCUMULATIONS}
+    )
     option_metavars: ClassVar = MappingProxyType({"gemm": "JSON"})
 
     def __post_init__(self) -> None:
@@ -83,6 +92,10 @@ class WgpuOptions(BackendOptions):
                 + ", ".join(repr(k) for k in KERNELS)
             )
         object.__setattr__(self, "gemm", gemm_options(self.gemm))
+        if self.accumulation is not None and self.accumulation not in ACCUMULATIONS:
+            raise InvalidArgumentError(
+                f"unknown accumulation {self.accumulation!r}; expected {_expected(ACCUMULATIONS)}"
+            )
         if not isinstance(self.conv_pool, bool):
             raise InvalidArgumentError(f"conv_pool must be True or False, got {self.conv_pool!r}")
         device = self.device
@@ -197,6 +210,7 @@ class WgpuBackend:
             gemm=options.gemm,
             device=options.device,
             conv_pool=options.conv_pool,
+            accumulation=options.accumulation,
         )
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
