@@ -117,6 +117,7 @@ def _default(precision: Precision, limits: DeviceLimits) -> np.ndarray:
         ("final_pixels", 8),
         ("final_pixels", True),
         ("final_patch", "banked"),
+        ("accumulation", "f64"),
     ],
 )
 def test_invalid_option_names_option_value_and_allowed(option: str, bad: object) -> None:
@@ -124,6 +125,16 @@ def test_invalid_option_names_option_value_and_allowed(option: str, bad: object)
         GemmOptions(**{option: bad})
     text = str(info.value)
     assert option in text and repr(bad) in text and "allowed" in text
+
+
+def test_wgpu_accumulation_option_is_validated_and_reaches_the_gemm_options() -> None:
+    from oidn_gpu.backends.wgpu.backend import ACCUMULATIONS, WgpuOptions
+
+    assert ACCUMULATIONS == ("f32", "f16-chains", "f16-partials")
+    assert GemmOptions().accumulation is gemm.Accumulation.F32
+    assert WgpuOptions(accumulation="f16-partials").accumulation == "f16-partials"
+    with pytest.raises(InvalidArgumentError, match="unknown accumulation 'f8'; expected 'f32'"):
+        WgpuOptions(accumulation="f8")
 
 
 def test_options_accept_strings_and_enums() -> None:
