@@ -103,9 +103,10 @@ driver did not finish compiling one in 400 s. Likewise a tile over
 `MAX_TILE_STORAGE_BYTES` of workgroup memory is refused on every device.
 
 `default_options(limits)` is the default of a device: `GemmOptions()` (the
-WebGPU runtime's defaults, tuned on Apple GPUs) unless ``limits.large_gpu`` (a
-discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS` (tuned on an
-NVIDIA H200: the BALANCED tile policy, see docs/benchmarks.md).
+WebGPU runtime's defaults, tuned on Apple GPUs, with f32 accumulation) unless
+``limits.large_gpu`` (a discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS`
+(tuned on an NVIDIA H200: the BALANCED tile policy; fp16 sums in f16 partials of 32
+products, the only accumulation within 12 ms at 1080p there; see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -581,11 +582,15 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # The final RGB conv (bench/h200_final_layer.sh, 2026-11-30): a padded staged patch took fp32's
 # dec_conv0 from 0.897 to 0.541 ms (network 17.90 -> 17.54 ms); fp16 gained nothing from it or
 # from 2 or 4 pixels per invocation (0.281 ms at best, the default).
+# The fp16 accumulation (bench/fp16_h200.sh, 2026-12-01, 1080p e2e GPU median of 15 runs):
+# f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms. Only the partials stay within 12 ms
+# there, so large GPUs keep them; every other device sums in f32 (`Accumulation`).
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
         shared_load=SharedLoad.PAIR,
         shared_layout=SharedLayout.PADDED,
+        accumulation=Accumulation.F16_PARTIALS,
     ),
     Precision.FP32: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
