@@ -185,6 +185,48 @@ def channels_first(spec: ConvSpec, options: GemmOptions) -> bool:
     return spec.pool and options.pool_layout is PoolLayout.CHANNELS
 
 
+def _k_group(g: int, tks: range, rpt: int, kt: int, row_targets: list) -> dict[str, Any]:
+    """One K group (the blocks ``tks`` of a K tile) in the shapes the FMA includes walk:
+    per row (``rows``), per pair of K steps (``kpairs``) or per K step (``ksteps``)."""
+    return {
+        "g": g,
+        "rows": [
+            {
+                "r": r,
+                "steps": [{"tk": tk, "offset": r * kt + tk} for tk in tks],
+                "spairs": [
+                    {"tk0": tk, "tk1": tk + 1, "poffset": (r * kt + tk) // 2}
+                    for tk in tks[::2]
+                ],
+                "cols": row_targets[r],
+            }
+            for r in range(rpt)
+        ],
+        # pairs of K steps (one 16-byte shared load each when paired; K tiles are even)
+        "kpairs": [
+            {
+                "tk0": tk,
+                "tk1": tk + 1,
+                "rows": [
+                    {"r": r, "poffset": (r * kt + tk) // 2, "cols": row_targets[r]}
+                    for r in range(rpt)
+                ],
+            }
+            for tk in tks[::2]
+        ],
+        "ksteps": [
+            {
+                "tk": tk,
+                "rows": [
+                    {"r": r, "offset": r * kt + tk, "cols": row_targets[r]}
+                    for r in range(rpt)
+                ],
+            }
+            for tk in tks
+        ],
+    }
+
+
 def plan_tile(
     spec: ConvSpec, tile: GemmTile, accumulation: Accumulation = Accumulation.F16_PARTIALS
 ) -> TilePlan:
@@ -209,48 +251,10 @@ def plan_tile(
         for r in range(rpt)
     ]
     group_size = partial or kt
-    groups = []
-    for g in range(kt // group_size):
-        tks = range(g * group_size, (g + 1) * group_size)
-        groups.append(
-            {
-                "g": g,
-                "rows": [
-                    {
-                        "r": r,
-                        "steps": [{"tk": tk, "offset": r * kt + tk} for tk in tks],
-                        "spairs": [
-                            {"tk0": tk, "tk1": tk + 1, "poffset": (r * kt + tk) // 2}
-                            for tk in tks[::2]
-                        ],
-                        "cols": row_targets[r],
-                    }
-                    for r in range(rpt)
-                ],
-                # pairs of K steps (one 16-byte shared load each when paired; K tiles are even)
-                "kpairs": [
-                    {
-                        "tk0": tk,
-                        "tk1": tk + 1,
-                        "rows": [
-                            {"r": r, "poffset": (r * kt + tk) // 2, "cols": row_targets[r]}
-                            for r in range(rpt)
-                        ],
-                    }
-                    for tk in tks[::2]
-                ],
-                "ksteps": [
-                    {
-                        "tk": tk,
-                        "rows": [
-                            {"r": r, "offset": r * kt + tk, "cols": row_targets[r]}
-                            for r in range(rpt)
-                        ],
-                    }
-                    for tk in tks
-                ],
-            }
-        )
+    groups = [
+        _k_group(g, range(g * group_size, (g + 1) * group_size), rpt, kt, row_targets)
+        for g in range(kt // group_size)
+    ]
     input_loads = tile.tile_m * kt // threads
     weight_loads = kt * tile.tile_n * 4 // threads
     return TilePlan(
