@@ -45,13 +45,19 @@ def candidates(layers: list[str]) -> list[tuple[str, emu.Fp16Sources]]:
         ("f16 partials of 32 products (the kernels before)", base),
         ("f16 chains of 8 products into f32", replace(base, gemm_group=8)),
         ("f16 chains of 4 products into f32", replace(base, gemm_group=4)),
-        ("f32 on the full-resolution layers, 32 elsewhere", replace(base, f32_layers=FULL_RESOLUTION)),
+        (
+            "f32 on the full-resolution layers, 32 elsewhere",
+            replace(base, f32_layers=FULL_RESOLUTION),
+        ),
         (
             "f32 on the full-resolution layers, chains of 8 elsewhere",
             replace(base, gemm_group=8, f32_layers=FULL_RESOLUTION),
         ),
         ("f32 accumulation on every layer", replace(base, f32_layers=every)),
-        ("f32 accumulation and f16 storage, fused (= f32 on every layer)", replace(base, partials=False)),
+        (
+            "f32 accumulation and f16 storage, fused (= f32 on every layer)",
+            replace(base, partials=False),
+        ),
     ]
 
 

@@ -32,7 +32,10 @@ IMAGES = ("color_4spp", "albedo", "normal")
 CONFIGS = (
     ("wgpu_fp32", {"backend": "wgpu", "precision": "fp32"}),
     ("wgpu_fp16_f32", {"backend": "wgpu", "precision": "fp16", "accumulation": "f32"}),
-    ("wgpu_fp16_f16-chains", {"backend": "wgpu", "precision": "fp16", "accumulation": "f16-chains"}),
+    (
+        "wgpu_fp16_f16-chains",
+        {"backend": "wgpu", "precision": "fp16", "accumulation": "f16-chains"},
+    ),
     (
         "wgpu_fp16_f16-partials",
         {"backend": "wgpu", "precision": "fp16", "accumulation": "f16-partials"},
@@ -108,7 +111,8 @@ def score(inputs: Path, outputs: Path, log: Path | None) -> None:
     if log is not None:  # the distances to wgpu fp32 that the GPU run printed
         fp32 = np.load(outputs / "frames_wgpu_fp32.npz")
         bound = {f: rel_l2(fp32[f], oidn[f]) for f in FRAMES}
-        print("wgpu fp32 vs OIDN CPU (the bound):", json.dumps({f: f"{v:.1e}" for f, v in bound.items()}))
+        cells = {f: f"{v:.1e}" for f, v in bound.items()}
+        print("wgpu fp32 vs OIDN CPU (the bound):", json.dumps(cells))
         for line in log.read_text().splitlines():
             if line.startswith('{"config"'):
                 row = json.loads(line)

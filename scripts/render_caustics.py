@@ -142,7 +142,8 @@ def cut_crop(out: Path) -> None:
     for name in IMAGES:
         pixels = read_rgb(out / f"{name}.exr")
         crop = pixels[CROP_Y : CROP_Y + CROP_H, CROP_X : CROP_X + CROP_W]
-        write_crop(CROP_DIR / f"{name}.exr", np.ascontiguousarray(crop), f"caustics/{name}.exr {window}")
+        description = f"caustics/{name}.exr {window}"
+        write_crop(CROP_DIR / f"{name}.exr", np.ascontiguousarray(crop), description)
 
 
 def render_frame(variant: str, out: Path, ref_seconds: float) -> dict:

@@ -104,7 +104,9 @@ def group_digest(group: str) -> tuple[int, str]:
 @functools.lru_cache(maxsize=1)
 def _pinned() -> dict[str, dict[str, object]]:
     if os.environ.get("OIDN_GPU_UPDATE_SNAPSHOTS") == "1":  # rewritten once per session
-        table = {g: dict(zip(("kernels", "sha256"), group_digest(g), strict=True)) for g in groups()}
+        table = {
+            g: dict(zip(("kernels", "sha256"), group_digest(g), strict=True)) for g in groups()
+        }
         DIGESTS.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     assert DIGESTS.exists(), f"missing {DIGESTS}; run with OIDN_GPU_UPDATE_SNAPSHOTS=1"
     return json.loads(DIGESTS.read_text())

@@ -165,7 +165,9 @@ def select_conv(
         return Selection(KernelKind.SPATIAL, conv_spatial.generate(spec, f32_sum=f32))
     if kind is KernelKind.SUBGROUP:
         if not limits.subgroups:
-            return Selection(KernelKind.DIRECT, conv_direct.generate(spec, f32), "no subgroup support")
+            return Selection(
+                KernelKind.DIRECT, conv_direct.generate(spec, f32), "no subgroup support"
+            )
         if spec.pool:
             return Selection(
                 KernelKind.DIRECT, conv_direct.generate(spec, f32), "subgroup has no fused pool"
