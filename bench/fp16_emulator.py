@@ -48,10 +48,11 @@ import numpy as np
 
 from oidn_gpu.graph import ir, reference
 from oidn_gpu.graph.plan import plan
-from oidn_gpu.kernels.gemm import F16_GROUP_BLOCKS
+from oidn_gpu.kernels.gemm import F16_CHAIN_BLOCKS, F16_GROUP_BLOCKS
 
 LANES = 4  # channels per vec4 block
 GEMM_GROUP_PRODUCTS = F16_GROUP_BLOCKS * LANES  # 32 products per f16 partial (conv_igemm)
+CHAIN_GROUP_PRODUCTS = F16_CHAIN_BLOCKS * LANES  # 8 (conv_igemm, accumulation "f16-chains")
 DIRECT_GROUP_PRODUCTS = LANES  # 4 products per f16 partial (final_rgb, conv_direct)
 F16_MAX = np.float32(65504.0)  # largest finite half; to_output.wgsl saturates to it
 _F16_MIN_NORMAL_BITS = np.int32(0x38800000)  # float32 bits of 2**-14, the smallest normal half
@@ -104,6 +105,9 @@ class Fp16Sources:
         final_group: products per f16 partial in the final layer (the kernel: 4).
         layers: conv layers that ``weights``, ``storage`` and ``partials`` apply to;
             None for all of them.
+        f32_layers: conv layers whose products are summed in f32 even with ``partials``
+            on (f16 operands and storage, f32 accumulation: the products of two halves
+            are exact in f32, so such a layer sums as the fp32 reference does).
     """
 
     input: bool = False
@@ -114,6 +118,7 @@ class Fp16Sources:
     gemm_group: int = GEMM_GROUP_PRODUCTS
     final_group: int = DIRECT_GROUP_PRODUCTS
     layers: frozenset[str] | None = None
+    f32_layers: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         for name in ("gemm_group", "final_group"):
@@ -163,7 +168,9 @@ def conv3x3_fp16_partials(
         x: ``[I, H, W]`` float32.
         weight: ``(O, I, 3, 3)``; bias: ``(O,)`` (added in float32 first).
         source_channels: how the ``I`` channels split over concatenated sources.
-        group: products per f16 partial, counted in the padded K order.
+        group: products per f16 partial, counted in the padded K order; 0: every product
+            added to the float32 accumulator in that order (a kernel that sums in f32: the
+            product of two halves is exact in float32, so an f32 FMA rounds only the sum).
         fused_fma: round ``p + w * x`` once instead of after the product and the sum.
 
     Returns:
@@ -177,6 +184,8 @@ def conv3x3_fp16_partials(
     if index.size != channels:
         raise ValueError(f"source channels {source_channels} do not sum to the input's {channels}")
     k = (np.arange(reference.KERNEL_TAPS)[:, None] * padded + index[None, :]).reshape(-1)
+    if group == 0:
+        return _conv3x3_f32_sum(cols, wm, bias, activation, np.argsort(k, kind="stable"), x.shape)
     group_of = k // group  # non-decreasing along the rows
     starts = np.flatnonzero(np.diff(group_of, prepend=-1))
     ends = np.append(starts[1:], k.size)
@@ -208,6 +217,19 @@ def conv3x3_fp16_partials(
     if activation is ir.Activation.RELU:
         np.maximum(out, 0, out=out)
     return out.reshape(out_channels, height, width)
+
+
+def _conv3x3_f32_sum(cols, wm, bias, activation, order, shape) -> np.ndarray:
+    """`conv3x3_fp16_partials` with ``group=0``: products added in float32 in ``order``."""
+    _, height, width = shape
+    acc = np.repeat(np.asarray(bias, np.float32)[:, None], height * width, axis=1)
+    term = np.empty_like(acc)
+    for row in order:
+        np.multiply(wm[:, row, None], cols[row], out=term)
+        np.add(acc, term, out=acc)
+    if activation is ir.Activation.RELU:
+        np.maximum(acc, 0, out=acc)
+    return acc.reshape(wm.shape[0], height, width)
 
 
 @dataclass(frozen=True)
@@ -274,7 +296,10 @@ def run_graph(
 
     def conv(node: ir.Conv, value: np.ndarray) -> np.ndarray:
         params = weights[node.name]
-        if not (sources.partials and sources.applies(node.name)):
+        if (
+            not (sources.partials and sources.applies(node.name))
+            or node.name in sources.f32_layers
+        ):
             return reference.conv3x3(value, params.weight, params.bias, node.activation)
         final = node.name == graph.output
         return conv3x3_fp16_partials(

@@ -32,7 +32,7 @@ in this frame and its transform in the other frame, and projected with that fram
     python scripts/render_sequences.py                      # tests/data/sequences (64x64)
     python scripts/render_sequences.py --size 256 --frames 24 --out /tmp/sequences_256
 
-Needs ``pip install mitsuba`` (the ``bench`` extra); runs in Mitsuba's ``scalar_rgb``
+Needs ``pip install mitsuba`` (the ``render`` extra); runs in Mitsuba's ``scalar_rgb``
 variant, so it needs no LLVM or GPU.
 """
 

@@ -1,9 +1,11 @@
 """The fp16 conv kernels compute the bits that bench/fp16_emulator.py predicts.
 
 docs/benchmarks.md ("Where fp16 loses accuracy") splits the wgpu fp16 error by source with
-that emulation; these tests keep it true to the kernels: f16 partials of 32 products in the
-implicit-GEMM K order (taps outer, input blocks inner, each source padded to whole vec4s),
-partials of 4 in the final layer, f32 accumulation from the bias, f16 output storage. A
+that emulation; these tests keep it true to the kernels, for every ``accumulation``: f16
+partials of 32 (``f16-partials``) or 8 (``f16-chains``) products in the implicit-GEMM K order
+(taps outer, input blocks inner, each source padded to whole vec4s), partials of 4 in the final
+layer, or every product summed in f32 (``f32``); f32 accumulation from the bias, f16 output
+storage. A
 device's f16 ``fma`` may round once (native f16 hardware) or after the product and the sum
 (lavapipe); there the output must be one of the two emulations, bit for bit. Vulkan lets a
 GPU driver evaluate f16 operations at higher precision (NVIDIA's H200 driver does: most values
@@ -18,7 +20,7 @@ import pytest
 
 from oidn_gpu.graph import ir
 from oidn_gpu.kernels import conv_igemm, decoder, final_rgb
-from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions
+from oidn_gpu.kernels.gemm import Accumulation, FinalLayer, GemmOptions
 from oidn_gpu.kernels.spec import ConvSpec, Precision
 from tests import bench_scripts
 
@@ -53,58 +55,66 @@ def _emulate(spec: ConvSpec, srcs, wt, bias, group: int, fused_fma: bool) -> np.
     return y.astype(np.float64)
 
 
+# products per f16 partial of each accumulation in the implicit-GEMM and the final-layer
+# kernels (0: summed in f32)
+GROUPS = {
+    Accumulation.F16_PARTIALS: (emu.GEMM_GROUP_PRODUCTS, emu.DIRECT_GROUP_PRODUCTS),
+    Accumulation.F16_CHAINS: (emu.CHAIN_GROUP_PRODUCTS, emu.DIRECT_GROUP_PRODUCTS),
+    Accumulation.F32: (0, 0),
+}
+
+
+def _igemm(spec: ConvSpec, limits, accumulation: Accumulation):
+    return conv_igemm.generate(spec, GemmOptions(accumulation=accumulation), limits)
+
+
 CASES = {
-    # name: (spec, kernel factory, height, width, products per f16 partial)
-    "igemm-plain": (
-        ConvSpec.simple(13, 32, FP16, relu=False),
-        lambda spec, limits: conv_igemm.generate(spec, GemmOptions(), limits),
-        9,
-        13,
-        emu.GEMM_GROUP_PRODUCTS,
-    ),
-    "igemm-pool": (
-        ConvSpec.simple(9, 13, FP16, pool=True),
-        lambda spec, limits: conv_igemm.generate(spec, GemmOptions(), limits),
-        12,
-        10,
-        emu.GEMM_GROUP_PRODUCTS,
-    ),
-    "igemm-decoder": (
-        decoder.decoder_spec(5, 3, 13, FP16),
-        lambda spec, limits: conv_igemm.generate(spec, GemmOptions(), limits),
-        12,
-        10,
-        emu.GEMM_GROUP_PRODUCTS,
-    ),
+    # name: (spec, kernel factory, height, width, final layer)
+    "igemm-plain": (ConvSpec.simple(13, 32, FP16, relu=False), _igemm, 9, 13, False),
+    "igemm-pool": (ConvSpec.simple(9, 13, FP16, pool=True), _igemm, 12, 10, False),
+    "igemm-decoder": (decoder.decoder_spec(5, 3, 13, FP16), _igemm, 12, 10, False),
     "final-rgb": (
         ConvSpec.simple(32, 3, FP16, relu=True, out_precision=Precision.FP32),
-        lambda spec, limits: final_rgb.generate(spec, FinalLayer.SHARED_AUTO, limits),
+        lambda spec, limits, accumulation: final_rgb.generate(
+            spec, FinalLayer.SHARED_AUTO, limits, f32_sum=accumulation is Accumulation.F32
+        ),
         11,
         9,
-        emu.DIRECT_GROUP_PRODUCTS,
+        True,
     ),
     # 4 pixels per invocation in a padded patch: the same partials, the same bits
     "final-rgb-4-pixels": (
         ConvSpec.simple(32, 3, FP16, relu=True, out_precision=Precision.FP32),
-        lambda spec, limits: final_rgb.generate(
-            spec, FinalLayer.SHARED_AUTO, limits, pixels=4, patch="padded"
+        lambda spec, limits, accumulation: final_rgb.generate(
+            spec,
+            FinalLayer.SHARED_AUTO,
+            limits,
+            pixels=4,
+            patch="padded",
+            f32_sum=accumulation is Accumulation.F32,
         ),
         11,
         37,
-        emu.DIRECT_GROUP_PRODUCTS,
+        True,
     ),
 }
 
 
+@pytest.mark.parametrize("accumulation", list(Accumulation), ids=lambda a: a.value)
 @pytest.mark.parametrize("case", list(CASES))
-def test_fp16_kernel_bits_match_the_emulation(case: str, rng, limits) -> None:
-    spec, factory, height, width, group = CASES[case]
+def test_fp16_kernel_bits_match_the_emulation(
+    case: str, accumulation: Accumulation, rng, limits
+) -> None:
+    spec, factory, height, width, final = CASES[case]
+    group = GROUPS[accumulation][1 if final else 0]
     srcs, wt, bias = make_case(spec, height, width, rng)
     srcs = [np.abs(s) for s in srcs]  # activations after a ReLU, as in the network
-    got = run_conv(factory(spec, limits), spec, srcs, wt, bias, height, width)
+    got = run_conv(factory(spec, limits, accumulation), spec, srcs, wt, bias, height, width)
     rounded_product = _emulate(spec, srcs, wt, bias, group, fused_fma=False)
     fused = _emulate(spec, srcs, wt, bias, group, fused_fma=True)
-    assert not np.array_equal(rounded_product, fused), "the case cannot tell the FMAs apart"
+    # f32 sums round only the sum (the product of two halves is exact), however the FMA is made
+    can_differ = group != 0
+    assert can_differ != np.array_equal(rounded_product, fused), "the FMAs cannot be told apart"
     if not gpu_runner.is_cpu_adapter():
         exact = reference(spec, srcs, wt.astype(np.float64), bias)
         emulated = min(rel_l2(e, exact) for e in (rounded_product, fused))

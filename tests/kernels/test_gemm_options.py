@@ -117,6 +117,7 @@ def _default(precision: Precision, limits: DeviceLimits) -> np.ndarray:
         ("final_pixels", 8),
         ("final_pixels", True),
         ("final_patch", "banked"),
+        ("accumulation", "f64"),
     ],
 )
 def test_invalid_option_names_option_value_and_allowed(option: str, bad: object) -> None:
@@ -124,6 +125,16 @@ def test_invalid_option_names_option_value_and_allowed(option: str, bad: object)
         GemmOptions(**{option: bad})
     text = str(info.value)
     assert option in text and repr(bad) in text and "allowed" in text
+
+
+def test_wgpu_accumulation_option_is_validated_and_reaches_the_gemm_options() -> None:
+    from oidn_gpu.backends.wgpu.backend import ACCUMULATIONS, WgpuOptions
+
+    assert ACCUMULATIONS == ("f32", "f16-chains", "f16-partials")
+    assert GemmOptions().accumulation is gemm.Accumulation.F32
+    assert WgpuOptions(accumulation="f16-partials").accumulation == "f16-partials"
+    with pytest.raises(InvalidArgumentError, match="unknown accumulation 'f8'; expected 'f32'"):
+        WgpuOptions(accumulation="f8")
 
 
 def test_options_accept_strings_and_enums() -> None:
@@ -606,14 +617,19 @@ def test_default_options_by_device() -> None:
 @pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16], ids=lambda p: p.value)
 def test_select_uses_device_defaults(precision: Precision, limits) -> None:
     """Small GPUs (lavapipe here) keep the seeds' tile; large GPUs get BALANCED's tall tile
-    for 8 output blocks; both give the same bits."""
+    for 8 output blocks (and in fp16 the f16-partials accumulation); with the same
+    accumulation both give the same bits."""
     import dataclasses
 
     from oidn_gpu.kernels import select
 
     spec = ConvSpec.simple(9, 32, precision)
-    small = select.select_conv(spec, limits)
     large_limits = dataclasses.replace(limits, large_gpu=True)
+    large_sum = gemm.default_options(large_limits, precision).accumulation
+    if precision is Precision.FP16:
+        assert large_sum is gemm.Accumulation.F16_PARTIALS
+        assert gemm.default_options(limits, precision).accumulation is gemm.Accumulation.F32
+    small = select.select_conv(spec, limits, gemm=GemmOptions(accumulation=large_sum))
     large = select.select_conv(spec, large_limits)
     assert small.kernel.workgroup_size == (8, 8, 1)
     assert large.kernel.workgroup_size == (8, 16, 1)

@@ -105,9 +105,10 @@ def source_consts(spec: ConvSpec) -> dict[str, int]:
     return consts
 
 
-def conv_common_context(spec: ConvSpec, layout: WeightLayout) -> dict:
-    """Template variables every conv template uses."""
+def conv_common_context(spec: ConvSpec, layout: WeightLayout, f32_sum: bool = False) -> dict:
+    """Template variables every conv template uses (``f32_sum``: fp16 sums in f32)."""
     return {
+        "f32_sum": f32_sum and spec.precision is Precision.FP16,
         "params_struct": SHAPE_PARAMS.wgsl(),
         "f16": spec.precision is Precision.FP16,
         "act_type": spec.precision.vec4,
@@ -126,6 +127,11 @@ def conv_common_context(spec: ConvSpec, layout: WeightLayout) -> dict:
 def conv_key(family: str, spec: ConvSpec, extra: str = "") -> str:
     """Deterministic cache key."""
     return f"{family}[{spec.describe()}{(' ' + extra) if extra else ''}]"
+
+
+def f32_sum_key(spec: ConvSpec, f32_sum: bool) -> list[str]:
+    """The key words of a direct-family conv that sums its fp16 products in f32."""
+    return ["sum=f32"] if f32_sum and spec.precision is Precision.FP16 else []
 
 
 def shape_params() -> ParamsLayout:

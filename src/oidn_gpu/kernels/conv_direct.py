@@ -39,8 +39,9 @@ WG_Y = 8
 FAMILY = "conv-direct"
 
 
-def generate(spec: ConvSpec) -> Kernel:
-    """Generate the direct conv kernel for ``spec`` (any sources, pool, precision)."""
+def generate(spec: ConvSpec, f32_sum: bool = False) -> Kernel:
+    """Generate the direct conv kernel for ``spec`` (any sources, pool, precision);
+    ``f32_sum``: fp16 products summed in f32 rather than in 4-term f16 partials."""
     layout = WeightLayout.OUTPUT_MAJOR
     bindings, decls = _common.conv_bindings(spec)
     consts = {
@@ -50,14 +51,14 @@ def generate(spec: ConvSpec) -> Kernel:
         "OUT_BLOCKS": spec.out_blocks,
         **_common.source_consts(spec),
     }
-    key = _common.conv_key(FAMILY, spec)
+    key = _common.conv_key(FAMILY, spec, " ".join(_common.f32_sum_key(spec, f32_sum)))
     source = render(
         "conv_direct.wgsl",
         header=f"oidn_gpu.kernels.conv_direct {key}",
         consts=consts,
         enables=_common.enables_for(spec.precision, spec.out_precision),
         bindings=decls,
-        **_common.conv_common_context(spec, layout),
+        **_common.conv_common_context(spec, layout, f32_sum),
     )
     grid = _common.pixel_grid(WG_X, WG_Y, spec.out_blocks)
     return Kernel(

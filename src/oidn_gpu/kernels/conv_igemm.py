@@ -12,11 +12,13 @@ output blocks ``wid.y * TILE_N + lx + c * WG_X`` (c < C) and GEMM rows
 arrays: the generator unrolls rows, columns and the K tile into straight-line
 code). Each K step loads a ``TILE_M x KT`` input tile (KT = k_tile blocks; im2col
 on the fly, zero outside the tensor) and a ``KT x TILE_N x 4`` weight tile into
-workgroup memory, then every invocation does ``KT * R * C`` vec4 x 4 FMAs. fp16:
-products summed in one f16 partial per accumulator and group of 8 blocks (32
-products, `gemm.F16_GROUP_BLOCKS`; a K tile of 16 holds two groups), folded into
-the f32 accumulator; all options keep this grouping and each output's K order,
-so every variant gives the same bits.
+workgroup memory, then every invocation does ``KT * R * C`` vec4 x 4 FMAs. fp16
+(``options.accumulation``): ``f32`` widens the f16 values it reads from workgroup
+memory and sums every product in the f32 accumulators; ``f16-chains`` and
+``f16-partials`` sum the products in one f16 partial per accumulator and group of 2
+or 8 blocks (8 or 32 products, `gemm.partial_blocks`; a K tile of 16 holds several
+groups), folded into the f32 accumulator. Every other option keeps this grouping and
+each output's K order, so every variant of one accumulation gives the same bits.
 
 Paired tiles (``shared_load="pair"``, fp16): the shared arrays hold ``mat2x4<f16>``
 elements, two vec4 blocks each (K blocks ``2j, 2j + 1`` of a row; weight lanes
@@ -55,8 +57,12 @@ included, are compile-time bounded.
 The generator runs in four steps: `validate` (the tile the options resolve to,
 and whether it runs within the limits), `plan_tile` (the straight-line code's
 structure: accumulators, loads, K groups), `constants` (the WGSL ``const``
-block) and `render_source` (every choice the options make, as flags and WGSL
-expressions for ``wgsl/conv_igemm.wgsl``).
+block) and `render_source` (every choice the options make, as flags, WGSL
+expressions and include names for ``wgsl/conv_igemm.wgsl``, the skeleton, and its
+per-feature parts in ``wgsl/igemm/``: ``sources`` (the per-source loads),
+``fma_*`` (one K group per accumulation order, paired or not), ``tile_*`` (the
+steps of the tile pipeline, listed by `k_schedule` for the prefetch mode) and
+``store_*`` (the output stores, with a fused pool's exchange or not)).
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import _common, gemm
 from oidn_gpu.kernels.gemm import (
     F16_GROUP_BLOCKS,
+    Accumulation,
     AccumulationOrder,
     AddressMode,
     DecoderLoad,
@@ -178,12 +185,56 @@ def channels_first(spec: ConvSpec, options: GemmOptions) -> bool:
     return spec.pool and options.pool_layout is PoolLayout.CHANNELS
 
 
-def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
+def _k_group(g: int, tks: range, rpt: int, kt: int, row_targets: list) -> dict[str, Any]:
+    """One K group (the blocks ``tks`` of a K tile) in the shapes the FMA includes walk:
+    per row (``rows``), per pair of K steps (``kpairs``) or per K step (``ksteps``)."""
+    return {
+        "g": g,
+        "rows": [
+            {
+                "r": r,
+                "steps": [{"tk": tk, "offset": r * kt + tk} for tk in tks],
+                "spairs": [
+                    {"tk0": tk, "tk1": tk + 1, "poffset": (r * kt + tk) // 2}
+                    for tk in tks[::2]
+                ],
+                "cols": row_targets[r],
+            }
+            for r in range(rpt)
+        ],
+        # pairs of K steps (one 16-byte shared load each when paired; K tiles are even)
+        "kpairs": [
+            {
+                "tk0": tk,
+                "tk1": tk + 1,
+                "rows": [
+                    {"r": r, "poffset": (r * kt + tk) // 2, "cols": row_targets[r]}
+                    for r in range(rpt)
+                ],
+            }
+            for tk in tks[::2]
+        ],
+        "ksteps": [
+            {
+                "tk": tk,
+                "rows": [
+                    {"r": r, "offset": r * kt + tk, "cols": row_targets[r]}
+                    for r in range(rpt)
+                ],
+            }
+            for tk in tks
+        ],
+    }
+
+
+def plan_tile(
+    spec: ConvSpec, tile: GemmTile, accumulation: Accumulation = Accumulation.F16_PARTIALS
+) -> TilePlan:
     """Accumulators, loads and K groups of one invocation, for the template's loops."""
     rpt, cols, kt, threads = tile.rows_per_thread, tile.cols_per_thread, tile.k_tile, tile.threads
-    f16 = spec.precision is Precision.FP16
+    partial = gemm.partial_blocks(accumulation, spec.precision)
     slot_stride = threads // kt
-    target = "part" if f16 else "acc"
+    target = "acc" if partial is None else "part"
     # accumulator (row r, column c): acc{r}_{c} (f32), part{r}_{c} (f16 partial of one group)
     accs = tuple(
         {"r": r, "c": c, "name": f"{r}_{c}", "col_offset": c * tile.workgroup_x}
@@ -199,49 +250,11 @@ def plan_tile(spec: ConvSpec, tile: GemmTile) -> TilePlan:
         ]
         for r in range(rpt)
     ]
-    group_size = F16_GROUP_BLOCKS if f16 else kt
-    groups = []
-    for g in range(kt // group_size):
-        tks = range(g * group_size, (g + 1) * group_size)
-        groups.append(
-            {
-                "g": g,
-                "rows": [
-                    {
-                        "r": r,
-                        "steps": [{"tk": tk, "offset": r * kt + tk} for tk in tks],
-                        "spairs": [
-                            {"tk0": tk, "tk1": tk + 1, "poffset": (r * kt + tk) // 2}
-                            for tk in tks[::2]
-                        ],
-                        "cols": row_targets[r],
-                    }
-                    for r in range(rpt)
-                ],
-                # pairs of K steps (one 16-byte shared load each when paired; K tiles are even)
-                "kpairs": [
-                    {
-                        "tk0": tk,
-                        "tk1": tk + 1,
-                        "rows": [
-                            {"r": r, "poffset": (r * kt + tk) // 2, "cols": row_targets[r]}
-                            for r in range(rpt)
-                        ],
-                    }
-                    for tk in tks[::2]
-                ],
-                "ksteps": [
-                    {
-                        "tk": tk,
-                        "rows": [
-                            {"r": r, "offset": r * kt + tk, "cols": row_targets[r]}
-                            for r in range(rpt)
-                        ],
-                    }
-                    for tk in tks
-                ],
-            }
-        )
+    group_size = partial or kt
+    groups = [
+        _k_group(g, range(g * group_size, (g + 1) * group_size), rpt, kt, row_targets)
+        for g in range(kt // group_size)
+    ]
     input_loads = tile.tile_m * kt // threads
     weight_loads = kt * tile.tile_n * 4 // threads
     return TilePlan(
@@ -364,6 +377,77 @@ def _weight_slot(tile: GemmTile) -> str:
     return "li + li / 4u" if tile.padded_weights else "li"
 
 
+def _step(op: str, pad: str, **values: str) -> dict[str, str]:
+    return {"op": op, "pad": pad, **values}
+
+
+def k_schedule(tile: GemmTile) -> dict[str, list[dict[str, str]]]:
+    """The K loop's tile pipeline: the steps before the loop (``prologue``), at the top of
+    each K tile (``head``) and after its FMAs (``tail``).
+
+    A step declares the load registers (``declare``), loads a K tile into them (``fetch``,
+    ``kb``: the WGSL of the tile's first K block), stores them to workgroup memory
+    (``store``, ``input_base`` / ``weight_base``: the WGSL prefix of the shared index, the
+    other half with double buffering), passes a barrier or advances the incremental K lane;
+    ``pad`` indents its first line.
+    """
+    before, inside = "  ", "    "
+    if tile.shared_buffers == 2:  # tile k computes while k + 1 is stored and k + 2 loaded
+        prologue = [
+            _step("declare", before),
+            _step("fetch", before, kb="0u"),
+            _step("store", before, input_base="", weight_base=""),
+            _step("barrier", before),
+            _step("advance", before),
+            _step("fetch", before, kb="K_TILE"),
+        ]
+        head = []
+        tail = [
+            _step(
+                "store",
+                inside,
+                input_base="INPUT_TILE_SIZE - in_cur + ",
+                weight_base="WEIGHT_TILE_SIZE - w_cur + ",
+            ),
+            _step("advance", inside),
+            _step("fetch", inside, kb="k_base + 2u * K_TILE"),
+        ]
+    elif tile.prefetch:  # the loads of tile k + 1 are in flight while tile k computes
+        prologue = [_step("declare", before), _step("fetch", before, kb="0u")]
+        head = [
+            _step("store", inside, input_base="", weight_base=""),
+            _step("barrier", inside),
+            _step("advance", inside),
+            _step("fetch", inside, kb="k_base + K_TILE"),
+        ]
+        tail = []
+    else:
+        prologue = []
+        head = [
+            _step("declare", inside),
+            _step("fetch", inside, kb="k_base"),
+            _step("store", inside, input_base="", weight_base=""),
+            _step("barrier", inside),
+        ]
+        tail = []
+    tail.append(_step("barrier", inside))
+    if not tile.prefetch:
+        tail.append(_step("advance", inside))
+    return {"prologue": prologue, "head": head, "tail": tail}
+
+
+def _fma_template(tile: GemmTile, options: GemmOptions) -> str:
+    """The include that computes one K group: rows outer or K steps outer, paired or not."""
+    row_major = options.accumulation_order is AccumulationOrder.ROW_MAJOR
+    name = {
+        (True, True): "rows_paired",
+        (True, False): "rows",
+        (False, True): "kpairs",
+        (False, False): "ksteps",
+    }[(row_major, tile.paired)]
+    return f"igemm/fma_{name}.wgsl"
+
+
 def render_source(
     spec: ConvSpec, options: GemmOptions, tile: GemmTile, plan: TilePlan, key: str
 ) -> str:
@@ -389,6 +473,9 @@ def render_source(
         }
         for load in plan.loads
     ]
+    partials = gemm.partial_blocks(options.accumulation, spec.precision) is not None
+    # fp16 summed in f32: the f16 operands read from workgroup memory are widened (exactly)
+    widen = spec.precision is Precision.FP16 and not partials
     if layout is WeightLayout.K_MAJOR:
         weight_index = "(wk * OUT_BLOCKS + wob) * 4u + rem % 4u"
     else:
@@ -408,16 +495,25 @@ def render_source(
         paired=tile.paired,
         prefetch=tile.prefetch,
         double_buffer=tile.shared_buffers == 2,
+        schedule=k_schedule(tile),
+        fma_template=_fma_template(tile, options),
+        store_template=(
+            "igemm/store_pool_pairs.wgsl" if pool_pairs(spec, tile) else "igemm/store_blocks.wgsl"
+        ),
         # double buffering: the K tile computes from the half at in_cur / w_cur
         wcur=" + w_cur" if tile.shared_buffers == 2 else "",
+        row_base="lid.y * INPUT_ROW_STRIDE" + (" + in_cur" if tile.shared_buffers == 2 else ""),
         shared_type="mat2x4<f16>" if tile.paired else spec.precision.vec4,
         conv_h="out_h * 2u" if spec.pool else "out_h",
         conv_w="out_w * 2u" if spec.pool else "out_w",
         analytic=options.address_mode is AddressMode.ANALYTIC,
         base_offset=base_offset,
         source_first=options.decoder_load is DecoderLoad.SOURCE_FIRST and len(spec.sources) > 1,
-        row_major=options.accumulation_order is AccumulationOrder.ROW_MAJOR,
-        vec=spec.precision.vec4,
+        # the FMA operand type, and the conversion that brings a shared value to it
+        vec="vec4<f32>" if widen else spec.precision.vec4,
+        widen_open="vec4<f32>(" if widen else "",
+        widen_close=")" if widen else "",
+        partials=partials,
         rows=[{"r": r} for r in range(tile.rows_per_thread)],
         accs=plan.accs,
         columns=plan.columns,
@@ -470,7 +566,8 @@ def generate(
         f"{tile.rows_per_thread}x{tile.cols_per_thread}k{tile.k_tile}"
         f"{'p' if tile.padded_input else ''}{'q' if tile.padded_weights else ''}",
     )
-    source = render_source(spec, options, tile, plan_tile(spec, tile), key)
+    plan = plan_tile(spec, tile, options.accumulation)
+    source = render_source(spec, options, tile, plan, key)
     packed_input, packed_weights = _packing(spec, options)
     bindings, _ = _bindings(spec, packed_input, packed_weights)
     return Kernel(
@@ -516,6 +613,7 @@ __all__ = [
     "WeightLayout",
     "constants",
     "generate",
+    "k_schedule",
     "plan_tile",
     "pool_exchange_bytes",
     "pool_pairs",

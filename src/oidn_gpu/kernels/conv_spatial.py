@@ -129,6 +129,7 @@ def generate(
     pixels: int = 1,
     padded: bool = False,
     limits: DeviceLimits | None = None,
+    f32_sum: bool = False,
 ) -> Kernel:
     """Generate the spatial (halo patch) conv for ``spec`` (no fused pool).
 
@@ -139,6 +140,7 @@ def generate(
         pixels: output pixels per invocation (1, 2 or 4), ``WG`` apart along x.
         padded: spread the patch over the banks (`patch_layout`).
         limits: the device; its workgroup storage bounds the patch.
+        f32_sum: sum fp16 products in f32 rather than in 4-term f16 partials.
 
     Raises:
         InvalidArgumentError: a fused pool, or ``pixels`` not 1, 2 or 4.
@@ -193,8 +195,9 @@ def generate(
     extra = ["weights=shared"] if cache_weights else []
     extra += [f"pixels={pixels}"] if pixels > 1 else []
     extra += [] if patch.dense else ["patch=padded"]
+    extra += _common.f32_sum_key(spec, f32_sum)
     key = _common.conv_key(family, spec, " ".join(extra))
-    context = _common.conv_common_context(spec, layout)
+    context = _common.conv_common_context(spec, layout, f32_sum)
     if cache_weights:
         context["weight_array"] = "weight_cache"
     enables = _common.enables_for(spec.precision, spec.out_precision)

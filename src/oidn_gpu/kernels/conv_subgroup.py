@@ -27,8 +27,9 @@ WG_Y = 8
 FAMILY = "conv-subgroup"
 
 
-def generate(spec: ConvSpec) -> Kernel:
-    """Generate the subgroup-broadcast conv for ``spec`` (no fused pool)."""
+def generate(spec: ConvSpec, f32_sum: bool = False) -> Kernel:
+    """Generate the subgroup-broadcast conv for ``spec`` (no fused pool); ``f32_sum``: fp16
+    products summed in f32."""
     if spec.pool:
         raise InvalidArgumentError("the subgroup conv has no fused pool; use conv_direct")
     layout = WeightLayout.OUTPUT_MAJOR
@@ -40,8 +41,8 @@ def generate(spec: ConvSpec) -> Kernel:
         "OUT_BLOCKS": spec.out_blocks,
         **_common.source_consts(spec),
     }
-    key = _common.conv_key(FAMILY, spec)
-    context = _common.conv_common_context(spec, layout)
+    key = _common.conv_key(FAMILY, spec, " ".join(_common.f32_sum_key(spec, f32_sum)))
+    context = _common.conv_common_context(spec, layout, f32_sum)
     context["subgroup_weights"] = True
     enables = _common.enables_for(spec.precision, spec.out_precision)
     source = render(

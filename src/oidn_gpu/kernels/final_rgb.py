@@ -105,8 +105,10 @@ def generate(
     *,
     pixels: int = 1,
     patch: FinalPatch | str = FinalPatch.LINEAR,
+    f32_sum: bool = False,
 ) -> Kernel:
-    """Generate the final-layer kernel for ``spec`` (the variant `resolve` picks)."""
+    """Generate the final-layer kernel for ``spec`` (the variant `resolve` picks);
+    ``f32_sum``: fp16 products summed in f32 rather than in 4-term f16 partials."""
     if not supports(spec):
         raise InvalidArgumentError(
             "the final RGB kernel needs one plain source, <= 4 output channels and an fp32 output"
@@ -114,7 +116,7 @@ def generate(
     limits = limits or DeviceLimits()
     chosen = resolve(spec, mode, limits, pixels, patch)
     if chosen.mode is FinalLayer.DIRECT:
-        return conv_direct.generate(spec)
+        return conv_direct.generate(spec, f32_sum)
     return conv_spatial.generate(
         spec,
         cache_weights=chosen.mode is FinalLayer.SHARED_INPUT_WEIGHTS,
@@ -122,4 +124,5 @@ def generate(
         pixels=chosen.pixels,
         padded=chosen.padded,
         limits=limits,
+        f32_sum=f32_sum,
     )

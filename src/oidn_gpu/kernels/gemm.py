@@ -6,11 +6,13 @@ value raises `InvalidArgumentError` naming the option, the value and the
 allowed values. `GemmOptions.check_limits` / `fits` check a tile against a
 `DeviceLimits`.
 
-Results: every option is a performance knob. By construction each output
-keeps one summation: the bias, then ``k = tap * IB + ib`` in increasing order,
-each input vec4's four lanes as four FMAs in lane order; fp16 sums 8 input
-blocks per f16 partial (whatever the K tile) and folds the partials into the
-f32 accumulator in K order. No option reorders that sequence: tiles, columns,
+Results: every option but ``accumulation`` is a performance knob. By construction
+each output keeps one summation: the bias, then ``k = tap * IB + ib`` in increasing
+order, each input vec4's four lanes as four FMAs in lane order; fp16 sums as
+``accumulation`` says (``f32``: every product in f32; ``f16-chains``: 2 input blocks
+per f16 chain; ``f16-partials``: 8 blocks per f16 partial, whatever the K tile) and
+folds the chains into the f32 accumulator in K order. No other option reorders that
+sequence: tiles, columns,
 K tiles and workgroup shapes only decide which invocation computes an output
 and when its operands reach workgroup memory; ``accumulation_order`` swaps the
 loops over rows and K steps, not the order of one accumulator's FMAs; load,
@@ -78,6 +80,12 @@ Options (default first where it is fixed):
   one (k, output block)) and the K loop reads both with one load and two bitcasts,
   halving the workgroup-memory load instructions per FMA. Every product and
   its place in the sum are unchanged.
+- ``accumulation``: F32 | F16_CHAINS | F16_PARTIALS (`Accumulation`; fp16 only). How the
+  fp16 kernels sum their products: in f32 (the f16 operands widened exactly; the most
+  accurate), in f16 chains of 8 products added to f32, or in f16 partials of 32 products
+  (the fastest, and the farthest from OIDN's CPU output). The final-layer and direct
+  kernels sum in f32 under F32, else in f16 partials of 4 products. Each value gives its
+  own bits, the same under every other option.
 - ``prefetch``: NONE | REGISTERS | SHARED. REGISTERS: the K loop issues the global
   loads of the next K tile into registers before computing the current one (register
   double buffering: memory latency overlaps the FMAs; one shared tile, the same two
@@ -95,9 +103,10 @@ driver did not finish compiling one in 400 s. Likewise a tile over
 `MAX_TILE_STORAGE_BYTES` of workgroup memory is refused on every device.
 
 `default_options(limits)` is the default of a device: `GemmOptions()` (the
-WebGPU runtime's defaults, tuned on Apple GPUs) unless ``limits.large_gpu`` (a
-discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS` (tuned on an
-NVIDIA H200: the BALANCED tile policy, see docs/benchmarks.md).
+WebGPU runtime's defaults, tuned on Apple GPUs, with f32 accumulation) unless
+``limits.large_gpu`` (a discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS`
+(tuned on an NVIDIA H200: the BALANCED tile policy; fp16 sums in f16 partials of 32
+products, the only accumulation within 12 ms at 1080p there; see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -108,8 +117,32 @@ from dataclasses import dataclass, fields, replace
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
 
-F16_GROUP_BLOCKS = 8  # vec4 input blocks per f16 partial; fixed: it sets the rounding
+F16_GROUP_BLOCKS = 8  # vec4 input blocks per f16 partial (accumulation "f16-partials")
+F16_CHAIN_BLOCKS = 2  # vec4 input blocks (8 products) per f16 chain (accumulation "f16-chains")
 K_TILE_BLOCKS = F16_GROUP_BLOCKS  # the default K tile (vec4 input blocks per shared tile)
+
+
+class Accumulation(enum.Enum):
+    """How an fp16 conv sums its products (fp32 kernels always sum in f32).
+
+    F32: every product in f32 (the f16 weights and activations widened exactly; f16
+    storage stays). F16_CHAINS: 8 products (2 input blocks) per f16 chain, each chain
+    added to the f32 accumulator. F16_PARTIALS: 32 products (8 blocks) per f16 partial,
+    the fastest and least accurate (`F16_GROUP_BLOCKS`).
+    """
+
+    F32 = "f32"
+    F16_CHAINS = "f16-chains"
+    F16_PARTIALS = "f16-partials"
+
+
+def partial_blocks(accumulation: Accumulation, precision: Precision) -> int | None:
+    """Input blocks per f16 partial of an implicit-GEMM conv; None when it sums in f32."""
+    if precision is not Precision.FP16 or accumulation is Accumulation.F32:
+        return None
+    if accumulation is Accumulation.F16_CHAINS:
+        return F16_CHAIN_BLOCKS
+    return F16_GROUP_BLOCKS
 
 
 class TilePolicy(enum.Enum):
@@ -212,6 +245,7 @@ _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "weight_layout": WeightLayout,
     "shared_load": SharedLoad,
     "prefetch": Prefetch,
+    "accumulation": Accumulation,
 }
 
 
@@ -334,6 +368,7 @@ class GemmOptions:
     prefetch: Prefetch = Prefetch.NONE
     final_pixels: int = 1
     final_patch: FinalPatch = FinalPatch.LINEAR
+    accumulation: Accumulation = Accumulation.F32
 
     def __post_init__(self) -> None:
         # An explicit workgroup size stays fixed unless a tile policy is given too.
@@ -547,11 +582,15 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # The final RGB conv (bench/h200_final_layer.sh, 2026-11-30): a padded staged patch took fp32's
 # dec_conv0 from 0.897 to 0.541 ms (network 17.90 -> 17.54 ms); fp16 gained nothing from it or
 # from 2 or 4 pixels per invocation (0.281 ms at best, the default).
+# The fp16 accumulation (bench/fp16_h200.sh, 2026-12-01, 1080p e2e GPU median of 15 runs):
+# f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms. Only the partials stay within 12 ms
+# there, so large GPUs keep them; every other device sums in f32 (`Accumulation`).
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
         shared_load=SharedLoad.PAIR,
         shared_layout=SharedLayout.PADDED,
+        accumulation=Accumulation.F16_PARTIALS,
     ),
     Precision.FP32: GemmOptions(
         tile_policy=TilePolicy.BALANCED,

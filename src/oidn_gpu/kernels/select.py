@@ -21,6 +21,9 @@ Rules:
 - forced ``subgroup``: when the device has subgroups and there is no fused
   pool; otherwise direct.
 - forced ``direct``: always.
+- ``gemm.accumulation``: the implicit-GEMM kernels sum fp16 products as it says; the
+  direct, spatial, subgroup and final-layer kernels sum in f32 when it is ``f32`` and
+  otherwise in f16 partials of 4 products (one input vec4).
 
 `select_pool` picks the max-pool layout from ``gemm.pool_layout`` when the
 kernel setting is ``auto``/``implicit-gemm`` (spatial otherwise), as oidn-web does.
@@ -33,7 +36,13 @@ from dataclasses import dataclass
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import conv_direct, conv_igemm, conv_spatial, conv_subgroup, final_rgb, pool
-from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions, PoolLayout, default_options
+from oidn_gpu.kernels.gemm import (
+    Accumulation,
+    FinalLayer,
+    GemmOptions,
+    PoolLayout,
+    default_options,
+)
 from oidn_gpu.kernels.spec import ConvSpec, DeviceLimits, Kernel, PoolSpec, Precision
 
 
@@ -123,11 +132,17 @@ def select_conv(
     kind = _kind(kernel)
     gemm = gemm or default_options(limits, spec.precision)
     select_precision(spec.precision, limits)
+    f32 = gemm.accumulation is Accumulation.F32  # the direct families sum in f32 too
     if final and kind in (KernelKind.AUTO, KernelKind.IMPLICIT_GEMM) and final_rgb.supports(spec):
         if gemm.final_layer is FinalLayer.DIRECT:
-            return Selection(KernelKind.DIRECT, conv_direct.generate(spec))
+            return Selection(KernelKind.DIRECT, conv_direct.generate(spec, f32))
         k = final_rgb.generate(
-            spec, gemm.final_layer, limits, pixels=gemm.final_pixels, patch=gemm.final_patch
+            spec,
+            gemm.final_layer,
+            limits,
+            pixels=gemm.final_pixels,
+            patch=gemm.final_patch,
+            f32_sum=f32,
         )
         chosen = KernelKind.FINAL_RGB if k.name == final_rgb.FAMILY else KernelKind.DIRECT
         return Selection(
@@ -137,26 +152,28 @@ def select_conv(
         problem = _gemm_problem(spec, gemm, limits)
         if problem is None:
             return Selection(KernelKind.IMPLICIT_GEMM, conv_igemm.generate(spec, gemm, limits))
-        return Selection(KernelKind.DIRECT, conv_direct.generate(spec), problem)
+        return Selection(KernelKind.DIRECT, conv_direct.generate(spec, f32), problem)
     if kind is KernelKind.SPATIAL:
         if spec.pool:
             return Selection(
-                KernelKind.DIRECT, conv_direct.generate(spec), "spatial has no fused pool"
+                KernelKind.DIRECT, conv_direct.generate(spec, f32), "spatial has no fused pool"
             )
         if conv_spatial.storage_bytes(spec) > conv_spatial.storage_cap(limits):
             return Selection(
-                KernelKind.DIRECT, conv_direct.generate(spec), "the halo patch does not fit"
+                KernelKind.DIRECT, conv_direct.generate(spec, f32), "the halo patch does not fit"
             )
-        return Selection(KernelKind.SPATIAL, conv_spatial.generate(spec))
+        return Selection(KernelKind.SPATIAL, conv_spatial.generate(spec, f32_sum=f32))
     if kind is KernelKind.SUBGROUP:
         if not limits.subgroups:
-            return Selection(KernelKind.DIRECT, conv_direct.generate(spec), "no subgroup support")
+            return Selection(
+                KernelKind.DIRECT, conv_direct.generate(spec, f32), "no subgroup support"
+            )
         if spec.pool:
             return Selection(
-                KernelKind.DIRECT, conv_direct.generate(spec), "subgroup has no fused pool"
+                KernelKind.DIRECT, conv_direct.generate(spec, f32), "subgroup has no fused pool"
             )
-        return Selection(KernelKind.SUBGROUP, conv_subgroup.generate(spec))
-    return Selection(KernelKind.DIRECT, conv_direct.generate(spec))
+        return Selection(KernelKind.SUBGROUP, conv_subgroup.generate(spec, f32))
+    return Selection(KernelKind.DIRECT, conv_direct.generate(spec, f32))
 
 
 def generate_form(
@@ -175,14 +192,15 @@ def generate_form(
     """
     if kernel not in kinds:
         raise InvalidArgumentError(error)
+    f32 = (options or GemmOptions()).accumulation is Accumulation.F32
     if kernel == "direct":
-        return conv_direct.generate(spec)
+        return conv_direct.generate(spec, f32)
     if kernel == "implicit-gemm":
         return conv_igemm.generate(spec, options, limits)
     if kernel == "spatial":
-        return conv_spatial.generate(spec)
+        return conv_spatial.generate(spec, f32_sum=f32)
     if kernel == "subgroup":
-        return conv_subgroup.generate(spec)
+        return conv_subgroup.generate(spec, f32)
     raise InvalidArgumentError(error)
 
 

@@ -1,9 +1,11 @@
 """The strict WGSL template renderer: jinja2 with ``StrictUndefined``, includes, const header.
 
 Templates live in ``kernels/wgsl/*.wgsl``. The dialect is kept tiny: templates
-print names and numbers that Python computed, use ``{% if %}`` for feature
-branches, ``{% for %}`` over lists Python prepared (sources, unrolled rows) and
-``{% include %}`` for shared snippets. A missing variable is an error.
+print names, numbers and WGSL expressions that Python computed, use ``{% if %}`` for
+feature branches, ``{% for %}`` over lists Python prepared (sources, unrolled rows, the
+steps of a pipeline) and ``{% include %}`` for shared snippets and per-feature parts
+(``wgsl/igemm/``; a generator may name the part to include). No macros: what varies
+between call sites is data. A missing variable is an error.
 
 `render` prepends, in this order: the header comment (first line, naming the
 generator and its spec), ``enable`` directives, and a block of named ``const``

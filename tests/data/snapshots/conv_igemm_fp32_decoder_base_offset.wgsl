@@ -1,4 +1,4 @@
-// oidn_gpu.kernels.conv_igemm conv-igemm[in=96u+64 out=64 fp32 out_fp32 relu tile_policy=output-aligned decoder_load=source-first pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=base-offset weight_layout=k-major rows_per_thread=4 workgroup_size=8x8 cols_per_thread=1 k_tile=8 shared_load=block prefetch=none final_pixels=1 final_patch=linear tile=16x8x4x1k8pq]
+// oidn_gpu.kernels.conv_igemm conv-igemm[in=96u+64 out=64 fp32 out_fp32 relu tile_policy=output-aligned decoder_load=source-first pool_layout=channels shared_layout=None accumulation_order=k-major final_layer=shared-auto load_mode=native address_mode=base-offset weight_layout=k-major rows_per_thread=4 workgroup_size=8x8 cols_per_thread=1 k_tile=8 shared_load=block prefetch=none final_pixels=1 final_patch=linear accumulation=f32 tile=16x8x4x1k8pq]
 
 const WG_X: u32 = 16u;
 const WG_Y: u32 = 8u;

@@ -31,14 +31,16 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.backends.bench_result import parse_size
 from oidn_gpu.backends.wgpu import icd, kernel_choice
-from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
+from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, one_of
 from oidn_gpu.files import write_bytes_atomic
-from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels.gemm import Accumulation, GemmOptions
 
 # What it computes in (``precision="auto"``: fp16 where the device has shader-f16).
 PRECISIONS = (Precision.FP16, Precision.FP32)
 # The kernel= settings (the final RGB layer's kernel is chosen, never asked for).
 KERNELS = kernel_choice.kernel_names()
+# How fp16 convolutions sum their products (`kernels.gemm.Accumulation`).
+ACCUMULATIONS = tuple(a.value for a in Accumulation)
 # Adapter features worth naming in `oidn-gpu info`.
 REPORTED_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
 
@@ -58,6 +60,9 @@ class WgpuOptions(BackendOptions):
             direct and implicit-GEMM kernels have the fused form). False runs conv and pool
             as two kernels, as oidn-web does, so that ``kernel="spatial"`` or
             ``"subgroup"`` also reaches the four pooled encoder convs. Same image.
+        accumulation: how fp16 convolutions sum their products: ``"f32"`` (the most
+            accurate), ``"f16-chains"`` or ``"f16-partials"`` (the fastest, farthest from
+            OIDN's CPU output); None keeps ``gemm``'s (or the device's default).
     """
 
     precision: Precision = Precision.AUTO
@@ -65,16 +70,19 @@ class WgpuOptions(BackendOptions):
     gemm: GemmOptions | None = None
     device: Any = None
     conv_pool: bool = True
+    accumulation: str | None = None
 
     option_help: ClassVar = MappingProxyType(
         {
             "precision": "wgpu: auto (fp16 where the GPU has shader-f16), fp16 or fp32",
             "kernel": "wgpu convolution kernel: " + ", ".join(KERNELS),
             "gemm": "wgpu implicit-GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'",
+            "accumulation": "wgpu fp16 sums: " + ", ".join(ACCUMULATIONS),
         }
     )
     option_choices: ClassVar = MappingProxyType(
-        {"precision": precision_choices(PRECISIONS), "kernel": KERNELS}
+        {"precision": precision_choices(PRECISIONS), "kernel": KERNELS,
+         "accumulation": ACCUMULATIONS}
     )
     option_metavars: ClassVar = MappingProxyType({"gemm": "JSON"})
 
@@ -82,6 +90,10 @@ class WgpuOptions(BackendOptions):
         object.__setattr__(self, "precision", check_precision(self.precision, "wgpu", PRECISIONS))
         kernel_choice.validate_kernel(self.kernel)
         object.__setattr__(self, "gemm", kernel_choice.validate_gemm(self.gemm))
+        if self.accumulation is not None and self.accumulation not in ACCUMULATIONS:
+            raise InvalidArgumentError(
+                f"unknown accumulation {self.accumulation!r}; expected {one_of(ACCUMULATIONS)}"
+            )
         if not isinstance(self.conv_pool, bool):
             raise InvalidArgumentError(f"conv_pool must be True or False, got {self.conv_pool!r}")
         device = self.device

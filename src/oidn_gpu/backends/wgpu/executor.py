@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -153,6 +153,8 @@ class WgpuExecutor(ExecutorBase):
             kernels marked trusted, None follows ``OIDN_GPU_SHADER_CHECKS``.
         conv_pool, decoder: enable the fusion passes (for tests and experiments).
         prepare: compile every kernel now (else on first use or `prepare()`).
+        accumulation: how fp16 convolutions sum (``"f32"``, ``"f16-chains"`` or
+            ``"f16-partials"``, `kernels.gemm.Accumulation`) over ``gemm``'s; None keeps it.
 
     Attributes:
         precision: the resolved precision.
@@ -181,8 +183,10 @@ class WgpuExecutor(ExecutorBase):
         conv_pool: bool | None = None,
         decoder: bool = True,
         prepare: bool = True,
+        accumulation: str | None = None,
     ) -> None:
-        loose = {"precision": precision, "kernel": kernel, "gemm": gemm, "conv_pool": conv_pool}
+        loose = {"precision": precision, "kernel": kernel, "gemm": gemm, "conv_pool": conv_pool,
+                 "accumulation": accumulation}
         options, device = _checked_arguments(options, device, loose, shape_cache_size)
         self.options = options
         self._closed = True  # until construction succeeds
@@ -193,6 +197,8 @@ class WgpuExecutor(ExecutorBase):
         limits = kernel_choice.device_limits(self._device.capabilities)
         # The GEMM options the kernels are made with: the caller's, or this device's defaults.
         self._gemm = options.gemm or default_options(limits, self.precision)
+        if options.accumulation is not None:  # how fp16 sums, over the options' own
+            self._gemm = replace(self._gemm, accumulation=options.accumulation)
         # The same, resolved for this precision (as oidn-web's `executor.gemm`); frozen.
         self.gemm: GemmOptions = self._gemm.resolved(self.precision)
         # What the kernel choice knows of the device (read-only)

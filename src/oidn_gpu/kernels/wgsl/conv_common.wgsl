@@ -18,11 +18,20 @@ fn weight_at(i: u32) -> {{ act_type }} {
 }
 
 // acc += W[w..w+3] * v: one input vec4 against 4 weight vec4s (output lanes).
-{% if f16 %}
+{% if f16 and f32_sum %}
+// f16 operands widened (exactly) and summed in f32.
+{% elif f16 %}
 // f16 products summed in a 4-term f16 partial, folded into the f32 accumulator.
 {% endif %}
 fn accumulate(acc: vec4<f32>, v: {{ act_type }}, w: u32) -> vec4<f32> {
-{% if f16 %}
+{% if f16 and f32_sum %}
+  let x = vec4<f32>(v);
+  var a = fma(vec4<f32>(weight_at(w)), vec4<f32>(x.x), acc);
+  a = fma(vec4<f32>(weight_at(w + 1u)), vec4<f32>(x.y), a);
+  a = fma(vec4<f32>(weight_at(w + 2u)), vec4<f32>(x.z), a);
+  a = fma(vec4<f32>(weight_at(w + 3u)), vec4<f32>(x.w), a);
+  return a;
+{% elif f16 %}
   var p = weight_at(w) * v.x;
   p = fma(weight_at(w + 1u), vec4<f16>(v.y), p);
   p = fma(weight_at(w + 2u), vec4<f16>(v.z), p);

@@ -54,7 +54,14 @@ fn accumulate_loaded(
   w2: {{ act_type }},
   w3: {{ act_type }},
 ) -> vec4<f32> {
-{% if f16 %}
+{% if f16 and f32_sum %}
+  let x = vec4<f32>(v);
+  var a = fma(vec4<f32>(w0), vec4<f32>(x.x), acc);
+  a = fma(vec4<f32>(w1), vec4<f32>(x.y), a);
+  a = fma(vec4<f32>(w2), vec4<f32>(x.z), a);
+  a = fma(vec4<f32>(w3), vec4<f32>(x.w), a);
+  return a;
+{% elif f16 %}
   var p = w0 * v.x;
   p = fma(w1, vec4<f16>(v.y), p);
   p = fma(w2, vec4<f16>(v.z), p);

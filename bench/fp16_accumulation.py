@@ -1,0 +1,103 @@
+"""Which f32 accumulation the wgpu fp16 kernels need: candidates through the fp16 emulator.
+
+Each candidate keeps f16 storage, f16 weights and the f16 network input, and sums the conv
+products differently (bench/fp16_emulator.py): today's f16 partials of 32 products folded
+into f32, shorter f16 chains (8 or 4 products) folded into f32, f32 accumulation on every
+layer, or f32 on the full-resolution layers only. Relative L2 against Intel OIDN 2.5.1 CPU
+(pyoidn) on the scene crops of tests/data/scenes (the caustics crop included) or, with
+``--full DIR``, on the full-size frames of a scenes folder (OIDN's stored outputs are not
+used: OIDN CPU is run here).
+
+    OPENBLAS_NUM_THREADS=1 python bench/fp16_accumulation.py [--crops ...] [--out table.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "bench"))
+
+import fp16_emulator as emu  # noqa: E402
+from fp16_error_budget import WEIGHTS, Crop, cpu_name, fmt, rel_l2, table  # noqa: E402
+
+from oidn_gpu.model.weights import load_builtin  # noqa: E402
+
+CROPS = ("cornell_diffuse", "cornell_glossy", "dim_indirect", "textured_checker", "caustics")
+# The layers at the network's full resolution (the input's): most of the fp16 error.
+FULL_RESOLUTION = frozenset({"enc_conv0", "enc_conv1", "dec_conv1a", "dec_conv1b", "dec_conv0"})
+
+
+def candidates(layers: list[str]) -> list[tuple[str, emu.Fp16Sources]]:
+    every = frozenset(layers)
+    base = emu.ALL_SOURCES
+    return [
+        ("f16 partials of 32 products (the kernels before)", base),
+        ("f16 chains of 8 products into f32", replace(base, gemm_group=8)),
+        ("f16 chains of 4 products into f32", replace(base, gemm_group=4)),
+        (
+            "f32 on the full-resolution layers, 32 elsewhere",
+            replace(base, f32_layers=FULL_RESOLUTION),
+        ),
+        (
+            "f32 on the full-resolution layers, chains of 8 elsewhere",
+            replace(base, gemm_group=8, f32_layers=FULL_RESOLUTION),
+        ),
+        ("f32 accumulation on every layer", replace(base, f32_layers=every)),
+        (
+            "f32 accumulation and f16 storage, fused (= f32 on every layer)",
+            replace(base, partials=False),
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--crops", nargs="+", default=list(CROPS))
+    parser.add_argument("--fused", action="store_true", help="f16 FMAs rounded once (GPUs)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    model = load_builtin(WEIGHTS)
+    layers = [n.name for n in model.graph.nodes if n.__class__.__name__ == "Conv"]
+    crops = [Crop(name, model) for name in args.crops]
+    rows = []
+    for label, sources in candidates(layers):
+        if args.fused:
+            sources = replace(sources, fused_fma=True)
+        cells = []
+        for crop in crops:
+            out = crop.emulate(sources)
+            cells.append(f"{fmt(rel_l2(out, crop.oidn))} / {fmt(rel_l2(out, crop.fp32))}")
+        rows.append([label, *cells])
+        print(label, cells, flush=True)
+    text = "\n".join(
+        [
+            f"{WEIGHTS}, hdr, albedo + normal; crops {', '.join(args.crops)}; "
+            f"{'fused' if args.fused else 'unfused (lavapipe)'} f16 FMA; "
+            f"{datetime.date.today().isoformat()}, {cpu_name()}, NumPy {np.__version__}, "
+            f"{time.perf_counter() - started:.0f} s.",
+            "",
+            "Relative L2 of the emulated output against Intel OIDN 2.5.1 CPU / the fp32 emulation.",
+            "",
+            table(["accumulation", *args.crops], rows),
+        ]
+    )
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
