@@ -40,8 +40,11 @@ from tests.unit.test_reference_backend import tiny_unet
 FP16_REL_L2 = 2e-3
 FUSED_VS_LAYERS = 1e-3  # the same fp16 hidden values; only the final sums' order may differ
 # `project` rounds the final conv's per-tap partial sums to fp16 once more; after the output
-# pass's inverse PU transfer (which amplifies the bright end) ~1.4e-3 is seen
-PROJECT_VS_LAYERS = 3e-3
+# pass's inverse PU transfer (which amplifies the bright end) ~1.4e-3 is seen through Triton's
+# interpreter and 4.9e-3 on an H200, whose fp16 products and sums round where the interpreter
+# keeps float32 (the random tiny network's outputs reach 5e6; the official weights measure
+# 1.3e-4 on the H200 at full size: bench/h200_fused/).
+PROJECT_VS_LAYERS = 8e-3 if torch.cuda.is_available() else 3e-3
 
 
 def tail_unet(ic: int = 9, c0: int = 16, c1: int = 24, mid: int = 20) -> ir.Graph:
@@ -148,8 +151,8 @@ def test_fused_tail_bf16(rng, device):
         assert rel_l2(fused.run(x), layers.run(x)) <= 8 * FUSED_VS_LAYERS
 
 
-def test_which_tails_fuse(weights_dir, rng):
-    official = CudaExecutor(load_model(weights_dir / "rt_hdr_alb_nrm.tza"), device="cpu",
+def test_which_tails_fuse(weights_dir, rng, device):
+    official = CudaExecutor(load_model(weights_dir / "rt_hdr_alb_nrm.tza"), device=device,
                             tune=False, engine="triton")  # fmt: skip
     assert official.tail is not None and official.tail.name == "dec_conv1b+dec_conv0"
     info = official.kernel_names()
@@ -157,24 +160,24 @@ def test_which_tails_fuse(weights_dir, rng):
     assert "fused" not in info["dec_conv1a"]
     # a final conv of an upsampled and concatenated value: not fusable
     model = random_model(tiny_unet(9, 16, 24, 32), rng)
-    executor = CudaExecutor(model, device="cpu", tune=False, engine="triton")
+    executor = CudaExecutor(model, device=device, tune=False, engine="triton")
     assert fused_tail(executor.launches) is None and executor.steps == executor.launches
     # a hidden conv wider than the fused kernel holds: not fused
     wide = random_model(tail_unet(mid=80), rng)
-    assert CudaExecutor(wide, device="cpu", tune=False, engine="triton").tail is None
+    assert CudaExecutor(wide, device=device, tune=False, engine="triton").tail is None
 
 
-def test_fusion_option_and_environment(monkeypatch, rng):
+def test_fusion_option_and_environment(monkeypatch, rng, device):
     model = random_model(tail_unet(), rng)
     monkeypatch.setenv("OIDN_GPU_CUDA_FUSED", "off")
-    assert CudaExecutor(model, device="cpu", tune=False, engine="triton").tail is None
-    assert CudaExecutor(model, device="cpu", tune=False, engine="triton", fused=True).tail
+    assert CudaExecutor(model, device=device, tune=False, engine="triton").tail is None
+    assert CudaExecutor(model, device=device, tune=False, engine="triton", fused=True).tail
     monkeypatch.setenv("OIDN_GPU_CUDA_FUSED", "tail")
-    assert CudaExecutor(model, device="cpu", tune=False, engine="triton").fusion == "tail"
+    assert CudaExecutor(model, device=device, tune=False, engine="triton").fusion == "tail"
     monkeypatch.delenv("OIDN_GPU_CUDA_FUSED")
-    assert CudaExecutor(model, device="cpu", tune=False, engine="triton").fusion == "project"
+    assert CudaExecutor(model, device=device, tune=False, engine="triton").fusion == "project"
     with pytest.raises(InvalidArgumentError, match="fused 'halo' is unknown"):
-        CudaExecutor(model, device="cpu", tune=False, engine="triton", fused="halo")
+        CudaExecutor(model, device=device, tune=False, engine="triton", fused="halo")
 
 
 def test_tuning_cache_keeps_tail_tiles(tmp_path):

@@ -58,6 +58,21 @@ def _median_wall_ms(torch: Any, fn: Any, runs: int, warmup: int) -> float:
     return statistics.median(times)
 
 
+def _check_same_image(torch: Any, image: Any, expected: Any, engine: str) -> None:
+    """A copy of the tensors gives the same bits on Triton; cuDNN picks algorithms whose
+    sums differ in order from call to call (seen on an H200: bench/h200_copy_check.py),
+    so there the image agrees to fp16 rounding."""
+    if "cudnn" not in engine:
+        same = torch.equal(image, expected)
+    else:
+        diff = torch.linalg.vector_norm((image - expected).double())
+        same = bool(diff <= 1e-3 * torch.linalg.vector_norm(expected.double()))
+    if not same:
+        raise OIDNGPUError(
+            f"Denoiser.denoise gave another image for a copy of its tensors ({engine})"
+        )
+
+
 def _until_triton_serves(den: Any, images: list[Any], limit_s: float = 300.0) -> None:
     """Denoise until the cuDNN bridge has handed over to Triton (the rows are the warm
     speed; `oidn-gpu bench --cold` measures the first frames)."""
@@ -107,8 +122,7 @@ def api_rows(*, backend: str, size: tuple[int, int], weights: str | Path, precis
         # NumPy images are another kernel configuration than device tensors: warm it too.
         _until_triton_serves(den, host)
         rows["denoiser_numpy"] = _median_wall_ms(torch, lambda: den.denoise(*host), host_runs, 3)
-        if not torch.equal(den.denoise(*sets[0]), expected):
-            raise OIDNGPUError("Denoiser.denoise gave another image for a copy of its tensors")
+        _check_same_image(torch, den.denoise(*sets[0]), expected, den.info().device)
     rows["one_call_numpy"] = _median_wall_ms(
         torch, lambda: oidn_gpu.denoise(*host, **options), host_runs, 3
     )
