@@ -121,6 +121,57 @@ def max_input_blocks(precision: Precision, limits: DeviceLimits) -> int:
     return storage_cap(limits) // (PATCH * PATCH * 4 * precision.itemsize)
 
 
+def _checked_storage(spec: ConvSpec, cache_weights: bool, pixels: int, padded: bool,
+                     limits: DeviceLimits | None) -> int:  # fmt: skip
+    """The kernel's workgroup storage in bytes, after checking ``generate``'s arguments."""
+    if spec.pool:
+        raise InvalidArgumentError(
+            "the spatial conv has no fused pool; use conv_direct or conv_igemm"
+        )
+    if isinstance(pixels, bool) or pixels not in FINAL_PIXELS:
+        raise InvalidArgumentError(
+            f"invalid pixels per invocation {pixels!r}; allowed values: "
+            f"{', '.join(map(str, FINAL_PIXELS))}"
+        )
+    need = storage_bytes(spec, cache_weights, pixels, padded)
+    cap = storage_cap(limits)
+    if need > cap:
+        raise UnsupportedDeviceError(
+            f"the spatial conv's {WG * pixels + 2}x{PATCH} patch of {spec.in_blocks} input "
+            f"blocks{' and its cached weights' if cache_weights else ''} need {need} bytes of "
+            f"workgroup storage > max {cap}; "
+            + ("use fewer pixels per invocation" if pixels > 1 else "use the direct conv")
+        )
+    return need
+
+
+def _consts(spec: ConvSpec, patch: PatchLayout, pixels: int, wide: bool,
+            cache_weights: bool) -> dict[str, object]:  # fmt: skip
+    """The WGSL constants; the one-pixel dense patch keeps the original ones."""
+    return {
+        "WG": WG,
+        "PATCH": PATCH,
+        "THREADS": WG * WG,
+        "IN_BLOCKS": spec.in_blocks,
+        "OUT_BLOCKS": spec.out_blocks,
+        "PATCH_SIZE": patch.size,
+        **(
+            {
+                "PIXELS": pixels,
+                "TILE_W": WG * pixels,
+                "PATCH_W": patch.width,
+                "PIXEL_STRIDE": patch.pixel_stride,
+                "ROW_STRIDE": patch.row_stride,
+                "PATCH_ELEMENTS": patch.width * PATCH * spec.in_blocks,
+            }
+            if wide
+            else {}
+        ),
+        **({"WEIGHT_CACHE_SIZE": 9 * spec.in_blocks * 4} if cache_weights else {}),
+        **_common.source_consts(spec),
+    }
+
+
 def generate(
     spec: ConvSpec,
     cache_weights: bool = False,
@@ -146,52 +197,14 @@ def generate(
         InvalidArgumentError: a fused pool, or ``pixels`` not 1, 2 or 4.
         UnsupportedDeviceError: the workgroup memory exceeds the device's, or 48 KiB.
     """
-    if spec.pool:
-        raise InvalidArgumentError(
-            "the spatial conv has no fused pool; use conv_direct or conv_igemm"
-        )
-    if isinstance(pixels, bool) or pixels not in FINAL_PIXELS:
-        raise InvalidArgumentError(
-            f"invalid pixels per invocation {pixels!r}; allowed values: "
-            f"{', '.join(map(str, FINAL_PIXELS))}"
-        )
-    need = storage_bytes(spec, cache_weights, pixels, padded)
-    cap = storage_cap(limits)
-    if need > cap:
-        raise UnsupportedDeviceError(
-            f"the spatial conv's {WG * pixels + 2}x{PATCH} patch of {spec.in_blocks} input "
-            f"blocks{' and its cached weights' if cache_weights else ''} need {need} bytes of "
-            f"workgroup storage > max {cap}; "
-            + ("use fewer pixels per invocation" if pixels > 1 else "use the direct conv")
-        )
+    need = _checked_storage(spec, cache_weights, pixels, padded, limits)
     layout = WeightLayout.OUTPUT_MAJOR
     bindings, decls = _common.conv_bindings(spec)
     patch = patch_layout(spec, pixels, padded)
     # The one-pixel dense patch keeps the original constants and text; a wide or padded
     # patch names its width, strides and element count.
     wide = pixels > 1 or not patch.dense
-    consts = {
-        "WG": WG,
-        "PATCH": PATCH,
-        "THREADS": WG * WG,
-        "IN_BLOCKS": spec.in_blocks,
-        "OUT_BLOCKS": spec.out_blocks,
-        "PATCH_SIZE": patch.size,
-        **(
-            {
-                "PIXELS": pixels,
-                "TILE_W": WG * pixels,
-                "PATCH_W": patch.width,
-                "PIXEL_STRIDE": patch.pixel_stride,
-                "ROW_STRIDE": patch.row_stride,
-                "PATCH_ELEMENTS": patch.width * PATCH * spec.in_blocks,
-            }
-            if wide
-            else {}
-        ),
-        **({"WEIGHT_CACHE_SIZE": 9 * spec.in_blocks * 4} if cache_weights else {}),
-        **_common.source_consts(spec),
-    }
+    consts = _consts(spec, patch, pixels, wide, cache_weights)
     extra = ["weights=shared"] if cache_weights else []
     extra += [f"pixels={pixels}"] if pixels > 1 else []
     extra += [] if patch.dense else ["patch=padded"]

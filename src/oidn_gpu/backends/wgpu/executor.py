@@ -224,13 +224,9 @@ class WgpuExecutor(ExecutorBase):
         self._plans: ShapePlanCache | None = None
         self._closed = False
         try:
-            self._nodes = nodes.build_nodes(
-                self.graph,
-                self._device.capabilities,
-                precision=self.precision,
-                kernel=self.kernel_setting,
-                gemm=self._gemm,
-            )
+            self._nodes = nodes.build_nodes(self.graph, self._device.capabilities,
+                                            precision=self.precision,
+                                            kernel=self.kernel_setting, gemm=self._gemm)
             self._warn_forced_fallbacks(options.gemm)
             nodes.upload_weights(
                 self._nodes, model.convs, self._device, self.precision, self._track
