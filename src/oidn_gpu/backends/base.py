@@ -333,6 +333,67 @@ class TemporalPasses(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TemporalFrame:
+    """One frame of an animation for a `TemporalSession`: host float32 arrays, checked
+    and C-contiguous (``oidn_gpu.temporal`` makes them).
+
+    Attributes:
+        color: ``[H, W, 3]`` noisy color (alpha is passed around the session).
+        albedo, normal: ``[H, W, 3]`` or None.
+        motion: ``[H, W, 2]`` backward motion in pixels (pixel ``(x, y)`` was at
+            ``(x + mx, y + my)`` in the previous frame).
+        depth: ``[H, W]`` or None.
+    """
+
+    color: np.ndarray
+    albedo: np.ndarray | None
+    normal: np.ndarray | None
+    motion: np.ndarray
+    depth: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class TemporalResult:
+    """What `TemporalSession.frame` gives back.
+
+    Attributes:
+        output: ``[H, W, 3]`` float32 host array, the stabilized frame.
+        history_fraction: the share of pixels that kept their history in the reprojection
+            the frame used (`oidn_gpu.temporal.passes.history_fraction`; 0 on a restart).
+        cut: the history was rejected as a camera cut (more than ``params.cut_threshold``
+            of the pixels rejected it) and the frame was recomputed as a restart.
+    """
+
+    output: np.ndarray
+    history_fraction: float
+    cut: bool
+
+
+@runtime_checkable
+class TemporalSession(Protocol):
+    """The temporal mode of one animation on a backend's device, its history kept there
+    (optional: ``Backend.temporal_session``).
+
+    `frame` does what ``oidn_gpu.temporal`` does per frame with a backend's
+    `TemporalPasses`, without host round trips between the steps: pack the signal and the
+    guide, reproject the stored history (an empty one when ``restart`` or none is stored),
+    test for a camera cut (unless ``restart``) and then reproject again from an empty
+    history, denoise the accumulated images with the session's `oidn_gpu.Denoiser`,
+    stabilize, and store the next history and guide on the device. Its output equals the
+    `TemporalPasses` path within the backend's usual tolerance.
+    """
+
+    def frame(self, frame: TemporalFrame, params: Any, *, restart: bool) -> TemporalResult:
+        """The next frame (``params``: a `oidn_gpu.temporal.passes.TemporalParams` with
+        its guides already chosen)."""
+        ...
+
+    def close(self) -> None:
+        """Release the device history and buffers; idempotent."""
+        ...
+
+
 # --- backends and the registry --------------------------------------------------------------
 
 
@@ -374,6 +435,9 @@ class Backend(Protocol):
 
     Optional: ``temporal_passes(options) -> TemporalPasses``, the temporal mode's passes
     on this backend with these options (``oidn_gpu.temporal`` runs NumPy's without it).
+    Optional: ``temporal_session(denoiser) -> TemporalSession | None``, the temporal mode
+    with its history on the device of this `oidn_gpu.Denoiser` (None: not for its
+    options; ``oidn_gpu.temporal`` then runs the `TemporalPasses` on host arrays).
     """
 
     name: str
