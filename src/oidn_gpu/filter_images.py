@@ -153,11 +153,15 @@ def make_runner_images(
 
 def output_destination(images: Images, out: np.ndarray | None) -> np.ndarray | None:
     """Where a runner may write the result itself (`DenoiseImages.output`): the output
-    array (``HxWxC``), else a new array of the input's dtype, so the result is converted
-    while it is copied out; None when the color has alpha (appended afterwards)."""
+    array (``HxWxC``), else for float16 inputs a new float16 array, so the result is
+    converted while it is copied out; None when the color has alpha (appended afterwards)
+    and for float32 inputs without an output array (the runner makes the result: the cuda
+    backend's come from a pool of pinned arrays, `backends.cuda.host_results`)."""
     if images.alpha is not None:
         return None
     if out is None:
+        if images.dtype == np.float32:
+            return None
         channels = images.main_channels
         return np.empty((images.height, images.width, channels), images.dtype)
     return out if out.ndim == 3 else out[:, :, None]

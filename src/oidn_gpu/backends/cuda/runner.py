@@ -75,6 +75,7 @@ from oidn_gpu.backends.cuda.executor import (
     kernels,
     transfer_id,
 )
+from oidn_gpu.backends.cuda.host_results import PinnedResults
 from oidn_gpu.backends.cuda.images import (
     DeviceImage,
     DeviceScalar,
@@ -170,6 +171,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         self._scale = self._torch.ones(1, dtype=self._torch.float32, device=self.device)
         self._pool = self._torch.cuda.graph_pool_handle() if self.use_graphs else None
         self._host: dict[str, Any] = {}  # pinned host buffers by role
+        self._results = PinnedResults(self._torch, pinned=self._cuda)  # NumPy results
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
         self._bridge = CompileBridge(self)  # frames on cuDNN while Triton compiles
         self._last_stream: Any = None  # the stream of the last staged call
@@ -452,9 +454,19 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
 
     def _read_back(self, frame: HostFrame, output: DeviceImage, slot: str,
                    upload_ms: float, submit_ms: float) -> np.ndarray:  # fmt: skip
+        stream = self._stream()
+        pooled = None
+        if frame.output is None and self.host_transfer == "staged":
+            pooled = self._results.take(frame.shape)
+        if pooled is not None:  # straight into a pinned result array: no second copy
+            tensor, result = pooled
+            tensor.copy_(output.tensor, non_blocking=self._cuda)
+            if self._cuda:
+                stream.synchronize()
+            return result
         result = np.empty(frame.shape, np.float32) if frame.output is None else frame.output
         target = result if frame.target is None else frame.target
-        self._download(output.tensor, target, self._stream())
+        self._download(output.tensor, target, stream)
         return result
 
     def _result(self, pending: np.ndarray) -> np.ndarray:
@@ -628,7 +640,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
 
     def resources(self) -> tuple[int, int]:
         """(live buffers, bytes) owned by the denoiser (the executor's are separate)."""
-        tensors = [*self._host.values(), *self._dev.values()]
+        tensors = [*self._host.values(), *self._dev.values(), *self._results.tensors()]
         tensors += [f.output for f in self._frames.values()]
         return len(tensors), sum(int(t.numel() * t.element_size()) for t in tensors)
 
@@ -640,6 +652,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
 
     def _release(self) -> None:
         self._host.clear()
+        self._results.clear()
         self._dev.clear()
 
     # ------------------------------------------------------------------ the cuDNN bridge
