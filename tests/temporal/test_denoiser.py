@@ -42,13 +42,13 @@ def stability():
 def test_temporal_beats_per_frame_on_the_mitsuba_sequences(stability, name):
     """The bars of docs/benchmarks.md: on the static and the orbiting camera, instability
     at least 2x lower and PSNR not lower; on the moving object, PSNR not lower and the
-    disoccluded pixels at most 0.75 dB worse (measured: 0.58 dB)."""
+    disoccluded pixels at most 0.5 dB worse (measured: 0.08 dB)."""
     frames = stability.load_sequence(SEQUENCES / name)
     single = stability.evaluate(frames, stability.per_frame("reference")(frames))
     temporal = stability.evaluate(frames, temporal_mode.temporal("reference", {})(frames))
     assert temporal.mean_psnr_db >= single.mean_psnr_db
     if name == "moving":
-        assert temporal.disoccluded_psnr_db >= single.disoccluded_psnr_db - 0.75
+        assert temporal.disoccluded_psnr_db >= single.disoccluded_psnr_db - 0.5
     else:
         assert temporal.instability * 2 <= single.instability
 

@@ -3,6 +3,8 @@ with it (torch on CPU tensors here)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -170,3 +172,34 @@ def test_a_light_change_drops_the_history_there():
                        tp.TemporalParams(change_sigmas=0).with_guides(depth=True, normal=True,
                                                                       albedo=True))
     assert (off[10:14, 10:14, tp.STATE_COUNT] == 2).all()
+
+
+@pytest.mark.parametrize("radius", [0, 1, 3])
+def test_near_pixels_is_the_chebyshev_dilation(radius):
+    rng = np.random.default_rng(radius)
+    mask = rng.random((13, 17)) < 0.04
+    ys, xs = np.nonzero(mask)
+    rows, cols = np.mgrid[0:13, 0:17]
+    expected = np.zeros_like(mask)
+    for y, x in zip(ys, xs):
+        expected |= np.maximum(np.abs(rows - y), np.abs(cols - x)) <= radius
+    np.testing.assert_array_equal(tp.near_pixels(mask, radius), expected)
+
+
+def test_input_history_is_dropped_near_a_disocclusion_and_the_output_history_kept():
+    frames = synthetic.sequence("object", frames=3, size=32, firefly_rate=0.0)
+    motion, guide, prev_guide, signal, state = _inputs(frames, 2)
+    params = dataclasses.replace(PARAMS, disocclusion_margin=0, change_sigmas=0)
+    plain = tp.reproject(motion, guide, prev_guide, signal, state, params)
+    rejected = plain[..., tp.REPROJECTION_VALID] < 0.5
+    assert rejected.any() and not rejected.all()
+    margin = dataclasses.replace(params, disocclusion_margin=2)
+    near = tp.near_pixels(rejected, 2)
+    got = tp.reproject(motion, guide, prev_guide, signal, state, margin)
+    np.testing.assert_array_equal(got[near][:, :9], signal[near])
+    assert (got[near][:, tp.STATE_COUNT] == 1).all()
+    np.testing.assert_array_equal(got[~near], plain[~near])
+    # the output's history and the valid flag (the camera-cut test) are untouched
+    for channel in (tp.REPROJECTION_VALID, tp.REPROJECTION_OUTPUT_COUNT):
+        np.testing.assert_array_equal(got[..., channel], plain[..., channel])
+    assert (plain[near & ~rejected][:, tp.STATE_COUNT] > 1).any()  # history was there

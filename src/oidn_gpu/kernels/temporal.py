@@ -5,6 +5,10 @@
   ``signal``, ``prev_state`` (read), ``out`` (the reprojection, read-write), ``params``.
 - `generate_changes` (``temporal_changes.wgsl``): the same grid. Bindings ``signal``,
   ``gathered`` (pass 1's result, read), ``out`` (the reprojection), ``params``.
+- `generate_near_rows` (``temporal_near_rows.wgsl``) and `generate_near`
+  (``temporal_near.wgsl``): pass 1c as a row and then a column dilation. Bindings
+  ``reprojection`` (read), ``out`` (1 float per pixel); then ``signal``, ``rows`` (read),
+  ``out`` (the reprojection, changed in place).
 - `generate_stabilize` (``temporal_stabilize.wgsl``): the same grid. Bindings
   ``denoised`` (3 floats per pixel), ``reprojection`` (read), ``out`` (3 floats per
   pixel), ``params``.
@@ -129,6 +133,20 @@ def generate_changes(spec: TemporalSpec) -> Kernel:
     }
     return _kernel("changes", f"temporal-changes[{p.change_sigmas}]", ("signal", "gathered"),
                    consts)
+
+
+def generate_near_rows(spec: TemporalSpec) -> Kernel:
+    """Pass 1c's row dilation (see the module docstring)."""
+    margin = spec.params.disocclusion_margin
+    return _kernel("near_rows", f"temporal-near-rows[{margin}]", ("reprojection",),
+                   {"MARGIN": I32(margin)})
+
+
+def generate_near(spec: TemporalSpec) -> Kernel:
+    """Pass 1c's column dilation and the input history dropped (see the module docstring)."""
+    margin = spec.params.disocclusion_margin
+    return _kernel("near", f"temporal-near[{margin}]", ("signal", "rows"),
+                   {"MARGIN": I32(margin)})
 
 
 def generate_stabilize(spec: TemporalSpec) -> Kernel:

@@ -63,7 +63,8 @@ class TemporalDenoiser:
         history: frames of noisy input averaged at most (`TemporalParams`).
         output_blend, clamp, clamp_radius, clamp_gamma, depth_tolerance, normal_tolerance,
             albedo_tolerance, cut_threshold, subpixel_tolerance,
-            firefly_ratio, change_sigmas: see `oidn_gpu.temporal.passes.TemporalParams`.
+            firefly_ratio, change_sigmas, disocclusion_margin: see
+            `oidn_gpu.temporal.passes.TemporalParams`.
         **options: `oidn_gpu.Denoiser` options when ``denoiser`` is None (``hdr=True``,
             ``backend="wgpu"``, ...).
 
@@ -93,6 +94,7 @@ class TemporalDenoiser:
         subpixel_tolerance: float = tp.TemporalParams.subpixel_tolerance,
         firefly_ratio: float = tp.TemporalParams.firefly_ratio,
         change_sigmas: float = tp.TemporalParams.change_sigmas,
+        disocclusion_margin: int = tp.TemporalParams.disocclusion_margin,
         **options: Any,
     ) -> None:
         self.params = tp.TemporalParams(
@@ -101,6 +103,7 @@ class TemporalDenoiser:
             normal_tolerance=normal_tolerance, albedo_tolerance=albedo_tolerance,
             cut_threshold=cut_threshold, subpixel_tolerance=subpixel_tolerance,
             firefly_ratio=firefly_ratio, change_sigmas=change_sigmas,
+            disocclusion_margin=disocclusion_margin,
         )
         if denoiser is not None and options:
             raise InvalidArgumentError(

@@ -116,7 +116,28 @@ def _luminance(rgb: Any) -> Any:
 def reproject(motion, guide, prev_guide, signal, prev_state, params: tp.TemporalParams):
     """`oidn_gpu.temporal.passes.reproject` on tensors."""
     gathered = gather(motion, guide, prev_guide, signal, prev_state, params)
-    return reject_changes(signal, gathered, params)
+    return drop_near_disocclusions(signal, reject_changes(signal, gathered, params), params)
+
+
+def drop_near_disocclusions(signal, reprojection, params: tp.TemporalParams):
+    """`oidn_gpu.temporal.passes.drop_near_disocclusions` on tensors (the dilation as a max
+    pool of the 0/1 mask, exact)."""
+    import torch
+
+    margin = params.disocclusion_margin
+    if margin == 0:
+        return reprojection
+    rejected = (reprojection[..., tp.REPROJECTION_VALID] < 0.5).to(torch.float32)
+    near = torch.nn.functional.max_pool2d(
+        rejected[None, None], kernel_size=2 * margin + 1, stride=1, padding=margin
+    )[0, 0] > 0.5
+    out = reprojection.clone()
+    out[..., : tp.SIGNAL_CHANNELS] = torch.where(
+        near[..., None], signal, out[..., : tp.SIGNAL_CHANNELS]
+    )
+    one = torch.ones((), dtype=torch.float32, device=out.device)
+    out[..., tp.STATE_COUNT] = torch.where(near, one, out[..., tp.STATE_COUNT])
+    return out
 
 
 def _box(image):

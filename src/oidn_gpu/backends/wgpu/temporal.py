@@ -41,6 +41,7 @@ class WgpuTemporalPasses:
         kernel = self._kernels.get((which, spec))
         if kernel is None:
             generate = {"reproject": kt.generate_reproject, "changes": kt.generate_changes,
+                        "near_rows": kt.generate_near_rows, "near": kt.generate_near,
                         "stabilize": kt.generate_stabilize}[which]
             kernel = self._kernels[which, spec] = generate(spec)
         return kernel
@@ -61,7 +62,7 @@ class WgpuTemporalPasses:
                 "motion": 2, "guide": tp.GUIDE_CHANNELS, "prev_guide": tp.GUIDE_CHANNELS,
                 "signal": tp.SIGNAL_CHANNELS, "prev_state": tp.STATE_CHANNELS,
                 "reprojection": tp.REPROJECTION_CHANNELS, "denoised": 3, "output": 3,
-                "gathered": tp.REPROJECTION_CHANNELS,
+                "gathered": tp.REPROJECTION_CHANNELS, "rows": 1,
             }
             for name, count in channels.items():
                 self._buffers[name] = self._device.create_buffer(
@@ -109,10 +110,15 @@ class WgpuTemporalPasses:
         shape = (height, width, tp.REPROJECTION_CHANNELS)
         if params.change_sigmas == 0:
             names = ("motion", "guide", "prev_guide", "signal", "prev_state", "reprojection")
-            return self._run([(kernel, names)], "reprojection", shape, uploads)
-        names = ("motion", "guide", "prev_guide", "signal", "prev_state", "gathered")
-        changes = (self._kernel("changes", params), ("signal", "gathered", "reprojection"))
-        return self._run([(kernel, names), changes], "reprojection", shape, uploads)
+            kernels = [(kernel, names)]
+        else:
+            names = ("motion", "guide", "prev_guide", "signal", "prev_state", "gathered")
+            changes = (self._kernel("changes", params), ("signal", "gathered", "reprojection"))
+            kernels = [(kernel, names), changes]
+        if params.disocclusion_margin > 0:
+            kernels += [(self._kernel("near_rows", params), ("reprojection", "rows")),
+                        (self._kernel("near", params), ("signal", "rows", "reprojection"))]
+        return self._run(kernels, "reprojection", shape, uploads)
 
     def stabilize(self, denoised, reprojection, params) -> np.ndarray:
         kernel = self._kernel("stabilize", params)
