@@ -16,7 +16,12 @@ workers (loading the model, compiling GPU kernels), not starting Ray; the steady
 leaves out each worker's first frame (the frames finished after as many frames as
 there are workers, over the time since; for the single process, the frames after the
 first over their own times). A run that fails is reported in its row and the others go
-on.
+on. Each row also gives the median milliseconds of a frame's stages on its worker
+(``read``: reading and checking the EXRs, ``denoise``: the denoise calls with their
+uploads and copies back, ``write``: writing the outputs; `oidn_gpu.sequence.frame.STAGES`)
+over the frames after each worker's first, and on NVIDIA GPUs the GPU busy share: the
+mean of ``nvidia-smi``'s ``utilization.gpu`` (the share of time a kernel ran) sampled
+every 200 ms during the run, per GPU.
 
 ``--distinct`` frames are written and the sequence repeats them under new names (hard
 links), so that a long sequence of large frames costs no time to write. With
@@ -39,6 +44,8 @@ import platform
 import re
 import shutil
 import statistics
+import subprocess
+import threading
 import tempfile
 import time
 import traceback
@@ -49,6 +56,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from oidn_gpu import DenoiserConfig, FilterOptions, farm, sequence
+from oidn_gpu.sequence.frame import STAGES
 from oidn_gpu.image import io
 
 _LAYOUT = re.compile(r"^(\d+)(?:x(\d+)|(?:x(\d*\.?\d+))?(gpu))$")
@@ -118,6 +126,65 @@ def denoiser_config(kwargs: dict[str, Any]) -> DenoiserConfig:
     return DenoiserConfig.create(FilterOptions(quality=options.pop("quality")), **options)
 
 
+class GpuBusy:
+    """Samples ``nvidia-smi``'s ``utilization.gpu`` of every GPU while it runs (nothing
+    where there is no ``nvidia-smi``); `share` is the mean per GPU, 0..1."""
+
+    def __init__(self) -> None:
+        self._samples: list[float] = []
+        self._gpus = 0
+        self._process: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+
+    def __enter__(self) -> GpuBusy:
+        exe = shutil.which("nvidia-smi")
+        if exe is not None:
+            listing = subprocess.run([exe, "-L"], capture_output=True, text=True, check=False)
+            self._gpus = sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
+            self._process = subprocess.Popen(
+                [exe, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                 "-lms", "200"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )
+            self._reader = threading.Thread(target=self._read, daemon=True)
+            self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        for line in self._process.stdout:  # one line per GPU per sample, in GPU order
+            try:
+                self._samples.append(float(line))
+            except ValueError:
+                continue
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=10)
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+
+    def share(self) -> list[float] | None:
+        """The mean busy share of each GPU (None without samples)."""
+        if self._gpus == 0 or len(self._samples) < self._gpus:
+            return None
+        whole = len(self._samples) - len(self._samples) % self._gpus
+        return [statistics.fmean(self._samples[g:whole:self._gpus]) / 100.0
+                for g in range(self._gpus)]
+
+
+def stage_medians(results: list[Any], skip: int) -> dict[str, float]:
+    """Median milliseconds of each stage over the frames done after the first ``skip``
+    (each worker's first, with its start-up)."""
+    done = [r for r in results if r.status == "done" and r.stages]
+    done = done[skip:] if len(done) > skip else done
+    if not done:
+        return {}
+    return {stage: statistics.median(r.stages[stage] for r in done) * 1e3
+            for stage in STAGES}
+
+
 def run_layout(
     ray: Any, inputs: list[Path], out: Path, kwargs: dict[str, Any], layout: str
 ) -> dict[str, Any]:
@@ -125,13 +192,14 @@ def run_layout(
     jobs = [sequence.FrameJob(src, out / src.name) for src in inputs]
     finished: list[float] = []
     start = time.perf_counter()
-    summary = farm.denoise_sequence(
-        jobs,
-        denoiser_config(kwargs),
-        sequence.SequenceOptions(quiet=True, show_progress=False),
-        farm.FarmOptions(workers=workers, cpus_per_worker=cpus, gpus_per_worker=gpus or 1.0),
-        on_frame=lambda result: finished.append(time.perf_counter()),
-    )
+    with GpuBusy() as busy:
+        summary = farm.denoise_sequence(
+            jobs,
+            denoiser_config(kwargs),
+            sequence.SequenceOptions(quiet=True, show_progress=False),
+            farm.FarmOptions(workers=workers, cpus_per_worker=cpus, gpus_per_worker=gpus or 1.0),
+            on_frame=lambda result: finished.append(time.perf_counter()),
+        )
     wall = time.perf_counter() - start
     if summary.count("done") != len(jobs):
         first = next((r.error for r in summary.results if r.status == "failed"), None)
@@ -140,7 +208,8 @@ def run_layout(
     skip = len(summary.workers)
     span = finished[-1] - finished[skip - 1] if len(finished) > skip else 0.0
     steady = (len(finished) - skip) * 60.0 / span if span > 0 else None
-    return {"wall_s": wall, "steady_frames_per_min": steady, "workers": summary.workers}
+    return {"wall_s": wall, "steady_frames_per_min": steady, "workers": summary.workers,
+            "stages_ms": stage_medians(summary.results, skip), "gpu_busy": busy.share()}
 
 
 def run_single(
@@ -149,7 +218,7 @@ def run_single(
     """The single-process loop, with every core for BLAS (None) or ``blas_threads``."""
     jobs = [sequence.FrameJob(src, out / src.name) for src in inputs]
     start = time.perf_counter()
-    with threadpool_limits(limits=blas_threads):
+    with threadpool_limits(limits=blas_threads), GpuBusy() as busy:
         summary = sequence.run_sequence(
             jobs, denoiser_config(kwargs), sequence.SequenceOptions(quiet=True)
         )
@@ -159,7 +228,8 @@ def run_single(
         raise RuntimeError(f"single process: {summary.line(len(jobs))}; first error: {first}")
     rest = sum(r.elapsed_s for r in summary.results[1:])  # after the first (model load)
     steady = (len(jobs) - 1) * 60.0 / rest if rest > 0 else None
-    return {"wall_s": wall, "steady_frames_per_min": steady}
+    return {"wall_s": wall, "steady_frames_per_min": steady,
+            "stages_ms": stage_medians(summary.results, 1), "gpu_busy": busy.share()}
 
 
 def cpu_model() -> str:
@@ -276,6 +346,8 @@ def main(argv: list[str] | None = None) -> None:
                         "wall_s": result["wall_s"],
                         "steady_frames_per_min": result["steady_frames_per_min"],
                         "load_1min": [load_before, os.getloadavg()[0]],
+                        "stages_ms": result["stages_ms"],
+                        "gpu_busy": result["gpu_busy"],
                     }
                 )
                 print(f"{name}: {frames * 60.0 / result['wall_s']:.1f} frames/min", flush=True)
@@ -292,23 +364,27 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(
         "| layout | wall (median) | frames/min | steady frames/min | 1-min load during runs "
-        "| max abs diff |"
+        "| max abs diff | read / denoise / write ms per frame | GPU busy |"
     )
-    print("| --- | ---: | ---: | ---: | --- | ---: |")
+    print("| --- | ---: | ---: | ---: | --- | ---: | --- | --- |")
     save(args.json, report, frames, ray_start_s, rows)
     for row in rows.values():
         if not row["runs"]:
             error = row.get("errors", ["not run"])[0]
-            print(f"| {row['layout']} | failed: {error[:80]} | | | | |")
+            print(f"| {row['layout']} | failed: {error[:80]} | | | | | | |")
             continue
         wall = statistics.median(run["wall_s"] for run in row["runs"])
         loads = [f"{a:.1f}-{b:.1f}" for run in row["runs"] for a, b in [run["load_1min"]]]
         diff = row.get("max_abs_difference")
         steady = row.get("steady_frames_per_min")
+        last = row["runs"][-1]
+        stages = " / ".join(f"{v:.1f}" for v in last["stages_ms"].values())
+        busy = last["gpu_busy"]
+        busy_text = "" if busy is None else ", ".join(f"{100 * b:.0f}%" for b in busy)
         print(
             f"| {row['layout']} | {wall:.1f} s | {row['frames_per_min']:.1f} | "
             f"{'' if steady is None else f'{steady:.1f}'} | {', '.join(loads)} | "
-            f"{'' if diff is None else f'{diff:.1e}'} |"
+            f"{'' if diff is None else f'{diff:.1e}'} | {stages} | {busy_text} |"
         )
 
 

@@ -122,6 +122,12 @@ def test_without_a_bar_each_frame_gets_one_log_line(fake, tmp_path: Path) -> Non
         "mode": "hdr",
     }
     assert "boom" in data["results"][1]["error"]
+    # each frame done says how long its stages took; a failed one has none
+    for result in (data["results"][0], data["results"][2]):
+        assert set(result["stages_s"]) == set(sequence.frame.STAGES)
+        assert all(v >= 0 for v in result["stages_s"].values())
+    assert data["results"][1]["stages_s"] is None
+    assert summary.results[0].elapsed_s >= sum(summary.results[0].stages.values())
 
 
 def test_quiet_runs_print_no_frame_lines(fake, tmp_path: Path) -> None:

@@ -68,6 +68,9 @@ def test_a_sequence_equals_the_single_process_output_and_a_rerun_redoes_only_bro
         for line in lines
     )
     _assert_outputs_equal(out, [p.name for p in frames], single_process)
+    # the workers' stage times reach the driver
+    assert all(set(r.stages) == {"read", "denoise", "write"} for r in summary.results)
+    assert all(r.stages["denoise"] > 0 for r in summary.results)
 
     # damage three outputs the way other tools might leave them
     truncated, wrong_size, missing = (out / frames[i].name for i in (3, 17, 38))

@@ -303,6 +303,7 @@ class Scheduler:
             layers=dict(outcome.layers) if outcome else {},
             nonfinite_pixels=outcome.nonfinite_pixels if outcome else 0,
             warnings=tuple(outcome.warnings) if outcome else (),
+            stages=dict(outcome.stages) if outcome else {},
             worker=worker,
             failed_attempts=frame.failed,
             lost_attempts=frame.lost,

@@ -77,7 +77,7 @@ class TemporalFrameWorker(FrameWorker):
                     "error": describe_error(err), "warnings": tuple(warned)}
         return {"status": "done", "elapsed_s": time.perf_counter() - start, "used": done.used,
                 "layers": done.layers, "warnings": tuple(warned),
-                "nonfinite_pixels": done.nonfinite_pixels}
+                "nonfinite_pixels": done.nonfinite_pixels, "stages": dict(done.stages)}
 
 
 def chunk_jobs(jobs: Sequence[FrameJob], chunks: int, warmup: int,
@@ -147,5 +147,6 @@ def _frame_results(result: FarmFrameResult) -> list[FarmFrameResult]:
             used=frame.get("used", ""), layers=dict(frame.get("layers", {})),
             warnings=tuple(frame["warnings"]),
             nonfinite_pixels=frame.get("nonfinite_pixels", 0),
+            stages=dict(frame.get("stages", {})),
         ))
     return out

@@ -47,6 +47,7 @@ class FrameOutcome:
             output pixels).
         nonfinite_pixels: denoised pixels with a NaN or infinite channel.
         details: the traceback of a failure.
+        stages: seconds of the frame's stages (`sequence.FrameOutcome.stages`).
     """
 
     status: str  # 'done', 'skipped' or 'failed'
@@ -58,6 +59,7 @@ class FrameOutcome:
     error: str | None = None
     details: str | None = None
     nonfinite_pixels: int = 0
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 class FrameWorker:
@@ -124,6 +126,7 @@ class FrameWorker:
             tuple(done.notes),
             tuple(warned),
             nonfinite_pixels=done.nonfinite_pixels,
+            stages=dict(done.stages),
         )
 
     def close(self) -> None:

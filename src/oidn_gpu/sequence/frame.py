@@ -5,9 +5,10 @@ output atomically (an OpenEXR written from an OpenEXR keeps everything the input
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,13 +51,19 @@ class DenoiserPool:
 
 @dataclass(frozen=True)
 class FrameOutcome:
-    """What `denoise_frame` did: the inputs used, in words and as data, its notes, and how
-    many denoised pixels are not finite."""
+    """What `denoise_frame` did: the inputs used, in words and as data, its notes, how
+    many denoised pixels are not finite, and the seconds of its stages (`STAGES`)."""
 
     used: str
     layers: dict[str, Any]
     notes: tuple[FrameNote, ...] = ()
     nonfinite_pixels: int = 0  # denoised pixels with a NaN or infinite channel
+    stages: dict[str, float] = field(default_factory=dict)
+
+
+# A frame's stages, as `FrameOutcome.stages` times them: reading and checking its files,
+# the denoise calls (uploads, the device's work and the copies back on a GPU), writing.
+STAGES = ("read", "denoise", "write")
 
 
 def _scaled(progress: Progress | None, start: float, share: float) -> Progress | None:
@@ -90,7 +97,9 @@ def denoise_frame(
         InvalidArgumentError: image sizes differ, or an option needs an OpenEXR output.
     """
     output = options.output
+    start = time.perf_counter()
     frame = load_frame(job, options.inputs, lightmap=pool.config.lightmap)
+    read = time.perf_counter()
     hdr, srgb = resolve_mode(options.inputs, frame.color)
     denoiser = pool.get(hdr, srgb)
     lossless = exr.is_exr(job.output) and frame.color.file_format == exr.EXR_FORMAT
@@ -123,9 +132,14 @@ def denoise_frame(
         for layer, _, values, _ in denoised
     ]
     _warn_nonfinite(nonfinite, result.shape, warn)
+    denoised_at = time.perf_counter()
     _write_outputs(job, frame, result, denoised, output, options.software, lossless)
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
-    return _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
+    outcome = _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
+    # "denoise" includes the AOV layers' reads (small beside their denoise)
+    outcome.stages.update(read=read - start, denoise=denoised_at - read,
+                          write=time.perf_counter() - denoised_at)
+    return outcome
 
 
 def _passes(

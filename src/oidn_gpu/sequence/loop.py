@@ -196,6 +196,7 @@ class _Run:
             layers=outcome.layers,
             nonfinite_pixels=outcome.nonfinite_pixels,
             warnings=tuple(warned),
+            stages=dict(outcome.stages),
         )
 
     def _report(self, index: int, job: FrameJob, outcome: FrameOutcome, elapsed: float) -> None:

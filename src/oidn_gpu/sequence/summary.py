@@ -16,6 +16,8 @@ class FrameResult:
     Attributes:
         layers: the inputs used: ``color``, ``albedo``, ``normal`` (a layer name, a
             file, or None), ``aovs`` (the passes denoised with ``--aovs``) and ``mode``.
+        stages: seconds of the frame's stages, ``read``, ``denoise`` and ``write``
+            (`sequence.frame.STAGES`; empty for a frame not done).
     """
 
     job: FrameJob
@@ -26,6 +28,7 @@ class FrameResult:
     layers: dict[str, Any] = field(default_factory=dict)
     nonfinite_pixels: int = 0  # denoised pixels with a NaN or infinite channel
     warnings: tuple[str, ...] = ()  # NaN/Inf pixel counts, a black autoexposure
+    stages: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready description of this frame."""
@@ -38,6 +41,7 @@ class FrameResult:
             "layers": self.layers or None,
             "nonfinite_pixels": self.nonfinite_pixels,
             "warnings": list(self.warnings),
+            "stages_s": {k: round(v, 4) for k, v in self.stages.items()} or None,
         }
 
 
