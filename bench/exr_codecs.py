@@ -38,6 +38,7 @@ from oidn_gpu.image import io
 
 CODECS = ("none", "rle", "zips", "zip", "piz", "pxr24", "b44", "dwaa", "dwab")
 LAYERS = ("", "albedo", "N")  # Cycles-like names: R,G,B / albedo.* / N.X,N.Y,N.Z
+CHANNELS = ["R", "G", "B", "albedo.R", "albedo.G", "albedo.B", "N.X", "N.Y", "N.Z"]
 
 
 def synthetic_frame(height: int, width: int, seed: int = 2026) -> np.ndarray:
@@ -53,7 +54,8 @@ def synthetic_frame(height: int, width: int, seed: int = 2026) -> np.ndarray:
     return np.concatenate([beauty, albedo, normal], -1).astype(np.float32)
 
 
-def _write(path: Path, pixels: np.ndarray, names: list[str], compression: str) -> None:
+def write_half_exr(path: Path, pixels: np.ndarray, names: list[str], compression: str) -> None:
+    """``pixels`` as a half-float EXR with these channel names and compression."""
     spec = oiio.ImageSpec(pixels.shape[1], pixels.shape[0], pixels.shape[2], "half")
     spec.channelnames = tuple(names)
     spec.attribute("compression", compression)
@@ -93,12 +95,12 @@ def _median_s(fn: Any, runs: int) -> float:
 
 def measure(height: int, width: int, runs: int, threads: int, folder: Path) -> list[dict]:
     frame = synthetic_frame(height, width)
-    names = ["R", "G", "B", "albedo.R", "albedo.G", "albedo.B", "N.X", "N.Y", "N.Z"]
+    names = CHANNELS
     rows = []
     oiio.attribute("threads", threads)
     for codec in CODECS:
         src = folder / f"frame_{codec}.exr"
-        _write(src, frame, names, codec)
+        write_half_exr(src, frame, names, codec)
         dst = folder / f"out_{codec}.exr"
         beauty = frame[:, :, :3]
         row = {
@@ -109,7 +111,7 @@ def measure(height: int, width: int, runs: int, threads: int, folder: Path) -> l
             "read_shared_ms": 1e3 * _median_s(lambda src=src: _read_layers_shared(src), runs),
             "read_once_ms": 1e3 * _median_s(lambda src=src: _read_once(src), runs),
             "write_ms": 1e3 * _median_s(
-                lambda dst=dst, b=beauty, c=codec: _write(dst, b, ["R", "G", "B"], c), runs
+                lambda dst=dst, b=beauty, c=codec: write_half_exr(dst, b, ["R", "G", "B"], c), runs
             ),
         }
         rows.append(row)

@@ -45,8 +45,8 @@ import re
 import shutil
 import statistics
 import subprocess
-import threading
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -56,8 +56,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from oidn_gpu import DenoiserConfig, FilterOptions, farm, sequence
-from oidn_gpu.sequence.frame import STAGES
 from oidn_gpu.image import io
+from oidn_gpu.sequence.frame import STAGES
 
 _LAYOUT = re.compile(r"^(\d+)(?:x(\d+)|(?:x(\d*\.?\d+))?(gpu))$")
 _SIZE = re.compile(r"^(\d+)(?:x(\d+))?$")
@@ -76,11 +76,23 @@ def import_ray_on_this_machine(home: Path) -> Any:
     return farm.import_ray()
 
 
-def write_frames(folder: Path, count: int, size: tuple[int, int], seed: int = 11) -> list[Path]:
-    """``count`` noisy HDR frames of ``size`` (width, height), color only."""
+def write_frames(folder: Path, count: int, size: tuple[int, int], seed: int = 11,
+                 aux: str = "") -> list[Path]:  # fmt: skip
+    """``count`` noisy HDR frames of ``size`` (width, height): color only, or with
+    ``aux`` an EXR compression, half-float frames with Cycles-named albedo and normal
+    layers in that compression (`exr_codecs.synthetic_frame`)."""
     rng = np.random.default_rng(seed)
     width, height = size
     paths = []
+    if aux:
+        from exr_codecs import CHANNELS, synthetic_frame, write_half_exr
+
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(count):
+            path = folder / f"frame_{i:04d}.exr"
+            write_half_exr(path, synthetic_frame(height, width, seed + i), CHANNELS, aux)
+            paths.append(path)
+        return paths
     for i in range(count):
         base = rng.uniform(0.2, 2.0, (1, 1, 3))
         pixels = (base * rng.exponential(0.5, (height, width, 3))).astype(np.float32)
@@ -273,6 +285,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--target-seconds", type=float, default=0.0, help="size the sequence to this"
     )
+    parser.add_argument(
+        "--aux", default="", metavar="COMPRESSION",
+        help="half EXRs with albedo and normal layers in this compression (zip, piz, "
+        "dwaa, none, ...); default: float color-only frames",
+    )
     parser.add_argument("--backend", default="reference")
     parser.add_argument("--quality", default="high")
     parser.add_argument("--precision", help="Denoiser precision (default: the backend's)")
@@ -302,7 +319,8 @@ def main(argv: list[str] | None = None) -> None:
     ray_start_s = float("nan")
     frames = args.frames
     try:
-        distinct = write_frames(work / "in", args.distinct or args.frames, args.size)
+        distinct = write_frames(work / "in", args.distinct or args.frames, args.size,
+                                aux=args.aux)
         if args.target_seconds > 0:
             per_frame, fitting = calibrate(distinct, work, kwargs, None, args.target_seconds)
             frames = int(min(args.frames, max(len(distinct), round(fitting))))
