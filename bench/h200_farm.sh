@@ -7,9 +7,10 @@
 # .payload/ (python3 scripts/device_payload.py build: Ray, OpenImageIO) in the checkout.
 # Run in the project root:
 #   source .device/setup.sh && OUT=$OUT bash bench/h200_farm.sh
-# It writes farm_wgpu.json, farm_cuda.json (bench/farm_throughput.py's report) and
+# It writes farm_<backend>_<size>.json (bench/farm_throughput.py's report) and
 # h200_farm.log to $OUT. A backend that fails or overruns its time does not stop the other.
-# FARM_SIZE (1920x1080), FARM_LAYOUTS, FARM_LIMIT (160 s per backend), FARM_SECONDS (30: the single process's run; the farm rows take
+# FARM_SIZE (1920x1080; several sizes separated by spaces), FARM_AUX (an EXR compression:
+# half EXRs with albedo and normal layers), FARM_LAYOUTS, FARM_LIMIT (160 s per backend), FARM_SECONDS (30: the single process's run; the farm rows take
 # about as long each), FARM_BACKENDS ("wgpu cuda") and PAYLOAD (.payload) change the
 # defaults.
 set -u
@@ -49,14 +50,17 @@ layouts=${FARM_LAYOUTS:-1gpu,2x0.5gpu}
 [ -z "${FARM_LAYOUTS:-}" ] && [ "$gpus" -ge 2 ] && layouts="$layouts,${gpus}gpu"
 limit=${FARM_LIMIT:-160}
 seconds=${FARM_SECONDS:-30}
+aux=${FARM_AUX:+--aux $FARM_AUX}
+for size in $size; do
 for backend in ${FARM_BACKENDS:-wgpu cuda}; do
-    echo "== $backend: $(date -u +%H:%M:%S)"
+    echo "== $backend $size ${FARM_AUX:-color only}: $(date -u +%H:%M:%S)"
     # 160 s per backend (FARM_LIMIT) keeps the whole script within 6 minutes
     timeout -k 10 "$limit" python3 bench/farm_throughput.py --backend "$backend" --size "$size" \
         --distinct 8 --frames 5000 --target-seconds "$seconds" --num-gpus "$gpus" \
-        --layouts "$layouts" --json "$out/farm_$backend.json"
+        --layouts "$layouts" $aux --json "$out/farm_${backend}_$size.json"
     status=$?
     [ $status -eq 0 ] || echo "== $backend: farm_throughput.py exited with $status"
+done
 done
 cp "$OIDN_GPU_CUDA_TUNING" "$out/cuda-tuning.json" 2>/dev/null
 echo "== done in $(($(date +%s) - started)) s"
