@@ -25,6 +25,18 @@ def _device(option: Any) -> Any:
     return torch.device(option)
 
 
+def session_device(option: Any, interpreting: bool) -> Any:
+    """The device of a cuda denoiser's temporal session: the option's, else the current
+    CUDA device, else (under Triton's interpreter) the CPU; None: no device runs the
+    kernels."""
+    import torch
+
+    if option is not None or torch.cuda.is_available():
+        device = _device(option)
+        return device if device.type == "cuda" or interpreting else None
+    return torch.device("cpu") if interpreting else None
+
+
 class TorchTemporalPasses:
     """`TemporalPasses` on a torch device."""
 
