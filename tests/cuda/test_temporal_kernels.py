@@ -1,7 +1,7 @@
 """The cuda temporal session's Triton kernels against the NumPy passes (the oracle).
 
 Without a GPU they run through Triton's interpreter on CPU tensors (tests/cuda/conftest.py),
-on a GPU on CUDA tensors; tiny sequences (30x30, 3 frames) with the reference image
+on a GPU on CUDA tensors; tiny sequences (30x30 and 40x40, 3 frames) with the reference image
 standing in for the denoiser, as tests/temporal/test_passes.py runs the other backends.
 """
 
@@ -68,17 +68,18 @@ def _run(passes, frames, params):
 
 
 @pytest.mark.parametrize(
-    "kind, guides, options",
+    "kind, guides, options, size",
     [
-        ("pan", "depth", {}),
-        ("object", "depth", {"clamp": "minmax", "clamp_radius": 1}),
-        ("object", "aux", {"change_sigmas": 0.0, "firefly_ratio": 0.0}),
-        ("pan", "aux", {"clamp": "none", "output_blend": 1.0}),
+        ("pan", "depth", {}, 40),  # more than one program (BLOCK), the last one partial
+        ("object", "depth", {"clamp": "minmax", "clamp_radius": 1}, 30),
+        ("object", "aux", {"change_sigmas": 0.0, "firefly_ratio": 0.0}, 30),
+        ("pan", "aux", {"clamp": "none", "output_blend": 1.0}, 30),
     ],
 )
-def test_kernels_agree_with_numpy(device, kind, guides, options):
+def test_kernels_agree_with_numpy(device, kind, guides, options, size):
     params = tp.TemporalParams(**options).with_guides(**GUIDES[guides])
-    frames = synthetic.sequence(kind, frames=3, size=30)  # 2 programs, one partial
+    frames = synthetic.sequence(kind, frames=3, size=size)
+    assert size < 40 or size * size > tk.BLOCK
     frames[1].motion[3, 3] = np.nan
     frames[2].motion[5:9, 20:] = 1e20  # far off screen
     expected = _run(tp.NumpyTemporalPasses(), frames, params)

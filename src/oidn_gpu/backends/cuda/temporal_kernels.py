@@ -30,7 +30,7 @@ from oidn_gpu.temporal import passes as tp
 __all__ = ["UNAVAILABLE", "gather", "pack", "reject", "stabilize"]
 
 # pixels per program (the interpreter's cost is per program: larger blocks there)
-BLOCK = 512 if interpreting() else 128
+BLOCK = 1024 if interpreting() else 128
 NUM_WARPS = 4
 CLAMP_IDS = {"none": 0, "minmax": 1, "variance": 2}
 
