@@ -320,3 +320,24 @@ def _rgb(image: np.ndarray) -> np.ndarray:
     if image.shape[2] == 1:
         image = np.broadcast_to(image, (*image.shape[:2], 3))
     return np.ascontiguousarray(image)
+
+
+def temporal_denoiser(cls: type, temporal: Any, options: dict[str, Any]) -> Any:
+    """What ``Denoiser(temporal=..., **options)`` makes: a `TemporalDenoiser` of the
+    options for ``temporal=True``, else None (an ordinary `oidn_gpu.Denoiser`)."""
+    if not isinstance(temporal, (bool, np.bool_)):
+        raise InvalidArgumentError(f"temporal is {temporal!r}; expected True or False")
+    given = sorted(set(options) & set(tp.TemporalParams.names))
+    if not temporal:
+        if given:
+            raise InvalidArgumentError(
+                f"{', '.join(given)} {'is a' if len(given) == 1 else 'are'} temporal mode "
+                f"parameter{'s' * (len(given) > 1)}: add temporal=True (an animation's "
+                "frames denoised in order with history)"
+            )
+        return None
+    if cls is not Denoiser:
+        raise InvalidArgumentError(
+            f"temporal=True is an option of oidn_gpu.Denoiser, not of {cls.__name__}"
+        )
+    return TemporalDenoiser(**options)
