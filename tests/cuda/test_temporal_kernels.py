@@ -33,10 +33,11 @@ class TritonPasses:
         repro = torch.empty((height, width, 16), dtype=torch.float32, device=self.device)
         self.kept = torch.zeros(1, dtype=torch.int32, device=self.device)
         signal_t = self._t(signal)
+        lum = torch.empty((2, height, width), dtype=torch.float32, device=self.device)
         tk.gather(self._t(motion), self._t(guide), self._t(prev_guide), signal_t,
-                  self._t(prev_state), repro, self.kept, params, has_history=True)
+                  self._t(prev_state), repro, lum, self.kept, params, has_history=True)
         acc = [torch.empty((height, width, 3), device=self.device) for _ in range(3)]
-        tk.reject(signal_t, repro, *acc, params)
+        tk.reject(signal_t, repro, lum, *acc, params)
         for index, image in enumerate(acc):  # the denoiser's inputs are the signal channels
             assert torch.equal(image, repro[..., 3 * index : 3 * index + 3])
         return repro.cpu().numpy()

@@ -20,7 +20,7 @@ from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.temporal import TemporalDenoiser
 from oidn_gpu.temporal import passes as tp
 from oidn_gpu.temporal.session import HostTemporalSession
-from tests.cuda.conftest import HAS_CUDA
+from tests.cuda.conftest import HAS_CUDA, rel_l2
 from tests.temporal import synthetic
 
 TINY_AOV = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic9.tza"
@@ -31,6 +31,16 @@ SIZE = 24
 def denoiser():
     with oidn_gpu.Denoiser(backend="cuda", engine="cudnn", weights=TINY_AOV, hdr=True) as den:
         yield den
+
+
+def _agree(actual, expected):
+    """Interpreted on the CPU the kernels are NumPy's arithmetic; on a GPU (contracted
+    multiply-adds, the fp16 network amplifying them over the frames) the backend's usual
+    tolerance."""
+    if HAS_CUDA:
+        assert rel_l2(actual, expected) <= 2e-3
+    else:
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
 
 
 def _frame(f, number=None, **change):
@@ -76,7 +86,7 @@ def test_session_agrees_with_the_host_passes(denoiser, kind):
     assert fractions_d == fractions_h and fractions_d[-1] > 0.5
     for a, b in zip(device, host, strict=True):
         assert a.shape == (SIZE, SIZE, 3) and a.dtype == np.float32
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        _agree(a, b)
 
 
 def test_restarts_and_cuts_as_on_the_host(denoiser):
@@ -90,7 +100,7 @@ def test_restarts_and_cuts_as_on_the_host(denoiser):
     assert "camera cut" in restarts_d[-1][1]
     assert restarts_d == restarts_h
     for a, b in zip(device, host, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        _agree(a, b)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, 1e20, -5000.0])
@@ -102,7 +112,7 @@ def test_bad_motion_rejects_history_and_never_gives_nan(denoiser, bad):
     (device, _, _, _), (host, _, _, _) = _both(denoiser, [_frame(f) for f in frames])
     for a, b in zip(device, host, strict=True):
         assert np.isfinite(a).all()
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        _agree(a, b)
 
 
 def test_alpha_and_one_channel_images_go_through(denoiser):
@@ -114,7 +124,7 @@ def test_alpha_and_one_channel_images_go_through(denoiser):
         expected = td.denoise(rgba, f.albedo[..., :1], f.normal, motion=f.motion,
                               depth=f.depth)
     assert out.shape == (16, 16, 4) and (out[..., 3] == 0.25).all()
-    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+    _agree(out, expected)
 
 
 def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
@@ -130,7 +140,7 @@ def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
         images[0] = images[0].double()  # converted on the device
         out, fraction, cut = session.frame_on_device(*images, params, restart=index == 0)
         assert isinstance(out, torch.Tensor) and out.device == dev and not cut
-        np.testing.assert_allclose(out.cpu().numpy(), expected[index], rtol=1e-4, atol=1e-5)
+        _agree(out.cpu().numpy(), expected[index])
     with pytest.raises(InvalidArgumentError, match="temporal motion image is on ndarray"):
         session.frame_on_device(images[0], None, None, f.motion, images[4], params,
                                 restart=False)

@@ -9,11 +9,12 @@ contiguous float32 images in its channel layouts, one program per `BLOCK` pixels
 * `gather_kernel`: pass 1a (`passes.gather`): the four bilinear taps of the previous
   state with their guide tests, the clamped Catmull-Rom of the 4x4 taps, the
   accumulation; it also counts the pixels that kept their history (one atomic add per
-  program), the camera-cut test's one number.
+  program), the camera-cut test's one number, and writes the two luminances the
+  light-change test sums over its window (two contiguous planes, so that the window's
+  25 taps are coalesced loads).
 * `reject_kernel`: pass 1b (`passes.reject_changes`) in place on the reprojection (it
-  reads its neighbours' reprojected output and writes only the accumulated signal and
-  the counts), and the accumulated color, albedo and normal as three contiguous
-  ``[H, W, 3]`` images for the denoiser.
+  writes only the accumulated signal and the counts), and the accumulated color, albedo
+  and normal as three contiguous ``[H, W, 3]`` images for the denoiser.
 * `stabilize_kernel`: pass 2 (`passes.stabilize`) and the next state
   (`passes.next_state`), written over the previous one.
 
@@ -155,7 +156,7 @@ def _catmull_rom(state, x0, y0, fx, fy, c, mask, height, width, BLOCK: tl.conste
 
 
 @_jit
-def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, kept, height, width,
+def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, lum, kept, height, width,
                   limit, depth_tolerance, cos_min, albedo_tolerance, history,
                   output_top, subpixel_tolerance, firefly_ratio, HAS_HISTORY: tl.constexpr,
                   USE_DEPTH: tl.constexpr,
@@ -222,14 +223,16 @@ def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, kept, heig
     hist = tl.where(tl.where(c < 10, (taken0 == 4)[:, None], (taken1 == 4)[:, None]), cubic,
                     hist)
     tl.atomic_add(kept, tl.sum((valid & pm).to(tl.int32), axis=0))
-    _accumulate(signal, out, p, pm, c, hist, valid, valid_out, fx, fy, history, output_top,
-                subpixel_tolerance, firefly_ratio)
+    _accumulate(signal, out, lum, p, pm, c, hist, valid, valid_out, fx, fy, history,
+                output_top, subpixel_tolerance, firefly_ratio, height * width)
 
 
 @triton.jit
-def _accumulate(signal, out, p, pm, c, hist, valid, valid_out, fx, fy, history, output_top,
-                subpixel_tolerance, firefly_ratio):  # fmt: skip
-    """`passes._accumulate` (with `passes._without_fireflies`), stored to ``out``."""
+def _accumulate(signal, out, lum, p, pm, c, hist, valid, valid_out, fx, fy, history,
+                output_top, subpixel_tolerance, firefly_ratio, pixels):  # fmt: skip
+    """`passes._accumulate` (with `passes._without_fireflies`), stored to ``out``; the
+    light-change test's two luminances (the frame's color, the reprojected output,
+    clamped) to the planes of ``lum``."""
     whole = (tl.minimum(fx, 1.0 - fx) <= subpixel_tolerance) & (
         tl.minimum(fy, 1.0 - fy) <= subpixel_tolerance)
     accumulates = valid & whole
@@ -239,6 +242,11 @@ def _accumulate(signal, out, p, pm, c, hist, valid, valid_out, fx, fy, history, 
     m = pm[:, None]
     sig = tl.load(signal + p[:, None] * 9 + c, mask=m & (c < 9), other=0.0)
     l_in = _lum(_col(sig, c, 0), _col(sig, c, 1), _col(sig, c, 2))
+    tl.store(lum + p, tl.minimum(tl.maximum(l_in, -MAX_LUM), MAX_LUM), mask=pm)
+    l_out = _lum(tl.where(valid_out, _col(hist, c, 10), 0.0),
+                 tl.where(valid_out, _col(hist, c, 11), 0.0),
+                 tl.where(valid_out, _col(hist, c, 12), 0.0))
+    tl.store(lum + pixels + p, tl.minimum(tl.maximum(l_out, -MAX_LUM), MAX_LUM), mask=pm)
     limit = firefly_ratio * _lum(_col(hist, c, 0), _col(hist, c, 1), _col(hist, c, 2))
     clip = accumulates & (hcount >= 2.0) & (limit > 0.0) & (l_in > limit)
     scale = tl.where(clip, limit / tl.where(clip, l_in, 1.0), 1.0)
@@ -255,7 +263,7 @@ def _accumulate(signal, out, p, pm, c, hist, valid, valid_out, fx, fy, history, 
 
 
 @_jit
-def reject_kernel(signal, repro, acc_color, acc_albedo, acc_normal, height, width,
+def reject_kernel(signal, repro, lum, acc_color, acc_albedo, acc_normal, height, width,
                   change_sigmas, ENABLED: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
     p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     pm = p < height * width
@@ -272,15 +280,8 @@ def reject_kernel(signal, repro, acc_color, acc_albedo, acc_normal, height, widt
             for dx in tl.static_range(2 * CHANGE_RADIUS + 1):
                 xc = tl.minimum(tl.maximum(x + (dx - CHANGE_RADIUS), 0), width - 1)
                 q = yc * width + xc
-                s = signal + q * 9
-                r = repro + q * 16 + 10
-                current = _lum(tl.load(s, mask=pm, other=0.0), tl.load(s + 1, mask=pm, other=0.0),
-                               tl.load(s + 2, mask=pm, other=0.0))
-                current = tl.minimum(tl.maximum(current, -MAX_LUM), MAX_LUM)
-                previous = _lum(tl.load(r, mask=pm, other=0.0),
-                                tl.load(r + 1, mask=pm, other=0.0),
-                                tl.load(r + 2, mask=pm, other=0.0))
-                previous = tl.minimum(tl.maximum(previous, -MAX_LUM), MAX_LUM)
+                current = tl.load(lum + q, mask=pm, other=0.0)
+                previous = tl.load(lum + height * width + q, mask=pm, other=0.0)
                 total = total + current
                 squares = squares + current * current
                 total_previous = total_previous + previous
@@ -369,15 +370,15 @@ def pack(color, albedo, normal, depth, signal, guide) -> None:
     )
 
 
-def gather(motion, guide, prev_guide, signal, prev_state, out, kept, params, *,
+def gather(motion, guide, prev_guide, signal, prev_state, out, lum, kept, params, *,
            has_history: bool) -> None:  # fmt: skip
-    """`gather_kernel` into ``out`` ``[H, W, 16]``; adds the pixels that kept their
-    history to the int32 ``kept``."""
+    """`gather_kernel` into ``out`` ``[H, W, 16]`` and ``lum`` ``[2, H, W]``; adds the
+    pixels that kept their history to the int32 ``kept``."""
     height, width = motion.shape[:2]
     f32 = np.float32
     output_top = float(f32(1) / f32(max(params.output_blend, 1e-6)))
     gather_kernel[_grid(height, width)](
-        motion, guide, prev_guide, signal, prev_state, out, kept, height, width,
+        motion, guide, prev_guide, signal, prev_state, out, lum, kept, height, width,
         float(f32(height + width)), float(params.depth_tolerance), 1.0 - params.normal_tolerance,
         float(params.albedo_tolerance), float(params.history), output_top,
         float(params.subpixel_tolerance), float(params.firefly_ratio),
@@ -386,12 +387,12 @@ def gather(motion, guide, prev_guide, signal, prev_state, out, kept, params, *,
     )
 
 
-def reject(signal, repro, acc_color, acc_albedo, acc_normal, params) -> None:
-    """`reject_kernel`: the light-change test on ``repro`` in place and the accumulated
-    images for the denoiser."""
+def reject(signal, repro, lum, acc_color, acc_albedo, acc_normal, params) -> None:
+    """`reject_kernel`: the light-change test on ``repro`` in place (from `gather`'s
+    ``lum``) and the accumulated images for the denoiser."""
     height, width = repro.shape[:2]
     reject_kernel[_grid(height, width)](
-        signal, repro, acc_color, acc_albedo, acc_normal, height, width,
+        signal, repro, lum, acc_color, acc_albedo, acc_normal, height, width,
         float(params.change_sigmas), ENABLED=params.change_sigmas != 0, BLOCK=BLOCK,
         num_warps=NUM_WARPS,
     )

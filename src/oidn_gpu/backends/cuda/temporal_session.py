@@ -94,7 +94,8 @@ class CudaTemporalSession:
             self._reproject(motion, signal, buf, params, False)
             fraction = 0.0
         repro = buf["repro"]
-        tk.reject(signal, repro, buf["acc_color"], buf["acc_albedo"], buf["acc_normal"], params)
+        tk.reject(signal, repro, buf["lum"], buf["acc_color"], buf["acc_albedo"],
+                  buf["acc_normal"], params)
         denoised = self.denoiser.denoise(
             buf["acc_color"],
             None if albedo is None else buf["acc_albedo"],
@@ -115,7 +116,7 @@ class CudaTemporalSession:
         kept = buf["kept"]
         kept.zero_()
         tk.gather(motion, buf["guide_next"], buf["guide"], signal, buf["state"], buf["repro"],
-                  kept, params, has_history=has_history)  # fmt: skip
+                  buf["lum"], kept, params, has_history=has_history)  # fmt: skip
         if not has_history:
             return 0.0
         return int(kept.item()) / (motion.shape[0] * motion.shape[1])
@@ -135,6 +136,8 @@ class CudaTemporalSession:
             for role, channels in shapes.items():
                 self._dev[role] = torch.empty((height, width, channels), dtype=torch.float32,
                                               device=self.device)  # fmt: skip
+            self._dev["lum"] = torch.empty((2, height, width), dtype=torch.float32,
+                                           device=self.device)
             self._dev["kept"] = torch.zeros(1, dtype=torch.int32, device=self.device)
         return self._dev
 
