@@ -104,9 +104,30 @@ def measure(frames: list[dict], warmup: int, options: dict, check_frames: int) -
                 tensors, warmup)  # fmt: skip
             rows.append(_row("tensors", per_frame_t, temporal_t))
             rows.append(_split(session, frames, tensors, params, warmup))
+        rows.append(_many(den, frames, warmup))
         if check_frames:
             rows.append(_check(den, frames[:check_frames]))
     return rows
+
+
+def _many_ms(results, warmup: int) -> float:
+    """The median time between results of a ``denoise_many``, after ``warmup``."""
+    times, start = [], time.perf_counter()
+    for index, _ in enumerate(results):
+        now = time.perf_counter()
+        if index >= warmup:
+            times.append((now - start) * 1e3)
+        start = now
+    return statistics.median(times)
+
+
+def _many(den, frames: list[dict], warmup: int) -> dict:
+    """``denoise_many``: the temporal one stages the next frame during this one."""
+    per_frame = _many_ms(den.denoise_many((f["color"], f["albedo"], f["normal"])
+                                          for f in frames), warmup)  # fmt: skip
+    with TemporalDenoiser(den) as td:
+        temporal = _many_ms(td.denoise_many(frames), warmup)
+    return _row("numpy denoise_many", per_frame, temporal)
 
 
 def _split(session, frames, tensors, params, warmup: int) -> dict:
@@ -115,8 +136,8 @@ def _split(session, frames, tensors, params, warmup: int) -> dict:
     scratch_state = torch.empty_like(buf["state"])  # the session's history stays as it is
 
     def upload(f):
-        session._stage("motion", f["motion"])
-        session._stage("depth", f["depth"])
+        session._stage(session._slots[0], "motion", f["motion"])
+        session._stage(session._slots[0], "depth", f["depth"])
         torch.cuda.synchronize()
 
     steps = {

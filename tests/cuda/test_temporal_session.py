@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import oidn_gpu
+from oidn_gpu.backends.base import TemporalFrame
 from oidn_gpu.backends.cuda.temporal_session import CudaTemporalSession
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.temporal import TemporalDenoiser
@@ -148,3 +149,41 @@ def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
     session.close()
     with pytest.raises(InvalidOperationError, match="closed"):
         session.frame_on_device(*images, params, restart=False)
+
+
+def test_denoise_many_stages_the_next_frame_ahead(denoiser):
+    frames = synthetic.sequence("pan", frames=3, size=16)
+    items = [_frame(f, i + 1) for i, f in enumerate(frames)]
+    with TemporalDenoiser(denoiser) as td:
+        expected = [td.denoise(**item) for item in items]
+    with TemporalDenoiser(denoiser) as td:
+        got = list(td.denoise_many(iter(items)))
+        session = td.session
+        assert session._pending == [None, None]  # every prefetched frame was used
+        assert all(slot.get("color") is not None for slot in session._slots)  # both sets
+    for a, b in zip(got, expected, strict=True):
+        _agree(a, b)
+
+
+def test_denoise_many_reports_a_bad_frame_in_its_turn(denoiser):
+    frames = synthetic.sequence("static", frames=2, size=16)
+    items = [_frame(frames[0], 1), _frame(frames[1], 2), {**_frame(frames[1], 3), "motion": None}]
+    with TemporalDenoiser(denoiser) as td:
+        outputs = td.denoise_many(items)
+        assert next(outputs).shape == (16, 16, 3)
+        assert next(outputs).shape == (16, 16, 3)
+        with pytest.raises(InvalidArgumentError, match="needs a motion image"):
+            next(outputs)
+
+
+def test_a_prefetched_frame_not_given_is_dropped(denoiser):
+    frames = synthetic.sequence("pan", frames=4, size=16)
+    with TemporalDenoiser(denoiser) as td:
+        expected = td.denoise(**_frame(frames[3]))
+    with TemporalDenoiser(denoiser) as td:
+        session = td.session
+        for f in frames[:3]:  # three prefetches: the oldest is dropped
+            session.prefetch(TemporalFrame(f.color, f.albedo, f.normal, f.motion, f.depth))
+        assert all(pending is not None for pending in session._pending)
+        got = td.denoise(**_frame(frames[3]))  # none of them: staged now
+    _agree(got, expected)

@@ -39,6 +39,7 @@ from oidn_gpu.temporal.session import temporal_session_for
 
 _LOG = logging.getLogger("oidn_gpu.temporal")
 FRAME_KEYS = ("color", "albedo", "normal", "motion", "depth", "frame")
+_END = object()
 
 
 @dataclass(frozen=True)
@@ -143,8 +144,30 @@ class TemporalDenoiser:
 
     def denoise_many(self, frames: Iterable[Mapping[str, Any]]) -> Iterator[np.ndarray]:
         """`denoise` of each frame in order: mappings with the keys ``color``, ``albedo``,
-        ``normal``, ``motion``, ``depth`` and ``frame`` (its number, to find gaps)."""
-        for item in frames:
+        ``normal``, ``motion``, ``depth`` and ``frame`` (its number, to find gaps).
+
+        Where the session stages frames ahead (the cuda backend's), the next frame is
+        read from ``frames`` and its images uploaded while this one is denoised."""
+        prefetch = getattr(self.session, "prefetch", None)
+        items = iter(frames)
+        ahead = self._prepared(items)
+        while ahead is not None:
+            current, ahead = ahead, self._prepared(items) if prefetch is not None else None
+            if isinstance(ahead, tuple) and not self._closed:
+                prefetch(ahead[1])
+            if isinstance(current, BaseException):
+                raise current
+            yield self._denoise_images(*current)
+            if prefetch is None:
+                ahead = self._prepared(items)
+
+    def _prepared(self, items: Iterator[Any]) -> Any:
+        """The next frame's checked images and session frame, the error that checking it
+        raised (raised in its turn), or None after the last."""
+        item = next(items, _END)
+        if item is _END:
+            return None
+        try:
             if not isinstance(item, Mapping):
                 raise InvalidArgumentError(
                     f"a temporal frame is a {type(item).__name__}; expected a mapping with "
@@ -156,7 +179,10 @@ class TemporalDenoiser:
                     f"unknown key(s) {sorted(unknown)} in a temporal frame; expected "
                     f"{', '.join(FRAME_KEYS)}"
                 )
-            yield self.denoise(**item)
+            images = _FrameImages.of(*(item.get(key) for key in FRAME_KEYS))
+        except InvalidArgumentError as err:
+            return err
+        return images, images.temporal_frame()
 
     def denoise(
         self,
@@ -178,6 +204,11 @@ class TemporalDenoiser:
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
         images = _FrameImages.of(color, albedo, normal, motion, depth, frame)
+        return self._denoise_images(images, images.temporal_frame())
+
+    def _denoise_images(self, images: _FrameImages, temporal_frame: TemporalFrame) -> np.ndarray:
+        if self._closed:
+            raise InvalidOperationError("the temporal denoiser is closed")
         # With depth, depth alone decides: renderers' albedo and normal are as noisy as
         # the color and would reject history at random (tests/data/sequences).
         with_depth = images.depth is not None
@@ -187,7 +218,7 @@ class TemporalDenoiser:
             albedo=images.albedo is not None and not with_depth,
         )
         history = self._continued(images)
-        result = self.session.frame(images.temporal_frame(), params, restart=history is None)
+        result = self.session.frame(temporal_frame, params, restart=history is None)
         if result.cut:
             self._restart(
                 images.frame,

@@ -16,12 +16,20 @@ the current stream, four Triton kernels (`temporal_kernels`) and the denoise:
 
 and the output comes back in row bands, each copied out while the next one transfers.
 `frame_on_device` is the same frame from device tensors to a device tensor (nothing
-crosses the bus but the count). Where no CUDA GPU is present the kernels run on CPU
-tensors through Triton's interpreter (``TRITON_INTERPRET=1``, the tests).
+crosses the bus but the count).
+
+`prefetch` stages a later frame's images while this one runs: a worker thread copies
+them into the other of two sets of pinned buffers and uploads them on a side stream
+(`TemporalDenoiser.denoise_many` calls it with the next frame), so that frame's
+`frame` finds them on the device and only waits for the side stream.
+
+Where no CUDA GPU is present the kernels run on CPU tensors through Triton's interpreter
+(``TRITON_INTERPRET=1``, the tests).
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -50,8 +58,14 @@ class CudaTemporalSession:
         self.denoiser = denoiser
         self.device = torch.device(device)
         self._cuda = self.device.type == "cuda"
-        self._host: dict[str, Any] = {}  # pinned staging buffers by role
+        self._host: dict[str, Any] = {}  # the output's pinned buffer
         self._dev: dict[str, Any] = {}  # device buffers by role
+        # two sets of (pinned, device) input buffers by role, and what each holds: None
+        # (free) or (the prefetched TemporalFrame, the Future of its staging)
+        self._slots: list[dict[str, Any]] = [{}, {}]
+        self._pending: list[tuple[TemporalFrame, Future] | None] = [None, None]
+        self._worker: ThreadPoolExecutor | None = None
+        self._side: Any = None  # the side stream of prefetched uploads
         self._size: tuple[int, int] | None = None  # of the stored history
         self._closed = False
 
@@ -59,10 +73,59 @@ class CudaTemporalSession:
 
     def frame(self, frame: TemporalFrame, params: Any, *, restart: bool) -> TemporalResult:
         """`TemporalSession.frame`: host arrays in, the output read back once."""
-        images = [self._stage(role, getattr(frame, role)) for role in _ROLES]
+        images = self._staged(frame)
         output, fraction, cut = self.frame_on_device(*images, params, restart=restart,
                                                      copy=False)  # fmt: skip
         return TemporalResult(self._read_back(output), fraction, cut)
+
+    def prefetch(self, frame: TemporalFrame) -> None:
+        """Start staging ``frame``'s images for a later `frame` call of the same object
+        (see the module docstring); at most two are kept, the oldest dropped."""
+        if self._closed:
+            raise InvalidOperationError("the temporal session is closed")
+        slot = self._free_slot()
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="oidn-temporal-stage")
+            if self._cuda:
+                self._side = self._torch.cuda.Stream(self.device)
+        staging = self._worker.submit(self._stage_frame, self._slots[slot], frame)
+        self._pending[slot] = (frame, staging)
+
+    def _free_slot(self) -> int:
+        """A set of input buffers that no staging holds (the older of two pending
+        prefetches is dropped for it)."""
+        for slot, pending in enumerate(self._pending):
+            if pending is None:
+                return slot
+        self._pending[0][1].result()
+        self._pending[0], self._pending[1] = self._pending[1], None
+        self._slots.reverse()
+        return 1
+
+    def _staged(self, frame: TemporalFrame) -> list[Any]:
+        """The frame's images on the device: prefetched, else staged now into a free set
+        of buffers."""
+        for slot, pending in enumerate(self._pending):
+            if pending is not None and pending[0] is frame:
+                self._pending[slot] = None
+                images, event = pending[1].result()
+                if event is not None:
+                    self._torch.cuda.current_stream(self.device).wait_event(event)
+                return images
+        store = self._slots[self._free_slot()]
+        return [self._stage(store, role, getattr(frame, role)) for role in _ROLES]
+
+    def _stage_frame(self, store: dict[str, Any], frame: TemporalFrame) -> tuple[list, Any]:
+        """On the worker thread: the frame's images staged on the side stream, and the
+        event that follows their uploads."""
+        if not self._cuda:
+            return [self._stage(store, role, getattr(frame, role)) for role in _ROLES], None
+        torch = self._torch
+        with torch.cuda.device(self.device), torch.cuda.stream(self._side):
+            images = [self._stage(store, role, getattr(frame, role)) for role in _ROLES]
+            event = torch.cuda.Event()
+            event.record(self._side)
+        return images, event
 
     def frame_on_device(
         self, color: Any, albedo: Any, normal: Any, motion: Any, depth: Any, params: Any, *,
@@ -152,26 +215,26 @@ class CudaTemporalSession:
             )
         return image.to(torch.float32).contiguous()
 
-    def _pinned(self, role: str, shape: tuple[int, ...]) -> Any:
+    def _pinned(self, store: dict[str, Any], role: str, shape: tuple[int, ...]) -> Any:
         torch = self._torch
-        buf = self._host.get(role)
+        buf = store.get(role)
         if buf is None or tuple(buf.shape) != shape:
             buf = torch.empty(shape, dtype=torch.float32, pin_memory=self._cuda)
-            self._host[role] = buf
+            store[role] = buf
         return buf
 
-    def _stage(self, role: str, array: np.ndarray | None) -> Any:
-        """The host array on the device, through its pinned buffer (queued: the upload
-        overlaps the host copy of the next image)."""
+    def _stage(self, store: dict[str, Any], role: str, array: np.ndarray | None) -> Any:
+        """The host array on the device through the pinned buffer of ``store`` (queued on
+        the current stream: the upload overlaps the next host copy)."""
         if array is None:
             return None
-        host = self._pinned(role, array.shape)
+        host = self._pinned(store, role, array.shape)
         host_copy(host, np.asarray(array, np.float32))
         if not self._cuda:
             return host
-        dev = self._dev.get(f"in_{role}")
+        dev = store.get(f"dev_{role}")
         if dev is None or dev.shape != host.shape:
-            dev = self._dev[f"in_{role}"] = self._torch.empty_like(host, device=self.device)
+            dev = store[f"dev_{role}"] = self._torch.empty_like(host, device=self.device)
         dev.copy_(host, non_blocking=True)
         return dev
 
@@ -184,7 +247,7 @@ class CudaTemporalSession:
             host_copy(result, output)
             return result
         height = output.shape[0]
-        host = self._pinned("out", tuple(output.shape))
+        host = self._pinned(self._host, "out", tuple(output.shape))
         count = max(1, min(DOWNLOAD_BANDS, height))
         bands = [(height * i // count, height * (i + 1) // count) for i in range(count)]
         stream = torch.cuda.current_stream(self.device)
@@ -199,8 +262,13 @@ class CudaTemporalSession:
         return result
 
     def close(self) -> None:
-        """Release the device history and the buffers; idempotent."""
+        """Release the device history and the buffers (after any staging under way);
+        idempotent."""
         self._closed = True
-        self._host.clear()
-        self._dev.clear()
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
+        self._pending = [None, None]
+        for store in (self._host, self._dev, *self._slots):
+            store.clear()
         self._size = None
