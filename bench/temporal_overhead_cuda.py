@@ -30,6 +30,7 @@ from oidn_gpu.backends.cuda import temporal_kernels as tk
 from oidn_gpu.temporal import TemporalDenoiser
 from oidn_gpu.temporal import passes as tp
 from oidn_gpu.temporal.session import HostTemporalSession
+from temporal_overhead import _median_ms as _wall_ms  # bench/ is the script's folder
 
 COMPILE_TIMEOUT_S = 240
 
@@ -38,16 +39,6 @@ def _wait_compiled(den) -> None:
     """Wait for the network's background Triton compiles (the cuda runner's)."""
     for engine in den._engines.values():  # the benchmark looks inside the facade
         engine.runner.denoiser.wait_compiled(COMPILE_TIMEOUT_S)
-
-
-def _wall_ms(fn, items, warmup: int) -> float:
-    times = []
-    for index, item in enumerate(items):
-        start = time.perf_counter()
-        fn(item)
-        if index >= warmup:
-            times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def _event_ms(fn, items, warmup: int) -> float:
