@@ -60,7 +60,8 @@ class _History:
 
 
 class TemporalDenoiser:
-    """Denoises the frames of an animation in order, with history (temporal mode).
+    """Denoises the frames of an animation in order, with history (temporal mode);
+    ``oidn_gpu.Denoiser(temporal=True, ...)`` makes one.
 
     Args:
         denoiser: the `oidn_gpu.Denoiser` that denoises each accumulated frame; None
@@ -80,6 +81,11 @@ class TemporalDenoiser:
     random); without it, the albedo and normal decide (``albedo_tolerance``,
     ``normal_tolerance``), which rejects more and stabilizes less. Non-finite motion, or
     motion that leaves the screen, rejects the history there.
+
+    Attributes:
+        session: the `TemporalSession` that runs each frame and holds the history.
+        restarts: the `TemporalRestart` of each history restart so far.
+        history_fraction: the share of the last frame's pixels that kept their history.
     """
 
     def __init__(
