@@ -7,6 +7,13 @@ on the same backend; medians over ``--frames`` frames after ``--warmup`` (the fi
 frames compile kernels and start the history). The overhead is the temporal frame's
 extra time over the per-frame denoise, as a share of the per-frame denoise.
 
+On cuda (a GPU) it adds (`bench/temporal_overhead_cuda.py`): a row with torch CUDA
+tensors in and out (the denoiser's device path against the session's
+``frame_on_device``, CUDA events), the split of the temporal frame's extra work
+(staging and upload of motion and depth, the four kernels, the history-count readback),
+and the relative difference of the session's output from the host path's (NumPy passes,
+same denoiser) over ``--check-frames`` frames.
+
     python bench/temporal_overhead.py --backend cuda --backend wgpu --size 1920x1080
 """
 
@@ -62,7 +69,7 @@ def measure(backend: str, frames: list[dict], warmup: int, options: dict) -> dic
         )
         with TemporalDenoiser(den) as td:
             temporal = _median_ms(lambda f: td.denoise(**f), frames, warmup)
-            passes = td.passes.name if hasattr(td.passes, "name") else type(td.passes).__name__
+            passes = td.session.name
     return {"backend": backend, "passes": passes, "per_frame_ms": per_frame,
             "temporal_ms": temporal, "overhead": temporal / per_frame - 1}
 
@@ -75,6 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--option", action="append", default=[],
                         help="backend:name=value, a Denoiser option for one backend")
+    parser.add_argument("--check-frames", type=int, default=4,
+                        help="cuda: frames compared with the host passes (0: none)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
@@ -87,6 +96,12 @@ def main(argv: list[str] | None = None) -> None:
             key, _, value = rest.partition("=")
             if name == backend:
                 options[key] = value
+        if backend == "cuda" and _has_gpu():
+            import temporal_overhead_cuda
+
+            rows.extend(temporal_overhead_cuda.measure(frames, args.warmup, options,
+                                                       args.check_frames))
+            continue
         row = measure(backend, frames, args.warmup, options)
         rows.append(row)
         print(f"{backend:9s} ({row['passes']} passes) {width}x{height}: per-frame "
@@ -94,6 +109,14 @@ def main(argv: list[str] | None = None) -> None:
               f"{100 * row['overhead']:.0f}%", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
 
 
 if __name__ == "__main__":

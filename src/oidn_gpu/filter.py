@@ -151,14 +151,26 @@ class Denoiser:
             option of another backend is an error, also when ``"auto"`` picked this
             one; a ``device`` with ``backend="auto"`` asks for wgpu on that device.
 
+    ``temporal=True`` makes an `oidn_gpu.TemporalDenoiser` instead (animations: its
+    ``denoise`` takes each frame's ``motion`` and ``depth``; ``history`` and the other
+    `oidn_gpu.TemporalParams` names are its parameters, an error without it).
+
     The filter parameters read back as attributes (``den.hdr``, ``den.quality``);
     ``den.options`` holds them all (`FilterOptions`), and ``den.config`` every option as
     one `DenoiserConfig` (`Denoiser.from_config` builds a denoiser of one).
     """
 
+    def __new__(cls, *args: Any, temporal: Any = False, **options: Any) -> Any:
+        # Denoiser(temporal=True, ...) is an oidn_gpu.TemporalDenoiser (which imports this)
+        from oidn_gpu.temporal.denoiser import temporal_denoiser
+
+        made = temporal_denoiser(cls, temporal, options)
+        return super().__new__(cls) if made is None else made
+
     def __init__(
         self,
         *,
+        temporal: bool = False,
         filter_type: FilterType = "RT",
         hdr: bool = False,
         srgb: bool = False,

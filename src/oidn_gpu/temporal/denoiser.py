@@ -15,8 +15,11 @@ the first frame, at a gap or step back in the frame numbers, at a change of size
 images given, and at a camera cut: a frame where more than ``cut_threshold`` of the pixels
 rejected their history.
 
-The passes run on the denoiser's backend (`Backend.temporal_passes`; NumPy for the
-reference backend and wherever a backend has none) on host arrays.
+Each frame goes to a `TemporalSession`: the backend's (`Backend.temporal_session`: the
+cuda backend keeps the history on its GPU and denoises there), else a
+`oidn_gpu.temporal.session.HostTemporalSession` running the backend's passes
+(`Backend.temporal_passes`; NumPy for the reference backend and wherever a backend has
+none) on host arrays.
 """
 
 from __future__ import annotations
@@ -28,13 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.base import get_backend
+from oidn_gpu.backends.base import TemporalFrame
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.filter import Denoiser
 from oidn_gpu.temporal import passes as tp
+from oidn_gpu.temporal.session import temporal_session_for
 
 _LOG = logging.getLogger("oidn_gpu.temporal")
 FRAME_KEYS = ("color", "albedo", "normal", "motion", "depth", "frame")
+_END = object()
 
 
 @dataclass(frozen=True)
@@ -48,14 +53,15 @@ class TemporalRestart:
 
 @dataclass
 class _History:
-    state: np.ndarray
-    guide: np.ndarray
+    """What the session's stored history belongs to."""
+
     frame: int | None
     signature: tuple[Any, ...]
 
 
 class TemporalDenoiser:
-    """Denoises the frames of an animation in order, with history (temporal mode).
+    """Denoises the frames of an animation in order, with history (temporal mode);
+    ``oidn_gpu.Denoiser(temporal=True, ...)`` makes one.
 
     Args:
         denoiser: the `oidn_gpu.Denoiser` that denoises each accumulated frame; None
@@ -76,6 +82,11 @@ class TemporalDenoiser:
     random); without it, the albedo and normal decide (``albedo_tolerance``,
     ``normal_tolerance``), which rejects more and stabilizes less. Non-finite motion, or
     motion that leaves the screen, rejects the history there.
+
+    Attributes:
+        session: the `TemporalSession` that runs each frame and holds the history.
+        restarts: the `TemporalRestart` of each history restart so far.
+        history_fraction: the share of the last frame's pixels that kept their history.
     """
 
     def __init__(
@@ -114,7 +125,7 @@ class TemporalDenoiser:
         if denoiser is None:
             denoiser = Denoiser(**options)
         self.denoiser = denoiser
-        self.passes = temporal_passes_for(denoiser)
+        self.session = temporal_session_for(denoiser)
         self.restarts: list[TemporalRestart] = []
         self.history_fraction: float = 0.0  # of the last frame
         self._history: _History | None = None
@@ -122,11 +133,11 @@ class TemporalDenoiser:
         self._closed = False
 
     def close(self) -> None:
-        """Release the passes (and the denoiser when this object made it); idempotent."""
+        """Release the session (and the denoiser when this object made it); idempotent."""
         if self._closed:
             return
         self._closed = True
-        self.passes.close()
+        self.session.close()
         if self._owns_denoiser:
             self.denoiser.close()
 
@@ -142,8 +153,30 @@ class TemporalDenoiser:
 
     def denoise_many(self, frames: Iterable[Mapping[str, Any]]) -> Iterator[np.ndarray]:
         """`denoise` of each frame in order: mappings with the keys ``color``, ``albedo``,
-        ``normal``, ``motion``, ``depth`` and ``frame`` (its number, to find gaps)."""
-        for item in frames:
+        ``normal``, ``motion``, ``depth`` and ``frame`` (its number, to find gaps).
+
+        Where the session stages frames ahead (the cuda backend's), the next frame is
+        read from ``frames`` and its images uploaded while this one is denoised."""
+        prefetch = getattr(self.session, "prefetch", None)
+        items = iter(frames)
+        ahead = self._prepared(items)
+        while ahead is not None:
+            current, ahead = ahead, self._prepared(items) if prefetch is not None else None
+            if isinstance(ahead, tuple) and not self._closed:
+                prefetch(ahead[1])
+            if isinstance(current, BaseException):
+                raise current
+            yield self._denoise_images(*current)
+            if prefetch is None:
+                ahead = self._prepared(items)
+
+    def _prepared(self, items: Iterator[Any]) -> Any:
+        """The next frame's checked images and session frame, the error that checking it
+        raised (raised in its turn), or None after the last."""
+        item = next(items, _END)
+        if item is _END:
+            return None
+        try:
             if not isinstance(item, Mapping):
                 raise InvalidArgumentError(
                     f"a temporal frame is a {type(item).__name__}; expected a mapping with "
@@ -155,7 +188,10 @@ class TemporalDenoiser:
                     f"unknown key(s) {sorted(unknown)} in a temporal frame; expected "
                     f"{', '.join(FRAME_KEYS)}"
                 )
-            yield self.denoise(**item)
+            images = _FrameImages.of(*(item.get(key) for key in FRAME_KEYS))
+        except InvalidArgumentError as err:
+            return err
+        return images, images.temporal_frame()
 
     def denoise(
         self,
@@ -177,6 +213,11 @@ class TemporalDenoiser:
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
         images = _FrameImages.of(color, albedo, normal, motion, depth, frame)
+        return self._denoise_images(images, images.temporal_frame())
+
+    def _denoise_images(self, images: _FrameImages, temporal_frame: TemporalFrame) -> np.ndarray:
+        if self._closed:
+            raise InvalidOperationError("the temporal denoiser is closed")
         # With depth, depth alone decides: renderers' albedo and normal are as noisy as
         # the color and would reject history at random (tests/data/sequences).
         with_depth = images.depth is not None
@@ -185,38 +226,17 @@ class TemporalDenoiser:
             normal=images.normal is not None and not with_depth,
             albedo=images.albedo is not None and not with_depth,
         )
-        signal = tp.pack_signal(images.color, images.albedo, images.normal)
-        guide = tp.pack_guide(images.depth, images.albedo, images.normal)
         history = self._continued(images)
-        if history is None:
-            prev_state, prev_guide = tp.empty_state(*images.size), guide
-        else:
-            prev_state, prev_guide = history.state, history.guide
-        reprojection = self.passes.reproject(
-            images.motion, guide, prev_guide, signal, prev_state, params
-        )
-        fraction = tp.history_fraction(reprojection)
-        if history is not None and 1.0 - fraction > params.cut_threshold:
+        result = self.session.frame(temporal_frame, params, restart=history is None)
+        if result.cut:
             self._restart(
                 images.frame,
-                f"{100 * (1 - fraction):.0f}% of the pixels rejected their history (more than "
-                f"cut_threshold={params.cut_threshold:g}): a camera cut",
+                f"more than {100 * params.cut_threshold:g}% of the pixels rejected their history "
+                f"(cut_threshold={params.cut_threshold:g}): a camera cut",
             )
-            reprojection = self.passes.reproject(
-                images.motion, guide, guide, signal, tp.empty_state(*images.size), params
-            )
-            fraction = 0.0
-        self.history_fraction = fraction
-        acc = reprojection
-        denoised = self.denoiser.denoise(
-            np.ascontiguousarray(acc[:, :, 0:3]),
-            None if images.albedo is None else np.ascontiguousarray(acc[:, :, 3:6]),
-            None if images.normal is None else np.ascontiguousarray(acc[:, :, 6:9]),
-        )
-        output = self.passes.stabilize(np.asarray(denoised, np.float32), reprojection, params)
-        self._history = _History(
-            tp.next_state(reprojection, output), guide, images.frame, images.signature
-        )
+        self.history_fraction = result.history_fraction
+        output = result.output
+        self._history = _History(images.frame, images.signature)
         self._index += 1
         if images.alpha is not None:
             output = np.concatenate([output, images.alpha[:, :, None]], axis=2)
@@ -268,6 +288,14 @@ class _FrameImages:
     @property
     def size(self) -> tuple[int, int]:
         return self.color.shape[0], self.color.shape[1]
+
+    def temporal_frame(self) -> TemporalFrame:
+        """The session's frame: C-contiguous float32, color, albedo and normal in 3
+        channels."""
+        return TemporalFrame(_rgb(self.color), None if self.albedo is None else _rgb(self.albedo),
+                             None if self.normal is None else _rgb(self.normal),
+                             np.ascontiguousarray(self.motion),
+                             None if self.depth is None else np.ascontiguousarray(self.depth))
 
     @property
     def signature(self) -> tuple[Any, ...]:
@@ -327,11 +355,29 @@ def _image(name: str, image: Any, channels: tuple[int, ...]) -> np.ndarray:
     return np.asarray(arr, np.float32)
 
 
-def temporal_passes_for(denoiser: Any) -> Any:
-    """The temporal passes of the denoiser's backend (`Backend.temporal_passes`), else the
-    NumPy ones."""
-    backend = get_backend(denoiser.backend)
-    factory = getattr(backend, "temporal_passes", None)
-    if factory is None:
-        return tp.NumpyTemporalPasses()
-    return factory(denoiser.backend_options)
+def _rgb(image: np.ndarray) -> np.ndarray:
+    """``[H, W, 3]`` C-contiguous (one channel repeated)."""
+    if image.shape[2] == 1:
+        image = np.broadcast_to(image, (*image.shape[:2], 3))
+    return np.ascontiguousarray(image)
+
+
+def temporal_denoiser(cls: type, temporal: Any, options: dict[str, Any]) -> Any:
+    """What ``Denoiser(temporal=..., **options)`` makes: a `TemporalDenoiser` of the
+    options for ``temporal=True``, else None (an ordinary `oidn_gpu.Denoiser`)."""
+    if not isinstance(temporal, (bool, np.bool_)):
+        raise InvalidArgumentError(f"temporal is {temporal!r}; expected True or False")
+    given = sorted(set(options) & set(tp.TemporalParams.names))
+    if not temporal:
+        if given:
+            raise InvalidArgumentError(
+                f"{', '.join(given)} {'is a' if len(given) == 1 else 'are'} temporal mode "
+                f"parameter{'s' * (len(given) > 1)}: add temporal=True (an animation's "
+                "frames denoised in order with history)"
+            )
+        return None
+    if cls is not Denoiser:
+        raise InvalidArgumentError(
+            f"temporal=True is an option of oidn_gpu.Denoiser, not of {cls.__name__}"
+        )
+    return TemporalDenoiser(**options)

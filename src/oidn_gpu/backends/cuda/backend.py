@@ -349,5 +349,19 @@ class CudaBackend:
 
         return TorchTemporalPasses(options.device)
 
+    def temporal_session(self, denoiser: Any) -> Any:
+        """The temporal mode with its history on the denoiser's GPU, its passes as Triton
+        kernels (`temporal_session.CudaTemporalSession`); None where Triton does not
+        import or no device runs its kernels (the `TemporalPasses` on host arrays then)."""
+        from oidn_gpu.backends.cuda import temporal_kernels
+        from oidn_gpu.backends.cuda.executor import interpreting
+        from oidn_gpu.backends.cuda.temporal import session_device
+        from oidn_gpu.backends.cuda.temporal_session import CudaTemporalSession
+
+        if temporal_kernels.UNAVAILABLE is not None:
+            return None
+        device = session_device(denoiser.backend_options.device, interpreting())
+        return None if device is None else CudaTemporalSession(denoiser, device)
+
 
 BACKEND = CudaBackend()
