@@ -440,6 +440,12 @@ class WgpuTemporalSession:
             self._release_device()
         self._runner = self._device = None
 
+    def __enter__(self) -> WgpuTemporalSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def _network_images(frame: TemporalFrame) -> Any:
     """The facade's validated images of the frame (what the network takes: its weights,
