@@ -216,3 +216,44 @@ def test_the_session_serves_rt_without_accurate_prefiltering():
             assert (session is not None) is served
             if session is not None:
                 session.close()
+
+
+def test_the_session_stabilize_passes_nonfinite_denoised_pixels_and_writes_the_state(
+        wgsl_passes):
+    """Pass 2 of the session on a denoised frame with NaN and infinities: those pixels
+    pass through (bits), the windows count them as 0, the next state is `next_state`'s."""
+    from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage
+    from oidn_gpu.kernels import temporal as kt
+
+    rng = np.random.default_rng(3)
+    height, width = 8, 12
+    rep = rng.random((height, width, tp.REPROJECTION_CHANNELS), dtype=np.float32)
+    rep[..., tp.REPROJECTION_OUTPUT_COUNT] = rng.choice([1.0, 2.0, 3.3], (height, width))
+    den = rng.random((height, width, 3), dtype=np.float32)
+    den[1, 2, 0], den[3, 4, 1], den[5, 6, 2], den[7, 11] = np.nan, np.inf, -np.inf, np.nan
+    params = tp.TemporalParams(clamp="variance")
+    device = wgsl_passes._device
+    kernel = kt.generate_stabilize(kt.TemporalSpec(params), session=True)
+    module = device.create_shader_module(kernel.key, kernel.source, trusted=False)
+    pipeline = device.create_compute_pipeline(kernel.key, module, kernel.entry_point)
+    arrays = {"denoised": den, "reprojection": rep,
+              "out": np.zeros_like(den), "state": np.zeros((height, width, tp.STATE_CHANNELS),
+                                                          np.float32)}
+    buffers = {name: device.create_buffer(name, a.nbytes, STORAGE_USAGE)
+               for name, a in arrays.items()}
+    for name in ("denoised", "reprojection"):
+        device.write_buffer(buffers[name], 0, arrays[name])
+    uniform = device.create_buffer_with_data("params", kt.SESSION_PARAMS.pack(
+        width=width, height=height, keep_min=0, restart=0), BufferUsage.UNIFORM)
+    group = device.create_bind_group("stabilize", pipeline, [*buffers.values(), uniform])
+    encoder = device.create_command_encoder("stabilize")
+    encoder.dispatch(pipeline, group, kernel.grid(0, height, width))
+    device.submit([encoder.finish()])
+    out, state = (np.frombuffer(device.read_buffer(buffers[n]), np.float32).reshape(
+        arrays[n].shape) for n in ("out", "state"))
+    expected = tp.stabilize(den, rep, params)
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-6)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(den))
+    np.testing.assert_array_equal(out[~np.isfinite(den)], den[~np.isfinite(den)])
+    np.testing.assert_allclose(state, tp.next_state(rep, expected), rtol=2e-5, atol=2e-6)
+    assert np.isfinite(state).all()
