@@ -166,6 +166,20 @@ def test_bad_motion_and_nonfinite_images_give_no_nan(denoiser, wgsl_passes):
     _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)
 
 
+def test_without_depth_the_albedo_and_normal_decide(denoiser, wgsl_passes):
+    steps = [Step(replace(s.frame, depth=None)) for s in _synthetic_steps("object")]
+    f = steps[2].frame
+    albedo, normal = f.albedo.copy(), f.normal.copy()
+    albedo[3, 3], normal[4, 4] = np.nan, np.nan
+    steps[2] = Step(replace(f, albedo=albedo, normal=normal))
+    params = _params(steps[0].frame)
+    assert params.use_albedo and params.use_normal and not params.use_depth
+    with _session(denoiser) as session:
+        got = session_path(session, steps, params)
+    _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)
+    _assert_same(got, host_path(denoiser, tp.NumpyTemporalPasses(), steps, params), exact=False)
+
+
 def test_a_tiled_frame_is_tiled_as_a_host_denoise_is(wgsl_passes):
     """A strip wider than the least tile (its overlap is 96 px each side), over two tiles,
     with a small network."""

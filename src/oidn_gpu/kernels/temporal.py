@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels import _common
 from oidn_gpu.kernels.spec import BindingKind, Kernel, ParamField, ParamsLayout
 from oidn_gpu.kernels.template import I32, render
@@ -51,6 +52,13 @@ TEMPORAL_PARAMS = ParamsLayout((ParamField("width"), ParamField("height")))
 SESSION_PARAMS = ParamsLayout(
     (ParamField("width"), ParamField("height"), ParamField("keep_min"), ParamField("restart"))
 )
+# The inputs of each part of the reprojection (`generate_reproject`): the whole pass, and
+# its two halves (the gathered history ``hist`` in between).
+REPROJECT_PARTS = {
+    "all": ("motion", "guide", "prev_guide", "signal", "prev_state"),
+    "gather": ("motion", "guide", "prev_guide", "prev_state"),
+    "accumulate": ("motion", "guide", "signal", "hist"),
+}
 # Non-finite motion is replaced by this: beyond any image's reach, so it is rejected.
 FAR_MOTION = 1.0e30
 
@@ -126,8 +134,9 @@ def _luminance_consts() -> dict[str, object]:
     return {f"LUMINANCE_{c}": float(f32(w)) for c, w in zip("RGB", tp.LUMINANCE, strict=True)}
 
 
-def generate_reproject(spec: TemporalSpec) -> Kernel:
-    """Pass 1 (see the module docstring)."""
+def generate_reproject(spec: TemporalSpec, part: str = "all") -> Kernel:
+    """Pass 1 (see the module docstring); ``part`` ``"gather"`` or ``"accumulate"``: its
+    two halves, as the device session runs them (`REPROJECT_PARTS`)."""
     p = spec.params
     f32 = np.float32
     consts = {
@@ -142,11 +151,14 @@ def generate_reproject(spec: TemporalSpec) -> Kernel:
         "FIREFLY_RATIO": float(f32(p.firefly_ratio)),
         **_luminance_consts(),
     }
+    inputs = REPROJECT_PARTS.get(part)
+    if inputs is None:
+        raise InvalidArgumentError(f"unknown reprojection part {part!r}")
+    suffix = "" if part == "all" else f"[{part}]"
     return _kernel(
-        "reproject", f"temporal-reproject[{spec.describe()}]",
-        ("motion", "guide", "prev_guide", "signal", "prev_state"), consts,
+        "reproject", f"temporal-reproject[{spec.describe()}]{suffix}", inputs, consts,
         use_depth=p.use_depth, use_normal=p.use_normal, use_albedo=p.use_albedo,
-        fireflies=p.firefly_ratio > 0,
+        fireflies=p.firefly_ratio > 0, part=part,
     )
 
 
@@ -205,18 +217,23 @@ def generate_stabilize(spec: TemporalSpec, *, session: bool = False) -> Kernel:
 # --- the device session's kernels (`oidn_gpu.backends.wgpu.temporal_session`) -------------
 
 
-def generate_pack(albedo: bool, normal: bool, depth: bool) -> Kernel:
-    """The frame's images packed into ``signal`` and ``guide``, its motion made finite
-    (``temporal_pack.wgsl``; the images given are bound as bits)."""
-    reads = [("color", "u32")] + [(name, "u32") for name, given in (
-        ("albedo", albedo), ("normal", normal), ("depth", depth)) if given] + [("motion", "u32")]
+def generate_pack(albedo: bool, normal: bool, depth: bool, *, signal: bool = True,
+                  motion: bool = True) -> Kernel:
+    """The frame's images packed into ``signal`` (with ``signal``; the color is bound
+    then) and ``guide``, its motion made finite (with ``motion``) (``temporal_pack.wgsl``;
+    the images named are bound as bits)."""
+    reads = [(name, "u32") for name, bound in (
+        ("color", signal), ("albedo", albedo), ("normal", normal), ("depth", depth),
+        ("motion", motion)) if bound]
+    writes = [("signal", "f32")] if signal else []
+    writes += [("guide", "f32")] + ([("motion_out", "f32")] if motion else [])
     consts = {"MAX_SIGNAL": float(np.float32(tp.MAX_SIGNAL)),
               "FAR_MOTION": float(np.float32(FAR_MOTION))}
-    given = "".join(k for k, on in (("a", albedo), ("n", normal), ("d", depth)) if on) or "-"
+    given = "".join(k for k, on in (("c", signal), ("a", albedo), ("n", normal), ("d", depth),
+                                    ("m", motion)) if on)
     return _typed_kernel(
-        "pack", f"temporal-pack[{given}]", reads,
-        [("signal", "f32"), ("guide", "f32"), ("motion_out", "f32")], consts, SESSION_PARAMS,
-        albedo=albedo, normal=normal, depth=depth,
+        "pack", f"temporal-pack[{given}]", reads, writes, consts, SESSION_PARAMS,
+        albedo=albedo, normal=normal, depth=depth, signal=signal, motion=motion,
     )
 
 

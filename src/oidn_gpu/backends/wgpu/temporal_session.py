@@ -29,7 +29,6 @@ the denoiser) for the RTLightmap filter and for ``prefilter="accurate"``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,14 +57,6 @@ TAIL_BYTES = 2 * F32_BYTES
 # GPU timestamps of a profiled frame (`WgpuTemporalSession.profile`), in this order.
 PHASES = ("upload", "passes", "network", "stabilize", "readback")
 PLANS_KEPT = 8
-
-
-@dataclass
-class _Upload:
-    """The device images of one frame and the upload buffers to map again afterwards."""
-
-    images: dict[str, GpuImage]
-    staging: list[Any]
 
 
 class WgpuTemporalSession:
@@ -143,18 +134,11 @@ class WgpuTemporalSession:
         timestamps = self._timestamps()
         if timestamps is not None:
             self._stamp(timestamps, 0)
-        upload = self._upload(frame)
-        uploaded = time.perf_counter()
         keep_min = _keep_min(height * width, params.cut_threshold)
         self._write_uniform(height, width, 0 if restart else keep_min, restart)
         self._device.write_buffer(self._buffers["counter"], 0, bytes(F32_BYTES))
-        encoder = self._device.create_command_encoder("oidn/temporal/passes")
-        if timestamps is not None:
-            encoder.write_timestamps(PassTimestamps(timestamps, 1))
-        self._encode_passes(encoder, upload, params, restart)
-        if timestamps is not None:
-            encoder.write_timestamps(PassTimestamps(timestamps, 2))
-        self._device.submit([encoder.finish()])
+        staging = self._queue_passes(frame, params, restart, timestamps)
+        uploaded = time.perf_counter()
         plan, autoexposes, input_scale = self._network(engine.runner, images, model)
         encoder = self._device.create_command_encoder("oidn/temporal/stabilize")
         if timestamps is not None:
@@ -169,7 +153,7 @@ class WgpuTemporalSession:
         self._device.submit([encoder.finish()])
         submitted = time.perf_counter()
         output, count, scale = self._read(readback, height, width)
-        for buffer in upload.staging:
+        for buffer in staging:
             self._device.map_for_write(buffer, wait=False)
         self.last_host_ms = {"upload": (uploaded - start) * 1e3,
                              "submit": (submitted - uploaded) * 1e3, **self.last_host_ms}
@@ -223,8 +207,9 @@ class WgpuTemporalSession:
         if entry is None:
             spec = key[1]
             kernel = {
-                "pack": lambda: kt.generate_pack(*given),
-                "reproject": lambda: kt.generate_reproject(spec),
+                "pack": lambda: kt.generate_pack(*given[:3], signal=given[3],
+                                                 motion=not given[3]),
+                "reproject": lambda: kt.generate_reproject(spec, *given),
                 "changes": lambda: kt.generate_changes(spec),
                 "count": kt.generate_count,
                 "restart": kt.generate_restart,
@@ -255,26 +240,51 @@ class WgpuTemporalSession:
             return self._buffers[f"{rest}{turn[prefix]}"]
         return self._buffers[name]
 
-    def _encode_passes(self, encoder: Any, upload: _Upload, params: tp.TemporalParams,
-                       restart: bool) -> None:
-        """Pack, reproject (unless restarting), count, and the restart or cut."""
-        given = tuple(name in upload.images for name in ("albedo", "normal", "depth"))
-        inputs = ("color", *(n for n, g in zip(("albedo", "normal", "depth"), given) if g),
-                  "motion")
-        self._dispatch(encoder, self._kernel("pack", given=given),
-                       (*(f"in_{n}" for n in inputs), "signal", "next_guide", "motion_finite"))
+    def _queue_passes(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
+                      timestamps: Any) -> list[Any]:
+        """Upload the frame and queue pass 1, the count and the restart or cut test: the
+        images the gather needs first (motion and the guides the tap tests use), the
+        gather submitted at once so that it runs while the rest is uploaded, then the
+        accumulation. Returns the upload buffers to map again."""
+        staging: list[Any] = []
+        given = [n for n in ("color", "albedo", "normal", "depth") if getattr(frame, n) is not None]
+        early = [] if restart else ["motion"] + [n for n, used in (
+            ("depth", params.use_depth), ("albedo", params.use_albedo),
+            ("normal", params.use_normal)) if used and n in given]
+        if early:
+            self._upload(frame, early, staging)
+            encoder = self._device.create_command_encoder("oidn/temporal/gather")
+            self._dispatch(encoder, self._kernel("pack", given=self._bound(early, False)),
+                           (*(f"in_{n}" for n in ("albedo", "normal", "depth", "motion")
+                              if n in early), "next_guide", "motion_finite"))
+            self._dispatch(encoder, self._kernel("reproject", params, ("gather",)),
+                           ("motion_finite", "next_guide", "prev_guide", "prev_state", "hist"))
+            self._device.submit([encoder.finish()])
+        self._upload(frame, [n for n in given if n not in early], staging)
+        encoder = self._device.create_command_encoder("oidn/temporal/passes")
+        if timestamps is not None:
+            encoder.write_timestamps(PassTimestamps(timestamps, 1))
+        self._dispatch(encoder, self._kernel("pack", given=self._bound(given, True)),
+                       (*(f"in_{n}" for n in given), "signal", "next_guide"))
         if not restart:
-            reproject = ("motion_finite", "next_guide", "prev_guide", "signal", "prev_state")
-            if params.change_sigmas == 0:
-                self._dispatch(encoder, self._kernel("reproject", params),
-                               (*reproject, "reprojection"))
-            else:
-                self._dispatch(encoder, self._kernel("reproject", params),
-                               (*reproject, "gathered"))
+            target = "reprojection" if params.change_sigmas == 0 else "gathered"
+            self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
+                           ("motion_finite", "next_guide", "signal", "hist", target))
+            if params.change_sigmas != 0:
                 self._dispatch(encoder, self._kernel("changes", params),
                                ("signal", "gathered", "reprojection"))
             self._dispatch(encoder, self._kernel("count"), ("reprojection", "counter"))
         self._dispatch(encoder, self._kernel("restart"), ("signal", "counter", "reprojection"))
+        if timestamps is not None:
+            encoder.write_timestamps(PassTimestamps(timestamps, 2))
+        self._device.submit([encoder.finish()])
+        return staging
+
+    @staticmethod
+    def _bound(names: list[str], signal: bool) -> tuple[bool, ...]:
+        """`kernels.temporal.generate_pack`'s flags for the images ``names``: albedo,
+        normal, depth bound; the signal written (else the motion)."""
+        return (*(n in names for n in ("albedo", "normal", "depth")), signal)
 
     def _encode_stabilize(self, encoder: Any, params: tp.TemporalParams) -> None:
         self._dispatch(encoder, self._kernel("stabilize", params),
@@ -328,7 +338,8 @@ class WgpuTemporalSession:
             "signal": tp.SIGNAL_CHANNELS, "guide0": tp.GUIDE_CHANNELS,
             "guide1": tp.GUIDE_CHANNELS, "state0": tp.STATE_CHANNELS,
             "state1": tp.STATE_CHANNELS, "motion_finite": 2,
-            "gathered": tp.REPROJECTION_CHANNELS, "reprojection": tp.REPROJECTION_CHANNELS,
+            "hist": tp.REPROJECTION_CHANNELS, "gathered": tp.REPROJECTION_CHANNELS,
+            "reprojection": tp.REPROJECTION_CHANNELS,
             "denoised": 3, "output": 3,
         }
         for name, count in channels.items():
@@ -347,20 +358,14 @@ class WgpuTemporalSession:
         return self._resources.track(
             BUFFER, self._device.create_buffer(f"oidn/temporal/{name}", byte_size, usage))
 
-    def _upload(self, frame: TemporalFrame) -> _Upload:
-        """Upload the frame's images (dense float32) into the session's input buffers."""
+    def _upload(self, frame: TemporalFrame, names: list[str], staging: list[Any]) -> None:
+        """Upload the frame's images ``names`` (dense float32) into the session's input
+        buffers (``in_<name>``); the upload buffers are appended to ``staging``."""
         assert self._staging is not None
-        staging: list[Any] = []
-        images = {}
-        for name in ("color", "albedo", "normal", "motion", "depth"):
-            array = getattr(frame, name)
-            if array is None:
-                continue
-            array = _dense(name, array)
-            image = self._staging.upload(f"temporal-{name}", array, staging)
-            images[name] = image
+        for name in names:
+            image = self._staging.upload(f"temporal-{name}", _dense(name, getattr(frame, name)),
+                                         staging)
             self._buffers[f"in_{name}"] = image.buffer
-        return _Upload(images, staging)
 
     def _write_uniform(self, height: int, width: int, keep_min: int, restart: bool) -> None:
         data = kt.SESSION_PARAMS.pack(width=width, height=height, keep_min=keep_min,
