@@ -166,6 +166,18 @@ def test_bad_motion_and_nonfinite_images_give_no_nan(denoiser, wgsl_passes):
     _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)
 
 
+def test_other_parameters_are_the_host_path(denoiser, wgsl_passes):
+    """No light-change test (the accumulation writes the reprojection), no firefly limit,
+    a short history and the min-max clamp."""
+    steps = _synthetic_steps("static", frames=5)
+    params = _params(steps[0].frame, history=3, change_sigmas=0, firefly_ratio=0,
+                     clamp="minmax", clamp_radius=1)
+    with _session(denoiser) as session:
+        got = session_path(session, steps, params)
+    _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)
+    _assert_same(got, host_path(denoiser, tp.NumpyTemporalPasses(), steps, params), exact=False)
+
+
 def test_without_depth_the_albedo_and_normal_decide(denoiser, wgsl_passes):
     steps = [Step(replace(s.frame, depth=None)) for s in _synthetic_steps("object")]
     f = steps[2].frame

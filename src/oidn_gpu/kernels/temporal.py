@@ -154,16 +154,22 @@ def generate_reproject(spec: TemporalSpec, part: str = "all") -> Kernel:
     inputs = REPROJECT_PARTS.get(part)
     if inputs is None:
         raise InvalidArgumentError(f"unknown reprojection part {part!r}")
+    # The halves' accumulation also writes the light-change test's luminances ("luma").
+    luma = part == "accumulate" and p.change_sigmas != 0
+    writes = [("out", "f32")] + ([("luma", "f32")] if luma else [])
+    consts["MAX_LUMINANCE"] = float(f32(tp.MAX_CHANGE_LUMINANCE))
     suffix = "" if part == "all" else f"[{part}]"
-    return _kernel(
-        "reproject", f"temporal-reproject[{spec.describe()}]{suffix}", inputs, consts,
+    return _typed_kernel(
+        "reproject", f"temporal-reproject[{spec.describe()}]{suffix}",
+        [(name, "f32") for name in inputs], writes, consts,
         use_depth=p.use_depth, use_normal=p.use_normal, use_albedo=p.use_albedo,
-        fireflies=p.firefly_ratio > 0, part=part,
+        fireflies=p.firefly_ratio > 0, part=part, luma=luma,
     )
 
 
-def generate_changes(spec: TemporalSpec) -> Kernel:
-    """Pass 1b (see the module docstring)."""
+def generate_changes(spec: TemporalSpec, *, luma: bool = False) -> Kernel:
+    """Pass 1b (see the module docstring); ``luma``: the luminances are read from the
+    ``luma`` buffer the reprojection's accumulation wrote (2 floats per pixel)."""
     p = spec.params
     f32 = np.float32
     consts = {
@@ -174,8 +180,9 @@ def generate_changes(spec: TemporalSpec) -> Kernel:
         "MAX_LUMINANCE": float(f32(tp.MAX_CHANGE_LUMINANCE)),
         **_luminance_consts(),
     }
-    return _kernel("changes", f"temporal-changes[{p.change_sigmas}]", ("signal", "gathered"),
-                   consts)
+    inputs = ("signal", "gathered", "luma") if luma else ("signal", "gathered")
+    key = f"temporal-changes[{p.change_sigmas}]" + ("[luma]" if luma else "")
+    return _kernel("changes", key, inputs, consts, luma=luma)
 
 
 def generate_near_rows(spec: TemporalSpec) -> Kernel:

@@ -210,7 +210,7 @@ class WgpuTemporalSession:
                 "pack": lambda: kt.generate_pack(*given[:3], signal=given[3],
                                                  motion=not given[3]),
                 "reproject": lambda: kt.generate_reproject(spec, *given),
-                "changes": lambda: kt.generate_changes(spec),
+                "changes": lambda: kt.generate_changes(spec, luma=True),
                 "count": kt.generate_count,
                 "restart": kt.generate_restart,
                 "stabilize": lambda: kt.generate_stabilize(spec, session=True),
@@ -267,12 +267,15 @@ class WgpuTemporalSession:
         self._dispatch(encoder, self._kernel("pack", given=self._bound(given, True)),
                        (*(f"in_{n}" for n in given), "signal", "next_guide"))
         if not restart:
-            target = "reprojection" if params.change_sigmas == 0 else "gathered"
-            self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
-                           ("motion_finite", "next_guide", "signal", "hist", target))
-            if params.change_sigmas != 0:
+            accumulate = ("motion_finite", "next_guide", "signal", "hist")
+            if params.change_sigmas == 0:
+                self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
+                               (*accumulate, "reprojection"))
+            else:
+                self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
+                               (*accumulate, "gathered", "luma"))
                 self._dispatch(encoder, self._kernel("changes", params),
-                               ("signal", "gathered", "reprojection"))
+                               ("signal", "gathered", "luma", "reprojection"))
             self._dispatch(encoder, self._kernel("count"), ("reprojection", "counter"))
         self._dispatch(encoder, self._kernel("restart"), ("signal", "counter", "reprojection"))
         if timestamps is not None:
@@ -340,7 +343,7 @@ class WgpuTemporalSession:
             "state1": tp.STATE_CHANNELS, "motion_finite": 2,
             "hist": tp.REPROJECTION_CHANNELS, "gathered": tp.REPROJECTION_CHANNELS,
             "reprojection": tp.REPROJECTION_CHANNELS,
-            "denoised": 3, "output": 3,
+            "luma": 2, "denoised": 3, "output": 3,
         }
         for name, count in channels.items():
             self._buffers[name] = self._make(name, pixels * count * F32_BYTES, STORAGE_USAGE)

@@ -208,5 +208,14 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   out[o + REPROJECTION_OUTPUT_COUNT] = select(
     1.0, min(history[STATE_OUTPUT_COUNT] + 1.0, OUTPUT_HISTORY), valid_out);
   out[o + 15u] = 0.0;
+{% if luma %}
+  // The light-change test's luminances of this pixel, for its windows (temporal_changes).
+  let ls = p * SIGNAL_CHANNELS;
+  luma[p * 2u] = clamp(LUMINANCE_R * signal[ls] + LUMINANCE_G * signal[ls + 1u]
+    + LUMINANCE_B * signal[ls + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
+  let lo = o + STATE_OUTPUT;
+  luma[p * 2u + 1u] = clamp(LUMINANCE_R * out[lo] + LUMINANCE_G * out[lo + 1u]
+    + LUMINANCE_B * out[lo + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
+{% endif %}
 {% endif %}
 }
