@@ -21,7 +21,11 @@ in the device session (`oidn_gpu.backends.wgpu.temporal_session`), the kernels t
 raw images read their bits (``temporal_bits.wgsl``):
 
 - `generate_pack` (``temporal_pack.wgsl``): the frame's color, albedo, normal, depth and
-  motion (bits) into ``signal``, ``guide`` and a finite ``motion_out``;
+  motion (bits) into ``signal``, ``guide`` and a finite ``motion_out`` (or the guide of
+  some images and the motion alone, before the others are uploaded);
+- `generate_reproject` with ``part="gather"`` and ``"accumulate"``: pass 1 in two halves
+  (the gathered history in between), the second also writing the light-change test's
+  luminances, which `generate_changes` with ``luma=True`` reads;
 - `generate_count` (``temporal_count.wgsl``): the pixels that kept their history, into
   an atomic ``counter``;
 - `generate_restart` (``temporal_restart.wgsl``): the reprojection of a restart written

@@ -5,14 +5,17 @@ A frame runs on the device and the runner (`runner.GpuDenoiser`) of the denoiser
 for its images (the `oidn_gpu.Denoiser` picks the weights, as for a denoise), holding the
 device's queue lock:
 
-1. the frame's color, albedo, normal, motion and depth are uploaded once (mapped upload
-   buffers, as the runner uploads host images);
-2. one submission: `kernels.temporal.generate_pack` (the signal, the guide and a finite
-   motion, as `oidn_gpu.temporal.passes.pack_signal` and ``pack_guide`` pack them), the
-   reprojection of the stored history and its light-change test (the kernels of
-   `temporal.WgpuTemporalPasses`), the count of the pixels that kept their history, and
-   ``generate_restart``, which writes the reprojection of no history over it on a restart
-   or a camera cut: the cut test is decided on the device, with no host round trip;
+1. the motion and the images the tap tests use (depth, else albedo and normal) are
+   uploaded (mapped upload buffers, as the runner uploads host images), then packed
+   (`kernels.temporal.generate_pack`) and the gather half of the reprojection of the
+   stored history submitted, so that it runs while the other images are uploaded;
+2. one submission: the signal and the whole guide packed (as
+   `oidn_gpu.temporal.passes.pack_signal` and ``pack_guide`` pack them), the
+   accumulation half of the reprojection and its light-change test (the kernels of
+   `temporal.WgpuTemporalPasses`, split), the count of the pixels that kept their
+   history, and ``generate_restart``, which writes the reprojection of no history over it
+   on a restart or a camera cut: the cut test is decided on the device, with no host
+   round trip;
 3. the network on the accumulated color, albedo and normal read straight from the
    reprojection buffer (`runner.GpuDenoiser.denoise_buffers`: the runner's input pass,
    tiles and autoexposure, the same arithmetic as a denoise of host arrays);
