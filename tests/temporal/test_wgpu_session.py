@@ -168,10 +168,10 @@ def test_bad_motion_and_nonfinite_images_give_no_nan(denoiser, wgsl_passes):
 
 def test_other_parameters_are_the_host_path(denoiser, wgsl_passes):
     """No light-change test (the accumulation writes the reprojection), no firefly limit,
-    a short history and the min-max clamp."""
-    steps = _synthetic_steps("static", frames=5)
+    no disocclusion margin, a short history and the min-max clamp."""
+    steps = _synthetic_steps("object", frames=5)
     params = _params(steps[0].frame, history=3, change_sigmas=0, firefly_ratio=0,
-                     clamp="minmax", clamp_radius=1)
+                     disocclusion_margin=0, clamp="minmax", clamp_radius=1)
     with _session(denoiser) as session:
         got = session_path(session, steps, params)
     _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)

@@ -11,9 +11,9 @@ device's queue lock:
    stored history submitted, so that it runs while the other images are uploaded;
 2. one submission: the signal and the whole guide packed (as
    `oidn_gpu.temporal.passes.pack_signal` and ``pack_guide`` pack them), the
-   accumulation half of the reprojection and its light-change test (the kernels of
-   `temporal.WgpuTemporalPasses`, split), the count of the pixels that kept their
-   history, and ``generate_restart``, which writes the reprojection of no history over it
+   accumulation half of the reprojection, its light-change test and the input history
+   dropped near disocclusions (the kernels of `temporal.WgpuTemporalPasses`), the count
+   of the pixels that kept their history, and ``generate_restart``, which writes the reprojection of no history over it
    on a restart or a camera cut: the cut test is decided on the device, with no host
    round trip;
 3. the network on the accumulated color, albedo and normal read straight from the
@@ -214,6 +214,8 @@ class WgpuTemporalSession:
                                                  motion=not given[3]),
                 "reproject": lambda: kt.generate_reproject(spec, *given),
                 "changes": lambda: kt.generate_changes(spec, luma=True),
+                "near_rows": lambda: kt.generate_near_rows(spec),
+                "near": lambda: kt.generate_near(spec),
                 "count": kt.generate_count,
                 "restart": kt.generate_restart,
                 "stabilize": lambda: kt.generate_stabilize(spec, session=True),
@@ -279,6 +281,11 @@ class WgpuTemporalSession:
                                (*accumulate, "gathered", "luma"))
                 self._dispatch(encoder, self._kernel("changes", params),
                                ("signal", "gathered", "luma", "reprojection"))
+            if params.disocclusion_margin > 0:
+                self._dispatch(encoder, self._kernel("near_rows", params),
+                               ("reprojection", "rows"))
+                self._dispatch(encoder, self._kernel("near", params),
+                               ("signal", "rows", "reprojection"))
             self._dispatch(encoder, self._kernel("count"), ("reprojection", "counter"))
         self._dispatch(encoder, self._kernel("restart"), ("signal", "counter", "reprojection"))
         if timestamps is not None:
@@ -346,7 +353,7 @@ class WgpuTemporalSession:
             "state1": tp.STATE_CHANNELS, "motion_finite": 2,
             "hist": tp.REPROJECTION_CHANNELS, "gathered": tp.REPROJECTION_CHANNELS,
             "reprojection": tp.REPROJECTION_CHANNELS,
-            "luma": 2, "denoised": 3, "output": 3,
+            "luma": 2, "rows": 1, "denoised": 3, "output": 3,
         }
         for name, count in channels.items():
             self._buffers[name] = self._make(name, pixels * count * F32_BYTES, STORAGE_USAGE)
