@@ -13,9 +13,9 @@ device's queue lock:
    `oidn_gpu.temporal.passes.pack_signal` and ``pack_guide`` pack them), the
    accumulation half of the reprojection, its light-change test and the input history
    dropped near disocclusions (the kernels of `temporal.WgpuTemporalPasses`), the count
-   of the pixels that kept their history, and ``generate_restart``, which writes the reprojection of no history over it
-   on a restart or a camera cut: the cut test is decided on the device, with no host
-   round trip;
+   of the pixels that kept their history, and ``generate_restart``, which writes the
+   reprojection of no history over it on a restart or a camera cut: the cut test is
+   decided on the device, with no host round trip;
 3. the network on the accumulated color, albedo and normal read straight from the
    reprojection buffer (`runner.GpuDenoiser.denoise_buffers`: the runner's input pass,
    tiles and autoexposure, the same arithmetic as a denoise of host arrays);
