@@ -225,6 +225,18 @@ def test_a_size_change_restarts_and_close_releases_everything(denoiser):
         session.frame(small[0].frame, params, restart=True)
 
 
+def test_a_session_outliving_its_denoiser_refuses_frames_and_closes():
+    f = _synthetic_steps("static", 1, 16)[0].frame
+    den = Denoiser(backend="wgpu", hdr=True, precision="fp32", quality="fast")
+    session = _session(den)
+    session.frame(f, _params(f), restart=True)
+    den.close()
+    with pytest.raises(InvalidOperationError, match="denoiser is closed"):
+        session.frame(f, _params(f), restart=False)
+    session.close()
+    assert session.resources() == (0, 0)
+
+
 def test_mismatched_images_are_refused(denoiser):
     f = _synthetic_steps("static", 1, 16)[0].frame
     with _session(denoiser) as session:
