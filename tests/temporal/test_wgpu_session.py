@@ -295,3 +295,13 @@ def test_the_session_stabilize_passes_nonfinite_denoised_pixels_and_writes_the_s
     np.testing.assert_array_equal(out[~np.isfinite(den)], den[~np.isfinite(den)])
     np.testing.assert_allclose(state, tp.next_state(rep, expected), rtol=2e-5, atol=2e-6)
     assert np.isfinite(state).all()
+
+
+def test_the_benchmark_row_of_the_session_checks_it_against_the_host_path():
+    overhead, row_of = load("temporal_overhead"), load("temporal_session_overhead")
+    frames = overhead.sequence(16, 32, 3)
+    row = row_of.measure_session("wgpu", frames, 1, {"precision": "fp32", "quality": "fast"},
+                                 2, overhead._median_ms)
+    assert row["bit_equal_frames"] == 2 and row["max_abs_diff"] == 0.0
+    assert row["session_ms"] > 0 and {"host_upload", "host_wait"} <= set(row["split_ms"])
+    assert "2 bit-equal" in row_of.describe("wgpu", row, 32, 16)
