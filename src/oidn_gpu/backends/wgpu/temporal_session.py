@@ -72,9 +72,10 @@ class WgpuTemporalSession:
         profile: time each frame's phases with GPU timestamps (where the device has
             ``timestamp-query``) into `last_gpu_ms`; this waits for the GPU once more.
         last_gpu_ms: GPU milliseconds per phase of the last profiled frame (`PHASES`).
-        last_host_ms: host milliseconds of the last frame: ``"upload"`` (the images
-            copied into upload buffers), ``"submit"`` (the rest queued), ``"wait"`` (until
-            the GPU finished) and ``"readback"`` (the output copied out).
+        last_host_ms: host milliseconds of the last frame: ``"upload"`` (the images copied
+            into upload buffers, and the passes before the network queued), ``"submit"``
+            (the network and pass 2 queued), ``"wait"`` (until the GPU finished) and
+            ``"readback"`` (the output copied out).
     """
 
     name = "wgpu-device"
@@ -184,7 +185,7 @@ class WgpuTemporalSession:
         options = den.options.denoise_options(images, input_scale)
         plan_key = (id(model), height, width, options)
         plan = self._plans.get(plan_key)
-        if plan is None:
+        if plan is None or plan[0] is not model:
             if len(self._plans) >= PLANS_KEPT:
                 self._plans.clear()
             plan = self._plans[plan_key] = (model, plan_denoise(model, height, width, options,
