@@ -15,6 +15,12 @@ and the relative difference of the session's output from the host path's (NumPy 
 same denoiser) over ``--check-frames`` frames.
 
     python bench/temporal_overhead.py --backend cuda --backend wgpu --size 1920x1080
+
+``--session`` also drives the backend's device session (`Backend.temporal_session`)
+directly on the same frames (`bench/temporal_session_overhead.py`): its median per frame,
+the split of a profiled frame (GPU timestamps per phase where the device has them, and
+host times), and its output against the host path (the backend's `TemporalPasses` around
+`Denoiser.denoise` on host arrays, ``--compare`` frames from a restart).
 """
 
 from __future__ import annotations
@@ -85,6 +91,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--check-frames", type=int, default=4,
                         help="cuda: frames compared with the host passes (0: none)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--session", action="store_true",
+                        help="also drive the backend's device session directly")
+    parser.add_argument("--no-temporal", dest="temporal", action="store_false",
+                        help="skip TemporalDenoiser (with --session: the session alone)")
+    parser.add_argument("--compare", type=int, default=4,
+                        help="frames compared with the host path (--session)")
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     frames = sequence(height, width, args.frames)
@@ -96,17 +108,25 @@ def main(argv: list[str] | None = None) -> None:
             key, _, value = rest.partition("=")
             if name == backend:
                 options[key] = value
-        if backend == "cuda" and _has_gpu():
+        if args.temporal and backend == "cuda" and _has_gpu():
             import temporal_overhead_cuda
 
             rows.extend(temporal_overhead_cuda.measure(frames, args.warmup, options,
                                                        args.check_frames))
-            continue
-        row = measure(backend, frames, args.warmup, options)
-        rows.append(row)
-        print(f"{backend:9s} ({row['passes']} passes) {width}x{height}: per-frame "
-              f"{row['per_frame_ms']:.2f} ms, temporal {row['temporal_ms']:.2f} ms, overhead "
-              f"{100 * row['overhead']:.0f}%", flush=True)
+        elif args.temporal:
+            row = measure(backend, frames, args.warmup, options)
+            rows.append(row)
+            print(f"{backend:9s} ({row['passes']} passes) {width}x{height}: per-frame "
+                  f"{row['per_frame_ms']:.2f} ms, temporal {row['temporal_ms']:.2f} ms, "
+                  f"overhead {100 * row['overhead']:.0f}%", flush=True)
+        if args.session:
+            import temporal_session_overhead as tso
+
+            row = tso.measure_session(backend, frames, args.warmup, options, args.compare,
+                                      _median_ms)
+            print(tso.describe(backend, row, width, height), flush=True)
+            if row is not None:
+                rows.append(row)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

@@ -16,7 +16,25 @@
 The image size is the ``params`` uniform (`TEMPORAL_PARAMS`), so one kernel serves every
 size; the `TemporalParams` values are constants, printed from float32 values computed
 here exactly as the NumPy passes compute them. WGSL may assume that no value is NaN or
-infinite: the host sanitizes every input first (`oidn_gpu.backends.wgpu.temporal`).
+infinite: the host sanitizes every input first (`oidn_gpu.backends.wgpu.temporal`), or,
+in the device session (`oidn_gpu.backends.wgpu.temporal_session`), the kernels that read
+raw images read their bits (``temporal_bits.wgsl``):
+
+- `generate_pack` (``temporal_pack.wgsl``): the frame's color, albedo, normal, depth and
+  motion (bits) into ``signal``, ``guide`` and a finite ``motion_out`` (or the guide of
+  some images and the motion alone, before the others are uploaded);
+- `generate_reproject` with ``part="gather"`` and ``"accumulate"``: pass 1 in two halves
+  (the gathered history in between), the second also writing the light-change test's
+  luminances, which `generate_changes` with ``luma=True`` reads;
+- `generate_count` (``temporal_count.wgsl``): the pixels that kept their history, into
+  an atomic ``counter``;
+- `generate_restart` (``temporal_restart.wgsl``): the reprojection of a restart written
+  over the reprojection on a restart or a camera cut (decided on the device);
+- `generate_stabilize` with ``session=True``: pass 2 on the denoised frame's bits, which
+  also writes the next history ``state``.
+
+Those bind `SESSION_PARAMS`, whose first fields are `TEMPORAL_PARAMS`' (so the passes
+above bind the same uniform).
 """
 
 from __future__ import annotations
@@ -25,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels import _common
 from oidn_gpu.kernels.spec import BindingKind, Kernel, ParamField, ParamsLayout
 from oidn_gpu.kernels.template import I32, render
@@ -32,6 +51,20 @@ from oidn_gpu.temporal import passes as tp
 
 WG = 8
 TEMPORAL_PARAMS = ParamsLayout((ParamField("width"), ParamField("height")))
+# The device session's uniform: the image size first (so the passes above bind it too),
+# then the cut test's least count of pixels with history and the restart flag.
+SESSION_PARAMS = ParamsLayout(
+    (ParamField("width"), ParamField("height"), ParamField("keep_min"), ParamField("restart"))
+)
+# The inputs of each part of the reprojection (`generate_reproject`): the whole pass, and
+# its two halves (the gathered history ``hist`` in between).
+REPROJECT_PARTS = {
+    "all": ("motion", "guide", "prev_guide", "signal", "prev_state"),
+    "gather": ("motion", "guide", "prev_guide", "prev_state"),
+    "accumulate": ("motion", "guide", "signal", "hist"),
+}
+# Non-finite motion is replaced by this: beyond any image's reach, so it is rejected.
+FAR_MOTION = 1.0e30
 
 
 @dataclass(frozen=True)
@@ -74,20 +107,30 @@ def _kernel(family: str, key: str, inputs: tuple[str, ...], consts: dict[str, ob
             **context: object) -> Kernel:
     """The kernel ``temporal_<family>.wgsl``: float buffers ``inputs`` (read), ``out``
     (read-write) and the ``params`` uniform, one invocation per pixel."""
+    return _typed_kernel(family, key, [(name, "f32") for name in inputs], [("out", "f32")],
+                         consts, **context)
+
+
+def _typed_kernel(family: str, key: str, reads: list[tuple[str, str]],
+                  writes: list[tuple[str, str]], consts: dict[str, object],
+                  params: ParamsLayout = TEMPORAL_PARAMS, **context: object) -> Kernel:
+    """The kernel ``temporal_<family>.wgsl``: buffers ``reads`` (read) and ``writes``
+    (read-write) of the given WGSL element types, then the ``params`` uniform."""
     bindings, decls = _common.make_bindings(
-        [(name, BindingKind.STORAGE_READ, "f32") for name in inputs]
-        + [("out", BindingKind.STORAGE_READ_WRITE, "f32"), ("params", BindingKind.UNIFORM, "")]
+        [(name, BindingKind.STORAGE_READ, kind) for name, kind in reads]
+        + [(name, BindingKind.STORAGE_READ_WRITE, kind) for name, kind in writes]
+        + [("params", BindingKind.UNIFORM, "")]
     )
     source = render(
         f"temporal_{family}.wgsl",
         header=f"oidn_gpu.kernels.temporal.generate_{family} {key}",
         consts={**_layout_consts(), **consts},
-        params_struct=TEMPORAL_PARAMS.wgsl(),
+        params_struct=params.wgsl(),
         bindings=decls,
         **context,
     )
     return Kernel(f"temporal-{family}", key, source, "main", (WG, WG, 1), bindings, _grid,
-                  params=TEMPORAL_PARAMS)
+                  params=params)
 
 
 def _luminance_consts() -> dict[str, object]:
@@ -95,8 +138,9 @@ def _luminance_consts() -> dict[str, object]:
     return {f"LUMINANCE_{c}": float(f32(w)) for c, w in zip("RGB", tp.LUMINANCE, strict=True)}
 
 
-def generate_reproject(spec: TemporalSpec) -> Kernel:
-    """Pass 1 (see the module docstring)."""
+def generate_reproject(spec: TemporalSpec, part: str = "all") -> Kernel:
+    """Pass 1 (see the module docstring); ``part`` ``"gather"`` or ``"accumulate"``: its
+    two halves, as the device session runs them (`REPROJECT_PARTS`)."""
     p = spec.params
     f32 = np.float32
     consts = {
@@ -111,16 +155,25 @@ def generate_reproject(spec: TemporalSpec) -> Kernel:
         "FIREFLY_RATIO": float(f32(p.firefly_ratio)),
         **_luminance_consts(),
     }
-    return _kernel(
-        "reproject", f"temporal-reproject[{spec.describe()}]",
-        ("motion", "guide", "prev_guide", "signal", "prev_state"), consts,
+    inputs = REPROJECT_PARTS.get(part)
+    if inputs is None:
+        raise InvalidArgumentError(f"unknown reprojection part {part!r}")
+    # The halves' accumulation also writes the light-change test's luminances ("luma").
+    luma = part == "accumulate" and p.change_sigmas != 0
+    writes = [("out", "f32")] + ([("luma", "f32")] if luma else [])
+    consts["MAX_LUMINANCE"] = float(f32(tp.MAX_CHANGE_LUMINANCE))
+    suffix = "" if part == "all" else f"[{part}]"
+    return _typed_kernel(
+        "reproject", f"temporal-reproject[{spec.describe()}]{suffix}",
+        [(name, "f32") for name in inputs], writes, consts,
         use_depth=p.use_depth, use_normal=p.use_normal, use_albedo=p.use_albedo,
-        fireflies=p.firefly_ratio > 0,
+        fireflies=p.firefly_ratio > 0, part=part, luma=luma,
     )
 
 
-def generate_changes(spec: TemporalSpec) -> Kernel:
-    """Pass 1b (see the module docstring)."""
+def generate_changes(spec: TemporalSpec, *, luma: bool = False) -> Kernel:
+    """Pass 1b (see the module docstring); ``luma``: the luminances are read from the
+    ``luma`` buffer the reprojection's accumulation wrote (2 floats per pixel)."""
     p = spec.params
     f32 = np.float32
     consts = {
@@ -131,8 +184,9 @@ def generate_changes(spec: TemporalSpec) -> Kernel:
         "MAX_LUMINANCE": float(f32(tp.MAX_CHANGE_LUMINANCE)),
         **_luminance_consts(),
     }
-    return _kernel("changes", f"temporal-changes[{p.change_sigmas}]", ("signal", "gathered"),
-                   consts)
+    inputs = ("signal", "gathered", "luma") if luma else ("signal", "gathered")
+    key = f"temporal-changes[{p.change_sigmas}]" + ("[luma]" if luma else "")
+    return _kernel("changes", key, inputs, consts, luma=luma)
 
 
 def generate_near_rows(spec: TemporalSpec) -> Kernel:
@@ -149,8 +203,9 @@ def generate_near(spec: TemporalSpec) -> Kernel:
                    {"MARGIN": I32(margin)})
 
 
-def generate_stabilize(spec: TemporalSpec) -> Kernel:
-    """Pass 2 (see the module docstring)."""
+def generate_stabilize(spec: TemporalSpec, *, session: bool = False) -> Kernel:
+    """Pass 2 (see the module docstring); ``session``: the device session's form (the
+    denoised frame and ``out`` as bits, and the next history ``state`` written too)."""
     p = spec.params
     f32 = np.float32
     consts = {
@@ -159,4 +214,47 @@ def generate_stabilize(spec: TemporalSpec) -> Kernel:
         "GAMMA": float(f32(p.clamp_gamma)),
     }
     key = f"temporal-stabilize[{p.clamp},r{p.clamp_radius},g{p.clamp_gamma}]"
-    return _kernel("stabilize", key, ("denoised", "reprojection"), consts, clamp=p.clamp)
+    if not session:
+        return _kernel("stabilize", key, ("denoised", "reprojection"), consts, clamp=p.clamp,
+                       session=False)
+    consts["MAX_SIGNAL"] = float(f32(tp.MAX_SIGNAL))
+    return _typed_kernel(
+        "stabilize", f"{key}[session]", [("denoised", "u32"), ("reprojection", "f32")],
+        [("out", "u32"), ("state", "f32")], consts, SESSION_PARAMS, clamp=p.clamp,
+        session=True,
+    )
+
+
+# --- the device session's kernels (`oidn_gpu.backends.wgpu.temporal_session`) -------------
+
+
+def generate_pack(albedo: bool, normal: bool, depth: bool, *, signal: bool = True,
+                  motion: bool = True) -> Kernel:
+    """The frame's images packed into ``signal`` (with ``signal``; the color is bound
+    then) and ``guide``, its motion made finite (with ``motion``) (``temporal_pack.wgsl``;
+    the images named are bound as bits)."""
+    reads = [(name, "u32") for name, bound in (
+        ("color", signal), ("albedo", albedo), ("normal", normal), ("depth", depth),
+        ("motion", motion)) if bound]
+    writes = [("signal", "f32")] if signal else []
+    writes += [("guide", "f32")] + ([("motion_out", "f32")] if motion else [])
+    consts = {"MAX_SIGNAL": float(np.float32(tp.MAX_SIGNAL)),
+              "FAR_MOTION": float(np.float32(FAR_MOTION))}
+    given = "".join(k for k, on in (("c", signal), ("a", albedo), ("n", normal), ("d", depth),
+                                    ("m", motion)) if on)
+    return _typed_kernel(
+        "pack", f"temporal-pack[{given}]", reads, writes, consts, SESSION_PARAMS,
+        albedo=albedo, normal=normal, depth=depth, signal=signal, motion=motion,
+    )
+
+
+def generate_count() -> Kernel:
+    """The pixels that kept their history, summed into ``counter[0]``."""
+    return _typed_kernel("count", "temporal-count", [("reprojection", "f32")],
+                         [("counter", "atomic<u32>")], {}, SESSION_PARAMS)
+
+
+def generate_restart() -> Kernel:
+    """The reprojection of a restart written over ``out`` where the frame restarts."""
+    return _typed_kernel("restart", "temporal-restart", [("signal", "f32"), ("counter", "u32")],
+                         [("out", "f32")], {}, SESSION_PARAMS)

@@ -20,7 +20,7 @@ from oidn_gpu.kernels import temporal as kt
 from oidn_gpu.temporal import passes as tp
 
 # Non-finite motion is replaced by this: beyond any image's reach, so it is rejected.
-FAR_MOTION = 1.0e30
+FAR_MOTION = kt.FAR_MOTION
 
 
 class WgpuTemporalPasses:

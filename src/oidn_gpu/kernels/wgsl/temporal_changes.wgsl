@@ -6,6 +6,10 @@
 // standard errors of the noisy mean. Inputs are finite.
 
 fn luminance_at(buffer_is_signal: bool, q: u32) -> f32 {
+{% if luma %}
+  // computed once per pixel by the reprojection (its "accumulate" part)
+  return luma[q * 2u + select(1u, 0u, buffer_is_signal)];
+{% else %}
   if (buffer_is_signal) {
     let s = q * SIGNAL_CHANNELS;
     let l = LUMINANCE_R * signal[s] + LUMINANCE_G * signal[s + 1u] + LUMINANCE_B * signal[s + 2u];
@@ -15,6 +19,7 @@ fn luminance_at(buffer_is_signal: bool, q: u32) -> f32 {
   let l = LUMINANCE_R * gathered[g] + LUMINANCE_G * gathered[g + 1u]
     + LUMINANCE_B * gathered[g + 2u];
   return clamp(l, -MAX_LUMINANCE, MAX_LUMINANCE);
+{% endif %}
 }
 
 @compute @workgroup_size(WG_X, WG_Y, 1)

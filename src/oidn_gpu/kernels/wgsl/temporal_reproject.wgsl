@@ -5,11 +5,18 @@
 // on screen with an agreeing guide (two tests: the accumulated input's channels, x, and the
 // output's, y), Catmull-Rom when all four are kept; the signal accumulated where the motion
 // is whole pixels. Inputs are finite (the host sanitizes).
+// part "all" is the whole pass; the device session splits it in two: "gather" writes the
+// reprojected history and its two validity flags into `out` (16 floats per pixel: the
+// GATHERED channels, then valid and valid_out), "accumulate" reads them back (`hist`) and
+// accumulates the signal. The guide "gather" reads may lack the albedo and normal that no
+// tap test uses (and their NaN flag): "accumulate" then rejects the history of a pixel
+// whose full guide has the flag, which is what the whole pass gives there.
 
 fn guide_of(p: u32, c: u32) -> f32 {
   return guide[p * GUIDE_CHANNELS + c];
 }
 
+{% if part != "accumulate" %}
 fn prev_guide_of(p: u32, c: u32) -> f32 {
   return prev_guide[p * GUIDE_CHANNELS + c];
 }
@@ -54,6 +61,7 @@ fn tap_tests(p: u32, q: u32) -> vec2<bool> {
 {% endif %}
 }
 
+{% endif %}
 fn catmull_rom(t: f32) -> vec4<f32> {
   let t2 = t * t;
   return vec4<f32>(
@@ -89,6 +97,16 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   let iy = i32(y0);
   let iw = i32(width);
   let ih = i32(height);
+{% if part == "accumulate" %}
+  let hp = p * REPROJECTION_CHANNELS;
+  var history: array<f32, GATHERED>;
+  for (var c = 0u; c < GATHERED; c = c + 1u) {
+    history[c] = hist[hp + c];
+  }
+  let unknown_here = guide_of(p, UNKNOWN) != 0.0;
+  let valid = hist[hp + GATHERED] > 0.5 && !unknown_here;
+  let valid_out = hist[hp + GATHERED + 1u] > 0.5 && !unknown_here;
+{% else %}
   var weights = array<f32, 4>((1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy);
   var total = vec2<f32>(0.0, 0.0);
   var taken = vec2<u32>(0u, 0u);
@@ -151,6 +169,15 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
       }
     }
   }
+{% endif %}
+{% if part == "gather" %}
+  let o = p * REPROJECTION_CHANNELS;
+  for (var c = 0u; c < GATHERED; c = c + 1u) {
+    out[o + c] = history[c];
+  }
+  out[o + GATHERED] = select(0.0, 1.0, valid);
+  out[o + GATHERED + 1u] = select(0.0, 1.0, valid_out);
+{% else %}
   let whole = min(fx, 1.0 - fx) <= SUBPIXEL_TOLERANCE && min(fy, 1.0 - fy) <= SUBPIXEL_TOLERANCE;
   let accumulates = valid && whole;
   let count = select(1.0, min(history[STATE_COUNT] + 1.0, HISTORY), accumulates);
@@ -181,4 +208,14 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   out[o + REPROJECTION_OUTPUT_COUNT] = select(
     1.0, min(history[STATE_OUTPUT_COUNT] + 1.0, OUTPUT_HISTORY), valid_out);
   out[o + 15u] = 0.0;
+{% if luma %}
+  // The light-change test's luminances of this pixel, for its windows (temporal_changes).
+  let ls = p * SIGNAL_CHANNELS;
+  luma[p * 2u] = clamp(LUMINANCE_R * signal[ls] + LUMINANCE_G * signal[ls + 1u]
+    + LUMINANCE_B * signal[ls + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
+  let lo = o + STATE_OUTPUT;
+  luma[p * 2u + 1u] = clamp(LUMINANCE_R * out[lo] + LUMINANCE_G * out[lo + 1u]
+    + LUMINANCE_B * out[lo + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
+{% endif %}
+{% endif %}
 }

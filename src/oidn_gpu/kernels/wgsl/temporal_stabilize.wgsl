@@ -3,7 +3,25 @@
 // Pass 2 of the temporal mode (oidn_gpu.temporal.passes.stabilize, the same arithmetic in
 // the same order): the reprojected previous output clamped to the window of the pixel in
 // the denoised frame (edge pixels repeated), blended with it by one over the output's
-// history length. The denoised frame is finite (the host sanitizes and restores it).
+// history length.
+{% if session %}
+// The denoised frame is read as bits: a non-finite pixel counts as 0 in the windows and
+// is passed through to `out` (bits) as it is. The next history state
+// (oidn_gpu.temporal.passes.next_state) is written into `state`.
+
+{% include "temporal_bits.wgsl" %}
+
+fn denoised_at(q: u32) -> f32 {
+  let bits = denoised[q];
+  return select(0.0, bitcast<f32>(bits), bits_finite(bits));
+}
+{% else %}
+// The denoised frame is finite (the host sanitizes and restores it).
+
+fn denoised_at(q: u32) -> f32 {
+  return denoised[q];
+}
+{% endif %}
 
 @compute @workgroup_size(WG_X, WG_Y, 1)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
@@ -18,7 +36,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   let iw = i32(width);
   let ih = i32(height);
   for (var c = 0u; c < 3u; c = c + 1u) {
-    let d = denoised[p * 3u + c];
+    let d = denoised_at(p * 3u + c);
     var h = reprojection[r + STATE_OUTPUT + c];
 {% if clamp != "none" %}
     var total = 0.0;
@@ -28,7 +46,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var dy = -RADIUS; dy <= RADIUS; dy = dy + 1) {
       let yc = u32(clamp(i32(id.y) + dy, 0, ih - 1));
       for (var dx = -RADIUS; dx <= RADIUS; dx = dx + 1) {
-        let v = denoised[(yc * width + u32(clamp(i32(id.x) + dx, 0, iw - 1))) * 3u + c];
+        let v = denoised_at((yc * width + u32(clamp(i32(id.x) + dx, 0, iw - 1))) * 3u + c);
         total = total + v;
         squares = squares + v * v;
         if (dy == -RADIUS && dx == -RADIUS) {
@@ -48,6 +66,23 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 {% endif %}
     h = min(max(h, low), high);
 {% endif %}
-    out[p * 3u + c] = select(h + (d - h) * beta, d, beta >= 1.0);
+    let value = select(h + (d - h) * beta, d, beta >= 1.0);
+{% if session %}
+    let raw = denoised[p * 3u + c];
+    let bits = select(raw, bitcast<u32>(value), bits_finite(raw));
+    out[p * 3u + c] = bits;
+    state[p * STATE_CHANNELS + STATE_OUTPUT + c] = bits_to_finite(bits, 0.0, MAX_SIGNAL);
+{% else %}
+    out[p * 3u + c] = value;
+{% endif %}
   }
+{% if session %}
+  let s = p * STATE_CHANNELS;
+  for (var c = 0u; c <= STATE_COUNT; c = c + 1u) {
+    state[s + c] = reprojection[r + c];
+  }
+  state[s + STATE_OUTPUT_COUNT] = reprojection[r + REPROJECTION_OUTPUT_COUNT];
+  state[s + 14u] = 0.0;
+  state[s + 15u] = 0.0;
+{% endif %}
 }

@@ -1,0 +1,508 @@
+"""`WgpuTemporalSession`: the temporal mode of one animation on the wgpu denoiser's device,
+its history kept there (the wgpu backend's `backends.base.TemporalSession`).
+
+A frame runs on the device and the runner (`runner.GpuDenoiser`) of the denoiser's engine
+for its images (the `oidn_gpu.Denoiser` picks the weights, as for a denoise), holding the
+device's queue lock:
+
+1. the motion and the images the tap tests use (depth, else albedo and normal) are
+   uploaded (mapped upload buffers, as the runner uploads host images), then packed
+   (`kernels.temporal.generate_pack`) and the gather half of the reprojection of the
+   stored history submitted, so that it runs while the other images are uploaded;
+2. one submission: the signal and the whole guide packed (as
+   `oidn_gpu.temporal.passes.pack_signal` and ``pack_guide`` pack them), the
+   accumulation half of the reprojection, its light-change test and the input history
+   dropped near disocclusions (the kernels of `temporal.WgpuTemporalPasses`), the count
+   of the pixels that kept their history, and ``generate_restart``, which writes the
+   reprojection of no history over it on a restart or a camera cut: the cut test is
+   decided on the device, with no host round trip;
+3. the network on the accumulated color, albedo and normal read straight from the
+   reprojection buffer (`runner.GpuDenoiser.denoise_buffers`: the runner's input pass,
+   tiles and autoexposure, the same arithmetic as a denoise of host arrays);
+4. one submission: pass 2 on the network's output buffer, which also writes the next
+   history state, then one copy of the output, the count and the input scale into a
+   mapped readback buffer, the only thing read back.
+
+The history (state and guide) lives in two pairs of buffers used in turn. Every frame size
+is served: a frame larger than one tile is tiled by the runner as a denoise of host
+arrays is. ``WgpuBackend.temporal_session`` gives None (the passes on host arrays serve
+the denoiser) for the RTLightmap filter and for ``prefilter="accurate"``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.base import TemporalFrame, TemporalResult
+from oidn_gpu.backends.gpu_device import (
+    STORAGE_USAGE,
+    BufferUsage,
+    DeferredRelease,
+    PassTimestamps,
+)
+from oidn_gpu.backends.plan import plan_denoise
+from oidn_gpu.backends.wgpu.frames import F32_BYTES, GpuImage
+from oidn_gpu.backends.wgpu.resources import BUFFER, QUERY_SET, ResourceTracker
+from oidn_gpu.backends.wgpu.staging import StagingBuffers
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.filter_images import validate_images
+from oidn_gpu.image import process
+from oidn_gpu.image.host_copy import parallel_copyto
+from oidn_gpu.kernels import temporal as kt
+from oidn_gpu.temporal import passes as tp
+
+# What the readback brings behind the output: the count of pixels with history (u32) and
+# the input scale the network used (f32).
+TAIL_BYTES = 2 * F32_BYTES
+# GPU timestamps of a profiled frame (`WgpuTemporalSession.profile`), in this order.
+PHASES = ("upload", "passes", "network", "stabilize", "readback")
+PLANS_KEPT = 8
+
+
+class WgpuTemporalSession:
+    """The temporal mode of one animation with its history on the denoiser's wgpu device.
+
+    Args:
+        denoiser: the wgpu `oidn_gpu.Denoiser` that denoises each accumulated frame.
+
+    Attributes:
+        profile: time each frame's phases with GPU timestamps (where the device has
+            ``timestamp-query``) into `last_gpu_ms`; this waits for the GPU once more.
+        last_gpu_ms: GPU milliseconds per phase of the last profiled frame (`PHASES`).
+        last_host_ms: host milliseconds of the last frame: ``"upload"`` (the images copied
+            into upload buffers, and the passes before the network queued), ``"submit"``
+            (the network and pass 2 queued), ``"wait"`` (until the GPU finished) and
+            ``"readback"`` (the output copied out).
+    """
+
+    name = "wgpu-device"
+
+    def __init__(self, denoiser: Any) -> None:
+        self.denoiser = denoiser
+        self.profile = False
+        self.last_gpu_ms: dict[str, float] = {}
+        self.last_host_ms: dict[str, float] = {}
+        self._runner: Any = None
+        self._device: Any = None
+        self._resources = ResourceTracker()
+        self._pending: DeferredRelease[list[Any]] | None = None
+        self._staging: StagingBuffers | None = None
+        self._buffers: dict[str, Any] = {}
+        self._groups: dict[tuple[Any, ...], Any] = {}  # by kernel and buffers bound
+        self._kernels: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._plans: dict[tuple[Any, ...], Any] = {}
+        self._uniform_data = b""
+        self._size: tuple[int, int] | None = None
+        self._current = 0  # which of the two state and guide buffers hold the history
+        self._signature: tuple[Any, ...] | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ the frame
+
+    def frame(self, frame: TemporalFrame, params: tp.TemporalParams, *,
+              restart: bool) -> TemporalResult:
+        """`TemporalSession.frame`: the next frame, its history kept on the device.
+
+        Raises:
+            InvalidOperationError: the session or its denoiser is closed.
+            InvalidArgumentError: images of different sizes, or the errors of
+                `oidn_gpu.Denoiser.denoise` for these images.
+        """
+        den = self.denoiser
+        with den._lock:
+            if self._closed:
+                raise InvalidOperationError("the temporal session is closed")
+            if den._closed:
+                raise InvalidOperationError("the denoiser is closed")
+            images = _network_images(frame)
+            clean_aux = (images.albedo is not None if den.options.prefilter == "fast"
+                         else den.options.clean_aux)
+            key, model = den._models.get(images, clean_aux)
+            engine = den._engine(key, model)
+            with engine.runner._device.queue_lock:
+                return self._run(frame, params, restart, images, (key, model, engine))
+
+    def _run(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
+             images: Any, engine_of: tuple[Any, Any, Any]) -> TemporalResult:
+        key, model, engine = engine_of
+        height, width = images.height, images.width
+        self._use(engine.runner, height, width)
+        signature = (height, width, *(a is not None for a in
+                                      (frame.albedo, frame.normal, frame.depth)))
+        restart = restart or self._signature != signature
+        self._signature = None  # set again once the frame has finished
+        start = time.perf_counter()
+        timestamps = self._timestamps()
+        if timestamps is not None:
+            self._stamp(timestamps, 0)
+        keep_min = _keep_min(height * width, params.cut_threshold)
+        self._write_uniform(height, width, 0 if restart else keep_min, restart)
+        self._device.write_buffer(self._buffers["counter"], 0, bytes(F32_BYTES))
+        staging = self._queue_passes(frame, params, restart, timestamps)
+        uploaded = time.perf_counter()
+        plan, autoexposes, input_scale = self._network(engine.runner, images, model)
+        encoder = self._device.create_command_encoder("oidn/temporal/stabilize")
+        if timestamps is not None:
+            encoder.write_timestamps(PassTimestamps(timestamps, 3))
+        self._encode_stabilize(encoder, params)
+        if timestamps is not None:
+            encoder.write_timestamps(PassTimestamps(timestamps, 4))
+        readback = self._encode_readback(encoder, height, width, engine.runner.frame_buffer)
+        if timestamps is not None:
+            encoder.write_timestamps(PassTimestamps(timestamps, 5))
+            encoder.resolve_timestamps(timestamps, len(PHASES) + 1, self._buffers["resolve"])
+        self._device.submit([encoder.finish()])
+        submitted = time.perf_counter()
+        output, count, scale = self._read(readback, height, width)
+        for buffer in staging:
+            self._device.map_for_write(buffer, wait=False)
+        self.last_host_ms = {"upload": (uploaded - start) * 1e3,
+                             "submit": (submitted - uploaded) * 1e3, **self.last_host_ms}
+        if timestamps is not None:
+            self._read_timestamps()
+        self._current = 1 - self._current
+        self._signature = signature
+        if autoexposes:
+            input_scale = scale
+            if scale == 0.0:
+                process.warn_if_autoexposure_blackens(
+                    tp.pack_signal(frame.color, None, None)[:, :, :3], scale)
+        self.denoiser._record_info(key, model, engine, plan, input_scale)
+        cut = not restart and count < keep_min
+        fraction = 0.0 if restart or cut else count / float(height * width)
+        return TemporalResult(output, fraction, cut)
+
+    def _network(self, runner: Any, images: Any, model: Any) -> tuple[Any, bool, float]:
+        """Queue the network on the accumulated images in the reprojection buffer:
+        ``(plan, whether the input scale is the autoexposure, the fixed input scale)``."""
+        den = self.denoiser
+        height, width = images.height, images.width
+        autoexposes = den._autoexposes(images)
+        input_scale = 1.0 if autoexposes else den._input_scale(images)
+        options = den.options.denoise_options(images, input_scale)
+        plan_key = (id(model), height, width, options)
+        plan = self._plans.get(plan_key)
+        if plan is None or plan[0] is not model:
+            if len(self._plans) >= PLANS_KEPT:
+                self._plans.clear()
+            plan = self._plans[plan_key] = (model, plan_denoise(model, height, width, options,
+                                                                den._tile_limits))
+        plan = plan[1]
+        reprojection = self._buffers["reprojection"]
+        given = [0] + [3 * (i + 1) for i, image in enumerate((images.albedo, images.normal))
+                       if image is not None]
+        inputs = [GpuImage(reprojection, height, width, 3, pixel_stride=tp.REPROJECTION_CHANNELS,
+                           offset=offset) for offset in given]
+        denoised = GpuImage(self._buffers["denoised"], height, width, 3)
+        runner.denoise_buffers(inputs, denoised, mode=plan.mode, plan=plan.tiles,
+                               autoexposure=autoexposes)
+        return plan, autoexposes, input_scale
+
+    # ------------------------------------------------------------------ passes
+
+    def _kernel(self, which: str, params: tp.TemporalParams | None = None,
+                given: tuple[bool, ...] = ()) -> tuple[Any, Any]:
+        """``(kernel, pipeline)`` of one of the session's kernels, generated once."""
+        key = (which, None if params is None else kt.TemporalSpec(params), given)
+        entry = self._kernels.get(key)
+        if entry is None:
+            spec = key[1]
+            kernel = {
+                "pack": lambda: kt.generate_pack(*given[:3], signal=given[3],
+                                                 motion=not given[3]),
+                "reproject": lambda: kt.generate_reproject(spec, *given),
+                "changes": lambda: kt.generate_changes(spec, luma=True),
+                "near_rows": lambda: kt.generate_near_rows(spec),
+                "near": lambda: kt.generate_near(spec),
+                "count": kt.generate_count,
+                "restart": kt.generate_restart,
+                "stabilize": lambda: kt.generate_stabilize(spec, session=True),
+            }[which]()
+            executor = self._runner.executor
+            pipeline = executor.pipeline_cache.get(kernel, shader_checks=executor.shader_checks)
+            entry = self._kernels[key] = (kernel, pipeline)
+        return entry
+
+    def _dispatch(self, encoder: Any, entry: tuple[Any, Any], names: tuple[str, ...]) -> None:
+        """Dispatch a kernel over the frame, its buffers bound by name (``prev_*`` and
+        ``next_*``: the history buffers of this frame's turn)."""
+        kernel, pipeline = entry
+        buffers = [self._named(name) for name in names] + [self._buffers["params"]]
+        group_key = (kernel.key, *(id(buffer) for buffer in buffers))
+        group = self._groups.get(group_key)
+        if group is None:
+            group = self._groups[group_key] = self._device.create_bind_group(
+                kernel.key, pipeline, buffers)
+        height, width = self._size
+        encoder.dispatch(pipeline, group, kernel.grid(0, height, width), label=kernel.name)
+
+    def _named(self, name: str) -> Any:
+        turn = {"prev": self._current, "next": 1 - self._current}
+        prefix, _, rest = name.partition("_")
+        if prefix in turn and rest in ("state", "guide"):
+            return self._buffers[f"{rest}{turn[prefix]}"]
+        return self._buffers[name]
+
+    def _queue_passes(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
+                      timestamps: Any) -> list[Any]:
+        """Upload the frame and queue pass 1, the count and the restart or cut test: the
+        images the gather needs first (motion and the guides the tap tests use), the
+        gather submitted at once so that it runs while the rest is uploaded, then the
+        accumulation. Returns the upload buffers to map again."""
+        staging: list[Any] = []
+        given = [n for n in ("color", "albedo", "normal", "depth") if getattr(frame, n) is not None]
+        early = [] if restart else ["motion"] + [n for n, used in (
+            ("depth", params.use_depth), ("albedo", params.use_albedo),
+            ("normal", params.use_normal)) if used and n in given]
+        if early:
+            self._upload(frame, early, staging)
+            encoder = self._device.create_command_encoder("oidn/temporal/gather")
+            self._dispatch(encoder, self._kernel("pack", given=self._bound(early, False)),
+                           (*(f"in_{n}" for n in ("albedo", "normal", "depth", "motion")
+                              if n in early), "next_guide", "motion_finite"))
+            self._dispatch(encoder, self._kernel("reproject", params, ("gather",)),
+                           ("motion_finite", "next_guide", "prev_guide", "prev_state", "hist"))
+            self._device.submit([encoder.finish()])
+        self._upload(frame, [n for n in given if n not in early], staging)
+        encoder = self._device.create_command_encoder("oidn/temporal/passes")
+        if timestamps is not None:
+            encoder.write_timestamps(PassTimestamps(timestamps, 1))
+        self._dispatch(encoder, self._kernel("pack", given=self._bound(given, True)),
+                       (*(f"in_{n}" for n in given), "signal", "next_guide"))
+        if not restart:
+            accumulate = ("motion_finite", "next_guide", "signal", "hist")
+            if params.change_sigmas == 0:
+                self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
+                               (*accumulate, "reprojection"))
+            else:
+                self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
+                               (*accumulate, "gathered", "luma"))
+                self._dispatch(encoder, self._kernel("changes", params),
+                               ("signal", "gathered", "luma", "reprojection"))
+            if params.disocclusion_margin > 0:
+                self._dispatch(encoder, self._kernel("near_rows", params),
+                               ("reprojection", "rows"))
+                self._dispatch(encoder, self._kernel("near", params),
+                               ("signal", "rows", "reprojection"))
+            self._dispatch(encoder, self._kernel("count"), ("reprojection", "counter"))
+        self._dispatch(encoder, self._kernel("restart"), ("signal", "counter", "reprojection"))
+        if timestamps is not None:
+            encoder.write_timestamps(PassTimestamps(timestamps, 2))
+        self._device.submit([encoder.finish()])
+        return staging
+
+    @staticmethod
+    def _bound(names: list[str], signal: bool) -> tuple[bool, ...]:
+        """`kernels.temporal.generate_pack`'s flags for the images ``names``: albedo,
+        normal, depth bound; the signal written (else the motion)."""
+        return (*(n in names for n in ("albedo", "normal", "depth")), signal)
+
+    def _encode_stabilize(self, encoder: Any, params: tp.TemporalParams) -> None:
+        self._dispatch(encoder, self._kernel("stabilize", params),
+                       ("denoised", "reprojection", "output", "next_state"))
+
+    def _encode_readback(self, encoder: Any, height: int, width: int, frame_uniform: Any) -> Any:
+        """Copy the output, the count and the input scale into the readback buffer."""
+        out_bytes = height * width * 3 * F32_BYTES
+        readback = self._buffers["readback"]
+        encoder.copy_buffer(self._buffers["output"], 0, readback, 0, out_bytes)
+        encoder.copy_buffer(self._buffers["counter"], 0, readback, out_bytes, F32_BYTES)
+        encoder.copy_buffer(frame_uniform, 0, readback, out_bytes + F32_BYTES, F32_BYTES)
+        return readback
+
+    def _read(self, readback: Any, height: int, width: int) -> tuple[np.ndarray, int, float]:
+        """Wait for the frame: ``(output, pixels with history, input scale)``."""
+        pixels = height * width * 3
+        output = np.empty((height, width, 3), np.float32)
+        tail: list[Any] = []
+
+        def copy_out(mapped: np.ndarray) -> None:
+            parallel_copyto(output.reshape(-1).view(np.uint8), mapped[: pixels * F32_BYTES])
+            rest = mapped[pixels * F32_BYTES :]
+            tail.append((int(rest[:F32_BYTES].view(np.uint32)[0]),
+                         float(rest[F32_BYTES:].view(np.float32)[0])))
+
+        start = time.perf_counter()
+        waited = self._device.read_mapped_with(readback, pixels * F32_BYTES + TAIL_BYTES,
+                                               copy_out)
+        copied = time.perf_counter() - start
+        self.last_host_ms = {"wait": waited * 1e3, "readback": (copied - waited) * 1e3}
+        return output, tail[0][0], tail[0][1]
+
+    # ------------------------------------------------------------------ buffers
+
+    def _use(self, runner: Any, height: int, width: int) -> None:
+        """The session's buffers on ``runner``'s device for this size (made on first use,
+        remade, with the history dropped, when the runner or the size changes)."""
+        if self._pending is not None:
+            self._pending.collect()
+        if runner is self._runner and self._size == (height, width):
+            return
+        self._release_buffers_now()
+        if runner is not self._runner:
+            self._release_device()
+            self._runner, self._device = runner, runner._device
+            self._pending = DeferredRelease(self._device, self._release_list)
+            self._staging = StagingBuffers(self._device, self._resources, self._pending.retire)
+        pixels = height * width
+        channels = {
+            "signal": tp.SIGNAL_CHANNELS, "guide0": tp.GUIDE_CHANNELS,
+            "guide1": tp.GUIDE_CHANNELS, "state0": tp.STATE_CHANNELS,
+            "state1": tp.STATE_CHANNELS, "motion_finite": 2,
+            "hist": tp.REPROJECTION_CHANNELS, "gathered": tp.REPROJECTION_CHANNELS,
+            "reprojection": tp.REPROJECTION_CHANNELS,
+            "luma": 2, "rows": 1, "denoised": 3, "output": 3,
+        }
+        for name, count in channels.items():
+            self._buffers[name] = self._make(name, pixels * count * F32_BYTES, STORAGE_USAGE)
+        self._buffers["counter"] = self._make("counter", 16, STORAGE_USAGE)
+        self._buffers["params"] = self._make(
+            "params", kt.SESSION_PARAMS.size, BufferUsage.UNIFORM | BufferUsage.COPY_DST)
+        self._buffers["readback"] = self._make(
+            "readback", pixels * 3 * F32_BYTES + TAIL_BYTES,
+            BufferUsage.MAP_READ | BufferUsage.COPY_DST)
+        self._uniform_data = b""
+        self._size = (height, width)
+        self._signature = None
+
+    def _make(self, name: str, byte_size: int, usage: int) -> Any:
+        return self._resources.track(
+            BUFFER, self._device.create_buffer(f"oidn/temporal/{name}", byte_size, usage))
+
+    def _upload(self, frame: TemporalFrame, names: list[str], staging: list[Any]) -> None:
+        """Upload the frame's images ``names`` (dense float32) into the session's input
+        buffers (``in_<name>``); the upload buffers are appended to ``staging``."""
+        assert self._staging is not None
+        for name in names:
+            image = self._staging.upload(f"temporal-{name}", _dense(name, getattr(frame, name)),
+                                         staging)
+            self._buffers[f"in_{name}"] = image.buffer
+
+    def _write_uniform(self, height: int, width: int, keep_min: int, restart: bool) -> None:
+        data = kt.SESSION_PARAMS.pack(width=width, height=height, keep_min=keep_min,
+                                      restart=int(restart))
+        if data != self._uniform_data:
+            self._device.write_buffer(self._buffers["params"], 0, data)
+            self._uniform_data = data
+
+    def _timestamps(self) -> Any:
+        """The query set of a profiled frame, or None."""
+        if not self.profile or not self._device.capabilities.has_timestamps:
+            return None
+        query = self._buffers.get("timestamps")
+        if query is None:
+            count = len(PHASES) + 1
+            query = self._resources.track(
+                QUERY_SET, self._device.create_query_set("oidn/temporal/timestamps", count))
+            self._buffers["timestamps"] = query
+            self._buffers["resolve"] = self._make(
+                "resolve", 8 * count, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC)
+        return query
+
+    def _stamp(self, query: Any, index: int) -> None:
+        encoder = self._device.create_command_encoder("oidn/temporal/timestamp")
+        encoder.write_timestamps(PassTimestamps(query, index))
+        self._device.submit([encoder.finish()])
+
+    def _read_timestamps(self) -> None:
+        raw = self._device.read_buffer(self._buffers["resolve"], 0, 8 * (len(PHASES) + 1))
+        ticks = np.frombuffer(raw, np.uint64).astype(np.int64)
+        period = self._device.timestamp_period_ns
+        self.last_gpu_ms = {phase: max(0, int(ticks[i + 1] - ticks[i])) * period / 1e6
+                            for i, phase in enumerate(PHASES)}
+
+    # ------------------------------------------------------------------ lifetime
+
+    def _release_list(self, buffers: list[Any]) -> None:
+        for buffer in buffers:
+            self._resources.release(buffer)
+
+    def _release_buffers_now(self) -> None:
+        """Drop the size's buffers and bind groups (the GPU finished every frame: each
+        frame waits for its readback)."""
+        if self._runner is not None and not self._runner.closed:
+            self._runner.release_bindings()  # its tile bind groups hold our buffers
+        keep = {"timestamps", "resolve"}
+        for name in [n for n in self._buffers if n not in keep and not n.startswith("in_")]:
+            self._resources.release(self._buffers.pop(name))
+        self._groups.clear()
+        self._size = None
+
+    def _release_device(self) -> None:
+        if self._staging is not None:
+            self._staging.close()
+        if self._pending is not None:
+            self._pending.release_all()
+        self._buffers.clear()
+        self._kernels.clear()
+        self._plans.clear()
+        self._resources.release_all()
+        self._staging = self._pending = None
+
+    def resources(self) -> tuple[int, int]:
+        """(live buffers, bytes) the session holds."""
+        snap = self._resources.snapshot()
+        return snap.count(BUFFER), snap.byte_size
+
+    def close(self) -> None:
+        """`TemporalSession.close`: release the device history and buffers; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._device is None:
+            return
+        with self._device.queue_lock:
+            self._release_buffers_now()
+            self._release_device()
+        self._runner = self._device = None
+
+    def __enter__(self) -> WgpuTemporalSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _network_images(frame: TemporalFrame) -> Any:
+    """The facade's validated images of the frame (what the network takes: its weights,
+    mode and plan), checked for one size."""
+    for name in ("motion", "depth"):
+        image = getattr(frame, name)
+        if image is not None and np.shape(image)[:2] != np.shape(frame.color)[:2]:
+            raise InvalidArgumentError(
+                f"the {name} image is {np.shape(image)[1]}x{np.shape(image)[0]}; expected the "
+                f"color's size {np.shape(frame.color)[1]}x{np.shape(frame.color)[0]}")
+    return validate_images(*(None if a is None else _dense(n, a) for n, a in (
+        ("color", frame.color), ("albedo", frame.albedo), ("normal", frame.normal))))
+
+
+def _dense(name: str, array: np.ndarray) -> np.ndarray:
+    """``array`` as the session uploads it: C-contiguous float32 ``[H, W, C]`` (C 3 for
+    the images, 2 for motion, 1 for depth)."""
+    arr = np.asarray(array, np.float32)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    want = {"motion": 2, "depth": 1}.get(name, 3)
+    if arr.ndim != 3 or arr.shape[2] not in (1, want):
+        raise InvalidArgumentError(
+            f"the {name} image has shape {np.shape(array)}; expected HxWx{want}")
+    if arr.shape[2] != want:
+        arr = np.broadcast_to(arr, (*arr.shape[:2], want))
+    return np.ascontiguousarray(arr)
+
+
+def _keep_min(pixels: int, cut_threshold: float) -> int:
+    """The least count of pixels with history for which a frame is no camera cut: the
+    host test ``1 - count / pixels > cut_threshold`` (float64) holds exactly below it."""
+    def cut(count: int) -> bool:
+        return 1.0 - count / float(pixels) > cut_threshold
+
+    count = min(max(int((1.0 - cut_threshold) * pixels) - 2, 0), pixels)
+    while count > 0 and not cut(count - 1):
+        count -= 1
+    while count < pixels and cut(count):
+        count += 1
+    return count
