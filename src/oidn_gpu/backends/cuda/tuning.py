@@ -137,6 +137,50 @@ SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] 
 }
 
 
+@dataclass(frozen=True)
+class RowsConfig:
+    """One tile configuration of `row_kernels.conv_rows_kernel` (a strip of ``block_w``
+    columns and ``rows`` output rows per program, K tile, warps, pipeline depth)."""
+
+    block_w: int
+    rows: int
+    block_k: int
+    num_warps: int
+    num_stages: int
+
+    def describe(self) -> str:
+        return f"rows {self.block_w}x{self.rows}x{self.block_k} w{self.num_warps} s{self.num_stages}"
+
+
+def rows_eligible(launch: ConvLaunch) -> bool:
+    """Whether `row_kernels.conv_rows_kernel` runs ``launch``: one source, not upsampled,
+    of at most 64 stored channels, at most 64 output channels (a power of two), not final."""
+    (source, *rest) = launch.sources
+    out = launch.out_stored
+    return (not rest and not source.upsample and not launch.final and source.stored <= 64
+            and out <= 64 and not out & (out - 1))  # fmt: skip
+
+
+def rows_block_k(block_k: int, channels: int) -> int:
+    """The K tile of the row kernel: ``block_k`` or the largest power of two below it
+    that divides the stored channels (a multiple of 16)."""
+    k = min(block_k, 64)
+    while channels % k:
+        k //= 2
+    return k
+
+
+# Row-kernel tiles by compute capability (see `SHIPPED_TILES`), keyed by `signature`; a
+# layer listed here runs `row_kernels.conv_rows_kernel` when the row kernel is enabled.
+SHIPPED_ROWS: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] = {}
+
+
+def shipped_rows(capability: tuple[int, int] | None, key: str) -> RowsConfig | None:
+    """The shipped row-kernel tile of a layer signature on a GPU of ``capability``."""
+    shape = SHIPPED_ROWS.get(capability or (0, 0), {}).get(key)
+    return RowsConfig(*shape) if shape is not None else None
+
+
 def shipped_config(capability: tuple[int, int] | None, key: str) -> TileConfig | None:
     """The shipped tile of a layer signature on a GPU of ``capability``, if measured."""
     shape = SHIPPED_TILES.get(capability or (0, 0), {}).get(key)
