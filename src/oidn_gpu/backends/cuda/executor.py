@@ -65,6 +65,7 @@ from oidn_gpu.backends.cuda.tuning import (
     default_config,
     project_signature,
     rows_eligible,
+    rows_key,
     shipped_config,
     shipped_rows,
     signature,
@@ -399,11 +400,14 @@ class CudaExecutor(ExecutorBase):
         return signature(launch, round(math.log2(full / height)))
 
     def tile_config(self, prep: Prepared, launch: ConvLaunch) -> TileConfig:
-        """The tile of ``launch``: the tuning cache's, else the shipped table's for this
-        GPU, else the default (see `tuning`)."""
+        """The tile of ``launch``: with the ``rows`` option a row-kernel tile (the tuning
+        cache's ``rows:`` entry, else the shipped one) where there is one; else the tuning
+        cache's, else the shipped table's for this GPU, else the default (see `tuning`)."""
         key = self.layer_signature(prep, launch)
-        if self.rows and rows_eligible(launch) and shipped_rows(self._capability, key):
-            return shipped_rows(self._capability, key)
+        cached = self._tuner.cached(rows_key(key)) if self._tuner is not None else None
+        rowed = cached or shipped_rows(self._capability, key)
+        if self.rows and rows_eligible(launch) and rowed:
+            return rowed
         cached = self._tuner.cached(key) if self._tuner is not None else None
         return cached or shipped_config(self._capability, key) or default_config(launch)
 

@@ -14,6 +14,10 @@ Where a tile comes from, first match wins:
 2. `SHIPPED_TILES`, measured on the GPUs named there (by compute capability);
 3. `default_config`.
 
+Layers that `rows_eligible` admits may run the row kernel (`row_kernels`) with a
+`RowsConfig`: the cache's ``rows:`` entry of their signature, else `SHIPPED_ROWS`; it takes
+precedence over the layer's `TileConfig` while the executor's ``rows`` option is on.
+
 The fused tail's ``tail`` kernel has its own `TailConfig` (2D tile, halo, persistent
 programs), cached under ``tail:`` keys; the ``project`` tail uses the hidden conv's tile
 unless `SHIPPED_TILES` has its `project_signature`.
@@ -250,6 +254,17 @@ def shipped_tail(capability: tuple[int, int] | None, key: str) -> TailConfig | N
     return TailConfig(*shape) if shape is not None else None
 
 
+def rows_key(key: str) -> str:
+    """The tuning cache's key of the row-kernel tile of a layer signature."""
+    return f"rows:{key}"
+
+
+def _config_type(key: str) -> type:
+    if key.startswith("tail:"):
+        return TailConfig
+    return RowsConfig if key.startswith("rows:") else TileConfig
+
+
 DEFAULT_CACHE = Path("~") / ".cache" / "oidn-gpu" / "cuda-tuning.json"
 
 
@@ -283,7 +298,7 @@ class Tuner:
     def __init__(self, device_key: str, path: Path | None = None) -> None:
         self.device_key = device_key
         self.path = path if path is not None else _cache_path()
-        self._choices: dict[str, TileConfig | TailConfig] = {}
+        self._choices: dict[str, TileConfig | TailConfig | RowsConfig] = {}
         self._load()
 
     def _load(self) -> None:
@@ -292,10 +307,7 @@ class Tuner:
         try:
             data = json.loads(self.path.read_text())
             section = data.get(self.device_key, {})
-            self._choices = {
-                key: (TailConfig if key.startswith("tail:") else TileConfig)(**value)
-                for key, value in section.items()
-            }
+            self._choices = {key: _config_type(key)(**value) for key, value in section.items()}
         except (OSError, ValueError, TypeError):
             self._choices = {}  # an unreadable cache is retuned, never trusted
 
