@@ -42,15 +42,15 @@ from oidn_gpu.backends.cuda.tuning import (
 from oidn_gpu.model.weights import load_builtin
 
 SIZE = (1088, 1920)
-CANDIDATES = [
-    RowsConfig(128, 16, 64, 8, 3),
-    RowsConfig(128, 32, 64, 8, 3),
-    RowsConfig(128, 8, 64, 8, 3),
-    RowsConfig(128, 16, 64, 8, 2),
+CANDIDATES = [  # block_w, rows, block_k, warps, stages; block_k >= channels: resident weights
     RowsConfig(64, 16, 64, 4, 3),
     RowsConfig(64, 32, 64, 4, 3),
-    RowsConfig(256, 16, 64, 8, 3),
-    RowsConfig(128, 16, 32, 8, 3),
+    RowsConfig(64, 16, 64, 4, 2),
+    RowsConfig(64, 32, 64, 4, 4),
+    RowsConfig(128, 16, 64, 8, 2),
+    RowsConfig(128, 16, 64, 4, 2),
+    RowsConfig(128, 32, 64, 8, 3),
+    RowsConfig(64, 32, 16, 4, 3),  # weights re-read per row (16-channel K steps)
 ]
 
 

@@ -45,11 +45,12 @@ def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
     out = prep.scratch if project else prep.views[conv.value]
     proj = ex._weights["project"][0] if project else weight
     grid = (-(-width // config.block_w), -(-height // config.rows))
+    block_k = rows_block_k(config.block_k, source.stored)
     ex.row_kernels().conv_rows_kernel[grid](
         prep.views[source.value], weight, bias, proj, out,
         height, width, conv.a_tap_rows, conv.weight_cols, conv.out_stored,
         RELU=conv.relu, POOL=conv.pool, PROJECT=project, CHANNELS=source.stored,
-        BLOCK_K=rows_block_k(config.block_k, source.stored), BLOCK_W=config.block_w,
-        BLOCK_N=conv.out_stored, ROWS=config.rows, num_warps=config.num_warps,
+        BLOCK_K=block_k, BLOCK_W=config.block_w, BLOCK_N=conv.out_stored, ROWS=config.rows,
+        RESIDENT=block_k == source.stored, num_warps=config.num_warps,
         num_stages=config.num_stages,
     )  # fmt: skip

@@ -51,6 +51,64 @@ def _row(
 
 
 @triton.jit
+def _row_resident(
+    acc_hi, acc_mid, src_ptr, ws, yy, x0, offs_w, offs_k, height, width,
+    HI: tl.constexpr, MID: tl.constexpr, CHANNELS: tl.constexpr, BLOCK_W: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """`_row` with the 9 taps' weights ``ws`` held on chip (loaded once per program)."""
+    acc_lo = tl.zeros((BLOCK_W, BLOCK_N), dtype=tl.float32)
+    yy = yy + 0 * offs_w
+    row_ok = (yy >= 0) & (yy < height)
+    for dx in tl.static_range(3):
+        xx = x0 + offs_w + (dx - 1)
+        ok = row_ok & (xx >= 0) & (xx < width)
+        a = tl.load(
+            src_ptr + (yy * width + xx)[:, None] * CHANNELS + offs_k[None, :],
+            mask=ok[:, None] & (offs_k < CHANNELS)[None, :],
+            other=0.0,
+        )
+        acc_lo = tl.dot(a, ws[dx], acc_lo)
+        if MID:
+            acc_mid = tl.dot(a, ws[3 + dx], acc_mid)
+        if HI:
+            acc_hi = tl.dot(a, ws[6 + dx], acc_hi)
+    return acc_hi, acc_mid, acc_lo
+
+
+@triton.jit
+def _next_row(
+    acc_hi, acc_mid, src_ptr, w_ptr, ws, yy, x0, offs_w, offs_k, offs_n, height, width,
+    w_stride, w_cols, HI: tl.constexpr, MID: tl.constexpr, CHANNELS: tl.constexpr,
+    BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_N: tl.constexpr,
+    RESIDENT: tl.constexpr,
+):  # fmt: skip
+    if RESIDENT:
+        acc_hi, acc_mid, acc_lo = _row_resident(
+            acc_hi, acc_mid, src_ptr, ws, yy, x0, offs_w, offs_k, height, width, HI, MID,
+            CHANNELS, BLOCK_W, BLOCK_N,
+        )  # fmt: skip
+    else:
+        acc_hi, acc_mid, acc_lo = _row(
+            acc_hi, acc_mid, src_ptr, w_ptr, yy, x0, offs_w, offs_k, offs_n, height, width,
+            w_stride, w_cols, HI, MID, CHANNELS, BLOCK_K, BLOCK_W, BLOCK_N,
+        )  # fmt: skip
+    return acc_hi, acc_mid, acc_lo
+
+
+@triton.jit
+def _weights(w_ptr, offs_k, offs_n, w_stride, w_cols):
+    """The 9 taps' ``[CHANNELS, BLOCK_N]`` weight blocks (tap ``3 * kh + kw``)."""
+    w = w_ptr + offs_k[:, None] * w_cols + offs_n[None, :]
+    step = w_stride * w_cols
+    return (
+        tl.load(w), tl.load(w + step), tl.load(w + 2 * step),
+        tl.load(w + 3 * step), tl.load(w + 4 * step), tl.load(w + 5 * step),
+        tl.load(w + 6 * step), tl.load(w + 7 * step), tl.load(w + 8 * step),
+    )  # fmt: skip
+
+
+@triton.jit
 def _epilogue(acc, bias, RELU: tl.constexpr):
     acc = acc + bias[None, :]
     if RELU:
@@ -79,13 +137,15 @@ def conv_rows_kernel(
     height, width, w_stride, w_cols, out_channels,
     RELU: tl.constexpr, POOL: tl.constexpr, PROJECT: tl.constexpr, CHANNELS: tl.constexpr,
     BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
+    RESIDENT: tl.constexpr,
 ):  # fmt: skip
     """Output rows ``[pid_y * ROWS, +ROWS)`` x columns ``[pid_x * BLOCK_W, +BLOCK_W)``.
 
     ``src`` is NHWC ``[height, width, CHANNELS]``; ``w`` the packed ``[9 * w_stride, w_cols]``
     weights (`layout.pack_weights`); ``out`` NHWC with ``out_channels`` (pooled with
     ``POOL``), or with ``PROJECT`` the ``[height, width, 32]`` per-tap partial sums of the
-    final conv (``proj``: ``[BLOCK_N, 32]``, `fusion.project_weights`).
+    final conv (``proj``: ``[BLOCK_N, 32]``, `fusion.project_weights`). With ``RESIDENT``
+    (``BLOCK_K == CHANNELS``) the 9 taps' weights are loaded once, before the rows.
     """
     x0 = tl.program_id(0) * BLOCK_W
     y0 = tl.program_id(1) * ROWS
@@ -99,25 +159,31 @@ def conv_rows_kernel(
     else:
         proj = bias  # unused
     zero = tl.zeros((BLOCK_W, BLOCK_N), dtype=tl.float32)
+    if RESIDENT:
+        ws = _weights(w_ptr, offs_k, offs_n, w_stride, w_cols)
+    else:
+        ws = (bias,)  # unused
     # prime: input rows y0 - 1 and y0 start output rows y0 and y0 + 1
-    _, _, acc_a = _row(zero, zero, src_ptr, w_ptr, y0 - 1, x0, offs_w, offs_k, offs_n, height,
-                       width, w_stride, w_cols, False, False, CHANNELS, BLOCK_K, BLOCK_W,
-                       BLOCK_N)  # fmt: skip
-    _, acc_a, acc_b = _row(zero, acc_a, src_ptr, w_ptr, y0, x0, offs_w, offs_k, offs_n, height,
-                           width, w_stride, w_cols, False, True, CHANNELS, BLOCK_K, BLOCK_W,
-                           BLOCK_N)  # fmt: skip
+    _, _, acc_a = _next_row(zero, zero, src_ptr, w_ptr, ws, y0 - 1, x0, offs_w, offs_k, offs_n,
+                            height, width, w_stride, w_cols, False, False, CHANNELS, BLOCK_K,
+                            BLOCK_W, BLOCK_N, RESIDENT)  # fmt: skip
+    _, acc_a, acc_b = _next_row(zero, acc_a, src_ptr, w_ptr, ws, y0, x0, offs_w, offs_k,
+                                offs_n, height, width, w_stride, w_cols, False, True, CHANNELS,
+                                BLOCK_K, BLOCK_W, BLOCK_N, RESIDENT)  # fmt: skip
     for pair in range(0, ROWS // 2):
         y = y0 + 2 * pair  # the output rows y, y + 1 complete in this step
-        top, acc_b, acc_c = _row(acc_a, acc_b, src_ptr, w_ptr, y + 1, x0, offs_w, offs_k,
-                                 offs_n, height, width, w_stride, w_cols, True, True,
-                                 CHANNELS, BLOCK_K, BLOCK_W, BLOCK_N)  # fmt: skip
+        top, acc_b, acc_c = _next_row(acc_a, acc_b, src_ptr, w_ptr, ws, y + 1, x0, offs_w,
+                                      offs_k, offs_n, height, width, w_stride, w_cols, True,
+                                      True, CHANNELS, BLOCK_K, BLOCK_W, BLOCK_N,
+                                      RESIDENT)  # fmt: skip
         top = _epilogue(top, bias, RELU)
         if not POOL:  # stored now: one accumulator fewer held across the next row
             _store_row(out_ptr, proj, top, y, xs, height, width, out_channels, offs_n,
                        PROJECT, BLOCK_N)  # fmt: skip
-        bottom, acc_c, acc_d = _row(acc_b, acc_c, src_ptr, w_ptr, y + 2, x0, offs_w, offs_k,
-                                    offs_n, height, width, w_stride, w_cols, True, True,
-                                    CHANNELS, BLOCK_K, BLOCK_W, BLOCK_N)  # fmt: skip
+        bottom, acc_c, acc_d = _next_row(acc_b, acc_c, src_ptr, w_ptr, ws, y + 2, x0, offs_w,
+                                         offs_k, offs_n, height, width, w_stride, w_cols, True,
+                                         True, CHANNELS, BLOCK_K, BLOCK_W, BLOCK_N,
+                                         RESIDENT)  # fmt: skip
         bottom = _epilogue(bottom, bias, RELU)
         if POOL:
             pooled = tl.max(tl.reshape(tl.maximum(top, bottom), (BLOCK_W // 2, 2, BLOCK_N)), 1)
