@@ -42,15 +42,14 @@ from oidn_gpu.backends.cuda.tuning import (
 from oidn_gpu.model.weights import load_builtin
 
 SIZE = (1088, 1920)
-CANDIDATES = [  # block_w, rows, block_k, warps, stages; block_k >= channels: resident weights
-    RowsConfig(64, 16, 64, 4, 3),
-    RowsConfig(64, 32, 64, 4, 3),
-    RowsConfig(64, 16, 64, 4, 2),
-    RowsConfig(64, 32, 64, 4, 4),
-    RowsConfig(128, 16, 64, 8, 2),
-    RowsConfig(128, 16, 64, 4, 2),
-    RowsConfig(128, 32, 64, 8, 3),
-    RowsConfig(64, 32, 16, 4, 3),  # weights re-read per row (16-channel K steps)
+CANDIDATES = [  # block_w, rows, warps, stages
+    RowsConfig(64, 16, 4, 3),
+    RowsConfig(64, 32, 4, 3),
+    RowsConfig(64, 16, 4, 2),
+    RowsConfig(64, 32, 4, 4),
+    RowsConfig(128, 16, 8, 2),
+    RowsConfig(128, 16, 4, 2),
+    RowsConfig(128, 32, 8, 3),
 ]
 
 
@@ -126,7 +125,8 @@ def _kernel_stats(ex: CudaExecutor) -> dict[str, object]:
                 "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
                 "mma.sync": len(re.findall(r"mma\.sync", ptx)),
                 "cp.async": len(re.findall(r"cp\.async\.c[ag]", ptx)),
-                "regs": kernel.n_regs, "spills": kernel.n_spills,
+                "regs": getattr(kernel, "n_regs", None),
+                "spills": getattr(kernel, "n_spills", None),
             }  # fmt: skip
     return out
 
@@ -194,7 +194,10 @@ def main(out_path: str, cache_path: str | None = None) -> None:
     print("network with the fastest tiles vs per-layer:", results["network_vs_per_layer"],
           "repeatable:", results["network_repeatable"], flush=True)  # fmt: skip
     results["best"] = {sig: {**asdict(c), "ms": ms} for sig, (c, ms) in best.items()}
-    results["kernels"] = _kernel_stats(ex)
+    try:  # after the numbers that matter: a Triton without these fields costs only this
+        results["kernels"] = _kernel_stats(ex)
+    except Exception as err:
+        results["kernels"] = {"error": str(err)[:200]}
     tuner = Tuner(ex._device_key(), None if cache_path is None else __import__(
         "pathlib").Path(cache_path))  # fmt: skip
     for sig, (config, _) in best.items():

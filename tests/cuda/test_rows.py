@@ -33,16 +33,16 @@ def _ship_rows(monkeypatch, executor: CudaExecutor, size, config: RowsConfig) ->
     keys = {executor.layer_signature(prep, launch): launch.name
             for launch in executor.launches if rows_eligible(launch)}  # fmt: skip
     monkeypatch.setitem(tuning.SHIPPED_ROWS, capability, dict.fromkeys(keys, tuple(
-        getattr(config, f) for f in ("block_w", "rows", "block_k", "num_warps", "num_stages"))))
+        getattr(config, f) for f in ("block_w", "rows", "num_warps", "num_stages"))))
     return sorted(keys.values())
 
 
 @pytest.mark.parametrize(
     ("size", "channels", "config"),
     [
-        ((14, 22), (9, 16, 24, 32), RowsConfig(16, 4, 64, 4, 2)),  # strips and rows cut off
-        ((10, 18), (6, 32, 48, 64), RowsConfig(8, 2, 16, 4, 2)),  # 2-4 K chunks of 16
-        ((6, 34), (3, 16, 32, 16), RowsConfig(32, 8, 32, 4, 2)),  # fewer rows than a program
+        ((14, 22), (9, 16, 24, 32), RowsConfig(16, 4, 4, 2)),  # strips and rows cut off
+        ((10, 18), (6, 32, 64, 64), RowsConfig(8, 2, 4, 2)),  # 64 channels, many programs
+        ((6, 34), (3, 16, 32, 16), RowsConfig(32, 8, 4, 2)),  # fewer rows than a program
     ],
 )
 @pytest.mark.parametrize("fused", ["off", "project"])
@@ -57,6 +57,7 @@ def test_row_kernel_matches_layers_and_reference(size, channels, config, fused, 
     rowed = CudaExecutor(model, device=device, tune=False, engine="triton", fused=fused)
     names = _ship_rows(monkeypatch, rowed, size, config)
     assert {"e0", "d1b"} <= set(names)  # conv + pool, the tail (and "m" at half resolution)
+    assert "d1" not in names  # a decoder conv (upsampled source): the per-layer kernel
     prep = rowed.prepare(*size)
     assert all(isinstance(prep.configs[name], RowsConfig) for name in names)
     if fused == "project":
@@ -72,7 +73,7 @@ def test_row_kernel_matches_layers_and_reference(size, channels, config, fused, 
 def test_row_kernel_option_and_environment(monkeypatch, rng, device):
     model = random_model(tail_unet(9, 16, 24, 32), rng)
     executor = CudaExecutor(model, device=device, tune=False, engine="triton", rows=False)
-    _ship_rows(monkeypatch, executor, (8, 8), RowsConfig(16, 4, 64, 4, 2))
+    _ship_rows(monkeypatch, executor, (8, 8), RowsConfig(16, 4, 4, 2))
     assert not any(isinstance(c, RowsConfig) for c in executor.prepare(8, 8).configs.values())
     monkeypatch.setenv(row_conv.ROWS_ENV_VAR, "off")
     assert not CudaExecutor(model, device=device, tune=False, engine="triton").rows

@@ -2,12 +2,13 @@
 
 Full-resolution convs with few channels (the OIDN U-Nets' ``enc_conv0``, ``enc_conv1`` with
 its pool, ``dec_conv1b`` and the ``project`` tail) are bound by loading their input once per
-tap. The row kernel loads each input row once per column shift and reuses it for the three
-output rows it touches. A layer runs it when its signature has a tile in
-`tuning.SHIPPED_ROWS` for the GPU (or one set in ``prep.configs``) and the executor's
-``rows`` option is on (default; ``OIDN_GPU_CUDA_ROWS=off`` or ``rows=False`` keeps every
-layer on the per-layer kernel, the oracle).
-"""
+tap and their weights once per K step. The row kernel holds the weights in shared memory,
+loads each input row once per column shift and reuses it for the three output rows it
+touches; its outputs are the per-layer kernel's bits. A layer that `tuning.rows_eligible`
+admits runs it when the tuning cache has a ``rows:`` entry for its signature or
+`tuning.SHIPPED_ROWS` a tile for the GPU (or one is set in ``prep.configs``), while the
+executor's ``rows`` option is on (default; ``OIDN_GPU_CUDA_ROWS=off`` or ``rows=False`` keeps
+every layer on the per-layer kernel)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from oidn_gpu.backends.cuda import layout
 from oidn_gpu.backends.cuda.layout import ConvLaunch
-from oidn_gpu.backends.cuda.tuning import RowsConfig, rows_block_k
+from oidn_gpu.backends.cuda.tuning import RowsConfig
 from oidn_gpu.errors import InvalidArgumentError
 
 ROWS_ENV_VAR = "OIDN_GPU_CUDA_ROWS"  # "off": no layer runs the row kernel
@@ -45,12 +46,10 @@ def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
     out = prep.scratch if project else prep.views[conv.value]
     proj = ex._weights["project"][0] if project else weight
     grid = (-(-width // config.block_w), -(-height // config.rows))
-    block_k = rows_block_k(config.block_k, source.stored)
     ex.row_kernels().conv_rows_kernel[grid](
         prep.views[source.value], weight, bias, proj, out,
         height, width, conv.a_tap_rows, conv.weight_cols, conv.out_stored,
         RELU=conv.relu, POOL=conv.pool, PROJECT=project, CHANNELS=source.stored,
-        BLOCK_K=block_k, BLOCK_W=config.block_w, BLOCK_N=conv.out_stored, ROWS=config.rows,
-        RESIDENT=block_k == source.stored, num_warps=config.num_warps,
-        num_stages=config.num_stages,
+        BLOCK_W=config.block_w, BLOCK_N=conv.out_stored, ROWS=config.rows,
+        num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip

@@ -143,40 +143,44 @@ SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] 
 
 @dataclass(frozen=True)
 class RowsConfig:
-    """One tile configuration of `row_kernels.conv_rows_kernel` (a strip of ``block_w``
-    columns and ``rows`` output rows per program, K tile, warps, pipeline depth)."""
+    """One tile configuration of `row_kernels.conv_rows_kernel`: a strip of ``block_w``
+    columns and ``rows`` output rows per program, warps, pipeline depth."""
 
     block_w: int
     rows: int
-    block_k: int
     num_warps: int
     num_stages: int
 
     def describe(self) -> str:
-        return f"rows {self.block_w}x{self.rows}x{self.block_k} w{self.num_warps} s{self.num_stages}"
+        return f"rows {self.block_w}x{self.rows} w{self.num_warps} s{self.num_stages}"
+
+
+ROW_CHANNELS = (16, 32, 64)  # stored input channels the row kernel takes (one K step a tap)
 
 
 def rows_eligible(launch: ConvLaunch) -> bool:
-    """Whether `row_kernels.conv_rows_kernel` runs ``launch``: one source, not upsampled,
-    of at most 64 stored channels, at most 64 output channels (a power of two), not final."""
+    """Whether `row_kernels.conv_rows_kernel` can run ``launch``: one source, not upsampled,
+    of 16, 32 or 64 stored channels, at most 64 output channels (a power of two), not final."""
     (source, *rest) = launch.sources
     out = launch.out_stored
-    return (not rest and not source.upsample and not launch.final and source.stored <= 64
-            and out <= 64 and not out & (out - 1))  # fmt: skip
-
-
-def rows_block_k(block_k: int, channels: int) -> int:
-    """The K tile of the row kernel: ``block_k`` or the largest power of two below it
-    that divides the stored channels (a multiple of 16)."""
-    k = min(block_k, 64)
-    while channels % k:
-        k //= 2
-    return k
+    return (not rest and not source.upsample and not launch.final
+            and source.stored in ROW_CHANNELS and out <= 64 and not out & (out - 1))  # fmt: skip
 
 
 # Row-kernel tiles by compute capability (see `SHIPPED_TILES`), keyed by `signature`; a
-# layer listed here runs `row_kernels.conv_rows_kernel` when the row kernel is enabled.
-SHIPPED_ROWS: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] = {}
+# layer listed here runs `row_kernels.conv_rows_kernel` while the executor's ``rows`` option
+# is on. Timed on an NVIDIA H200 (Triton 3.6, fp16, rt_hdr_alb_nrm at 1920x1088,
+# 2026-12-01, bench/h200_rows_sweep.py; bench/h200_fused2/): each layer alone, per-layer
+# kernel -> row kernel, the same output bits: enc_conv0 0.136 -> 0.073 ms, enc_conv1 + pool
+# 0.213 -> 0.124 ms, the `project` tail 0.497 -> 0.439 ms; dec_conv2b (64->64@1) was slower
+# (0.128 against 0.120 ms) and stays on the per-layer kernel.
+SHIPPED_ROWS: dict[tuple[int, int], dict[str, tuple[int, int, int, int]]] = {
+    (9, 0): {
+        "16->32@0": (64, 32, 4, 3),
+        "32->32p@0": (64, 32, 4, 3),
+        "64->32@0": (64, 32, 4, 3),
+    },
+}
 
 
 def shipped_rows(capability: tuple[int, int] | None, key: str) -> RowsConfig | None:
