@@ -14,9 +14,16 @@ import pytest
 from oidn_gpu.backends.cuda import compile_worker, row_conv, tuning
 from oidn_gpu.backends.cuda.compile_job import CompileJob
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.tuning import RowsConfig, project_signature, rows_eligible
+from oidn_gpu.backends.cuda.tuning import (
+    RowsConfig,
+    Tuner,
+    project_signature,
+    rows_eligible,
+    rows_key,
+)
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.model.unet import load_model
 from tests.cuda.conftest import rel_l2
 from tests.cuda.test_fused import FP16_REL_L2, PROJECT_VS_LAYERS, tail_unet
 from tests.models import random_model
@@ -100,3 +107,35 @@ def test_compile_worker_follows_the_callers_options(fused, rows_on, monkeypatch,
     )  # fmt: skip
     executor = compile_worker.executor_of(job)
     assert executor.fusion == fused and executor.rows is rows_on
+
+
+def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, monkeypatch,
+                                                                   device):  # fmt: skip
+    """The H200's row tiles are signatures of layers the row kernel runs; a GPU of that
+    compute capability runs exactly those layers on it, the tuning cache's ``rows:`` entry
+    first; ``rows=False`` runs none."""
+    shipped = set(tuning.SHIPPED_ROWS[(9, 0)])
+    for name in ("rt_hdr_alb_nrm_small", "rt_hdr_alb_nrm"):  # the default network last
+        executor = CudaExecutor(load_model(weights_dir / f"{name}.tza"), device=device,
+                                tune=False, engine="triton")  # fmt: skip
+        monkeypatch.setattr(executor, "_capability", (9, 0))
+        monkeypatch.setattr(executor, "_tuner", Tuner("gpu", None))
+        prep = executor.prepare(64, 96)
+        signatures = {launch.name: executor.layer_signature(prep, launch)
+                      for launch in executor.launches}  # fmt: skip
+        rowed = {n for n in signatures if isinstance(prep.configs[n], RowsConfig)}
+        assert rowed == {n for n, key in signatures.items() if key in shipped}
+        assert {"enc_conv0", "enc_conv1"} <= rowed
+        launches = {launch.name: launch for launch in executor.launches}
+        assert all(rows_eligible(launches[n]) for n in rowed)
+    assert shipped <= {key for key in signatures.values()}
+    assert "dec_conv1b" in rowed  # the project tail's hidden conv
+    tail_key = project_signature(executor.tail.hidden)
+    assert prep.configs[tail_key] == prep.configs["dec_conv1b"]
+    executor._tuner.choose(rows_key(signatures["enc_conv0"]), (RowsConfig(32, 8, 4, 2),),
+                           lambda config: 0.0)  # fmt: skip
+    assert executor.prepare(32, 32).configs["enc_conv0"] == RowsConfig(32, 8, 4, 2)
+    plain = CudaExecutor(load_model(weights_dir / "rt_hdr_alb_nrm.tza"), device=device,
+                         tune=False, engine="triton", rows=False)  # fmt: skip
+    monkeypatch.setattr(plain, "_capability", (9, 0))
+    assert not any(isinstance(c, RowsConfig) for c in plain.prepare(64, 96).configs.values())

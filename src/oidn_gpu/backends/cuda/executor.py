@@ -14,7 +14,8 @@ Engines:
   `tuning` (a cache of ``oidn-gpu tune``, the shipped table, or the default);
   kernels compile once per layer and configuration, never per image size;
   the network's tail (last hidden conv, final conv, output pass) runs as fused kernels
-  (`fusion`, the ``fused`` option; `steps` lists what `forward` launches);
+  (`fusion`, the ``fused`` option; `steps` lists what `forward` launches); the
+  few-channel full-resolution convs run the row kernel where it has a tile (`row_conv`);
 - ``cudnn``: `torch_ops.TorchNetwork` (torch ``conv2d`` on channels-last
   tensors); chosen when Triton is missing or by ``engine="cudnn"``, and reported
   by `info()` (``fallback``).
