@@ -170,6 +170,7 @@ class CompileBridge:
             images=tuple((tuple(i.tensor.shape), str(i.tensor.dtype).split(".")[-1],
                           i.channels) for i in images),
             out_channels=channels, mode=mode, plan=plan, autoexposure=autoexposure,
+            fused=ex.fusion, rows=ex.rows,
         )  # fmt: skip
         try:
             child = compile_job.start(job)

@@ -41,6 +41,8 @@ class CompileJob:
     mode: Any
     plan: Any
     autoexposure: bool
+    fused: str | None = None  # the caller's `CudaExecutor.fusion` (None: its default)
+    rows: bool | None = None  # the caller's `CudaExecutor.rows` (None: its default)
 
 
 def start(job: CompileJob) -> subprocess.Popen[bytes]:

@@ -19,13 +19,18 @@ from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.runner import CudaDenoiser
 
 
+def executor_of(job: CompileJob) -> CudaExecutor:
+    """The job's executor: the caller's network, precision, fusion and row-kernel choice."""
+    model = SimpleNamespace(graph=job.graph, convs=job.convs, spec=job.spec)
+    return CudaExecutor(
+        model, device=job.device_index, precision=job.precision, engine="triton", tune=False,
+        bridge=False, fused=job.fused, rows=job.rows,
+    )  # fmt: skip
+
+
 def run_job(job: CompileJob) -> None:
     """Compile the job's kernels by running its frame once on scratch images."""
-    model = SimpleNamespace(graph=job.graph, convs=job.convs, spec=job.spec)
-    executor = CudaExecutor(
-        model, device=job.device_index, precision=job.precision, engine="triton", tune=False,
-        bridge=False,
-    )  # fmt: skip
+    executor = executor_of(job)
     with CudaDenoiser(executor, use_graphs=False) as denoiser:
         images = []
         for shape, dtype, channels in job.images:

@@ -14,7 +14,8 @@ Engines:
   `tuning` (a cache of ``oidn-gpu tune``, the shipped table, or the default);
   kernels compile once per layer and configuration, never per image size;
   the network's tail (last hidden conv, final conv, output pass) runs as fused kernels
-  (`fusion`, the ``fused`` option; `steps` lists what `forward` launches);
+  (`fusion`, the ``fused`` option; `steps` lists what `forward` launches); the
+  few-channel full-resolution convs run the row kernel where it has a tile (`row_conv`);
 - ``cudnn``: `torch_ops.TorchNetwork` (torch ``conv2d`` on channels-last
   tensors); chosen when Triton is missing or by ``engine="cudnn"``, and reported
   by `info()` (``fallback``).
@@ -51,11 +52,12 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
-from oidn_gpu.backends.cuda import fusion, layout, torch_ops
+from oidn_gpu.backends.cuda import fusion, layout, row_conv, torch_ops
 from oidn_gpu.backends.cuda.backend import CudaOptions
 from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import (
+    RowsConfig,
     TailConfig,
     TileConfig,
     Tuner,
@@ -63,7 +65,10 @@ from oidn_gpu.backends.cuda.tuning import (
     candidates,
     default_config,
     project_signature,
+    rows_eligible,
+    rows_key,
     shipped_config,
+    shipped_rows,
     signature,
     tuning_enabled,
 )
@@ -141,7 +146,7 @@ class Prepared:
     plan: Plan
     slots: list[Any]
     views: dict[str, Any]
-    configs: dict[str, TileConfig] = field(default_factory=dict)
+    configs: dict[str, TileConfig | RowsConfig] = field(default_factory=dict)
     tail: TailConfig | None = None  # the fused tail's tile (when the tail is fused)
     scratch: Any = None  # the fused tail's per-program rectangles
 
@@ -184,6 +189,8 @@ class CudaExecutor(ExecutorBase):
         fused: how the network's tail (last hidden conv, final conv, output pass) runs
             (`fusion.FUSIONS`): ``"project"`` (True), ``"tail"`` or ``"off"`` (False: the
             oracle); default ``OIDN_GPU_CUDA_FUSED``, else ``project`` (fp16), ``off`` (bf16).
+        rows: run the few-channel full-resolution convs on the row kernel where this GPU
+            has a measured tile (`row_conv`); default ``OIDN_GPU_CUDA_ROWS``, else on.
 
     Raises:
         MissingDependencyError: torch is missing, or ``engine="triton"`` without Triton.
@@ -202,6 +209,7 @@ class CudaExecutor(ExecutorBase):
         bridge: bool | None = None,
         shape_cache_size: int = 2,
         fused: bool | str | None = None,
+        rows: bool | None = None,
     ) -> None:
         torch = torch_ops.torch
         self._torch = torch
@@ -242,6 +250,7 @@ class CudaExecutor(ExecutorBase):
         layout.check_weights(self.graph, model.convs)
         self.launches = layout.launches(self.graph)
         self.fusion = fusion.fusion_of(fused, precision)
+        self.rows = row_conv.rows_of(rows)
         self.tail = fusion.fused_tail(self.launches) if self.fusion != "off" else None
         # what `forward` launches, in order: conv launches and the fused tail
         self.steps: tuple[ConvLaunch | FusedTail, ...] = (
@@ -392,9 +401,14 @@ class CudaExecutor(ExecutorBase):
         return signature(launch, round(math.log2(full / height)))
 
     def tile_config(self, prep: Prepared, launch: ConvLaunch) -> TileConfig:
-        """The tile of ``launch``: the tuning cache's, else the shipped table's for this
-        GPU, else the default (see `tuning`)."""
+        """The tile of ``launch``: with the ``rows`` option a row-kernel tile (the tuning
+        cache's ``rows:`` entry, else the shipped one) where there is one; else the tuning
+        cache's, else the shipped table's for this GPU, else the default (see `tuning`)."""
         key = self.layer_signature(prep, launch)
+        cached = self._tuner.cached(rows_key(key)) if self._tuner is not None else None
+        rowed = cached or shipped_rows(self._capability, key)
+        if self.rows and rows_eligible(launch) and rowed:
+            return rowed
         cached = self._tuner.cached(key) if self._tuner is not None else None
         return cached or shipped_config(self._capability, key) or default_config(launch)
 
@@ -408,6 +422,8 @@ class CudaExecutor(ExecutorBase):
         target = self._raw_target(prep)
         for launch in self.launches:
             key = self.layer_signature(prep, launch)
+            if isinstance(prep.configs[launch.name], RowsConfig):
+                continue  # the row kernel's shipped tile
 
             def time_ms(config: TileConfig, launch: ConvLaunch = launch) -> float:
                 def call() -> None:
@@ -424,6 +440,10 @@ class CudaExecutor(ExecutorBase):
     def fused_kernels(self) -> Any:
         """The `fused_kernels` module (imported with `triton_kernels`, by `kernels`)."""
         return kernels().fused_kernels
+
+    def row_kernels(self) -> Any:
+        """The `row_kernels` module (imported with `triton_kernels`, by `kernels`)."""
+        return kernels().row_kernels
 
     def set_tail_config(self, prep: Prepared, config: TailConfig) -> None:
         """Use ``config`` for the ``tail`` fusion of ``prep`` (`fusion.set_tail_config`)."""
@@ -510,20 +530,13 @@ class CudaExecutor(ExecutorBase):
         out = self._torch_net.forward(inp)[0].permute(1, 2, 0)  # [H, W, 3] float32
         if target is None:
             return out
-        keep = _Rect(target.keep_y, target.keep_x, target.keep_h, target.keep_w,
-                     target.dst_y, target.dst_x)  # fmt: skip
-        image = _image_view(target)
-        if target.mode is None:
-            net = out[keep.src_y : keep.src_y + keep.out_h, keep.src_x : keep.src_x + keep.out_w]
-            image[keep.out_y : keep.out_y + keep.out_h, keep.out_x : keep.out_x + keep.out_w,
-                  : target.channels] = net[..., : target.channels]  # fmt: skip
-        else:
-            torch_ops.output_pass(out, target.scale, target.mode, keep, image, target.channels)
+        torch_ops.write_target(out, target)
         return None
 
-    def _launch(
-        self, prep: Prepared, launch: ConvLaunch, config: TileConfig, target: FinalTarget | None
-    ) -> None:
+    def _launch(self, prep: Prepared, launch: ConvLaunch, config: TileConfig | RowsConfig,
+                target: FinalTarget | None) -> None:  # fmt: skip
+        if isinstance(config, RowsConfig):
+            return row_conv.launch(self, prep, launch, config)
         height, width = layout.conv_shapes(prep.plan, launch)
         sources = [prep.views[s.value] for s in launch.sources]
         a = sources[0]
@@ -620,7 +633,8 @@ class CudaExecutor(ExecutorBase):
                 if any(s.upsample for s in launch.sources):
                     kind = "upsample+concat+" + kind
             else:
-                kind = "triton-igemm"
+                rowed = prep is not None and isinstance(prep.configs[launch.name], RowsConfig)
+                kind = "triton-rows" if rowed else "triton-igemm"
                 if launch.parity:
                     kind += "-2x2parity"
                 if launch.pool:
@@ -681,20 +695,3 @@ class CudaExecutor(ExecutorBase):
         if self._closed:
             raise InvalidOperationError("the cuda executor is closed")
 
-
-@dataclass(frozen=True)
-class _Rect:
-    """A kept rectangle in the shape of `image.tiling.Tile`'s output fields."""
-
-    src_y: int
-    src_x: int
-    out_h: int
-    out_w: int
-    out_y: int
-    out_x: int
-
-
-def _image_view(target: FinalTarget) -> Any:
-    """The ``[H, W, C]`` image tensor of a target (its offset is 0 by construction)."""
-    image = target.image
-    return image if image.dim() == 3 else image.unsqueeze(2)

@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.cuda import layout
+from oidn_gpu.backends.cuda import layout, row_conv
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import (
     DEFAULT_TAIL,
+    RowsConfig,
     TailConfig,
     block_k_for,
     project_signature,
@@ -113,7 +114,10 @@ def prepare_project(ex: Any, prep: Any) -> None:
     assert ex.tail is not None
     hidden = ex.tail.hidden
     key = project_signature(hidden)
-    prep.configs[key] = shipped_config(ex._capability, key) or prep.configs[hidden.name]
+    rowed = isinstance(prep.configs[hidden.name], RowsConfig)  # the row kernel's epilogue
+    prep.configs[key] = (None if rowed else shipped_config(ex._capability, key)) or (
+        prep.configs[hidden.name]
+    )
     height, width = layout.conv_shapes(prep.plan, ex.tail.final)
     # bf16 partial sums are 8 times further from the per-layer output than fp16 ones
     # (H200, 2026-12-01, shared scenes: 9.5e-3 against 1.2e-3): fp32 for bf16
@@ -205,13 +209,16 @@ def launch_project(ex: Any, prep: Any, target: Any) -> None:
     source = hidden.sources[0]
     weight, bias = ex._weights[hidden.name]
     proj, final_bias = ex._weights["project"]
-    block_k, taps = block_k_for(config.block_k, source.stored)
-    ex.fused_kernels().conv_project_kernel[(-(-height * width // config.block_m),)](
-        prep.views[source.value], weight, bias, proj, prep.scratch,
-        height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
-        RELU=hidden.relu, MID=hidden.out_stored, BLOCK_M=config.block_m, BLOCK_K=block_k,
-        TAPS=taps, num_warps=config.num_warps, num_stages=config.num_stages,
-    )  # fmt: skip
+    if isinstance(config, RowsConfig):
+        row_conv.launch(ex, prep, hidden, config, project=True)
+    else:
+        block_k, taps = block_k_for(config.block_k, source.stored)
+        ex.fused_kernels().conv_project_kernel[(-(-height * width // config.block_m),)](
+            prep.views[source.value], weight, bias, proj, prep.scratch,
+            height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
+            RELU=hidden.relu, MID=hidden.out_stored, BLOCK_M=config.block_m, BLOCK_K=block_k,
+            TAPS=taps, num_warps=config.num_warps, num_stages=config.num_stages,
+        )  # fmt: skip
     final_args, flags = ex._final_args(target)
     rows, cols = TAP_SUM_BLOCK
     ex.fused_kernels().tap_sum_kernel[(-(-width // cols), -(-height // rows))](

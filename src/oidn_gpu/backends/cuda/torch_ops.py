@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -172,6 +173,32 @@ def output_pass(net: Any, scale: Any, mode: Any, tile: Any, image: Any, channels
     rows = slice(tile.out_y, tile.out_y + tile.out_h)
     cols = slice(tile.out_x, tile.out_x + tile.out_w)
     image[rows, cols, :channels] = v[..., :channels]
+
+
+@dataclass(frozen=True)
+class _Rect:
+    """A kept rectangle in the shape of `image.tiling.Tile`'s output fields."""
+
+    src_y: int
+    src_x: int
+    out_h: int
+    out_w: int
+    out_y: int
+    out_x: int
+
+
+def write_target(net: Any, target: Any) -> None:
+    """Write the raw network output ``net [H, W, 3]`` into an `executor.FinalTarget`: its
+    kept rectangle, raw or through the output pass (the offset is 0 by construction)."""
+    keep = _Rect(target.keep_y, target.keep_x, target.keep_h, target.keep_w,
+                 target.dst_y, target.dst_x)  # fmt: skip
+    image = target.image if target.image.dim() == 3 else target.image.unsqueeze(2)
+    if target.mode is None:
+        v = net[keep.src_y : keep.src_y + keep.out_h, keep.src_x : keep.src_x + keep.out_w]
+        image[keep.out_y : keep.out_y + keep.out_h, keep.out_x : keep.out_x + keep.out_w,
+              : target.channels] = v[..., : target.channels]  # fmt: skip
+    else:
+        output_pass(net, target.scale, target.mode, keep, image, target.channels)
 
 
 def autoexposure_bins(color: Any) -> Any:

@@ -612,6 +612,6 @@ def autoexposure_scale_kernel(bins_ptr, count, scale_ptr, KEY: tl.constexpr,
     tl.store(scale_ptr, scale)
 
 
-# The fused network tail's kernels build on the helpers above; imported here so that one
-# lazy import (the executor's `kernels`) brings every kernel.
-from oidn_gpu.backends.cuda import fused_kernels  # noqa: E402
+# The fused network tail's and the row conv's kernels build on the helpers above; imported
+# here so that one lazy import (the executor's `kernels`) brings every kernel.
+from oidn_gpu.backends.cuda import fused_kernels, row_kernels  # noqa: E402

@@ -14,6 +14,10 @@ Where a tile comes from, first match wins:
 2. `SHIPPED_TILES`, measured on the GPUs named there (by compute capability);
 3. `default_config`.
 
+Layers that `rows_eligible` admits may run the row kernel (`row_kernels`) with a
+`RowsConfig`: the cache's ``rows:`` entry of their signature, else `SHIPPED_ROWS`; it takes
+precedence over the layer's `TileConfig` while the executor's ``rows`` option is on.
+
 The fused tail's ``tail`` kernel has its own `TailConfig` (2D tile, halo, persistent
 programs), cached under ``tail:`` keys; the ``project`` tail uses the hidden conv's tile
 unless `SHIPPED_TILES` has its `project_signature`.
@@ -137,6 +141,54 @@ SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] 
 }
 
 
+@dataclass(frozen=True)
+class RowsConfig:
+    """One tile configuration of `row_kernels.conv_rows_kernel`: a strip of ``block_w``
+    columns and ``rows`` output rows per program, warps, pipeline depth."""
+
+    block_w: int
+    rows: int
+    num_warps: int
+    num_stages: int
+
+    def describe(self) -> str:
+        return f"rows {self.block_w}x{self.rows} w{self.num_warps} s{self.num_stages}"
+
+
+ROW_CHANNELS = (16, 32, 64)  # stored input channels the row kernel takes (one K step a tap)
+
+
+def rows_eligible(launch: ConvLaunch) -> bool:
+    """Whether `row_kernels.conv_rows_kernel` can run ``launch``: one source, not upsampled,
+    of 16, 32 or 64 stored channels, at most 64 output channels (a power of two), not final."""
+    (source, *rest) = launch.sources
+    out = launch.out_stored
+    return (not rest and not source.upsample and not launch.final
+            and source.stored in ROW_CHANNELS and out <= 64 and not out & (out - 1))  # fmt: skip
+
+
+# Row-kernel tiles by compute capability (see `SHIPPED_TILES`), keyed by `signature`; a
+# layer listed here runs `row_kernels.conv_rows_kernel` while the executor's ``rows`` option
+# is on. Timed on an NVIDIA H200 (Triton 3.6, fp16, rt_hdr_alb_nrm at 1920x1088,
+# 2026-12-01, bench/h200_rows_sweep.py; bench/h200_fused2/): each layer alone, per-layer
+# kernel -> row kernel, the same output bits: enc_conv0 0.136 -> 0.073 ms, enc_conv1 + pool
+# 0.213 -> 0.124 ms, the `project` tail 0.497 -> 0.439 ms; dec_conv2b (64->64@1) was slower
+# (0.128 against 0.120 ms) and stays on the per-layer kernel.
+SHIPPED_ROWS: dict[tuple[int, int], dict[str, tuple[int, int, int, int]]] = {
+    (9, 0): {
+        "16->32@0": (64, 32, 4, 3),
+        "32->32p@0": (64, 32, 4, 3),
+        "64->32@0": (64, 32, 4, 3),
+    },
+}
+
+
+def shipped_rows(capability: tuple[int, int] | None, key: str) -> RowsConfig | None:
+    """The shipped row-kernel tile of a layer signature on a GPU of ``capability``."""
+    shape = SHIPPED_ROWS.get(capability or (0, 0), {}).get(key)
+    return RowsConfig(*shape) if shape is not None else None
+
+
 def shipped_config(capability: tuple[int, int] | None, key: str) -> TileConfig | None:
     """The shipped tile of a layer signature on a GPU of ``capability``, if measured."""
     shape = SHIPPED_TILES.get(capability or (0, 0), {}).get(key)
@@ -206,6 +258,17 @@ def shipped_tail(capability: tuple[int, int] | None, key: str) -> TailConfig | N
     return TailConfig(*shape) if shape is not None else None
 
 
+def rows_key(key: str) -> str:
+    """The tuning cache's key of the row-kernel tile of a layer signature."""
+    return f"rows:{key}"
+
+
+def _config_type(key: str) -> type:
+    if key.startswith("tail:"):
+        return TailConfig
+    return RowsConfig if key.startswith("rows:") else TileConfig
+
+
 DEFAULT_CACHE = Path("~") / ".cache" / "oidn-gpu" / "cuda-tuning.json"
 
 
@@ -239,7 +302,7 @@ class Tuner:
     def __init__(self, device_key: str, path: Path | None = None) -> None:
         self.device_key = device_key
         self.path = path if path is not None else _cache_path()
-        self._choices: dict[str, TileConfig | TailConfig] = {}
+        self._choices: dict[str, TileConfig | TailConfig | RowsConfig] = {}
         self._load()
 
     def _load(self) -> None:
@@ -248,10 +311,7 @@ class Tuner:
         try:
             data = json.loads(self.path.read_text())
             section = data.get(self.device_key, {})
-            self._choices = {
-                key: (TailConfig if key.startswith("tail:") else TileConfig)(**value)
-                for key, value in section.items()
-            }
+            self._choices = {key: _config_type(key)(**value) for key, value in section.items()}
         except (OSError, ValueError, TypeError):
             self._choices = {}  # an unreadable cache is retuned, never trusted
 

@@ -1,0 +1,141 @@
+"""The row-streaming conv (`row_kernels.conv_rows_kernel`) against the per-layer kernels.
+
+Every layer it can run (plain convs, conv + pool, the ``project`` tail's hidden conv) is
+given a row tile through the shipped table, as on a GPU that has one; sizes are not
+multiples of the strips (columns) or of the rows per program. Through Triton's interpreter
+without a GPU (tiny sizes), on the GPU when there is one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oidn_gpu.backends.cuda import compile_worker, row_conv, tuning
+from oidn_gpu.backends.cuda.compile_job import CompileJob
+from oidn_gpu.backends.cuda.executor import CudaExecutor
+from oidn_gpu.backends.cuda.tuning import (
+    RowsConfig,
+    Tuner,
+    project_signature,
+    rows_eligible,
+    rows_key,
+)
+from oidn_gpu.backends.reference import ReferenceExecutor
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.model.unet import load_model
+from tests.cuda.conftest import rel_l2
+from tests.cuda.test_fused import FP16_REL_L2, PROJECT_VS_LAYERS, tail_unet
+from tests.models import random_model
+
+# The row kernel sums a conv's taps in another order than the per-layer kernel (fp32
+# accumulators, the same fp16 values stored): the outputs differ by fp16 roundings only.
+ROWS_VS_LAYERS = 2e-3
+
+
+def _ship_rows(monkeypatch, executor: CudaExecutor, size, config: RowsConfig) -> list[str]:
+    """Ship ``config`` for every layer of ``executor`` the row kernel runs; their names."""
+    capability = executor._capability or (0, 0)
+    prep = executor._allocate(*size)
+    keys = {executor.layer_signature(prep, launch): launch.name
+            for launch in executor.launches if rows_eligible(launch)}  # fmt: skip
+    monkeypatch.setitem(tuning.SHIPPED_ROWS, capability, dict.fromkeys(keys, tuple(
+        getattr(config, f) for f in ("block_w", "rows", "num_warps", "num_stages"))))
+    return sorted(keys.values())
+
+
+@pytest.mark.parametrize(
+    ("size", "channels", "config"),
+    [
+        ((14, 22), (9, 16, 24, 32), RowsConfig(16, 4, 4, 2)),  # strips and rows cut off
+        ((10, 18), (6, 32, 64, 64), RowsConfig(8, 2, 4, 2)),  # 64 channels, many programs
+        ((6, 34), (3, 16, 32, 16), RowsConfig(32, 8, 4, 2)),  # fewer rows than a program
+    ],
+)
+@pytest.mark.parametrize("fused", ["off", "project"])
+def test_row_kernel_matches_layers_and_reference(size, channels, config, fused, rng, device,
+                                                 monkeypatch):  # fmt: skip
+    model = random_model(tail_unet(*channels), rng)
+    x = rng.random((channels[0], *size), dtype=np.float32)
+    expected = ReferenceExecutor(model).run(x)
+    layers = CudaExecutor(model, device=device, tune=False, engine="triton", fused=fused,
+                          rows=False)  # fmt: skip
+    oracle = layers.run(x)
+    rowed = CudaExecutor(model, device=device, tune=False, engine="triton", fused=fused)
+    names = _ship_rows(monkeypatch, rowed, size, config)
+    assert {"e0", "d1b"} <= set(names)  # conv + pool, the tail (and "m" at half resolution)
+    assert "d1" not in names  # a decoder conv (upsampled source): the per-layer kernel
+    prep = rowed.prepare(*size)
+    assert all(isinstance(prep.configs[name], RowsConfig) for name in names)
+    if fused == "project":
+        assert prep.configs[project_signature(rowed.tail.hidden)] == config
+    assert "triton-rows" in rowed.kernel_names()["e0"]
+    actual = rowed.run(x)
+    assert np.isfinite(actual).all()
+    bound = PROJECT_VS_LAYERS if fused == "project" else ROWS_VS_LAYERS
+    assert rel_l2(actual, oracle) <= bound
+    assert rel_l2(actual, expected) <= FP16_REL_L2
+
+
+def test_row_kernel_option_and_environment(monkeypatch, rng, device):
+    model = random_model(tail_unet(9, 16, 24, 32), rng)
+    executor = CudaExecutor(model, device=device, tune=False, engine="triton", rows=False)
+    _ship_rows(monkeypatch, executor, (8, 8), RowsConfig(16, 4, 4, 2))
+    assert not any(isinstance(c, RowsConfig) for c in executor.prepare(8, 8).configs.values())
+    monkeypatch.setenv(row_conv.ROWS_ENV_VAR, "off")
+    assert not CudaExecutor(model, device=device, tune=False, engine="triton").rows
+    monkeypatch.setenv(row_conv.ROWS_ENV_VAR, "on")
+    assert CudaExecutor(model, device=device, tune=False, engine="triton").rows
+    monkeypatch.setenv(row_conv.ROWS_ENV_VAR, "maybe")
+    with pytest.raises(InvalidArgumentError, match="OIDN_GPU_CUDA_ROWS='maybe' is unknown"):
+        CudaExecutor(model, device=device, tune=False, engine="triton")
+    with pytest.raises(InvalidArgumentError, match="rows 'yes' must be a bool"):
+        CudaExecutor(model, device=device, tune=False, engine="triton", rows="yes")
+
+
+@pytest.mark.parametrize(("fused", "rows_on"), [("off", False), ("tail", True)])
+def test_compile_worker_follows_the_callers_options(fused, rows_on, monkeypatch, rng, device):
+    """The child compiles the caller's kernels: its fusion and row choice, not the
+    environment's."""
+    monkeypatch.setenv("OIDN_GPU_CUDA_FUSED", "project")
+    monkeypatch.setenv(row_conv.ROWS_ENV_VAR, "off" if rows_on else "on")
+    model = random_model(tail_unet(), rng)
+    job = CompileJob(
+        graph=model.graph, convs=dict(model.convs), spec=None, precision="fp16",
+        device_index=device.index, images=(), out_channels=3, mode=None, plan=None,
+        autoexposure=False, fused=fused, rows=rows_on,
+    )  # fmt: skip
+    executor = compile_worker.executor_of(job)
+    assert executor.fusion == fused and executor.rows is rows_on
+
+
+def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, monkeypatch,
+                                                                   device):  # fmt: skip
+    """The H200's row tiles are signatures of layers the row kernel runs; a GPU of that
+    compute capability runs exactly those layers on it, the tuning cache's ``rows:`` entry
+    first; ``rows=False`` runs none."""
+    shipped = set(tuning.SHIPPED_ROWS[(9, 0)])
+    for name in ("rt_hdr_alb_nrm_small", "rt_hdr_alb_nrm"):  # the default network last
+        executor = CudaExecutor(load_model(weights_dir / f"{name}.tza"), device=device,
+                                tune=False, engine="triton")  # fmt: skip
+        monkeypatch.setattr(executor, "_capability", (9, 0))
+        monkeypatch.setattr(executor, "_tuner", Tuner("gpu", None))
+        prep = executor.prepare(64, 96)
+        signatures = {launch.name: executor.layer_signature(prep, launch)
+                      for launch in executor.launches}  # fmt: skip
+        rowed = {n for n in signatures if isinstance(prep.configs[n], RowsConfig)}
+        assert rowed == {n for n, key in signatures.items() if key in shipped}
+        assert {"enc_conv0", "enc_conv1"} <= rowed
+        launches = {launch.name: launch for launch in executor.launches}
+        assert all(rows_eligible(launches[n]) for n in rowed)
+    assert shipped <= {key for key in signatures.values()}
+    assert "dec_conv1b" in rowed  # the project tail's hidden conv
+    tail_key = project_signature(executor.tail.hidden)
+    assert prep.configs[tail_key] == prep.configs["dec_conv1b"]
+    executor._tuner.choose(rows_key(signatures["enc_conv0"]), (RowsConfig(32, 8, 4, 2),),
+                           lambda config: 0.0)  # fmt: skip
+    assert executor.prepare(32, 32).configs["enc_conv0"] == RowsConfig(32, 8, 4, 2)
+    plain = CudaExecutor(load_model(weights_dir / "rt_hdr_alb_nrm.tza"), device=device,
+                         tune=False, engine="triton", rows=False)  # fmt: skip
+    monkeypatch.setattr(plain, "_capability", (9, 0))
+    assert not any(isinstance(c, RowsConfig) for c in plain.prepare(64, 96).configs.values())
