@@ -75,6 +75,8 @@ def _run(passes, frames, params):
         ("object", "depth", {"clamp": "minmax", "clamp_radius": 1}, 30),
         ("object", "aux", {"change_sigmas": 0.0, "firefly_ratio": 0.0}, 30),
         ("pan", "aux", {"clamp": "none", "output_blend": 1.0}, 30),
+        ("object", "depth", {"disocclusion_margin": 2, "change_sigmas": 0.0}, 30),
+        ("object", "depth", {"disocclusion_margin": 0}, 30),
     ],
 )
 def test_kernels_agree_with_numpy(device, kind, guides, options, size):

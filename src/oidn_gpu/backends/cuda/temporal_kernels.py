@@ -1,5 +1,5 @@
 # ruff: noqa: N803, N806 - Triton names constexpr parameters in capitals
-"""The temporal mode's passes as four Triton kernels (`CudaTemporalSession` runs them).
+"""The temporal mode's passes as five Triton kernels (`CudaTemporalSession` runs them).
 
 The arithmetic of the NumPy oracle `oidn_gpu.temporal.passes`, in the same order, on
 contiguous float32 images in its channel layouts, one program per `BLOCK` pixels:
@@ -12,9 +12,13 @@ contiguous float32 images in its channel layouts, one program per `BLOCK` pixels
   program), the camera-cut test's one number, and writes the two luminances the
   light-change test sums over its window (two contiguous planes, so that the window's
   25 taps are coalesced loads).
-* `reject_kernel`: pass 1b (`passes.reject_changes`) in place on the reprojection (it
-  writes only the accumulated signal and the counts), and the accumulated color, albedo
-  and normal as three contiguous ``[H, W, 3]`` images for the denoiser.
+* `near_rows_kernel`: pass 1c's row dilation (`passes.drop_near_disocclusions`): 1 where
+  a pixel of the row within ``disocclusion_margin`` has no history.
+* `reject_kernel`: pass 1b (`passes.reject_changes`) and the column half of pass 1c in
+  place on the reprojection (it writes only the accumulated signal and the counts; both
+  put the frame's own signal and a count of 1, so their order does not matter), and the
+  accumulated color, albedo and normal as three contiguous ``[H, W, 3]`` images for the
+  denoiser.
 * `stabilize_kernel`: pass 2 (`passes.stabilize`) and the next state
   (`passes.next_state`), written over the previous one.
 
@@ -25,7 +29,6 @@ Under ``TRITON_INTERPRET=1`` they run on CPU tensors (the tests).
 import numpy as np
 
 from oidn_gpu.backends.cuda.executor import interpreting
-from oidn_gpu.backends.cuda.temporal import drop_near_disocclusions_
 from oidn_gpu.backends.cuda.triton_kernels import UNAVAILABLE, tl, triton
 from oidn_gpu.temporal import passes as tp
 
@@ -264,13 +267,30 @@ def _accumulate(signal, out, lum, p, pm, c, hist, valid, valid_out, fx, fy, hist
 
 
 @_jit
-def reject_kernel(signal, repro, lum, acc_color, acc_albedo, acc_normal, height, width,
-                  change_sigmas, ENABLED: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def near_rows_kernel(repro, rows, height, width, MARGIN: tl.constexpr, BLOCK: tl.constexpr):
+    """Pass 1c's row dilation: 1 where a pixel of the row within MARGIN has no history."""
+    p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    pm = p < height * width
+    y, x = p // width, p % width
+    near = tl.zeros([BLOCK], tl.float32)
+    for d in range(0, 2 * MARGIN + 1):
+        xs = x + (d - MARGIN)
+        inside = pm & (xs >= 0) & (xs < width)
+        valid = tl.load(repro + (y * width + xs) * 16 + 13, mask=inside, other=1.0)
+        near = tl.where(valid < 0.5, 1.0, near)
+    tl.store(rows + p, near, mask=pm)
+
+
+@_jit
+def reject_kernel(signal, repro, lum, rows, acc_color, acc_albedo, acc_normal, height, width,
+                  change_sigmas, ENABLED: tl.constexpr, MARGIN: tl.constexpr,
+                  BLOCK: tl.constexpr):  # fmt: skip
     p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     pm = p < height * width
     c = tl.arange(0, 16)[None, :]
     m = pm[:, None]
     tile = tl.load(repro + p[:, None] * 16 + c, mask=m, other=0.0)
+    changed = p < 0  # none
     if ENABLED:
         y, x = p // width, p % width
         total = tl.zeros([BLOCK], tl.float32)
@@ -291,9 +311,18 @@ def reject_kernel(signal, repro, lum, acc_color, acc_albedo, acc_normal, height,
         error = tl.sqrt_rn(tl.maximum(mean_sq - mean * mean, 0.0)) / (2 * CHANGE_RADIUS + 1.0)
         changed = (tl.abs(mean - mean_previous) > change_sigmas * error) & (
             _col(tile, c, 13) > 0.5)
+    dropped = changed  # the input history: dropped where the light changed ...
+    if MARGIN > 0:  # ... and near a pixel without history (pass 1c, columns of `rows`)
+        y, x = p // width, p % width
+        for d in range(0, 2 * MARGIN + 1):
+            ys = y + (d - MARGIN)
+            inside = pm & (ys >= 0) & (ys < height)
+            dropped = dropped | (tl.load(rows + ys * width + x, mask=inside, other=0.0) > 0.5)
+    if ENABLED or MARGIN > 0:
         sig = tl.load(signal + p[:, None] * 9 + c, mask=m & (c < 9), other=0.0)
-        tile = tl.where(changed[:, None] & (c < 9), sig, tile)
-        tile = tl.where(changed[:, None] & ((c == 9) | (c == 14)), 1.0, tile)
+        tile = tl.where(dropped[:, None] & (c < 9), sig, tile)
+        tile = tl.where(dropped[:, None] & (c == 9), 1.0, tile)
+        tile = tl.where(changed[:, None] & (c == 14), 1.0, tile)
         tl.store(repro + p[:, None] * 16 + c, tile, mask=m & ((c < 10) | (c == 14)))
     tl.store(acc_color + p[:, None] * 3 + c, tile, mask=m & (c < 3))
     tl.store(acc_albedo + p[:, None] * 3 + (c - 3), tile, mask=m & (c >= 3) & (c < 6))
@@ -388,21 +417,25 @@ def gather(motion, guide, prev_guide, signal, prev_state, out, lum, kept, params
     )
 
 
-def reject(signal, repro, lum, acc_color, acc_albedo, acc_normal, params) -> None:
-    """`reject_kernel`: the light-change test on ``repro`` in place (from `gather`'s
-    ``lum``) and the accumulated images for the denoiser; then, with
-    ``disocclusion_margin``, pass 1c in torch (two max pools of the rejected pixels'
-    mask, `temporal.drop_near_disocclusions_`) and the accumulated images again."""
+def reject(signal, repro, lum, acc_color, acc_albedo, acc_normal, params, rows=None) -> None:
+    """`reject_kernel`: the light-change test (pass 1b, from `gather`'s ``lum``) and the
+    input history dropped near pixels without history (pass 1c, ``disocclusion_margin``:
+    `near_rows_kernel`'s row dilation into ``rows``, an ``[H, W]`` float32 scratch made
+    when None, then the columns in `reject_kernel`) on ``repro`` in place, and the
+    accumulated images for the denoiser."""
     height, width = repro.shape[:2]
+    margin = params.disocclusion_margin
+    if margin and rows is None:
+        rows = repro.new_empty((height, width))
+    if margin:
+        near_rows_kernel[_grid(height, width)](
+            repro, rows, height, width, MARGIN=margin, BLOCK=BLOCK, num_warps=NUM_WARPS,
+        )
     reject_kernel[_grid(height, width)](
-        signal, repro, lum, acc_color, acc_albedo, acc_normal, height, width,
-        float(params.change_sigmas), ENABLED=params.change_sigmas != 0, BLOCK=BLOCK,
-        num_warps=NUM_WARPS,
+        signal, repro, lum, repro if rows is None else rows, acc_color, acc_albedo,
+        acc_normal, height, width, float(params.change_sigmas),
+        ENABLED=params.change_sigmas != 0, MARGIN=margin, BLOCK=BLOCK, num_warps=NUM_WARPS,
     )
-    if params.disocclusion_margin:
-        drop_near_disocclusions_(signal, repro, params.disocclusion_margin)
-        for first, acc in ((0, acc_color), (3, acc_albedo), (6, acc_normal)):
-            acc.copy_(repro[..., first : first + 3])
 
 
 def stabilize(denoised, repro, out, state, params) -> None:

@@ -3,14 +3,15 @@
 The history state and the previous frame's guide stay on the device between frames. Per
 frame (`frame`, host arrays) the images are copied into pinned host buffers by torch's
 CPU threads and uploaded asynchronously, each upload overlapping the next copy; then, on
-the current stream, four Triton kernels (`temporal_kernels`) and the denoise:
+the current stream, five Triton kernels (`temporal_kernels`) and the denoise:
 
 1. pack the signal and the guide;
 2. reproject the previous state (pass 1a) and count the pixels that kept their history:
    that count is the one number read back mid-frame (the camera-cut test; a cut runs
    pass 1a again with no history);
 3. the light-change rejection (pass 1b), writing the accumulated color, albedo and normal
-   as contiguous images (and pass 1c, ``disocclusion_margin``, in torch: `tk.reject`);
+   as contiguous images, with pass 1c (``disocclusion_margin``: a row dilation kernel,
+   then the columns in the same kernel);
 4. `oidn_gpu.Denoiser.denoise` of those device tensors (its device path: no host copy);
 5. stabilize (pass 2), writing the output and the next state over the previous one;
 
@@ -158,7 +159,7 @@ class CudaTemporalSession:
             fraction = 0.0
         repro = buf["repro"]
         tk.reject(signal, repro, buf["lum"], buf["acc_color"], buf["acc_albedo"],
-                  buf["acc_normal"], params)
+                  buf["acc_normal"], params, rows=buf["near_rows"])
         denoised = self.denoiser.denoise(
             buf["acc_color"],
             None if albedo is None else buf["acc_albedo"],
@@ -201,6 +202,8 @@ class CudaTemporalSession:
                                               device=self.device)  # fmt: skip
             self._dev["lum"] = torch.empty((2, height, width), dtype=torch.float32,
                                            device=self.device)
+            self._dev["near_rows"] = torch.empty((height, width), dtype=torch.float32,
+                                                 device=self.device)
             self._dev["kept"] = torch.zeros(1, dtype=torch.int32, device=self.device)
         return self._dev
 
