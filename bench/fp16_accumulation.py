@@ -38,26 +38,31 @@ CROPS = ("cornell_diffuse", "cornell_glossy", "dim_indirect", "textured_checker"
 FULL_RESOLUTION = frozenset({"enc_conv0", "enc_conv1", "dec_conv1a", "dec_conv1b", "dec_conv0"})
 
 
+ENDS = ("enc_conv0", "dec_conv0")  # the convs that read only the network input, and the final
+
+
 def candidates(layers: list[str]) -> list[tuple[str, emu.Fp16Sources]]:
     every = frozenset(layers)
     base = emu.ALL_SOURCES
+    ends = tuple((name, 0) for name in ENDS)
     return [
-        ("f16 partials of 32 products (the kernels before)", base),
-        ("f16 chains of 8 products into f32", replace(base, gemm_group=8)),
+        ("f16 partials of 32 products (f16-partials)", base),
+        ("f16 chains of 8 products into f32 (f16-chains)", replace(base, gemm_group=8)),
+        ("f16 chains of 16 products into f32 (f16-chains16)", replace(base, gemm_group=16)),
+        ("2 f16 chains of 16 added in f16, into f32 (f16-pairs)", replace(base, chains=2)),
+        ("4 f16 chains of 8 added in f16, into f32 (f16-lanes)", replace(base, chains=4)),
+        ("f16-partials, f32 ends", replace(base, layer_groups=ends)),
+        ("f16-pairs, f32 ends", replace(base, chains=2, layer_groups=ends)),
+        ("f16-lanes, f32 ends", replace(base, chains=4, layer_groups=ends)),
+        ("f16-chains16, f32 ends", replace(base, gemm_group=16, layer_groups=ends)),
+        ("f16-chains, f32 ends", replace(base, gemm_group=8, layer_groups=ends)),
+        ("f16-lanes, f32 final layer", replace(base, chains=4, layer_groups=ends[1:])),
         ("f16 chains of 4 products into f32", replace(base, gemm_group=4)),
         (
             "f32 on the full-resolution layers, 32 elsewhere",
             replace(base, f32_layers=FULL_RESOLUTION),
         ),
-        (
-            "f32 on the full-resolution layers, chains of 8 elsewhere",
-            replace(base, gemm_group=8, f32_layers=FULL_RESOLUTION),
-        ),
-        ("f32 accumulation on every layer", replace(base, f32_layers=every)),
-        (
-            "f32 accumulation and f16 storage, fused (= f32 on every layer)",
-            replace(base, partials=False),
-        ),
+        ("f32 accumulation on every layer (f32)", replace(base, f32_layers=every)),
     ]
 
 
@@ -66,13 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crops", nargs="+", default=list(CROPS))
     parser.add_argument("--fused", action="store_true", help="f16 FMAs rounded once (GPUs)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", nargs="*", type=int, help="candidate indices to run")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     model = load_builtin(WEIGHTS)
     layers = [n.name for n in model.graph.nodes if n.__class__.__name__ == "Conv"]
     crops = [Crop(name, model) for name in args.crops]
     rows = []
-    for label, sources in candidates(layers):
+    for index, (label, sources) in enumerate(candidates(layers)):
+        if args.only and index not in args.only:
+            continue
         if args.fused:
             sources = replace(sources, fused_fma=True)
         cells = []
