@@ -67,6 +67,14 @@ def candidates(layers: list[str]) -> list[tuple[str, emu.Fp16Sources]]:
         ("f16-pairs, f32 final layer", replace(base, chains=2, layer_groups=ends[1:])),
         ("f16-partials, f32 final layer", replace(base, layer_groups=ends[1:])),
         ("f16-chains16, f32 final layer", replace(base, gemm_group=16, layer_groups=ends[1:])),
+        (
+            "f16-pairs, f16-chains first conv, f32 final layer",
+            replace(base, chains=2, layer_groups=(("enc_conv0", (8, 1)), ends[1])),
+        ),
+        (
+            "f16-lanes, f16-chains16 first conv, f32 final layer",
+            replace(base, chains=4, layer_groups=(("enc_conv0", (16, 1)), ends[1])),
+        ),
     ]
 
 

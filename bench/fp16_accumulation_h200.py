@@ -37,20 +37,30 @@ CANDIDATES = (
     ("f16-partials", {"accumulation": "f16-partials"}),
     ("f16-pairs+f32-ends", {"accumulation": "f16-pairs", **F32_ENDS}),
     ("f16-lanes+f32-ends", {"accumulation": "f16-lanes", **F32_ENDS}),
-    ("f16-pairs+f32-final", {"accumulation": "f16-pairs", **F32_FINAL}),
-    ("f16-partials+f32-ends", {"accumulation": "f16-partials", **F32_ENDS}),
     ("f16-chains16+f32-ends", {"accumulation": "f16-chains16", **F32_ENDS}),
-    ("f16-lanes+f32-final", {"accumulation": "f16-lanes", **F32_FINAL}),
     (
-        "f16-pairs+f32-final, padded patch, 2 pixels",
-        {"accumulation": "f16-pairs", **F32_FINAL, "final_patch": "padded", "final_pixels": 2},
+        "f16-pairs, first conv f16-chains, final f32 (padded patch, 2 pixels)",
+        {
+            "accumulation": "f16-pairs",
+            "input_accumulation": "f16-chains",
+            **F32_FINAL,
+            "final_patch": "padded",
+            "final_pixels": 2,
+        },
     ),
     (
-        "f16-partials+f32-final, padded patch",
-        {"accumulation": "f16-partials", **F32_FINAL, "final_patch": "padded"},
+        "f16-lanes, first conv f16-chains16, final f32 (padded patch)",
+        {
+            "accumulation": "f16-lanes",
+            "input_accumulation": "f16-chains16",
+            **F32_FINAL,
+            "final_patch": "padded",
+        },
     ),
+    ("f16-pairs", {"accumulation": "f16-pairs"}),
     ("f16-chains", {"accumulation": "f16-chains"}),
     ("f16-lanes, 4 rows", {"accumulation": "f16-lanes", "rows_per_thread": 4}),
+    ("f16-pairs, 4 rows", {"accumulation": "f16-pairs", "rows_per_thread": 4}),
     ("f32", {"accumulation": "f32"}),
 )
 IMAGES = ("color_4spp", "albedo", "normal")

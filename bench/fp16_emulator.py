@@ -113,8 +113,9 @@ class Fp16Sources:
             input blocks of a group go to two chains; with 4, each lane of a block to its
             own; the chains are added in f16 (``(c0 + c1) + (c2 + c3)``) before the f32
             fold. The final layer keeps one chain.
-        layer_groups: products per f16 partial of single layers (0: f32), over
-            ``gemm_group`` / ``final_group``.
+        layer_groups: ``(layer, group)`` or ``(layer, (group, chains))``: products per f16
+            partial (0: f32) and chains of single layers, over ``gemm_group`` /
+            ``final_group`` and ``chains``.
     """
 
     input: bool = False
@@ -127,7 +128,7 @@ class Fp16Sources:
     layers: frozenset[str] | None = None
     f32_layers: frozenset[str] = frozenset()
     chains: int = 1
-    layer_groups: tuple[tuple[str, int], ...] = ()
+    layer_groups: tuple[tuple[str, int | tuple[int, int]], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("gemm_group", "final_group"):
@@ -346,6 +347,9 @@ def run_graph(
         group = dict(sources.layer_groups).get(
             node.name, sources.final_group if final else sources.gemm_group
         )
+        chains = 1 if final else sources.chains
+        if isinstance(group, tuple):
+            group, chains = group
         if group == 0:
             return reference.conv3x3(value, params.weight, params.bias, node.activation)
         return conv3x3_fp16_partials(
@@ -358,7 +362,7 @@ def run_graph(
             fused_fma=sources.fused_fma,
             stats=partial_stats,
             name=node.name,
-            chains=1 if final else sources.chains,
+            chains=chains,
         )
 
     execution = plan(graph, x.shape[1], x.shape[2])
