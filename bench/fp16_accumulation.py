@@ -75,6 +75,14 @@ def candidates(layers: list[str]) -> list[tuple[str, emu.Fp16Sources]]:
             "f16-lanes, f16-chains16 first conv, f32 final layer",
             replace(base, chains=4, layer_groups=(("enc_conv0", (16, 1)), ends[1])),
         ),
+        (
+            "f16-partials, f16-chains16 first conv, f32 final layer",
+            replace(base, layer_groups=(("enc_conv0", 16), ends[1])),
+        ),
+        (
+            "f16-partials, f16-chains first conv, f32 final layer",
+            replace(base, layer_groups=(("enc_conv0", 8), ends[1])),
+        ),
     ]
 
 

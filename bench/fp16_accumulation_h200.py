@@ -63,6 +63,31 @@ CANDIDATES = (
     ("f16-pairs, 4 rows", {"accumulation": "f16-pairs", "rows_per_thread": 4}),
     ("f32", {"accumulation": "f32"}),
 )
+FINAL_2PX = {**F32_FINAL, "final_patch": "padded", "final_pixels": 2}
+# The second call: the cheap per-layer mixes measured whole, final-layer variants, chains16 tiles
+CANDIDATES2 = (
+    ("f16-partials+f32-final (padded, 2 px)", {"accumulation": "f16-partials", **FINAL_2PX}),
+    (
+        "f16-partials, first conv f16-chains16, f32 final (padded, 2 px)",
+        {"accumulation": "f16-partials", "input_accumulation": "f16-chains16", **FINAL_2PX},
+    ),
+    (
+        "f16-partials+f32-final (padded, 4 px)",
+        {"accumulation": "f16-partials", **F32_FINAL, "final_patch": "padded", "final_pixels": 4},
+    ),
+    (
+        "f16-partials+f32-final (shared input only, padded, 2 px)",
+        {"accumulation": "f16-partials", **FINAL_2PX, "final_layer": "shared-input"},
+    ),
+    (
+        "f16-partials, first conv f16-chains, f32 final (padded, 2 px)",
+        {"accumulation": "f16-partials", "input_accumulation": "f16-chains", **FINAL_2PX},
+    ),
+    ("f16-chains16+f32-final (padded, 2 px)", {"accumulation": "f16-chains16", **FINAL_2PX}),
+    ("f16-chains16, K tile 16", {"accumulation": "f16-chains16", "k_tile": 16}),
+    ("f16-chains16, 2 cols", {"accumulation": "f16-chains16", "cols_per_thread": 2}),
+    ("f16-partials (again)", {"accumulation": "f16-partials"}),
+)
 IMAGES = ("color_4spp", "albedo", "normal")
 CROPS = ("cornell_diffuse", "cornell_glossy", "dim_indirect", "textured_checker", "caustics")
 
@@ -109,7 +134,13 @@ def _accuracy(data, gemm: dict, device_handle) -> dict[str, float]:
 
 
 def run(
-    data_path: Path, out: Path, budget_s: float, runs: int, size: tuple[int, int], first: int
+    data_path: Path,
+    out: Path,
+    budget_s: float,
+    runs: int,
+    size: tuple[int, int],
+    first: int,
+    candidates: tuple = CANDIDATES,
 ) -> None:
     from oidn_gpu.backends.wgpu.bench import open_timed_device, run_bench
     from oidn_gpu.backends.wgpu.executor import WgpuExecutor
@@ -122,7 +153,7 @@ def run(
     device = open_timed_device()
     started = time.perf_counter()
     rows = []
-    for name, extra in CANDIDATES[:first]:
+    for name, extra in candidates[:first]:
         if time.perf_counter() - started > budget_s:
             print(f"budget of {budget_s} s spent: {name} and the rest not run", flush=True)
             break
@@ -179,14 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     rn.add_argument("--budget-s", type=float, default=110.0)
     rn.add_argument("--runs", type=int, default=15)
     rn.add_argument("--size", default="1080x1920", help="HEIGHTxWIDTH")
-    rn.add_argument("--first", type=int, default=len(CANDIDATES), help="run the first N")
+    rn.add_argument("--first", type=int, default=99, help="run the first N candidates")
+    rn.add_argument("--set", type=int, choices=(1, 2), default=1, help="CANDIDATES or CANDIDATES2")
     args = parser.parse_args(argv)
     if args.command == "export":
         frames_npz = Path(args.frames[0]) if args.frames else None
         export(frames_npz, args.frames[1:], args.to)
     else:
         height, width = (int(v) for v in args.size.split("x"))
-        run(args.data, args.out, args.budget_s, args.runs, (height, width), args.first)
+        candidates = CANDIDATES if args.set == 1 else CANDIDATES2
+        run(args.data, args.out, args.budget_s, args.runs, (height, width), args.first, candidates)
     return 0
 
 
