@@ -114,8 +114,8 @@ class Fp16Sources:
             own; the chains are added in f16 (``(c0 + c1) + (c2 + c3)``) before the f32
             fold. The final layer keeps one chain.
         layer_groups: ``(layer, group)`` or ``(layer, (group, chains))``: products per f16
-            partial (0: f32) and chains of single layers, over ``gemm_group`` /
-            ``final_group`` and ``chains``.
+            partial (0: every product added in f32 in the kernels' K order) and chains of
+            single layers, over ``gemm_group`` / ``final_group`` and ``chains``.
     """
 
     input: bool = False
@@ -350,8 +350,6 @@ def run_graph(
         chains = 1 if final else sources.chains
         if isinstance(group, tuple):
             group, chains = group
-        if group == 0:
-            return reference.conv3x3(value, params.weight, params.bias, node.activation)
         return conv3x3_fp16_partials(
             value,
             params.weight,

@@ -367,8 +367,12 @@ def test_final_layer_variants_fit_the_workgroup_storage() -> None:
     assert chosen.kind is select.KernelKind.FINAL_RGB
     assert "pixels=4 patch=padded" in chosen.kernel.key
     assert chosen.kernel.grid(3, 1080, 1920) == (60, 135, 1)
+    # the large-GPU default: 2 pixels per invocation in a padded patch, summed in f32
     default = select.select_conv(fp16, h200, final=True).kernel
-    assert "pixels" not in default.key and default.grid(3, 1080, 1920) == (240, 135, 1)
+    assert "pixels=2 patch=padded sum=f32" in default.key
+    assert default.grid(3, 1080, 1920) == (120, 135, 1)
+    one = select.select_conv(fp16, h200, gemm=GemmOptions(), final=True).kernel
+    assert "pixels" not in one.key and one.grid(3, 1080, 1920) == (240, 135, 1)
 
 
 @pytest.mark.gpu

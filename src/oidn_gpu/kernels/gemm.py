@@ -111,7 +111,8 @@ driver did not finish compiling one in 400 s. Likewise a tile over
 WebGPU runtime's defaults, tuned on Apple GPUs, with f32 accumulation) unless
 ``limits.large_gpu`` (a discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS`
 (tuned on an NVIDIA H200: the BALANCED tile policy; fp16 sums in f16 partials of 32
-products, the only accumulation within 12 ms at 1080p there; see docs/benchmarks.md).
+products, the only accumulation within 12 ms at 1080p there, but the final layer in f32;
+see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -656,12 +657,20 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # The fp16 accumulation (bench/fp16_h200.sh, 2026-12-01, 1080p e2e GPU median of 15 runs):
 # f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms. Only the partials stay within 12 ms
 # there, so large GPUs keep them; every other device sums in f32 (`Accumulation`).
+# Per layer (bench/fp16_accumulation_h200.py, 2026-12-01, median of 20 runs): the final layer
+# summed in f32 with 2 pixels per invocation in a padded patch took e2e GPU from 11.92 to
+# 11.96 ms (dec_conv0 0.280 -> 0.332 ms) and brought every scene crop 0.85x to 0.90x as far
+# from OIDN CPU; f16-chains16 in the first conv too gave 12.01 ms, every other mix more than
+# 12 ms (docs/benchmarks.md, "fp16 accumulation: the frontier on the H200").
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
         shared_load=SharedLoad.PAIR,
         shared_layout=SharedLayout.PADDED,
         accumulation=Accumulation.F16_PARTIALS,
+        final_accumulation=Accumulation.F32,
+        final_patch=FinalPatch.PADDED,
+        final_pixels=2,
     ),
     Precision.FP32: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
