@@ -309,6 +309,16 @@ def _conv_sources(graph: ir.Graph) -> dict[str, tuple[int, ...]]:
     return result
 
 
+def _layer_sum(sources: Fp16Sources, layer: str, final: bool) -> tuple[int, int]:
+    """(products per f16 partial, f16 chains per partial) of one conv layer."""
+    group = dict(sources.layer_groups).get(
+        layer, sources.final_group if final else sources.gemm_group
+    )
+    if isinstance(group, tuple):
+        return group
+    return group, 1 if final else sources.chains
+
+
 def run_graph(
     graph: ir.Graph,
     convs: Mapping[str, reference.ConvParams],
@@ -343,13 +353,7 @@ def run_graph(
             or node.name in sources.f32_layers
         ):
             return reference.conv3x3(value, params.weight, params.bias, node.activation)
-        final = node.name == graph.output
-        group = dict(sources.layer_groups).get(
-            node.name, sources.final_group if final else sources.gemm_group
-        )
-        chains = 1 if final else sources.chains
-        if isinstance(group, tuple):
-            group, chains = group
+        group, chains = _layer_sum(sources, node.name, node.name == graph.output)
         return conv3x3_fp16_partials(
             value,
             params.weight,

@@ -374,8 +374,9 @@ class GemmTile:
         prefetched = 0
         if self.prefetch:
             prefetched = (self.input_slots + self.weight_slots) * _VEC4_REGISTERS[precision.value]
+        per_accumulator = _ACCUMULATOR_REGISTERS[precision.value] + (chains - 1) * _CHAIN_REGISTERS
         return (
-            accumulators * (_ACCUMULATOR_REGISTERS[precision.value] + (chains - 1) * _CHAIN_REGISTERS)
+            accumulators * per_accumulator
             + self.input_slots * per_slot
             + prefetched
         )
