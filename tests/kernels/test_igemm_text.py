@@ -2,7 +2,9 @@
 
 About 8,000 shaders (`sweep`: 16 conv specs in both precisions, each with 250 option sets
 drawn from every option's values with a fixed seed, on two device limit sets) are generated
-and hashed per spec; the SHA-256 of each group is pinned in ``tests/data/igemm_text.json``.
+and hashed per spec, and in fp16 about 3,500 more with the f16 chains of 16 products and the
+partials of 2 or 4 chains (``-chains`` groups); the SHA-256 of each group is pinned in
+``tests/data/igemm_text.json``.
 A change to the template or its generator that is meant to keep every kernel the same
 (a refactor) must keep every digest. Set ``OIDN_GPU_UPDATE_SNAPSHOTS=1`` to rewrite the file
 after an intended change of the generated text; review which groups changed.
