@@ -5,10 +5,11 @@ products differently (bench/fp16_emulator.py): today's f16 partials of 32 produc
 into f32, shorter f16 chains (8 or 4 products) folded into f32, f32 accumulation on every
 layer, or f32 on the full-resolution layers only. Relative L2 against Intel OIDN 2.5.1 CPU
 (pyoidn) on the scene crops of tests/data/scenes (the caustics crop included) or, with
-``--full DIR``, on the full-size frames of a scenes folder (OIDN's stored outputs are not
-used: OIDN CPU is run here).
+``--inputs NPZ``, on the full-size frames of `bench/fp16_frames.py export` (OIDN CPU is run
+here on the same inputs; ``--crops`` then names frames).
 
-    OPENBLAS_NUM_THREADS=1 python bench/fp16_accumulation.py [--crops ...] [--out table.md]
+    OPENBLAS_NUM_THREADS=1 python bench/fp16_accumulation.py [--crops ...] [--out table.md] \
+        [--inputs inputs.npz --crops caustics] [--only 0 3 ...] [--fused]
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 
 import fp16_emulator as emu  # noqa: E402
-from fp16_error_budget import WEIGHTS, Crop, cpu_name, fmt, rel_l2, table  # noqa: E402
+from fp16_error_budget import FP32, WEIGHTS, Crop, cpu_name, fmt, rel_l2, table  # noqa: E402
 
 from oidn_gpu.model.weights import load_builtin  # noqa: E402
 
@@ -38,27 +39,71 @@ CROPS = ("cornell_diffuse", "cornell_glossy", "dim_indirect", "textured_checker"
 FULL_RESOLUTION = frozenset({"enc_conv0", "enc_conv1", "dec_conv1a", "dec_conv1b", "dec_conv0"})
 
 
+ENDS = ("enc_conv0", "dec_conv0")  # the convs that read only the network input, and the final
+
+
 def candidates(layers: list[str]) -> list[tuple[str, emu.Fp16Sources]]:
     every = frozenset(layers)
     base = emu.ALL_SOURCES
+    ends = tuple((name, 0) for name in ENDS)
     return [
-        ("f16 partials of 32 products (the kernels before)", base),
-        ("f16 chains of 8 products into f32", replace(base, gemm_group=8)),
+        ("f16 partials of 32 products (f16-partials)", base),
+        ("f16 chains of 8 products into f32 (f16-chains)", replace(base, gemm_group=8)),
+        ("f16 chains of 16 products into f32 (f16-chains16)", replace(base, gemm_group=16)),
+        ("2 f16 chains of 16 added in f16, into f32 (f16-pairs)", replace(base, chains=2)),
+        ("4 f16 chains of 8 added in f16, into f32 (f16-lanes)", replace(base, chains=4)),
+        ("f16-partials, f32 ends", replace(base, layer_groups=ends)),
+        ("f16-pairs, f32 ends", replace(base, chains=2, layer_groups=ends)),
+        ("f16-lanes, f32 ends", replace(base, chains=4, layer_groups=ends)),
+        ("f16-chains16, f32 ends", replace(base, gemm_group=16, layer_groups=ends)),
+        ("f16-chains, f32 ends", replace(base, gemm_group=8, layer_groups=ends)),
+        ("f16-lanes, f32 final layer", replace(base, chains=4, layer_groups=ends[1:])),
         ("f16 chains of 4 products into f32", replace(base, gemm_group=4)),
         (
             "f32 on the full-resolution layers, 32 elsewhere",
             replace(base, f32_layers=FULL_RESOLUTION),
         ),
+        ("f32 accumulation on every layer (f32)", replace(base, f32_layers=every)),
+        ("f16-pairs, f32 final layer", replace(base, chains=2, layer_groups=ends[1:])),
+        ("f16-partials, f32 final layer", replace(base, layer_groups=ends[1:])),
+        ("f16-chains16, f32 final layer", replace(base, gemm_group=16, layer_groups=ends[1:])),
         (
-            "f32 on the full-resolution layers, chains of 8 elsewhere",
-            replace(base, gemm_group=8, f32_layers=FULL_RESOLUTION),
+            "f16-pairs, f16-chains first conv, f32 final layer",
+            replace(base, chains=2, layer_groups=(("enc_conv0", (8, 1)), ends[1])),
         ),
-        ("f32 accumulation on every layer", replace(base, f32_layers=every)),
         (
-            "f32 accumulation and f16 storage, fused (= f32 on every layer)",
-            replace(base, partials=False),
+            "f16-lanes, f16-chains16 first conv, f32 final layer",
+            replace(base, chains=4, layer_groups=(("enc_conv0", (16, 1)), ends[1])),
+        ),
+        (
+            "f16-partials, f16-chains16 first conv, f32 final layer",
+            replace(base, layer_groups=(("enc_conv0", 16), ends[1])),
+        ),
+        (
+            "f16-partials, f16-chains first conv, f32 final layer",
+            replace(base, layer_groups=(("enc_conv0", 8), ends[1])),
         ),
     ]
+
+
+class Frame(Crop):
+    """A full-size frame of an inputs .npz (`bench/fp16_frames.py export`), as a `Crop`."""
+
+    def __init__(self, name: str, model, inputs: Path) -> None:
+        from tests.oracle import oidn_denoise
+
+        from oidn_gpu.image.autoexposure import autoexposure
+
+        data = np.load(inputs)
+        self.name = name
+        self.color, self.albedo, self.normal = (
+            np.ascontiguousarray(data[f"{name}.{image}"], np.float32)
+            for image in ("color_4spp", "albedo", "normal")
+        )
+        self.model = model
+        self.oidn = oidn_denoise(self.color, self.albedo, self.normal, hdr=True)
+        self.input_scale = autoexposure(self.color)
+        self.fp32 = self.emulate(FP32)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,13 +111,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crops", nargs="+", default=list(CROPS))
     parser.add_argument("--fused", action="store_true", help="f16 FMAs rounded once (GPUs)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--inputs", type=Path, help="full-size frames (fp16_frames.py export)")
+    parser.add_argument("--only", nargs="*", type=int, help="candidate indices to run")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     model = load_builtin(WEIGHTS)
     layers = [n.name for n in model.graph.nodes if n.__class__.__name__ == "Conv"]
-    crops = [Crop(name, model) for name in args.crops]
+    if args.inputs:
+        crops = [Frame(name, model, args.inputs) for name in args.crops]
+    else:
+        crops = [Crop(name, model) for name in args.crops]
     rows = []
-    for label, sources in candidates(layers):
+    for index, (label, sources) in enumerate(candidates(layers)):
+        if args.only and index not in args.only:
+            continue
         if args.fused:
             sources = replace(sources, fused_fma=True)
         cells = []

@@ -60,6 +60,7 @@ _EXPONENT_MASK = np.int32(0x7F800000)
 # 1.5 * 2**13: x + 2**e * MAGIC, for 2**e <= |x| < 2**(e + 1), has a float32 ulp of 2**(e - 10),
 # the spacing of halves in that binade; 1.5 keeps the sum in one binade for either sign of x.
 _MAGIC = np.float32(1.5 * 2**13)
+SUB_CHAINS = (1, 2, 4)  # f16 chains per partial (conv_igemm: "f16-pairs" 2, "f16-lanes" 4)
 CHUNK_COLUMNS = 2048  # pixels per sequential-FMA pass (keeps the work arrays in cache)
 
 
@@ -108,6 +109,13 @@ class Fp16Sources:
         f32_layers: conv layers whose products are summed in f32 even with ``partials``
             on (f16 operands and storage, f32 accumulation: the products of two halves
             are exact in f32, so such a layer sums as the fp32 reference does).
+        chains: f16 chains per GEMM partial (1, 2 or 4; `SUB_CHAINS`): with 2, even and odd
+            input blocks of a group go to two chains; with 4, each lane of a block to its
+            own; the chains are added in f16 (``(c0 + c1) + (c2 + c3)``) before the f32
+            fold. The final layer keeps one chain.
+        layer_groups: ``(layer, group)`` or ``(layer, (group, chains))``: products per f16
+            partial (0: every product added in f32 in the kernels' K order) and chains of
+            single layers, over ``gemm_group`` / ``final_group`` and ``chains``.
     """
 
     input: bool = False
@@ -119,11 +127,15 @@ class Fp16Sources:
     final_group: int = DIRECT_GROUP_PRODUCTS
     layers: frozenset[str] | None = None
     f32_layers: frozenset[str] = frozenset()
+    chains: int = 1
+    layer_groups: tuple[tuple[str, int | tuple[int, int]], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("gemm_group", "final_group"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} is {getattr(self, name)}; expected at least 1")
+        if self.chains not in SUB_CHAINS:
+            raise ValueError(f"chains is {self.chains}; expected one of {SUB_CHAINS}")
 
     def applies(self, layer: str) -> bool:
         return self.layers is None or layer in self.layers
@@ -161,6 +173,7 @@ def conv3x3_fp16_partials(
     fused_fma: bool = False,
     stats: dict[str, float] | None = None,
     name: str = "",
+    chains: int = 1,
 ) -> np.ndarray:
     """3x3 conv (stride 1, zero padding 1) with f16 partial sums of ``group`` products.
 
@@ -172,6 +185,7 @@ def conv3x3_fp16_partials(
             added to the float32 accumulator in that order (a kernel that sums in f32: the
             product of two halves is exact in float32, so an f32 FMA rounds only the sum).
         fused_fma: round ``p + w * x`` once instead of after the product and the sum.
+        chains: f16 chains per partial (`Fp16Sources.chains`), added in f16 at its end.
 
     Returns:
         ``[O, H, W]`` float32 (activated).
@@ -201,14 +215,10 @@ def conv3x3_fp16_partials(
         term = np.empty_like(acc)
         scratch = np.empty(acc.shape, np.int32)
         for start, end in zip(starts, ends, strict=True):
-            np.multiply(wm[:, start, None], xs[start], out=part)
-            round_f16(part, out=part, scratch=scratch)
-            for row in range(start + 1, end):
-                np.multiply(wm[:, row, None], xs[row], out=term)
-                if not fused_fma:
-                    round_f16(term, out=term, scratch=scratch)
-                np.add(term, part, out=term)
-                round_f16(term, out=part, scratch=scratch)
+            if chains == 1:
+                _f16_chain(wm, xs, range(start, end), part, term, scratch, fused_fma)
+            else:
+                part = _f16_chains(wm, xs, k, range(start, end), chains, term, scratch, fused_fma)
             np.add(acc, part, out=acc)
             largest = max(largest, float(np.abs(part).max()))
         out[:, j0:j1] = acc
@@ -217,6 +227,38 @@ def conv3x3_fp16_partials(
     if activation is ir.Activation.RELU:
         np.maximum(out, 0, out=out)
     return out.reshape(out_channels, height, width)
+
+
+def _f16_chain(wm, xs, rows, part, term, scratch, fused_fma: bool) -> None:
+    """Sum the products of ``rows`` (in order) by sequential f16 FMAs into ``part``."""
+    rows = list(rows)
+    np.multiply(wm[:, rows[0], None], xs[rows[0]], out=part)
+    round_f16(part, out=part, scratch=scratch)
+    for row in rows[1:]:
+        np.multiply(wm[:, row, None], xs[row], out=term)
+        if not fused_fma:
+            round_f16(term, out=term, scratch=scratch)
+        np.add(term, part, out=term)
+        round_f16(term, out=part, scratch=scratch)
+
+
+def _f16_chains(wm, xs, k, rows, chains, term, scratch, fused_fma: bool) -> np.ndarray:
+    """One partial as ``chains`` f16 chains (by block parity for 2, by lane for 4) added
+    in f16 as ``(c0 + c1) + (c2 + c3)``; a chain without products is 0."""
+    if chains == 2:
+        chain_of = {row: int(k[row] // LANES) % 2 for row in rows}
+    else:
+        chain_of = {row: int(k[row] % LANES) for row in rows}
+    parts = []
+    for c in range(chains):
+        mine = [row for row in rows if chain_of[row] == c]
+        part = np.zeros_like(term)
+        if mine:
+            _f16_chain(wm, xs, mine, part, term, scratch, fused_fma)
+        parts.append(part)
+    while len(parts) > 1:
+        parts = [round_f16(parts[i] + parts[i + 1]) for i in range(0, len(parts), 2)]
+    return parts[0]
 
 
 def _conv3x3_f32_sum(cols, wm, bias, activation, order, shape) -> np.ndarray:
@@ -267,6 +309,16 @@ def _conv_sources(graph: ir.Graph) -> dict[str, tuple[int, ...]]:
     return result
 
 
+def _layer_sum(sources: Fp16Sources, layer: str, final: bool) -> tuple[int, int]:
+    """(products per f16 partial, f16 chains per partial) of one conv layer."""
+    group = dict(sources.layer_groups).get(
+        layer, sources.final_group if final else sources.gemm_group
+    )
+    if isinstance(group, tuple):
+        return group
+    return group, 1 if final else sources.chains
+
+
 def run_graph(
     graph: ir.Graph,
     convs: Mapping[str, reference.ConvParams],
@@ -301,17 +353,18 @@ def run_graph(
             or node.name in sources.f32_layers
         ):
             return reference.conv3x3(value, params.weight, params.bias, node.activation)
-        final = node.name == graph.output
+        group, chains = _layer_sum(sources, node.name, node.name == graph.output)
         return conv3x3_fp16_partials(
             value,
             params.weight,
             params.bias,
             node.activation,
             source_channels=conv_sources[node.name],
-            group=sources.final_group if final else sources.gemm_group,
+            group=group,
             fused_fma=sources.fused_fma,
             stats=partial_stats,
             name=node.name,
+            chains=chains,
         )
 
     execution = plan(graph, x.shape[1], x.shape[2])

@@ -40,6 +40,25 @@ CONFIGS = (
         "wgpu_fp16_f16-partials",
         {"backend": "wgpu", "precision": "fp16", "accumulation": "f16-partials"},
     ),
+    # the device's default (on a large GPU: f16 partials, the final layer in f32)
+    ("wgpu_fp16_default", {"backend": "wgpu", "precision": "fp16"}),
+    (
+        "wgpu_fp16_partials_chains16-first_f32-final",
+        {
+            "backend": "wgpu",
+            "precision": "fp16",
+            "gemm": {
+                "tile_policy": "balanced",
+                "shared_load": "pair",
+                "shared_layout": "padded",
+                "accumulation": "f16-partials",
+                "input_accumulation": "f16-chains16",
+                "final_accumulation": "f32",
+                "final_patch": "padded",
+                "final_pixels": 2,
+            },
+        },
+    ),
 )
 CUDA = ("cuda_fp16", {"backend": "cuda", "precision": "fp16"})
 KEEP = ("wgpu_fp32", "wgpu_fp16_f32")  # outputs saved (the others: distances only)

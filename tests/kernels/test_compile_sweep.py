@@ -44,6 +44,8 @@ def _sweep(limits) -> list[Kernel]:
     kernels: list[Kernel] = []
     option_sets = [GemmOptions()]
     for name, values in gemm.option_values().items():
+        if name in ("input_accumulation", "final_accumulation"):
+            continue  # `GemmOptions.for_layer` turns them into another layer's accumulation
         for v in values:
             option_sets.append(GemmOptions(**{name: v}))
     for p in Precision:

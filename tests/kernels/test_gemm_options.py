@@ -130,7 +130,9 @@ def test_invalid_option_names_option_value_and_allowed(option: str, bad: object)
 def test_wgpu_accumulation_option_is_validated_and_reaches_the_gemm_options() -> None:
     from oidn_gpu.backends.wgpu.backend import ACCUMULATIONS, WgpuOptions
 
-    assert ACCUMULATIONS == ("f32", "f16-chains", "f16-partials")
+    assert ACCUMULATIONS == (
+        "f32", "f16-chains", "f16-partials", "f16-chains16", "f16-pairs", "f16-lanes"
+    )
     assert GemmOptions().accumulation is gemm.Accumulation.F32
     assert WgpuOptions(accumulation="f16-partials").accumulation == "f16-partials"
     with pytest.raises(InvalidArgumentError, match="unknown accumulation 'f8'; expected 'f32'"):
@@ -289,8 +291,12 @@ def test_final_layer_variants_fit_the_workgroup_storage() -> None:
     assert chosen.kind is select.KernelKind.FINAL_RGB
     assert "pixels=4 patch=padded" in chosen.kernel.key
     assert chosen.kernel.grid(3, 1080, 1920) == (60, 135, 1)
+    # the large-GPU default: 2 pixels per invocation in a padded patch, summed in f32
     default = select.select_conv(fp16, h200, final=True).kernel
-    assert "pixels" not in default.key and default.grid(3, 1080, 1920) == (240, 135, 1)
+    assert "pixels=2 patch=padded sum=f32" in default.key
+    assert default.grid(3, 1080, 1920) == (120, 135, 1)
+    one = select.select_conv(fp16, h200, gemm=GemmOptions(), final=True).kernel
+    assert "pixels" not in one.key and one.grid(3, 1080, 1920) == (240, 135, 1)
 
 
 @pytest.mark.gpu

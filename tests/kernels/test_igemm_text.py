@@ -2,7 +2,9 @@
 
 About 8,000 shaders (`sweep`: 16 conv specs in both precisions, each with 250 option sets
 drawn from every option's values with a fixed seed, on two device limit sets) are generated
-and hashed per spec; the SHA-256 of each group is pinned in ``tests/data/igemm_text.json``.
+and hashed per spec, and in fp16 about 3,500 more with the f16 chains of 16 products and the
+partials of 2 or 4 chains (``-chains`` groups); the SHA-256 of each group is pinned in
+``tests/data/igemm_text.json``.
 A change to the template or its generator that is meant to keep every kernel the same
 (a refactor) must keep every digest. Set ``OIDN_GPU_UPDATE_SNAPSHOTS=1`` to rewrite the file
 after an intended change of the generated text; review which groups changed.
@@ -28,6 +30,12 @@ from oidn_gpu.kernels.spec import ConvSource, ConvSpec, DeviceLimits, Precision
 DIGESTS = Path(__file__).resolve().parents[1] / "data" / "igemm_text.json"
 OPTION_SETS = 250  # random option sets per spec
 SEED = 20
+# The accumulations the sweep cycles through (the pinned digests' order); the f16 chains of
+# 16 products and the partials of 2 or 4 chains have their own fp16 groups (``-chains``: the
+# first CHAIN_OPTION_SETS option sets, each with the three).
+PINNED_ACCUMULATIONS = (Accumulation.F32, Accumulation.F16_CHAINS, Accumulation.F16_PARTIALS)
+CHAIN_ACCUMULATIONS = (Accumulation.F16_CHAINS16, Accumulation.F16_PAIRS, Accumulation.F16_LANES)
+CHAIN_OPTION_SETS = 60
 
 # lavapipe-like (32 KiB of workgroup memory) and H200-like (48 KiB, large GPU) limits
 LIMITS = (
@@ -63,6 +71,8 @@ def _option_values() -> dict[str, tuple[object, ...]]:
     values = gemm.option_values()
     values["shared_layout"] = (None, *values["shared_layout"])
     del values["accumulation"]
+    del values["input_accumulation"]
+    del values["final_accumulation"]
     return values
 
 
@@ -73,7 +83,7 @@ def _option_sets() -> list[GemmOptions]:
     sets += [GemmOptions(**{name: v}) for name, vs in values.items() for v in vs]
     while len(sets) < OPTION_SETS:
         sets.append(GemmOptions(**{name: rng.choice(vs) for name, vs in sorted(values.items())}))
-    accumulations = list(Accumulation)
+    accumulations = list(PINNED_ACCUMULATIONS)
     return [
         replace(options, accumulation=accumulations[i % len(accumulations)])
         for i, options in enumerate(sets)
@@ -81,16 +91,28 @@ def _option_sets() -> list[GemmOptions]:
 
 
 def groups() -> list[str]:
-    return [f"{name}-{p.value}" for p in Precision for name in _specs(p)]
+    fp16 = Precision.FP16
+    return [f"{name}-{p.value}" for p in Precision for name in _specs(p)] + [
+        f"{name}-{fp16.value}-chains" for name in _specs(fp16)
+    ]
+
+
+def _chain_option_sets() -> list[GemmOptions]:
+    return [
+        replace(options, accumulation=accumulation)
+        for options in _option_sets()[:CHAIN_OPTION_SETS]
+        for accumulation in CHAIN_ACCUMULATIONS
+    ]
 
 
 def group_digest(group: str) -> tuple[int, str]:
     """(kernels generated, SHA-256 of their keys and sources) of one spec's sweep."""
-    name, precision = group.rsplit("-", 1)
+    chains = group.endswith("-chains")
+    name, precision = group.removesuffix("-chains").rsplit("-", 1)
     spec = _specs(Precision(precision))[name]
     digest = hashlib.sha256()
     count = 0
-    for options in _option_sets():
+    for options in _chain_option_sets() if chains else _option_sets():
         for limits in LIMITS:
             try:
                 kernel = conv_igemm.generate(spec, options, limits)

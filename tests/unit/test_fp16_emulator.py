@@ -81,9 +81,11 @@ def test_store_f16_saturates_to_the_largest_half():
     assert got.tolist() == [65504.0, -65504.0, 65504.0, 65504.0, float(np.float16(0.1))]
 
 
-def _scalar_conv(x, weight, bias, group, fused_fma):
+def _scalar_conv(x, weight, bias, group, fused_fma, chains=1):
     """One output at a time: products in K order ``tap * padded_channels + channel``
-    (channels padded to a multiple of 4), f16 partials of ``group`` products, f32 sums."""
+    (channels padded to a multiple of 4), f16 partials of ``group`` products, f32 sums;
+    with ``chains`` 2 or 4, each partial in f16 chains (by K block parity, by lane) added
+    in f16 as ``(c0 + c1) + (c2 + c3)``."""
     channels, height, width = x.shape
     padded = -(-channels // 4) * 4
     h16 = np.float16
@@ -92,23 +94,33 @@ def _scalar_conv(x, weight, bias, group, fused_fma):
         for py in range(height):
             for px in range(width):
                 acc = np.float32(bias[o])
-                part, current = h16(0), 0
+                parts, current = [h16(0)] * chains, 0
                 for k in range(9 * padded):
                     tap, c = divmod(k, padded)
                     if k // group != current:
-                        acc = np.float32(acc + np.float32(part))
-                        part, current = h16(0), k // group
+                        acc = np.float32(acc + np.float32(_chain_sum(parts)))
+                        parts, current = [h16(0)] * chains, k // group
                     iy, ix = py + tap // 3 - 1, px + tap % 3 - 1
                     if c >= channels or not (0 <= iy < height and 0 <= ix < width):
                         continue  # a zero product leaves the partial unchanged
+                    chain = {1: 0, 2: (k // 4) % 2, 4: k % 4}[chains]
+                    part = parts[chain]
                     w, v = h16(weight[o, c, tap // 3, tap % 3]), h16(x[c, iy, ix])
                     if fused_fma:
                         part = h16(np.float32(w) * np.float32(v) + np.float32(part))
                     else:
                         part = h16(np.float32(h16(np.float32(w) * np.float32(v))) + part)
-                acc = np.float32(acc + np.float32(part))
+                    parts[chain] = part
+                acc = np.float32(acc + np.float32(_chain_sum(parts)))
                 out[o, py, px] = acc
     return out
+
+
+def _chain_sum(parts):
+    """f16 chains added pairwise in f16: c0, c0 + c1, (c0 + c1) + (c2 + c3)."""
+    while len(parts) > 1:
+        parts = [np.float16(parts[i] + parts[i + 1]) for i in range(0, len(parts), 2)]
+    return parts[0]
 
 
 @pytest.mark.parametrize("group", [1, 4, 8, 32])
@@ -137,3 +149,17 @@ def test_padding_of_concatenated_sources():
     index, padded = emu.padded_channels((6, 9))
     assert padded == 8 + 12
     assert index.tolist() == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+
+
+@pytest.mark.parametrize("chains", [2, 4])
+def test_f16_chains_of_a_partial_are_added_in_f16_before_the_fold(chains):
+    """The partials of ``f16-pairs`` (2 chains) and ``f16-lanes`` (4) against the scalar loop."""
+    rng = np.random.default_rng(10 + chains)
+    x = emu.round_f16(rng.random((6, 4, 5), dtype=np.float32) * 4)
+    weight = emu.round_f16(rng.standard_normal((2, 6, 3, 3)).astype(np.float32))
+    bias = rng.standard_normal(2).astype(np.float32)
+    args = (x, weight, bias, ir.Activation.NONE)
+    got = emu.conv3x3_fp16_partials(*args, source_channels=(6,), group=32, chains=chains)
+    np.testing.assert_array_equal(got, _scalar_conv(x, weight, bias, 32, False, chains))
+    one = emu.conv3x3_fp16_partials(*args, source_channels=(6,), group=32)
+    assert not np.array_equal(got, one)

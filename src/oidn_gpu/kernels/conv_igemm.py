@@ -138,6 +138,7 @@ def validate(spec: ConvSpec, options: GemmOptions, limits: DeviceLimits) -> Gemm
         features=False,
         address_mode=options.address_mode,
         sources=len(spec.sources),
+        chains=gemm.sub_chains(options.accumulation, spec.precision),
     )
     extra = pool_exchange_bytes(spec, tile)
     if extra and not problems:
@@ -187,13 +188,23 @@ def channels_first(spec: ConvSpec, options: GemmOptions) -> bool:
 
 def _k_group(g: int, tks: range, rpt: int, kt: int, row_targets: list) -> dict[str, Any]:
     """One K group (the blocks ``tks`` of a K tile) in the shapes the FMA includes walk:
-    per row (``rows``), per pair of K steps (``kpairs``) or per K step (``ksteps``)."""
+    per row (``rows``), per pair of K steps (``kpairs``) or per K step (``ksteps``).
+
+    ``row_targets[r]`` holds row r's columns, each with the partial that every lane of an
+    even (``even``) and of an odd (``odd``) K block sums into; a single step's columns carry
+    those of its block as ``lanes``."""
+
+    def step_cols(r: int, tk: int) -> list[dict[str, Any]]:
+        return [{**c, "lanes": c["even" if tk % 2 == 0 else "odd"]} for c in row_targets[r]]
+
     return {
         "g": g,
         "rows": [
             {
                 "r": r,
-                "steps": [{"tk": tk, "offset": r * kt + tk} for tk in tks],
+                "steps": [
+                    {"tk": tk, "offset": r * kt + tk, "cols": step_cols(r, tk)} for tk in tks
+                ],
                 "spairs": [
                     {"tk0": tk, "tk1": tk + 1, "poffset": (r * kt + tk) // 2}
                     for tk in tks[::2]
@@ -218,7 +229,7 @@ def _k_group(g: int, tks: range, rpt: int, kt: int, row_targets: list) -> dict[s
             {
                 "tk": tk,
                 "rows": [
-                    {"r": r, "offset": r * kt + tk, "cols": row_targets[r]}
+                    {"r": r, "offset": r * kt + tk, "cols": step_cols(r, tk)}
                     for r in range(rpt)
                 ],
             }
@@ -227,29 +238,69 @@ def _k_group(g: int, tks: range, rpt: int, kt: int, row_targets: list) -> dict[s
     }
 
 
+def chain_names(partial: str, chains: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The f16 chain of each lane of an even and of an odd K block of one partial."""
+    if chains == 1:
+        return (partial,) * 4, (partial,) * 4
+    if chains == 2:  # even and odd blocks
+        return (f"{partial}_0",) * 4, (f"{partial}_1",) * 4
+    lanes = tuple(f"{partial}_{lane}" for lane in range(4))  # one chain per lane
+    return lanes, lanes
+
+
+def chain_sum(partial: str, chains: int) -> str:
+    """WGSL of one partial from its f16 chains: ``(c0 + c1) + (c2 + c3)``."""
+    names = [partial] if chains == 1 else [f"{partial}_{i}" for i in range(chains)]
+    while len(names) > 1:
+        pairs = [f"{names[i]} + {names[i + 1]}" for i in range(0, len(names), 2)]
+        names = pairs if len(pairs) == 1 else [f"({p})" for p in pairs]
+    return names[0]
+
+
+def _row_targets(tile: GemmTile, target: str, chains: int) -> list[list[dict[str, Any]]]:
+    """The accumulator targets of each row r, one per column (per lane of even and odd
+    K blocks: `chain_names`)."""
+    rows = []
+    for r in range(tile.rows_per_thread):
+        row = []
+        for c in range(tile.cols_per_thread):
+            name = f"{target}{r}_{c}"
+            even, odd = chain_names(name, chains)
+            offset = c * tile.workgroup_x
+            row.append({"c": c, "target": name, "even": even, "odd": odd, "col_offset": offset})
+        rows.append(row)
+    return rows
+
+
 def plan_tile(
     spec: ConvSpec, tile: GemmTile, accumulation: Accumulation = Accumulation.F16_PARTIALS
 ) -> TilePlan:
     """Accumulators, loads and K groups of one invocation, for the template's loops."""
     rpt, cols, kt, threads = tile.rows_per_thread, tile.cols_per_thread, tile.k_tile, tile.threads
     partial = gemm.partial_blocks(accumulation, spec.precision)
+    chains = gemm.sub_chains(accumulation, spec.precision) if partial is not None else 1
     slot_stride = threads // kt
     target = "acc" if partial is None else "part"
-    # accumulator (row r, column c): acc{r}_{c} (f32), part{r}_{c} (f16 partial of one group)
+    # accumulator (row r, column c): acc{r}_{c} (f32), part{r}_{c} (f16 partial of one group,
+    # or its f16 chains part{r}_{c}_{i})
     accs = tuple(
-        {"r": r, "c": c, "name": f"{r}_{c}", "col_offset": c * tile.workgroup_x}
+        {
+            "r": r,
+            "c": c,
+            "name": f"{r}_{c}",
+            "col_offset": c * tile.workgroup_x,
+            "parts": (
+                (f"part{r}_{c}",) if chains == 1 else tuple(
+                    f"part{r}_{c}_{i}" for i in range(chains)
+                )
+            ),
+            "partial_sum": chain_sum(f"part{r}_{c}", chains),
+        }
         for r in range(rpt)
         for c in range(cols)
     )
     columns = tuple({"c": c, "col_offset": c * tile.workgroup_x} for c in range(cols))
-    # the accumulator targets of row r, one per column
-    row_targets = [
-        [
-            {"c": c, "target": f"{target}{r}_{c}", "col_offset": c * tile.workgroup_x}
-            for c in range(cols)
-        ]
-        for r in range(rpt)
-    ]
+    row_targets = _row_targets(tile, target, chains)
     group_size = partial or kt
     groups = [
         _k_group(g, range(g * group_size, (g + 1) * group_size), rpt, kt, row_targets)
@@ -514,6 +565,7 @@ def render_source(
         widen_open="vec4<f32>(" if widen else "",
         widen_close=")" if widen else "",
         partials=partials,
+        chains=gemm.sub_chains(options.accumulation, spec.precision) if partials else 1,
         rows=[{"r": r} for r in range(tile.rows_per_thread)],
         accs=plan.accs,
         columns=plan.columns,

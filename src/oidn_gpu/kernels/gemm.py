@@ -80,12 +80,17 @@ Options (default first where it is fixed):
   one (k, output block)) and the K loop reads both with one load and two bitcasts,
   halving the workgroup-memory load instructions per FMA. Every product and
   its place in the sum are unchanged.
-- ``accumulation``: F32 | F16_CHAINS | F16_PARTIALS (`Accumulation`; fp16 only). How the
-  fp16 kernels sum their products: in f32 (the f16 operands widened exactly; the most
-  accurate), in f16 chains of 8 products added to f32, or in f16 partials of 32 products
-  (the fastest, and the farthest from OIDN's CPU output). The final-layer and direct
-  kernels sum in f32 under F32, else in f16 partials of 4 products. Each value gives its
-  own bits, the same under every other option.
+- ``accumulation``: F32 | F16_CHAINS | F16_PARTIALS | F16_CHAINS16 | F16_PAIRS | F16_LANES
+  (`Accumulation`; fp16 only). How the fp16 kernels sum their products: in f32 (the f16
+  operands widened exactly; the most accurate), in f16 chains of 8 or 16 products added to
+  f32, in f16 partials of 32 products (the fastest, and the farthest from OIDN's CPU
+  output), or in partials of 32 made of 2 or 4 f16 chains added in f16. The final-layer and
+  direct kernels sum in f32 under F32, else in f16 partials of 4 products. Each value gives
+  its own bits, the same under every other option.
+- ``input_accumulation``, ``final_accumulation``: None | an `Accumulation`. When set, the
+  accumulation of the convs that read only the network input (the first) / of the final
+  layer, the two layers where f16 rounding costs the most accuracy per multiply-add;
+  ``accumulation`` stays that of the others (`GemmOptions.for_layer`).
 - ``prefetch``: NONE | REGISTERS | SHARED. REGISTERS: the K loop issues the global
   loads of the next K tile into registers before computing the current one (register
   double buffering: memory latency overlaps the FMAs; one shared tile, the same two
@@ -106,7 +111,8 @@ driver did not finish compiling one in 400 s. Likewise a tile over
 WebGPU runtime's defaults, tuned on Apple GPUs, with f32 accumulation) unless
 ``limits.large_gpu`` (a discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS`
 (tuned on an NVIDIA H200: the BALANCED tile policy; fp16 sums in f16 partials of 32
-products, the only accumulation within 12 ms at 1080p there; see docs/benchmarks.md).
+products, the only accumulation within 12 ms at 1080p there, but the final layer in f32;
+see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -119,6 +125,7 @@ from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
 
 F16_GROUP_BLOCKS = 8  # vec4 input blocks per f16 partial (accumulation "f16-partials")
 F16_CHAIN_BLOCKS = 2  # vec4 input blocks (8 products) per f16 chain (accumulation "f16-chains")
+F16_CHAIN16_BLOCKS = 4  # vec4 input blocks (16 products) per f16 chain ("f16-chains16")
 K_TILE_BLOCKS = F16_GROUP_BLOCKS  # the default K tile (vec4 input blocks per shared tile)
 
 
@@ -128,12 +135,23 @@ class Accumulation(enum.Enum):
     F32: every product in f32 (the f16 weights and activations widened exactly; f16
     storage stays). F16_CHAINS: 8 products (2 input blocks) per f16 chain, each chain
     added to the f32 accumulator. F16_PARTIALS: 32 products (8 blocks) per f16 partial,
-    the fastest and least accurate (`F16_GROUP_BLOCKS`).
+    the fastest and least accurate (`F16_GROUP_BLOCKS`). F16_CHAINS16: 16 products (4
+    blocks) per f16 chain added to f32. F16_PAIRS: the 32 products of a partial in two f16
+    chains of 16 (even and odd input blocks), added in f16 before the f32 fold. F16_LANES:
+    in four f16 chains of 8 (one per lane of the input vec4s), added in f16 as
+    ``(x + y) + (z + w)`` before the fold (`SUB_CHAINS`).
     """
 
     F32 = "f32"
     F16_CHAINS = "f16-chains"
     F16_PARTIALS = "f16-partials"
+    F16_CHAINS16 = "f16-chains16"
+    F16_PAIRS = "f16-pairs"
+    F16_LANES = "f16-lanes"
+
+
+# f16 chains per partial, added in f16 before the f32 fold (1 for the other accumulations)
+SUB_CHAINS = {Accumulation.F16_PAIRS: 2, Accumulation.F16_LANES: 4}
 
 
 def partial_blocks(accumulation: Accumulation, precision: Precision) -> int | None:
@@ -142,7 +160,16 @@ def partial_blocks(accumulation: Accumulation, precision: Precision) -> int | No
         return None
     if accumulation is Accumulation.F16_CHAINS:
         return F16_CHAIN_BLOCKS
+    if accumulation is Accumulation.F16_CHAINS16:
+        return F16_CHAIN16_BLOCKS
     return F16_GROUP_BLOCKS
+
+
+def sub_chains(accumulation: Accumulation, precision: Precision) -> int:
+    """f16 chains per partial of an implicit-GEMM conv (`SUB_CHAINS`; 1 in fp32)."""
+    if precision is not Precision.FP16:
+        return 1
+    return SUB_CHAINS.get(accumulation, 1)
 
 
 class TilePolicy(enum.Enum):
@@ -215,6 +242,7 @@ class Prefetch(enum.Enum):
 # 32 base-offset load slots) had not finished compiling after 400 s.
 REGISTER_BUDGET = 224
 _ACCUMULATOR_REGISTERS = {"fp32": 4, "fp16": 6}  # vec4<f32> (+ the vec4<f16> group partial)
+_CHAIN_REGISTERS = 2  # each further vec4<f16> chain of a partial (`SUB_CHAINS`)
 # Per input-load slot, cached across the K loop: analytic recomputes everything; incremental
 # keeps the pixel (x, y) and its tap mask; base-offset keeps the tap mask, the pixel parity
 # (x, y) and one block base per source.
@@ -246,7 +274,12 @@ _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "shared_load": SharedLoad,
     "prefetch": Prefetch,
     "accumulation": Accumulation,
+    "input_accumulation": Accumulation,
+    "final_accumulation": Accumulation,
 }
+# Options that may be None: the shared layout (by precision) and the per-layer accumulations.
+_LAYER_ACCUMULATIONS = ("input_accumulation", "final_accumulation")
+_OPTIONAL = ("shared_layout", *_LAYER_ACCUMULATIONS)
 
 
 def _coerce(option: str, value: object, cls: type[enum.Enum]) -> enum.Enum:
@@ -327,11 +360,12 @@ class GemmTile:
         return self.k_tile * self.tile_n * 4 // self.threads
 
     def register_estimate(
-        self, precision: Precision, address_mode: AddressMode, sources: int = 2
+        self, precision: Precision, address_mode: AddressMode, sources: int = 2, chains: int = 1
     ) -> int:
         """Live 32-bit registers per invocation across the K loop (see `REGISTER_BUDGET`).
 
-        ``sources``: inputs of the conv (2 for a fused decoder, the worst case).
+        ``sources``: inputs of the conv (2 for a fused decoder, the worst case); ``chains``:
+        f16 chains per partial (`sub_chains`).
         """
         accumulators = self.rows_per_thread * self.cols_per_thread
         per_slot = _SLOT_REGISTERS[address_mode.value]
@@ -340,8 +374,9 @@ class GemmTile:
         prefetched = 0
         if self.prefetch:
             prefetched = (self.input_slots + self.weight_slots) * _VEC4_REGISTERS[precision.value]
+        per_accumulator = _ACCUMULATOR_REGISTERS[precision.value] + (chains - 1) * _CHAIN_REGISTERS
         return (
-            accumulators * _ACCUMULATOR_REGISTERS[precision.value]
+            accumulators * per_accumulator
             + self.input_slots * per_slot
             + prefetched
         )
@@ -369,6 +404,8 @@ class GemmOptions:
     final_pixels: int = 1
     final_patch: FinalPatch = FinalPatch.LINEAR
     accumulation: Accumulation = Accumulation.F32
+    input_accumulation: Accumulation | None = None
+    final_accumulation: Accumulation | None = None
 
     def __post_init__(self) -> None:
         # An explicit workgroup size stays fixed unless a tile policy is given too.
@@ -381,7 +418,7 @@ class GemmOptions:
             object.__setattr__(self, "workgroup_size", DEFAULT_WORKGROUP_SIZE)
         for name, cls in _ENUM_OPTIONS.items():
             value = getattr(self, name)
-            if name == "shared_layout" and value is None:
+            if name in _OPTIONAL and value is None:
                 continue
             object.__setattr__(self, name, _coerce(name, value, cls))
         for name, allowed in (
@@ -482,7 +519,11 @@ class GemmOptions:
     def problems(self, precision: Precision, limits: DeviceLimits) -> list[str]:
         """Why the base tile cannot run on a device with ``limits`` (empty when it can)."""
         return tile_problems(
-            self.base_tile(precision), precision, limits, address_mode=self.address_mode
+            self.base_tile(precision),
+            precision,
+            limits,
+            address_mode=self.address_mode,
+            chains=sub_chains(self.accumulation, precision),
         )
 
     def check_limits(self, precision: Precision, limits: DeviceLimits) -> None:
@@ -500,13 +541,38 @@ class GemmOptions:
     def within_register_budget(self, precision: Precision) -> bool:
         """Whether the base tile (the most registers any tile policy gives) is within
         `REGISTER_BUDGET`, whatever the device."""
-        return not register_problems(self.base_tile(precision), precision, self.address_mode)
+        return not register_problems(
+            self.base_tile(precision),
+            precision,
+            self.address_mode,
+            chains=sub_chains(self.accumulation, precision),
+        )
+
+    def for_layer(self, input_conv: bool, final: bool) -> GemmOptions:
+        """The options one conv's kernel is made with: ``accumulation`` replaced by
+        ``input_accumulation`` for a conv of the network input alone (``input_conv``) and by
+        ``final_accumulation`` for the final layer (``final``) where they are set; neither
+        is set in the result."""
+        if self.input_accumulation is None and self.final_accumulation is None:
+            return self
+        chosen = self.final_accumulation if final else None
+        if input_conv and chosen is None:
+            chosen = self.input_accumulation
+        return replace(
+            self,
+            accumulation=chosen or self.accumulation,
+            input_accumulation=None,
+            final_accumulation=None,
+        )
 
     def describe(self) -> str:
-        """Deterministic text of every option (cache keys, shader headers)."""
+        """Deterministic text of every option (cache keys, shader headers); the per-layer
+        accumulations are left out where unset (a kernel's own options never set them)."""
         parts = []
         for f in fields(self):
             v = getattr(self, f.name)
+            if f.name in _LAYER_ACCUMULATIONS and v is None:
+                continue
             if isinstance(v, enum.Enum):
                 v = v.value
             elif isinstance(v, tuple):
@@ -522,10 +588,13 @@ def tile_problems(
     features: bool = True,
     address_mode: AddressMode | None = None,
     sources: int = 2,
+    chains: int = 1,
 ) -> list[str]:
     """Why ``tile`` cannot run with ``limits`` (the register budget too, given an
-    ``address_mode`` and the conv's number of ``sources``)."""
-    problems = register_problems(tile, precision, address_mode, sources) if address_mode else []
+    ``address_mode``, the conv's number of ``sources`` and the f16 ``chains`` per partial)."""
+    problems = (
+        register_problems(tile, precision, address_mode, sources, chains) if address_mode else []
+    )
     if tile.workgroup_x > limits.max_workgroup_size_x:
         problems.append(f"workgroup x {tile.workgroup_x} > max {limits.max_workgroup_size_x}")
     if tile.workgroup_y > limits.max_workgroup_size_y:
@@ -542,10 +611,14 @@ def tile_problems(
 
 
 def register_problems(
-    tile: GemmTile, precision: Precision, address_mode: AddressMode, sources: int = 2
+    tile: GemmTile,
+    precision: Precision,
+    address_mode: AddressMode,
+    sources: int = 2,
+    chains: int = 1,
 ) -> list[str]:
     """The register-budget problem of ``tile`` (empty when it is within `REGISTER_BUDGET`)."""
-    need = tile.register_estimate(precision, address_mode, sources)
+    need = tile.register_estimate(precision, address_mode, sources, chains)
     if need <= REGISTER_BUDGET:
         return []
     return [
@@ -585,12 +658,20 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # The fp16 accumulation (bench/fp16_h200.sh, 2026-12-01, 1080p e2e GPU median of 15 runs):
 # f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms. Only the partials stay within 12 ms
 # there, so large GPUs keep them; every other device sums in f32 (`Accumulation`).
+# Per layer (bench/fp16_accumulation_h200.py, 2026-12-01, median of 20 runs): the final layer
+# summed in f32 with 2 pixels per invocation in a padded patch took e2e GPU from 11.92 to
+# 11.96 ms (dec_conv0 0.280 -> 0.332 ms) and brought every scene crop 0.85x to 0.90x as far
+# from OIDN CPU; f16-chains16 in the first conv too gave 12.01 ms, every other mix more than
+# 12 ms (docs/benchmarks.md, "fp16 accumulation: the frontier on the H200").
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
         shared_load=SharedLoad.PAIR,
         shared_layout=SharedLayout.PADDED,
         accumulation=Accumulation.F16_PARTIALS,
+        final_accumulation=Accumulation.F32,
+        final_patch=FinalPatch.PADDED,
+        final_pixels=2,
     ),
     Precision.FP32: GemmOptions(
         tile_policy=TilePolicy.BALANCED,

@@ -23,7 +23,8 @@ Rules:
 - forced ``direct``: always.
 - ``gemm.accumulation``: the implicit-GEMM kernels sum fp16 products as it says; the
   direct, spatial, subgroup and final-layer kernels sum in f32 when it is ``f32`` and
-  otherwise in f16 partials of 4 products (one input vec4).
+  otherwise in f16 partials of 4 products (one input vec4). With ``final=True``,
+  ``gemm.final_accumulation`` replaces it where set.
 
 `select_pool` picks the max-pool layout from ``gemm.pool_layout`` when the
 kernel setting is ``auto``/``implicit-gemm`` (spatial otherwise), as oidn-web does.
@@ -130,7 +131,9 @@ def select_conv(
 ) -> Selection:
     """Choose and generate the conv kernel for ``spec`` (see module doc)."""
     kind = _kind(kernel)
-    gemm = gemm or default_options(limits, spec.precision)
+    # the final layer's own accumulation (the first conv's is the caller's to apply:
+    # `GemmOptions.for_layer`)
+    gemm = (gemm or default_options(limits, spec.precision)).for_layer(False, final)
     select_precision(spec.precision, limits)
     f32 = gemm.accumulation is Accumulation.F32  # the direct families sum in f32 too
     if final and kind in (KernelKind.AUTO, KernelKind.IMPLICIT_GEMM) and final_rgb.supports(spec):

@@ -60,9 +60,10 @@ class WgpuOptions(BackendOptions):
             direct and implicit-GEMM kernels have the fused form). False runs conv and pool
             as two kernels, as oidn-web does, so that ``kernel="spatial"`` or
             ``"subgroup"`` also reaches the four pooled encoder convs. Same image.
-        accumulation: how fp16 convolutions sum their products: ``"f32"`` (the most
-            accurate), ``"f16-chains"`` or ``"f16-partials"`` (the fastest, farthest from
-            OIDN's CPU output); None keeps ``gemm``'s (or the device's default).
+        accumulation: how every fp16 convolution sums its products: ``"f32"`` (the most
+            accurate), ``"f16-chains"``, ``"f16-chains16"``, ``"f16-lanes"``,
+            ``"f16-pairs"`` or ``"f16-partials"`` (the fastest, farthest from OIDN's CPU
+            output); None keeps ``gemm``'s (or the device's default).
     """
 
     precision: Precision = Precision.AUTO

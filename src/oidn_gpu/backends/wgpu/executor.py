@@ -153,8 +153,9 @@ class WgpuExecutor(ExecutorBase):
             kernels marked trusted, None follows ``OIDN_GPU_SHADER_CHECKS``.
         conv_pool, decoder: enable the fusion passes (for tests and experiments).
         prepare: compile every kernel now (else on first use or `prepare()`).
-        accumulation: how fp16 convolutions sum (``"f32"``, ``"f16-chains"`` or
-            ``"f16-partials"``, `kernels.gemm.Accumulation`) over ``gemm``'s; None keeps it.
+        accumulation: how every fp16 convolution sums (``"f32"``, ``"f16-chains"``,
+            ``"f16-partials"``, ... `kernels.gemm.Accumulation`) over ``gemm``'s
+            per-layer accumulations; None keeps them.
 
     Attributes:
         precision: the resolved precision.
@@ -197,8 +198,13 @@ class WgpuExecutor(ExecutorBase):
         limits = kernel_choice.device_limits(self._device.capabilities)
         # The GEMM options the kernels are made with: the caller's, or this device's defaults.
         self._gemm = options.gemm or default_options(limits, self.precision)
-        if options.accumulation is not None:  # how fp16 sums, over the options' own
-            self._gemm = replace(self._gemm, accumulation=options.accumulation)
+        if options.accumulation is not None:  # how every fp16 layer sums, over the options'
+            self._gemm = replace(
+                self._gemm,
+                accumulation=options.accumulation,
+                input_accumulation=None,
+                final_accumulation=None,
+            )
         # The same, resolved for this precision (as oidn-web's `executor.gemm`); frozen.
         self.gemm: GemmOptions = self._gemm.resolved(self.precision)
         # What the kernel choice knows of the device (read-only)

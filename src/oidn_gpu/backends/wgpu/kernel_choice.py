@@ -6,7 +6,8 @@ the executor does not depend on which generator families exist:
 - `node_spec`: the `ConvSpec` / `PoolSpec` of a graph node (the final conv
   writes fp32, everything else the executor precision);
 - `kernel_for_node`: ``kernels.select.select_conv(spec, limits, kernel=, gemm=)``
-  for convolutions, ``select_pool`` for stand-alone pools;
+  for convolutions (with ``gemm.for_layer``: the first conv's and the final layer's accumulation),
+  ``select_pool`` for stand-alone pools;
 - `pack_conv`: packs a conv's weights in the layout its kernel reads;
 - `device_limits`: the device's `Capabilities` as the kernels' `DeviceLimits`.
 """
@@ -22,7 +23,7 @@ from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
 from oidn_gpu.kernels import select, weights
 from oidn_gpu.kernels import spec as kspec
-from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels.gemm import GemmOptions, default_options
 from oidn_gpu.kernels.spec import ConvSource, ConvSpec, Kernel, PoolSpec, Precision
 
 
@@ -142,6 +143,12 @@ def node_spec(graph: ir.Graph, node: ir.Node, precision: Precision, *, final: bo
     )
 
 
+def is_input_conv(graph: ir.Graph, node: ir.Node) -> bool:
+    """Whether ``node`` is a conv (plain or with a fused pool) that reads only the network
+    input (the U-Net's first conv)."""
+    return isinstance(node, (ir.Conv, ir.ConvPool)) and tuple(node.inputs) == (graph.input,)
+
+
 @dataclass(frozen=True)
 class Chosen:
     """The spec and kernel of one node; ``fallback_reason`` when a preference was not met."""
@@ -161,8 +168,12 @@ def kernel_for_node(
     kernel: str = "auto",
     gemm: Any = None,
 ) -> Chosen:
-    """Choose and generate the kernel of one node."""
+    """Choose and generate the kernel of one node (with ``gemm.for_layer``: the first conv
+    and the final layer may have their own accumulation)."""
     spec = node_spec(graph, node, precision, final=final)
+    if gemm is None:
+        gemm = default_options(limits, precision)
+    gemm = gemm.for_layer(is_input_conv(graph, node), final)
     if isinstance(spec, PoolSpec):
         return Chosen(spec, select.select_pool(spec, limits, kernel=kernel, gemm=gemm))
     selection = select.select_conv(spec, limits, kernel=kernel, gemm=gemm, final=final)

@@ -127,14 +127,20 @@ fn main(
     {
 {% if partials %}
 {% for a in accs %}
-      var part{{ a.name }} = vec4<f16>();
+{% for p in a.parts %}
+      var {{ p }} = vec4<f16>();
+{% endfor %}
 {% endfor %}
 {% endif %}
 {% include fma_template %}
 {% if partials %}
+{% if chains > 1 %}
+      // add each partial's f16 chains in f16, then fold the partials into the f32 accumulators
+{% else %}
       // fold this group's f16 partials into the f32 accumulators
+{% endif %}
 {% for a in accs %}
-      acc{{ a.name }} += vec4<f32>(part{{ a.name }});
+      acc{{ a.name }} += vec4<f32>({{ a.partial_sum }});
 {% endfor %}
 {% endif %}
     }

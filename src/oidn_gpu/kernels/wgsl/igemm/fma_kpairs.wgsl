@@ -22,14 +22,14 @@
         let v{{ r.r }} = {{ widen_open }}p{{ r.r }}[0]{{ widen_close }};
         let u{{ r.r }} = {{ widen_open }}p{{ r.r }}[1]{{ widen_close }};
 {% for c in r.cols %}
-        {{ c.target }} = fma(w{{ c.c }}_0, {{ vec }}(v{{ r.r }}.x), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_1, {{ vec }}(v{{ r.r }}.y), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_2, {{ vec }}(v{{ r.r }}.z), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_3, {{ vec }}(v{{ r.r }}.w), {{ c.target }});
-        {{ c.target }} = fma(x{{ c.c }}_0, {{ vec }}(u{{ r.r }}.x), {{ c.target }});
-        {{ c.target }} = fma(x{{ c.c }}_1, {{ vec }}(u{{ r.r }}.y), {{ c.target }});
-        {{ c.target }} = fma(x{{ c.c }}_2, {{ vec }}(u{{ r.r }}.z), {{ c.target }});
-        {{ c.target }} = fma(x{{ c.c }}_3, {{ vec }}(u{{ r.r }}.w), {{ c.target }});
+        {{ c.even[0] }} = fma(w{{ c.c }}_0, {{ vec }}(v{{ r.r }}.x), {{ c.even[0] }});
+        {{ c.even[1] }} = fma(w{{ c.c }}_1, {{ vec }}(v{{ r.r }}.y), {{ c.even[1] }});
+        {{ c.even[2] }} = fma(w{{ c.c }}_2, {{ vec }}(v{{ r.r }}.z), {{ c.even[2] }});
+        {{ c.even[3] }} = fma(w{{ c.c }}_3, {{ vec }}(v{{ r.r }}.w), {{ c.even[3] }});
+        {{ c.odd[0] }} = fma(x{{ c.c }}_0, {{ vec }}(u{{ r.r }}.x), {{ c.odd[0] }});
+        {{ c.odd[1] }} = fma(x{{ c.c }}_1, {{ vec }}(u{{ r.r }}.y), {{ c.odd[1] }});
+        {{ c.odd[2] }} = fma(x{{ c.c }}_2, {{ vec }}(u{{ r.r }}.z), {{ c.odd[2] }});
+        {{ c.odd[3] }} = fma(x{{ c.c }}_3, {{ vec }}(u{{ r.r }}.w), {{ c.odd[3] }});
 {% endfor %}
 {% endfor %}
       }

@@ -10,10 +10,10 @@
 {% for r in ks.rows %}
         let v{{ r.r }} = {{ widen_open }}input_tile[row_base + {{ r.offset }}u]{{ widen_close }};
 {% for c in r.cols %}
-        {{ c.target }} = fma(w{{ c.c }}_0, {{ vec }}(v{{ r.r }}.x), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_1, {{ vec }}(v{{ r.r }}.y), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_2, {{ vec }}(v{{ r.r }}.z), {{ c.target }});
-        {{ c.target }} = fma(w{{ c.c }}_3, {{ vec }}(v{{ r.r }}.w), {{ c.target }});
+        {{ c.lanes[0] }} = fma(w{{ c.c }}_0, {{ vec }}(v{{ r.r }}.x), {{ c.lanes[0] }});
+        {{ c.lanes[1] }} = fma(w{{ c.c }}_1, {{ vec }}(v{{ r.r }}.y), {{ c.lanes[1] }});
+        {{ c.lanes[2] }} = fma(w{{ c.c }}_2, {{ vec }}(v{{ r.r }}.z), {{ c.lanes[2] }});
+        {{ c.lanes[3] }} = fma(w{{ c.c }}_3, {{ vec }}(v{{ r.r }}.w), {{ c.lanes[3] }});
 {% endfor %}
 {% endfor %}
       }
