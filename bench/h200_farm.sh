@@ -23,10 +23,7 @@ python3 scripts/device_payload.py unpack "${PAYLOAD:-.payload}" "$site" || exit 
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 # Ray stays on this machine: loopback addresses, no usage statistics (see bench's docstring)
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_USAGE_STATS_ENABLED=0
-# the cuda backend's tile choices from an earlier H200 run (it tunes what is missing; the
-# farm's workers and the single process share the file)
-export OIDN_GPU_CUDA_TUNING=/tmp/cuda-tuning.json
-cp bench/cuda_h200/cuda-tuning.json "$OIDN_GPU_CUDA_TUNING" 2>/dev/null
+# the cuda backend runs its shipped tiles (tuning is opt-in: OIDN_GPU_CUDA_TUNING)
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 nvidia-smi -L
 python3 - <<'EOF'
@@ -62,5 +59,4 @@ for backend in ${FARM_BACKENDS:-wgpu cuda}; do
     [ $status -eq 0 ] || echo "== $backend: farm_throughput.py exited with $status"
 done
 done
-cp "$OIDN_GPU_CUDA_TUNING" "$out/cuda-tuning.json" 2>/dev/null
 echo "== done in $(($(date +%s) - started)) s"
