@@ -4,8 +4,12 @@ Same semantics as the Triton kernels, written as plain torch operations:
 
 - `TorchNetwork`: the fused graph run with ``torch.nn.functional`` (``conv2d``
   on channels-last tensors, so cuDNN picks its NHWC kernels on a GPU), ReLU,
-  ``max_pool2d``, nearest ``interpolate`` and ``cat``; fp16/bf16 on a GPU,
-  fp32 on the CPU (CPU half convolutions are slow or missing).
+  ``max_pool2d``, nearest ``interpolate`` and ``cat``; activations stored as fp16/bf16
+  on a GPU, fp32 on the CPU (CPU half convolutions are slow or missing). On a GPU each
+  convolution runs on float32 copies of its fp16/bf16 input and weights (`FP32_SUMS`):
+  cuDNN's TF32 tensor-core kernels multiply those exactly (both formats fit TF32's
+  10-bit mantissa) and sum in fp32, and the bias is added in fp32 before the one
+  rounding to fp16 that the Triton kernels make too.
 - `input_pass`, `output_pass`, `autoexposure_bins`: OIDN's input processing,
   output processing and autoexposure bin averages as torch element-wise ops
   (formulas of `image.process`, `image.transfer`, `image.autoexposure`).
@@ -37,6 +41,11 @@ except ImportError as exc:
     ) from exc
 
 FLT_MAX = float(np.finfo(np.float32).max)
+# Convolutions on float32 copies (see the module docstring). cuDNN's own fp16
+# convolutions round their output before the bias and choose algorithms whose sums
+# lose more: on the shared scenes at full size (H200, 2026-12-01) that path's output
+# was 2.7-3.9e-3 from Intel OIDN CPU, the Triton kernels' 0.95-2.2e-3.
+FP32_SUMS = True
 MAX_BIN_SIZE = 16  # OIDN core/autoexposure.h maxBinSize
 
 
@@ -54,13 +63,17 @@ class TorchNetwork:
         self.launches = launches
         self.graph_input = graph_input
         self.dtype = dtype if device.type == "cuda" else torch.float32
+        # the dtype the convolutions compute in (float32 on the CPU either way)
+        self.compute = torch.float32 if FP32_SUMS else self.dtype
         self.weights: dict[str, tuple[Any, Any]] = {}
         for launch in launches:
             params = convs[launch.name]
             weight = torch.as_tensor(np.asarray(params.weight, np.float32), device=device)
             bias = torch.as_tensor(np.asarray(params.bias, np.float32), device=device)
-            weight = weight.to(self.dtype).contiguous(memory_format=torch.channels_last)
-            self.weights[launch.name] = (weight, bias.to(self.dtype))
+            # the weights rounded to the storage dtype, as the Triton kernels use them
+            weight = weight.to(self.dtype).to(self.compute)
+            weight = weight.contiguous(memory_format=torch.channels_last)
+            self.weights[launch.name] = (weight, bias.to(self.compute))
 
     def forward(self, x: Any) -> Any:
         """``x [1, C_in, H, W]`` -> raw network output ``[1, 3, H, W]`` float32."""
@@ -75,12 +88,12 @@ class TorchNetwork:
                 parts.append(value)
             inp = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
             weight, bias = self.weights[launch.name]
-            out = F.conv2d(inp, weight, bias, padding=1)
+            out = F.conv2d(inp.to(self.compute), weight, bias, padding=1)
             if launch.relu:
                 out = F.relu(out)
             if launch.pool:
                 out = F.max_pool2d(out, 2, 2)
-            values[launch.value] = out
+            values[launch.value] = out.to(self.dtype)  # the one rounding per layer
         assert out is not None
         return out.float()
 
