@@ -6,11 +6,9 @@ benchmark's. Run on the GPU machine: ``python bench/h200_cudnn_sums.py``."""
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
 import torch
+from cuda_host_copies import timed  # bench/: the median wall of a synchronized call
 
 import oidn_gpu
 from oidn_gpu.backends.cuda import torch_ops
@@ -32,19 +30,6 @@ def rel_l2(a, b):
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
-def timed(fn, runs=30):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
-
-
 def main() -> None:
     small = images(256, 256)
     reference = oidn_gpu.Denoiser(hdr=True, backend="reference").denoise(*small)
@@ -58,7 +43,7 @@ def main() -> None:
         torch_ops.FP32_SUMS = fp32_sums
         with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="cudnn") as den:
             err = rel_l2(den.denoise(*small), reference)
-            ms = timed(lambda den=den: den.denoise(*big))
+            ms = timed(lambda den=den: den.denoise(*big), 30)
         print(f"cudnn fp32_sums={fp32_sums!s:5}  rel L2 vs reference {err:.3e}, "
               f"1080p torch tensors {ms:.2f} ms", flush=True)
 
