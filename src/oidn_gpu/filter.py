@@ -34,7 +34,7 @@ import os
 import threading
 import warnings
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +121,11 @@ class _Engine:
         self.executor.close()
 
 
+# What Denoiser(temporal=..., **options) makes (None: a Denoiser); set by the module that
+# builds on this one, `oidn_gpu.temporal.denoiser.temporal_denoiser`, when it loads.
+TEMPORAL_FACTORY: Callable[[type, Any, dict[str, Any]], Any] | None = None
+
+
 class Denoiser:
     """A reusable OIDN filter (``RT`` or ``RTLightmap``) over one backend.
 
@@ -161,10 +166,11 @@ class Denoiser:
     """
 
     def __new__(cls, *args: Any, temporal: Any = False, **options: Any) -> Any:
-        # Denoiser(temporal=True, ...) is an oidn_gpu.TemporalDenoiser (which imports this)
-        from oidn_gpu.temporal.denoiser import temporal_denoiser
-
-        made = temporal_denoiser(cls, temporal, options)
+        # Denoiser(temporal=True, ...) is an oidn_gpu.TemporalDenoiser (`TEMPORAL_FACTORY`)
+        factory = TEMPORAL_FACTORY
+        if factory is None and temporal is not False:
+            raise InvalidOperationError("temporal=True needs oidn_gpu.temporal (import oidn_gpu)")
+        made = None if factory is None else factory(cls, temporal, options)
         return super().__new__(cls) if made is None else made
 
     def __init__(

@@ -33,6 +33,7 @@ import numpy as np
 
 from oidn_gpu.backends.base import TemporalFrame
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu import filter as facade
 from oidn_gpu.filter import Denoiser
 from oidn_gpu.temporal import passes as tp
 from oidn_gpu.temporal.session import temporal_session_for
@@ -381,3 +382,7 @@ def temporal_denoiser(cls: type, temporal: Any, options: dict[str, Any]) -> Any:
             f"temporal=True is an option of oidn_gpu.Denoiser, not of {cls.__name__}"
         )
     return TemporalDenoiser(**options)
+
+
+# Denoiser(temporal=True, ...) makes a TemporalDenoiser through this
+facade.TEMPORAL_FACTORY = temporal_denoiser
