@@ -132,38 +132,26 @@ def reproject(motion, guide, prev_guide, signal, prev_state, params: tp.Temporal
 
 
 def drop_near_disocclusions(signal, reprojection, params: tp.TemporalParams):
-    """`oidn_gpu.temporal.passes.drop_near_disocclusions` on tensors."""
-    if params.disocclusion_margin == 0:
-        return reprojection
-    out = reprojection.clone()
-    drop_near_disocclusions_(signal, out, params.disocclusion_margin)
-    return out
-
-
-def near_rejections(reprojection, margin: int):
-    """``[H, W]`` bool: within ``margin`` pixels (Chebyshev) of a pixel without history
-    (`oidn_gpu.temporal.passes.near_pixels`): max pools of the 0/1 mask over a row and
-    then a column window, exact; the pools' padding is -inf, so off the image counts as
-    history kept."""
+    """`oidn_gpu.temporal.passes.drop_near_disocclusions` on tensors: the dilation as max
+    pools of the 0/1 mask over a row and then a column window (exact; their -inf padding
+    counts off the image as history kept)."""
     import torch
 
+    margin = params.disocclusion_margin
+    if margin == 0:
+        return reprojection
     pool = torch.nn.functional.max_pool2d
     rejected = (reprojection[..., tp.REPROJECTION_VALID] < 0.5).to(torch.float32)[None, None]
     size = 2 * margin + 1
     rows = pool(rejected, (1, size), stride=1, padding=(0, margin))
-    return pool(rows, (size, 1), stride=1, padding=(margin, 0))[0, 0] > 0.5
-
-
-def drop_near_disocclusions_(signal, reprojection, margin: int):
-    """`drop_near_disocclusions` into ``reprojection`` in place; returns the mask."""
-    import torch
-
-    near = near_rejections(reprojection, margin)
-    head = reprojection[..., : tp.SIGNAL_CHANNELS]
-    head.copy_(torch.where(near[..., None], signal, head))
-    count = reprojection[..., tp.STATE_COUNT]
-    count.copy_(torch.where(near, torch.ones((), dtype=count.dtype, device=count.device), count))
-    return near
+    near = pool(rows, (size, 1), stride=1, padding=(margin, 0))[0, 0] > 0.5
+    out = reprojection.clone()
+    out[..., : tp.SIGNAL_CHANNELS] = torch.where(
+        near[..., None], signal, out[..., : tp.SIGNAL_CHANNELS]
+    )
+    one = torch.ones((), dtype=torch.float32, device=out.device)
+    out[..., tp.STATE_COUNT] = torch.where(near, one, out[..., tp.STATE_COUNT])
+    return out
 
 
 def _box(image):
