@@ -305,3 +305,28 @@ def test_the_benchmark_row_of_the_session_checks_it_against_the_host_path():
     assert row["bit_equal_frames"] == 2 and row["max_abs_diff"] == 0.0
     assert row["session_ms"] > 0 and {"host_upload", "host_wait"} <= set(row["split_ms"])
     assert "2 bit-equal" in row_of.describe("wgpu", row, 32, 16)
+
+
+def test_denoiser_temporal_true_runs_the_device_session_with_the_host_paths_image(
+    denoiser, wgsl_passes
+):
+    """Through the public API: `Denoiser(temporal=True, backend="wgpu")` keeps its history
+    on the device, and gives the image of the host path with the WGSL passes, bit for bit."""
+    from oidn_gpu.temporal.session import HostTemporalSession
+
+    steps = _sequence_steps("moving")
+    options = dict(backend="wgpu", hdr=True, precision="fp32", quality="fast")
+
+    def run(host: bool) -> list[np.ndarray]:
+        with Denoiser(temporal=True, **options) as td:
+            if host:
+                td.session.close()
+                td.session = HostTemporalSession(td.denoiser, wgsl_passes)
+            else:
+                assert td.session.name == "wgpu-device"
+            return [td.denoise(s.frame.color, s.frame.albedo, s.frame.normal,
+                               motion=s.frame.motion, depth=s.frame.depth, frame=i)
+                    for i, s in enumerate(steps)]
+
+    for got, expected in zip(run(host=False), run(host=True), strict=True):
+        np.testing.assert_array_equal(got, expected)
