@@ -115,6 +115,7 @@ def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, 
     compute capability runs exactly those layers on it, the tuning cache's ``rows:`` entry
     first; ``rows=False`` runs none."""
     shipped = set(tuning.SHIPPED_ROWS[(9, 0)])
+    seen: set[str] = set()  # the signatures of both networks
     for name in ("rt_hdr_alb_nrm_small", "rt_hdr_alb_nrm"):  # the default network last
         executor = CudaExecutor(load_model(weights_dir / f"{name}.tza"), device=device,
                                 tune=False, engine="triton")  # fmt: skip
@@ -123,12 +124,14 @@ def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, 
         prep = executor.prepare(64, 96)
         signatures = {launch.name: executor.layer_signature(prep, launch)
                       for launch in executor.launches}  # fmt: skip
+        seen |= set(signatures.values())
         rowed = {n for n in signatures if isinstance(prep.configs[n], RowsConfig)}
         assert rowed == {n for n, key in signatures.items() if key in shipped}
         assert {"enc_conv0", "enc_conv1"} <= rowed
         launches = {launch.name: launch for launch in executor.launches}
         assert all(rows_eligible(launches[n]) for n in rowed)
-    assert shipped <= {key for key in signatures.values()}
+    assert shipped <= seen
+    assert {"32->32@0", "32->32p@1"} <= shipped - set(signatures.values())  # the fast net's
     assert "dec_conv1b" in rowed  # the project tail's hidden conv
     tail_key = project_signature(executor.tail.hidden)
     assert prep.configs[tail_key] == prep.configs["dec_conv1b"]

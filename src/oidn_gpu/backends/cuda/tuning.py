@@ -173,12 +173,19 @@ def rows_eligible(launch: ConvLaunch) -> bool:
 # 2026-12-01, bench/h200_rows_sweep.py; bench/h200_fused2/): each layer alone, per-layer
 # kernel -> row kernel, the same output bits: enc_conv0 0.136 -> 0.073 ms, enc_conv1 + pool
 # 0.213 -> 0.124 ms, the `project` tail 0.497 -> 0.439 ms; dec_conv2b (64->64@1) was slower
-# (0.128 against 0.120 ms) and stays on the per-layer kernel.
+# (0.128 against 0.120 ms) and stays on the per-layer kernel. The fast network's own
+# signatures (rt_hdr_alb_nrm_small at 1920x1088, bench/h200_fused3/call1/): its `project`
+# tail (32->32@0) 0.330 -> 0.260 ms, enc_conv2 + pool (32->32p@1) 0.055 -> 0.033 ms,
+# dec_conv2b (64->32@1) 0.095 -> 0.080 ms, the same bits; its quarter-resolution and
+# smaller layers were not faster (enc_conv3: 0.018 against 0.018-0.026 ms).
 SHIPPED_ROWS: dict[tuple[int, int], dict[str, tuple[int, int, int, int]]] = {
     (9, 0): {
         "16->32@0": (64, 32, 4, 3),
         "32->32p@0": (64, 32, 4, 3),
         "64->32@0": (64, 32, 4, 3),
+        "32->32@0": (64, 32, 4, 3),
+        "32->32p@1": (64, 32, 4, 3),
+        "64->32@1": (64, 32, 4, 3),
     },
 }
 
