@@ -25,7 +25,7 @@ threads still read. Tiles are 2D, so the hidden conv's 9 taps re-read far less
 of its input than the per-layer kernel's rows of pixels do.
 """
 
-from oidn_gpu.backends.cuda.triton_kernels import _accumulate, _jit, _store_final, tl, triton
+from oidn_gpu.backends.cuda.triton_kernels import _accumulate, _jit, _store_final, tl
 
 
 @_jit("height", "width", "tiles_w", "num_tiles", "out_offset", "out_pixel_stride",
@@ -107,10 +107,9 @@ def conv_project_kernel(
     """The hidden conv with the final conv's matrix product in its epilogue.
 
     ``z[p, 3 * t + o] = sum_c hidden[p, c] * W_final[o, c, t]`` for the 9 taps ``t``
-    (``proj_ptr``: ``[MID, 32]``, `executor.project_weights`), stored fp16/bf16 in place
-    of the hidden value as 9 tap planes ``[9, H, W, 3]`` (`z_offsets`): the final conv is
-    then a sum of 9 shifted 3-channel slices (`tap_sum_kernel`), not a 9-tap GEMM over
-    ``MID`` channels.
+    (``proj_ptr``: ``[MID, 32]``, `executor.project_weights`), stored as ``[H, W, 32]``
+    fp16/bf16 in place of the hidden value: the final conv is then a sum of 9 shifted
+    3-channel slices (`tap_sum_kernel`), not a 9-tap GEMM over ``MID`` channels.
     """
     pixel = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     y = pixel // width
@@ -128,16 +127,8 @@ def conv_project_kernel(
     offs_z = tl.arange(0, 32)
     proj = tl.load(proj_ptr + offs_mid[:, None] * 32 + offs_z[None, :])
     z = tl.dot(acc.to(proj_ptr.dtype.element_ty), proj)
-    ptrs = out_ptr + z_offsets(pixel, offs_z, height * width)
-    tl.store(ptrs, z.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & (offs_z < 27)[None, :])
-
-
-@triton.jit
-def z_offsets(pixel, offs_z, pixels):
-    """Offsets of ``z[pixel, 3 * t + o]`` (``offs_z``: the ``3 * t + o`` of 32 columns, the
-    last 5 unused) in the tap planes ``[9, H, W, 3]``: each tap's 3-channel slices of a row
-    of pixels are contiguous, so the tap sum's shifted loads of a tap are coalesced."""
-    return (offs_z // 3 * (pixels * 3) + offs_z % 3)[None, :] + pixel[:, None] * 3
+    ptrs = out_ptr + pixel[:, None] * 32 + offs_z[None, :]
+    tl.store(ptrs, z.to(out_ptr.dtype.element_ty), mask=m_ok[:, None])
 
 
 @_jit("height", "width", "out_offset", "out_pixel_stride", "out_row_stride", "keep_y",
@@ -151,8 +142,7 @@ def tap_sum_kernel(
     BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
 ):  # fmt: skip
     """The final conv from `conv_project_kernel`'s ``z``: ``out[p, o] = bias[o] + sum_t
-    z[p + offset(t), 3 * t + o]`` (zero outside the image; ``z`` in tap planes, `z_offsets`),
-    then the output pass."""
+    z[p + offset(t), 3 * t + o]`` (zero outside the image), then the output pass."""
     offs = tl.arange(0, BLOCK_H * BLOCK_W)
     y = tl.program_id(1) * BLOCK_H + offs // BLOCK_W
     x = tl.program_id(0) * BLOCK_W + offs % BLOCK_W
@@ -163,8 +153,7 @@ def tap_sum_kernel(
         yy = y + (tap // 3 - 1)
         xx = x + (tap % 3 - 1)
         ok = m_ok & (yy >= 0) & (yy < height) & (xx >= 0) & (xx < width)
-        plane = z_ptr + tap * (height * width * 3)
-        ptrs = plane + (yy * width + xx)[:, None] * 3 + offs_n[None, :]
+        ptrs = z_ptr + (yy * width + xx)[:, None] * 32 + (3 * tap + offs_n)[None, :]
         mask = ok[:, None] & (offs_n < 3)[None, :]
         acc += tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
     acc = acc + tl.load(bias_ptr + offs_n)[None, :]

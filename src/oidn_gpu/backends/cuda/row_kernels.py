@@ -21,7 +21,6 @@ over the taps in the per-layer kernel's order (tap ``3 * kh + kw``, all channels
 the stored values are the same bits as the per-layer kernel's (measured on an H200).
 """
 
-from oidn_gpu.backends.cuda.fused_kernels import z_offsets
 from oidn_gpu.backends.cuda.triton_kernels import _jit, tl, triton
 
 
@@ -80,8 +79,8 @@ def _store_row(out_ptr, proj, acc, y, xs, height, width, out_channels, offs_n,
     if PROJECT:
         offs_z = tl.arange(0, 32)
         z = tl.dot(acc.to(proj.dtype), proj)
-        ptrs = out_ptr + z_offsets(y * width + xs, offs_z, height * width)
-        tl.store(ptrs, z.to(out_ptr.dtype.element_ty), mask=ok[:, None] & (offs_z < 27)[None, :])
+        ptrs = out_ptr + (y * width + xs)[:, None] * 32 + offs_z[None, :]
+        tl.store(ptrs, z.to(out_ptr.dtype.element_ty), mask=ok[:, None])
     else:
         ptrs = out_ptr + (y * width + xs)[:, None] * out_channels + offs_n[None, :]
         mask = ok[:, None] & (offs_n < out_channels)[None, :]
@@ -99,9 +98,9 @@ def conv_rows_kernel(
 
     ``src`` is NHWC ``[height, width, CHANNELS]`` (16, 32 or 64: one K step per tap); ``w``
     the packed ``[9 * w_stride, w_cols]`` weights (`layout.pack_weights`); ``out`` NHWC with
-    ``out_channels`` (pooled with ``POOL``), or with ``PROJECT`` the per-tap partial sums of
-    the final conv in tap planes ``[9, height, width, 3]`` (`fused_kernels.z_offsets`;
-    ``proj``: ``[BLOCK_N, 32]``, `fusion.project_weights`).
+    ``out_channels`` (pooled with ``POOL``), or with ``PROJECT`` the ``[height, width, 32]``
+    per-tap partial sums of the final conv (``proj``: ``[BLOCK_N, 32]``,
+    `fusion.project_weights`).
     """
     x0 = tl.program_id(0) * BLOCK_W
     y0 = tl.program_id(1) * ROWS
