@@ -8,20 +8,12 @@ OUT=${OUT:-/tmp/out}
 W=/tmp/f3; mkdir -p $W
 OLD=$PWD; NEW=/tmp/new
 rm -rf $NEW; mkdir -p $NEW; cp -r src $NEW/; cp -r .device/fused22b/overlay/* $NEW/
-keep() { tar -rf "$OUT/logs.tar" -C $W "$@"; }
+. "$(dirname "$0")/h200_fused3_lib.sh"
 for tree in NEW OLD; do
   PYTHONPATH=${!tree}/src:/tmp/site python3 -c 'import oidn_gpu; print(oidn_gpu.__file__)'
 done > $W/env.txt 2>&1
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } >> $W/env.txt
 keep env.txt; cat $W/env.txt
-bench() {  # name, tree (NEW or OLD), then bench arguments
-  local name=$1 tree=$2; shift 2
-  PYTHONPATH=${!tree}/src:/tmp/site timeout 60 python3 -m oidn_gpu bench --backend cuda \
-    --host-runs 3 --json "$W/bench_$name.json" "$@" 2>&1 | grep -v Warning \
-    > "$W/bench_$name.log"
-  keep "bench_$name.log" "bench_$name.json"
-  echo "== $name"; grep -E "e2e gpu|gpu net|memory" "$W/bench_$name.log"
-}
 bench fast NEW --size 1080p --runs 100 --weights rt_hdr_alb_nrm_small
 bench fast_old OLD --size 1080p --runs 100 --weights rt_hdr_alb_nrm_small
 bench fast2 NEW --size 1080p --runs 100 --weights rt_hdr_alb_nrm_small

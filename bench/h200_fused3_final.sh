@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp/out}
 W=/tmp/f3; mkdir -p $W
 OLD=$PWD; NEW=/tmp/new
 rm -rf $NEW; mkdir -p $NEW; cp -r src tests bench $NEW/; cp -r .device/fused22b/overlay/* $NEW/
-keep() { tar -rf "$OUT/logs.tar" -C $W "$@"; }
+. "$(dirname "$0")/h200_fused3_lib.sh"
 for tree in NEW OLD; do
   PYTHONPATH=${!tree}/src:/tmp/site python3 -c 'import torch, triton, oidn_gpu
 print("torch", torch.__version__, "triton", triton.__version__, oidn_gpu.__file__)'
@@ -20,14 +20,6 @@ done > $W/env.txt 2>&1
   > $W/pytest.log; keep pytest.log; cat $W/pytest.log
 PYTHONPATH=$NEW/src:/tmp/site timeout 60 python3 $NEW/bench/h200_fused3_tapsum.py \
   $W/tapsum.json 2>&1 | grep -v Warning > $W/tapsum.log; keep tapsum.log tapsum.json
-bench() {  # name, tree (NEW or OLD), then bench arguments
-  local name=$1 tree=$2; shift 2
-  PYTHONPATH=${!tree}/src:/tmp/site timeout 60 python3 -m oidn_gpu bench --backend cuda \
-    --host-runs 3 --json "$W/bench_$name.json" "$@" 2>&1 | grep -v Warning \
-    > "$W/bench_$name.log"
-  keep "bench_$name.log" "bench_$name.json"
-  echo "== $name"; grep -E "e2e gpu|gpu net|memory" "$W/bench_$name.log"
-}
 bench 1080p NEW --size 1080p --runs 100
 bench 1080p_old OLD --size 1080p --runs 100
 bench fast NEW --size 1080p --runs 100 --weights rt_hdr_alb_nrm_small

@@ -26,14 +26,11 @@ import numpy as np
 import torch
 
 from oidn_gpu.backends.cuda import layout
-from oidn_gpu.backends.cuda.bench import _graph_of, _time_events
-from oidn_gpu.backends.cuda.backend import TILE_LIMITS
+from oidn_gpu.backends.cuda.bench import _graph_of, _time_events, e2e_inputs
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.runner import CudaDenoiser
 from oidn_gpu.backends.cuda.tuning import RowsConfig, TileConfig, project_signature, rows_eligible
-from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles
-from oidn_gpu.image.process import mode_for
 from oidn_gpu.model.weights import load_builtin
 
 ROWS = [RowsConfig(64, 32, 4, 3), RowsConfig(64, 16, 4, 3), RowsConfig(64, 16, 4, 2),
@@ -150,15 +147,7 @@ def sweep(jobs) -> list[dict]:
 def e2e(net: str, size: str) -> dict:
     height, width = {"720p": (720, 1280), "1080p": (1080, 1920)}[size]
     ex = _executor(net)
-    model = ex.model
-    rng = np.random.default_rng(20261130)
-    host = [(rng.random((height, width, 3)) * 4).astype(np.float32),
-            rng.random((height, width, 3)).astype(np.float32),
-            (rng.random((height, width, 3)) * 2 - 1).astype(np.float32)]  # fmt: skip
-    images = [torch.from_numpy(a).cuda() for a in host]
-    out = torch.empty((height, width, 3), dtype=torch.float32, device="cuda")
-    mode = mode_for("RT", hdr=True)
-    plan = plan_tiles(model, height, width, WHOLE_IMAGE, TILE_LIMITS)
+    _, images, out, mode, plan = e2e_inputs(torch, ex, ex.model, height, width)
     denoiser = CudaDenoiser(ex)
 
     def call() -> None:

@@ -317,8 +317,10 @@ def _layer_stats(executor: CudaExecutor, flops: dict[str, float], kernels: dict[
     return stats
 
 
-def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, width: int,
-                runs: int, warmup: int, host_runs: int) -> dict[str, Any]:  # fmt: skip
+def e2e_inputs(torch: Any, executor: CudaExecutor, model: Any, height: int,
+               width: int) -> tuple[list[np.ndarray], list[Any], Any, Any, Any]:  # fmt: skip
+    """The end-to-end runs' random HDR colour (and albedo, normal as the network takes
+    them): host arrays, their device copies, the output tensor, the mode and the tile plan."""
     rng = np.random.default_rng(20261130)
     channels = executor.input_channels // 3
     host = [
@@ -328,8 +330,13 @@ def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, wid
     ][:channels]
     images = [torch.from_numpy(a).cuda() for a in host]
     out = torch.empty((height, width, 3), dtype=torch.float32, device="cuda")
-    mode = mode_for("RT", hdr=True)
     plan = plan_tiles(model, height, width, WHOLE_IMAGE, TILE_LIMITS)
+    return host, images, out, mode_for("RT", hdr=True), plan
+
+
+def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, width: int,
+                runs: int, warmup: int, host_runs: int) -> dict[str, Any]:  # fmt: skip
+    host, images, out, mode, plan = e2e_inputs(torch, executor, model, height, width)
     denoiser = CudaDenoiser(executor)
 
     def on_tensors() -> None:
