@@ -50,6 +50,9 @@ def _ship_rows(monkeypatch, executor: CudaExecutor, size, config: RowsConfig) ->
         ((14, 22), (9, 16, 24, 32), RowsConfig(16, 4, 4, 2)),  # strips and rows cut off
         ((10, 18), (6, 32, 64, 64), RowsConfig(8, 2, 4, 2)),  # 64 channels, many programs
         ((6, 34), (3, 16, 32, 16), RowsConfig(32, 8, 4, 2)),  # fewer rows than a program
+        # the shipped tile on the fast network's shapes (32 -> 32 tail, 32 -> 32 + pool at
+        # half resolution): a strip cut off at 6 columns, 10 rows of a 32-row program
+        ((10, 70), (9, 32, 32, 32), RowsConfig(64, 32, 4, 3)),
     ],
 )
 @pytest.mark.parametrize("fused", ["off", "project"])
