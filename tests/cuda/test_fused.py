@@ -204,3 +204,13 @@ def test_prepared_shapes_are_kept(rng, device):
             assert first.scratch.untyped_storage().data_ptr() == (
                 hidden.untyped_storage().data_ptr())
             assert first.byte_size == sum(int(s.numel()) for s in first.slots)
+
+
+def test_project_columns_hold_every_tap_once_taps_0_to_7_as_aligned_vectors():
+    """`fusion.z_column`: the 27 (tap, channel) partial sums in 27 distinct columns of 32;
+    taps 0-7 as 4-aligned runs of 3 (one vector load in `tap_sum_kernel`)."""
+    columns = [fusion.z_column(t, o) for t in range(9) for o in range(3)]
+    assert len(set(columns)) == 27 and all(0 <= c < 32 for c in columns)
+    for t in range(8):
+        assert [fusion.z_column(t, o) for o in range(3)] == [4 * t, 4 * t + 1, 4 * t + 2]
+    assert {fusion.z_column(8, o) for o in range(3)} == {3, 7, 11}

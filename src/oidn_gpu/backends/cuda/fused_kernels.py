@@ -106,8 +106,8 @@ def conv_project_kernel(
 ):  # fmt: skip
     """The hidden conv with the final conv's matrix product in its epilogue.
 
-    ``z[p, 3 * t + o] = sum_c hidden[p, c] * W_final[o, c, t]`` for the 9 taps ``t``
-    (``proj_ptr``: ``[MID, 32]``, `executor.project_weights`), stored as ``[H, W, 32]``
+    ``z[p, fusion.z_column(t, o)] = sum_c hidden[p, c] * W_final[o, c, t]`` for the 9
+    taps ``t`` (``proj_ptr``: ``[MID, 32]``, `fusion.project_weights`), stored as ``[H, W, 32]``
     fp16/bf16 in place of the hidden value: the final conv is then a sum of 9 shifted
     3-channel slices (`tap_sum_kernel`), not a 9-tap GEMM over ``MID`` channels.
     """
@@ -142,7 +142,9 @@ def tap_sum_kernel(
     BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
 ):  # fmt: skip
     """The final conv from `conv_project_kernel`'s ``z``: ``out[p, o] = bias[o] + sum_t
-    z[p + offset(t), 3 * t + o]`` (zero outside the image), then the output pass."""
+    z[p + offset(t), fusion.z_column(t, o)]`` (zero outside the image, taps in order),
+    then the output pass. Taps 0-7 are one aligned 4-wide load each (the fourth lane,
+    tap 8's, lands in the accumulator's unused fourth channel), tap 8 a strided one."""
     offs = tl.arange(0, BLOCK_H * BLOCK_W)
     y = tl.program_id(1) * BLOCK_H + offs // BLOCK_W
     x = tl.program_id(0) * BLOCK_W + offs % BLOCK_W
@@ -153,8 +155,13 @@ def tap_sum_kernel(
         yy = y + (tap // 3 - 1)
         xx = x + (tap % 3 - 1)
         ok = m_ok & (yy >= 0) & (yy < height) & (xx >= 0) & (xx < width)
-        ptrs = z_ptr + (yy * width + xx)[:, None] * 32 + (3 * tap + offs_n)[None, :]
-        mask = ok[:, None] & (offs_n < 3)[None, :]
+        if tap < 8:
+            columns = 4 * tap + offs_n
+            mask = ok[:, None] & (offs_n < 4)[None, :]
+        else:
+            columns = 4 * offs_n + 3
+            mask = ok[:, None] & (offs_n < 3)[None, :]
+        ptrs = z_ptr + (yy * width + xx)[:, None] * 32 + columns[None, :]
         acc += tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
     acc = acc + tl.load(bias_ptr + offs_n)[None, :]
     if RELU:

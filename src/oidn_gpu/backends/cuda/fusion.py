@@ -98,13 +98,25 @@ def fusion_of(fused: bool | str | None, precision: str = "fp16") -> str:
     return str(fused)
 
 
+def z_column(tap: int, channel: int) -> int:
+    """The column of ``z`` (the per-tap partial sums, 32 per pixel) that holds output
+    ``channel`` (0-2) at ``tap`` (``3 * kh + kw``): taps 0-7 take 4 columns each, their
+    three channels first (so `fused_kernels.tap_sum_kernel` loads each as one aligned
+    vector), and tap 8's channels take the fourth column of the first three taps."""
+    return 4 * tap + channel if tap < 8 else 4 * channel + 3
+
+
 def project_weights(launch: ConvLaunch, params: Any, rows: int) -> np.ndarray:
-    """``[rows, 32]`` float32: column ``3 * t + o`` holds the final conv's weights of output
-    ``o`` at tap ``t = 3 * kh + kw`` (`fused_kernels.conv_project_kernel`)."""
+    """``[rows, 32]`` float32: column `z_column` ``(t, o)`` holds the final conv's weights
+    of output ``o`` at tap ``t = 3 * kh + kw`` (`fused_kernels.conv_project_kernel`)."""
     weight = np.asarray(params.weight, np.float32)  # [O, C, 3, 3]
+    if weight.shape[0] > 3:
+        raise ValueError(f"the project tail takes a final conv of at most 3 outputs, not "
+                         f"{weight.shape[0]}")  # fmt: skip
     out = np.zeros((rows, 32), np.float32)
     for t in range(9):
-        out[: weight.shape[1], 3 * t : 3 * t + weight.shape[0]] = weight[:, :, t // 3, t % 3].T
+        for o in range(weight.shape[0]):
+            out[: weight.shape[1], z_column(t, o)] = weight[o, :, t // 3, t % 3]
     return out
 
 
