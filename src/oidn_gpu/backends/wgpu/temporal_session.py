@@ -23,6 +23,13 @@ device's queue lock:
    history state, then one copy of the output, the count and the input scale into a
    mapped readback buffer, the only thing read back.
 
+`prefetch` stages a later frame while this one runs (`temporal_prefetch.Prefetcher`;
+`TemporalDenoiser.denoise_many` calls it with the next frame): a worker thread copies its
+images into the other of two sets of upload buffers, and once it is done (checked after
+this frame's last submission and after its readback) their GPU copies into the input
+buffers are queued behind this frame's work, so that frame's step 1 finds its images on
+the device. Every wgpu call stays on the thread that holds the device's queue lock.
+
 The history (state and guide) lives in two pairs of buffers used in turn. Every frame size
 is served: a frame larger than one tile is tiled by the runner as a denoise of host
 arrays is. ``WgpuBackend.temporal_session`` gives None (the passes on host arrays serve
@@ -47,7 +54,8 @@ from oidn_gpu.backends.plan import plan_denoise
 from oidn_gpu.backends.wgpu.frames import F32_BYTES, GpuImage
 from oidn_gpu.backends.wgpu.resources import BUFFER, QUERY_SET, ResourceTracker
 from oidn_gpu.backends.wgpu.staging import StagingBuffers
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.backends.wgpu.temporal_prefetch import Prefetcher
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, OIDNGPUError
 from oidn_gpu.filter_images import validate_images
 from oidn_gpu.image import process
 from oidn_gpu.image.host_copy import parallel_copyto
@@ -76,6 +84,7 @@ class WgpuTemporalSession:
             into upload buffers, and the passes before the network queued), ``"submit"``
             (the network and pass 2 queued), ``"wait"`` (until the GPU finished) and
             ``"readback"`` (the output copied out).
+        prefetched: how many frames found their images staged by `prefetch`.
     """
 
     name = "wgpu-device"
@@ -85,6 +94,7 @@ class WgpuTemporalSession:
         self.profile = False
         self.last_gpu_ms: dict[str, float] = {}
         self.last_host_ms: dict[str, float] = {}
+        self.prefetched = 0
         self._runner: Any = None
         self._device: Any = None
         self._resources = ResourceTracker()
@@ -98,6 +108,7 @@ class WgpuTemporalSession:
         self._size: tuple[int, int] | None = None
         self._current = 0  # which of the two state and guide buffers hold the history
         self._signature: tuple[Any, ...] | None = None
+        self._prefetcher = Prefetcher(_dense)
         self._closed = False
 
     # ------------------------------------------------------------------ the frame
@@ -117,13 +128,45 @@ class WgpuTemporalSession:
                 raise InvalidOperationError("the temporal session is closed")
             if den._closed:
                 raise InvalidOperationError("the denoiser is closed")
-            images = _network_images(frame)
-            clean_aux = (images.albedo is not None if den.options.prefilter == "fast"
-                         else den.options.clean_aux)
-            key, model = den._models.get(images, clean_aux)
-            engine = den._engine(key, model)
-            with engine.runner._device.queue_lock:
-                return self._run(frame, params, restart, images, (key, model, engine))
+            images, engine_of = self._engine_of(frame)
+            with engine_of[2].runner._device.queue_lock:
+                return self._run(frame, params, restart, images, engine_of)
+
+    def prefetch(self, frame: TemporalFrame) -> None:
+        """Start staging ``frame``'s images for a later `frame` call with the same object:
+        a worker thread copies them into a second set of upload buffers while this
+        session's current frame runs (see the module docstring); at most two are kept,
+        the oldest dropped. A frame that `frame` would refuse is left alone here: its
+        `frame` call raises the error.
+
+        Raises:
+            InvalidOperationError: the session is closed.
+        """
+        den = self.denoiser
+        with den._lock:
+            if self._closed:
+                raise InvalidOperationError("the temporal session is closed")
+            if den._closed:
+                return
+            try:
+                engine = self._engine_of(frame)[1][2]
+            except OIDNGPUError:
+                return
+            runner = engine.runner
+            if self._runner is not None and runner is not self._runner:
+                return  # attaching it would drop the history the current frame needs
+            with runner._device.queue_lock:
+                self._attach(runner)
+                self._prefetcher.start(self._device, self._staging, frame)
+
+    def _engine_of(self, frame: TemporalFrame) -> tuple[Any, tuple[Any, Any, Any]]:
+        """The frame's network images and ``(weights key, model, engine)``."""
+        den = self.denoiser
+        images = _network_images(frame)
+        clean_aux = (images.albedo is not None if den.options.prefilter == "fast"
+                     else den.options.clean_aux)
+        key, model = den._models.get(images, clean_aux)
+        return images, (key, model, den._engine(key, model))
 
     def _run(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
              images: Any, engine_of: tuple[Any, Any, Any]) -> TemporalResult:
@@ -155,8 +198,10 @@ class WgpuTemporalSession:
             encoder.write_timestamps(PassTimestamps(timestamps, 5))
             encoder.resolve_timestamps(timestamps, len(PHASES) + 1, self._buffers["resolve"])
         self._device.submit([encoder.finish()])
+        self._prefetcher.submit_ready(self._device, self._staging)
         submitted = time.perf_counter()
         output, count, scale = self._read(readback, height, width)
+        self._prefetcher.submit_ready(self._device, self._staging)
         for buffer in staging:
             self._device.map_for_write(buffer, wait=False)
         self.last_host_ms = {"upload": (uploaded - start) * 1e3,
@@ -251,14 +296,22 @@ class WgpuTemporalSession:
         """Upload the frame and queue pass 1, the count and the restart or cut test: the
         images the gather needs first (motion and the guides the tap tests use), the
         gather submitted at once so that it runs while the rest is uploaded, then the
-        accumulation. Returns the upload buffers to map again."""
+        accumulation (a prefetched frame's images are on the device already). Returns the
+        upload buffers to map again."""
         staging: list[Any] = []
+        staged = self._prefetcher.take(self._device, self._staging, frame)
+        if staged is not None:
+            self.prefetched += 1
+            for name, buffer in staged.inputs.items():
+                self._buffers[f"in_{name}"] = buffer
+            staging.extend(buffer for buffer, _ in staged.uploads.values())
         given = [n for n in ("color", "albedo", "normal", "depth") if getattr(frame, n) is not None]
         early = [] if restart else ["motion"] + [n for n, used in (
             ("depth", params.use_depth), ("albedo", params.use_albedo),
             ("normal", params.use_normal)) if used and n in given]
         if early:
-            self._upload(frame, early, staging)
+            if staged is None:
+                self._upload(frame, early, staging)
             encoder = self._device.create_command_encoder("oidn/temporal/gather")
             self._dispatch(encoder, self._kernel("pack", given=self._bound(early, False)),
                            (*(f"in_{n}" for n in ("albedo", "normal", "depth", "motion")
@@ -266,7 +319,8 @@ class WgpuTemporalSession:
             self._dispatch(encoder, self._kernel("reproject", params, ("gather",)),
                            ("motion_finite", "next_guide", "prev_guide", "prev_state", "hist"))
             self._device.submit([encoder.finish()])
-        self._upload(frame, [n for n in given if n not in early], staging)
+        if staged is None:
+            self._upload(frame, [n for n in given if n not in early], staging)
         encoder = self._device.create_command_encoder("oidn/temporal/passes")
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 1))
@@ -341,12 +395,10 @@ class WgpuTemporalSession:
             self._pending.collect()
         if runner is self._runner and self._size == (height, width):
             return
-        self._release_buffers_now()
-        if runner is not self._runner:
-            self._release_device()
-            self._runner, self._device = runner, runner._device
-            self._pending = DeferredRelease(self._device, self._release_list)
-            self._staging = StagingBuffers(self._device, self._resources, self._pending.retire)
+        if runner is self._runner:
+            self._release_buffers_now()
+        else:
+            self._attach(runner)
         pixels = height * width
         channels = {
             "signal": tp.SIGNAL_CHANNELS, "guide0": tp.GUIDE_CHANNELS,
@@ -368,6 +420,16 @@ class WgpuTemporalSession:
         self._size = (height, width)
         self._signature = None
 
+    def _attach(self, runner: Any) -> None:
+        """Use ``runner``'s device (a new one drops every buffer and the history)."""
+        if runner is self._runner:
+            return
+        self._release_buffers_now()
+        self._release_device()
+        self._runner, self._device = runner, runner._device
+        self._pending = DeferredRelease(self._device, self._release_list)
+        self._staging = StagingBuffers(self._device, self._resources, self._pending.retire)
+
     def _make(self, name: str, byte_size: int, usage: int) -> Any:
         return self._resources.track(
             BUFFER, self._device.create_buffer(f"oidn/temporal/{name}", byte_size, usage))
@@ -376,6 +438,7 @@ class WgpuTemporalSession:
         """Upload the frame's images ``names`` (dense float32) into the session's input
         buffers (``in_<name>``); the upload buffers are appended to ``staging``."""
         assert self._staging is not None
+        self._prefetcher.overwritten()
         for name in names:
             image = self._staging.upload(f"temporal-{name}", _dense(name, getattr(frame, name)),
                                          staging)
@@ -432,6 +495,7 @@ class WgpuTemporalSession:
         self._size = None
 
     def _release_device(self) -> None:
+        self._prefetcher.close(self._device)  # joins the worker writing upload buffers
         if self._staging is not None:
             self._staging.close()
         if self._pending is not None:
