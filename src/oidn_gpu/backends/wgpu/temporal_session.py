@@ -258,11 +258,12 @@ class WgpuTemporalSession:
             kernel = {
                 "pack": lambda: kt.generate_pack(*given[:3], signal=given[3],
                                                  motion=not given[3]),
-                "reproject": lambda: kt.generate_reproject(spec, *given),
+                "gather": lambda: kt.generate_reproject(spec, "gather"),
+                "accumulate": lambda: kt.generate_reproject(
+                    spec, "accumulate", count=True, missing=spec.params.disocclusion_margin > 0),
                 "changes": lambda: kt.generate_changes(spec, luma=True),
-                "near_rows": lambda: kt.generate_near_rows(spec),
+                "near_rows": lambda: kt.generate_near_rows(spec, compact=True),
                 "near": lambda: kt.generate_near(spec),
-                "count": kt.generate_count,
                 "restart": kt.generate_restart,
                 "stabilize": lambda: kt.generate_stabilize(spec, session=True),
             }[which]()
@@ -316,7 +317,7 @@ class WgpuTemporalSession:
             self._dispatch(encoder, self._kernel("pack", given=self._bound(early, False)),
                            (*(f"in_{n}" for n in ("albedo", "normal", "depth", "motion")
                               if n in early), "next_guide", "motion_finite"))
-            self._dispatch(encoder, self._kernel("reproject", params, ("gather",)),
+            self._dispatch(encoder, self._kernel("gather", params),
                            ("motion_finite", "next_guide", "prev_guide", "prev_state", "hist"))
             self._device.submit([encoder.finish()])
         if staged is None:
@@ -327,21 +328,18 @@ class WgpuTemporalSession:
         self._dispatch(encoder, self._kernel("pack", given=self._bound(given, True)),
                        (*(f"in_{n}" for n in given), "signal", "next_guide"))
         if not restart:
-            accumulate = ("motion_finite", "next_guide", "signal", "hist")
-            if params.change_sigmas == 0:
-                self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
-                               (*accumulate, "reprojection"))
-            else:
-                self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
-                               (*accumulate, "gathered", "luma"))
+            # the accumulation also counts the pixels with history and marks the others
+            changes, near = params.change_sigmas != 0, params.disocclusion_margin > 0
+            self._dispatch(encoder, self._kernel("accumulate", params), (
+                "motion_finite", "next_guide", "signal", "hist", "reprojection",
+                *(["luma"] if changes else []), *(["missing"] if near else []), "counter"))
+            if changes:  # in place
                 self._dispatch(encoder, self._kernel("changes", params),
-                               ("signal", "gathered", "luma", "reprojection"))
-            if params.disocclusion_margin > 0:
-                self._dispatch(encoder, self._kernel("near_rows", params),
-                               ("reprojection", "rows"))
+                               ("signal", "luma", "reprojection"))
+            if near:
+                self._dispatch(encoder, self._kernel("near_rows", params), ("missing", "rows"))
                 self._dispatch(encoder, self._kernel("near", params),
                                ("signal", "rows", "reprojection"))
-            self._dispatch(encoder, self._kernel("count"), ("reprojection", "counter"))
         self._dispatch(encoder, self._kernel("restart"), ("signal", "counter", "reprojection"))
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 2))
@@ -404,9 +402,8 @@ class WgpuTemporalSession:
             "signal": tp.SIGNAL_CHANNELS, "guide0": tp.GUIDE_CHANNELS,
             "guide1": tp.GUIDE_CHANNELS, "state0": tp.STATE_CHANNELS,
             "state1": tp.STATE_CHANNELS, "motion_finite": 2,
-            "hist": tp.REPROJECTION_CHANNELS, "gathered": tp.REPROJECTION_CHANNELS,
-            "reprojection": tp.REPROJECTION_CHANNELS,
-            "luma": 2, "rows": 1, "denoised": 3, "output": 3,
+            "hist": tp.REPROJECTION_CHANNELS, "reprojection": tp.REPROJECTION_CHANNELS,
+            "luma": 2, "missing": 1, "rows": 1, "denoised": 3, "output": 3,
         }
         for name, count in channels.items():
             self._buffers[name] = self._make(name, pixels * count * F32_BYTES, STORAGE_USAGE)

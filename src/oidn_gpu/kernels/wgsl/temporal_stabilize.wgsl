@@ -3,7 +3,8 @@
 // Pass 2 of the temporal mode (oidn_gpu.temporal.passes.stabilize, the same arithmetic in
 // the same order): the reprojected previous output clamped to the window of the pixel in
 // the denoised frame (edge pixels repeated), blended with it by one over the output's
-// history length.
+// history length. The three channels share each window's loads: each component takes
+// the operations of its channel in the same order.
 {% if session %}
 // The denoised frame is read as bits: a non-finite pixel counts as 0 in the windows and
 // is passed through to `out` (bits) as it is. The next history state
@@ -35,45 +36,47 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   let beta = 1.0 / reprojection[r + REPROJECTION_OUTPUT_COUNT];
   let iw = i32(width);
   let ih = i32(height);
-  for (var c = 0u; c < 3u; c = c + 1u) {
-    let d = denoised_at(p * 3u + c);
-    var h = reprojection[r + STATE_OUTPUT + c];
+  let d = vec3<f32>(denoised_at(p * 3u), denoised_at(p * 3u + 1u), denoised_at(p * 3u + 2u));
+  var h = vec3<f32>(reprojection[r + STATE_OUTPUT], reprojection[r + STATE_OUTPUT + 1u],
+                    reprojection[r + STATE_OUTPUT + 2u]);
 {% if clamp != "none" %}
-    var total = 0.0;
-    var squares = 0.0;
-    var low = 0.0;
-    var high = 0.0;
-    for (var dy = -RADIUS; dy <= RADIUS; dy = dy + 1) {
-      let yc = u32(clamp(i32(id.y) + dy, 0, ih - 1));
-      for (var dx = -RADIUS; dx <= RADIUS; dx = dx + 1) {
-        let v = denoised_at((yc * width + u32(clamp(i32(id.x) + dx, 0, iw - 1))) * 3u + c);
-        total = total + v;
-        squares = squares + v * v;
-        if (dy == -RADIUS && dx == -RADIUS) {
-          low = v;
-          high = v;
-        } else {
-          low = min(low, v);
-          high = max(high, v);
-        }
+  var total = vec3<f32>(0.0);
+  var squares = vec3<f32>(0.0);
+  var low = vec3<f32>(0.0);
+  var high = vec3<f32>(0.0);
+  for (var dy = -RADIUS; dy <= RADIUS; dy = dy + 1) {
+    let yc = u32(clamp(i32(id.y) + dy, 0, ih - 1));
+    for (var dx = -RADIUS; dx <= RADIUS; dx = dx + 1) {
+      let q = (yc * width + u32(clamp(i32(id.x) + dx, 0, iw - 1))) * 3u;
+      let v = vec3<f32>(denoised_at(q), denoised_at(q + 1u), denoised_at(q + 2u));
+      total = total + v;
+      squares = squares + v * v;
+      if (dy == -RADIUS && dx == -RADIUS) {
+        low = v;
+        high = v;
+      } else {
+        low = min(low, v);
+        high = max(high, v);
       }
     }
+  }
 {% if clamp == "variance" %}
-    let mean = total * INV_WINDOW;
-    let spread = GAMMA * sqrt(max(squares * INV_WINDOW - mean * mean, 0.0));
-    low = mean - spread;
-    high = mean + spread;
+  let mean = total * INV_WINDOW;
+  let spread = GAMMA * sqrt(max(squares * INV_WINDOW - mean * mean, vec3<f32>(0.0)));
+  low = mean - spread;
+  high = mean + spread;
 {% endif %}
-    h = min(max(h, low), high);
+  h = min(max(h, low), high);
 {% endif %}
-    let value = select(h + (d - h) * beta, d, beta >= 1.0);
+  let value = select(h + (d - h) * beta, d, beta >= 1.0);
+  for (var c = 0u; c < 3u; c = c + 1u) {
 {% if session %}
     let raw = denoised[p * 3u + c];
-    let bits = select(raw, bitcast<u32>(value), bits_finite(raw));
+    let bits = select(raw, bitcast<u32>(value[c]), bits_finite(raw));
     out[p * 3u + c] = bits;
     state[p * STATE_CHANNELS + STATE_OUTPUT + c] = bits_to_finite(bits, 0.0, MAX_SIGNAL);
 {% else %}
-    out[p * 3u + c] = value;
+    out[p * 3u + c] = value[c];
 {% endif %}
   }
 {% if session %}
