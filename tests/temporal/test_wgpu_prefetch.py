@@ -125,3 +125,20 @@ def test_close_joins_the_worker_and_releases_the_staged_buffers(denoiser):
     assert session.resources() == (0, 0)
     with pytest.raises(InvalidOperationError, match="closed"):
         session.prefetch(f1)
+
+
+def test_the_benchmark_times_denoise_many_and_checks_it_against_denoise():
+    from tests.bench_scripts import load
+
+    overhead = load("temporal_overhead")
+    frames = overhead.sequence(16, 32, 4)
+    row = overhead.measure("wgpu", frames, 1, {"precision": "fp32", "quality": "fast"})
+    assert row["passes"] == "wgpu-device" and row["many_bit_equal_frames"] == 4
+    assert row["prefetched_frames"] == 3
+    assert row["per_frame_many_ms"] > 0 and row["temporal_many_ms"] > 0
+    assert {"upload", "wait"} <= set(row["host_ms"])
+    if row["gpu_ms"]:  # the device has timestamp queries
+        assert set(row["gpu_ms"]) == {"upload", "passes", "network", "stabilize", "readback"}
+        assert {"gather", "accumulate", "changes", "near_rows", "near", "restart",
+                "stabilize"} <= set(row["kernel_ms"])
+    assert "bit-equal to denoise: 4 of 4" in overhead.describe(row, 32, 16)

@@ -67,6 +67,7 @@ from oidn_gpu.temporal import passes as tp
 TAIL_BYTES = 2 * F32_BYTES
 # GPU timestamps of a profiled frame (`WgpuTemporalSession.profile`), in this order.
 PHASES = ("upload", "passes", "network", "stabilize", "readback")
+KERNEL_STAMPS = 32  # the beginning and end of up to 16 kernels of a frame (profile_kernels)
 PLANS_KEPT = 8
 
 
@@ -80,6 +81,12 @@ class WgpuTemporalSession:
         profile: time each frame's phases with GPU timestamps (where the device has
             ``timestamp-query``) into `last_gpu_ms`; this waits for the GPU once more.
         last_gpu_ms: GPU milliseconds per phase of the last profiled frame (`PHASES`).
+        profile_kernels: with `profile`, also time each of the session's kernels (each in a
+            compute pass of its own) into `last_kernel_ms`.
+        last_kernel_ms: GPU milliseconds per kernel of the last frame so profiled:
+            ``"pack-guide"`` and ``"gather"`` (step 1), ``"pack"``, ``"accumulate"``,
+            ``"changes"``, ``"near_rows"``, ``"near"``, ``"restart"`` (step 2),
+            ``"stabilize"`` (step 4), those that ran.
         last_host_ms: host milliseconds of the last frame: ``"upload"`` (the images copied
             into upload buffers, and the passes before the network queued), ``"submit"``
             (the network and pass 2 queued), ``"wait"`` (until the GPU finished) and
@@ -94,6 +101,9 @@ class WgpuTemporalSession:
         self.profile = False
         self.last_gpu_ms: dict[str, float] = {}
         self.last_host_ms: dict[str, float] = {}
+        self.profile_kernels = False
+        self.last_kernel_ms: dict[str, float] = {}
+        self._kernel_stamps: list[str] | None = None  # kernels timed in this frame
         self.prefetched = 0
         self._runner: Any = None
         self._device: Any = None
@@ -181,6 +191,7 @@ class WgpuTemporalSession:
         timestamps = self._timestamps()
         if timestamps is not None:
             self._stamp(timestamps, 0)
+            self._kernel_stamps = [] if self.profile_kernels else None
         keep_min = _keep_min(height * width, params.cut_threshold)
         self._write_uniform(height, width, 0 if restart else keep_min, restart)
         self._device.write_buffer(self._buffers["counter"], 0, bytes(F32_BYTES))
@@ -197,6 +208,10 @@ class WgpuTemporalSession:
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 5))
             encoder.resolve_timestamps(timestamps, len(PHASES) + 1, self._buffers["resolve"])
+            if self._kernel_stamps:
+                encoder.resolve_timestamps(self._buffers["kernel_timestamps"],
+                                           2 * len(self._kernel_stamps),
+                                           self._buffers["kernel_resolve"])
         self._device.submit([encoder.finish()])
         self._prefetcher.submit_ready(self._device, self._staging)
         submitted = time.perf_counter()
@@ -249,8 +264,9 @@ class WgpuTemporalSession:
     # ------------------------------------------------------------------ passes
 
     def _kernel(self, which: str, params: tp.TemporalParams | None = None,
-                given: tuple[bool, ...] = ()) -> tuple[Any, Any]:
-        """``(kernel, pipeline)`` of one of the session's kernels, generated once."""
+                given: tuple[bool, ...] = ()) -> tuple[Any, Any, str]:
+        """``(kernel, pipeline, name)`` of one of the session's kernels, generated once
+        (``name``: ``which``, ``"pack-guide"`` for the pack of the gather's images)."""
         key = (which, None if params is None else kt.TemporalSpec(params), given)
         entry = self._kernels.get(key)
         if entry is None:
@@ -269,13 +285,15 @@ class WgpuTemporalSession:
             }[which]()
             executor = self._runner.executor
             pipeline = executor.pipeline_cache.get(kernel, shader_checks=executor.shader_checks)
-            entry = self._kernels[key] = (kernel, pipeline)
+            name = "pack-guide" if which == "pack" and not given[3] else which
+            entry = self._kernels[key] = (kernel, pipeline, name)
         return entry
 
-    def _dispatch(self, encoder: Any, entry: tuple[Any, Any], names: tuple[str, ...]) -> None:
+    def _dispatch(self, encoder: Any, entry: tuple[Any, Any, str],
+                  names: tuple[str, ...]) -> None:
         """Dispatch a kernel over the frame, its buffers bound by name (``prev_*`` and
         ``next_*``: the history buffers of this frame's turn)."""
-        kernel, pipeline = entry
+        kernel, pipeline, which = entry
         buffers = [self._named(name) for name in names] + [self._buffers["params"]]
         group_key = (kernel.key, *(id(buffer) for buffer in buffers))
         group = self._groups.get(group_key)
@@ -283,7 +301,14 @@ class WgpuTemporalSession:
             group = self._groups[group_key] = self._device.create_bind_group(
                 kernel.key, pipeline, buffers)
         height, width = self._size
-        encoder.dispatch(pipeline, group, kernel.grid(0, height, width), label=kernel.name)
+        stamps = self._kernel_stamps
+        timed = None
+        if stamps is not None and len(stamps) < KERNEL_STAMPS // 2:
+            timed = PassTimestamps(self._buffers["kernel_timestamps"], 2 * len(stamps),
+                                   2 * len(stamps) + 1)
+            stamps.append(which)
+        encoder.dispatch(pipeline, group, kernel.grid(0, height, width), label=kernel.name,
+                         timestamps=timed)
 
     def _named(self, name: str) -> Any:
         turn = {"prev": self._current, "next": 1 - self._current}
@@ -460,6 +485,11 @@ class WgpuTemporalSession:
             self._buffers["timestamps"] = query
             self._buffers["resolve"] = self._make(
                 "resolve", 8 * count, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC)
+            self._buffers["kernel_timestamps"] = self._resources.track(QUERY_SET, (
+                self._device.create_query_set("oidn/temporal/kernels", KERNEL_STAMPS)))
+            self._buffers["kernel_resolve"] = self._make(
+                "kernel_resolve", 8 * KERNEL_STAMPS,
+                BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC)
         return query
 
     def _stamp(self, query: Any, index: int) -> None:
@@ -473,6 +503,13 @@ class WgpuTemporalSession:
         period = self._device.timestamp_period_ns
         self.last_gpu_ms = {phase: max(0, int(ticks[i + 1] - ticks[i])) * period / 1e6
                             for i, phase in enumerate(PHASES)}
+        names, self._kernel_stamps = self._kernel_stamps or [], None
+        if names:
+            raw = self._device.read_buffer(self._buffers["kernel_resolve"], 0, 16 * len(names))
+            ticks = np.frombuffer(raw, np.uint64).astype(np.int64)
+            self.last_kernel_ms = {
+                name: max(0, int(ticks[2 * i + 1] - ticks[2 * i])) * period / 1e6
+                for i, name in enumerate(names)}
 
     # ------------------------------------------------------------------ lifetime
 
@@ -485,7 +522,7 @@ class WgpuTemporalSession:
         frame waits for its readback)."""
         if self._runner is not None and not self._runner.closed:
             self._runner.release_bindings()  # its tile bind groups hold our buffers
-        keep = {"timestamps", "resolve"}
+        keep = {"timestamps", "resolve", "kernel_timestamps", "kernel_resolve"}
         for name in [n for n in self._buffers if n not in keep and not n.startswith("in_")]:
             self._resources.release(self._buffers.pop(name))
         self._groups.clear()
