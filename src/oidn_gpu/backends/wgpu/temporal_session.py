@@ -11,9 +11,10 @@ device's queue lock:
    stored history submitted, so that it runs while the other images are uploaded;
 2. one submission: the signal and the whole guide packed (as
    `oidn_gpu.temporal.passes.pack_signal` and ``pack_guide`` pack them), the
-   accumulation half of the reprojection, its light-change test and the input history
-   dropped near disocclusions (the kernels of `temporal.WgpuTemporalPasses`), the count
-   of the pixels that kept their history, and ``generate_restart``, which writes the
+   accumulation half of the reprojection (which also counts the pixels that kept their
+   history and marks the others), its light-change test in place and the input history
+   dropped near disocclusions (the kernels of `temporal.WgpuTemporalPasses`, in the
+   session's forms), and ``generate_restart``, which writes the
    reprojection of no history over it on a restart or a camera cut: the cut test is
    decided on the device, with no host round trip;
 3. the network on the accumulated color, albedo and normal read straight from the
