@@ -58,6 +58,7 @@ class Prefetcher:
     def __init__(self, dense: Callable[[str, Any], np.ndarray]) -> None:
         self._dense = dense
         self._pending: list[Staged] = []  # oldest first
+        self._taken: list[Staged] = []  # taken by frames not finished yet
         self._worker: ThreadPoolExecutor | None = None
         self.resident: Staged | None = None  # whose images the input buffers hold
 
@@ -91,7 +92,7 @@ class Prefetcher:
         """A set of upload buffers no pending staging holds (the oldest is dropped)."""
         if len(self._pending) >= SLOTS:
             self._drop(device, self._pending.pop(0))
-        used = {staged.slot for staged in self._pending}
+        used = {staged.slot for staged in (*self._pending, *self._taken)}
         return next(slot for slot in range(SLOTS) if slot not in used)
 
     def _drop(self, device: Any, staged: Staged) -> None:
@@ -111,14 +112,25 @@ class Prefetcher:
         if staged is None:
             return None
         self._pending.remove(staged)
+        self._taken.append(staged)
         if staged.future.exception() is not None or (
             staged.inputs and self.resident is not staged
         ):
+            self.done_with(staged)
             self._drop(device, staged)
             return None
         if not staged.inputs:
             self._submit(device, staging, staged)
         return staged
+
+    def next_staged(self) -> Staged | None:
+        """The oldest staging not taken yet."""
+        return self._pending[0] if self._pending else None
+
+    def done_with(self, staged: Staged) -> None:
+        """The frame that took ``staged`` is finished: its upload buffers may be reused."""
+        if any(s is staged for s in self._taken):
+            self._taken = [s for s in self._taken if s is not staged]
 
     def submit_ready(self, device: Any, staging: Any) -> None:
         """Submit the GPU copies of the oldest finished staging not yet submitted (the
@@ -149,6 +161,7 @@ class Prefetcher:
         for staged in self._pending:
             self._drop(device, staged)
         self._pending.clear()
+        self._taken.clear()
         self.resident = None
 
 

@@ -40,6 +40,7 @@ the denoiser) for the RTLightmap filter and for ``prefilter="accurate"``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,8 @@ class WgpuTemporalSession:
             (the network and pass 2 queued), ``"wait"`` (until the GPU finished) and
             ``"readback"`` (the output copied out).
         prefetched: how many frames found their images staged by `prefetch`.
+        ran_ahead: how many frames found their work submitted ahead (while the previous
+            frame ran).
     """
 
     name = "wgpu-device"
@@ -106,6 +109,7 @@ class WgpuTemporalSession:
         self.last_kernel_ms: dict[str, float] = {}
         self._kernel_stamps: list[str] | None = None  # kernels timed in this frame
         self.prefetched = 0
+        self.ran_ahead = 0
         self._runner: Any = None
         self._device: Any = None
         self._resources = ResourceTracker()
@@ -120,6 +124,8 @@ class WgpuTemporalSession:
         self._current = 0  # which of the two state and guide buffers hold the history
         self._signature: tuple[Any, ...] | None = None
         self._prefetcher = Prefetcher(_dense)
+        self._ahead: _Submitted | None = None  # a staged frame's work, submitted ahead
+        self._readback_turn = 0
         self._closed = False
 
     # ------------------------------------------------------------------ the frame
@@ -141,7 +147,13 @@ class WgpuTemporalSession:
                 raise InvalidOperationError("the denoiser is closed")
             images, engine_of = self._engine_of(frame)
             with engine_of[2].runner._device.queue_lock:
-                return self._run(frame, params, restart, images, engine_of)
+                submitted = self._submitted(frame, params, restart, images, engine_of)
+                try:
+                    self._run_ahead(submitted)
+                    return self._finish(submitted)
+                except BaseException:
+                    self._discard_ahead()
+                    raise
 
     def prefetch(self, frame: TemporalFrame) -> None:
         """Start staging ``frame``'s images for a later `frame` call with the same object:
@@ -179,15 +191,32 @@ class WgpuTemporalSession:
         key, model = den._models.get(images, clean_aux)
         return images, (key, model, den._engine(key, model))
 
-    def _run(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-             images: Any, engine_of: tuple[Any, Any, Any]) -> TemporalResult:
-        key, model, engine = engine_of
-        height, width = images.height, images.width
-        self._use(engine.runner, height, width)
-        signature = (height, width, *(a is not None for a in
-                                      (frame.albedo, frame.normal, frame.depth)))
+    def _submitted(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
+                   images: Any, engine_of: tuple[Any, Any, Any]) -> _Submitted:
+        """The frame's GPU work: the one submitted ahead for it, else submitted now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.frame is frame and ahead.params == params and (
+                not restart and self._signature == ahead.signature):
+            self.ran_ahead += 1
+            return ahead
+        staged = None
+        if ahead is not None:  # its images may still be the input buffers'
+            if ahead.frame is frame and self._prefetcher.resident is ahead.staged:
+                staged = ahead.staged
+            self._release_staging(ahead, keep=staged is not None)
+        self._use(engine_of[2].runner, images.height, images.width)
+        signature = _signature(frame, images)
         restart = restart or self._signature != signature
         self._signature = None  # set again once the frame has finished
+        return self._submit(frame, params, restart, images, engine_of, signature, staged)
+
+    def _submit(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
+                images: Any, engine_of: tuple[Any, Any, Any], signature: tuple[Any, ...],
+                staged: Any = None) -> _Submitted:
+        """Queue the frame's passes, network, pass 2 and readback (its images staged by
+        `prefetch`: ``staged``, else taken from the prefetcher or uploaded now)."""
+        key, model, engine = engine_of
+        height, width = images.height, images.width
         start = time.perf_counter()
         timestamps = self._timestamps()
         if timestamps is not None:
@@ -196,7 +225,9 @@ class WgpuTemporalSession:
         keep_min = _keep_min(height * width, params.cut_threshold)
         self._write_uniform(height, width, 0 if restart else keep_min, restart)
         self._device.write_buffer(self._buffers["counter"], 0, bytes(F32_BYTES))
-        staging = self._queue_passes(frame, params, restart, timestamps)
+        if staged is None:
+            staged = self._prefetcher.take(self._device, self._staging, frame)
+        staging = self._queue_passes(frame, params, restart, timestamps, staged)
         uploaded = time.perf_counter()
         plan, autoexposes, input_scale = self._network(engine.runner, images, model)
         encoder = self._device.create_command_encoder("oidn/temporal/stabilize")
@@ -215,26 +246,78 @@ class WgpuTemporalSession:
                                            self._buffers["kernel_resolve"])
         self._device.submit([encoder.finish()])
         self._prefetcher.submit_ready(self._device, self._staging)
-        submitted = time.perf_counter()
-        output, count, scale = self._read(readback, height, width)
+        host_ms = {"upload": (uploaded - start) * 1e3,
+                   "submit": (time.perf_counter() - uploaded) * 1e3}
+        return _Submitted(frame, params, restart, signature, keep_min, readback, staging,
+                          staged, (plan, autoexposes, input_scale), engine_of, host_ms,
+                          timestamps is not None)
+
+    def _run_ahead(self, current: _Submitted) -> None:
+        """Submit the oldest staged frame's work behind ``current``'s, as its own call
+        will run it if it continues the history with the same parameters (its call
+        checks that, else runs it again): the GPU then never waits for the host between
+        frames. Not while profiling."""
+        staged = self._prefetcher.next_staged()
+        if staged is None or current.profiled or self.profile:
+            return
+        try:
+            images, engine_of = self._engine_of(staged.frame)
+        except OIDNGPUError:
+            return  # its own call raises it
+        if engine_of[2].runner is not self._runner or (
+                _signature(staged.frame, images) != current.signature):
+            return
+        staged.future.exception()  # its images are in the upload buffers
+        taken = self._prefetcher.take(self._device, self._staging, staged.frame)
+        if taken is None:
+            return
+        self._current = 1 - self._current  # its history: the state current writes
+        try:
+            self._ahead = self._submit(staged.frame, current.params, False, images, engine_of,
+                                       current.signature, taken)
+        except Exception:  # noqa: BLE001 - the frame's own call runs it again and raises
+            self._prefetcher.done_with(taken)
+        finally:
+            self._current = 1 - self._current
+
+    def _finish(self, sub: _Submitted) -> TemporalResult:
+        """Wait for a submitted frame and read it back: the history is its now."""
+        height, width = sub.signature[:2]
+        frame, restart, (plan, autoexposes, input_scale) = sub.frame, sub.restart, sub.network
+        output, count, scale = self._read(sub.readback, height, width)
         self._prefetcher.submit_ready(self._device, self._staging)
-        for buffer in staging:
-            self._device.map_for_write(buffer, wait=False)
-        self.last_host_ms = {"upload": (uploaded - start) * 1e3,
-                             "submit": (submitted - uploaded) * 1e3, **self.last_host_ms}
-        if timestamps is not None:
+        self._release_staging(sub)
+        if sub.staged is not None:
+            self.prefetched += 1
+        self.last_host_ms = {**sub.host_ms, **self.last_host_ms}
+        if sub.profiled:
             self._read_timestamps()
         self._current = 1 - self._current
-        self._signature = signature
+        self._signature = sub.signature
         if autoexposes:
             input_scale = scale
             if scale == 0.0:
                 process.warn_if_autoexposure_blackens(
                     tp.pack_signal(frame.color, None, None)[:, :, :3], scale)
-        self.denoiser._record_info(key, model, engine, plan, input_scale)
-        cut = not restart and count < keep_min
+        self.denoiser._record_info(*sub.engine_of, plan, input_scale)
+        cut = not restart and count < sub.keep_min
         fraction = 0.0 if restart or cut else count / float(height * width)
         return TemporalResult(output, fraction, cut)
+
+    def _release_staging(self, sub: _Submitted, keep: bool = False) -> None:
+        """Map a submitted frame's upload buffers again (they are once the GPU is done);
+        with ``keep`` its staging stays taken (its images are used again)."""
+        if keep:
+            return
+        for buffer in sub.staging:
+            self._device.map_for_write(buffer, wait=False)
+        if sub.staged is not None:
+            self._prefetcher.done_with(sub.staged)
+
+    def _discard_ahead(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and self._device is not None:
+            self._release_staging(ahead)
 
     def _network(self, runner: Any, images: Any, model: Any) -> tuple[Any, bool, float]:
         """Queue the network on the accumulated images in the reprojection buffer:
@@ -319,16 +402,14 @@ class WgpuTemporalSession:
         return self._buffers[name]
 
     def _queue_passes(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-                      timestamps: Any) -> list[Any]:
+                      timestamps: Any, staged: Any) -> list[Any]:
         """Upload the frame and queue pass 1, the count and the restart or cut test: the
         images the gather needs first (motion and the guides the tap tests use), the
         gather submitted at once so that it runs while the rest is uploaded, then the
         accumulation (a prefetched frame's images are on the device already). Returns the
         upload buffers to map again."""
         staging: list[Any] = []
-        staged = self._prefetcher.take(self._device, self._staging, frame)
         if staged is not None:
-            self.prefetched += 1
             for name, buffer in staged.inputs.items():
                 self._buffers[f"in_{name}"] = buffer
             staging.extend(buffer for buffer, _ in staged.uploads.values())
@@ -385,7 +466,8 @@ class WgpuTemporalSession:
     def _encode_readback(self, encoder: Any, height: int, width: int, frame_uniform: Any) -> Any:
         """Copy the output, the count and the input scale into the readback buffer."""
         out_bytes = height * width * 3 * F32_BYTES
-        readback = self._buffers["readback"]
+        readback = self._buffers[f"readback{self._readback_turn}"]
+        self._readback_turn = 1 - self._readback_turn  # the next frame's may be read later
         encoder.copy_buffer(self._buffers["output"], 0, readback, 0, out_bytes)
         encoder.copy_buffer(self._buffers["counter"], 0, readback, out_bytes, F32_BYTES)
         encoder.copy_buffer(frame_uniform, 0, readback, out_bytes + F32_BYTES, F32_BYTES)
@@ -436,9 +518,10 @@ class WgpuTemporalSession:
         self._buffers["counter"] = self._make("counter", 16, STORAGE_USAGE)
         self._buffers["params"] = self._make(
             "params", kt.SESSION_PARAMS.size, BufferUsage.UNIFORM | BufferUsage.COPY_DST)
-        self._buffers["readback"] = self._make(
-            "readback", pixels * 3 * F32_BYTES + TAIL_BYTES,
-            BufferUsage.MAP_READ | BufferUsage.COPY_DST)
+        for turn in (0, 1):
+            self._buffers[f"readback{turn}"] = self._make(
+                f"readback{turn}", pixels * 3 * F32_BYTES + TAIL_BYTES,
+                BufferUsage.MAP_READ | BufferUsage.COPY_DST)
         self._uniform_data = b""
         self._size = (height, width)
         self._signature = None
@@ -519,8 +602,11 @@ class WgpuTemporalSession:
             self._resources.release(buffer)
 
     def _release_buffers_now(self) -> None:
-        """Drop the size's buffers and bind groups (the GPU finished every frame: each
-        frame waits for its readback)."""
+        """Drop the size's buffers and bind groups (after the GPU finished: a frame
+        submitted ahead may still run)."""
+        self._discard_ahead()
+        if self._device is not None and self._size is not None:
+            self._device.wait_idle()
         if self._runner is not None and not self._runner.closed:
             self._runner.release_bindings()  # its tile bind groups hold our buffers
         keep = {"timestamps", "resolve", "kernel_timestamps", "kernel_resolve"}
@@ -563,6 +649,30 @@ class WgpuTemporalSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass(eq=False)
+class _Submitted:
+    """A frame whose GPU work is queued, and what reading it back needs."""
+
+    frame: TemporalFrame
+    params: tp.TemporalParams
+    restart: bool
+    signature: tuple[Any, ...]
+    keep_min: int
+    readback: Any
+    staging: list[Any]  # upload buffers to map again
+    staged: Any  # its `temporal_prefetch.Staged`, or None
+    network: tuple[Any, bool, float]  # plan, whether it autoexposes, the fixed input scale
+    engine_of: tuple[Any, Any, Any]
+    host_ms: dict[str, float]
+    profiled: bool
+
+
+def _signature(frame: TemporalFrame, images: Any) -> tuple[Any, ...]:
+    """What a frame continuing the history shares with the previous one."""
+    return (images.height, images.width,
+            *(a is not None for a in (frame.albedo, frame.normal, frame.depth)))
 
 
 def _network_images(frame: TemporalFrame) -> Any:
