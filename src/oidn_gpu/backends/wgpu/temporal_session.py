@@ -54,11 +54,11 @@ from oidn_gpu.backends.gpu_device import (
 )
 from oidn_gpu.backends.plan import plan_denoise
 from oidn_gpu.backends.wgpu.frames import F32_BYTES, GpuImage
+from oidn_gpu.backends.wgpu import temporal_images as ti
 from oidn_gpu.backends.wgpu.resources import BUFFER, QUERY_SET, ResourceTracker
 from oidn_gpu.backends.wgpu.staging import StagingBuffers
 from oidn_gpu.backends.wgpu.temporal_prefetch import Prefetcher
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, OIDNGPUError
-from oidn_gpu.filter_images import validate_images
+from oidn_gpu.errors import InvalidOperationError, OIDNGPUError
 from oidn_gpu.image import process
 from oidn_gpu.image.host_copy import parallel_copyto
 from oidn_gpu.kernels import temporal as kt
@@ -123,7 +123,7 @@ class WgpuTemporalSession:
         self._size: tuple[int, int] | None = None
         self._current = 0  # which of the two state and guide buffers hold the history
         self._signature: tuple[Any, ...] | None = None
-        self._prefetcher = Prefetcher(_dense)
+        self._prefetcher = Prefetcher(ti.dense)
         self._ahead: _Submitted | None = None  # a staged frame's work, submitted ahead
         self._readback_turn = 0
         self._closed = False
@@ -185,7 +185,7 @@ class WgpuTemporalSession:
     def _engine_of(self, frame: TemporalFrame) -> tuple[Any, tuple[Any, Any, Any]]:
         """The frame's network images and ``(weights key, model, engine)``."""
         den = self.denoiser
-        images = _network_images(frame)
+        images = ti.network_images(frame)
         clean_aux = (images.albedo is not None if den.options.prefilter == "fast"
                      else den.options.clean_aux)
         key, model = den._models.get(images, clean_aux)
@@ -205,7 +205,7 @@ class WgpuTemporalSession:
                 staged = ahead.staged
             self._release_staging(ahead, keep=staged is not None)
         self._use(engine_of[2].runner, images.height, images.width)
-        signature = _signature(frame, images)
+        signature = ti.signature(frame, images)
         restart = restart or self._signature != signature
         self._signature = None  # set again once the frame has finished
         return self._submit(frame, params, restart, images, engine_of, signature, staged)
@@ -222,7 +222,7 @@ class WgpuTemporalSession:
         if timestamps is not None:
             self._stamp(timestamps, 0)
             self._kernel_stamps = [] if self.profile_kernels else None
-        keep_min = _keep_min(height * width, params.cut_threshold)
+        keep_min = ti.keep_min(height * width, params.cut_threshold)
         self._write_uniform(height, width, 0 if restart else keep_min, restart)
         self._device.write_buffer(self._buffers["counter"], 0, bytes(F32_BYTES))
         if staged is None:
@@ -265,7 +265,7 @@ class WgpuTemporalSession:
         except OIDNGPUError:
             return  # its own call raises it
         if engine_of[2].runner is not self._runner or (
-                _signature(staged.frame, images) != current.signature):
+                ti.signature(staged.frame, images) != current.signature):
             return
         staged.future.exception()  # its images are in the upload buffers
         taken = self._prefetcher.take(self._device, self._staging, staged.frame)
@@ -546,7 +546,8 @@ class WgpuTemporalSession:
         assert self._staging is not None
         self._prefetcher.overwritten()
         for name in names:
-            image = self._staging.upload(f"temporal-{name}", _dense(name, getattr(frame, name)),
+            image = self._staging.upload(f"temporal-{name}",
+                                         ti.dense(name, getattr(frame, name)),
                                          staging)
             self._buffers[f"in_{name}"] = image.buffer
 
@@ -667,51 +668,3 @@ class _Submitted:
     engine_of: tuple[Any, Any, Any]
     host_ms: dict[str, float]
     profiled: bool
-
-
-def _signature(frame: TemporalFrame, images: Any) -> tuple[Any, ...]:
-    """What a frame continuing the history shares with the previous one."""
-    return (images.height, images.width,
-            *(a is not None for a in (frame.albedo, frame.normal, frame.depth)))
-
-
-def _network_images(frame: TemporalFrame) -> Any:
-    """The facade's validated images of the frame (what the network takes: its weights,
-    mode and plan), checked for one size."""
-    for name in ("motion", "depth"):
-        image = getattr(frame, name)
-        if image is not None and np.shape(image)[:2] != np.shape(frame.color)[:2]:
-            raise InvalidArgumentError(
-                f"the {name} image is {np.shape(image)[1]}x{np.shape(image)[0]}; expected the "
-                f"color's size {np.shape(frame.color)[1]}x{np.shape(frame.color)[0]}")
-    return validate_images(*(None if a is None else _dense(n, a) for n, a in (
-        ("color", frame.color), ("albedo", frame.albedo), ("normal", frame.normal))))
-
-
-def _dense(name: str, array: np.ndarray) -> np.ndarray:
-    """``array`` as the session uploads it: C-contiguous float32 ``[H, W, C]`` (C 3 for
-    the images, 2 for motion, 1 for depth)."""
-    arr = np.asarray(array, np.float32)
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
-    want = {"motion": 2, "depth": 1}.get(name, 3)
-    if arr.ndim != 3 or arr.shape[2] not in (1, want):
-        raise InvalidArgumentError(
-            f"the {name} image has shape {np.shape(array)}; expected HxWx{want}")
-    if arr.shape[2] != want:
-        arr = np.broadcast_to(arr, (*arr.shape[:2], want))
-    return np.ascontiguousarray(arr)
-
-
-def _keep_min(pixels: int, cut_threshold: float) -> int:
-    """The least count of pixels with history for which a frame is no camera cut: the
-    host test ``1 - count / pixels > cut_threshold`` (float64) holds exactly below it."""
-    def cut(count: int) -> bool:
-        return 1.0 - count / float(pixels) > cut_threshold
-
-    count = min(max(int((1.0 - cut_threshold) * pixels) - 2, 0), pixels)
-    while count > 0 and not cut(count - 1):
-        count -= 1
-    while count < pixels and cut(count):
-        count += 1
-    return count
