@@ -5,8 +5,8 @@
   ``signal``, ``prev_state`` (read), ``out`` (the reprojection, read-write), ``params``.
 - `generate_changes` (``temporal_changes.wgsl``): the same grid. Bindings ``signal``,
   ``gathered`` (pass 1's result, read), ``out`` (the reprojection), ``params``.
-  (``prev_state`` of the reprojection, and the device session's ``hist`` below, are bound
-  as ``vec4<f32>``: 16 floats per pixel, read four at a time.)
+  (``prev_state`` and ``out`` of the reprojection, and the device session's ``hist``
+  below, are bound as ``vec4<f32>``: 16 floats per pixel, four at a time.)
 - `generate_near_rows` (``temporal_near_rows.wgsl``) and `generate_near`
   (``temporal_near.wgsl``): pass 1c as a row and then a column dilation. Bindings
   ``reprojection`` (read), ``out`` (1 float per pixel); then ``signal``, ``rows`` (read),
@@ -175,7 +175,7 @@ def generate_reproject(spec: TemporalSpec, part: str = "all", *, count: bool = F
     assert tp.STATE_CHANNELS == tp.REPROJECTION_CHANNELS and tp.STATE_CHANNELS % 4 == 0
     # The halves' accumulation also writes the light-change test's luminances ("luma").
     luma = part == "accumulate" and p.change_sigmas != 0
-    writes = [("out", "f32")] + ([("luma", "f32")] if luma else [])
+    writes = [("out", "vec4<f32>")] + ([("luma", "f32")] if luma else [])
     writes += [("missing", "f32")] if missing else []
     writes += [("counter", "atomic<u32>")] if count else []
     consts["MAX_LUMINANCE"] = float(f32(tp.MAX_CHANGE_LUMINANCE))
@@ -237,12 +237,12 @@ def generate_stabilize(spec: TemporalSpec, *, session: bool = False) -> Kernel:
     }
     key = f"temporal-stabilize[{p.clamp},r{p.clamp_radius},g{p.clamp_gamma}]"
     if not session:
-        return _kernel("stabilize", key, ("denoised", "reprojection"), consts, clamp=p.clamp,
-                       session=False)
+        return _typed_kernel("stabilize", key, [("denoised", "f32"), ("reprojection", "vec4<f32>")],
+                             [("out", "f32")], consts, clamp=p.clamp, session=False)
     consts["MAX_SIGNAL"] = float(f32(tp.MAX_SIGNAL))
     return _typed_kernel(
-        "stabilize", f"{key}[session]", [("denoised", "u32"), ("reprojection", "f32")],
-        [("out", "u32"), ("state", "f32")], consts, SESSION_PARAMS, clamp=p.clamp,
+        "stabilize", f"{key}[session]", [("denoised", "u32"), ("reprojection", "vec4<f32>")],
+        [("out", "u32"), ("state", "vec4<f32>")], consts, SESSION_PARAMS, clamp=p.clamp,
         session=True,
     )
 

@@ -14,9 +14,9 @@
 // "accumulate" also counts the pixels that kept their history (`count`: a sum per
 // workgroup, then one atomic add into counter[0], which the host zeroes before the frame)
 // and writes 1 where a pixel has none into `missing` (`missing`, for pass 1c).
-// The previous state is read as vec4s (STATE_CHANNELS = 16 floats per pixel) and its
-// channels combined four at a time: each component takes the same operations in the same
-// order as one channel at a time.
+// The previous state is read and `out` written as vec4s (STATE_CHANNELS = 16 floats per
+// pixel), the state's channels combined four at a time: each component takes the same
+// operations in the same order as one channel at a time.
 
 fn guide_of(p: u32, c: u32) -> f32 {
   return guide[p * GUIDE_CHANNELS + c];
@@ -79,6 +79,14 @@ fn catmull_rom(t: f32) -> vec4<f32> {
 
 fn luminance(r: f32, g: f32, b: f32) -> f32 {
   return LUMINANCE_R * r + LUMINANCE_G * g + LUMINANCE_B * b;
+}
+
+// The REPROJECTION_CHANNELS (16) floats of pixel p's out, as STATE_VEC4S vec4s.
+fn write_out(p: u32, r: array<f32, REPROJECTION_CHANNELS>) {
+  for (var v = 0u; v < STATE_VEC4S; v = v + 1u) {
+    out[p * STATE_VEC4S + v] = vec4<f32>(r[4u * v], r[4u * v + 1u], r[4u * v + 2u],
+                                         r[4u * v + 3u]);
+  }
 }
 
 {% if count %}
@@ -187,13 +195,14 @@ fn reproject_pixel(id: vec3<u32>) -> bool {
     }
   }
 {% endif %}
+  var r: array<f32, REPROJECTION_CHANNELS>;  // this pixel's out, written as vec4s
 {% if part == "gather" %}
-  let o = p * REPROJECTION_CHANNELS;
   for (var c = 0u; c < GATHERED; c = c + 1u) {
-    out[o + c] = history[c];
+    r[c] = history[c];
   }
-  out[o + GATHERED] = select(0.0, 1.0, valid);
-  out[o + GATHERED + 1u] = select(0.0, 1.0, valid_out);
+  r[GATHERED] = select(0.0, 1.0, valid);
+  r[GATHERED + 1u] = select(0.0, 1.0, valid_out);
+  write_out(p, r);
   return valid;
 {% else %}
   let whole = min(fx, 1.0 - fx) <= SUBPIXEL_TOLERANCE && min(fy, 1.0 - fy) <= SUBPIXEL_TOLERANCE;
@@ -209,31 +218,31 @@ fn reproject_pixel(id: vec3<u32>) -> bool {
     scale = limit / l_in;
   }
 {% endif %}
-  let o = p * REPROJECTION_CHANNELS;
   for (var c = 0u; c < SIGNAL_CHANNELS; c = c + 1u) {
     var v = signal[p * SIGNAL_CHANNELS + c];
     if (c < 3u) {
       v = v * scale;
     }
     let acc = history[c];
-    out[o + c] = select(v, acc + (v - acc) * alpha, accumulates && count > 1.0);
+    r[c] = select(v, acc + (v - acc) * alpha, accumulates && count > 1.0);
   }
-  out[o + STATE_COUNT] = count;
+  r[STATE_COUNT] = count;
   for (var c = 0u; c < 3u; c = c + 1u) {
-    out[o + STATE_OUTPUT + c] = select(0.0, history[STATE_OUTPUT + c], valid_out);
+    r[STATE_OUTPUT + c] = select(0.0, history[STATE_OUTPUT + c], valid_out);
   }
-  out[o + REPROJECTION_VALID] = select(0.0, 1.0, valid);
-  out[o + REPROJECTION_OUTPUT_COUNT] = select(
+  r[REPROJECTION_VALID] = select(0.0, 1.0, valid);
+  r[REPROJECTION_OUTPUT_COUNT] = select(
     1.0, min(history[STATE_OUTPUT_COUNT] + 1.0, OUTPUT_HISTORY), valid_out);
-  out[o + 15u] = 0.0;
+  r[15u] = 0.0;
+  write_out(p, r);
 {% if luma %}
   // The light-change test's luminances of this pixel, for its windows (temporal_changes).
   let ls = p * SIGNAL_CHANNELS;
   luma[p * 2u] = clamp(LUMINANCE_R * signal[ls] + LUMINANCE_G * signal[ls + 1u]
     + LUMINANCE_B * signal[ls + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
-  let lo = o + STATE_OUTPUT;
-  luma[p * 2u + 1u] = clamp(LUMINANCE_R * out[lo] + LUMINANCE_G * out[lo + 1u]
-    + LUMINANCE_B * out[lo + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
+  let lo = STATE_OUTPUT;
+  luma[p * 2u + 1u] = clamp(LUMINANCE_R * r[lo] + LUMINANCE_G * r[lo + 1u]
+    + LUMINANCE_B * r[lo + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
 {% endif %}
 {% if missing %}
   missing[p] = select(1.0, 0.0, valid);
