@@ -254,12 +254,13 @@ def generate_pack(albedo: bool, normal: bool, depth: bool, *, signal: bool = Tru
                   motion: bool = True) -> Kernel:
     """The frame's images packed into ``signal`` (with ``signal``; the color is bound
     then) and ``guide``, its motion made finite (with ``motion``) (``temporal_pack.wgsl``;
-    the images named are bound as bits)."""
+    the images named are bound as bits, ``guide`` as vec4s)."""
+    assert tp.GUIDE_CHANNELS == 8  # two vec4s per pixel
     reads = [(name, "u32") for name, bound in (
         ("color", signal), ("albedo", albedo), ("normal", normal), ("depth", depth),
         ("motion", motion)) if bound]
     writes = [("signal", "f32")] if signal else []
-    writes += [("guide", "f32")] + ([("motion_out", "f32")] if motion else [])
+    writes += [("guide", "vec4<f32>")] + ([("motion_out", "f32")] if motion else [])
     consts = {"MAX_SIGNAL": float(np.float32(tp.MAX_SIGNAL)),
               "FAR_MOTION": float(np.float32(FAR_MOTION))}
     given = "".join(k for k, on in (("c", signal), ("a", albedo), ("n", normal), ("d", depth),
