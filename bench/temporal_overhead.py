@@ -8,7 +8,9 @@ frames compile kernels and start the history). The overhead is the temporal fram
 extra time over the per-frame denoise, as a share of the per-frame denoise: per call
 (`Denoiser.denoise` against `TemporalDenoiser.denoise`) and over the sequence
 (`Denoiser.denoise_many` against `TemporalDenoiser.denoise_many`, the time between two
-results; both overlap a frame's uploads with the GPU's work where the backend can). The
+results; both overlap a frame's uploads with the GPU's work where the backend can), and
+per call again with the two calls taking turns frame by frame (the same conditions for
+both: the GPU's clocks and the host's load drift between separate runs). The
 temporal `denoise_many` results are checked bit for bit against `denoise`'s. Where the
 temporal session profiles (wgpu), a profiled `denoise_many` adds the medians of its GPU
 timestamps per phase and per kernel.
@@ -108,8 +110,29 @@ def measure(backend: str, frames: list[dict], warmup: int, options: dict) -> dic
                "per_frame_many_ms": per_frame_many, "temporal_many_ms": temporal_many,
                "overhead_many": temporal_many / per_frame_many - 1,
                "many_bit_equal_frames": sum(equal), "frames": len(frames), "warmup": warmup}
+        row.update(_interleaved(den, frames, warmup))
         row.update(_profiled_many(den, frames, warmup))
     return row
+
+
+def _interleaved(den, frames: list[dict], warmup: int) -> dict:
+    """Per call again, each frame denoised by `Denoiser.denoise` and then by
+    `TemporalDenoiser.denoise` in turn (the two under the same conditions): the medians,
+    and the median over frames of the temporal call's time over the per-frame call's."""
+    times: dict[str, list[float]] = {"denoise": [], "temporal": []}
+    with TemporalDenoiser(den) as td:
+        for index, f in enumerate(frames):
+            for key, call in (("denoise", lambda f=f: den.denoise(f["color"], f["albedo"],
+                                                                  f["normal"])),
+                              ("temporal", lambda f=f: td.denoise(**f))):
+                start = time.perf_counter()
+                call()
+                if index >= warmup:
+                    times[key].append((time.perf_counter() - start) * 1e3)
+    ratios = [t / d - 1 for d, t in zip(times["denoise"], times["temporal"], strict=True)]
+    return {"interleaved_per_frame_ms": statistics.median(times["denoise"]),
+            "interleaved_temporal_ms": statistics.median(times["temporal"]),
+            "interleaved_overhead": statistics.median(ratios)}
 
 
 def _profiled_many(den, frames: list[dict], warmup: int) -> dict:
@@ -146,6 +169,9 @@ def describe(row: dict, width: int, height: int) -> str:
         f"{row['frames'] - row['warmup']} frames after {row['warmup']}:",
         f"  per call:  Denoiser.denoise {row['per_frame_ms']:.2f} ms, TemporalDenoiser.denoise "
         f"{row['temporal_ms']:.2f} ms, overhead {100 * row['overhead']:.1f}%",
+        f"  per call, interleaved: Denoiser.denoise {row['interleaved_per_frame_ms']:.2f} ms, "
+        f"TemporalDenoiser.denoise {row['interleaved_temporal_ms']:.2f} ms, overhead (median "
+        f"over frames) {100 * row['interleaved_overhead']:.1f}%",
         f"  sequence:  Denoiser.denoise_many {row['per_frame_many_ms']:.2f} ms, "
         f"TemporalDenoiser.denoise_many {row['temporal_many_ms']:.2f} ms, overhead "
         f"{100 * row['overhead_many']:.1f}%",

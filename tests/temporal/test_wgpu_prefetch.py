@@ -138,6 +138,7 @@ def test_the_benchmark_times_denoise_many_and_checks_it_against_denoise():
     assert row["passes"] == "wgpu-device" and row["many_bit_equal_frames"] == 4
     assert row["prefetched_frames"] == 3
     assert row["per_frame_many_ms"] > 0 and row["temporal_many_ms"] > 0
+    assert row["interleaved_per_frame_ms"] > 0 and row["interleaved_temporal_ms"] > 0
     assert {"upload", "wait"} <= set(row["host_ms"])
     if row["gpu_ms"]:  # the device has timestamp queries
         assert set(row["gpu_ms"]) == {"upload", "passes", "network", "stabilize", "readback"}
