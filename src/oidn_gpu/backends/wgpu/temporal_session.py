@@ -26,10 +26,14 @@ device's queue lock:
 
 `prefetch` stages a later frame while this one runs (`temporal_prefetch.Prefetcher`;
 `TemporalDenoiser.denoise_many` calls it with the next frame): a worker thread copies its
-images into the other of two sets of upload buffers, and once it is done (checked after
-this frame's last submission and after its readback) their GPU copies into the input
-buffers are queued behind this frame's work, so that frame's step 1 finds its images on
-the device. Every wgpu call stays on the thread that holds the device's queue lock.
+images into the other of two sets of upload buffers, their GPU copies into the input
+buffers are queued behind this frame's work, and so is the staged frame's whole GPU
+work, steps 1 to 4 ("run ahead": its history is the state this frame writes, into the
+other buffer of each pair, and its readback the second readback buffer), before this
+frame is read back: the GPU does not wait for the host between frames. The staged
+frame's own call then only reads it back, when it continues the history with the same
+parameters (no restart, the same images and size); otherwise that frame runs again. Every
+wgpu call stays on the thread that holds the device's queue lock.
 
 The history (state and guide) lives in two pairs of buffers used in turn. Every frame size
 is served: a frame larger than one tile is tiled by the runner as a denoise of host
