@@ -115,6 +115,20 @@ def test_dropped_and_overtaken_stagings_are_uploaded_again(denoiser):
     _assert_same(staged[:-1], plain[:-1])
 
 
+def test_a_staging_beside_a_frame_run_ahead_drops_the_older_one(denoiser):
+    """f1 runs ahead while f0 is read back (its upload buffers held), so staging f3 drops
+    f2 (both sets of upload buffers are taken); f1 then runs f3 ahead, which f2 overtakes:
+    f2 and f3 are uploaded again, and every result is the plain calls'."""
+    f0, f1, f2, f3 = _frames(count=4)
+    plain = _run(denoiser, [("frame", f, i == 0) for i, f in enumerate((f0, f1, f2, f3))])
+    staged = _run(denoiser, [
+        ("prefetch", f1), ("wait",), ("frame", f0, True),
+        ("prefetch", f2), ("prefetch", f3), ("wait",),
+        ("frame", f1, False), ("frame", f2, False), ("frame", f3, False)])
+    assert staged[-1] == 1  # f1
+    _assert_same(staged[:-1], plain[:-1])
+
+
 def test_close_joins_the_worker_and_releases_the_staged_buffers(denoiser):
     f0, f1 = _frames(count=2)
     session = get_backend("wgpu").temporal_session(denoiser)

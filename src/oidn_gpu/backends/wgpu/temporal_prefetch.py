@@ -69,6 +69,8 @@ class Prefetcher:
         if sizes is None:
             return
         slot = self._free_slot(device)
+        if slot is None:
+            return
         uploads: dict[str, tuple[Any, int]] = {}
         views: dict[str, np.ndarray] = {}
         for role, size in sizes.items():
@@ -88,12 +90,15 @@ class Prefetcher:
             parallel_copyto(view[: len(source)], source)
             view[len(source) :] = 0
 
-    def _free_slot(self, device: Any) -> int:
-        """A set of upload buffers no pending staging holds (the oldest is dropped)."""
-        if len(self._pending) >= SLOTS:
+    def _free_slot(self, device: Any) -> int | None:
+        """A set of upload buffers that no staging holds (pending ones are dropped for it,
+        the oldest first), or None while frames not finished hold both."""
+        while True:
+            used = {staged.slot for staged in (*self._pending, *self._taken)}
+            free = [slot for slot in range(SLOTS) if slot not in used]
+            if free or not self._pending:
+                return free[0] if free else None
             self._drop(device, self._pending.pop(0))
-        used = {staged.slot for staged in (*self._pending, *self._taken)}
-        return next(slot for slot in range(SLOTS) if slot not in used)
 
     def _drop(self, device: Any, staged: Staged) -> None:
         """Forget a staging: after its worker finished; its upload buffers mapped again

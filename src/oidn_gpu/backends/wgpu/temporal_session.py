@@ -157,6 +157,7 @@ class WgpuTemporalSession:
                     return self._finish(submitted)
                 except BaseException:
                     self._discard_ahead()
+                    self._release_staging(submitted)
                     raise
 
     def prefetch(self, frame: TemporalFrame) -> None:
