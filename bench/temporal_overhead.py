@@ -5,7 +5,15 @@ one-pixel pan (whole-pixel motion, so the input history accumulates) and constan
 is denoised per frame by `oidn_gpu.Denoiser` and by `oidn_gpu.temporal.TemporalDenoiser`
 on the same backend; medians over ``--frames`` frames after ``--warmup`` (the first
 frames compile kernels and start the history). The overhead is the temporal frame's
-extra time over the per-frame denoise, as a share of the per-frame denoise.
+extra time over the per-frame denoise, as a share of the per-frame denoise: per call
+(`Denoiser.denoise` against `TemporalDenoiser.denoise`) and over the sequence
+(`Denoiser.denoise_many` against `TemporalDenoiser.denoise_many`, the time between two
+results; both overlap a frame's uploads with the GPU's work where the backend can), and
+per call again with the two calls taking turns frame by frame (the same conditions for
+both: the GPU's clocks and the host's load drift between separate runs). The
+temporal `denoise_many` results are checked bit for bit against `denoise`'s. Where the
+temporal session profiles (wgpu), a profiled `denoise_many` adds the medians of its GPU
+timestamps per phase and per kernel.
 
 On cuda (a GPU) it adds (`bench/temporal_overhead_cuda.py`): a row with torch CUDA
 tensors in and out (the denoiser's device path against the session's
@@ -68,16 +76,115 @@ def _median_ms(fn, items, warmup: int) -> float:
     return statistics.median(times)
 
 
+def _median_between_ms(results, warmup: int, check=None) -> float:
+    """The median time between two of ``results`` (an iterator) after ``warmup``;
+    ``check(index, result)`` sees each."""
+    times, last = [], time.perf_counter()
+    for index, result in enumerate(results):
+        now = time.perf_counter()
+        if index >= warmup:
+            times.append((now - last) * 1e3)
+        last = now
+        if check is not None:
+            check(index, result)
+    return statistics.median(times)
+
+
 def measure(backend: str, frames: list[dict], warmup: int, options: dict) -> dict:
     with oidn_gpu.Denoiser(hdr=True, backend=backend, **options) as den:
         per_frame = _median_ms(
             lambda f: den.denoise(f["color"], f["albedo"], f["normal"]), frames, warmup
         )
+        per_frame_many = _median_between_ms(
+            den.denoise_many((f["color"], f["albedo"], f["normal"]) for f in frames), warmup)
+        outputs = []
         with TemporalDenoiser(den) as td:
-            temporal = _median_ms(lambda f: td.denoise(**f), frames, warmup)
+            temporal = _median_ms(lambda f: outputs.append(td.denoise(**f)), frames, warmup)
             passes = td.session.name
-    return {"backend": backend, "passes": passes, "per_frame_ms": per_frame,
-            "temporal_ms": temporal, "overhead": temporal / per_frame - 1}
+        equal = []
+        with TemporalDenoiser(den) as td:
+            temporal_many = _median_between_ms(td.denoise_many(frames), warmup, lambda i, out:
+                                               equal.append(np.array_equal(out, outputs[i])))
+        row = {"backend": backend, "passes": passes, "per_frame_ms": per_frame,
+               "temporal_ms": temporal, "overhead": temporal / per_frame - 1,
+               "per_frame_many_ms": per_frame_many, "temporal_many_ms": temporal_many,
+               "overhead_many": temporal_many / per_frame_many - 1,
+               "many_bit_equal_frames": sum(equal), "frames": len(frames), "warmup": warmup}
+        row.update(_interleaved(den, frames, warmup))
+        row.update(_profiled_many(den, frames, warmup))
+    return row
+
+
+def _interleaved(den, frames: list[dict], warmup: int) -> dict:
+    """Per call again, each frame denoised by `Denoiser.denoise` and then by
+    `TemporalDenoiser.denoise` in turn (the two under the same conditions): the medians,
+    and the median over frames of the temporal call's time over the per-frame call's."""
+    times: dict[str, list[float]] = {"denoise": [], "temporal": []}
+    with TemporalDenoiser(den) as td:
+        for index, f in enumerate(frames):
+            for key, call in (("denoise", lambda f=f: den.denoise(f["color"], f["albedo"],
+                                                                  f["normal"])),
+                              ("temporal", lambda f=f: td.denoise(**f))):
+                start = time.perf_counter()
+                call()
+                if index >= warmup:
+                    times[key].append((time.perf_counter() - start) * 1e3)
+    ratios = [t / d - 1 for d, t in zip(times["denoise"], times["temporal"], strict=True)]
+    return {"interleaved_per_frame_ms": statistics.median(times["denoise"]),
+            "interleaved_temporal_ms": statistics.median(times["temporal"]),
+            "interleaved_overhead": statistics.median(ratios)}
+
+
+def _profiled_many(den, frames: list[dict], warmup: int) -> dict:
+    """Medians of the session's GPU timestamps over a profiled `denoise_many`, per phase
+    (``gpu_ms``), per kernel (``kernel_ms``, a second profiled run: each kernel then has a
+    compute pass of its own) and its host times (``host_ms``); {} without them."""
+    split: dict[str, dict[str, list[float]]] = {"gpu_ms": {}, "kernel_ms": {}, "host_ms": {}}
+    for kernels in (False, True):
+        with TemporalDenoiser(den) as td:
+            session = td.session
+            if not hasattr(session, "profile_kernels"):
+                return {}
+            session.profile, session.profile_kernels = True, kernels
+
+            def collect(index: int, _out, session=session, kernels=kernels) -> None:
+                if index < warmup:
+                    return
+                seen = {"kernel_ms": session.last_kernel_ms} if kernels else {
+                    "gpu_ms": session.last_gpu_ms, "host_ms": session.last_host_ms}
+                for group, values in seen.items():
+                    for key, ms in values.items():
+                        split[group].setdefault(key, []).append(ms)
+
+            _median_between_ms(td.denoise_many(frames), warmup, collect)
+            prefetched = session.prefetched
+    medians = {group: {k: statistics.median(v) for k, v in values.items()}
+               for group, values in split.items()}
+    return {**medians, "prefetched_frames": prefetched}
+
+
+def describe(row: dict, width: int, height: int) -> str:
+    lines = [
+        f"{row['backend']:9s} ({row['passes']} passes) {width}x{height}, medians of "
+        f"{row['frames'] - row['warmup']} frames after {row['warmup']}:",
+        f"  per call:  Denoiser.denoise {row['per_frame_ms']:.2f} ms, TemporalDenoiser.denoise "
+        f"{row['temporal_ms']:.2f} ms, overhead {100 * row['overhead']:.1f}%",
+        f"  per call, interleaved: Denoiser.denoise {row['interleaved_per_frame_ms']:.2f} ms, "
+        f"TemporalDenoiser.denoise {row['interleaved_temporal_ms']:.2f} ms, overhead (median "
+        f"over frames) {100 * row['interleaved_overhead']:.1f}%",
+        f"  sequence:  Denoiser.denoise_many {row['per_frame_many_ms']:.2f} ms, "
+        f"TemporalDenoiser.denoise_many {row['temporal_many_ms']:.2f} ms, overhead "
+        f"{100 * row['overhead_many']:.1f}%",
+        f"  temporal denoise_many bit-equal to denoise: {row['many_bit_equal_frames']} of "
+        f"{row['frames']} frames",
+    ]
+    for group in ("gpu_ms", "kernel_ms", "host_ms"):
+        if row.get(group):
+            parts = ", ".join(f"{k} {v:.3f}" for k, v in row[group].items())
+            lines.append(f"  {group} (profiled denoise_many): {parts}")
+    if "prefetched_frames" in row:
+        lines.append(f"  frames found staged by prefetch: {row['prefetched_frames']}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -116,9 +223,7 @@ def main(argv: list[str] | None = None) -> None:
         elif args.temporal:
             row = measure(backend, frames, args.warmup, options)
             rows.append(row)
-            print(f"{backend:9s} ({row['passes']} passes) {width}x{height}: per-frame "
-                  f"{row['per_frame_ms']:.2f} ms, temporal {row['temporal_ms']:.2f} ms, "
-                  f"overhead {100 * row['overhead']:.0f}%", flush=True)
+            print(describe(row, width, height), flush=True)
         if args.session:
             import temporal_session_overhead as tso
 

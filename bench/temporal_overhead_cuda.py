@@ -20,7 +20,6 @@ a fresh process run on cuDNN while they compile).
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 import torch
@@ -30,7 +29,8 @@ from oidn_gpu.backends.cuda import temporal_kernels as tk
 from oidn_gpu.temporal import TemporalDenoiser
 from oidn_gpu.temporal import passes as tp
 from oidn_gpu.temporal.session import HostTemporalSession
-from temporal_overhead import _median_ms as _wall_ms  # bench/ is the script's folder
+from temporal_overhead import _median_between_ms as _many_ms  # bench/: the script's folder
+from temporal_overhead import _median_ms as _wall_ms
 
 COMPILE_TIMEOUT_S = 240
 
@@ -99,17 +99,6 @@ def measure(frames: list[dict], warmup: int, options: dict, check_frames: int) -
         if check_frames:
             rows.append(_check(den, frames[:check_frames]))
     return rows
-
-
-def _many_ms(results, warmup: int) -> float:
-    """The median time between results of a ``denoise_many``, after ``warmup``."""
-    times, start = [], time.perf_counter()
-    for index, _ in enumerate(results):
-        now = time.perf_counter()
-        if index >= warmup:
-            times.append((now - start) * 1e3)
-        start = now
-    return statistics.median(times)
 
 
 def _many(den, frames: list[dict], warmup: int) -> dict:

@@ -5,6 +5,8 @@
   ``signal``, ``prev_state`` (read), ``out`` (the reprojection, read-write), ``params``.
 - `generate_changes` (``temporal_changes.wgsl``): the same grid. Bindings ``signal``,
   ``gathered`` (pass 1's result, read), ``out`` (the reprojection), ``params``.
+  (``prev_state`` and ``out`` of the reprojection, and the device session's ``hist``
+  below, are bound as ``vec4<f32>``: 16 floats per pixel, four at a time.)
 - `generate_near_rows` (``temporal_near_rows.wgsl``) and `generate_near`
   (``temporal_near.wgsl``): pass 1c as a row and then a column dilation. Bindings
   ``reprojection`` (read), ``out`` (1 float per pixel); then ``signal``, ``rows`` (read),
@@ -25,16 +27,20 @@ raw images read their bits (``temporal_bits.wgsl``):
   some images and the motion alone, before the others are uploaded);
 - `generate_reproject` with ``part="gather"`` and ``"accumulate"``: pass 1 in two halves
   (the gathered history in between), the second also writing the light-change test's
-  luminances, which `generate_changes` with ``luma=True`` reads;
-- `generate_count` (``temporal_count.wgsl``): the pixels that kept their history, into
-  an atomic ``counter``;
+  luminances, which `generate_changes` with ``luma=True`` reads (and then changes the
+  reprojection in place), counting the pixels that kept their history into an atomic
+  ``counter`` (``count``: no pass 1b or 1c changes the flag counted) and writing the
+  pixels without history into ``missing`` (``missing``, which `generate_near_rows` with
+  ``compact=True`` reads);
 - `generate_restart` (``temporal_restart.wgsl``): the reprojection of a restart written
   over the reprojection on a restart or a camera cut (decided on the device);
 - `generate_stabilize` with ``session=True``: pass 2 on the denoised frame's bits, which
   also writes the next history ``state``.
 
 Those bind `SESSION_PARAMS`, whose first fields are `TEMPORAL_PARAMS`' (so the passes
-above bind the same uniform).
+above bind the same uniform). Every kernel here indexes only the pixels of the
+``params`` size (neighbours clamped to the image) in buffers of that size, so the device
+session builds them trusted (`Kernel.trusted`: no runtime bounds checks).
 """
 
 from __future__ import annotations
@@ -94,6 +100,7 @@ def _layout_consts() -> dict[str, object]:
         "REPROJECTION_OUTPUT_COUNT": tp.REPROJECTION_OUTPUT_COUNT,
         "GATHERED": tp.GATHERED,
         "UNKNOWN": tp.GUIDE_UNKNOWN,
+        "STATE_VEC4S": tp.STATE_CHANNELS // 4,
         "WG_X": WG,
         "WG_Y": WG,
     }
@@ -130,7 +137,7 @@ def _typed_kernel(family: str, key: str, reads: list[tuple[str, str]],
         **context,
     )
     return Kernel(f"temporal-{family}", key, source, "main", (WG, WG, 1), bindings, _grid,
-                  params=params)
+                  trusted=True, params=params)
 
 
 def _luminance_consts() -> dict[str, object]:
@@ -138,9 +145,12 @@ def _luminance_consts() -> dict[str, object]:
     return {f"LUMINANCE_{c}": float(f32(w)) for c, w in zip("RGB", tp.LUMINANCE, strict=True)}
 
 
-def generate_reproject(spec: TemporalSpec, part: str = "all") -> Kernel:
+def generate_reproject(spec: TemporalSpec, part: str = "all", *, count: bool = False,
+                       missing: bool = False) -> Kernel:
     """Pass 1 (see the module docstring); ``part`` ``"gather"`` or ``"accumulate"``: its
-    two halves, as the device session runs them (`REPROJECT_PARTS`)."""
+    two halves, as the device session runs them (`REPROJECT_PARTS`); the accumulation
+    with ``count`` and ``missing`` also counts and marks the pixels that kept their
+    history (``counter`` and ``missing`` written after ``out`` and ``luma``)."""
     p = spec.params
     f32 = np.float32
     consts = {
@@ -158,22 +168,32 @@ def generate_reproject(spec: TemporalSpec, part: str = "all") -> Kernel:
     inputs = REPROJECT_PARTS.get(part)
     if inputs is None:
         raise InvalidArgumentError(f"unknown reprojection part {part!r}")
+    if (count or missing) and part != "accumulate":
+        raise InvalidArgumentError(f"the reprojection part {part!r} counts nothing; "
+                                   "expected part='accumulate' with count or missing")
+    # STATE_VEC4S vec4s per pixel of the state and of the gathered history
+    assert tp.STATE_CHANNELS == tp.REPROJECTION_CHANNELS and tp.STATE_CHANNELS % 4 == 0
     # The halves' accumulation also writes the light-change test's luminances ("luma").
     luma = part == "accumulate" and p.change_sigmas != 0
-    writes = [("out", "f32")] + ([("luma", "f32")] if luma else [])
+    writes = [("out", "vec4<f32>")] + ([("luma", "f32")] if luma else [])
+    writes += [("missing", "f32")] if missing else []
+    writes += [("counter", "atomic<u32>")] if count else []
     consts["MAX_LUMINANCE"] = float(f32(tp.MAX_CHANGE_LUMINANCE))
     suffix = "" if part == "all" else f"[{part}]"
+    suffix += "[count]" * count + "[missing]" * missing
+    reads = [(name, "vec4<f32>" if name in ("prev_state", "hist") else "f32")
+             for name in inputs]
     return _typed_kernel(
-        "reproject", f"temporal-reproject[{spec.describe()}]{suffix}",
-        [(name, "f32") for name in inputs], writes, consts,
+        "reproject", f"temporal-reproject[{spec.describe()}]{suffix}", reads, writes, consts,
         use_depth=p.use_depth, use_normal=p.use_normal, use_albedo=p.use_albedo,
-        fireflies=p.firefly_ratio > 0, part=part, luma=luma,
+        fireflies=p.firefly_ratio > 0, part=part, luma=luma, count=count, missing=missing,
     )
 
 
 def generate_changes(spec: TemporalSpec, *, luma: bool = False) -> Kernel:
     """Pass 1b (see the module docstring); ``luma``: the luminances are read from the
-    ``luma`` buffer the reprojection's accumulation wrote (2 floats per pixel)."""
+    ``luma`` buffer the reprojection's accumulation wrote (2 floats per pixel), and the
+    reprojection ``out`` is changed in place (bindings ``signal``, ``luma``, ``out``)."""
     p = spec.params
     f32 = np.float32
     consts = {
@@ -184,16 +204,18 @@ def generate_changes(spec: TemporalSpec, *, luma: bool = False) -> Kernel:
         "MAX_LUMINANCE": float(f32(tp.MAX_CHANGE_LUMINANCE)),
         **_luminance_consts(),
     }
-    inputs = ("signal", "gathered", "luma") if luma else ("signal", "gathered")
+    inputs = ("signal", "luma") if luma else ("signal", "gathered")
     key = f"temporal-changes[{p.change_sigmas}]" + ("[luma]" if luma else "")
     return _kernel("changes", key, inputs, consts, luma=luma)
 
 
-def generate_near_rows(spec: TemporalSpec) -> Kernel:
-    """Pass 1c's row dilation (see the module docstring)."""
+def generate_near_rows(spec: TemporalSpec, *, compact: bool = False) -> Kernel:
+    """Pass 1c's row dilation (see the module docstring); ``compact``: the pixels without
+    history read from ``missing`` (1 float per pixel) instead of the reprojection."""
     margin = spec.params.disocclusion_margin
-    return _kernel("near_rows", f"temporal-near-rows[{margin}]", ("reprojection",),
-                   {"MARGIN": I32(margin)})
+    key = f"temporal-near-rows[{margin}]" + ("[compact]" if compact else "")
+    return _kernel("near_rows", key, ("missing",) if compact else ("reprojection",),
+                   {"MARGIN": I32(margin)}, compact=compact)
 
 
 def generate_near(spec: TemporalSpec) -> Kernel:
@@ -215,12 +237,12 @@ def generate_stabilize(spec: TemporalSpec, *, session: bool = False) -> Kernel:
     }
     key = f"temporal-stabilize[{p.clamp},r{p.clamp_radius},g{p.clamp_gamma}]"
     if not session:
-        return _kernel("stabilize", key, ("denoised", "reprojection"), consts, clamp=p.clamp,
-                       session=False)
+        return _typed_kernel("stabilize", key, [("denoised", "f32"), ("reprojection", "vec4<f32>")],
+                             [("out", "f32")], consts, clamp=p.clamp, session=False)
     consts["MAX_SIGNAL"] = float(f32(tp.MAX_SIGNAL))
     return _typed_kernel(
-        "stabilize", f"{key}[session]", [("denoised", "u32"), ("reprojection", "f32")],
-        [("out", "u32"), ("state", "f32")], consts, SESSION_PARAMS, clamp=p.clamp,
+        "stabilize", f"{key}[session]", [("denoised", "u32"), ("reprojection", "vec4<f32>")],
+        [("out", "u32"), ("state", "vec4<f32>")], consts, SESSION_PARAMS, clamp=p.clamp,
         session=True,
     )
 
@@ -232,12 +254,13 @@ def generate_pack(albedo: bool, normal: bool, depth: bool, *, signal: bool = Tru
                   motion: bool = True) -> Kernel:
     """The frame's images packed into ``signal`` (with ``signal``; the color is bound
     then) and ``guide``, its motion made finite (with ``motion``) (``temporal_pack.wgsl``;
-    the images named are bound as bits)."""
+    the images named are bound as bits, ``guide`` as vec4s)."""
+    assert tp.GUIDE_CHANNELS == 8  # two vec4s per pixel
     reads = [(name, "u32") for name, bound in (
         ("color", signal), ("albedo", albedo), ("normal", normal), ("depth", depth),
         ("motion", motion)) if bound]
     writes = [("signal", "f32")] if signal else []
-    writes += [("guide", "f32")] + ([("motion_out", "f32")] if motion else [])
+    writes += [("guide", "vec4<f32>")] + ([("motion_out", "f32")] if motion else [])
     consts = {"MAX_SIGNAL": float(np.float32(tp.MAX_SIGNAL)),
               "FAR_MOTION": float(np.float32(FAR_MOTION))}
     given = "".join(k for k, on in (("c", signal), ("a", albedo), ("n", normal), ("d", depth),
@@ -246,12 +269,6 @@ def generate_pack(albedo: bool, normal: bool, depth: bool, *, signal: bool = Tru
         "pack", f"temporal-pack[{given}]", reads, writes, consts, SESSION_PARAMS,
         albedo=albedo, normal=normal, depth=depth, signal=signal, motion=motion,
     )
-
-
-def generate_count() -> Kernel:
-    """The pixels that kept their history, summed into ``counter[0]``."""
-    return _typed_kernel("count", "temporal-count", [("reprojection", "f32")],
-                         [("counter", "atomic<u32>")], {}, SESSION_PARAMS)
 
 
 def generate_restart() -> Kernel:

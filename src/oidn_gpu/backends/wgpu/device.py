@@ -385,20 +385,25 @@ class WgpuDevice:
         not be used)."""
         self.map_for_write(buffer)
         try:
-            # wgpu-py's `write_mapped` copies from a finished host buffer on one thread; the
-            # mapped range itself (for the threads of `parallel_copyto`) needs the native call.
-            from wgpu.backends.wgpu_native import _api
-
-            pointer = _api.libf.wgpuBufferGetMappedRange(buffer._internal, 0, byte_size)
-            address = int(_api.ffi.cast("intptr_t", pointer))
-            if address == 0:
-                raise InvalidOperationError(
-                    f"the upload buffer '{buffer.label}' has no mapped range of {byte_size} bytes"
-                )
-            mapped = memoryview((ctypes.c_uint8 * byte_size).from_address(address)).cast("B")
-            _lend_view(mapped, byte_size, fill)
+            _lend_view(self.mapped_range(buffer, byte_size), byte_size, fill)
         finally:
             buffer.unmap()
+
+    def mapped_range(self, buffer: Any, byte_size: int) -> memoryview:
+        """The first ``byte_size`` bytes of a mapped upload buffer as a writable view, valid
+        until the buffer is unmapped (the caller unmaps it, and must not use the view
+        after that; any thread may write through it meanwhile)."""
+        # wgpu-py's `write_mapped` copies from a finished host buffer on one thread; the
+        # mapped range itself (for the threads of `parallel_copyto`) needs the native call.
+        from wgpu.backends.wgpu_native import _api
+
+        pointer = _api.libf.wgpuBufferGetMappedRange(buffer._internal, 0, byte_size)
+        address = int(_api.ffi.cast("intptr_t", pointer))
+        if address == 0:
+            raise InvalidOperationError(
+                f"the upload buffer '{buffer.label}' has no mapped range of {byte_size} bytes"
+            )
+        return memoryview((ctypes.c_uint8 * byte_size).from_address(address)).cast("B")
 
     def create_query_set(self, label: str, count: int) -> Any:
         return self.device.create_query_set(label=label, type="timestamp", count=count)

@@ -11,9 +11,10 @@ device's queue lock:
    stored history submitted, so that it runs while the other images are uploaded;
 2. one submission: the signal and the whole guide packed (as
    `oidn_gpu.temporal.passes.pack_signal` and ``pack_guide`` pack them), the
-   accumulation half of the reprojection, its light-change test and the input history
-   dropped near disocclusions (the kernels of `temporal.WgpuTemporalPasses`), the count
-   of the pixels that kept their history, and ``generate_restart``, which writes the
+   accumulation half of the reprojection (which also counts the pixels that kept their
+   history and marks the others), its light-change test in place and the input history
+   dropped near disocclusions (the kernels of `temporal.WgpuTemporalPasses`, in the
+   session's forms), and ``generate_restart``, which writes the
    reprojection of no history over it on a restart or a camera cut: the cut test is
    decided on the device, with no host round trip;
 3. the network on the accumulated color, albedo and normal read straight from the
@@ -22,6 +23,17 @@ device's queue lock:
 4. one submission: pass 2 on the network's output buffer, which also writes the next
    history state, then one copy of the output, the count and the input scale into a
    mapped readback buffer, the only thing read back.
+
+`prefetch` stages a later frame while this one runs (`temporal_prefetch.Prefetcher`;
+`TemporalDenoiser.denoise_many` calls it with the next frame): a worker thread copies its
+images into the other of two sets of upload buffers, their GPU copies into the input
+buffers are queued behind this frame's work, and so is the staged frame's whole GPU
+work, steps 1 to 4 ("run ahead": its history is the state this frame writes, into the
+other buffer of each pair, and its readback the second readback buffer), before this
+frame is read back: the GPU does not wait for the host between frames. The staged
+frame's own call then only reads it back, when it continues the history with the same
+parameters (no restart, the same images and size); otherwise that frame runs again. Every
+wgpu call stays on the thread that holds the device's queue lock.
 
 The history (state and guide) lives in two pairs of buffers used in turn. Every frame size
 is served: a frame larger than one tile is tiled by the runner as a denoise of host
@@ -32,6 +44,7 @@ the denoiser) for the RTLightmap filter and for ``prefilter="accurate"``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,10 +58,11 @@ from oidn_gpu.backends.gpu_device import (
 )
 from oidn_gpu.backends.plan import plan_denoise
 from oidn_gpu.backends.wgpu.frames import F32_BYTES, GpuImage
+from oidn_gpu.backends.wgpu import temporal_images as ti
 from oidn_gpu.backends.wgpu.resources import BUFFER, QUERY_SET, ResourceTracker
 from oidn_gpu.backends.wgpu.staging import StagingBuffers
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu.filter_images import validate_images
+from oidn_gpu.backends.wgpu.temporal_prefetch import Prefetcher
+from oidn_gpu.errors import InvalidOperationError, OIDNGPUError
 from oidn_gpu.image import process
 from oidn_gpu.image.host_copy import parallel_copyto
 from oidn_gpu.kernels import temporal as kt
@@ -59,6 +73,7 @@ from oidn_gpu.temporal import passes as tp
 TAIL_BYTES = 2 * F32_BYTES
 # GPU timestamps of a profiled frame (`WgpuTemporalSession.profile`), in this order.
 PHASES = ("upload", "passes", "network", "stabilize", "readback")
+KERNEL_STAMPS = 32  # the beginning and end of up to 16 kernels of a frame (profile_kernels)
 PLANS_KEPT = 8
 
 
@@ -72,10 +87,19 @@ class WgpuTemporalSession:
         profile: time each frame's phases with GPU timestamps (where the device has
             ``timestamp-query``) into `last_gpu_ms`; this waits for the GPU once more.
         last_gpu_ms: GPU milliseconds per phase of the last profiled frame (`PHASES`).
+        profile_kernels: with `profile`, also time each of the session's kernels (each in a
+            compute pass of its own) into `last_kernel_ms`.
+        last_kernel_ms: GPU milliseconds per kernel of the last frame so profiled:
+            ``"pack-guide"`` and ``"gather"`` (step 1), ``"pack"``, ``"accumulate"``,
+            ``"changes"``, ``"near_rows"``, ``"near"``, ``"restart"`` (step 2),
+            ``"stabilize"`` (step 4), those that ran.
         last_host_ms: host milliseconds of the last frame: ``"upload"`` (the images copied
             into upload buffers, and the passes before the network queued), ``"submit"``
             (the network and pass 2 queued), ``"wait"`` (until the GPU finished) and
             ``"readback"`` (the output copied out).
+        prefetched: how many frames found their images staged by `prefetch`.
+        ran_ahead: how many frames found their work submitted ahead (while the previous
+            frame ran).
     """
 
     name = "wgpu-device"
@@ -85,6 +109,11 @@ class WgpuTemporalSession:
         self.profile = False
         self.last_gpu_ms: dict[str, float] = {}
         self.last_host_ms: dict[str, float] = {}
+        self.profile_kernels = False
+        self.last_kernel_ms: dict[str, float] = {}
+        self._kernel_stamps: list[str] | None = None  # kernels timed in this frame
+        self.prefetched = 0
+        self.ran_ahead = 0
         self._runner: Any = None
         self._device: Any = None
         self._resources = ResourceTracker()
@@ -98,6 +127,9 @@ class WgpuTemporalSession:
         self._size: tuple[int, int] | None = None
         self._current = 0  # which of the two state and guide buffers hold the history
         self._signature: tuple[Any, ...] | None = None
+        self._prefetcher = Prefetcher(ti.dense)
+        self._ahead: _Submitted | None = None  # a staged frame's work, submitted ahead
+        self._readback_turn = 0
         self._closed = False
 
     # ------------------------------------------------------------------ the frame
@@ -117,31 +149,90 @@ class WgpuTemporalSession:
                 raise InvalidOperationError("the temporal session is closed")
             if den._closed:
                 raise InvalidOperationError("the denoiser is closed")
-            images = _network_images(frame)
-            clean_aux = (images.albedo is not None if den.options.prefilter == "fast"
-                         else den.options.clean_aux)
-            key, model = den._models.get(images, clean_aux)
-            engine = den._engine(key, model)
-            with engine.runner._device.queue_lock:
-                return self._run(frame, params, restart, images, (key, model, engine))
+            images, engine_of = self._engine_of(frame)
+            with engine_of[2].runner._device.queue_lock:
+                submitted = self._submitted(frame, params, restart, images, engine_of)
+                try:
+                    self._run_ahead(submitted)
+                    return self._finish(submitted)
+                except BaseException:
+                    self._discard_ahead()
+                    self._release_staging(submitted)
+                    raise
 
-    def _run(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-             images: Any, engine_of: tuple[Any, Any, Any]) -> TemporalResult:
-        key, model, engine = engine_of
-        height, width = images.height, images.width
-        self._use(engine.runner, height, width)
-        signature = (height, width, *(a is not None for a in
-                                      (frame.albedo, frame.normal, frame.depth)))
+    def prefetch(self, frame: TemporalFrame) -> None:
+        """Start staging ``frame``'s images for a later `frame` call with the same object:
+        a worker thread copies them into a second set of upload buffers while this
+        session's current frame runs (see the module docstring); at most two are kept,
+        the oldest dropped. A frame that `frame` would refuse is left alone here: its
+        `frame` call raises the error.
+
+        Raises:
+            InvalidOperationError: the session is closed.
+        """
+        den = self.denoiser
+        with den._lock:
+            if self._closed:
+                raise InvalidOperationError("the temporal session is closed")
+            if den._closed:
+                return
+            try:
+                engine = self._engine_of(frame)[1][2]
+            except OIDNGPUError:
+                return
+            runner = engine.runner
+            if self._runner is not None and runner is not self._runner:
+                return  # attaching it would drop the history the current frame needs
+            with runner._device.queue_lock:
+                self._attach(runner)
+                self._prefetcher.start(self._device, self._staging, frame)
+
+    def _engine_of(self, frame: TemporalFrame) -> tuple[Any, tuple[Any, Any, Any]]:
+        """The frame's network images and ``(weights key, model, engine)``."""
+        den = self.denoiser
+        images = ti.network_images(frame)
+        clean_aux = (images.albedo is not None if den.options.prefilter == "fast"
+                     else den.options.clean_aux)
+        key, model = den._models.get(images, clean_aux)
+        return images, (key, model, den._engine(key, model))
+
+    def _submitted(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
+                   images: Any, engine_of: tuple[Any, Any, Any]) -> _Submitted:
+        """The frame's GPU work: the one submitted ahead for it, else submitted now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.frame is frame and ahead.params == params and (
+                not restart and self._signature == ahead.signature):
+            self.ran_ahead += 1
+            return ahead
+        staged = None
+        if ahead is not None:  # its images may still be the input buffers'
+            if ahead.frame is frame and self._prefetcher.resident is ahead.staged:
+                staged = ahead.staged
+            self._release_staging(ahead, keep=staged is not None)
+        self._use(engine_of[2].runner, images.height, images.width)
+        signature = ti.signature(frame, images)
         restart = restart or self._signature != signature
         self._signature = None  # set again once the frame has finished
+        return self._submit(frame, params, restart, images, engine_of, signature, staged)
+
+    def _submit(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
+                images: Any, engine_of: tuple[Any, Any, Any], signature: tuple[Any, ...],
+                staged: Any = None) -> _Submitted:
+        """Queue the frame's passes, network, pass 2 and readback (its images staged by
+        `prefetch`: ``staged``, else taken from the prefetcher or uploaded now)."""
+        key, model, engine = engine_of
+        height, width = images.height, images.width
         start = time.perf_counter()
         timestamps = self._timestamps()
         if timestamps is not None:
             self._stamp(timestamps, 0)
-        keep_min = _keep_min(height * width, params.cut_threshold)
+            self._kernel_stamps = [] if self.profile_kernels else None
+        keep_min = ti.keep_min(height * width, params.cut_threshold)
         self._write_uniform(height, width, 0 if restart else keep_min, restart)
         self._device.write_buffer(self._buffers["counter"], 0, bytes(F32_BYTES))
-        staging = self._queue_passes(frame, params, restart, timestamps)
+        if staged is None:
+            staged = self._prefetcher.take(self._device, self._staging, frame)
+        staging = self._queue_passes(frame, params, restart, timestamps, staged)
         uploaded = time.perf_counter()
         plan, autoexposes, input_scale = self._network(engine.runner, images, model)
         encoder = self._device.create_command_encoder("oidn/temporal/stabilize")
@@ -154,26 +245,84 @@ class WgpuTemporalSession:
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 5))
             encoder.resolve_timestamps(timestamps, len(PHASES) + 1, self._buffers["resolve"])
+            if self._kernel_stamps:
+                encoder.resolve_timestamps(self._buffers["kernel_timestamps"],
+                                           2 * len(self._kernel_stamps),
+                                           self._buffers["kernel_resolve"])
         self._device.submit([encoder.finish()])
-        submitted = time.perf_counter()
-        output, count, scale = self._read(readback, height, width)
-        for buffer in staging:
-            self._device.map_for_write(buffer, wait=False)
-        self.last_host_ms = {"upload": (uploaded - start) * 1e3,
-                             "submit": (submitted - uploaded) * 1e3, **self.last_host_ms}
-        if timestamps is not None:
+        self._prefetcher.submit_ready(self._device, self._staging)
+        host_ms = {"upload": (uploaded - start) * 1e3,
+                   "submit": (time.perf_counter() - uploaded) * 1e3}
+        return _Submitted(frame, params, restart, signature, keep_min, readback, staging,
+                          staged, (plan, autoexposes, input_scale), engine_of, host_ms,
+                          timestamps is not None)
+
+    def _run_ahead(self, current: _Submitted) -> None:
+        """Submit the oldest staged frame's work behind ``current``'s, as its own call
+        will run it if it continues the history with the same parameters (its call
+        checks that, else runs it again): the GPU then never waits for the host between
+        frames. Not while profiling."""
+        staged = self._prefetcher.next_staged()
+        if staged is None or current.profiled or self.profile:
+            return
+        try:
+            images, engine_of = self._engine_of(staged.frame)
+        except OIDNGPUError:
+            return  # its own call raises it
+        if engine_of[2].runner is not self._runner or (
+                ti.signature(staged.frame, images) != current.signature):
+            return
+        staged.future.exception()  # its images are in the upload buffers
+        taken = self._prefetcher.take(self._device, self._staging, staged.frame)
+        if taken is None:
+            return
+        self._current = 1 - self._current  # its history: the state current writes
+        try:
+            self._ahead = self._submit(staged.frame, current.params, False, images, engine_of,
+                                       current.signature, taken)
+        except Exception:  # noqa: BLE001 - the frame's own call runs it again and raises
+            self._prefetcher.done_with(taken)
+        finally:
+            self._current = 1 - self._current
+
+    def _finish(self, sub: _Submitted) -> TemporalResult:
+        """Wait for a submitted frame and read it back: the history is its now."""
+        height, width = sub.signature[:2]
+        frame, restart, (plan, autoexposes, input_scale) = sub.frame, sub.restart, sub.network
+        output, count, scale = self._read(sub.readback, height, width)
+        self._prefetcher.submit_ready(self._device, self._staging)
+        self._release_staging(sub)
+        if sub.staged is not None:
+            self.prefetched += 1
+        self.last_host_ms = {**sub.host_ms, **self.last_host_ms}
+        if sub.profiled:
             self._read_timestamps()
         self._current = 1 - self._current
-        self._signature = signature
+        self._signature = sub.signature
         if autoexposes:
             input_scale = scale
             if scale == 0.0:
                 process.warn_if_autoexposure_blackens(
                     tp.pack_signal(frame.color, None, None)[:, :, :3], scale)
-        self.denoiser._record_info(key, model, engine, plan, input_scale)
-        cut = not restart and count < keep_min
+        self.denoiser._record_info(*sub.engine_of, plan, input_scale)
+        cut = not restart and count < sub.keep_min
         fraction = 0.0 if restart or cut else count / float(height * width)
         return TemporalResult(output, fraction, cut)
+
+    def _release_staging(self, sub: _Submitted, keep: bool = False) -> None:
+        """Map a submitted frame's upload buffers again (they are once the GPU is done);
+        with ``keep`` its staging stays taken (its images are used again)."""
+        if keep:
+            return
+        for buffer in sub.staging:
+            self._device.map_for_write(buffer, wait=False)
+        if sub.staged is not None:
+            self._prefetcher.done_with(sub.staged)
+
+    def _discard_ahead(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and self._device is not None:
+            self._release_staging(ahead)
 
     def _network(self, runner: Any, images: Any, model: Any) -> tuple[Any, bool, float]:
         """Queue the network on the accumulated images in the reprojection buffer:
@@ -204,8 +353,9 @@ class WgpuTemporalSession:
     # ------------------------------------------------------------------ passes
 
     def _kernel(self, which: str, params: tp.TemporalParams | None = None,
-                given: tuple[bool, ...] = ()) -> tuple[Any, Any]:
-        """``(kernel, pipeline)`` of one of the session's kernels, generated once."""
+                given: tuple[bool, ...] = ()) -> tuple[Any, Any, str]:
+        """``(kernel, pipeline, name)`` of one of the session's kernels, generated once
+        (``name``: ``which``, ``"pack-guide"`` for the pack of the gather's images)."""
         key = (which, None if params is None else kt.TemporalSpec(params), given)
         entry = self._kernels.get(key)
         if entry is None:
@@ -213,23 +363,26 @@ class WgpuTemporalSession:
             kernel = {
                 "pack": lambda: kt.generate_pack(*given[:3], signal=given[3],
                                                  motion=not given[3]),
-                "reproject": lambda: kt.generate_reproject(spec, *given),
+                "gather": lambda: kt.generate_reproject(spec, "gather"),
+                "accumulate": lambda: kt.generate_reproject(
+                    spec, "accumulate", count=True, missing=spec.params.disocclusion_margin > 0),
                 "changes": lambda: kt.generate_changes(spec, luma=True),
-                "near_rows": lambda: kt.generate_near_rows(spec),
+                "near_rows": lambda: kt.generate_near_rows(spec, compact=True),
                 "near": lambda: kt.generate_near(spec),
-                "count": kt.generate_count,
                 "restart": kt.generate_restart,
                 "stabilize": lambda: kt.generate_stabilize(spec, session=True),
             }[which]()
             executor = self._runner.executor
             pipeline = executor.pipeline_cache.get(kernel, shader_checks=executor.shader_checks)
-            entry = self._kernels[key] = (kernel, pipeline)
+            name = "pack-guide" if which == "pack" and not given[3] else which
+            entry = self._kernels[key] = (kernel, pipeline, name)
         return entry
 
-    def _dispatch(self, encoder: Any, entry: tuple[Any, Any], names: tuple[str, ...]) -> None:
+    def _dispatch(self, encoder: Any, entry: tuple[Any, Any, str],
+                  names: tuple[str, ...]) -> None:
         """Dispatch a kernel over the frame, its buffers bound by name (``prev_*`` and
         ``next_*``: the history buffers of this frame's turn)."""
-        kernel, pipeline = entry
+        kernel, pipeline, which = entry
         buffers = [self._named(name) for name in names] + [self._buffers["params"]]
         group_key = (kernel.key, *(id(buffer) for buffer in buffers))
         group = self._groups.get(group_key)
@@ -237,7 +390,14 @@ class WgpuTemporalSession:
             group = self._groups[group_key] = self._device.create_bind_group(
                 kernel.key, pipeline, buffers)
         height, width = self._size
-        encoder.dispatch(pipeline, group, kernel.grid(0, height, width), label=kernel.name)
+        stamps = self._kernel_stamps
+        timed = None
+        if stamps is not None and len(stamps) < KERNEL_STAMPS // 2:
+            timed = PassTimestamps(self._buffers["kernel_timestamps"], 2 * len(stamps),
+                                   2 * len(stamps) + 1)
+            stamps.append(which)
+        encoder.dispatch(pipeline, group, kernel.grid(0, height, width), label=kernel.name,
+                         timestamps=timed)
 
     def _named(self, name: str) -> Any:
         turn = {"prev": self._current, "next": 1 - self._current}
@@ -247,47 +407,51 @@ class WgpuTemporalSession:
         return self._buffers[name]
 
     def _queue_passes(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-                      timestamps: Any) -> list[Any]:
+                      timestamps: Any, staged: Any) -> list[Any]:
         """Upload the frame and queue pass 1, the count and the restart or cut test: the
         images the gather needs first (motion and the guides the tap tests use), the
         gather submitted at once so that it runs while the rest is uploaded, then the
-        accumulation. Returns the upload buffers to map again."""
+        accumulation (a prefetched frame's images are on the device already). Returns the
+        upload buffers to map again."""
         staging: list[Any] = []
+        if staged is not None:
+            for name, buffer in staged.inputs.items():
+                self._buffers[f"in_{name}"] = buffer
+            staging.extend(buffer for buffer, _ in staged.uploads.values())
         given = [n for n in ("color", "albedo", "normal", "depth") if getattr(frame, n) is not None]
         early = [] if restart else ["motion"] + [n for n, used in (
             ("depth", params.use_depth), ("albedo", params.use_albedo),
             ("normal", params.use_normal)) if used and n in given]
         if early:
-            self._upload(frame, early, staging)
+            if staged is None:
+                self._upload(frame, early, staging)
             encoder = self._device.create_command_encoder("oidn/temporal/gather")
             self._dispatch(encoder, self._kernel("pack", given=self._bound(early, False)),
                            (*(f"in_{n}" for n in ("albedo", "normal", "depth", "motion")
                               if n in early), "next_guide", "motion_finite"))
-            self._dispatch(encoder, self._kernel("reproject", params, ("gather",)),
+            self._dispatch(encoder, self._kernel("gather", params),
                            ("motion_finite", "next_guide", "prev_guide", "prev_state", "hist"))
             self._device.submit([encoder.finish()])
-        self._upload(frame, [n for n in given if n not in early], staging)
+        if staged is None:
+            self._upload(frame, [n for n in given if n not in early], staging)
         encoder = self._device.create_command_encoder("oidn/temporal/passes")
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 1))
         self._dispatch(encoder, self._kernel("pack", given=self._bound(given, True)),
                        (*(f"in_{n}" for n in given), "signal", "next_guide"))
         if not restart:
-            accumulate = ("motion_finite", "next_guide", "signal", "hist")
-            if params.change_sigmas == 0:
-                self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
-                               (*accumulate, "reprojection"))
-            else:
-                self._dispatch(encoder, self._kernel("reproject", params, ("accumulate",)),
-                               (*accumulate, "gathered", "luma"))
+            # the accumulation also counts the pixels with history and marks the others
+            changes, near = params.change_sigmas != 0, params.disocclusion_margin > 0
+            self._dispatch(encoder, self._kernel("accumulate", params), (
+                "motion_finite", "next_guide", "signal", "hist", "reprojection",
+                *(["luma"] if changes else []), *(["missing"] if near else []), "counter"))
+            if changes:  # in place
                 self._dispatch(encoder, self._kernel("changes", params),
-                               ("signal", "gathered", "luma", "reprojection"))
-            if params.disocclusion_margin > 0:
-                self._dispatch(encoder, self._kernel("near_rows", params),
-                               ("reprojection", "rows"))
+                               ("signal", "luma", "reprojection"))
+            if near:
+                self._dispatch(encoder, self._kernel("near_rows", params), ("missing", "rows"))
                 self._dispatch(encoder, self._kernel("near", params),
                                ("signal", "rows", "reprojection"))
-            self._dispatch(encoder, self._kernel("count"), ("reprojection", "counter"))
         self._dispatch(encoder, self._kernel("restart"), ("signal", "counter", "reprojection"))
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 2))
@@ -307,7 +471,8 @@ class WgpuTemporalSession:
     def _encode_readback(self, encoder: Any, height: int, width: int, frame_uniform: Any) -> Any:
         """Copy the output, the count and the input scale into the readback buffer."""
         out_bytes = height * width * 3 * F32_BYTES
-        readback = self._buffers["readback"]
+        readback = self._buffers[f"readback{self._readback_turn}"]
+        self._readback_turn = 1 - self._readback_turn  # the next frame's may be read later
         encoder.copy_buffer(self._buffers["output"], 0, readback, 0, out_bytes)
         encoder.copy_buffer(self._buffers["counter"], 0, readback, out_bytes, F32_BYTES)
         encoder.copy_buffer(frame_uniform, 0, readback, out_bytes + F32_BYTES, F32_BYTES)
@@ -341,32 +506,40 @@ class WgpuTemporalSession:
             self._pending.collect()
         if runner is self._runner and self._size == (height, width):
             return
-        self._release_buffers_now()
-        if runner is not self._runner:
-            self._release_device()
-            self._runner, self._device = runner, runner._device
-            self._pending = DeferredRelease(self._device, self._release_list)
-            self._staging = StagingBuffers(self._device, self._resources, self._pending.retire)
+        if runner is self._runner:
+            self._release_buffers_now()
+        else:
+            self._attach(runner)
         pixels = height * width
         channels = {
             "signal": tp.SIGNAL_CHANNELS, "guide0": tp.GUIDE_CHANNELS,
             "guide1": tp.GUIDE_CHANNELS, "state0": tp.STATE_CHANNELS,
             "state1": tp.STATE_CHANNELS, "motion_finite": 2,
-            "hist": tp.REPROJECTION_CHANNELS, "gathered": tp.REPROJECTION_CHANNELS,
-            "reprojection": tp.REPROJECTION_CHANNELS,
-            "luma": 2, "rows": 1, "denoised": 3, "output": 3,
+            "hist": tp.REPROJECTION_CHANNELS, "reprojection": tp.REPROJECTION_CHANNELS,
+            "luma": 2, "missing": 1, "rows": 1, "denoised": 3, "output": 3,
         }
         for name, count in channels.items():
             self._buffers[name] = self._make(name, pixels * count * F32_BYTES, STORAGE_USAGE)
         self._buffers["counter"] = self._make("counter", 16, STORAGE_USAGE)
         self._buffers["params"] = self._make(
             "params", kt.SESSION_PARAMS.size, BufferUsage.UNIFORM | BufferUsage.COPY_DST)
-        self._buffers["readback"] = self._make(
-            "readback", pixels * 3 * F32_BYTES + TAIL_BYTES,
-            BufferUsage.MAP_READ | BufferUsage.COPY_DST)
+        for turn in (0, 1):
+            self._buffers[f"readback{turn}"] = self._make(
+                f"readback{turn}", pixels * 3 * F32_BYTES + TAIL_BYTES,
+                BufferUsage.MAP_READ | BufferUsage.COPY_DST)
         self._uniform_data = b""
         self._size = (height, width)
         self._signature = None
+
+    def _attach(self, runner: Any) -> None:
+        """Use ``runner``'s device (a new one drops every buffer and the history)."""
+        if runner is self._runner:
+            return
+        self._release_buffers_now()
+        self._release_device()
+        self._runner, self._device = runner, runner._device
+        self._pending = DeferredRelease(self._device, self._release_list)
+        self._staging = StagingBuffers(self._device, self._resources, self._pending.retire)
 
     def _make(self, name: str, byte_size: int, usage: int) -> Any:
         return self._resources.track(
@@ -376,8 +549,10 @@ class WgpuTemporalSession:
         """Upload the frame's images ``names`` (dense float32) into the session's input
         buffers (``in_<name>``); the upload buffers are appended to ``staging``."""
         assert self._staging is not None
+        self._prefetcher.overwritten()
         for name in names:
-            image = self._staging.upload(f"temporal-{name}", _dense(name, getattr(frame, name)),
+            image = self._staging.upload(f"temporal-{name}",
+                                         ti.dense(name, getattr(frame, name)),
                                          staging)
             self._buffers[f"in_{name}"] = image.buffer
 
@@ -400,6 +575,11 @@ class WgpuTemporalSession:
             self._buffers["timestamps"] = query
             self._buffers["resolve"] = self._make(
                 "resolve", 8 * count, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC)
+            self._buffers["kernel_timestamps"] = self._resources.track(QUERY_SET, (
+                self._device.create_query_set("oidn/temporal/kernels", KERNEL_STAMPS)))
+            self._buffers["kernel_resolve"] = self._make(
+                "kernel_resolve", 8 * KERNEL_STAMPS,
+                BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC)
         return query
 
     def _stamp(self, query: Any, index: int) -> None:
@@ -413,6 +593,13 @@ class WgpuTemporalSession:
         period = self._device.timestamp_period_ns
         self.last_gpu_ms = {phase: max(0, int(ticks[i + 1] - ticks[i])) * period / 1e6
                             for i, phase in enumerate(PHASES)}
+        names, self._kernel_stamps = self._kernel_stamps or [], None
+        if names:
+            raw = self._device.read_buffer(self._buffers["kernel_resolve"], 0, 16 * len(names))
+            ticks = np.frombuffer(raw, np.uint64).astype(np.int64)
+            self.last_kernel_ms = {
+                name: max(0, int(ticks[2 * i + 1] - ticks[2 * i])) * period / 1e6
+                for i, name in enumerate(names)}
 
     # ------------------------------------------------------------------ lifetime
 
@@ -421,17 +608,21 @@ class WgpuTemporalSession:
             self._resources.release(buffer)
 
     def _release_buffers_now(self) -> None:
-        """Drop the size's buffers and bind groups (the GPU finished every frame: each
-        frame waits for its readback)."""
+        """Drop the size's buffers and bind groups (after the GPU finished: a frame
+        submitted ahead may still run)."""
+        self._discard_ahead()
+        if self._device is not None and self._size is not None:
+            self._device.wait_idle()
         if self._runner is not None and not self._runner.closed:
             self._runner.release_bindings()  # its tile bind groups hold our buffers
-        keep = {"timestamps", "resolve"}
+        keep = {"timestamps", "resolve", "kernel_timestamps", "kernel_resolve"}
         for name in [n for n in self._buffers if n not in keep and not n.startswith("in_")]:
             self._resources.release(self._buffers.pop(name))
         self._groups.clear()
         self._size = None
 
     def _release_device(self) -> None:
+        self._prefetcher.close(self._device)  # joins the worker writing upload buffers
         if self._staging is not None:
             self._staging.close()
         if self._pending is not None:
@@ -466,43 +657,19 @@ class WgpuTemporalSession:
         self.close()
 
 
-def _network_images(frame: TemporalFrame) -> Any:
-    """The facade's validated images of the frame (what the network takes: its weights,
-    mode and plan), checked for one size."""
-    for name in ("motion", "depth"):
-        image = getattr(frame, name)
-        if image is not None and np.shape(image)[:2] != np.shape(frame.color)[:2]:
-            raise InvalidArgumentError(
-                f"the {name} image is {np.shape(image)[1]}x{np.shape(image)[0]}; expected the "
-                f"color's size {np.shape(frame.color)[1]}x{np.shape(frame.color)[0]}")
-    return validate_images(*(None if a is None else _dense(n, a) for n, a in (
-        ("color", frame.color), ("albedo", frame.albedo), ("normal", frame.normal))))
+@dataclass(eq=False)
+class _Submitted:
+    """A frame whose GPU work is queued, and what reading it back needs."""
 
-
-def _dense(name: str, array: np.ndarray) -> np.ndarray:
-    """``array`` as the session uploads it: C-contiguous float32 ``[H, W, C]`` (C 3 for
-    the images, 2 for motion, 1 for depth)."""
-    arr = np.asarray(array, np.float32)
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
-    want = {"motion": 2, "depth": 1}.get(name, 3)
-    if arr.ndim != 3 or arr.shape[2] not in (1, want):
-        raise InvalidArgumentError(
-            f"the {name} image has shape {np.shape(array)}; expected HxWx{want}")
-    if arr.shape[2] != want:
-        arr = np.broadcast_to(arr, (*arr.shape[:2], want))
-    return np.ascontiguousarray(arr)
-
-
-def _keep_min(pixels: int, cut_threshold: float) -> int:
-    """The least count of pixels with history for which a frame is no camera cut: the
-    host test ``1 - count / pixels > cut_threshold`` (float64) holds exactly below it."""
-    def cut(count: int) -> bool:
-        return 1.0 - count / float(pixels) > cut_threshold
-
-    count = min(max(int((1.0 - cut_threshold) * pixels) - 2, 0), pixels)
-    while count > 0 and not cut(count - 1):
-        count -= 1
-    while count < pixels and cut(count):
-        count += 1
-    return count
+    frame: TemporalFrame
+    params: tp.TemporalParams
+    restart: bool
+    signature: tuple[Any, ...]
+    keep_min: int
+    readback: Any
+    staging: list[Any]  # upload buffers to map again
+    staged: Any  # its `temporal_prefetch.Staged`, or None
+    network: tuple[Any, bool, float]  # plan, whether it autoexposes, the fixed input scale
+    engine_of: tuple[Any, Any, Any]
+    host_ms: dict[str, float]
+    profiled: bool

@@ -4,6 +4,11 @@
 // arithmetic in the same order): the history dropped where the frame's mean luminance over
 // the window differs from the reprojected previous output's by more than CHANGE_SIGMAS
 // standard errors of the noisy mean. Inputs are finite.
+{% if luma %}
+// The device session's form: the luminances come from `luma` (the reprojection's
+// accumulation wrote them) and the reprojection (`out`) is changed in place, only where
+// the history is dropped (each invocation reads and writes only its own pixel of it).
+{% endif %}
 
 fn luminance_at(buffer_is_signal: bool, q: u32) -> f32 {
 {% if luma %}
@@ -47,6 +52,17 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   let mean = total * INV_WINDOW;
   let mean_squares = squares * INV_WINDOW;
   let error = sqrt(max(mean_squares - mean * mean, 0.0)) / SIDE;
+{% if luma %}
+  let changed = abs(mean - total_previous * INV_WINDOW) > CHANGE_SIGMAS * error
+    && out[o + REPROJECTION_VALID] > 0.5;
+  if (changed) {
+    for (var c = 0u; c < SIGNAL_CHANNELS; c = c + 1u) {
+      out[o + c] = signal[p * SIGNAL_CHANNELS + c];
+    }
+    out[o + STATE_COUNT] = 1.0;
+    out[o + REPROJECTION_OUTPUT_COUNT] = 1.0;
+  }
+{% else %}
   let changed = abs(mean - total_previous * INV_WINDOW) > CHANGE_SIGMAS * error
     && gathered[o + REPROJECTION_VALID] > 0.5;
   for (var c = 0u; c < REPROJECTION_CHANNELS; c = c + 1u) {
@@ -60,4 +76,5 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     out[o + c] = v;
   }
+{% endif %}
 }

@@ -18,7 +18,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   }
   let p = id.y * width + id.x;
   let s = p * SIGNAL_CHANNELS;
-  let g = p * GUIDE_CHANNELS;
+  var g: array<f32, GUIDE_CHANNELS>;  // the pixel's guide, written as two vec4s
   var unknown = false;
   for (var c = 0u; c < 3u; c = c + 1u) {
 {% if signal %}
@@ -26,17 +26,17 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 {% endif %}
 {% if albedo %}
     let a = albedo[p * 3u + c];
-    guide[g + 4u + c] = bits_to_signal(a);
+    g[4u + c] = bits_to_signal(a);
     unknown = unknown || bits_nan(a);
 {% else %}
-    guide[g + 4u + c] = 0.0;
+    g[4u + c] = 0.0;
 {% endif %}
 {% if normal %}
     let n = normal[p * 3u + c];
-    guide[g + 1u + c] = bits_to_signal(n);
+    g[1u + c] = bits_to_signal(n);
     unknown = unknown || bits_nan(n);
 {% else %}
-    guide[g + 1u + c] = 0.0;
+    g[1u + c] = 0.0;
 {% endif %}
 {% if signal %}
     signal[s + 3u + c] = {{ "bits_to_signal(a)" if albedo else "0.0" }};
@@ -45,12 +45,14 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   }
 {% if depth %}
   let d = depth[p];
-  guide[g] = bits_to_signal(d);
+  g[0] = bits_to_signal(d);
   unknown = unknown || bits_nan(d);
 {% else %}
-  guide[g] = 0.0;
+  g[0] = 0.0;
 {% endif %}
-  guide[g + UNKNOWN] = select(0.0, 1.0, unknown);
+  g[UNKNOWN] = select(0.0, 1.0, unknown);
+  guide[p * 2u] = vec4<f32>(g[0], g[1], g[2], g[3]);
+  guide[p * 2u + 1u] = vec4<f32>(g[4], g[5], g[6], g[7]);
 {% if motion %}
   for (var c = 0u; c < 2u; c = c + 1u) {
     motion_out[p * 2u + c] = bits_to_finite(motion[p * 2u + c], FAR_MOTION, FAR_MOTION);

@@ -10,7 +10,13 @@
 // GATHERED channels, then valid and valid_out), "accumulate" reads them back (`hist`) and
 // accumulates the signal. The guide "gather" reads may lack the albedo and normal that no
 // tap test uses (and their NaN flag): "accumulate" then rejects the history of a pixel
-// whose full guide has the flag, which is what the whole pass gives there.
+// whose full guide has the flag, which is what the whole pass gives there. The session's
+// "accumulate" also counts the pixels that kept their history (`count`: a sum per
+// workgroup, then one atomic add into counter[0], which the host zeroes before the frame)
+// and writes 1 where a pixel has none into `missing` (`missing`, for pass 1c).
+// The previous state is read and `out` written as vec4s (STATE_CHANNELS = 16 floats per
+// pixel), the state's channels combined four at a time: each component takes the same
+// operations in the same order as one channel at a time.
 
 fn guide_of(p: u32, c: u32) -> f32 {
   return guide[p * GUIDE_CHANNELS + c];
@@ -22,7 +28,7 @@ fn prev_guide_of(p: u32, c: u32) -> f32 {
 }
 
 fn state_of(p: u32, c: u32) -> f32 {
-  return prev_state[p * STATE_CHANNELS + c];
+  return prev_state[p * STATE_VEC4S + c / 4u][c % 4u];
 }
 
 // Whether the normal and albedo of pixel p and the previous ones at q agree (those given).
@@ -75,12 +81,24 @@ fn luminance(r: f32, g: f32, b: f32) -> f32 {
   return LUMINANCE_R * r + LUMINANCE_G * g + LUMINANCE_B * b;
 }
 
-@compute @workgroup_size(WG_X, WG_Y, 1)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+// The REPROJECTION_CHANNELS (16) floats of pixel p's out, as STATE_VEC4S vec4s.
+fn write_out(p: u32, r: array<f32, REPROJECTION_CHANNELS>) {
+  for (var v = 0u; v < STATE_VEC4S; v = v + 1u) {
+    out[p * STATE_VEC4S + v] = vec4<f32>(r[4u * v], r[4u * v + 1u], r[4u * v + 2u],
+                                         r[4u * v + 3u]);
+  }
+}
+
+{% if count %}
+var<workgroup> kept: atomic<u32>;
+
+{% endif %}
+// Pass 1 (or its part) at pixel id; whether the pixel kept its history.
+fn reproject_pixel(id: vec3<u32>) -> bool {
   let width = params.width;
   let height = params.height;
   if (id.x >= width || id.y >= height) {
-    return;
+    return false;
   }
   let p = id.y * width + id.x;
   let mx = motion[p * 2u];
@@ -98,23 +116,24 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   let iw = i32(width);
   let ih = i32(height);
 {% if part == "accumulate" %}
-  let hp = p * REPROJECTION_CHANNELS;
+  let hp = p * STATE_VEC4S;
   var history: array<f32, GATHERED>;
   for (var c = 0u; c < GATHERED; c = c + 1u) {
-    history[c] = hist[hp + c];
+    history[c] = hist[hp + c / 4u][c % 4u];
   }
   let unknown_here = guide_of(p, UNKNOWN) != 0.0;
-  let valid = hist[hp + GATHERED] > 0.5 && !unknown_here;
-  let valid_out = hist[hp + GATHERED + 1u] > 0.5 && !unknown_here;
+  let flags = hist[hp + GATHERED / 4u];
+  let valid = flags[GATHERED % 4u] > 0.5 && !unknown_here;
+  let valid_out = flags[GATHERED % 4u + 1u] > 0.5 && !unknown_here;
 {% else %}
   var weights = array<f32, 4>((1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy);
   var total = vec2<f32>(0.0, 0.0);
   var taken = vec2<u32>(0u, 0u);
-  var gathered: array<f32, GATHERED>;
-  var low: array<f32, GATHERED>;
-  var high: array<f32, GATHERED>;
-  for (var c = 0u; c < GATHERED; c = c + 1u) {
-    gathered[c] = 0.0;
+  var gathered: array<vec4<f32>, STATE_VEC4S>;
+  var low: array<vec4<f32>, STATE_VEC4S>;
+  var high: array<vec4<f32>, STATE_VEC4S>;
+  for (var v = 0u; v < STATE_VEC4S; v = v + 1u) {
+    gathered[v] = vec4<f32>(0.0);
   }
   for (var k = 0u; k < 4u; k = k + 1u) {
     let xs = ix + i32(k & 1u);
@@ -127,15 +146,20 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let w = vec2<f32>(select(0.0, weights[k], ok.x), select(0.0, weights[k], ok.y));
     total = total + w;
     taken = taken + vec2<u32>(select(0u, 1u, ok.x), select(0u, 1u, ok.y));
-    for (var c = 0u; c < GATHERED; c = c + 1u) {
-      let v = state_of(q, c);
-      gathered[c] = gathered[c] + select(w.y, w.x, c < STATE_OUTPUT) * v;
+    for (var v = 0u; v < STATE_VEC4S; v = v + 1u) {
+      let s = prev_state[q * STATE_VEC4S + v];
+      let c = 4u * v;
+      let weight = vec4<f32>(select(w.y, w.x, c < STATE_OUTPUT),
+                             select(w.y, w.x, c + 1u < STATE_OUTPUT),
+                             select(w.y, w.x, c + 2u < STATE_OUTPUT),
+                             select(w.y, w.x, c + 3u < STATE_OUTPUT));
+      gathered[v] = gathered[v] + weight * s;
       if (k == 0u) {
-        low[c] = v;
-        high[c] = v;
+        low[v] = s;
+        high[v] = s;
       } else {
-        low[c] = min(low[c], v);
-        high[c] = max(high[c], v);
+        low[v] = min(low[v], s);
+        high[v] = max(high[v], s);
       }
     }
   }
@@ -144,39 +168,42 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   let divisor = vec2<f32>(select(1.0, total.x, valid), select(1.0, total.y, valid_out));
   var history: array<f32, GATHERED>;
   for (var c = 0u; c < GATHERED; c = c + 1u) {
-    history[c] = gathered[c] / select(divisor.y, divisor.x, c < STATE_OUTPUT);
+    history[c] = gathered[c / 4u][c % 4u] / select(divisor.y, divisor.x, c < STATE_OUTPUT);
   }
   if (taken.x == 4u || taken.y == 4u) {
     let wx = catmull_rom(fx);
     let wy = catmull_rom(fy);
-    var cubic: array<f32, GATHERED>;
-    for (var c = 0u; c < GATHERED; c = c + 1u) {
-      cubic[c] = 0.0;
+    var cubic: array<vec4<f32>, STATE_VEC4S>;
+    for (var v = 0u; v < STATE_VEC4S; v = v + 1u) {
+      cubic[v] = vec4<f32>(0.0);
     }
     for (var j = 0; j < 4; j = j + 1) {
       let yc = u32(clamp(iy + j - 1, 0, ih - 1));
       for (var i = 0; i < 4; i = i + 1) {
         let q = yc * width + u32(clamp(ix + i - 1, 0, iw - 1));
         let w = wy[j] * wx[i];
-        for (var c = 0u; c < GATHERED; c = c + 1u) {
-          cubic[c] = cubic[c] + w * state_of(q, c);
+        for (var v = 0u; v < STATE_VEC4S; v = v + 1u) {
+          cubic[v] = cubic[v] + w * prev_state[q * STATE_VEC4S + v];
         }
       }
     }
     for (var c = 0u; c < GATHERED; c = c + 1u) {
       if (select(taken.y, taken.x, c < STATE_OUTPUT) == 4u) {
-        history[c] = min(max(cubic[c], low[c]), high[c]);
+        let v = c / 4u;
+        history[c] = min(max(cubic[v][c % 4u], low[v][c % 4u]), high[v][c % 4u]);
       }
     }
   }
 {% endif %}
+  var r: array<f32, REPROJECTION_CHANNELS>;  // this pixel's out, written as vec4s
 {% if part == "gather" %}
-  let o = p * REPROJECTION_CHANNELS;
   for (var c = 0u; c < GATHERED; c = c + 1u) {
-    out[o + c] = history[c];
+    r[c] = history[c];
   }
-  out[o + GATHERED] = select(0.0, 1.0, valid);
-  out[o + GATHERED + 1u] = select(0.0, 1.0, valid_out);
+  r[GATHERED] = select(0.0, 1.0, valid);
+  r[GATHERED + 1u] = select(0.0, 1.0, valid_out);
+  write_out(p, r);
+  return valid;
 {% else %}
   let whole = min(fx, 1.0 - fx) <= SUBPIXEL_TOLERANCE && min(fy, 1.0 - fy) <= SUBPIXEL_TOLERANCE;
   let accumulates = valid && whole;
@@ -191,31 +218,60 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     scale = limit / l_in;
   }
 {% endif %}
-  let o = p * REPROJECTION_CHANNELS;
   for (var c = 0u; c < SIGNAL_CHANNELS; c = c + 1u) {
     var v = signal[p * SIGNAL_CHANNELS + c];
     if (c < 3u) {
       v = v * scale;
     }
     let acc = history[c];
-    out[o + c] = select(v, acc + (v - acc) * alpha, accumulates && count > 1.0);
+    r[c] = select(v, acc + (v - acc) * alpha, accumulates && count > 1.0);
   }
-  out[o + STATE_COUNT] = count;
+  r[STATE_COUNT] = count;
   for (var c = 0u; c < 3u; c = c + 1u) {
-    out[o + STATE_OUTPUT + c] = select(0.0, history[STATE_OUTPUT + c], valid_out);
+    r[STATE_OUTPUT + c] = select(0.0, history[STATE_OUTPUT + c], valid_out);
   }
-  out[o + REPROJECTION_VALID] = select(0.0, 1.0, valid);
-  out[o + REPROJECTION_OUTPUT_COUNT] = select(
+  r[REPROJECTION_VALID] = select(0.0, 1.0, valid);
+  r[REPROJECTION_OUTPUT_COUNT] = select(
     1.0, min(history[STATE_OUTPUT_COUNT] + 1.0, OUTPUT_HISTORY), valid_out);
-  out[o + 15u] = 0.0;
+  r[15u] = 0.0;
+  write_out(p, r);
 {% if luma %}
   // The light-change test's luminances of this pixel, for its windows (temporal_changes).
   let ls = p * SIGNAL_CHANNELS;
   luma[p * 2u] = clamp(LUMINANCE_R * signal[ls] + LUMINANCE_G * signal[ls + 1u]
     + LUMINANCE_B * signal[ls + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
-  let lo = o + STATE_OUTPUT;
-  luma[p * 2u + 1u] = clamp(LUMINANCE_R * out[lo] + LUMINANCE_G * out[lo + 1u]
-    + LUMINANCE_B * out[lo + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
+  let lo = STATE_OUTPUT;
+  luma[p * 2u + 1u] = clamp(LUMINANCE_R * r[lo] + LUMINANCE_G * r[lo + 1u]
+    + LUMINANCE_B * r[lo + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
 {% endif %}
+{% if missing %}
+  missing[p] = select(1.0, 0.0, valid);
+{% endif %}
+  return valid;
+{% endif %}
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(
+  @builtin(global_invocation_id) id: vec3<u32>,
+  @builtin(local_invocation_index) local: u32,
+) {
+{% if count %}
+  if (local == 0u) {
+    atomicStore(&kept, 0u);
+  }
+  workgroupBarrier();
+  if (reproject_pixel(id)) {
+    atomicAdd(&kept, 1u);
+  }
+  workgroupBarrier();
+  if (local == 0u) {
+    let n = atomicLoad(&kept);
+    if (n > 0u) {
+      atomicAdd(&counter[0], n);
+    }
+  }
+{% else %}
+  _ = reproject_pixel(id);
 {% endif %}
 }
