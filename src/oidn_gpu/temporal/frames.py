@@ -10,6 +10,7 @@ the numbering restarts the history.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,28 +46,97 @@ def read_depth(path: Path, layers: Any = None) -> np.ndarray | None:
 
 
 @dataclass
+class _Ahead:
+    """The next frame, read while the current one is denoised: its loaded images (or the
+    error reading them raised), the seconds that took, and its prepared temporal frame
+    (or the error preparing it raised; None where it was not prepared ahead)."""
+
+    job: Any
+    frame: Any
+    error: Exception | None
+    read_s: float
+    prepared: Any = None
+
+
+@dataclass
 class TemporalFrames:
     """The temporal state of one run: a `TemporalDenoiser` per `oidn_gpu.Denoiser`.
+
+    A run that names the next frame (`denoise`'s ``upcoming``) has it read from its
+    files, and handed to the session to stage (`TemporalDenoiser.prepare`), before this
+    frame's result is waited for; `load` then gives that frame's images, and its errors
+    are raised in its turn, as if it were read then.
 
     Attributes:
         params: `TemporalDenoiser` parameters (``history``, ``output_blend``, ...).
         motion_layer: the motion pass's layer, or None to find it by name.
+        ahead_s: the seconds the last `denoise` spent reading the next frame.
     """
 
     params: dict[str, Any] = field(default_factory=dict)
     motion_layer: str | None = None
+    ahead_s: float = 0.0
     _denoisers: dict[int, TemporalDenoiser] = field(default_factory=dict)
+    _ahead: _Ahead | None = None
 
-    def denoise(self, path: Path, frame: Any, denoiser: Any) -> tuple[np.ndarray, list[str]]:
+    def load(self, job: Any, inputs: Any, *, lightmap: bool = False) -> tuple[Any, float | None]:
+        """``job``'s `sequence.LoadedFrame` and the seconds reading it took where it was
+        read ahead (None: read now, by `sequence.load_frame`).
+
+        Raises:
+            The errors of `sequence.load_frame`, for the frame read ahead too.
+        """
+        ahead, self._ahead = self._ahead, None
+        if ahead is None or ahead.job != job:
+            return sequence.load_frame(job, inputs, lightmap=lightmap), None
+        if ahead.error is not None:
+            raise ahead.error
+        self._ahead = ahead  # its prepared frame, for `denoise`
+        return ahead.frame, ahead.read_s
+
+    def denoise(self, path: Path, frame: Any, denoiser: Any, *, upcoming: Any = None,
+                inputs: Any = None, lightmap: bool = False) -> tuple[np.ndarray, list[str]]:
         """The temporal result of one loaded frame (`sequence.LoadedFrame`) of ``path``:
         ``(H x W x C float32, messages)``; the messages say where the history restarted
         (other than at the first frame).
+
+        ``upcoming``: the next frame's `sequence.FrameJob`, read with ``inputs`` and
+        ``lightmap`` (`sequence.load_frame`) and staged before this frame is denoised.
 
         Raises:
             oidn_gpu.image.motion.MotionPassError: the file has no motion pass, or one of
                 another size.
             InvalidArgumentError: no depth, albedo or normal to reject history by.
         """
+        ahead, self._ahead = self._ahead, None
+        self.ahead_s = 0.0
+        prepared = None
+        if ahead is not None and ahead.frame is frame and ahead.prepared is not None:
+            if isinstance(ahead.prepared, Exception):
+                raise ahead.prepared
+            prepared = ahead.prepared
+        passes = None if prepared is not None else self._passes(path, frame)
+        temporal = self._denoisers.get(id(denoiser))
+        if temporal is None:
+            temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
+        if prepared is None:
+            prepared = temporal.prepare(**passes, prefetch=False)
+        if upcoming is not None:
+            started = time.perf_counter()
+            self._ahead = self._read_ahead(upcoming, inputs, lightmap, frame, temporal)
+            self.ahead_s = time.perf_counter() - started
+        seen = len(temporal.restarts)
+        result = temporal.denoise_prepared(prepared)
+        messages = [
+            f"temporal history restarts: {r.reason}"
+            for r in temporal.restarts[seen:]
+            if r.index > 0
+        ]
+        return result[:, :, : frame.color.pixels.shape[2]], messages
+
+    def _passes(self, path: Path, frame: Any) -> dict[str, Any]:
+        """The `TemporalDenoiser.prepare` arguments of a loaded frame: its images, and
+        its motion and depth passes read from ``path``."""
         color = frame.color.pixels
         height, width = color.shape[:2]
         motion = motion_passes.read_motion(path, self.motion_layer, size=(height, width))
@@ -77,19 +147,27 @@ class TemporalFrames:
                 f"the depth pass of '{path}' is {depth.shape[1]}x{depth.shape[0]}; expected "
                 f"the color's size {width}x{height}"
             )
-        temporal = self._denoisers.get(id(denoiser))
-        if temporal is None:
-            temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
-        seen = len(temporal.restarts)
         rgb = color[:, :, :3] if color.shape[2] >= 3 else np.repeat(color[:, :, :1], 3, axis=2)
-        result = temporal.denoise(rgb, frame.albedo, frame.normal, motion=vectors, depth=depth,
-                                  frame=frame_number(path))
-        messages = [
-            f"temporal history restarts: {r.reason}"
-            for r in temporal.restarts[seen:]
-            if r.index > 0
-        ]
-        return result[:, :, : color.shape[2]], messages
+        return {"color": rgb, "albedo": frame.albedo, "normal": frame.normal,
+                "motion": vectors, "depth": depth, "frame": frame_number(path)}
+
+    def _read_ahead(self, job: Any, inputs: Any, lightmap: bool, current: Any,
+                    temporal: TemporalDenoiser) -> _Ahead:
+        """The next frame read, and prepared and staged where it has the current frame's
+        mode (the same denoiser); its errors kept for its turn."""
+        started = time.perf_counter()
+        try:
+            frame = sequence.load_frame(job, inputs, lightmap=lightmap)
+        except Exception as err:  # raised in the frame's turn (`load`)
+            return _Ahead(job, None, err, time.perf_counter() - started)
+        ahead = _Ahead(job, frame, None, time.perf_counter() - started)
+        if sequence.resolve_mode(inputs, frame.color) == sequence.resolve_mode(inputs,
+                                                                               current.color):
+            try:
+                ahead.prepared = temporal.prepare(**self._passes(job.color, frame))
+            except Exception as err:  # raised in the frame's turn (`denoise`)
+                ahead.prepared = err
+        return ahead
 
     def warm_up(self, job: Any, pool: Any, options: Any) -> None:
         """Denoise one frame (a `sequence.FrameJob`, with `sequence.SequenceOptions`) for
@@ -104,3 +182,4 @@ class TemporalFrames:
         for temporal in self._denoisers.values():
             temporal.close()
         self._denoisers.clear()
+        self._ahead = None
