@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--frames", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-warm-up-run", dest="warm_up_run", action="store_false",
+                        help="no per-frame run first (its first frames start the GPU)")
     parser.add_argument("cli", nargs="*", help="after --: options of oidn-gpu denoise")
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
@@ -99,17 +101,20 @@ def main(argv: list[str] | None = None) -> None:
         write_frames(folder, width, height, args.frames)
         print(f"{args.frames} frames {width}x{height} written in "
               f"{time.perf_counter() - start:.1f} s", flush=True)
-        rows = [run("warm-up (per-frame)", folder, root / "warm", args.cli, args.warmup)]
-        shutil.rmtree(root / "warm")
+        rows = []
+        if args.warm_up_run:
+            rows.append(run("warm-up (per-frame)", folder, root / "warm", args.cli,
+                            args.warmup))
+            shutil.rmtree(root / "warm")
         rows.append(run("per-frame", folder, root / "plain", args.cli, args.warmup))
-        rows.append(run("--temporal, one frame at a time", folder, root / "one",
-                        [*args.cli, "--temporal"], args.warmup, read_ahead=False))
         rows.append(run("--temporal (next frame read ahead)", folder, root / "ahead",
                         [*args.cli, "--temporal"], args.warmup))
+        rows.append(run("--temporal, one frame at a time", folder, root / "one",
+                        [*args.cli, "--temporal"], args.warmup, read_ahead=False))
         same = all((root / "one" / p.name).read_bytes() == p.read_bytes()
                    for p in sorted((root / "ahead").iterdir()))
         print(f"--temporal output files identical with and without the read-ahead: {same}")
-        plain, ahead = rows[1]["frame_ms"], rows[3]["frame_ms"]
+        plain, ahead = rows[-3]["frame_ms"], rows[-2]["frame_ms"]
         print(f"--temporal over per-frame: {100 * (ahead / plain - 1):+.1f}% a frame "
               f"({ahead - plain:+.2f} ms)")
     if args.json:
