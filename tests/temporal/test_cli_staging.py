@@ -172,3 +172,27 @@ def test_resume_reads_ahead_only_frames_it_denoises(tmp_path, capsys, monkeypatc
     assert [r["status"] for r in summary["results"]] == ["done", "skipped", "done", "done"]
     assert _without_times(summary) == _without_times(one)
     _same_files(tmp_path / "ahead", tmp_path / "one")
+
+
+def test_the_passes_add_no_decode_of_a_frame_file(tmp_path, capsys, monkeypatch):
+    """The motion and depth passes come from the decode that gives the images: a
+    temporal run decodes each file as often as per-frame denoising does."""
+    frames = _folder(tmp_path, "moving", (1, 2, 3))
+    decoded: list[str] = []
+    read_image = io._read_image
+
+    def counted(path, *args):
+        decoded.append(Path(path).parent.name + "/" + Path(path).name)
+        return read_image(path, *args)
+
+    monkeypatch.setattr(io, "_read_image", counted)
+    args = [str(frames), "--backend", "reference", "--weights", str(TINY), "--no-progress",
+            "--mkdir"]
+    assert main(["denoise", *args, "-o", f"{tmp_path / 'plain'}/"]) == 0
+    per_frame, decoded[:] = list(decoded), []
+    rc, err, _ = _run([str(frames), "--backend", "reference", "-o", f"{tmp_path / 'out'}/"],
+                      capsys, monkeypatch, read_ahead=True)
+    assert rc == 0, err
+    inputs = sorted(name for name in decoded if name.startswith("in/"))
+    assert inputs == sorted(name for name in per_frame if name.startswith("in/"))
+    assert inputs.count("in/frame.0002.exr") >= 1

@@ -21,7 +21,7 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu import sequence
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
-from oidn_gpu.temporal.denoiser import TemporalDenoiser
+from oidn_gpu.temporal.denoiser import PreparedFrame, TemporalDenoiser
 
 # One-channel depth layers: Blender's Depth (channel Z), Arnold's and Karma's Z.
 DEPTH_LAYER_NAMES = ("Depth", "Z", "depth")
@@ -46,26 +46,29 @@ def read_depth(path: Path, layers: Any = None) -> np.ndarray | None:
 
 
 @dataclass
-class _Ahead:
-    """The next frame, read while the current one is denoised: its loaded images (or the
-    error reading them raised), the seconds that took, and its prepared temporal frame
-    (or the error preparing it raised; None where it was not prepared ahead)."""
+class _Read:
+    """A frame read from its files (`TemporalFrames.load`, or ahead of its turn): its
+    loaded images (or the error reading them raised), the seconds reading took, and its
+    motion and depth passes as `TemporalDenoiser.prepare` arguments, or the frame
+    prepared (staged) ahead, or the error reading or preparing them raised (raised in
+    the frame's turn)."""
 
     job: Any
     frame: Any
     error: Exception | None
     read_s: float
-    prepared: Any = None
+    passes: Any = None
 
 
 @dataclass
 class TemporalFrames:
     """The temporal state of one run: a `TemporalDenoiser` per `oidn_gpu.Denoiser`.
 
-    A run that names the next frame (`denoise`'s ``upcoming``) has it read from its
-    files, and handed to the session to stage (`TemporalDenoiser.prepare`), before this
-    frame's result is waited for; `load` then gives that frame's images, and its errors
-    are raised in its turn, as if it were read then.
+    `load` reads a frame's images and its motion and depth passes with one decode of its
+    file. A run that names the next frame (`denoise`'s ``upcoming``) has it read, and
+    handed to the session to stage (`TemporalDenoiser.prepare`), before this frame's
+    result is waited for; `load` then gives that frame, and its errors are raised in its
+    turn, where they are raised when it is read then.
 
     Attributes:
         params: `TemporalDenoiser` parameters (``history``, ``output_blend``, ...).
@@ -77,22 +80,24 @@ class TemporalFrames:
     motion_layer: str | None = None
     ahead_s: float = 0.0
     _denoisers: dict[int, TemporalDenoiser] = field(default_factory=dict)
-    _ahead: _Ahead | None = None
+    _read: _Read | None = None  # the frame of the next `denoise`
 
     def load(self, job: Any, inputs: Any, *, lightmap: bool = False) -> tuple[Any, float | None]:
-        """``job``'s `sequence.LoadedFrame` and the seconds reading it took where it was
-        read ahead (None: read now, by `sequence.load_frame`).
+        """``job``'s `sequence.LoadedFrame` (its motion and depth passes read too, for
+        `denoise`) and the seconds reading it took where it was read ahead (None: read
+        now).
 
         Raises:
             The errors of `sequence.load_frame`, for the frame read ahead too.
         """
-        ahead, self._ahead = self._ahead, None
-        if ahead is None or ahead.job != job:
-            return sequence.load_frame(job, inputs, lightmap=lightmap), None
-        if ahead.error is not None:
-            raise ahead.error
-        self._ahead = ahead  # its prepared frame, for `denoise`
-        return ahead.frame, ahead.read_s
+        read, self._read = self._read, None
+        ahead = read is not None and read.job == job
+        if not ahead:
+            read = self._read_files(job, inputs, lightmap)
+        if read.error is not None:
+            raise read.error
+        self._read = read
+        return read.frame, read.read_s if ahead else None
 
     def denoise(self, path: Path, frame: Any, denoiser: Any, *, upcoming: Any = None,
                 inputs: Any = None, lightmap: bool = False) -> tuple[np.ndarray, list[str]]:
@@ -108,22 +113,21 @@ class TemporalFrames:
                 another size.
             InvalidArgumentError: no depth, albedo or normal to reject history by.
         """
-        ahead, self._ahead = self._ahead, None
+        read, self._read = self._read, None
         self.ahead_s = 0.0
-        prepared = None
-        if ahead is not None and ahead.frame is frame and ahead.prepared is not None:
-            if isinstance(ahead.prepared, Exception):
-                raise ahead.prepared
-            prepared = ahead.prepared
-        passes = None if prepared is not None else self._passes(path, frame)
+        passes = read.passes if read is not None and read.frame is frame else None
+        if isinstance(passes, Exception):
+            raise passes
+        if passes is None:
+            passes = self._passes(path, frame)
         temporal = self._denoisers.get(id(denoiser))
         if temporal is None:
             temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
-        if prepared is None:
-            prepared = temporal.prepare(**passes, prefetch=False)
+        prepared = passes if isinstance(passes, PreparedFrame) else temporal.prepare(
+            **passes, prefetch=False)
         if upcoming is not None:
             started = time.perf_counter()
-            self._ahead = self._read_ahead(upcoming, inputs, lightmap, frame, temporal)
+            self._read = self._read_ahead(upcoming, inputs, lightmap, frame, temporal)
             self.ahead_s = time.perf_counter() - started
         seen = len(temporal.restarts)
         result = temporal.denoise_prepared(prepared)
@@ -133,6 +137,36 @@ class TemporalFrames:
             if r.index > 0
         ]
         return result[:, :, : frame.color.pixels.shape[2]], messages
+
+    def _read_files(self, job: Any, inputs: Any, lightmap: bool) -> _Read:
+        """The frame's images and passes, from one decode of each file; the errors kept."""
+        started = time.perf_counter()
+        with io.one_decode_per_file():
+            try:
+                frame = sequence.load_frame(job, inputs, lightmap=lightmap)
+            except Exception as err:  # raised in the frame's turn (`load`)
+                return _Read(job, None, err, time.perf_counter() - started)
+            try:
+                passes = self._passes(job.color, frame)
+            except Exception as err:  # raised in the frame's turn (`denoise`)
+                passes = err
+        return _Read(job, frame, None, time.perf_counter() - started, passes)
+
+    def _read_ahead(self, job: Any, inputs: Any, lightmap: bool, current: Any,
+                    temporal: TemporalDenoiser) -> _Read:
+        """The next frame read, and prepared and staged where it has the current frame's
+        mode (the same denoiser)."""
+        started = time.perf_counter()
+        read = self._read_files(job, inputs, lightmap)
+        same_mode = read.error is None and sequence.resolve_mode(
+            inputs, read.frame.color) == sequence.resolve_mode(inputs, current.color)
+        if same_mode and isinstance(read.passes, dict):
+            try:
+                read.passes = temporal.prepare(**read.passes)
+            except Exception as err:  # raised in the frame's turn (`denoise`)
+                read.passes = err
+        read.read_s = time.perf_counter() - started
+        return read
 
     def _passes(self, path: Path, frame: Any) -> dict[str, Any]:
         """The `TemporalDenoiser.prepare` arguments of a loaded frame: its images, and
@@ -151,28 +185,10 @@ class TemporalFrames:
         return {"color": rgb, "albedo": frame.albedo, "normal": frame.normal,
                 "motion": vectors, "depth": depth, "frame": frame_number(path)}
 
-    def _read_ahead(self, job: Any, inputs: Any, lightmap: bool, current: Any,
-                    temporal: TemporalDenoiser) -> _Ahead:
-        """The next frame read, and prepared and staged where it has the current frame's
-        mode (the same denoiser); its errors kept for its turn."""
-        started = time.perf_counter()
-        try:
-            frame = sequence.load_frame(job, inputs, lightmap=lightmap)
-        except Exception as err:  # raised in the frame's turn (`load`)
-            return _Ahead(job, None, err, time.perf_counter() - started)
-        ahead = _Ahead(job, frame, None, time.perf_counter() - started)
-        if sequence.resolve_mode(inputs, frame.color) == sequence.resolve_mode(inputs,
-                                                                               current.color):
-            try:
-                ahead.prepared = temporal.prepare(**self._passes(job.color, frame))
-            except Exception as err:  # raised in the frame's turn (`denoise`)
-                ahead.prepared = err
-        return ahead
-
     def warm_up(self, job: Any, pool: Any, options: Any) -> None:
         """Denoise one frame (a `sequence.FrameJob`, with `sequence.SequenceOptions`) for
         its history only: nothing is written."""
-        frame = sequence.load_frame(job, options.inputs, lightmap=pool.config.lightmap)
+        frame, _ = self.load(job, options.inputs, lightmap=pool.config.lightmap)
         hdr, srgb = sequence.resolve_mode(options.inputs, frame.color)
         self.denoise(job.color, frame, pool.get(hdr, srgb))
 
@@ -182,4 +198,4 @@ class TemporalFrames:
         for temporal in self._denoisers.values():
             temporal.close()
         self._denoisers.clear()
-        self._ahead = None
+        self._read = None
