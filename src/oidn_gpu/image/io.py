@@ -105,9 +105,11 @@ def one_decode_per_file() -> Iterator[None]:
     whole part three times. Inside this block `read_layer` keeps each part it decoded and
     serves the other layers from it (as long as the file's size, modification time and
     inode are unchanged); the kept pixels are dropped when the block ends. Each image
-    returned is its own copy, as outside the block.
+    returned is its own copy, as outside the block. A block inside another one shares
+    the outer block's parts.
     """
-    token = _decoded.set({})
+    outer = _decoded.get()
+    token = _decoded.set({} if outer is None else outer)
     try:
         yield
     finally:

@@ -5,6 +5,7 @@ output atomically (an OpenEXR written from an OpenEXR keeps everything the input
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -59,6 +60,9 @@ class FrameOutcome:
     notes: tuple[FrameNote, ...] = ()
     nonfinite_pixels: int = 0  # denoised pixels with a NaN or infinite channel
     stages: dict[str, float] = field(default_factory=dict)
+    # seconds of the call that belong to other frames: the next frame read ahead (temporal
+    # mode), less this frame's read done in the call before
+    others_s: float = 0.0
 
 
 # A frame's stages, as `FrameOutcome.stages` times them: reading and checking its files,
@@ -81,11 +85,14 @@ def denoise_frame(
     progress: Progress | None = None,
     warn: Warn | None = None,
     temporal: Any = None,
+    upcoming: FrameJob | None = None,
 ) -> FrameOutcome:
     """Denoise one frame (and its ``options.output.aovs``) and write its outputs.
 
     ``temporal``: an `oidn_gpu.temporal.frames.TemporalFrames` that denoises the beauty
     with the history of the frames before (frames in order); its restarts go to ``warn``.
+    ``upcoming``: the next frame of a temporal run, read (and staged on the device) while
+    this one is denoised; its stage times stay its own (`FrameOutcome.others_s`).
 
     ``warn`` receives this frame's `NonFiniteInputWarning` messages, the count of NaN
     and infinite pixels of each input image, and the warning about non-finite output
@@ -98,7 +105,11 @@ def denoise_frame(
     """
     output = options.output
     start = time.perf_counter()
-    frame = load_frame(job, options.inputs, lightmap=pool.config.lightmap)
+    read_before = None
+    if temporal is not None:
+        frame, read_before = temporal.load(job, options.inputs, lightmap=pool.config.lightmap)
+    else:
+        frame = load_frame(job, options.inputs, lightmap=pool.config.lightmap)
     read = time.perf_counter()
     hdr, srgb = resolve_mode(options.inputs, frame.color)
     denoiser = pool.get(hdr, srgb)
@@ -111,8 +122,12 @@ def denoise_frame(
         inputs = [("color", frame.color.pixels), ("albedo", frame.albedo), ("normal", frame.normal)]
         _warn_nonfinite_inputs(inputs, warn)
     part = _scaled(progress, 0.0, share)
+    ahead_s = 0.0
     if temporal is not None:
-        result, restarts = temporal.denoise(job.color, frame, denoiser)
+        result, restarts = temporal.denoise(job.color, frame, denoiser, upcoming=upcoming,
+                                            inputs=options.inputs,
+                                            lightmap=pool.config.lightmap)
+        ahead_s = temporal.ahead_s
         for text in restarts if warn is not None else ():
             warn(text)
     else:
@@ -137,9 +152,10 @@ def denoise_frame(
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
     outcome = _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
     # "denoise" includes the AOV layers' reads (small beside their denoise)
-    outcome.stages.update(read=read - start, denoise=denoised_at - read,
+    read_s = read - start if read_before is None else read_before
+    outcome.stages.update(read=read_s, denoise=denoised_at - read - ahead_s,
                           write=time.perf_counter() - denoised_at)
-    return outcome
+    return dataclasses.replace(outcome, others_s=(read - start) - read_s + ahead_s)
 
 
 def _passes(

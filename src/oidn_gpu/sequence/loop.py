@@ -117,7 +117,7 @@ def run_sequence(
     try:
         for index, job in enumerate(jobs):
             try:
-                result = run.frame(index, job)
+                result = run.frame(index, job, _upcoming(jobs, index, options, temporal))
             except KeyboardInterrupt:
                 summary.interrupted = True
                 raise
@@ -130,6 +130,18 @@ def run_sequence(
         progress.close()
         run.pool.close()
     return summary
+
+
+def _upcoming(jobs: Sequence[FrameJob], index: int, options: SequenceOptions,
+              temporal: Any) -> FrameJob | None:
+    """The frame a temporal run reads ahead while frame ``index`` is denoised: the next
+    one, unless it may be skipped (``skip_existing`` and its output exists)."""
+    if temporal is None or index + 1 >= len(jobs):
+        return None
+    upcoming = jobs[index + 1]
+    if options.skip_existing and upcoming.output.exists():
+        return None
+    return upcoming
 
 
 class _Run:
@@ -156,8 +168,9 @@ class _Run:
     def say(self, text: str) -> None:
         self.progress.write(text, self.stream)
 
-    def frame(self, index: int, job: FrameJob) -> FrameResult:
-        """Denoise (or skip) one frame and say what happened."""
+    def frame(self, index: int, job: FrameJob, upcoming: FrameJob | None = None) -> FrameResult:
+        """Denoise (or skip) one frame and say what happened (``upcoming``: the next frame
+        of a temporal run, read ahead: `denoise_frame`)."""
         options = self.options
         if options.skip_existing:
             reason = incomplete_reason(job)
@@ -177,7 +190,8 @@ class _Run:
 
         try:
             outcome = denoise_frame(
-                job, self.pool, options, progress=callback, warn=warn, temporal=self.temporal
+                job, self.pool, options, progress=callback, warn=warn, temporal=self.temporal,
+                upcoming=upcoming,
             )
         except Exception as err:
             elapsed = time.perf_counter() - frame_start
@@ -186,7 +200,7 @@ class _Run:
                 self.say(traceback.format_exc().rstrip())
             self.fatal = isinstance(err, MissingDependencyError)
             return FrameResult(job, "failed", elapsed, describe_error(err), warnings=tuple(warned))
-        elapsed = time.perf_counter() - frame_start
+        elapsed = time.perf_counter() - frame_start - outcome.others_s
         self._report(index, job, outcome, elapsed)
         return FrameResult(
             job,

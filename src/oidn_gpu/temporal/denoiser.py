@@ -216,6 +216,35 @@ class TemporalDenoiser:
         images = _FrameImages.of(color, albedo, normal, motion, depth, frame)
         return self._denoise_images(images, images.temporal_frame())
 
+    def prepare(
+        self,
+        color: Any,
+        albedo: Any = None,
+        normal: Any = None,
+        *,
+        motion: Any = None,
+        depth: Any = None,
+        frame: int | None = None,
+        prefetch: bool = True,
+    ) -> PreparedFrame:
+        """A later frame's images checked (raising what `denoise` raises for them) and,
+        with ``prefetch`` where the session stages frames ahead (the cuda backend's),
+        handed to the session to stage while the current frame is denoised; pass the
+        result to `denoise_prepared` in its turn (the same result as `denoise`)."""
+        if self._closed:
+            raise InvalidOperationError("the temporal denoiser is closed")
+        images = _FrameImages.of(color, albedo, normal, motion, depth, frame)
+        prepared = PreparedFrame(images, images.temporal_frame())
+        stage = getattr(self.session, "prefetch", None)
+        if prefetch and stage is not None:
+            stage(prepared.session_frame)
+        return prepared
+
+    def denoise_prepared(self, prepared: PreparedFrame) -> np.ndarray:
+        """`denoise` of a frame from `prepare`: its images, staged already where the
+        session prefetched them."""
+        return self._denoise_images(prepared.images, prepared.session_frame)
+
     def _denoise_images(self, images: _FrameImages, temporal_frame: TemporalFrame) -> np.ndarray:
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
@@ -272,6 +301,14 @@ class TemporalDenoiser:
         named = f"frame {frame}" if frame is not None else f"frame index {self._index}"
         _LOG.info("temporal history restarts at %s: %s", named, reason)
         self._history = None
+
+
+@dataclass(frozen=True)
+class PreparedFrame:
+    """A frame checked by `TemporalDenoiser.prepare`, for `TemporalDenoiser.denoise_prepared`."""
+
+    images: _FrameImages
+    session_frame: TemporalFrame
 
 
 @dataclass(frozen=True)

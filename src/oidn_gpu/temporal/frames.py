@@ -10,6 +10,7 @@ the numbering restarts the history.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu import sequence
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
-from oidn_gpu.temporal.denoiser import TemporalDenoiser
+from oidn_gpu.temporal.denoiser import PreparedFrame, TemporalDenoiser
 
 # One-channel depth layers: Blender's Depth (channel Z), Arnold's and Karma's Z.
 DEPTH_LAYER_NAMES = ("Depth", "Z", "depth")
@@ -45,28 +46,131 @@ def read_depth(path: Path, layers: Any = None) -> np.ndarray | None:
 
 
 @dataclass
+class _Read:
+    """A frame read from its files (`TemporalFrames.load`, or ahead of its turn): its
+    loaded images (or the error reading them raised), the seconds reading took, and its
+    motion and depth passes as `TemporalDenoiser.prepare` arguments, or the frame
+    prepared (staged) ahead, or the error reading or preparing them raised (raised in
+    the frame's turn)."""
+
+    job: Any
+    frame: Any
+    error: Exception | None
+    read_s: float
+    passes: Any = None
+
+
+@dataclass
 class TemporalFrames:
     """The temporal state of one run: a `TemporalDenoiser` per `oidn_gpu.Denoiser`.
+
+    `load` reads a frame's images and its motion and depth passes with one decode of its
+    file. A run that names the next frame (`denoise`'s ``upcoming``) has it read, and
+    handed to the session to stage (`TemporalDenoiser.prepare`), before this frame's
+    result is waited for; `load` then gives that frame, and its errors are raised in its
+    turn, where they are raised when it is read then.
 
     Attributes:
         params: `TemporalDenoiser` parameters (``history``, ``output_blend``, ...).
         motion_layer: the motion pass's layer, or None to find it by name.
+        ahead_s: the seconds the last `denoise` spent reading the next frame.
     """
 
     params: dict[str, Any] = field(default_factory=dict)
     motion_layer: str | None = None
+    ahead_s: float = 0.0
     _denoisers: dict[int, TemporalDenoiser] = field(default_factory=dict)
+    _read: _Read | None = None  # the frame of the next `denoise`
 
-    def denoise(self, path: Path, frame: Any, denoiser: Any) -> tuple[np.ndarray, list[str]]:
+    def load(self, job: Any, inputs: Any, *, lightmap: bool = False) -> tuple[Any, float | None]:
+        """``job``'s `sequence.LoadedFrame` (its motion and depth passes read too, for
+        `denoise`) and the seconds reading it took where it was read ahead (None: read
+        now).
+
+        Raises:
+            The errors of `sequence.load_frame`, for the frame read ahead too.
+        """
+        read, self._read = self._read, None
+        ahead = read is not None and read.job == job
+        if not ahead:
+            read = self._read_files(job, inputs, lightmap)
+        if read.error is not None:
+            raise read.error
+        self._read = read
+        return read.frame, read.read_s if ahead else None
+
+    def denoise(self, path: Path, frame: Any, denoiser: Any, *, upcoming: Any = None,
+                inputs: Any = None, lightmap: bool = False) -> tuple[np.ndarray, list[str]]:
         """The temporal result of one loaded frame (`sequence.LoadedFrame`) of ``path``:
         ``(H x W x C float32, messages)``; the messages say where the history restarted
         (other than at the first frame).
+
+        ``upcoming``: the next frame's `sequence.FrameJob`, read with ``inputs`` and
+        ``lightmap`` (`sequence.load_frame`) and staged before this frame is denoised.
 
         Raises:
             oidn_gpu.image.motion.MotionPassError: the file has no motion pass, or one of
                 another size.
             InvalidArgumentError: no depth, albedo or normal to reject history by.
         """
+        read, self._read = self._read, None
+        self.ahead_s = 0.0
+        passes = read.passes if read is not None and read.frame is frame else None
+        if isinstance(passes, Exception):
+            raise passes
+        if passes is None:
+            passes = self._passes(path, frame)
+        temporal = self._denoisers.get(id(denoiser))
+        if temporal is None:
+            temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
+        prepared = passes if isinstance(passes, PreparedFrame) else temporal.prepare(
+            **passes, prefetch=False)
+        if upcoming is not None:
+            started = time.perf_counter()
+            self._read = self._read_ahead(upcoming, inputs, lightmap, frame, temporal)
+            self.ahead_s = time.perf_counter() - started
+        seen = len(temporal.restarts)
+        result = temporal.denoise_prepared(prepared)
+        messages = [
+            f"temporal history restarts: {r.reason}"
+            for r in temporal.restarts[seen:]
+            if r.index > 0
+        ]
+        return result[:, :, : frame.color.pixels.shape[2]], messages
+
+    def _read_files(self, job: Any, inputs: Any, lightmap: bool) -> _Read:
+        """The frame's images and passes, from one decode of each file; the errors kept."""
+        started = time.perf_counter()
+        with io.one_decode_per_file():
+            try:
+                frame = sequence.load_frame(job, inputs, lightmap=lightmap)
+            except Exception as err:  # raised in the frame's turn (`load`)
+                return _Read(job, None, err, time.perf_counter() - started)
+            try:
+                passes = self._passes(job.color, frame)
+            except Exception as err:  # raised in the frame's turn (`denoise`)
+                passes = err
+        return _Read(job, frame, None, time.perf_counter() - started, passes)
+
+    def _read_ahead(self, job: Any, inputs: Any, lightmap: bool, current: Any,
+                    temporal: TemporalDenoiser) -> _Read:
+        """The next frame read, and prepared and staged where it has the current frame's
+        mode (the same denoiser)."""
+        started = time.perf_counter()
+        read = self._read_files(job, inputs, lightmap)
+        same_mode = read.error is None and sequence.resolve_mode(
+            inputs, read.frame.color) == sequence.resolve_mode(inputs, current.color)
+        if same_mode and isinstance(read.passes, dict):
+            try:
+                read.passes = temporal.prepare(**read.passes)
+            except Exception as err:  # raised in the frame's turn (`denoise`)
+                read.passes = err
+        read.read_s = time.perf_counter() - started
+        return read
+
+    def _passes(self, path: Path, frame: Any) -> dict[str, Any]:
+        """The `TemporalDenoiser.prepare` arguments of a loaded frame: its images, and
+        its motion and depth passes read from ``path``."""
         color = frame.color.pixels
         height, width = color.shape[:2]
         motion = motion_passes.read_motion(path, self.motion_layer, size=(height, width))
@@ -77,24 +181,14 @@ class TemporalFrames:
                 f"the depth pass of '{path}' is {depth.shape[1]}x{depth.shape[0]}; expected "
                 f"the color's size {width}x{height}"
             )
-        temporal = self._denoisers.get(id(denoiser))
-        if temporal is None:
-            temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
-        seen = len(temporal.restarts)
         rgb = color[:, :, :3] if color.shape[2] >= 3 else np.repeat(color[:, :, :1], 3, axis=2)
-        result = temporal.denoise(rgb, frame.albedo, frame.normal, motion=vectors, depth=depth,
-                                  frame=frame_number(path))
-        messages = [
-            f"temporal history restarts: {r.reason}"
-            for r in temporal.restarts[seen:]
-            if r.index > 0
-        ]
-        return result[:, :, : color.shape[2]], messages
+        return {"color": rgb, "albedo": frame.albedo, "normal": frame.normal,
+                "motion": vectors, "depth": depth, "frame": frame_number(path)}
 
     def warm_up(self, job: Any, pool: Any, options: Any) -> None:
         """Denoise one frame (a `sequence.FrameJob`, with `sequence.SequenceOptions`) for
         its history only: nothing is written."""
-        frame = sequence.load_frame(job, options.inputs, lightmap=pool.config.lightmap)
+        frame, _ = self.load(job, options.inputs, lightmap=pool.config.lightmap)
         hdr, srgb = sequence.resolve_mode(options.inputs, frame.color)
         self.denoise(job.color, frame, pool.get(hdr, srgb))
 
@@ -104,3 +198,4 @@ class TemporalFrames:
         for temporal in self._denoisers.values():
             temporal.close()
         self._denoisers.clear()
+        self._read = None

@@ -6,10 +6,11 @@ contiguous float32 images in its channel layouts, one program per `BLOCK` pixels
 
 * `pack_kernel`: color, albedo, normal and depth to the ``signal`` and ``guide``
   layouts (`passes.pack_signal`, `passes.pack_guide`).
-* `gather_kernel`: pass 1a (`passes.gather`): the four bilinear taps of the previous
-  state with their guide tests, the clamped Catmull-Rom of the 4x4 taps, the
-  accumulation; it also counts the pixels that kept their history (one atomic add per
-  program), the camera-cut test's one number, and writes the two luminances the
+* `gather_kernel`: pass 1a (`passes.gather`): the 4x4 taps of the previous state for
+  the clamped Catmull-Rom, the four in the middle also the bilinear taps with their guide
+  tests (each tap loaded once, its 16 channels as whole vectors), the accumulation; it
+  also counts the pixels that kept their history (one atomic add per program), the
+  camera-cut test's one number, and writes the two luminances the
   light-change test sums over its window (two contiguous planes, so that the window's
   25 taps are coalesced loads).
 * `near_rows_kernel`: pass 1c's row dilation (`passes.drop_near_disocclusions`): 1 where
@@ -143,22 +144,6 @@ def _catmull_rom_weights(t):
             t * (0.5 + t * (2.0 - 1.5 * t)), t2 * (-0.5 + 0.5 * t))
 
 
-@triton.jit
-def _catmull_rom(state, x0, y0, fx, fy, c, mask, height, width, BLOCK: tl.constexpr):
-    """The 4x4 Catmull-Rom of the state's gathered channels (`passes._catmull_rom`)."""
-    wx = _catmull_rom_weights(fx)
-    wy = _catmull_rom_weights(fy)
-    out = tl.zeros([BLOCK, 16], tl.float32)
-    for j in tl.static_range(4):
-        yc = tl.minimum(tl.maximum(y0 + (j - 1), 0), height - 1)
-        for i in tl.static_range(4):
-            xc = tl.minimum(tl.maximum(x0 + (i - 1), 0), width - 1)
-            q = (yc * width + xc)[:, None]
-            tap = tl.load(state + q * 16 + c, mask=mask[:, None] & (c < 14), other=0.0)
-            out = out + (wy[j] * wx[i])[:, None] * tap
-    return out
-
-
 @_jit
 def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, lum, kept, height, width,
                   limit, depth_tolerance, cos_min, albedo_tolerance, history,
@@ -188,41 +173,50 @@ def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, lum, kept,
     taken0 = tl.zeros([BLOCK], tl.int32)
     taken1 = tl.zeros([BLOCK], tl.int32)
     gathered = tl.zeros([BLOCK, 16], tl.float32)
+    cubic = gathered
     low = gathered
     high = gathered
-    for k in tl.static_range(4):
-        xs, ys = x0 + (k % 2), y0 + (k // 2)
-        if k % 2 == 1:
-            wx = fx
-        else:
-            wx = 1.0 - fx
-        if k // 2 == 1:
-            weight = wx * fy
-        else:
-            weight = wx * (1.0 - fy)
-        inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
-        q = tl.minimum(tl.maximum(ys, 0), height - 1) * width + tl.minimum(
-            tl.maximum(xs, 0), width - 1)
-        prev = tl.load(prev_state + q[:, None] * 16 + c, mask=reads[:, None] & (c < 14),
-                       other=0.0)
-        base = reads & usable & inside & (_col(prev, c, 9) > 0.0)
-        geometry, output = _tap_tests(g, _guide(prev_guide, q, reads), depth_tolerance,
-                                      cos_min, albedo_tolerance, USE_DEPTH, USE_NORMAL,
-                                      USE_ALBEDO)
-        ok0, ok1 = base & geometry, base & output
-        w0, w1 = tl.where(ok0, weight, 0.0), tl.where(ok1, weight, 0.0)
-        totals0, totals1 = totals0 + w0, totals1 + w1
-        taken0, taken1 = taken0 + ok0.to(tl.int32), taken1 + ok1.to(tl.int32)
-        gathered = gathered + tl.where(c < 10, w0[:, None], w1[:, None]) * prev
-        if k == 0:
-            low, high = prev, prev
-        else:
-            low, high = tl.minimum(low, prev), tl.maximum(high, prev)
+    cwx = _catmull_rom_weights(fx)
+    cwy = _catmull_rom_weights(fy)
+    # The 4x4 Catmull-Rom taps in the order of `passes._catmull_rom`; the four in the
+    # middle are the bilinear taps of `passes.gather` (in its order), tested and summed
+    # from the same loads. A tap is the state's 16 channels (the last two unused): whole
+    # 16-byte vectors.
+    for j in tl.static_range(4):
+        yc = tl.minimum(tl.maximum(y0 + (j - 1), 0), height - 1)
+        for i in tl.static_range(4):
+            xs = x0 + (i - 1)
+            q = yc * width + tl.minimum(tl.maximum(xs, 0), width - 1)
+            prev = tl.load(prev_state + q[:, None] * 16 + c, mask=reads[:, None], other=0.0)
+            cubic = cubic + (cwy[j] * cwx[i])[:, None] * prev
+            if (i - 1) * (i - 2) + (j - 1) * (j - 2) == 0:  # i and j in 1, 2
+                if i == 2:
+                    wx = fx
+                else:
+                    wx = 1.0 - fx
+                if j == 2:
+                    weight = wx * fy
+                else:
+                    weight = wx * (1.0 - fy)
+                ys = y0 + (j - 1)
+                inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
+                base = reads & usable & inside & (_col(prev, c, 9) > 0.0)
+                geometry, output = _tap_tests(g, _guide(prev_guide, q, reads), depth_tolerance,
+                                              cos_min, albedo_tolerance, USE_DEPTH, USE_NORMAL,
+                                              USE_ALBEDO)
+                ok0, ok1 = base & geometry, base & output
+                w0, w1 = tl.where(ok0, weight, 0.0), tl.where(ok1, weight, 0.0)
+                totals0, totals1 = totals0 + w0, totals1 + w1
+                taken0, taken1 = taken0 + ok0.to(tl.int32), taken1 + ok1.to(tl.int32)
+                gathered = gathered + tl.where(c < 10, w0[:, None], w1[:, None]) * prev
+                if i + j == 2:  # the first
+                    low, high = prev, prev
+                else:
+                    low, high = tl.minimum(low, prev), tl.maximum(high, prev)
     valid, valid_out = totals0 >= MIN_TAP_WEIGHT, totals1 >= MIN_TAP_WEIGHT
     divisor = tl.where(c < 10, tl.where(valid, totals0, 1.0)[:, None],
                        tl.where(valid_out, totals1, 1.0)[:, None])
     hist = gathered / divisor
-    cubic = _catmull_rom(prev_state, x0, y0, fx, fy, c, reads, height, width, BLOCK)
     cubic = tl.minimum(tl.maximum(cubic, low), high)
     hist = tl.where(tl.where(c < 10, (taken0 == 4)[:, None], (taken1 == 4)[:, None]), cubic,
                     hist)
