@@ -84,8 +84,9 @@ def score(sequences: list[Path], outputs_path: Path) -> None:
             m = ts.evaluate(frames, got)
             worst = max(float(np.linalg.norm(g - e) / np.linalg.norm(e))
                         for g, e in zip(got, expected, strict=True))  # fmt: skip
-            print(f"| {directory.name} | {method} | {m.instability:.4f} | {m.mean_relative_l2:.4f} | "
-                  f"{m.mean_psnr_db:.2f} | {m.disoccluded_psnr_db:.2f} | {worst:.2e} |")
+            print(f"| {directory.name} | {method} | {m.instability:.4f} | "
+                  f"{m.mean_relative_l2:.4f} | {m.mean_psnr_db:.2f} | "
+                  f"{m.disoccluded_psnr_db:.2f} | {worst:.2e} |")
 
 
 def main(argv: list[str] | None = None) -> int:
