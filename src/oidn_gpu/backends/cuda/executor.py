@@ -52,7 +52,7 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
-from oidn_gpu.backends.cuda import fusion, layout, pdl, row_conv, torch_ops
+from oidn_gpu.backends.cuda import fusion, layout, row_conv, torch_ops
 from oidn_gpu.backends.cuda.backend import CudaOptions
 from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.layout import ConvLaunch
@@ -268,7 +268,6 @@ class CudaExecutor(ExecutorBase):
         self._torch_net = None
         self._lock = threading.Lock()  # the prepared shapes (a bridge compiles in a thread)
         self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
-        self.pdl = pdl.launch_options(self._capability, interpreting())  # kernel keywords
         if self.engine == "triton":
             self._pack_weights(model.convs)
         if self.engine == "cudnn" or self.bridge:
@@ -586,7 +585,6 @@ class CudaExecutor(ExecutorBase):
             num_warps=config.num_warps,
             num_stages=config.num_stages,
             **flags,
-            **self.pdl,
         )  # fmt: skip
 
     def _final_args(self, target: FinalTarget) -> tuple[tuple[Any, ...], dict[str, Any]]:

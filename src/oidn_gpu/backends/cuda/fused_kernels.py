@@ -25,7 +25,7 @@ threads still read. Tiles are 2D, so the hidden conv's 9 taps re-read far less
 of its input than the per-layer kernel's rows of pixels do.
 """
 
-from oidn_gpu.backends.cuda.triton_kernels import _accumulate, _jit, _store_final, pdl_enter, tl
+from oidn_gpu.backends.cuda.triton_kernels import _accumulate, _jit, _store_final, tl
 
 
 @_jit("height", "width", "tiles_w", "num_tiles", "out_offset", "out_pixel_stride",
@@ -41,9 +41,8 @@ def conv_tail_kernel(
     SNORM: tl.constexpr, OUT_CHANNELS: tl.constexpr,
     REGION_H: tl.constexpr, REGION_W: tl.constexpr, BLOCK_M: tl.constexpr,
     MID: tl.constexpr, BLOCK_K1: tl.constexpr, TAPS1: tl.constexpr,
-    BLOCK_K2: tl.constexpr, TAPS2: tl.constexpr, PDL: tl.constexpr = False,
+    BLOCK_K2: tl.constexpr, TAPS2: tl.constexpr,
 ):  # fmt: skip
-    pdl_enter(PDL)
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     region: tl.constexpr = REGION_H * REGION_W
@@ -103,7 +102,7 @@ def conv_project_kernel(
     src_ptr, w_ptr, bias_ptr, proj_ptr, out_ptr,
     height, width, channels, w_stride, w_cols,
     RELU: tl.constexpr, MID: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-    TAPS: tl.constexpr, PDL: tl.constexpr = False,
+    TAPS: tl.constexpr,
 ):  # fmt: skip
     """The hidden conv with the final conv's matrix product in its epilogue.
 
@@ -112,7 +111,6 @@ def conv_project_kernel(
     fp16/bf16 in place of the hidden value: the final conv is then a sum of 9 shifted
     3-channel slices (`tap_sum_kernel`), not a 9-tap GEMM over ``MID`` channels.
     """
-    pdl_enter(PDL)
     pixel = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     y = pixel // width
     x = pixel - y * width
@@ -141,13 +139,12 @@ def tap_sum_kernel(
     keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
     RELU: tl.constexpr, OUTPUT_PASS: tl.constexpr, TRANSFER: tl.constexpr,
     HDR: tl.constexpr, SNORM: tl.constexpr, OUT_CHANNELS: tl.constexpr,
-    BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr, PDL: tl.constexpr = False,
+    BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
 ):  # fmt: skip
     """The final conv from `conv_project_kernel`'s ``z``: ``out[p, o] = bias[o] + sum_t
     z[p + offset(t), fusion.z_column(t, o)]`` (zero outside the image, taps in order),
     then the output pass. Taps 0-7 are one aligned 4-wide load each (the fourth lane,
     tap 8's, lands in the accumulator's unused fourth channel), tap 8 a strided one."""
-    pdl_enter(PDL)
     offs = tl.arange(0, BLOCK_H * BLOCK_W)
     y = tl.program_id(1) * BLOCK_H + offs // BLOCK_W
     x = tl.program_id(0) * BLOCK_W + offs % BLOCK_W

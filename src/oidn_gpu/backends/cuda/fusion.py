@@ -209,7 +209,7 @@ def launch_tail(ex: Any, prep: Any, config: TailConfig, target: Any) -> None:
         REGION_H=config.region_h, REGION_W=config.region_w, BLOCK_M=config.block_m,
         MID=hidden.out_stored, BLOCK_K1=block_k1, TAPS1=taps1, BLOCK_K2=block_k2,
         TAPS2=taps2, num_warps=config.num_warps, num_stages=config.num_stages,
-        **flags, **ex.pdl,
+        **flags,
     )  # fmt: skip
 
 
@@ -229,11 +229,11 @@ def launch_project(ex: Any, prep: Any, target: Any) -> None:
             prep.views[source.value], weight, bias, proj, prep.scratch,
             height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
             RELU=hidden.relu, MID=hidden.out_stored, BLOCK_M=config.block_m, BLOCK_K=block_k,
-            TAPS=taps, num_warps=config.num_warps, num_stages=config.num_stages, **ex.pdl,
+            TAPS=taps, num_warps=config.num_warps, num_stages=config.num_stages,
         )  # fmt: skip
     final_args, flags = ex._final_args(target)
     rows, cols = TAP_SUM_BLOCK
     ex.fused_kernels().tap_sum_kernel[(-(-width // cols), -(-height // rows))](
         prep.scratch, final_bias, target.image, height, width, *final_args,
-        RELU=final.relu, BLOCK_H=rows, BLOCK_W=cols, num_warps=4, **flags, **ex.pdl,
+        RELU=final.relu, BLOCK_H=rows, BLOCK_W=cols, num_warps=4, **flags,
     )  # fmt: skip

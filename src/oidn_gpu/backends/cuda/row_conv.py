@@ -51,5 +51,5 @@ def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
         height, width, conv.a_tap_rows, conv.weight_cols, conv.out_stored,
         RELU=conv.relu, POOL=conv.pool, PROJECT=project, CHANNELS=source.stored,
         BLOCK_W=config.block_w, BLOCK_N=conv.out_stored, ROWS=config.rows,
-        num_warps=config.num_warps, num_stages=config.num_stages, **ex.pdl,
+        num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip

@@ -21,7 +21,7 @@ over the taps in the per-layer kernel's order (tap ``3 * kh + kw``, all channels
 the stored values are the same bits as the per-layer kernel's (measured on an H200).
 """
 
-from oidn_gpu.backends.cuda.triton_kernels import _jit, pdl_enter, tl, triton
+from oidn_gpu.backends.cuda.triton_kernels import _jit, tl, triton
 
 
 @triton.jit
@@ -93,7 +93,6 @@ def conv_rows_kernel(
     height, width, w_stride, w_cols, out_channels,
     RELU: tl.constexpr, POOL: tl.constexpr, PROJECT: tl.constexpr, CHANNELS: tl.constexpr,
     BLOCK_W: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    PDL: tl.constexpr = False,
 ):  # fmt: skip
     """Output rows ``[pid_y * ROWS, +ROWS)`` x columns ``[pid_x * BLOCK_W, +BLOCK_W)``.
 
@@ -103,7 +102,6 @@ def conv_rows_kernel(
     per-tap partial sums of the final conv (``proj``: ``[BLOCK_N, 32]``,
     `fusion.project_weights`).
     """
-    pdl_enter(PDL)
     x0 = tl.program_id(0) * BLOCK_W
     y0 = tl.program_id(1) * ROWS
     offs_w = tl.arange(0, BLOCK_W)

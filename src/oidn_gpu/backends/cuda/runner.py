@@ -194,11 +194,10 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             tk.autoexposure_bins_kernel[(nb_h, nb_w)](
                 color.tensor, color.offset, color.pixel_stride, color.row_stride,
                 color.channels, color.height, color.width, nb_h, nb_w, bins,
-                MAX_BIN=ae.MAX_BIN_SIZE, **self.executor.pdl,
+                MAX_BIN=ae.MAX_BIN_SIZE,
             )  # fmt: skip
             tk.autoexposure_scale_kernel[(1,)](
-                bins, nb_h * nb_w, scale_out, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024,
-                **self.executor.pdl,
+                bins, nb_h * nb_w, scale_out, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024
             )
             return
         bins = torch_ops.autoexposure_bins(hwc_view(color))
@@ -227,7 +226,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
                 scale, inp, plan.tile_h, plan.tile_w, ex.input_stored,
                 tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
                 IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
-                SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored, **ex.pdl,
+                SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored,
             )  # fmt: skip
         else:
             torch_ops.input_pass([hwc_view(i) for i in images], scale, mode, tile, inp)

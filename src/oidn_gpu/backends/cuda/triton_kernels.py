@@ -47,10 +47,6 @@ try:
     import triton.language as tl
 
     UNAVAILABLE: str | None = None
-    try:  # Triton 3.4 and later (`pdl.triton_has_pdl`); only called with PDL=True
-        from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
-    except ImportError:
-        gdc_launch_dependents = gdc_wait = None
 except Exception as exc:
     UNAVAILABLE = f"triton is not importable ({type(exc).__name__}: {exc})"
     # Stand-ins so this module imports; its kernels are never launched then.
@@ -109,16 +105,6 @@ ONE_THIRD = tl.constexpr(float(1.0 / 3.0))
 LUM_R = tl.constexpr(0.212671)
 LUM_G = tl.constexpr(0.715160)
 LUM_B = tl.constexpr(0.072169)
-
-
-
-@triton.jit
-def pdl_enter(PDL: tl.constexpr):
-    """With ``PDL`` (`pdl`): wait for the previous kernel and its memory, then let the next
-    kernel launch. Called first by every kernel of a frame, before any global access."""
-    if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
 
 
 # ----------------------------------------------------------------------------- convolution
@@ -375,9 +361,7 @@ def conv3x3_kernel(
     BLOCK_K_B: tl.constexpr,
     TAPS_A: tl.constexpr,
     TAPS_B: tl.constexpr,
-    PDL: tl.constexpr = False,
 ):
-    pdl_enter(PDL)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = tl.arange(0, BLOCK_M)
@@ -532,9 +516,7 @@ def input_pass_kernel(
     SNORM: tl.constexpr,
     BLOCK: tl.constexpr,
     CHANNELS: tl.constexpr,
-    PDL: tl.constexpr = False,
 ):
-    pdl_enter(PDL)
     pixel = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m_ok = pixel < height * width
     y = pixel // width
@@ -587,9 +569,7 @@ def autoexposure_bins_kernel(
     bins_w,
     out_ptr,
     MAX_BIN: tl.constexpr,
-    PDL: tl.constexpr = False,
 ):
-    pdl_enter(PDL)
     i = tl.program_id(0)
     j = tl.program_id(1)
     r0 = (i * height) // bins_h
@@ -616,10 +596,8 @@ def autoexposure_bins_kernel(
 
 @_jit("count")
 def autoexposure_scale_kernel(bins_ptr, count, scale_ptr, KEY: tl.constexpr,
-                              EPS: tl.constexpr, BLOCK: tl.constexpr,
-                              PDL: tl.constexpr = False):  # fmt: skip
+                              EPS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
     """One program: ``scale = KEY / 2^mean(log2(bins > EPS))`` (1 without such bins)."""
-    pdl_enter(PDL)
     offs = tl.arange(0, BLOCK)
     total = tl.zeros((BLOCK,), dtype=tl.float32)
     valid = tl.zeros((BLOCK,), dtype=tl.int32)
