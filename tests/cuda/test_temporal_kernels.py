@@ -51,21 +51,15 @@ class TritonPasses:
 
 
 def _run(passes, frames, params):
-    """Every frame through ``passes``: reprojections, outputs and next states."""
-    state, prev_guide, results = None, None, []
-    for f in frames:
-        guide = tp.pack_guide(f.depth, f.albedo, f.normal)
-        signal = tp.pack_signal(f.color, f.albedo, f.normal)
-        if state is None:
-            state, prev_guide = tp.empty_state(*f.color.shape[:2]), guide
-        rep = passes.reproject(f.motion, guide, prev_guide, signal, state, params)
-        out = passes.stabilize(rep[..., :3] * np.float32(0.9), rep, params)
-        state, prev_guide = tp.next_state(rep, out), guide
-        if isinstance(passes, TritonPasses):
-            np.testing.assert_allclose(passes.state.cpu().numpy(), state, rtol=0, atol=0)
-            assert int(passes.kept) == int(np.sum(rep[..., tp.REPROJECTION_VALID] > 0.5))
-        results.append((rep, out))
-    return results
+    """Every frame through ``passes``: reprojections and outputs; the kernels' next state
+    and history count checked against NumPy's on the way."""
+
+    def check(rep, state):
+        np.testing.assert_allclose(passes.state.cpu().numpy(), state, rtol=0, atol=0)
+        assert int(passes.kept) == int(np.sum(rep[..., tp.REPROJECTION_VALID] > 0.5))
+
+    is_triton = isinstance(passes, TritonPasses)
+    return synthetic.run_passes(passes, frames, params, check if is_triton else None)
 
 
 @pytest.mark.parametrize(

@@ -135,3 +135,24 @@ def shifted_noise_sequence(frames: int, size: int, motion_px: tuple[float, float
     motion = np.empty((size, size, 2), np.float32)
     motion[..., 0], motion[..., 1] = motion_px
     return colors, motion
+
+
+def run_passes(passes, frames, params, check=None):
+    """Every frame through a backend's temporal ``passes`` with 0.9 times the reprojected
+    color standing in for the denoiser: ``[(reprojection, output)]`` per frame.
+    ``check(reprojection, next_state)``, if given, sees each frame's results."""
+    from oidn_gpu.temporal import passes as tp
+
+    state, prev_guide, results = None, None, []
+    for f in frames:
+        guide = tp.pack_guide(f.depth, f.albedo, f.normal)
+        signal = tp.pack_signal(f.color, f.albedo, f.normal)
+        if state is None:
+            state, prev_guide = tp.empty_state(*f.color.shape[:2]), guide
+        rep = passes.reproject(f.motion, guide, prev_guide, signal, state, params)
+        out = passes.stabilize(rep[..., :3] * np.float32(0.9), rep, params)
+        state, prev_guide = tp.next_state(rep, out), guide
+        if check is not None:
+            check(rep, state)
+        results.append((rep, out))
+    return results

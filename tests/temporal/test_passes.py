@@ -28,21 +28,6 @@ def _inputs(frames, t, state=None):
     return f.motion, guide, prev_guide, signal, state
 
 
-def _run_sequence(passes, frames, params=PARAMS):
-    """Every frame through ``passes`` with the reference standing in for the denoiser."""
-    state, prev_guide, outs = None, None, []
-    for f in frames:
-        guide = tp.pack_guide(f.depth, f.albedo, f.normal)
-        signal = tp.pack_signal(f.color, f.albedo, f.normal)
-        if state is None:
-            state, prev_guide = tp.empty_state(*f.color.shape[:2]), guide
-        rep = passes.reproject(f.motion, guide, prev_guide, signal, state, params)
-        out = passes.stabilize(rep[..., :3] * np.float32(0.9), rep, params)
-        outs.append((rep, out))
-        state, prev_guide = tp.next_state(rep, out), guide
-    return outs
-
-
 def _accumulate(colors, motion) -> np.ndarray:
     """The last reprojection of noise frames under one albedo, no light-change test."""
     params = tp.TemporalParams(firefly_ratio=0, change_sigmas=0).with_guides(
@@ -149,8 +134,8 @@ def test_torch_passes_agree_with_numpy():
     for kind in ("pan", "object"):
         frames = synthetic.sequence(kind, frames=4, size=32)
         frames[2].motion[3, 3] = np.nan
-        expected = _run_sequence(tp.NumpyTemporalPasses(), frames)
-        got = _run_sequence(passes, frames)
+        expected = synthetic.run_passes(tp.NumpyTemporalPasses(), frames, PARAMS)
+        got = synthetic.run_passes(passes, frames, PARAMS)
         for (rep_e, out_e), (rep_g, out_g) in zip(expected, got):
             np.testing.assert_allclose(rep_g, rep_e, rtol=2e-5, atol=2e-6)
             np.testing.assert_allclose(out_g, out_e, rtol=2e-5, atol=2e-6)
