@@ -7,7 +7,7 @@ import pytest
 
 from oidn_gpu.temporal import passes as tp
 from tests.temporal import synthetic
-from tests.temporal.test_passes import PARAMS, _run_sequence
+from tests.temporal.test_passes import PARAMS
 
 pytestmark = pytest.mark.gpu
 
@@ -41,8 +41,8 @@ def test_wgsl_passes_agree_with_numpy(wgpu_passes, kind, params):
     frames[2].motion[3, 3] = np.nan
     frames[2].motion[5, 5] = -np.inf
     frames[3].depth[7, 7] = np.nan
-    expected = _run_sequence(tp.NumpyTemporalPasses(), frames, params)
-    got = _run_sequence(wgpu_passes, frames, params)
+    expected = synthetic.run_passes(tp.NumpyTemporalPasses(), frames, params)
+    got = synthetic.run_passes(wgpu_passes, frames, params)
     for (rep_e, out_e), (rep_g, out_g) in zip(expected, got):
         np.testing.assert_allclose(rep_g, rep_e, rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(out_g, out_e, rtol=RTOL, atol=ATOL)
