@@ -76,6 +76,7 @@ from oidn_gpu.backends.cuda.executor import (
     transfer_id,
 )
 from oidn_gpu.backends.cuda.host_results import PinnedResults
+from oidn_gpu.backends.cuda.requests import FrameKey, LastRequest
 from oidn_gpu.backends.cuda.images import (
     DeviceImage,
     DeviceScalar,
@@ -176,6 +177,8 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         self._bridge = CompileBridge(self)  # frames on cuDNN while Triton compiles
         self._last_stream: Any = None  # the stream of the last staged call
         self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
+        self._last_request = LastRequest()  # the last denoise_tensors call, checked
+        self._last_key: tuple[Any, Any, Any] = (None, None, None)  # its request, engine, key
 
     def input_scale(self) -> float:
         """The input scale of the last frame (its autoexposure when it computed one)."""
@@ -296,7 +299,25 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             queued on the current stream, as torch operations are.
         """
         self._check_open()
-        given = [(n, t) for n, t in zip(ROLES, (main, albedo, normal), strict=True)
+        tensors, options = (main, albedo, normal, out), (mode, plan, out_channels, autoexposure)
+        request = self._last_request.find(tensors, options)
+        if request is None:  # not the last call's tensors and options: check them
+            request = self._tensor_request(tensors, mode, plan, out_channels, autoexposure)
+            self._last_request.remember(tensors, options, request)
+        self._check_executor()
+        frame = super()._run_device(request, None)
+        if start_compiles:
+            self.start_compiles()  # after the frame is queued: its host work comes first
+        if out is not None:
+            return out
+        return frame.output.clone()
+
+    def _tensor_request(self, tensors: tuple[Any, ...], mode: Any, plan: TilePlan | None,
+                        out_channels: int | None,
+                        autoexposure: bool) -> FrameRequest[DeviceImage]:  # fmt: skip
+        """The checked request of `denoise_tensors`'s arguments (the default plan filled in)."""
+        *inputs, out = tensors
+        given = [(n, t) for n, t in zip(ROLES, inputs, strict=True)
                  if t is not None or n == ROLES[0]]  # fmt: skip
         images = [describe(tensor, name) for name, tensor in given]
         channels = out_channels if out_channels is not None else images[0].channels
@@ -304,12 +325,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         out_image = None if out is None else self._out_image(out, images[0], channels)
         request = FrameRequest(tuple(images), tuple(n for n, _ in given), out_image, channels,
                                mode, plan, autoexposure)  # fmt: skip
-        frame = self._run_device(request, None)
-        if start_compiles:
-            self.start_compiles()  # after the frame is queued: its host work comes first
-        if out is not None:
-            return out
-        return frame.output.clone()
+        return self._checked(request)
 
     def _out_image(self, out: Any, main: DeviceImage, channels: int) -> DeviceImage:
         """Describe the caller's ``out`` tensor, checked against the main image."""
@@ -356,6 +372,10 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
 
     def _run_device(self, request: FrameRequest[DeviceImage], progress: Progress | None) -> _Frame:
         """`FrameRunner._run_device` of a checked request (the default plan filled in)."""
+        return super()._run_device(self._checked(request), progress)
+
+    def _checked(self, request: FrameRequest[DeviceImage]) -> FrameRequest[DeviceImage]:
+        """``request`` checked against the executor, its default plan filled in."""
         images, out_image, plan = request.images, request.output, request.plan
         self._check_executor()
         self._check_images(list(images))
@@ -373,7 +393,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             raise InvalidArgumentError(
                 "in-place denoising with several tiles needs a separate output tensor"
             )
-        return super()._run_device(request, progress)
+        return request
 
     def _frame_entry(
         self, request: FrameRequest[DeviceImage]
@@ -383,12 +403,15 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         images, out_image, channels = list(request.images), request.output, request.out_channels
         mode, plan, autoexposure = request.mode, request.plan, request.autoexposure
         engine = self._bridge.engine_for(images, channels, mode, autoexposure, out_image, plan)
-        key = (
-            tuple(i.key() for i in images),
-            out_image.key() if out_image is not None else None,
-            mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
-            engine,
-        )  # fmt: skip
+        last, last_engine, key = self._last_key
+        if request is not last or engine != last_engine:  # else a repeated call's key
+            key = FrameKey((
+                tuple(i.key() for i in images),
+                out_image.key() if out_image is not None else None,
+                mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
+                engine,
+            ))  # fmt: skip
+            self._last_key = (request, engine, key)
         if not autoexposure:
             self._scale.fill_(float(np.float32(mode.input_scale)))
         self.executor.last_engine = engine
@@ -651,6 +674,8 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             self._torch.cuda.synchronize(self.device)
 
     def _release(self) -> None:
+        self._last_request.clear()
+        self._last_key = (None, None, None)
         self._host.clear()
         self._results.clear()
         self._dev.clear()
