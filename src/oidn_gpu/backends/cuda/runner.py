@@ -16,9 +16,8 @@ an `image.tiling.TilePlan`:
    output image; channels past ``out_channels`` (alpha) are left untouched.
 
 With ``autoexposure=True`` the input scale is computed on the GPU first
-(`triton_kernels.autoexposure_bins_kernel` for the bin averages, torch
-reductions for ``key / 2^mean(log2)``, OIDN's algorithm over the whole image)
-and never leaves the device; else the given ``mode.input_scale`` is written to
+(`autoexposure`: one Triton launch for the bin averages and ``key / 2^mean(log2)``,
+OIDN's algorithm over the whole image) and never leaves the device; else the given ``mode.input_scale`` is written to
 the device scalar before the frame.
 
 The first frame of an input configuration (image shapes, strides and device
@@ -57,7 +56,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +64,7 @@ import numpy as np
 
 from oidn_gpu.backends.base import Progress
 from oidn_gpu.backends.cuda import torch_ops
+from oidn_gpu.backends.cuda.autoexposure import autoexposure, new_counter
 from oidn_gpu.backends.cuda.backend import TILE_LIMITS
 from oidn_gpu.backends.cuda.bridge import CompileBridge
 from oidn_gpu.backends.cuda.executor import (
@@ -97,7 +96,6 @@ from oidn_gpu.backends.frame_runner import (
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.image.tiling import TilePlan
 
 __all__ = ["CudaDenoiser", "DeviceScalar"]
@@ -134,6 +132,7 @@ class _Work:
     engine: str
     scale: Any  # the device scalar of the input scale
     stop: Callable[[], bool] | None = None  # a background compile's: asked before each kernel
+    counter: Any = None  # the autoexposure's counter (`autoexposure.new_counter`)
 
 
 class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
@@ -186,31 +185,11 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
 
     # ------------------------------------------------------------------ frame body
 
-    def _autoexposure(self, color: DeviceImage, scale_out: Any, engine: str) -> None:
-        """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``."""
-        torch = self._torch
-        nb_h = math.ceil(color.height / ae.MAX_BIN_SIZE)
-        nb_w = math.ceil(color.width / ae.MAX_BIN_SIZE)
-        if engine == "triton":
-            tk = kernels()
-            bins = torch.empty(nb_h * nb_w, dtype=torch.float32, device=self.device)
-            tk.autoexposure_bins_kernel[(nb_h, nb_w)](
-                color.tensor, color.offset, color.pixel_stride, color.row_stride,
-                color.channels, color.height, color.width, nb_h, nb_w, bins,
-                MAX_BIN=ae.MAX_BIN_SIZE,
-            )  # fmt: skip
-            tk.autoexposure_scale_kernel[(1,)](
-                bins, nb_h * nb_w, scale_out, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024
-            )
-            return
-        bins = torch_ops.autoexposure_bins(hwc_view(color))
-        valid = bins > float(ae.EPS)
-        logs = torch.log2(torch.where(valid, bins, torch.ones_like(bins)))
-        total = torch.where(valid, logs, torch.zeros_like(logs)).double().sum()
-        count = valid.sum()
-        mean = total / count.clamp(min=1).double()
-        scale = torch.where(count > 0, float(ae.KEY) / torch.exp2(mean), torch.ones_like(mean))
-        scale_out.copy_(scale.float().reshape(1))
+    def _autoexposure(self, color: DeviceImage, scale_out: Any, engine: str,
+                      counter: Any = None) -> None:  # fmt: skip
+        """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``
+        (``counter``: the frame's, `autoexposure.new_counter`)."""
+        autoexposure(color, scale_out, engine, counter=counter)
 
     def _tile(self, images: list[DeviceImage], tile: Any, plan: TilePlan, mode: Any,
               output: DeviceImage, scale: Any, engine: str, stop: Any = None) -> None:  # fmt: skip
@@ -241,17 +220,17 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         ex.forward(inp, prep=prep, target=target, engine=engine, stop=stop)
 
     def _body(self, images: list[DeviceImage], output: DeviceImage, mode: Any, plan: TilePlan,
-              autoexposure: bool, engine: str, scale: Any = None,
-              stop: Any = None) -> None:  # fmt: skip
+              autoexposure: bool, engine: str, scale: Any = None, stop: Any = None,
+              counter: Any = None) -> None:  # fmt: skip
         """One frame (`run_frame`): autoexposure, then per tile input pass, network and
         output pass. ``stop`` (a background compile's) is asked before each kernel."""
         work = _Work(images, output, mode, plan, engine, self._scale if scale is None else scale,
-                     stop)  # fmt: skip
+                     stop, counter)  # fmt: skip
         run_frame(self, work, len(plan.tiles), autoexposure=autoexposure)
 
     def autoexposure_pass(self, frame: _Work) -> None:
         """`TilePasses.autoexposure_pass`: the scale written into the frame's device scalar."""
-        self._autoexposure(frame.images[0], frame.scale, frame.engine)
+        self._autoexposure(frame.images[0], frame.scale, frame.engine, frame.counter)
 
     def tile_pass(self, frame: _Work, index: int) -> None:
         """`TilePasses.tile_pass`: the input pass, then the network with the output pass
@@ -434,11 +413,13 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             target = describe(owned, "output")
         prepared = self.executor.prepare(plan.tile_h, plan.tile_w, engine)
         output = target
+        counter = new_counter(self.device) if request.autoexposure else None  # the frame's own
 
         def run() -> None:
-            self._body(images, output, request.mode, plan, request.autoexposure, engine)
+            self._body(images, output, request.mode, plan, request.autoexposure, engine,
+                       counter=counter)  # fmt: skip
 
-        keep = (prepared, self.executor.weight_tensors())
+        keep = (prepared, self.executor.weight_tensors(), counter)
         return _Frame(None, run, owned if owned is not None else target.tensor, keep)
 
     def _reuse_frame(self, frame: _Frame) -> None:
