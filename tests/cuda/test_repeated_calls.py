@@ -154,3 +154,29 @@ def test_frame_key_hashes_once_and_compares_its_parts():
     assert key == FrameKey(((1, 2), "plan", np.float32(1.5))) and hash(key) == hash(parts)
     assert key != FrameKey(((1, 3), "plan", np.float32(1.5))) and key != parts
     assert {key: 1}[FrameKey(parts)] == 1
+
+
+def test_executor_info_is_reused_until_what_it_reports_changes(device):
+    """`CudaExecutor.info` (asked once per `Denoiser.denoise`) answers its last result
+    while the engines and the prepared tiles are the same, and a new one when they change."""
+    import dataclasses
+
+    ex = CudaExecutor(load_model(TINY_AOV), device=device, tune=False, engine="triton")
+    first = ex.info()
+    assert ex.info() is first and dict(first.kernels) == ex.kernel_names()
+    assert not any("[" in kind for kind in first.kernels.values())  # no tiles yet
+    prep = ex.prepare(16, 16, "triton")
+    second = ex.info()
+    assert second is not first and dict(second.kernels) == ex.kernel_names()
+    assert all("[" in kind for kind in second.kernels.values())  # the tiles are named
+    name, config = next(iter(prep.configs.items()))
+    prep.configs[name] = dataclasses.replace(config, num_warps=config.num_warps * 2)
+    third = ex.info()
+    assert third.kernels[name] != second.kernels[name] and dict(third.kernels) == ex.kernel_names()
+    ex.last_engine = "cudnn"
+    bridged = ex.info()
+    assert "while Triton compiles" in bridged.device
+    assert all(kind.startswith(("cudnn", "upsample")) for kind in bridged.kernels.values())
+    ex.last_engine = "triton"
+    assert ex.info().kernels == third.kernels and ex.info() is ex.info()
+    ex.close()
