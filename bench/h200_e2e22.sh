@@ -41,5 +41,4 @@ say "=== e2e22 pytest"
   -p no:cacheprovider tests/cuda/test_repeated_calls.py tests/cuda/test_autoexposure_launch.py \
   tests/cuda/test_device.py tests/cuda/test_device_tensors.py \
   "tests/cuda/test_bridge.py::test_a_new_image_size_compiles_nothing") 2>&1 | tail -30 | tee -a "$LOG"
-cp "$OUT/console.txt" "$OUT/console_copy.txt" 2>/dev/null; rm -f "$OUT/console_copy.txt"
 say "=== done"; date -u | tee -a "$LOG"
