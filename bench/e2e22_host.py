@@ -8,9 +8,11 @@ Run with either source tree first on the path (the same code times both):
   enqueue shown, and hidden behind a GPU sleep queued before the first event;
 - ``api`` (default weights): host time of `oidn_gpu.Denoiser.denoise` on CUDA tensors
   (median of 200, the GPU busy with a sleep meanwhile);
-- ``autoexposure`` (with ``--autoexposure``, this tree's `backends.cuda.autoexposure`):
-  one launch against two, each captured in a CUDA graph, per replay (median of 7
-  rounds of 200 replays), and whether the scales are equal bit for bit.
+- ``autoexposure`` (with ``--autoexposure``): one launch against two, each captured in a
+  CUDA graph, per replay (median of 7 rounds of 200 replays), and whether the scales are
+  equal bit for bit. It needs the one-launch kernel of commit ``fc5fc1d``'s
+  `backends.cuda.autoexposure` (``steps``, ``new_counter``), which was measured and not
+  kept (docs/benchmarks.md).
 
     python bench/e2e22_host.py 1280x720 [--weights rt_hdr_alb_nrm_small] [--autoexposure]
 """

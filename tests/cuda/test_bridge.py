@@ -134,7 +134,7 @@ def test_a_new_image_size_compiles_nothing(rng):
     with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
         den.denoise(*_images(rng, 64, 96))
         tk = kernels()
-        jitted = (tk.conv3x3_kernel, tk.input_pass_kernel, tk.autoexposure_kernel)
+        jitted = (tk.conv3x3_kernel, tk.input_pass_kernel, tk.autoexposure_bins_kernel)
         before = [sum(len(c[0]) for c in k.device_caches.values()) for k in jitted]
         for height, width in ((37, 53), (128, 80), (250, 99)):
             den.denoise(*_images(rng, height, width))

@@ -16,7 +16,7 @@ an `image.tiling.TilePlan`:
    output image; channels past ``out_channels`` (alpha) are left untouched.
 
 With ``autoexposure=True`` the input scale is computed on the GPU first
-(`autoexposure`: one Triton launch for the bin averages and ``key / 2^mean(log2)``,
+(`autoexposure`: Triton kernels for the bin averages and ``key / 2^mean(log2)``,
 OIDN's algorithm over the whole image) and never leaves the device; else the given ``mode.input_scale`` is written to
 the device scalar before the frame.
 
@@ -64,7 +64,7 @@ import numpy as np
 
 from oidn_gpu.backends.base import Progress
 from oidn_gpu.backends.cuda import torch_ops
-from oidn_gpu.backends.cuda.autoexposure import autoexposure, new_counter
+from oidn_gpu.backends.cuda.autoexposure import autoexposure
 from oidn_gpu.backends.cuda.backend import TILE_LIMITS
 from oidn_gpu.backends.cuda.bridge import CompileBridge
 from oidn_gpu.backends.cuda.executor import (
@@ -132,7 +132,6 @@ class _Work:
     engine: str
     scale: Any  # the device scalar of the input scale
     stop: Callable[[], bool] | None = None  # a background compile's: asked before each kernel
-    counter: Any = None  # the autoexposure's counter (`autoexposure.new_counter`)
 
 
 class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
@@ -185,11 +184,9 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
 
     # ------------------------------------------------------------------ frame body
 
-    def _autoexposure(self, color: DeviceImage, scale_out: Any, engine: str,
-                      counter: Any = None) -> None:  # fmt: skip
-        """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``
-        (``counter``: the frame's, `autoexposure.new_counter`)."""
-        autoexposure(color, scale_out, engine, counter=counter)
+    def _autoexposure(self, color: DeviceImage, scale_out: Any, engine: str) -> None:
+        """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``."""
+        autoexposure(color, scale_out, engine)
 
     def _tile(self, images: list[DeviceImage], tile: Any, plan: TilePlan, mode: Any,
               output: DeviceImage, scale: Any, engine: str, stop: Any = None) -> None:  # fmt: skip
@@ -220,17 +217,17 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         ex.forward(inp, prep=prep, target=target, engine=engine, stop=stop)
 
     def _body(self, images: list[DeviceImage], output: DeviceImage, mode: Any, plan: TilePlan,
-              autoexposure: bool, engine: str, scale: Any = None, stop: Any = None,
-              counter: Any = None) -> None:  # fmt: skip
+              autoexposure: bool, engine: str, scale: Any = None,
+              stop: Any = None) -> None:  # fmt: skip
         """One frame (`run_frame`): autoexposure, then per tile input pass, network and
         output pass. ``stop`` (a background compile's) is asked before each kernel."""
         work = _Work(images, output, mode, plan, engine, self._scale if scale is None else scale,
-                     stop, counter)  # fmt: skip
+                     stop)  # fmt: skip
         run_frame(self, work, len(plan.tiles), autoexposure=autoexposure)
 
     def autoexposure_pass(self, frame: _Work) -> None:
         """`TilePasses.autoexposure_pass`: the scale written into the frame's device scalar."""
-        self._autoexposure(frame.images[0], frame.scale, frame.engine, frame.counter)
+        self._autoexposure(frame.images[0], frame.scale, frame.engine)
 
     def tile_pass(self, frame: _Work, index: int) -> None:
         """`TilePasses.tile_pass`: the input pass, then the network with the output pass
@@ -413,13 +410,11 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             target = describe(owned, "output")
         prepared = self.executor.prepare(plan.tile_h, plan.tile_w, engine)
         output = target
-        counter = new_counter(self.device) if request.autoexposure else None  # the frame's own
 
         def run() -> None:
-            self._body(images, output, request.mode, plan, request.autoexposure, engine,
-                       counter=counter)  # fmt: skip
+            self._body(images, output, request.mode, plan, request.autoexposure, engine)
 
-        keep = (prepared, self.executor.weight_tensors(), counter)
+        keep = (prepared, self.executor.weight_tensors())
         return _Frame(None, run, owned if owned is not None else target.tensor, keep)
 
     def _reuse_frame(self, frame: _Frame) -> None:

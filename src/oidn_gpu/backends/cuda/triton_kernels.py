@@ -28,12 +28,10 @@ main image by the device scalar, sanitizes, transfer-encodes (main) or clamps
 (albedo, normal) and writes the padded NHWC network input; everything outside
 the rectangle is zero (OIDN's padding).
 
-**Autoexposure** (`autoexposure_kernel`): one program per bin of at most 16 x 16
-pixels (OIDN's bin bounds ``floor(i * H / nbins)``) writes the bin's average
-luminance of the sanitized colour; the last program to finish (an atomic counter)
-computes the scale ``key / 2^mean(log2)`` over the bins. `autoexposure_bins_kernel`
-and `autoexposure_scale_kernel` are the same two steps as two launches (the same
-sums in the same order).
+**Autoexposure** (`autoexposure_bins_kernel`): one program per bin of at most
+16 x 16 pixels (OIDN's bin bounds ``floor(i * H / nbins)``), the bin's average
+luminance of the sanitized colour; the geometric mean over the bins and the
+scale are torch reductions on the device (`pipeline`).
 
 Transfer constants come from `image.transfer`; ``pow``, ``log`` and ``exp`` are
 computed with ``exp2``/``log2``.
@@ -558,10 +556,22 @@ def input_pass_kernel(
 # ----------------------------------------------------------------------------- autoexposure
 
 
-@triton.jit
-def _bin_average(color_ptr, offset, pixel_stride, row_stride, channels, height, width, bins_h,
-                 bins_w, i, j, MAX_BIN: tl.constexpr):  # fmt: skip
-    """The average luminance of bin ``(i, j)`` of the sanitized colour."""
+@_jit("offset", "pixel_stride", "row_stride", "height", "width", "bins_h", "bins_w")
+def autoexposure_bins_kernel(
+    color_ptr,
+    offset,
+    pixel_stride,
+    row_stride,
+    channels,
+    height,
+    width,
+    bins_h,
+    bins_w,
+    out_ptr,
+    MAX_BIN: tl.constexpr,
+):
+    i = tl.program_id(0)
+    j = tl.program_id(1)
     r0 = (i * height) // bins_h
     r1 = ((i + 1) * height) // bins_h
     c0 = (j * width) // bins_w
@@ -581,75 +591,25 @@ def _bin_average(color_ptr, offset, pixel_stride, row_stride, channels, height, 
     lum = LUM_R * r + LUM_G * g + LUM_B * b
     total = tl.sum(tl.sum(tl.where(ok, lum, 0.0), axis=1), axis=0)
     count = ((r1 - r0) * (c1 - c0)).to(tl.float32)
-    return total / count
-
-
-@triton.jit
-def _log_average_scale(bins_ptr, count, KEY: tl.constexpr, EPS: tl.constexpr,
-                       BLOCK: tl.constexpr, CACHE: tl.constexpr):  # fmt: skip
-    """``KEY / 2^mean(log2(bins > EPS))`` (1 without such bins): ``BLOCK`` lanes, lane
-    ``k`` adding bins ``k, k + BLOCK, ...`` in order, then the lanes' sum."""
-    offs = tl.arange(0, BLOCK)
-    total = tl.zeros((BLOCK,), dtype=tl.float32)
-    valid = tl.zeros((BLOCK,), dtype=tl.int32)
-    for start in range(0, count, BLOCK):
-        v = tl.load(bins_ptr + start + offs, mask=start + offs < count, other=0.0,
-                    cache_modifier=CACHE)  # fmt: skip
-        ok = v > EPS
-        total += tl.where(ok, tl.log2(tl.where(ok, v, 1.0)), 0.0)
-        valid += ok.to(tl.int32)
-    n = tl.sum(valid, axis=0)
-    mean = tl.sum(total, axis=0) / tl.maximum(n, 1).to(tl.float32)
-    return tl.where(n > 0, KEY / tl.exp2(mean), 1.0)
-
-
-@_jit("offset", "pixel_stride", "row_stride", "height", "width", "bins_h", "bins_w")
-def autoexposure_bins_kernel(
-    color_ptr,
-    offset,
-    pixel_stride,
-    row_stride,
-    channels,
-    height,
-    width,
-    bins_h,
-    bins_w,
-    out_ptr,
-    MAX_BIN: tl.constexpr,
-):
-    i = tl.program_id(0)
-    j = tl.program_id(1)
-    average = _bin_average(color_ptr, offset, pixel_stride, row_stride, channels, height, width,
-                           bins_h, bins_w, i, j, MAX_BIN)  # fmt: skip
-    tl.store(out_ptr + i * bins_w + j, average)
+    tl.store(out_ptr + i * bins_w + j, total / count)
 
 
 @_jit("count")
 def autoexposure_scale_kernel(bins_ptr, count, scale_ptr, KEY: tl.constexpr,
                               EPS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
     """One program: ``scale = KEY / 2^mean(log2(bins > EPS))`` (1 without such bins)."""
-    tl.store(scale_ptr, _log_average_scale(bins_ptr, count, KEY, EPS, BLOCK, ""))
-
-
-@_jit("offset", "pixel_stride", "row_stride", "height", "width", "bins_h", "bins_w")
-def autoexposure_kernel(color_ptr, offset, pixel_stride, row_stride, channels, height, width,
-                        bins_h, bins_w, bins_ptr, done_ptr, scale_ptr, MAX_BIN: tl.constexpr,
-                        KEY: tl.constexpr, EPS: tl.constexpr,
-                        BLOCK: tl.constexpr):  # fmt: skip
-    """Both steps in one launch: each program writes its bin, and the last to finish
-    (``done_ptr``, an int32 counter at 0, counts them) computes the scale from every
-    bin, as `autoexposure_scale_kernel` does, and sets the counter back to 0."""
-    i = tl.program_id(0)
-    j = tl.program_id(1)
-    average = _bin_average(color_ptr, offset, pixel_stride, row_stride, channels, height, width,
-                           bins_h, bins_w, i, j, MAX_BIN)  # fmt: skip
-    tl.store(bins_ptr + i * bins_w + j, average)
-    tl.debug_barrier()  # the bin is written before the counter says so (acq_rel, GPU scope)
-    done = tl.atomic_add(done_ptr, 1, sem="acq_rel", scope="gpu")
-    if done == bins_h * bins_w - 1:
-        # every other bin was written before its program's count: read past L1
-        tl.store(scale_ptr, _log_average_scale(bins_ptr, bins_h * bins_w, KEY, EPS, BLOCK, ".cg"))
-        tl.atomic_xchg(done_ptr, 0, sem="relaxed", scope="gpu")
+    offs = tl.arange(0, BLOCK)
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    valid = tl.zeros((BLOCK,), dtype=tl.int32)
+    for start in range(0, count, BLOCK):
+        v = tl.load(bins_ptr + start + offs, mask=start + offs < count, other=0.0)
+        ok = v > EPS
+        total += tl.where(ok, tl.log2(tl.where(ok, v, 1.0)), 0.0)
+        valid += ok.to(tl.int32)
+    n = tl.sum(valid, axis=0)
+    mean = tl.sum(total, axis=0) / tl.maximum(n, 1).to(tl.float32)
+    scale = tl.where(n > 0, KEY / tl.exp2(mean), 1.0)
+    tl.store(scale_ptr, scale)
 
 
 # The fused network tail's and the row conv's kernels build on the helpers above; imported
