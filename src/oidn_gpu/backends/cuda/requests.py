@@ -14,7 +14,8 @@ same checks only if each argument is
 
 the mode and plan arguments equal (both are frozen), the output channels and the
 autoexposure flag too. Anything else is checked and described again. Contents never
-matter: the frame reads the tensors in place.
+matter: the frame reads the tensors in place. The last call's tensors are kept (as the frame
+built on them keeps them) until the next call or `clear` (the denoiser's close).
 
 `FrameKey` is a frame cache key that hashes once: the LRU's lookup of a repeated
 call's key (images, output, mode, the tile plan) is then one identity test.

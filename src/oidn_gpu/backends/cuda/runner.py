@@ -17,14 +17,15 @@ an `image.tiling.TilePlan`:
 
 With ``autoexposure=True`` the input scale is computed on the GPU first
 (`autoexposure`: Triton kernels for the bin averages and ``key / 2^mean(log2)``,
-OIDN's algorithm over the whole image) and never leaves the device; else the given ``mode.input_scale`` is written to
-the device scalar before the frame.
+OIDN's algorithm over the whole image) and never leaves the device; else the given
+``mode.input_scale`` is written to the device scalar before the frame.
 
 The first frame of an input configuration (image shapes, strides and device
 addresses, mode, plan) runs eagerly; from its second use it is captured as a CUDA
 graph and replayed: a frame is one launch. A graph reads the caller's tensors in
 place, so torch tensors on the device are never copied to the host or staged: a
-repeated call with the same tensors (a render loop) replays at once; other
+repeated call with the same tensors (a render loop) replays at once, without
+checking and describing them again (`requests.LastRequest`); other
 tensors capture another graph
 (the last `GRAPH_CACHE_SIZE` are kept). With ``out=`` the graph writes straight
 into the caller's tensor; without it, into a buffer of the denoiser whose copy
@@ -75,7 +76,6 @@ from oidn_gpu.backends.cuda.executor import (
     transfer_id,
 )
 from oidn_gpu.backends.cuda.host_results import PinnedResults
-from oidn_gpu.backends.cuda.requests import FrameKey, LastRequest
 from oidn_gpu.backends.cuda.images import (
     DeviceImage,
     DeviceScalar,
@@ -84,6 +84,7 @@ from oidn_gpu.backends.cuda.images import (
     hwc_view,
     staged_source,
 )
+from oidn_gpu.backends.cuda.requests import FrameKey, LastRequest
 from oidn_gpu.backends.frame_runner import (
     ROLES,
     FrameRequest,
