@@ -52,7 +52,7 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
-from oidn_gpu.backends.cuda import fusion, layout, row_conv, torch_ops
+from oidn_gpu.backends.cuda import fusion, kernel_report, layout, row_conv, torch_ops
 from oidn_gpu.backends.cuda.backend import CudaOptions
 from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.layout import ConvLaunch
@@ -64,7 +64,6 @@ from oidn_gpu.backends.cuda.tuning import (
     block_k_for,
     candidates,
     default_config,
-    project_signature,
     rows_eligible,
     rows_key,
     shipped_config,
@@ -264,6 +263,7 @@ class CudaExecutor(ExecutorBase):
         self.tile_overlap = tile_overlap(spec) if spec is not None else TILE_OVERLAP_BASE
         self._cache_size = shape_cache_size
         self._prepared: OrderedDict[tuple[int, int], Prepared] = OrderedDict()
+        self._info: tuple[Any, ExecutorInfo] | None = None  # `info`'s last answer, its state
         self._weights: dict[str, tuple[Any, Any]] = {}
         self._torch_net = None
         self._lock = threading.Lock()  # the prepared shapes (a bridge compiles in a thread)
@@ -625,45 +625,23 @@ class CudaExecutor(ExecutorBase):
     def kernel_names(self) -> dict[str, str]:
         """Layer -> kernel description (tile per layer for the largest prepared shape)."""
         prep = next(reversed(self._prepared.values())) if self._prepared else None
-        out = {}
-        engine = self.last_engine or self.engine
-        for launch in self.launches:
-            if engine != "triton":
-                kind = "cudnn-conv2d" + ("+maxpool" if launch.pool else "")
-                if any(s.upsample for s in launch.sources):
-                    kind = "upsample+concat+" + kind
-            else:
-                rowed = prep is not None and isinstance(prep.configs[launch.name], RowsConfig)
-                kind = "triton-rows" if rowed else "triton-igemm"
-                if launch.parity:
-                    kind += "-2x2parity"
-                if launch.pool:
-                    kind += "+maxpool"
-                if any(s.upsample for s in launch.sources):
-                    kind = "upsample+concat+" + kind
-                if launch.final:
-                    kind += "+output"
-                if prep is not None:
-                    kind += f" [{prep.configs[launch.name].describe()}]"
-                if self.tail is not None and launch in self.tail.layers:
-                    kind = f"triton-fused-{self.fusion}+output"
-                    if prep is not None and self.fusion == "tail" and prep.tail is not None:
-                        kind += f" [{prep.tail.describe()}]"
-                    elif prep is not None:
-                        key = project_signature(self.tail.hidden)
-                        kind += f" [{prep.configs[key].describe()}]"
-            out[launch.name] = kind
-        return out
+        return kernel_report.kernel_names(self, prep, self.last_engine or self.engine)
 
     def info(self) -> ExecutorInfo:
         """Backend ``'cuda'``, the GPU, precision and the kernel per layer (of the engine
         that ran the last frame: ``cudnn, while Triton compiles`` on a bridge frame)."""
-        engine = self.last_engine or self.engine
-        if engine != self.engine:
-            engine = f"{engine}, while Triton compiles"
-        engine += f" (fallback: {self.fallback})" if self.fallback else ""
-        device = f"{self.device_name} [{engine}]"
-        return ExecutorInfo("cuda", device, self.precision, MappingProxyType(self.kernel_names()))
+        prep = next(reversed(self._prepared.values())) if self._prepared else None
+        state = kernel_report.info_state(self, prep)
+        if self._info is None or self._info[0] != state:  # else the same answer as last time
+            engine = self.last_engine or self.engine
+            if engine != self.engine:
+                engine = f"{engine}, while Triton compiles"
+            engine += f" (fallback: {self.fallback})" if self.fallback else ""
+            names = kernel_report.kernel_names(self, prep, self.last_engine or self.engine)
+            info = ExecutorInfo("cuda", f"{self.device_name} [{engine}]", self.precision,
+                                MappingProxyType(names))  # fmt: skip
+            self._info = (state, info)
+        return self._info[1]
 
     def resources(self) -> ExecutorResources:
         """Prepared sizes, live buffers (slots and weights) and their bytes."""

@@ -16,16 +16,16 @@ an `image.tiling.TilePlan`:
    output image; channels past ``out_channels`` (alpha) are left untouched.
 
 With ``autoexposure=True`` the input scale is computed on the GPU first
-(`triton_kernels.autoexposure_bins_kernel` for the bin averages, torch
-reductions for ``key / 2^mean(log2)``, OIDN's algorithm over the whole image)
-and never leaves the device; else the given ``mode.input_scale`` is written to
-the device scalar before the frame.
+(`autoexposure`: Triton kernels for the bin averages and ``key / 2^mean(log2)``,
+OIDN's algorithm over the whole image) and never leaves the device; else the given
+``mode.input_scale`` is written to the device scalar before the frame.
 
 The first frame of an input configuration (image shapes, strides and device
 addresses, mode, plan) runs eagerly; from its second use it is captured as a CUDA
 graph and replayed: a frame is one launch. A graph reads the caller's tensors in
 place, so torch tensors on the device are never copied to the host or staged: a
-repeated call with the same tensors (a render loop) replays at once; other
+repeated call with the same tensors (a render loop) replays at once, without
+checking and describing them again (`requests.LastRequest`); other
 tensors capture another graph
 (the last `GRAPH_CACHE_SIZE` are kept). With ``out=`` the graph writes straight
 into the caller's tensor; without it, into a buffer of the denoiser whose copy
@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +65,7 @@ import numpy as np
 
 from oidn_gpu.backends.base import Progress
 from oidn_gpu.backends.cuda import torch_ops
+from oidn_gpu.backends.cuda.autoexposure import autoexposure
 from oidn_gpu.backends.cuda.backend import TILE_LIMITS
 from oidn_gpu.backends.cuda.bridge import CompileBridge
 from oidn_gpu.backends.cuda.executor import (
@@ -84,6 +84,7 @@ from oidn_gpu.backends.cuda.images import (
     hwc_view,
     staged_source,
 )
+from oidn_gpu.backends.cuda.requests import FrameKey, LastRequest
 from oidn_gpu.backends.frame_runner import (
     ROLES,
     FrameRequest,
@@ -96,7 +97,6 @@ from oidn_gpu.backends.frame_runner import (
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu.image import autoexposure as ae
 from oidn_gpu.image.tiling import TilePlan
 
 __all__ = ["CudaDenoiser", "DeviceScalar"]
@@ -176,6 +176,8 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         self._bridge = CompileBridge(self)  # frames on cuDNN while Triton compiles
         self._last_stream: Any = None  # the stream of the last staged call
         self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
+        self._last_request = LastRequest()  # the last denoise_tensors call, checked
+        self._last_key: tuple[Any, Any, Any] = (None, None, None)  # its request, engine, key
 
     def input_scale(self) -> float:
         """The input scale of the last frame (its autoexposure when it computed one)."""
@@ -185,29 +187,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
 
     def _autoexposure(self, color: DeviceImage, scale_out: Any, engine: str) -> None:
         """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``."""
-        torch = self._torch
-        nb_h = math.ceil(color.height / ae.MAX_BIN_SIZE)
-        nb_w = math.ceil(color.width / ae.MAX_BIN_SIZE)
-        if engine == "triton":
-            tk = kernels()
-            bins = torch.empty(nb_h * nb_w, dtype=torch.float32, device=self.device)
-            tk.autoexposure_bins_kernel[(nb_h, nb_w)](
-                color.tensor, color.offset, color.pixel_stride, color.row_stride,
-                color.channels, color.height, color.width, nb_h, nb_w, bins,
-                MAX_BIN=ae.MAX_BIN_SIZE,
-            )  # fmt: skip
-            tk.autoexposure_scale_kernel[(1,)](
-                bins, nb_h * nb_w, scale_out, KEY=float(ae.KEY), EPS=float(ae.EPS), BLOCK=1024
-            )
-            return
-        bins = torch_ops.autoexposure_bins(hwc_view(color))
-        valid = bins > float(ae.EPS)
-        logs = torch.log2(torch.where(valid, bins, torch.ones_like(bins)))
-        total = torch.where(valid, logs, torch.zeros_like(logs)).double().sum()
-        count = valid.sum()
-        mean = total / count.clamp(min=1).double()
-        scale = torch.where(count > 0, float(ae.KEY) / torch.exp2(mean), torch.ones_like(mean))
-        scale_out.copy_(scale.float().reshape(1))
+        autoexposure(color, scale_out, engine)
 
     def _tile(self, images: list[DeviceImage], tile: Any, plan: TilePlan, mode: Any,
               output: DeviceImage, scale: Any, engine: str, stop: Any = None) -> None:  # fmt: skip
@@ -296,7 +276,25 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             queued on the current stream, as torch operations are.
         """
         self._check_open()
-        given = [(n, t) for n, t in zip(ROLES, (main, albedo, normal), strict=True)
+        tensors, options = (main, albedo, normal, out), (mode, plan, out_channels, autoexposure)
+        request = self._last_request.find(tensors, options)
+        if request is None:  # not the last call's tensors and options: check them
+            request = self._tensor_request(tensors, mode, plan, out_channels, autoexposure)
+            self._last_request.remember(tensors, options, request)
+        self._check_executor()
+        frame = super()._run_device(request, None)
+        if start_compiles:
+            self.start_compiles()  # after the frame is queued: its host work comes first
+        if out is not None:
+            return out
+        return frame.output.clone()
+
+    def _tensor_request(self, tensors: tuple[Any, ...], mode: Any, plan: TilePlan | None,
+                        out_channels: int | None,
+                        autoexposure: bool) -> FrameRequest[DeviceImage]:  # fmt: skip
+        """The checked request of `denoise_tensors`'s arguments (the default plan filled in)."""
+        *inputs, out = tensors
+        given = [(n, t) for n, t in zip(ROLES, inputs, strict=True)
                  if t is not None or n == ROLES[0]]  # fmt: skip
         images = [describe(tensor, name) for name, tensor in given]
         channels = out_channels if out_channels is not None else images[0].channels
@@ -304,12 +302,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         out_image = None if out is None else self._out_image(out, images[0], channels)
         request = FrameRequest(tuple(images), tuple(n for n, _ in given), out_image, channels,
                                mode, plan, autoexposure)  # fmt: skip
-        frame = self._run_device(request, None)
-        if start_compiles:
-            self.start_compiles()  # after the frame is queued: its host work comes first
-        if out is not None:
-            return out
-        return frame.output.clone()
+        return self._checked(request)
 
     def _out_image(self, out: Any, main: DeviceImage, channels: int) -> DeviceImage:
         """Describe the caller's ``out`` tensor, checked against the main image."""
@@ -356,6 +349,10 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
 
     def _run_device(self, request: FrameRequest[DeviceImage], progress: Progress | None) -> _Frame:
         """`FrameRunner._run_device` of a checked request (the default plan filled in)."""
+        return super()._run_device(self._checked(request), progress)
+
+    def _checked(self, request: FrameRequest[DeviceImage]) -> FrameRequest[DeviceImage]:
+        """``request`` checked against the executor, its default plan filled in."""
         images, out_image, plan = request.images, request.output, request.plan
         self._check_executor()
         self._check_images(list(images))
@@ -373,7 +370,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             raise InvalidArgumentError(
                 "in-place denoising with several tiles needs a separate output tensor"
             )
-        return super()._run_device(request, progress)
+        return request
 
     def _frame_entry(
         self, request: FrameRequest[DeviceImage]
@@ -383,12 +380,15 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         images, out_image, channels = list(request.images), request.output, request.out_channels
         mode, plan, autoexposure = request.mode, request.plan, request.autoexposure
         engine = self._bridge.engine_for(images, channels, mode, autoexposure, out_image, plan)
-        key = (
-            tuple(i.key() for i in images),
-            out_image.key() if out_image is not None else None,
-            mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
-            engine,
-        )  # fmt: skip
+        last, last_engine, key = self._last_key
+        if request is not last or engine != last_engine:  # else a repeated call's key
+            key = FrameKey((
+                tuple(i.key() for i in images),
+                out_image.key() if out_image is not None else None,
+                mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
+                engine,
+            ))  # fmt: skip
+            self._last_key = (request, engine, key)
         if not autoexposure:
             self._scale.fill_(float(np.float32(mode.input_scale)))
         self.executor.last_engine = engine
@@ -651,6 +651,8 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             self._torch.cuda.synchronize(self.device)
 
     def _release(self) -> None:
+        self._last_request.clear()
+        self._last_key = (None, None, None)
         self._host.clear()
         self._results.clear()
         self._dev.clear()
