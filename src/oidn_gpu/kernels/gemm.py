@@ -40,6 +40,8 @@ Options (default first where it is fixed):
   H200 for layers whose output blocks are not a multiple of 16).
 - ``decoder_load``: PER_LOAD (choose the source in each load) | SOURCE_FIRST
   (choose the source once per K tile, then load from it).
+- ``decoder_form``: FULL | PARITY (`DecoderForm`, `conv_parity`: upsampled sources through
+  2x2 low-resolution taps per output parity; its own K order and folded weights and bits).
 - ``pool_layout``: CHANNELS | SPATIAL. In the fused conv+pool GEMM (the default
   graph) it orders the workgroups: CHANNELS makes the output-block tiles of one
   row tile neighbours (a linear x, long grids continue in z), SPATIAL walks row
@@ -121,7 +123,7 @@ import enum
 from dataclasses import dataclass, fields, replace
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
-from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
+from oidn_gpu.kernels.spec import DecoderForm, DeviceLimits, Precision, WeightLayout
 
 F16_GROUP_BLOCKS = 8  # vec4 input blocks per f16 partial (accumulation "f16-partials")
 F16_CHAIN_BLOCKS = 2  # vec4 input blocks (8 products) per f16 chain (accumulation "f16-chains")
@@ -263,6 +265,7 @@ DEFAULT_WORKGROUP_SIZE = (8, 8)
 _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "tile_policy": TilePolicy,
     "decoder_load": DecoderLoad,
+    "decoder_form": DecoderForm,
     "pool_layout": PoolLayout,
     "shared_layout": SharedLayout,
     "accumulation_order": AccumulationOrder,
@@ -277,7 +280,6 @@ _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "input_accumulation": Accumulation,
     "final_accumulation": Accumulation,
 }
-# Options that may be None: the shared layout (by precision) and the per-layer accumulations.
 _LAYER_ACCUMULATIONS = ("input_accumulation", "final_accumulation")
 _OPTIONAL = ("shared_layout", *_LAYER_ACCUMULATIONS)
 
@@ -406,6 +408,7 @@ class GemmOptions:
     accumulation: Accumulation = Accumulation.F32
     input_accumulation: Accumulation | None = None
     final_accumulation: Accumulation | None = None
+    decoder_form: DecoderForm = DecoderForm.FULL
 
     def __post_init__(self) -> None:
         # An explicit workgroup size stays fixed unless a tile policy is given too.
@@ -567,11 +570,12 @@ class GemmOptions:
 
     def describe(self) -> str:
         """Deterministic text of every option (cache keys, shader headers); the per-layer
-        accumulations are left out where unset (a kernel's own options never set them)."""
+        accumulations are left out where unset (a kernel's own options never set them), the
+        decoder form where FULL."""
         parts = []
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name in _LAYER_ACCUMULATIONS and v is None:
+            if (f.name in _LAYER_ACCUMULATIONS and v is None) or v is DecoderForm.FULL:
                 continue
             if isinstance(v, enum.Enum):
                 v = v.value
@@ -646,8 +650,7 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # On the H200 (1080p rt_hdr_alb_nrm, network GPU median of 20 runs, 2026-11-29) the BALANCED
 # tile policy took fp16 from 13.15 to 12.47 ms and fp32 from 25.33 to 22.40 ms; wider
 # register tiles (cols_per_thread 2, 4) and K tiles of 16 were slower there.
-# The pool layout (the fused conv+pool workgroup order) made no difference there (2026-11-30,
-# balanced: fp16 12.48 ms spatial vs 12.49 channels, fp32 22.46 vs 22.47).
+# The pool layout made no difference there (2026-11-30: fp16 12.48 ms spatial vs 12.49 channels).
 # The 17-variant sweep of 2026-11-30 (bench/h200_wgsl_sweep.sh, same model and size):
 # fp16 balanced 12.29 ms -> with paired shared loads in padded tiles 11.79 ms (the fastest
 # of all and within 0.001 ms of the per-layer best); fp32 balanced 21.08 ms -> with the next
