@@ -609,7 +609,7 @@ def generate(
             invocations than ``limits`` allow, or more registers than
             `gemm.REGISTER_BUDGET` (such a shader is not valid on the device, or spills).
     """
-    options = options or GemmOptions()
+    options = conv_parity.effective(spec, options or GemmOptions())
     limits = limits or DeviceLimits()
     tile = validate(spec, options, limits)
     key = _common.conv_key(

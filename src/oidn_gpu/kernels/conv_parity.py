@@ -24,6 +24,7 @@ A conv with a fused pool, or without an upsampled source, keeps the full form.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from oidn_gpu.kernels import _common, weights
@@ -40,6 +41,14 @@ def applies(spec: ConvSpec, options: GemmOptions) -> bool:
         and not spec.pool
         and any(s.upsample for s in spec.sources)
     )
+
+
+def effective(spec: ConvSpec, options: GemmOptions) -> GemmOptions:
+    """``options`` with the full form where the parity form does not apply (the same
+    kernel, key and text as without the option)."""
+    if options.decoder_form is DecoderForm.FULL or applies(spec, options):
+        return options
+    return replace(options, decoder_form=DecoderForm.FULL)
 
 
 def k_starts(spec: ConvSpec) -> list[int]:
@@ -101,4 +110,4 @@ def grid(tile: GemmTile, out_blocks: int, limits: DeviceLimits):
     return parity_grid
 
 
-__all__ = ["PARITIES", "applies", "constants", "context", "grid", "k_starts"]
+__all__ = ["PARITIES", "applies", "constants", "context", "effective", "grid", "k_starts"]
