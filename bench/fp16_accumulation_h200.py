@@ -88,6 +88,24 @@ CANDIDATES2 = (
     ("f16-chains16, 2 cols", {"accumulation": "f16-chains16", "cols_per_thread": 2}),
     ("f16-partials (again)", {"accumulation": "f16-partials"}),
 )
+PARITY = {"decoder_form": "parity"}
+# The third call: the decoder convs' parity form with the accurate sums (final layer in f32)
+CANDIDATES3 = (
+    ("f16-partials+f32-final (the default, full form)", {"accumulation": "f16-partials", **FINAL_2PX}),
+    ("parity, f16-partials+f32-final", {**PARITY, "accumulation": "f16-partials", **FINAL_2PX}),
+    ("parity, f16-chains16+f32-final", {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX}),
+    ("parity, f16-pairs+f32-final", {**PARITY, "accumulation": "f16-pairs", **FINAL_2PX}),
+    ("parity, f32", {**PARITY, "accumulation": "f32", **FINAL_2PX}),
+    ("parity, f16-chains+f32-final", {**PARITY, "accumulation": "f16-chains", **FINAL_2PX}),
+    ("parity, f16-lanes+f32-final", {**PARITY, "accumulation": "f16-lanes", **FINAL_2PX}),
+    (
+        "parity, f16-chains16, f32 first and final",
+        {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX, "input_accumulation": "f32"},
+    ),
+    ("f16-chains16+f32-final (full form)", {"accumulation": "f16-chains16", **FINAL_2PX}),
+    ("parity, f16-chains16, 4 rows", {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX, "rows_per_thread": 4}),
+    ("f16-partials+f32-final (the default, again)", {"accumulation": "f16-partials", **FINAL_2PX}),
+)
 IMAGES = ("color_4spp", "albedo", "normal")
 CROPS = ("cornell_diffuse", "cornell_glossy", "dim_indirect", "textured_checker", "caustics")
 
@@ -211,14 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     rn.add_argument("--runs", type=int, default=15)
     rn.add_argument("--size", default="1080x1920", help="HEIGHTxWIDTH")
     rn.add_argument("--first", type=int, default=99, help="run the first N candidates")
-    rn.add_argument("--set", type=int, choices=(1, 2), default=1, help="CANDIDATES or CANDIDATES2")
+    rn.add_argument("--set", type=int, choices=(1, 2, 3), default=1, help="CANDIDATES<N>")
     args = parser.parse_args(argv)
     if args.command == "export":
         frames_npz = Path(args.frames[0]) if args.frames else None
         export(frames_npz, args.frames[1:], args.to)
     else:
         height, width = (int(v) for v in args.size.split("x"))
-        candidates = CANDIDATES if args.set == 1 else CANDIDATES2
+        candidates = {1: CANDIDATES, 2: CANDIDATES2, 3: CANDIDATES3}[args.set]
         run(args.data, args.out, args.budget_s, args.runs, (height, width), args.first, candidates)
     return 0
 

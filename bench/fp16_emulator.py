@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from oidn_gpu.graph import ir, reference
+from oidn_gpu.graph import ir, passes, reference
 from oidn_gpu.graph.plan import plan
 from oidn_gpu.kernels import weights as packing
 from oidn_gpu.kernels.gemm import F16_CHAIN_BLOCKS, F16_GROUP_BLOCKS
@@ -428,6 +428,8 @@ def run_graph(
         raise ValueError(
             f"network input has shape {x.shape}; expected ({graph.input_channels}, H, W)"
         )
+    if sources.parity:  # the decoder convs as the wgpu backend runs them
+        graph = passes.fuse_decoder(graph, channel_align=1)
     conv_sources = _conv_sources(graph)
     weights: dict[str, reference.ConvParams] = dict(convs)
     if sources.weights:
