@@ -112,9 +112,8 @@ driver did not finish compiling one in 400 s. Likewise a tile over
 `default_options(limits)` is the default of a device: `GemmOptions()` (the
 WebGPU runtime's defaults, tuned on Apple GPUs, with f32 accumulation) unless
 ``limits.large_gpu`` (a discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS`
-(tuned on an NVIDIA H200: the BALANCED tile policy; fp16 sums in f16 partials of 32
-products, the only accumulation within 12 ms at 1080p there, but the final layer in f32;
-see docs/benchmarks.md).
+(tuned on an NVIDIA H200: the BALANCED tile policy; in fp16 the decoder convs' parity form,
+f16 chains of 16 products into f32, the first and final layers in f32; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -656,23 +655,24 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # of all and within 0.001 ms of the per-layer best); fp32 balanced 21.08 ms -> with the next
 # K tile's loads prefetched into registers 17.88 ms. Both give the same bits as before.
 # The final RGB conv (bench/h200_final_layer.sh, 2026-11-30): a padded staged patch took fp32's
-# dec_conv0 from 0.897 to 0.541 ms (network 17.90 -> 17.54 ms); fp16 gained nothing from it or
-# from 2 or 4 pixels per invocation (0.281 ms at best, the default).
+# dec_conv0 from 0.897 to 0.541 ms (network 17.90 -> 17.54 ms).
 # The fp16 accumulation (bench/fp16_h200.sh, 2026-12-01, 1080p e2e GPU median of 15 runs):
-# f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms. Only the partials stay within 12 ms
-# there, so large GPUs keep them; every other device sums in f32 (`Accumulation`).
-# Per layer (bench/fp16_accumulation_h200.py, 2026-12-01, median of 20 runs): the final layer
-# summed in f32 with 2 pixels per invocation in a padded patch took e2e GPU from 11.92 to
-# 11.96 ms (dec_conv0 0.280 -> 0.332 ms) and brought every scene crop 0.85x to 0.90x as far
-# from OIDN CPU; f16-chains16 in the first conv too gave 12.01 ms, every other mix more than
-# 12 ms (docs/benchmarks.md, "fp16 accumulation: the frontier on the H200").
+# f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms; every other device sums in f32. The
+# final layer in f32 (2 pixels per invocation, padded patch): 11.96 ms ("the frontier").
+# The decoder convs' parity form (bench/fp16_accumulation_h200.py --set 3, 2026-12-01, median
+# of 30 runs) took that default from 11.96 to 9.21 ms (dec_conv1a 3.81 -> 2.07 ms) and made the
+# accurate sums fit: f16-chains16 with the first and final layers in f32 10.12 ms (0.63x the
+# partials' distance on the full caustics frame by the emulator), with the final layer alone
+# 9.89 ms (0.72x); f32 everywhere 14.44 ms ("fp16 accumulation: the decoder parity form").
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
         shared_load=SharedLoad.PAIR,
         shared_layout=SharedLayout.PADDED,
-        accumulation=Accumulation.F16_PARTIALS,
+        accumulation=Accumulation.F16_CHAINS16,
+        input_accumulation=Accumulation.F32,
         final_accumulation=Accumulation.F32,
+        decoder_form=DecoderForm.PARITY,
         final_patch=FinalPatch.PADDED,
         final_pixels=2,
     ),
