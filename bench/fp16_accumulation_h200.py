@@ -111,6 +111,14 @@ CANDIDATES3 = (
     ("parity, f16-chains16, 4 rows", {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX, "rows_per_thread": 4}),
     ("f16-partials+f32-final (the default, again)", {"accumulation": "f16-partials", **FINAL_2PX}),
 )
+# The fourth call: the parity form with the first and final layers in f32
+PARITY_ENDS = {**PARITY, **FINAL_2PX, "input_accumulation": "f32"}
+CANDIDATES4 = (
+    ("parity, f16-chains16, f32 first and final", {**PARITY_ENDS, "accumulation": "f16-chains16"}),
+    ("parity, f16-pairs, f32 first and final", {**PARITY_ENDS, "accumulation": "f16-pairs"}),
+    ("parity, f16-lanes, f32 first and final", {**PARITY_ENDS, "accumulation": "f16-lanes"}),
+    ("parity, f16-chains, f32 first and final", {**PARITY_ENDS, "accumulation": "f16-chains"}),
+)
 IMAGES = ("color_4spp", "albedo", "normal")
 CROPS = ("cornell_diffuse", "cornell_glossy", "dim_indirect", "textured_checker", "caustics")
 
@@ -262,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     rn.add_argument("--runs", type=int, default=15)
     rn.add_argument("--size", default="1080x1920", help="HEIGHTxWIDTH")
     rn.add_argument("--first", type=int, default=99, help="run the first N candidates")
-    rn.add_argument("--set", type=int, choices=(1, 2, 3), default=1, help="CANDIDATES<N>")
+    rn.add_argument("--set", type=int, choices=(1, 2, 3, 4), default=1, help="CANDIDATES<N>")
     args = parser.parse_args(argv)
     if args.command == "export":
         frames_npz = Path(args.frames[0]) if args.frames else None
@@ -271,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         compare(args.data, args.results)
     else:
         height, width = (int(v) for v in args.size.split("x"))
-        candidates = {1: CANDIDATES, 2: CANDIDATES2, 3: CANDIDATES3}[args.set]
+        candidates = {1: CANDIDATES, 2: CANDIDATES2, 3: CANDIDATES3, 4: CANDIDATES4}[args.set]
         run(args.data, args.out, args.budget_s, args.runs, (height, width), args.first, candidates)
     return 0
 
