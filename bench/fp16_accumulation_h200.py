@@ -96,7 +96,10 @@ CANDIDATES2 = (
 PARITY = {"decoder_form": "parity"}
 # The third call: the decoder convs' parity form with the accurate sums (final layer in f32)
 CANDIDATES3 = (
-    ("f16-partials+f32-final (the default, full form)", {"accumulation": "f16-partials", **FINAL_2PX}),
+    (
+        "f16-partials+f32-final (the default, full form)",
+        {"accumulation": "f16-partials", **FINAL_2PX},
+    ),
     ("parity, f16-partials+f32-final", {**PARITY, "accumulation": "f16-partials", **FINAL_2PX}),
     ("parity, f16-chains16+f32-final", {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX}),
     ("parity, f16-pairs+f32-final", {**PARITY, "accumulation": "f16-pairs", **FINAL_2PX}),
@@ -108,7 +111,10 @@ CANDIDATES3 = (
         {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX, "input_accumulation": "f32"},
     ),
     ("f16-chains16+f32-final (full form)", {"accumulation": "f16-chains16", **FINAL_2PX}),
-    ("parity, f16-chains16, 4 rows", {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX, "rows_per_thread": 4}),
+    (
+        "parity, f16-chains16, 4 rows",
+        {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX, "rows_per_thread": 4},
+    ),
     ("f16-partials+f32-final (the default, again)", {"accumulation": "f16-partials", **FINAL_2PX}),
 )
 # The fourth call: the parity form with the first and final layers in f32

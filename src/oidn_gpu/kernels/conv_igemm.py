@@ -531,15 +531,16 @@ def render_source(
         weight_index = "(wk * OUT_BLOCKS + wob) * 4u + rem % 4u"
     else:
         weight_index = "(wob * TOTAL_K + wk) * 4u + rem % 4u"
-    parity = conv_parity.applies(spec, options)
+    consts = constants(spec, tile, options)
     store = "igemm/store_pool_pairs.wgsl" if pool_pairs(spec, tile) else "igemm/store_blocks.wgsl"
     form = {"parity": False, "loads": loads, "weight_index": weight_index, "store_template": store}
-    if parity:
+    if conv_parity.applies(spec, options):  # its K extent and per-source segments
+        consts.update(conv_parity.constants(spec))
         form = conv_parity.context(context["sources"], loads, weight_index)
     return render(
         "conv_igemm.wgsl",
         header=f"oidn_gpu.kernels.conv_igemm {key}",
-        consts={**constants(spec, tile, options), **(conv_parity.constants(spec) if parity else {})},
+        consts=consts,
         enables=_common.enables_for(spec.precision, spec.out_precision),
         bindings=decls,
         unpack=packed_input or packed_weights,
