@@ -176,3 +176,28 @@ def test_fp16_parity_bits_match_the_emulation(
         return
     differ = min(np.count_nonzero(got != e) for e in (rounded_product, fused))
     assert differ == 0, f"{name}: {differ} of {got.size} values differ from the emulation"
+
+
+@pytest.mark.gpu
+def test_every_option_value_compiles_in_the_parity_form(limits) -> None:
+    """Each value of each other option, with the parity form, on two decoder specs and both
+    precisions, passes wgpu validation (create_shader_module and create_compute_pipeline)."""
+    from oidn_gpu.kernels import gemm
+
+    from .test_compile_sweep import _validate
+
+    kernels = {}
+    for name, values in gemm.option_values().items():
+        if name in ("input_accumulation", "final_accumulation", "decoder_form"):
+            continue
+        for value in values:
+            options = GemmOptions(**{name: value}, **PARITY)
+            for precision in Precision:
+                for spec in (_spec((5, 3, 13), precision), _spec((16, 9, 32), precision)):
+                    if options.fits(precision, limits):
+                        kernel = conv_igemm.generate(spec, options, limits)
+                        assert kernel.parity_weights
+                        kernels[kernel.key] = kernel
+    assert len(kernels) > 100
+    for kernel in kernels.values():
+        _validate(kernel)
