@@ -24,6 +24,12 @@ four places, each of which `Fp16Sources` switches on separately:
   per partial, in the same K order. Zero padding lanes and taps outside the image
   add exact zeros, so they are skipped.
 
+The decoder convs' parity form (GEMM option ``decoder_form="parity"``, ``Fp16Sources.parity``,
+`decoder_parity_fp16`) has its own K order per output parity: per source, its taps (2x2 at
+low resolution for the upsampled source, with the 3x3 weights folded in f32 and then rounded
+to f16; 3x3 for the skip) outer and its padded channels inner; the groups and chains are
+counted along that K as above.
+
 An f16 ``fma(w, x, p)`` is emulated in float32 in one of two ways
 (``Fp16Sources.fused_fma``): unfused (default), ``round_f16(round_f16(w * x) + p)``,
 the product rounded to f16 and then the sum, which is what lavapipe (Mesa's CPU
@@ -431,13 +437,7 @@ def run_graph(
     if sources.parity:  # the decoder convs as the wgpu backend runs them
         graph = passes.fuse_decoder(graph, channel_align=1)
     conv_sources = _conv_sources(graph)
-    weights: dict[str, reference.ConvParams] = dict(convs)
-    if sources.weights:
-        for name, params in convs.items():
-            if sources.applies(name):
-                weights[name] = _RoundedConv(
-                    round_f16(np.asarray(params.weight, np.float32)), params.bias
-                )
+    weights = _rounded_weights(convs, sources)
     partial_stats = stats.max_partial if stats is not None else None
 
     def conv(node: ir.Conv, value: np.ndarray) -> np.ndarray:
@@ -461,24 +461,6 @@ def run_graph(
             chains=chains,
         )
 
-    def parity_conv(node: ir.DecoderConv, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
-        name = node.conv.name
-        summed = sources.partials and sources.applies(name) and name not in sources.f32_layers
-        group, chains = _layer_sum(sources, name, name == graph.output) if summed else (0, 1)
-        return decoder_parity_fp16(
-            list(inputs),
-            tuple(s.upsample for s in node.sources),
-            convs[name].weight,
-            convs[name].bias,
-            node.conv.activation,
-            group=group,
-            round_weights=sources.weights and sources.applies(name),
-            fused_fma=sources.fused_fma,
-            chains=chains,
-            stats=partial_stats,
-            name=name,
-        )
-
     execution = plan(graph, x.shape[1], x.shape[2])
     first = x.astype(np.float32)
     values: dict[str, np.ndarray] = {graph.input: store_f16(first) if sources.input else first}
@@ -490,7 +472,7 @@ def run_graph(
         elif isinstance(node, ir.ConvPool):
             value = reference.max_pool(conv(node.conv, inputs[0]))
         elif isinstance(node, ir.DecoderConv) and sources.parity:
-            value = parity_conv(node, inputs)
+            value = _parity_conv(graph, node, inputs, convs[node.conv.name], sources, partial_stats)
         elif isinstance(node, ir.DecoderConv):
             parts = [
                 reference.upsample(v) if s.upsample else v
@@ -512,6 +494,39 @@ def run_graph(
             if execution.last_use[name] <= step.index:
                 del values[name]
     return values[graph.output]
+
+
+def _rounded_weights(convs, sources: Fp16Sources) -> dict[str, reference.ConvParams]:
+    """The convs' weights as the fp16 kernels hold them (f16 where ``sources.weights``)."""
+    weights: dict[str, reference.ConvParams] = dict(convs)
+    if sources.weights:
+        for name, params in convs.items():
+            if sources.applies(name):
+                weights[name] = _RoundedConv(
+                    round_f16(np.asarray(params.weight, np.float32)), params.bias
+                )
+    return weights
+
+
+def _parity_conv(graph, node: ir.DecoderConv, inputs, params, sources: Fp16Sources, stats):
+    """One decoder conv of `run_graph` in the parity form (`decoder_parity_fp16`), its
+    weights folded from the unrounded ``params``."""
+    name = node.conv.name
+    summed = sources.partials and sources.applies(name) and name not in sources.f32_layers
+    group, chains = _layer_sum(sources, name, name == graph.output) if summed else (0, 1)
+    return decoder_parity_fp16(
+        list(inputs),
+        tuple(s.upsample for s in node.sources),
+        params.weight,
+        params.bias,
+        node.conv.activation,
+        group=group,
+        round_weights=sources.weights and sources.applies(name),
+        fused_fma=sources.fused_fma,
+        chains=chains,
+        stats=stats,
+        name=name,
+    )
 
 
 class EmulatedExecutor:
