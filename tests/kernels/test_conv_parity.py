@@ -16,7 +16,8 @@ import pytest
 from oidn_gpu.graph import ir
 from oidn_gpu.kernels import conv_igemm, decoder, weights
 from oidn_gpu.kernels.gemm import Accumulation, GemmOptions
-from oidn_gpu.kernels.spec import ConvSpec, Precision
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.kernels.spec import ConvSpec, DecoderForm, Precision
 from tests import bench_scripts
 
 from . import gpu_runner
@@ -85,6 +86,13 @@ def test_parity_weights_pack_per_parity_and_k() -> None:
     # the skip source's tap 7 (ky 2, kx 1), channel 2 (its lane 2), output 0
     assert table[1, 8 + 7, 0, 2, 0] == w[0, 5 + 2, 2, 1]
     assert not table[:, 8:, :, 3].any()  # the skip source's padding lane
+
+
+def test_the_option_is_validated() -> None:
+    assert GemmOptions(decoder_form="parity").decoder_form is DecoderForm.PARITY
+    assert "decoder_form" not in GemmOptions().describe()  # the full form's keys stay
+    with pytest.raises(InvalidArgumentError, match="decoder_form='half'.*'full', 'parity'"):
+        GemmOptions(decoder_form="half")
 
 
 def test_the_option_leaves_other_convs_and_the_full_form_alone(limits) -> None:

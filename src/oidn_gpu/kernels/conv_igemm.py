@@ -48,6 +48,9 @@ tiles in y; CHANNELS (default) makes the output-block tiles of one row tile
 neighbours in a linear ``(x, z)`` grid, so the workgroups that read the same
 input rows run together. Max is exact, so neither choice changes a bit.
 
+Decoder convs in the parity form (``options.decoder_form``, `conv_parity`): GEMM rows
+are one output parity's low-resolution pixels, K that parity's (2x2 upsampled taps).
+
 Trusted: input loads are guarded by the row bound and the tap mask, weight
 loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds (workgroups
 past the last row tile load zeros and store nothing; prefetches past the last K tile
