@@ -46,6 +46,7 @@ def candidates(layers: list[str]) -> list[tuple[str, emu.Fp16Sources]]:
     every = frozenset(layers)
     base = emu.ALL_SOURCES
     ends = tuple((name, 0) for name in ENDS)
+    parity = replace(base, parity=True)
     return [
         ("f16 partials of 32 products (f16-partials)", base),
         ("f16 chains of 8 products into f32 (f16-chains)", replace(base, gemm_group=8)),
@@ -83,6 +84,15 @@ def candidates(layers: list[str]) -> list[tuple[str, emu.Fp16Sources]]:
             "f16-partials, f16-chains first conv, f32 final layer",
             replace(base, layer_groups=(("enc_conv0", 8), ends[1])),
         ),
+        # the decoder convs in the parity form (GEMM option decoder_form="parity")
+        ("parity, f16-partials, f32 final layer", replace(parity, layer_groups=ends[1:])),
+        (
+            "parity, f16-chains16, f32 final layer",
+            replace(parity, gemm_group=16, layer_groups=ends[1:]),
+        ),
+        ("parity, f16-pairs, f32 final layer", replace(parity, chains=2, layer_groups=ends[1:])),
+        ("parity, f16-chains16, f32 ends", replace(parity, gemm_group=16, layer_groups=ends)),
+        ("parity, f32", replace(parity, f32_layers=every)),
     ]
 
 

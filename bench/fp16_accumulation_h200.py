@@ -13,6 +13,11 @@ Two steps (the GPU machine has no OpenEXR reader and no pyoidn):
 
 ``run`` prints one JSON line per candidate (and appends it to DIR/results.jsonl), then a
 table. A candidate's per-layer times let a per-layer mix be summed from several rows.
+When the data has no OIDN outputs (``export --inputs-only``: a smaller file to carry), ``run``
+saves each candidate's denoised images in DIR/outputs_<n>.npz instead, and ``compare`` (here)
+measures them against OIDN CPU:
+
+    python bench/fp16_accumulation_h200.py compare --data acc.npz --results DIR
 """
 
 from __future__ import annotations
@@ -88,6 +93,38 @@ CANDIDATES2 = (
     ("f16-chains16, 2 cols", {"accumulation": "f16-chains16", "cols_per_thread": 2}),
     ("f16-partials (again)", {"accumulation": "f16-partials"}),
 )
+PARITY = {"decoder_form": "parity"}
+# The third call: the decoder convs' parity form with the accurate sums (final layer in f32)
+CANDIDATES3 = (
+    (
+        "f16-partials+f32-final (the default, full form)",
+        {"accumulation": "f16-partials", **FINAL_2PX},
+    ),
+    ("parity, f16-partials+f32-final", {**PARITY, "accumulation": "f16-partials", **FINAL_2PX}),
+    ("parity, f16-chains16+f32-final", {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX}),
+    ("parity, f16-pairs+f32-final", {**PARITY, "accumulation": "f16-pairs", **FINAL_2PX}),
+    ("parity, f32", {**PARITY, "accumulation": "f32", **FINAL_2PX}),
+    ("parity, f16-chains+f32-final", {**PARITY, "accumulation": "f16-chains", **FINAL_2PX}),
+    ("parity, f16-lanes+f32-final", {**PARITY, "accumulation": "f16-lanes", **FINAL_2PX}),
+    (
+        "parity, f16-chains16, f32 first and final",
+        {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX, "input_accumulation": "f32"},
+    ),
+    ("f16-chains16+f32-final (full form)", {"accumulation": "f16-chains16", **FINAL_2PX}),
+    (
+        "parity, f16-chains16, 4 rows",
+        {**PARITY, "accumulation": "f16-chains16", **FINAL_2PX, "rows_per_thread": 4},
+    ),
+    ("f16-partials+f32-final (the default, again)", {"accumulation": "f16-partials", **FINAL_2PX}),
+)
+# The fourth call: the parity form with the first and final layers in f32
+PARITY_ENDS = {**PARITY, **FINAL_2PX, "input_accumulation": "f32"}
+CANDIDATES4 = (
+    ("parity, f16-chains16, f32 first and final", {**PARITY_ENDS, "accumulation": "f16-chains16"}),
+    ("parity, f16-pairs, f32 first and final", {**PARITY_ENDS, "accumulation": "f16-pairs"}),
+    ("parity, f16-lanes, f32 first and final", {**PARITY_ENDS, "accumulation": "f16-lanes"}),
+    ("parity, f16-chains, f32 first and final", {**PARITY_ENDS, "accumulation": "f16-chains"}),
+)
 IMAGES = ("color_4spp", "albedo", "normal")
 CROPS = ("cornell_diffuse", "cornell_glossy", "dim_indirect", "textured_checker", "caustics")
 
@@ -97,8 +134,9 @@ def rel_l2(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a64 - b64) / np.linalg.norm(b64))
 
 
-def export(frames_npz: Path | None, frames: list[str], to: Path) -> None:
-    """The crops and ``frames`` (float16 values) with OIDN CPU's outputs, in one .npz."""
+def export(frames_npz: Path | None, frames: list[str], to: Path, inputs_only: bool = False) -> None:
+    """The crops and ``frames`` (float16 values) with OIDN CPU's outputs, in one .npz
+    (``inputs_only``: without them)."""
     from tests.datasets import scene_crop
     from tests.oracle import oidn_denoise
 
@@ -113,24 +151,46 @@ def export(frames_npz: Path | None, frames: list[str], to: Path) -> None:
         oidn = oidn_denoise(*kept, hdr=True)  # the arrays stay alive until it returns
         for name, image in zip(IMAGES, kept, strict=True):
             arrays[f"{key}.{name}"] = image.astype(np.float16)
-        arrays[f"{key}.oidn"] = np.asarray(oidn, np.float32)
+        if not inputs_only:
+            arrays[f"{key}.oidn"] = np.asarray(oidn, np.float32)
         print(key, kept[0].shape, flush=True)
     np.savez_compressed(to, **arrays)
 
 
-def _accuracy(data, gemm: dict, device_handle) -> dict[str, float]:
+def _accuracy(data, gemm: dict, device_handle, save: Path | None = None) -> dict[str, float]:
+    """Distances to OIDN CPU per image of ``data`` (NaN without its OIDN output; the
+    denoised images go to ``save`` then)."""
     from oidn_gpu import Denoiser
 
     keys = sorted({k.rsplit(".", 1)[0] for k in data.files})
     out = {}
+    saved = {}
     with Denoiser(
         hdr=True, backend="wgpu", precision="fp16", gemm=gemm, device=device_handle
     ) as denoiser:
         for key in keys:
             images = [np.ascontiguousarray(data[f"{key}.{i}"], np.float32) for i in IMAGES]
             result = denoiser.denoise(images[0], albedo=images[1], normal=images[2])
-            out[key] = rel_l2(result, data[f"{key}.oidn"])
+            if f"{key}.oidn" in data.files:
+                out[key] = rel_l2(result, data[f"{key}.oidn"])
+            else:
+                out[key], saved[key] = float("nan"), np.asarray(result, np.float32)
+    if saved and save is not None:
+        np.savez_compressed(save, **saved)
     return out
+
+
+def compare(data_path: Path, results: Path) -> None:
+    """Fill in the distances of ``results``/results.jsonl from its saved outputs."""
+    data = np.load(data_path)
+    rows = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
+    for n, row in enumerate(rows):
+        outputs = np.load(results / f"outputs_{n}.npz")
+        row["rel_l2_vs_oidn_cpu"] = {
+            key: rel_l2(outputs[key], data[f"{key}.oidn"]) for key in outputs.files
+        }
+    (results / "results_compared.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(table(rows))
 
 
 def run(
@@ -175,7 +235,8 @@ def run(
             "layers_ms": {layer.name: layer.median_ms for layer in result.layers},
             "compile_s": round(result.compile_s, 2),
         }
-        row["rel_l2_vs_oidn_cpu"] = _accuracy(data, gemm, device.handle)
+        save = out / f"outputs_{len(rows)}.npz"
+        row["rel_l2_vs_oidn_cpu"] = _accuracy(data, gemm, device.handle, save)
         row["seconds"] = round(time.perf_counter() - t0, 1)
         rows.append(row)
         line = json.dumps(row)
@@ -204,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     ex = sub.add_parser("export")
     ex.add_argument("--frames", nargs="*", default=[], help="inputs.npz, then frame names")
     ex.add_argument("--to", type=Path, required=True)
+    ex.add_argument("--inputs-only", action="store_true", help="without OIDN's outputs")
+    cp = sub.add_parser("compare")
+    cp.add_argument("--data", type=Path, required=True)
+    cp.add_argument("--results", type=Path, required=True)
     rn = sub.add_parser("run")
     rn.add_argument("--data", type=Path, required=True)
     rn.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
@@ -211,14 +276,16 @@ def main(argv: list[str] | None = None) -> int:
     rn.add_argument("--runs", type=int, default=15)
     rn.add_argument("--size", default="1080x1920", help="HEIGHTxWIDTH")
     rn.add_argument("--first", type=int, default=99, help="run the first N candidates")
-    rn.add_argument("--set", type=int, choices=(1, 2), default=1, help="CANDIDATES or CANDIDATES2")
+    rn.add_argument("--set", type=int, choices=(1, 2, 3, 4), default=1, help="CANDIDATES<N>")
     args = parser.parse_args(argv)
     if args.command == "export":
         frames_npz = Path(args.frames[0]) if args.frames else None
-        export(frames_npz, args.frames[1:], args.to)
+        export(frames_npz, args.frames[1:], args.to, args.inputs_only)
+    elif args.command == "compare":
+        compare(args.data, args.results)
     else:
         height, width = (int(v) for v in args.size.split("x"))
-        candidates = CANDIDATES if args.set == 1 else CANDIDATES2
+        candidates = {1: CANDIDATES, 2: CANDIDATES2, 3: CANDIDATES3, 4: CANDIDATES4}[args.set]
         run(args.data, args.out, args.budget_s, args.runs, (height, width), args.first, candidates)
     return 0
 

@@ -24,6 +24,12 @@ four places, each of which `Fp16Sources` switches on separately:
   per partial, in the same K order. Zero padding lanes and taps outside the image
   add exact zeros, so they are skipped.
 
+The decoder convs' parity form (GEMM option ``decoder_form="parity"``, ``Fp16Sources.parity``,
+`decoder_parity_fp16`) has its own K order per output parity: per source, its taps (2x2 at
+low resolution for the upsampled source, with the 3x3 weights folded in f32 and then rounded
+to f16; 3x3 for the skip) outer and its padded channels inner; the groups and chains are
+counted along that K as above.
+
 An f16 ``fma(w, x, p)`` is emulated in float32 in one of two ways
 (``Fp16Sources.fused_fma``): unfused (default), ``round_f16(round_f16(w * x) + p)``,
 the product rounded to f16 and then the sum, which is what lavapipe (Mesa's CPU
@@ -46,8 +52,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from oidn_gpu.graph import ir, reference
+from oidn_gpu.graph import ir, passes, reference
 from oidn_gpu.graph.plan import plan
+from oidn_gpu.kernels import weights as packing
 from oidn_gpu.kernels.gemm import F16_CHAIN_BLOCKS, F16_GROUP_BLOCKS
 
 LANES = 4  # channels per vec4 block
@@ -116,6 +123,8 @@ class Fp16Sources:
         layer_groups: ``(layer, group)`` or ``(layer, (group, chains))``: products per f16
             partial (0: every product added in f32 in the kernels' K order) and chains of
             single layers, over ``gemm_group`` / ``final_group`` and ``chains``.
+        parity: the decoder convs in the parity form (`decoder_parity_fp16`: folded
+            weights, 2x2 low-resolution taps per output parity, its K order).
     """
 
     input: bool = False
@@ -129,6 +138,7 @@ class Fp16Sources:
     f32_layers: frozenset[str] = frozenset()
     chains: int = 1
     layer_groups: tuple[tuple[str, int | tuple[int, int]], ...] = ()
+    parity: bool = False
 
     def __post_init__(self) -> None:
         for name in ("gemm_group", "final_group"):
@@ -200,10 +210,21 @@ def conv3x3_fp16_partials(
     k = (np.arange(reference.KERNEL_TAPS)[:, None] * padded + index[None, :]).reshape(-1)
     if group == 0:
         return _conv3x3_f32_sum(cols, wm, bias, activation, np.argsort(k, kind="stable"), x.shape)
+    out, largest = _sum_products(cols, wm, k, bias, group, chains, fused_fma)
+    if stats is not None:
+        stats[name] = max(stats.get(name, 0.0), largest)
+    if activation is ir.Activation.RELU:
+        np.maximum(out, 0, out=out)
+    return out.reshape(out_channels, height, width)
+
+
+def _sum_products(cols, wm, k, bias, group: int, chains: int, fused_fma: bool):
+    """``([O, P] float32, largest |partial|)``: the bias plus the products of the rows of
+    ``cols`` and ``wm`` (K index ``k``, non-decreasing) in f16 partials of ``group``."""
+    out_channels, pixels = wm.shape[0], cols.shape[1]
     group_of = k // group  # non-decreasing along the rows
     starts = np.flatnonzero(np.diff(group_of, prepend=-1))
     ends = np.append(starts[1:], k.size)
-    pixels = height * width
     out = np.empty((out_channels, pixels), np.float32)
     bias32 = np.asarray(bias, np.float32)[:, None]
     largest = 0.0
@@ -222,11 +243,7 @@ def conv3x3_fp16_partials(
             np.add(acc, part, out=acc)
             largest = max(largest, float(np.abs(part).max()))
         out[:, j0:j1] = acc
-    if stats is not None:
-        stats[name] = max(stats.get(name, 0.0), largest)
-    if activation is ir.Activation.RELU:
-        np.maximum(out, 0, out=out)
-    return out.reshape(out_channels, height, width)
+    return out, largest
 
 
 def _f16_chain(wm, xs, rows, part, term, scratch, fused_fma: bool) -> None:
@@ -272,6 +289,87 @@ def _conv3x3_f32_sum(cols, wm, bias, activation, order, shape) -> np.ndarray:
     if activation is ir.Activation.RELU:
         np.maximum(acc, 0, out=acc)
     return acc.reshape(wm.shape[0], height, width)
+
+
+def decoder_parity_fp16(
+    values: list[np.ndarray],
+    upsampled: tuple[bool, ...],
+    weight: np.ndarray,
+    bias: np.ndarray,
+    activation: ir.Activation,
+    *,
+    group: int,
+    round_weights: bool = True,
+    fused_fma: bool = False,
+    chains: int = 1,
+    stats: dict[str, float] | None = None,
+    name: str = "",
+) -> np.ndarray:
+    """A decoder conv in the parity form (``decoder_form="parity"``, `kernels.conv_parity`).
+
+    Per output parity ``(py, px)``, the K order is per source, its taps outer (2x2 at low
+    resolution for an upsampled source, 3x3 else) and its padded channels inner
+    (`kernels.weights.parity_k_blocks`); an upsampled source's weights are the float32 sums
+    of `kernels.weights.fold_parity`, rounded to f16 after the sum when ``round_weights``
+    (as packed); the products are summed as `conv3x3_fp16_partials` does (``group`` 0: in
+    f32 in that order).
+
+    Args:
+        values: the sources ``[C_s, h, w]`` float32, an upsampled one at half resolution.
+        upsampled: which sources are nearest x2 upsampled.
+        weight: ``(O, sum C_s, 3, 3)`` as in the model (float32); bias ``(O,)``.
+
+    Returns:
+        ``[O, H, W]`` float32 (activated), H and W twice the upsampled sources'.
+    """
+    full = [v for v, up in zip(values, upsampled, strict=True) if not up]
+    low = next(v for v, up in zip(values, upsampled, strict=True) if up)
+    lh, lw = low.shape[1:]
+    for v in full:
+        if v.shape[1:] != (2 * lh, 2 * lw):
+            raise ValueError(f"source of shape {v.shape} does not match the upsampled {low.shape}")
+    wt = np.asarray(weight, np.float32)
+    rounded = round_f16 if round_weights else (lambda a: np.asarray(a, np.float32))
+    channels = tuple(v.shape[0] for v in values)
+    starts = packing.parity_k_blocks(tuple(-(-c // LANES) for c in channels), upsampled)
+    out = np.empty((wt.shape[0], 2 * lh, 2 * lw), np.float32)
+    largest = 0.0
+    for cls in range(packing.PARITIES):
+        py, px = divmod(cls, 2)
+        cols, wms, ks = [], [], []
+        first = 0
+        for v, up, k0 in zip(values, upsampled, starts, strict=False):
+            c = v.shape[0]
+            part = wt[:, first : first + c]
+            pad = np.pad(np.asarray(v, np.float32), ((0, 0), (1, 1), (1, 1)))
+            blocks = -(-c // LANES)
+            folded = packing.fold_parity(part)[cls] if up else None
+            for t in range(packing.PARITY_TAPS if up else reference.KERNEL_TAPS):
+                if up:  # low row i + py + dy - 1 is padded row i + py + dy
+                    y0, x0 = py + t // 2, px + t % 2
+                    cols.append(pad[:, y0 : y0 + lh, x0 : x0 + lw].reshape(c, -1))
+                    wms.append(rounded(folded[t]))
+                else:  # full row 2i + py + ky - 1 is padded row 2i + py + ky
+                    y0, x0 = py + t // 3, px + t % 3
+                    tap = pad[:, y0 : y0 + 2 * lh : 2, x0 : x0 + 2 * lw : 2]
+                    cols.append(tap.reshape(c, -1))
+                    wms.append(rounded(part[:, :, t // 3, t % 3]))
+                ks.append((k0 + t * blocks) * LANES + np.arange(c))
+            first += c
+        col, wm, k = np.concatenate(cols), np.concatenate(wms, axis=1), np.concatenate(ks)
+        if group == 0:  # every product added in f32 in K order
+            acc = np.repeat(np.asarray(bias, np.float32)[:, None], col.shape[1], axis=1)
+            for row in range(k.size):
+                acc += wm[:, row, None] * col[row]
+        else:
+            acc, big = _sum_products(col, wm, k, bias, group, chains, fused_fma)
+            largest = max(largest, big)
+        out[:, py::2, px::2] = acc.reshape(-1, lh, lw)
+    if stats is not None and group:
+        stats[name] = max(stats.get(name, 0.0), largest)
+    if activation is ir.Activation.RELU:
+        np.maximum(out, 0, out=out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -336,14 +434,10 @@ def run_graph(
         raise ValueError(
             f"network input has shape {x.shape}; expected ({graph.input_channels}, H, W)"
         )
+    if sources.parity:  # the decoder convs as the wgpu backend runs them
+        graph = passes.fuse_decoder(graph, channel_align=1)
     conv_sources = _conv_sources(graph)
-    weights: dict[str, reference.ConvParams] = dict(convs)
-    if sources.weights:
-        for name, params in convs.items():
-            if sources.applies(name):
-                weights[name] = _RoundedConv(
-                    round_f16(np.asarray(params.weight, np.float32)), params.bias
-                )
+    weights = _rounded_weights(convs, sources)
     partial_stats = stats.max_partial if stats is not None else None
 
     def conv(node: ir.Conv, value: np.ndarray) -> np.ndarray:
@@ -377,6 +471,8 @@ def run_graph(
             value = conv(node, inputs[0])
         elif isinstance(node, ir.ConvPool):
             value = reference.max_pool(conv(node.conv, inputs[0]))
+        elif isinstance(node, ir.DecoderConv) and sources.parity:
+            value = _parity_conv(graph, node, inputs, convs[node.conv.name], sources, partial_stats)
         elif isinstance(node, ir.DecoderConv):
             parts = [
                 reference.upsample(v) if s.upsample else v
@@ -398,6 +494,39 @@ def run_graph(
             if execution.last_use[name] <= step.index:
                 del values[name]
     return values[graph.output]
+
+
+def _rounded_weights(convs, sources: Fp16Sources) -> dict[str, reference.ConvParams]:
+    """The convs' weights as the fp16 kernels hold them (f16 where ``sources.weights``)."""
+    weights: dict[str, reference.ConvParams] = dict(convs)
+    if sources.weights:
+        for name, params in convs.items():
+            if sources.applies(name):
+                weights[name] = _RoundedConv(
+                    round_f16(np.asarray(params.weight, np.float32)), params.bias
+                )
+    return weights
+
+
+def _parity_conv(graph, node: ir.DecoderConv, inputs, params, sources: Fp16Sources, stats):
+    """One decoder conv of `run_graph` in the parity form (`decoder_parity_fp16`), its
+    weights folded from the unrounded ``params``."""
+    name = node.conv.name
+    summed = sources.partials and sources.applies(name) and name not in sources.f32_layers
+    group, chains = _layer_sum(sources, name, name == graph.output) if summed else (0, 1)
+    return decoder_parity_fp16(
+        list(inputs),
+        tuple(s.upsample for s in node.sources),
+        params.weight,
+        params.bias,
+        node.conv.activation,
+        group=group,
+        round_weights=sources.weights and sources.applies(name),
+        fused_fma=sources.fused_fma,
+        chains=chains,
+        stats=stats,
+        name=name,
+    )
 
 
 class EmulatedExecutor:

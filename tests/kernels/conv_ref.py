@@ -71,7 +71,7 @@ def run_conv(
     width: int,
 ) -> np.ndarray:
     """Run a conv-family kernel on dense inputs; return the dense ``[H_out, W_out, O]`` output."""
-    packed = wpack.pack_conv(spec, wt, bias, kernel.weight_layout)
+    packed = wpack.pack_conv(spec, wt, bias, kernel.weight_layout, kernel.parity_weights)
     inputs = {f"input{i}": wpack.pack_activation(s, spec.precision) for i, s in enumerate(srcs)}
     inputs["weights"] = packed.weights
     inputs["bias"] = packed.bias

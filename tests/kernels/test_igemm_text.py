@@ -73,6 +73,7 @@ def _option_values() -> dict[str, tuple[object, ...]]:
     del values["accumulation"]
     del values["input_accumulation"]
     del values["final_accumulation"]
+    del values["decoder_form"]  # the parity form: tests/kernels/test_conv_parity.py
     return values
 
 

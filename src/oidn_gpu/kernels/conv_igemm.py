@@ -48,6 +48,9 @@ tiles in y; CHANNELS (default) makes the output-block tiles of one row tile
 neighbours in a linear ``(x, z)`` grid, so the workgroups that read the same
 input rows run together. Max is exact, so neither choice changes a bit.
 
+Decoder convs in the parity form (``options.decoder_form``, `conv_parity`): GEMM rows
+are one output parity's low-resolution pixels, K that parity's (2x2 upsampled taps).
+
 Trusted: input loads are guarded by the row bound and the tap mask, weight
 loads by ``ob < OB`` and ``k < K``, stores by the row and block bounds (workgroups
 past the last row tile load zeros and store nothing; prefetches past the last K tile
@@ -71,7 +74,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
-from oidn_gpu.kernels import _common, gemm
+from oidn_gpu.kernels import _common, conv_parity, gemm
 from oidn_gpu.kernels.gemm import (
     F16_GROUP_BLOCKS,
     Accumulation,
@@ -531,15 +534,20 @@ def render_source(
         weight_index = "(wk * OUT_BLOCKS + wob) * 4u + rem % 4u"
     else:
         weight_index = "(wob * TOTAL_K + wk) * 4u + rem % 4u"
+    consts = constants(spec, tile, options)
+    store = "igemm/store_pool_pairs.wgsl" if pool_pairs(spec, tile) else "igemm/store_blocks.wgsl"
+    form = {"parity": False, "loads": loads, "weight_index": weight_index, "store_template": store}
+    if conv_parity.applies(spec, options):  # its K extent and per-source segments
+        consts.update(conv_parity.constants(spec))
+        form = conv_parity.context(context["sources"], loads, weight_index)
     return render(
         "conv_igemm.wgsl",
         header=f"oidn_gpu.kernels.conv_igemm {key}",
-        consts=constants(spec, tile, options),
+        consts=consts,
         enables=_common.enables_for(spec.precision, spec.out_precision),
         bindings=decls,
         unpack=packed_input or packed_weights,
         weight_load=_load("weights", packed_weights),
-        weight_index=weight_index,
         # one hole per thread row group / per 4 weight vec4s when padded (bank conflicts)
         input_slot=_input_slot(tile),
         weight_slot=_weight_slot(tile),
@@ -548,9 +556,6 @@ def render_source(
         double_buffer=tile.shared_buffers == 2,
         schedule=k_schedule(tile),
         fma_template=_fma_template(tile, options),
-        store_template=(
-            "igemm/store_pool_pairs.wgsl" if pool_pairs(spec, tile) else "igemm/store_blocks.wgsl"
-        ),
         # double buffering: the K tile computes from the half at in_cur / w_cur
         wcur=" + w_cur" if tile.shared_buffers == 2 else "",
         row_base="lid.y * INPUT_ROW_STRIDE" + (" + in_cur" if tile.shared_buffers == 2 else ""),
@@ -570,12 +575,12 @@ def render_source(
         accs=plan.accs,
         columns=plan.columns,
         groups=plan.groups,
-        loads=loads,
         weight_loads=plan.wloads,
         pool_groups=plan.pool_groups,
         pool_pairs=pool_pairs(spec, tile),
         channels_first=channels_first(spec, options),
         **context,
+        **form,
     )
 
 
@@ -608,7 +613,7 @@ def generate(
             invocations than ``limits`` allow, or more registers than
             `gemm.REGISTER_BUDGET` (such a shader is not valid on the device, or spills).
     """
-    options = options or GemmOptions()
+    options = conv_parity.effective(spec, options or GemmOptions())
     limits = limits or DeviceLimits()
     tile = validate(spec, options, limits)
     key = _common.conv_key(
@@ -622,6 +627,7 @@ def generate(
     source = render_source(spec, options, tile, plan, key)
     packed_input, packed_weights = _packing(spec, options)
     bindings, _ = _bindings(spec, packed_input, packed_weights)
+    parity = conv_parity.applies(spec, options)
     return Kernel(
         name=FAMILY,
         key=key,
@@ -629,13 +635,18 @@ def generate(
         entry_point="main",
         workgroup_size=(tile.workgroup_x, tile.workgroup_y, 1),
         bindings=bindings,
-        grid=_grid(spec, tile, limits, channels_first(spec, options)),
+        grid=(
+            conv_parity.grid(tile, spec.out_blocks, limits)
+            if parity
+            else _grid(spec, tile, limits, channels_first(spec, options))
+        ),
         trusted=True,
         features=_common.enables_for(spec.precision, spec.out_precision),
         workgroup_storage_bytes=storage_bytes(spec, tile),
         params=SHAPE_PARAMS,
         weight_layout=options.weight_layout,
         precision=spec.precision,
+        parity_weights=parity,
     )
 
 

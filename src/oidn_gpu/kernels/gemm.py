@@ -40,6 +40,8 @@ Options (default first where it is fixed):
   H200 for layers whose output blocks are not a multiple of 16).
 - ``decoder_load``: PER_LOAD (choose the source in each load) | SOURCE_FIRST
   (choose the source once per K tile, then load from it).
+- ``decoder_form``: FULL | PARITY (`DecoderForm`, `conv_parity`: upsampled sources through
+  2x2 low-resolution taps per output parity; its own K order and folded weights and bits).
 - ``pool_layout``: CHANNELS | SPATIAL. In the fused conv+pool GEMM (the default
   graph) it orders the workgroups: CHANNELS makes the output-block tiles of one
   row tile neighbours (a linear x, long grids continue in z), SPATIAL walks row
@@ -110,9 +112,8 @@ driver did not finish compiling one in 400 s. Likewise a tile over
 `default_options(limits)` is the default of a device: `GemmOptions()` (the
 WebGPU runtime's defaults, tuned on Apple GPUs, with f32 accumulation) unless
 ``limits.large_gpu`` (a discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS`
-(tuned on an NVIDIA H200: the BALANCED tile policy; fp16 sums in f16 partials of 32
-products, the only accumulation within 12 ms at 1080p there, but the final layer in f32;
-see docs/benchmarks.md).
+(tuned on an NVIDIA H200: the BALANCED tile policy; in fp16 the decoder convs' parity form,
+f16 chains of 16 products into f32, the first and final layers in f32; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ import enum
 from dataclasses import dataclass, fields, replace
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
-from oidn_gpu.kernels.spec import DeviceLimits, Precision, WeightLayout
+from oidn_gpu.kernels.spec import DecoderForm, DeviceLimits, Precision, WeightLayout
 
 F16_GROUP_BLOCKS = 8  # vec4 input blocks per f16 partial (accumulation "f16-partials")
 F16_CHAIN_BLOCKS = 2  # vec4 input blocks (8 products) per f16 chain (accumulation "f16-chains")
@@ -263,6 +264,7 @@ DEFAULT_WORKGROUP_SIZE = (8, 8)
 _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "tile_policy": TilePolicy,
     "decoder_load": DecoderLoad,
+    "decoder_form": DecoderForm,
     "pool_layout": PoolLayout,
     "shared_layout": SharedLayout,
     "accumulation_order": AccumulationOrder,
@@ -277,7 +279,6 @@ _ENUM_OPTIONS: dict[str, type[enum.Enum]] = {
     "input_accumulation": Accumulation,
     "final_accumulation": Accumulation,
 }
-# Options that may be None: the shared layout (by precision) and the per-layer accumulations.
 _LAYER_ACCUMULATIONS = ("input_accumulation", "final_accumulation")
 _OPTIONAL = ("shared_layout", *_LAYER_ACCUMULATIONS)
 
@@ -406,6 +407,7 @@ class GemmOptions:
     accumulation: Accumulation = Accumulation.F32
     input_accumulation: Accumulation | None = None
     final_accumulation: Accumulation | None = None
+    decoder_form: DecoderForm = DecoderForm.FULL
 
     def __post_init__(self) -> None:
         # An explicit workgroup size stays fixed unless a tile policy is given too.
@@ -567,11 +569,12 @@ class GemmOptions:
 
     def describe(self) -> str:
         """Deterministic text of every option (cache keys, shader headers); the per-layer
-        accumulations are left out where unset (a kernel's own options never set them)."""
+        accumulations are left out where unset (a kernel's own options never set them), the
+        decoder form where FULL."""
         parts = []
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name in _LAYER_ACCUMULATIONS and v is None:
+            if (f.name in _LAYER_ACCUMULATIONS and v is None) or v is DecoderForm.FULL:
                 continue
             if isinstance(v, enum.Enum):
                 v = v.value
@@ -646,30 +649,30 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # On the H200 (1080p rt_hdr_alb_nrm, network GPU median of 20 runs, 2026-11-29) the BALANCED
 # tile policy took fp16 from 13.15 to 12.47 ms and fp32 from 25.33 to 22.40 ms; wider
 # register tiles (cols_per_thread 2, 4) and K tiles of 16 were slower there.
-# The pool layout (the fused conv+pool workgroup order) made no difference there (2026-11-30,
-# balanced: fp16 12.48 ms spatial vs 12.49 channels, fp32 22.46 vs 22.47).
+# The pool layout made no difference there (2026-11-30: fp16 12.48 ms spatial vs 12.49 channels).
 # The 17-variant sweep of 2026-11-30 (bench/h200_wgsl_sweep.sh, same model and size):
 # fp16 balanced 12.29 ms -> with paired shared loads in padded tiles 11.79 ms (the fastest
 # of all and within 0.001 ms of the per-layer best); fp32 balanced 21.08 ms -> with the next
 # K tile's loads prefetched into registers 17.88 ms. Both give the same bits as before.
 # The final RGB conv (bench/h200_final_layer.sh, 2026-11-30): a padded staged patch took fp32's
-# dec_conv0 from 0.897 to 0.541 ms (network 17.90 -> 17.54 ms); fp16 gained nothing from it or
-# from 2 or 4 pixels per invocation (0.281 ms at best, the default).
+# dec_conv0 from 0.897 to 0.541 ms (network 17.90 -> 17.54 ms).
 # The fp16 accumulation (bench/fp16_h200.sh, 2026-12-01, 1080p e2e GPU median of 15 runs):
-# f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms. Only the partials stay within 12 ms
-# there, so large GPUs keep them; every other device sums in f32 (`Accumulation`).
-# Per layer (bench/fp16_accumulation_h200.py, 2026-12-01, median of 20 runs): the final layer
-# summed in f32 with 2 pixels per invocation in a padded patch took e2e GPU from 11.92 to
-# 11.96 ms (dec_conv0 0.280 -> 0.332 ms) and brought every scene crop 0.85x to 0.90x as far
-# from OIDN CPU; f16-chains16 in the first conv too gave 12.01 ms, every other mix more than
-# 12 ms (docs/benchmarks.md, "fp16 accumulation: the frontier on the H200").
+# f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms; every other device sums in f32. The
+# final layer in f32 (2 pixels per invocation, padded patch): 11.96 ms ("the frontier").
+# The decoder convs' parity form (bench/fp16_accumulation_h200.py --set 3, 2026-12-01, median
+# of 30 runs) took that default from 11.96 to 9.21 ms (dec_conv1a 3.81 -> 2.07 ms) and made the
+# accurate sums fit: f16-chains16 with the first and final layers in f32 10.12 ms (0.63x the
+# partials' distance on the full caustics frame by the emulator), with the final layer alone
+# 9.89 ms (0.72x); f32 everywhere 14.44 ms ("fp16 accumulation: the decoder parity form").
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
         shared_load=SharedLoad.PAIR,
         shared_layout=SharedLayout.PADDED,
-        accumulation=Accumulation.F16_PARTIALS,
+        accumulation=Accumulation.F16_CHAINS16,
+        input_accumulation=Accumulation.F32,
         final_accumulation=Accumulation.F32,
+        decoder_form=DecoderForm.PARITY,
         final_patch=FinalPatch.PADDED,
         final_pixels=2,
     ),

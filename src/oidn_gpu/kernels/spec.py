@@ -64,6 +64,19 @@ class Precision(enum.Enum):
         return "float32" if self is Precision.FP32 else "float16"
 
 
+class DecoderForm(enum.Enum):
+    """How an implicit-GEMM decoder conv reads its nearest-x2 upsampled sources.
+
+    FULL: a 3x3 conv over the upsampled channels (9 taps x every input block). PARITY: the
+    output pixels of one parity ``(y % 2, x % 2)`` read an upsampled source through a 2x2
+    kernel at low resolution (the 3x3 weights summed per parity, `kernels.weights`), the
+    other sources through their 3x3 taps; one parity per workgroup (`kernels.conv_parity`).
+    """
+
+    FULL = "full"
+    PARITY = "parity"
+
+
 class WeightLayout(enum.Enum):
     """Blocked vec4 layouts of 3x3 conv weights (see `kernels.weights`).
 
@@ -363,6 +376,7 @@ class Kernel:
         workgroup_storage_bytes: shared memory the kernel declares.
         params: layout of the uniform bound as ``params`` (None: no params binding).
         weight_layout: layout the ``weights`` binding must be packed in (None: no weights).
+        parity_weights: the weights are packed per output parity (`DecoderForm.PARITY`).
         precision: storage precision of the kernel's input tensors / weights.
     """
 
@@ -379,6 +393,7 @@ class Kernel:
     params: ParamsLayout | None = None
     weight_layout: WeightLayout | None = None
     precision: Precision | None = None
+    parity_weights: bool = False
 
     def binding(self, name: str) -> Binding:
         for binding in self.bindings:

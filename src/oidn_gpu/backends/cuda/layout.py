@@ -29,6 +29,7 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.graph import ir
 from oidn_gpu.graph.plan import Plan, Shape
 from oidn_gpu.graph.reference import ConvParams
+from oidn_gpu.kernels.weights import fold_parity
 
 CHANNEL_ALIGN = 16  # tl.dot needs K >= 16; NHWC rows of 32 bytes in fp16
 K_BLOCK_PAD = 64  # largest K tile; packed weight blocks are padded to it
@@ -37,10 +38,8 @@ ACTIVATION_BYTES = 2  # fp16 / bf16
 OUTPUT_BYTES = 4  # the network output is fp32
 OUTPUT_CHANNELS = 3
 PARITY_TAPS = 16  # 4 output parities x 2x2 taps of an upsampled source
-# 3x3 kernel rows (or columns) that land on the 2x2 tap ``t`` of output parity ``p``
-# (nearest upsampling): parity 0 reads rows i - 1 (kernel row 0) and i (rows 1, 2);
-# parity 1 reads rows i (kernel rows 0, 1) and i + 1 (row 2).
-PARITY_GROUPS = (((0,), (1, 2)), ((0, 1), (2,)))
+# The 3x3 kernel rows (or columns) that land on each 2x2 tap of an output parity:
+# `kernels.weights.PARITY_GROUPS` (shared with the wgpu backend's parity form).
 
 
 def round_up(value: int, multiple: int) -> int:
@@ -219,14 +218,11 @@ def pack_weights(launch: ConvLaunch, params: ConvParams) -> tuple[np.ndarray, np
     for index, source in enumerate(launch.sources):
         part = weight[:, first : first + source.channels]  # [O, C, 3, 3]
         if index == 0 and launch.parity:
-            for py in range(2):
-                for px in range(2):
-                    for t in range(4):
-                        rows = PARITY_GROUPS[py][t // 2]
-                        cols = PARITY_GROUPS[px][t % 2]
-                        summed = part[:, :, rows][:, :, :, cols].sum(axis=(2, 3))  # [O, C]
-                        row = (4 * (2 * py + px) + t) * source.weight_rows
-                        packed[row : row + source.channels, :n] = summed.T
+            folded = fold_parity(part)  # [parity 2 * py + px, tap, O, C], summed in f32
+            for parity in range(4):
+                for t in range(4):
+                    row = (4 * parity + t) * source.weight_rows
+                    packed[row : row + source.channels, :n] = folded[parity, t].T
         else:
             base = launch.b_base if index > 0 else 0
             if not launch.parity:

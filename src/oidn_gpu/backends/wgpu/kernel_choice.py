@@ -181,6 +181,6 @@ def kernel_for_node(
 
 
 def pack_conv(spec: ConvSpec, kernel: Kernel, weight: Any, bias: Any) -> Any:
-    """Pack weights/bias in the layout ``kernel`` reads."""
+    """Pack weights/bias in the layout (and per output parity) as ``kernel`` reads them."""
     layout = kernel.weight_layout or kspec.WeightLayout.OUTPUT_MAJOR
-    return weights.pack_conv(spec, weight, bias, layout)
+    return weights.pack_conv(spec, weight, bias, layout, parity=kernel.parity_weights)

@@ -19,6 +19,9 @@ fn fetch_weight(index: u32) -> {{ act_type }} {
   return {{ weight_load }};
 }
 
+{% if parity %}
+{% include "igemm/parity_functions.wgsl" %}
+{% else %}
 // Conv-resolution pixel of GEMM row m, as vec2(x, y).
 fn row_pixel(m: u32, out_w: u32, conv_w: u32) -> vec2<u32> {
 {% if pool %}
@@ -30,6 +33,7 @@ fn row_pixel(m: u32, out_w: u32, conv_w: u32) -> vec2<u32> {
   return vec2<u32>(m % conv_w, m / conv_w);
 {% endif %}
 }
+{% endif %}
 
 // Bit ky * 3 + kx is set when tap (ky, kx) of pixel (y, x) lies inside [conv_h, conv_w].
 fn tap_mask(y: u32, x: u32, conv_h: u32, conv_w: u32) -> u32 {
@@ -58,6 +62,9 @@ fn main(
   let out_w = params.width;
   let conv_h = {{ conv_h }};
   let conv_w = {{ conv_w }};
+{% if parity %}
+{% include "igemm/parity_groups.wgsl" %}
+{% else %}
   let row_count = conv_h * conv_w;
 {% if channels_first %}
   // Workgroups are linear in (x, z); the column tiles of one row tile are neighbours.
@@ -67,6 +74,7 @@ fn main(
 {% else %}
   let tile_m = (wid.x + wid.z * nwg.x) * TILE_M;
   let col_tile = wid.y;
+{% endif %}
 {% endif %}
   // Column c of this invocation is output block ob0 + c * WG_X.
   let ob0 = col_tile * TILE_N + lid.x;
@@ -82,7 +90,9 @@ fn main(
   var acc{{ a.name }} = b{{ a.c }};
 {% endfor %}
 
-{% if not analytic %}
+{% if parity %}
+{% include "igemm/parity_loads.wgsl" %}
+{% elif not analytic %}
   // Per-load pixel and tap mask (0 for rows past the end), computed once.
 {% for l in loads %}
   let m{{ l.j }} = m_base + {{ l.row_offset }}u;

@@ -1,4 +1,4 @@
-{% if not analytic %}
+{% if not analytic and not parity %}
     // advance this invocation's K lane by one K tile (at most one carry)
     channel_block += K_ADVANCE_BLOCKS;
     let carry = channel_block >= IN_BLOCKS;

@@ -1,5 +1,8 @@
     // global loads of the K tile at {{ step.kb }} into registers (zeros outside the tensor)
     {
+{% if parity %}
+{% include "igemm/parity_fetch.wgsl" %}
+{% else %}
 {% include "igemm/k_lane.wgsl" %}
 {% if source_first %}
 {% for s in sources %}
@@ -37,6 +40,7 @@
         in{{ l.j }} = v;
       }
 {% endfor %}
+{% endif %}
 {% endif %}
 {% for l in weight_loads %}
       {
