@@ -3,11 +3,13 @@
 Three steps (the GPU machine has no OpenEXR reader and no pyoidn):
 
     # here: the inputs of the four shared scenes and the caustics frame in one .npz
+    # (--oidn: with Intel OIDN CPU's outputs, so that the GPU run scores against them)
     python bench/fp16_frames.py export --scenes ../shared/testdata/scenes \
-        --caustics build/caustics --to inputs.npz
+        --caustics build/caustics --to inputs.npz [--oidn]
     # on the GPU: rt_hdr_alb_nrm, hdr, autoexposure, through `oidn_gpu.Denoiser`: wgpu fp32
     # and wgpu fp16 with each accumulation (and the cuda backend's fp16 with --cuda); prints
-    # each output's relative L2 against the wgpu fp32 output, saves the outputs of --keep
+    # each output's relative L2 against the wgpu fp32 output (and against OIDN CPU when the
+    # inputs hold its outputs), saves the outputs of KEEP
     python bench/fp16_frames.py denoise --inputs inputs.npz --out DIR [--cuda]
     # here: relative L2 against OIDN 2.5.1 CPU (run here on the same inputs)
     python bench/fp16_frames.py score --inputs inputs.npz --outputs DIR
@@ -40,10 +42,11 @@ CONFIGS = (
         "wgpu_fp16_f16-partials",
         {"backend": "wgpu", "precision": "fp16", "accumulation": "f16-partials"},
     ),
-    # the device's default (on a large GPU: f16 partials, the final layer in f32)
+    # the device's default (on a large GPU: the decoders' parity form, f16 chains of 16, the
+    # first and final layers in f32)
     ("wgpu_fp16_default", {"backend": "wgpu", "precision": "fp16"}),
     (
-        "wgpu_fp16_partials_chains16-first_f32-final",
+        "wgpu_fp16_full_partials_f32-final",  # the large-GPU default before the parity form
         {
             "backend": "wgpu",
             "precision": "fp16",
@@ -52,7 +55,6 @@ CONFIGS = (
                 "shared_load": "pair",
                 "shared_layout": "padded",
                 "accumulation": "f16-partials",
-                "input_accumulation": "f16-chains16",
                 "final_accumulation": "f32",
                 "final_patch": "padded",
                 "final_pixels": 2,
@@ -60,6 +62,27 @@ CONFIGS = (
         },
     ),
 )
+
+
+def _parity(accumulation: str) -> tuple[str, dict]:
+    """The large-GPU tiles in the parity form with ``accumulation``, the ends in f32."""
+    gemm = {
+        "tile_policy": "balanced",
+        "shared_load": "pair",
+        "shared_layout": "padded",
+        "decoder_form": "parity",
+        "accumulation": accumulation,
+        "input_accumulation": "f32",
+        "final_accumulation": "f32",
+        "final_patch": "padded",
+        "final_pixels": 2,
+    }
+    return f"wgpu_fp16_parity_{accumulation}_f32-ends", {
+        "backend": "wgpu", "precision": "fp16", "gemm": gemm
+    }
+
+
+CONFIGS += tuple(_parity(a) for a in ("f16-pairs", "f16-lanes", "f16-chains"))
 CUDA = ("cuda_fp16", {"backend": "cuda", "precision": "fp16"})
 KEEP = ("wgpu_fp32", "wgpu_fp16_f32")  # outputs saved (the others: distances only)
 
@@ -69,7 +92,7 @@ def rel_l2(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a64 - b64) / np.linalg.norm(b64))
 
 
-def export(scenes: Path, caustics: Path, to: Path) -> None:
+def export(scenes: Path, caustics: Path, to: Path, with_oidn: bool = False) -> None:
     from oidn_gpu.image.io import read_image
 
     arrays = {}
@@ -78,16 +101,23 @@ def export(scenes: Path, caustics: Path, to: Path) -> None:
         for name in IMAGES:
             pixels = np.asarray(read_image(folder / f"{name}.exr").pixels, np.float32)[..., :3]
             arrays[f"{frame}.{name}"] = pixels
+    if with_oidn:
+        from tests.oracle import oidn_denoise
+
+        for frame in FRAMES:
+            images = [np.ascontiguousarray(arrays[f"{frame}.{n}"]) for n in IMAGES]
+            arrays[f"{frame}.oidn"] = np.asarray(oidn_denoise(*images, hdr=True), np.float32)
     np.savez_compressed(to, **arrays)
 
 
-def denoise(inputs: Path, out: Path, cuda: bool) -> None:
+def denoise(inputs: Path, out: Path, cuda: bool, only: list[str] | None = None) -> None:
     from oidn_gpu import Denoiser
 
     data = np.load(inputs)
     out.mkdir(parents=True, exist_ok=True)
     outputs: dict[str, dict[str, np.ndarray]] = {}
-    for name, options in (*CONFIGS, *((CUDA,) if cuda else ())):
+    configs = [c for c in CONFIGS if only is None or c[0] in ("wgpu_fp32", *only)]
+    for name, options in (*configs, *((CUDA,) if cuda else ())):
         started = time.perf_counter()
         results = {}
         with Denoiser(hdr=True, **options) as denoiser:
@@ -99,18 +129,15 @@ def denoise(inputs: Path, out: Path, cuda: bool) -> None:
             info = denoiser.info()
         outputs[name] = results
         base = outputs["wgpu_fp32"]
-        distances = {f: rel_l2(results[f], base[f]) for f in FRAMES}
-        print(
-            json.dumps(
-                {
-                    "config": name,
-                    "device": getattr(info, "device", None),
-                    "seconds": round(time.perf_counter() - started, 1),
-                    "rel_l2_vs_wgpu_fp32": distances,
-                }
-            ),
-            flush=True,
-        )
+        row = {
+            "config": name,
+            "device": getattr(info, "device", None),
+            "seconds": round(time.perf_counter() - started, 1),
+            "rel_l2_vs_wgpu_fp32": {f: rel_l2(results[f], base[f]) for f in FRAMES},
+        }
+        if all(f"{f}.oidn" in data for f in FRAMES):
+            row["rel_l2_vs_oidn_cpu"] = {f: rel_l2(results[f], data[f"{f}.oidn"]) for f in FRAMES}
+        print(json.dumps(row), flush=True)
         if name in KEEP:
             np.savez_compressed(out / f"frames_{name}.npz", **results)
 
@@ -146,19 +173,23 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--scenes", type=Path, required=True)
     e.add_argument("--caustics", type=Path, required=True)
     e.add_argument("--to", type=Path, required=True)
+    e.add_argument("--oidn", action="store_true", help="with Intel OIDN CPU's outputs")
     d = sub.add_parser("denoise")
     d.add_argument("--inputs", type=Path, required=True)
     d.add_argument("--out", type=Path, required=True)
     d.add_argument("--cuda", action="store_true", help="the cuda backend's fp16 too (last)")
+    d.add_argument("--only", nargs="+", metavar="CONFIG", help="these configs (and wgpu_fp32)")
     s = sub.add_parser("score")
     s.add_argument("--inputs", type=Path, required=True)
     s.add_argument("--outputs", type=Path, required=True)
     s.add_argument("--log", type=Path, help="the GPU run's output (distances to wgpu fp32)")
     args = parser.parse_args(argv)
     if args.command == "export":
-        export(args.scenes, args.caustics, args.to)
+        if args.oidn:
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        export(args.scenes, args.caustics, args.to, args.oidn)
     elif args.command == "denoise":
-        denoise(args.inputs, args.out, args.cuda)
+        denoise(args.inputs, args.out, args.cuda, args.only)
     else:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         score(args.inputs, args.outputs, args.log)

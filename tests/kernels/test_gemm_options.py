@@ -623,7 +623,7 @@ def test_default_options_by_device() -> None:
 @pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16], ids=lambda p: p.value)
 def test_select_uses_device_defaults(precision: Precision, limits) -> None:
     """Small GPUs (lavapipe here) keep the seeds' tile; large GPUs get BALANCED's tall tile
-    for 8 output blocks (and in fp16 the f16-chains16 accumulation); with the same
+    for 8 output blocks (and in fp16 the f16-chains accumulation); with the same
     accumulation both give the same bits."""
     import dataclasses
 
@@ -633,7 +633,7 @@ def test_select_uses_device_defaults(precision: Precision, limits) -> None:
     large_limits = dataclasses.replace(limits, large_gpu=True)
     large_sum = gemm.default_options(large_limits, precision).accumulation
     if precision is Precision.FP16:
-        assert large_sum is gemm.Accumulation.F16_CHAINS16
+        assert large_sum is gemm.Accumulation.F16_CHAINS
         assert gemm.default_options(limits, precision).accumulation is gemm.Accumulation.F32
     small = select.select_conv(spec, limits, gemm=GemmOptions(accumulation=large_sum))
     large = select.select_conv(spec, large_limits)

@@ -113,7 +113,7 @@ driver did not finish compiling one in 400 s. Likewise a tile over
 WebGPU runtime's defaults, tuned on Apple GPUs, with f32 accumulation) unless
 ``limits.large_gpu`` (a discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS`
 (tuned on an NVIDIA H200: the BALANCED tile policy; in fp16 the decoder convs' parity form,
-f16 chains of 16 products into f32, the first and final layers in f32; docs/benchmarks.md).
+f16 chains of 8 products into f32, the first and final layers in f32; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -664,12 +664,17 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # accurate sums fit: f16-chains16 with the first and final layers in f32 10.12 ms (0.63x the
 # partials' distance on the full caustics frame by the emulator), with the final layer alone
 # 9.89 ms (0.72x); f32 everywhere 14.44 ms ("fp16 accumulation: the decoder parity form").
+# The full-size frames on the H200 itself (bench/h200_sums24.sh, 2026-12-01; its native f16
+# FMA rounds once, unlike the emulation) put f16 chains of 8 first: 2.81e-3 from Intel OIDN CPU
+# on the caustics frame (0.73x the partials' 3.84e-3; chains of 16 3.34e-3, f16-pairs 3.07e-3,
+# f16-lanes 3.22e-3, each with the first and final layers in f32) at 11.50 ms, the most
+# accurate sum within 12 ms ("The decoder parity form on full-size frames").
 LARGE_GPU_OPTIONS: dict[Precision, GemmOptions] = {
     Precision.FP16: GemmOptions(
         tile_policy=TilePolicy.BALANCED,
         shared_load=SharedLoad.PAIR,
         shared_layout=SharedLayout.PADDED,
-        accumulation=Accumulation.F16_CHAINS16,
+        accumulation=Accumulation.F16_CHAINS,
         input_accumulation=Accumulation.F32,
         final_accumulation=Accumulation.F32,
         decoder_form=DecoderForm.PARITY,
