@@ -42,19 +42,10 @@ def _images(rng, device):
     return images, torch.empty((HEIGHT, WIDTH, 3), dtype=torch.float32, device=device)
 
 
-def _copy(tensor):
-    """A copy of ``tensor`` in new memory with its strides and storage offset (the torch
-    engine's autoexposure sums in an order that follows the layout on a GPU)."""
-    storage = torch.empty(tensor.untyped_storage().nbytes() // tensor.element_size(),
-                          dtype=tensor.dtype, device=tensor.device)  # fmt: skip
-    copy = storage.as_strided(tensor.size(), tensor.stride(), tensor.storage_offset())
-    return copy.copy_(tensor)
-
-
 def _fresh(executor, images, mode, **options):
     """The image a new denoiser makes of copies of ``images``."""
     with CudaDenoiser(executor) as den:
-        return den.denoise_tensors(*[_copy(i) for i in images], mode=mode, **options)
+        return den.denoise_tensors(*[i.clone() for i in images], mode=mode, **options)
 
 
 MODE = process.mode_for("RT", hdr=True, input_scale=0.75)

@@ -215,18 +215,32 @@ def write_target(net: Any, target: Any) -> None:
 
 
 def autoexposure_bins(color: Any) -> Any:
-    """Average luminance per OIDN autoexposure bin of ``color [H, W, C]``, ``[nbH * nbW]``."""
+    """Average luminance per OIDN autoexposure bin of ``color [H, W, C]``, ``[nbH * nbW]``.
+
+    Each bin's pixels are gathered into a ``[nbH, MAX_BIN_SIZE, nbW, MAX_BIN_SIZE]`` grid
+    (bins of fewer rows or columns padded with zeros) and summed by one reduction: on a GPU
+    its order is fixed, so the scale, and the image, are the same on every run (an
+    ``index_add_`` adds with atomics, in the order the threads happen to run)."""
     height, width = color.shape[:2]
     nb_h, nb_w = math.ceil(height / MAX_BIN_SIZE), math.ceil(width / MAX_BIN_SIZE)
     v = torch.nan_to_num(rgb(color), nan=0.0, posinf=FLT_MAX).clamp(0.0, FLT_MAX)
     lum = 0.212671 * v[..., 0] + 0.715160 * v[..., 1] + 0.072169 * v[..., 2]
     device = color.device
-    row_bounds = (torch.arange(nb_h + 1, device=device) * height) // nb_h
-    col_bounds = (torch.arange(nb_w + 1, device=device) * width) // nb_w
-    row_bin = torch.bucketize(torch.arange(height, device=device), row_bounds[1:], right=True)
-    col_bin = torch.bucketize(torch.arange(width, device=device), col_bounds[1:], right=True)
-    index = (row_bin[:, None] * nb_w + col_bin[None, :]).reshape(-1)
-    sums = torch.zeros(nb_h * nb_w, dtype=torch.float32, device=device)
-    sums.index_add_(0, index, lum.reshape(-1))
-    counts = (row_bounds[1:] - row_bounds[:-1])[:, None] * (col_bounds[1:] - col_bounds[:-1])
-    return sums / counts.reshape(-1).float()
+    step = torch.arange(MAX_BIN_SIZE, device=device)
+    rows, row_ok = _bin_members(height, nb_h, step)  # [nbH, MAX_BIN_SIZE] each
+    cols, col_ok = _bin_members(width, nb_w, step)
+    grid = lum[rows.reshape(-1)][:, cols.reshape(-1)]
+    grid = grid.reshape(nb_h, MAX_BIN_SIZE, nb_w, MAX_BIN_SIZE)
+    inside = row_ok[:, :, None, None] & col_ok[None, None, :, :]
+    sums = torch.where(inside, grid, torch.zeros_like(grid)).sum(dim=(1, 3))
+    counts = row_ok.sum(dim=1)[:, None] * col_ok.sum(dim=1)[None, :]
+    return (sums / counts.float()).reshape(-1)
+
+
+def _bin_members(size: int, bins: int, step: Any) -> tuple[Any, Any]:
+    """The pixel index of each bin's ``k``-th row (or column), clamped into the image, and
+    whether it belongs to the bin (bin ``b`` holds ``[b * size // bins, (b + 1) * size //
+    bins)``, at most ``len(step)`` pixels)."""
+    bounds = (torch.arange(bins + 1, device=step.device) * size) // bins
+    members = bounds[:-1, None] + step[None, :]
+    return members.clamp(max=size - 1), members < bounds[1:, None]
