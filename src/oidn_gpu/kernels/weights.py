@@ -66,15 +66,8 @@ def pack_weights(
     ``precision``) of length ``OB * 9 * IB * 16``.
     """
     w = np.asarray(weight)
-    if w.ndim != 4 or w.shape[2:] != (3, 3):
-        raise InvalidArgumentError(f"conv weight must have shape [O, I, 3, 3], got {w.shape}")
-    out_c, in_c = w.shape[:2]
-    if sum(source_channels) != in_c or any(c < 1 for c in source_channels):
-        raise InvalidArgumentError(
-            f"source channels {tuple(source_channels)} do not sum to the weight's {in_c} inputs"
-        )
-    if not isinstance(layout, WeightLayout):
-        raise InvalidArgumentError(f"layout must be a WeightLayout, got {layout!r}")
+    _check_packing(w, source_channels, layout)
+    out_c = w.shape[0]
     ob = blocks(out_c)
     ib = sum(blocks(c) for c in source_channels)
     padded = np.zeros((ob * 4, ib * 4, 3, 3), dtype=np.float32)
@@ -91,6 +84,19 @@ def pack_weights(
     else:
         t = t.transpose(4, 5, 2, 0, 3, 1)  # ky, kx, ib, ob, il, ol
     return np.ascontiguousarray(t).reshape(-1).astype(precision.numpy_dtype)
+
+
+def _check_packing(w: np.ndarray, source_channels: tuple[int, ...], layout: WeightLayout) -> None:
+    """Raise unless ``w`` is ``[O, I, 3, 3]`` with ``source_channels`` summing to ``I``."""
+    if w.ndim != 4 or w.shape[2:] != (3, 3):
+        raise InvalidArgumentError(f"conv weight must have shape [O, I, 3, 3], got {w.shape}")
+    in_c = w.shape[1]
+    if sum(source_channels) != in_c or any(c < 1 for c in source_channels):
+        raise InvalidArgumentError(
+            f"source channels {tuple(source_channels)} do not sum to the weight's {in_c} inputs"
+        )
+    if not isinstance(layout, WeightLayout):
+        raise InvalidArgumentError(f"layout must be a WeightLayout, got {layout!r}")
 
 
 def fold_parity(weight: np.ndarray) -> np.ndarray:
@@ -125,7 +131,7 @@ def pack_parity_weights(
     """Pack ``weight [O, I, 3, 3]`` per output parity (see module doc): a flat float32 or
     float16 array of ``PARITIES * OB * K * 16`` values, ``K = parity_k_blocks(...)[-1]``."""
     w = np.asarray(weight, np.float32)
-    pack_weights(w, source_channels, precision, layout)  # the shape checks
+    _check_packing(w, source_channels, layout)
     src_blocks = tuple(blocks(c) for c in source_channels)
     starts = parity_k_blocks(src_blocks, upsampled)
     ob = blocks(w.shape[0])
