@@ -58,6 +58,8 @@ from oidn_gpu.image.host_copy import parallel_copyto
 
 wgpu = require("wgpu", "wgpu")
 
+FENCE_TIMEOUT_S = 60  # wait_idle's bound on a fence callback once the queue is idle
+
 # Limits requested at the adapter's maximum (the defaults are far too small for
 # 4K activations: 128 MiB storage bindings, 16 KiB workgroup memory).
 MAX_LIMITS = (
@@ -265,6 +267,7 @@ class WgpuDevice:
         self.capabilities = capabilities_of(device, self.adapter)
         self.owned = owned
         self._timestamp_period_ns: float | None = None
+        self._open_fences: list[Fence] = []  # fences not seen signalled yet (wait_idle)
         # Write mappings requested without waiting: buffer id -> (buffer, its promise).
         self._map_requests: dict[int, tuple[Any, Any]] = {}
 
@@ -446,11 +449,23 @@ class WgpuDevice:
 
     def fence(self) -> Fence:
         """A fence for all work submitted so far."""
-        return Fence(self.device)
+        fence = Fence(self.device)
+        self._open_fences = [f for f in self._open_fences if not f.is_done()]
+        self._open_fences.append(fence)
+        return fence
 
     def wait_idle(self) -> None:
-        """Block until the queue has finished all submitted work."""
+        """Block until the queue has finished all submitted work and every fence made so far
+        reports it (their callbacks run on the poll thread, possibly after the queue is idle,
+        and not always in the order the fences were made)."""
         self.device._poll_wait()
+        fences, self._open_fences = self._open_fences, []
+        for fence in fences:
+            if not fence.wait(FENCE_TIMEOUT_S):
+                raise InvalidOperationError(
+                    f"the GPU queue is idle but did not report its work done within "
+                    f"{FENCE_TIMEOUT_S} s"
+                )
 
     @property
     def timestamp_period_ns(self) -> float:
