@@ -10,6 +10,11 @@ the raw outputs' relative L2. The input pass alone with other blocks of pixels p
 program (elementwise: the same bits), median of 200 launches in a graph.
 
     python bench/h200_split22.py out.json 720p,1080p,fast,4k,input
+
+It needs the split-K kernel of commit ``3010cb5`` (`TileConfig.split_k`,
+`tuning.split_eligible`), measured and not kept (docs/benchmarks.md); the run in
+``bench/h200_split22/`` stopped after each size's first round (a key clash in this
+script, fixed since), so its e2e lines are the shipped tiles'.
 """
 
 from __future__ import annotations

@@ -63,7 +63,6 @@ from oidn_gpu.backends.cuda.tuning import (
     Tuner,
     block_k_for,
     candidates,
-    check_split,
     default_config,
     rows_eligible,
     rows_key,
@@ -110,19 +109,6 @@ def triton_status(*, load: bool = True) -> str | None:
     return kernels().UNAVAILABLE
 
 
-def conv_grid(launch: ConvLaunch, config: TileConfig, height: int, width: int) -> tuple[int, int]:
-    """Programs of `triton_kernels.conv3x3_kernel` along M (pixels, pooled quads or one
-    parity's pixels) and N (output channels) for a ``height x width`` conv."""
-    if launch.pool:
-        grid_m = -(-(height // 2) * (width // 2) // (config.block_m // 4))
-    elif launch.parity:
-        grid_m = -(-(height // 2) * (width // 2) // config.block_m)
-    else:
-        grid_m = -(-height * width // config.block_m)
-    block_n = 16 if launch.final else config.block_n
-    return grid_m, (-(-launch.out_stored // block_n) if not launch.final else 1)
-
-
 def interpreting() -> bool:
     """Whether Triton kernels run through its CPU interpreter (``TRITON_INTERPRET=1``)."""
     return os.environ.get(INTERPRET_ENV_VAR, "0") not in ("", "0")
@@ -162,18 +148,14 @@ class Prepared:
     configs: dict[str, TileConfig | RowsConfig] = field(default_factory=dict)
     tail: TailConfig | None = None  # the fused tail's tile (when the tail is fused)
     scratch: Any = None  # the fused tail's per-program rectangles
-    parts: Any = None  # split-K partial tiles (float32), shared by the split layers
-    counts: Any = None  # split-K finished parts per output tile (int32, 0 between launches)
 
     @property
     def byte_size(self) -> int:
         slots = sum(int(s.numel()) for s in self.slots)
-        split = sum(int(t.numel() * t.element_size()) for t in (self.parts, self.counts)
-                    if t is not None)  # fmt: skip
         if self.scratch is None or any(self.scratch.untyped_storage().data_ptr()
                                        == s.untyped_storage().data_ptr() for s in self.slots):
-            return slots + split  # fmt: skip
-        return slots + split + int(self.scratch.numel() * self.scratch.element_size())
+            return slots  # fmt: skip
+        return slots + int(self.scratch.numel() * self.scratch.element_size())
 
 
 class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
@@ -384,8 +366,6 @@ class CudaExecutor(ExecutorBase):
                 fusion.prepare_project(self, prepared)
             if self._tune_tiles:
                 self._tune(prepared)
-            self._split_buffers(prepared, [(launch, prepared.configs[launch.name])
-                                           for launch in self.launches])  # fmt: skip
             while len(self._prepared) >= self._cache_size:
                 self._prepared.popitem(last=False)
             self._prepared[key] = prepared
@@ -566,13 +546,15 @@ class CudaExecutor(ExecutorBase):
         weight, bias = self._weights[launch.name]
         block_a, taps_a = block_k_for(config.block_k, src_a.stored)
         block_b, taps_b = block_k_for(config.block_k, src_b.stored)
+        if launch.pool:
+            grid_m = -(-(height // 2) * (width // 2) // (config.block_m // 4))
+        elif launch.parity:
+            grid_m = -(-(height // 2) * (width // 2) // config.block_m)
+        else:
+            grid_m = -(-height * width // config.block_m)
         block_n = 16 if launch.final else config.block_n
-        grid_m, grid_n = conv_grid(launch, config, height, width)
-        split = config.split_k
-        if split > 1:
-            check_split(launch, config)
-            self._split_buffers(prep, [(launch, config)])
-        grid = (grid_m, grid_n, 4 if launch.parity else split)
+        grid_n = -(-launch.out_stored // block_n) if not launch.final else 1
+        grid = (grid_m, grid_n, 4 if launch.parity else 1)
         if launch.final:
             assert target is not None
             out = target.image
@@ -600,33 +582,10 @@ class CudaExecutor(ExecutorBase):
             BLOCK_K_B=block_b,
             TAPS_A=taps_a,
             TAPS_B=taps_b,
-            SPLIT=split,
-            part_ptr=prep.parts if split > 1 else None,
-            count_ptr=prep.counts if split > 1 else None,
             num_warps=config.num_warps,
             num_stages=config.num_stages,
             **flags,
         )  # fmt: skip
-
-    def _split_buffers(self, prep: Prepared, steps: Iterable[tuple[ConvLaunch, Any]]) -> None:
-        """Size ``prep``'s split-K buffers for these ``(launch, tile)`` pairs: the partial
-        tiles and the zeroed counters of the largest split layer (the layers run one after
-        another, so they share them). Grown only outside a CUDA graph's capture: `prepare`
-        sizes them for its tiles before any frame is captured."""
-        parts = counts = 0
-        for launch, config in steps:
-            if not isinstance(config, TileConfig) or config.split_k < 2:
-                continue
-            height, width = layout.conv_shapes(prep.plan, launch)
-            grid_m, grid_n = conv_grid(launch, config, height, width)
-            tiles = grid_m * grid_n
-            parts = max(parts, tiles * config.split_k * config.block_m * config.block_n)
-            counts = max(counts, tiles)
-        torch = self._torch
-        if parts and (prep.parts is None or prep.parts.numel() < parts):
-            prep.parts = torch.empty(parts, dtype=torch.float32, device=self.device)
-        if counts and (prep.counts is None or prep.counts.numel() < counts):
-            prep.counts = torch.zeros(counts, dtype=torch.int32, device=self.device)
 
     def _final_args(self, target: FinalTarget) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The final conv's image geometry arguments and output-pass flags."""

@@ -67,7 +67,6 @@ def _jit(*sizes: str):  # noqa: ANN202 - returns Triton's decorator
     """
     return triton.jit(do_not_specialize=list(sizes))
 
-
 # Transfer ids (constexpr) shared with the Python side.
 LINEAR, SRGB, PU, LOG = 0, 1, 2, 3
 
@@ -166,73 +165,25 @@ def _accumulate(
     else:
         chunks = tl.cdiv(channels, BLOCK_K)
         for i in range(0, 9 * chunks):
-            acc = _tap_chunk(acc, i, chunks, offs_k, src_ptr, w_ptr, w_base, y, x, m_ok, height,
-                             width, src_width, channels, w_stride, w_cols, offs_n,
-                             UPSAMPLE, BLOCK_K)  # fmt: skip
+            tap = i // chunks
+            c0 = (i - tap * chunks) * BLOCK_K
+            yy = y + (tap // 3 - 1)
+            xx = x + (tap % 3 - 1)
+            ok = m_ok & (yy >= 0) & (yy < height) & (xx >= 0) & (xx < width)
+            if UPSAMPLE:
+                pixel = (tl.maximum(yy, 0) // 2) * src_width + tl.maximum(xx, 0) // 2
+            else:
+                pixel = yy * src_width + xx
+            cols = c0 + offs_k
+            a = tl.load(
+                src_ptr + pixel[:, None] * channels + cols[None, :],
+                mask=ok[:, None] & (cols < channels)[None, :],
+                other=0.0,
+            )
+            rows = w_base + tap * w_stride + cols
+            b = tl.load(w_ptr + rows[:, None] * w_cols + offs_n[None, :])
+            acc = tl.dot(a, b, acc)
     return acc
-
-
-@triton.jit
-def _tap_chunk(acc, i, chunks, offs_k, src_ptr, w_ptr, w_base, y, x, m_ok, height, width,
-               src_width, channels, w_stride, w_cols, offs_n, UPSAMPLE: tl.constexpr,
-               BLOCK_K: tl.constexpr):  # fmt: skip
-    """K step ``i`` of a one-tap-per-step K loop: tap ``i // chunks``, channel chunk
-    ``i % chunks`` of ``BLOCK_K`` channels, added into ``acc``."""
-    tap = i // chunks
-    c0 = (i - tap * chunks) * BLOCK_K
-    yy = y + (tap // 3 - 1)
-    xx = x + (tap % 3 - 1)
-    ok = m_ok & (yy >= 0) & (yy < height) & (xx >= 0) & (xx < width)
-    if UPSAMPLE:
-        pixel = (tl.maximum(yy, 0) // 2) * src_width + tl.maximum(xx, 0) // 2
-    else:
-        pixel = yy * src_width + xx
-    cols = c0 + offs_k
-    a = tl.load(
-        src_ptr + pixel[:, None] * channels + cols[None, :],
-        mask=ok[:, None] & (cols < channels)[None, :],
-        other=0.0,
-    )
-    rows = w_base + tap * w_stride + cols
-    b = tl.load(w_ptr + rows[:, None] * w_cols + offs_n[None, :])
-    return tl.dot(a, b, acc)
-
-
-@triton.jit
-def _accumulate_part(acc, src_ptr, w_ptr, y, x, m_ok, height, width, channels, w_stride,
-                     w_cols, offs_n, part, SPLIT: tl.constexpr,
-                     BLOCK_K: tl.constexpr):  # fmt: skip
-    """Part ``part`` of ``SPLIT`` of `_accumulate`'s one-tap-per-step K loop (one source,
-    not upsampled): K steps ``part * steps // SPLIT`` up to the next part's first."""
-    offs_k = tl.arange(0, BLOCK_K)
-    chunks = tl.cdiv(channels, BLOCK_K)
-    steps = 9 * chunks
-    for i in range(part * steps // SPLIT, (part + 1) * steps // SPLIT):
-        acc = _tap_chunk(acc, i, chunks, offs_k, src_ptr, w_ptr, 0, y, x, m_ok, height, width,
-                         width, channels, w_stride, w_cols, offs_n, False, BLOCK_K)  # fmt: skip
-    return acc
-
-
-@triton.jit
-def _sum_parts(acc, part_ptr, count_ptr, tile, part, BLOCK_M: tl.constexpr,
-               BLOCK_N: tl.constexpr, SPLIT: tl.constexpr):  # fmt: skip
-    """Split K: store this program's partial tile; return ``(last, sum)``, where ``last``
-    says this program was the tile's last part to finish and ``sum`` is then the parts'
-    sum in part order (0, 1, ...), whichever program finished last, so the same bits
-    every run. ``count_ptr[tile]`` counts finished parts; the last sets it back to 0."""
-    cells = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    base = part_ptr + tile * (SPLIT * BLOCK_M * BLOCK_N)
-    tl.store(base + part * (BLOCK_M * BLOCK_N) + cells, acc)
-    tl.debug_barrier()  # the whole partial is written before the count says so (acq_rel)
-    done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
-    last = done == SPLIT - 1
-    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if last:
-        for s in tl.static_range(SPLIT):
-            # the other parts were written before their counts: read past L1
-            total += tl.load(base + s * (BLOCK_M * BLOCK_N) + cells, cache_modifier=".cg")
-        tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
-    return last, total
 
 
 @triton.jit
@@ -410,9 +361,6 @@ def conv3x3_kernel(
     BLOCK_K_B: tl.constexpr,
     TAPS_A: tl.constexpr,
     TAPS_B: tl.constexpr,
-    SPLIT: tl.constexpr = 1,
-    part_ptr=None,
-    count_ptr=None,
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -450,12 +398,6 @@ def conv3x3_kernel(
             acc, a_ptr, w_ptr, parity * 4 * w_stride_a, qi, qj, m_ok, height // 2, width // 2,
             channels_a, w_stride_a, w_cols, offs_n, py, px, BLOCK_K_A,
         )  # fmt: skip
-    elif SPLIT > 1:
-        # split K (one source, one tap per K step): part program_id(2) of SPLIT
-        acc = _accumulate_part(
-            acc, a_ptr, w_ptr, y, x, m_ok, height, width, channels_a, w_stride_a, w_cols,
-            offs_n, tl.program_id(2), SPLIT, BLOCK_K_A,
-        )  # fmt: skip
     else:
         acc = _accumulate(
             acc, a_ptr, w_ptr, 0, y, x, m_ok, height, width, channels_a, w_stride_a, w_cols,
@@ -467,37 +409,17 @@ def conv3x3_kernel(
             w_cols, offs_n, UP_B, BLOCK_K_B, TAPS_B,
         )  # fmt: skip
 
-    if SPLIT > 1:
-        tile = pid_m * tl.num_programs(1) + pid_n
-        last, total = _sum_parts(acc, part_ptr, count_ptr, tile, tl.program_id(2), BLOCK_M,
-                                 BLOCK_N, SPLIT)  # fmt: skip
-        if last:
-            _store_conv(total, bias_ptr, out_ptr, offs_n, y, x, m_ok, pid_m, height, width,
-                        out_channels, RELU, POOL, BLOCK_M, BLOCK_N)  # fmt: skip
-    elif FINAL:
-        acc = acc + tl.load(bias_ptr + offs_n)[None, :]
-        if RELU:
-            acc = tl.maximum(acc, 0.0)
+    acc = acc + tl.load(bias_ptr + offs_n)[None, :]
+    if RELU:
+        acc = tl.maximum(acc, 0.0)
+
+    if FINAL:
         _store_final(
             acc, offs_n, y, x, m_ok, out_ptr, scale_ptr, out_offset, out_pixel_stride,
             out_row_stride, keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
             OUTPUT_PASS, TRANSFER, HDR, SNORM, OUT_CHANNELS,
         )  # fmt: skip
-    else:
-        _store_conv(acc, bias_ptr, out_ptr, offs_n, y, x, m_ok, pid_m, height, width,
-                    out_channels, RELU, POOL, BLOCK_M, BLOCK_N)  # fmt: skip
-
-
-@triton.jit
-def _store_conv(acc, bias_ptr, out_ptr, offs_n, y, x, m_ok, pid_m, height, width, out_channels,
-                RELU: tl.constexpr, POOL: tl.constexpr, BLOCK_M: tl.constexpr,
-                BLOCK_N: tl.constexpr):  # fmt: skip
-    """Bias, ReLU, then the tile's store: every pixel, or with ``POOL`` the 2x2 max of
-    each quad (the M index enumerates quads, 4 rows each)."""
-    acc = acc + tl.load(bias_ptr + offs_n)[None, :]
-    if RELU:
-        acc = tl.maximum(acc, 0.0)
-    if POOL:
+    elif POOL:
         pooled = tl.max(tl.reshape(acc, (BLOCK_M // 4, 4, BLOCK_N)), axis=1)
         offs_q = pid_m * (BLOCK_M // 4) + tl.arange(0, BLOCK_M // 4)
         q_ok = offs_q < (height // 2) * (width // 2)

@@ -30,7 +30,6 @@ the fastest; ``OIDN_GPU_CUDA_TUNING=off`` ignores the cache file too.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import tempfile
@@ -39,7 +38,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from oidn_gpu.backends.cuda.layout import ConvLaunch
-from oidn_gpu.errors import InvalidArgumentError
 
 TUNING_ENV_VAR = "OIDN_GPU_CUDA_TUNING"
 
@@ -53,40 +51,9 @@ class TileConfig:
     block_k: int
     num_warps: int
     num_stages: int
-    split_k: int = 1  # programs sharing one output tile's K loop (`split_eligible`)
 
     def describe(self) -> str:
-        split = f" k/{self.split_k}" if self.split_k > 1 else ""
-        return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} "
-                f"s{self.num_stages}{split}")  # fmt: skip
-
-
-MAX_SPLIT_K = 8
-
-
-def split_eligible(launch: ConvLaunch, block_k: int) -> bool:
-    """Whether ``launch`` can split its K loop over several programs with K tile
-    ``block_k``: one source, not upsampled (so not a decoder conv), not the final conv,
-    and one tap per K step (`block_k_for`). The small low-resolution layers have few
-    output tiles and a long K loop each: their programs' latency, not the tensor cores,
-    bounds them."""
-    (source, *rest) = launch.sources
-    return (not rest and not source.upsample and not launch.final and not launch.parity
-            and block_k_for(block_k, source.stored)[1] == 1)  # fmt: skip
-
-
-def check_split(launch: ConvLaunch, config: TileConfig) -> None:
-    """Raise InvalidArgumentError for a split-K tile ``launch`` cannot run
-    (`split_eligible`)."""
-    if not 1 <= config.split_k <= MAX_SPLIT_K:
-        raise InvalidArgumentError(
-            f"split_k {config.split_k} of {launch.name}: expected 1 to {MAX_SPLIT_K}"
-        )
-    if config.split_k > 1 and not split_eligible(launch, config.block_k):
-        raise InvalidArgumentError(
-            f"{launch.name} cannot split its K loop (tile {config.describe()}): only a "
-            "one-source, not upsampled, not final conv with one tap per K step can"
-        )
+        return f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
 
 
 def _pow2_at_least(value: int) -> int:
@@ -137,9 +104,6 @@ def candidates(launch: ConvLaunch) -> tuple[TileConfig, ...]:
         config = TileConfig(*shape)
         if config not in out:
             out.append(config)
-    for config in list(out[:4]):  # the split-K forms of the first tiles
-        if split_eligible(launch, config.block_k):
-            out += [dataclasses.replace(config, split_k=split) for split in (2, 4)]
     return tuple(out)
 
 
@@ -155,7 +119,7 @@ def signature(launch: ConvLaunch, level: int) -> str:
 # 2026-12-01; bench/h200_first_call.sh, mode ``tune``), by compute capability: the H100
 # and H200 share sm_90. Tuples are (block_m, block_n, block_k, num_warps, num_stages).
 # Used for bf16 too (same tile shapes; its timing was not separately measured).
-SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, ...]]] = {
+SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] = {
     (9, 0): {
         "16->32@0": (128, 32, 32, 4, 3),
         "32->32p@0": (128, 32, 32, 4, 3),
