@@ -118,6 +118,10 @@ def signature(launch: ConvLaunch, level: int) -> str:
 # Tiles timed by `Tuner` on an NVIDIA H200 (Triton 3.6, fp16, rt_hdr_alb_nrm at 1920x1088,
 # 2026-12-01; bench/h200_first_call.sh, mode ``tune``), by compute capability: the H100
 # and H200 share sm_90. Tuples are (block_m, block_n, block_k, num_warps, num_stages).
+# The quarter- and sixteenth-resolution ones below the tuner's candidates (80->96@4,
+# 96->96@4, 96->96@2 and the fast network's) from a wider sweep at 1280x720 and 1920x1088,
+# each layer alone (bench/h200_tiles22.py, bench/h200_tiles22/): enc_conv5a 10.6 -> 7.7 us
+# at 720p, enc_conv5b 13.1 -> 7.7, dec_conv3b 37.3 -> 34.6 (81.5 -> 74.6 at 1080p).
 # Used for bf16 too (same tile shapes; its timing was not separately measured).
 SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] = {
     (9, 0): {
@@ -126,17 +130,22 @@ SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] 
         "32->48p@1": (128, 64, 32, 4, 3),
         "48->64p@2": (128, 64, 32, 4, 3),
         "64->80p@3": (128, 128, 128, 8, 3),
-        "80->96@4": (64, 128, 32, 4, 4),
-        "96->96@4": (128, 128, 64, 8, 4),
+        "80->96@4": (64, 64, 32, 4, 3),
+        "96->96@4": (64, 64, 32, 4, 3),
         "96u,64->112@3": (128, 128, 32, 4, 3),
         "112->112@3": (128, 128, 64, 4, 3),
         "112u,48->96@2": (128, 128, 64, 4, 3),
-        "96->96@2": (64, 128, 32, 4, 4),
+        "96->96@2": (128, 128, 32, 4, 3),
         "96u,32->64@1": (128, 64, 32, 4, 3),
         "64->64@1": (128, 64, 64, 4, 3),
         "64u,16->64@0": (128, 64, 32, 4, 3),
         "64->32@0": (128, 32, 32, 4, 3),
         "32->16f@0": (256, 16, 32, 4, 3),
+        # the fast network's own (rt_hdr_alb_nrm_small)
+        "32->32p@2": (256, 32, 32, 8, 3),
+        "32->32@4": (64, 32, 64, 4, 3),
+        "64->64@2": (128, 64, 64, 4, 3),
+        "64->64@3": (128, 64, 64, 4, 3),
     },
 }
 
