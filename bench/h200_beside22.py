@@ -7,6 +7,10 @@ the host's enqueue hidden behind a GPU sleep (median of 100), and whether both f
 give the same image bits.
 
     python bench/h200_beside22.py 720p,1080p,fast,4k
+
+It needs `CudaDenoiser.aux_beside` and the input pass's ``PART`` of commit ``433db4c``,
+measured and not kept: beside the autoexposure, the frame was 0.04 ms (720p) to 0.41 ms
+(4K) slower (bench/h200_cuda22/cuda22.log; docs/benchmarks.md).
 """
 
 from __future__ import annotations

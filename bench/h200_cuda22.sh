@@ -4,6 +4,8 @@
 # autoexposure against one after the other (bench/h200_beside22.py), then the cuda benchmark
 # at 720p (twice), 1080p, the fast network and 4K on a fresh Triton cache.
 #   OUT=$OUT bash bench/h200_cuda22.sh
+# It ran on commit 433db4c (the aux input pass beside the autoexposure, on by default, not
+# kept): its benchmark rows are of that form.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

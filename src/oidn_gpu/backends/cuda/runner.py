@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -134,7 +133,6 @@ class _Work:
     engine: str
     scale: Any  # the device scalar of the input scale
     stop: Callable[[], bool] | None = None  # a background compile's: asked before each kernel
-    aux_beside: bool = False  # the first tile's aux input pass runs beside the autoexposure
 
 
 class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
@@ -151,9 +149,6 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
     """
 
     closed_message = "the cuda denoiser is closed"
-    # With autoexposure, one tile and aux images, their input pass runs beside the
-    # autoexposure on a second stream (the same values; False runs them one after another).
-    aux_beside = True
 
     def __init__(
         self,
@@ -183,7 +178,6 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
         self._last_request = LastRequest()  # the last denoise_tensors call, checked
         self._last_key: tuple[Any, Any, Any] = (None, None, None)  # its request, engine, key
-        self._sides = threading.local()  # each thread's second stream (`autoexposure_pass`)
 
     def input_scale(self) -> float:
         """The input scale of the last frame (its autoexposure when it computed one)."""
@@ -195,35 +189,25 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``."""
         autoexposure(color, scale_out, engine)
 
-    def _input_pass(self, images: list[DeviceImage], tile: Any, plan: TilePlan, mode: Any,
-                    scale: Any, part: int) -> None:  # fmt: skip
-        """The Triton input pass of ``tile`` into the executor's input buffer: every
-        channel (``part`` 0), all but the main image's (1) or only the main image's (2)."""
-        ex = self.executor
-        prep = ex.prepare(plan.tile_h, plan.tile_w, "triton")
-        inp = ex.input_view(prep, plan.tile_h, plan.tile_w)
-        main = images[0]
-        alb = images[1] if len(images) > 1 else main
-        nrm = images[2] if len(images) > 2 else main
-        grid = (-(-plan.tile_h * plan.tile_w // INPUT_BLOCK),)
-        kernels().input_pass_kernel[grid](
-            main.tensor, main.offset, main.pixel_stride, main.row_stride, main.channels,
-            alb.tensor, alb.offset, alb.pixel_stride, alb.row_stride, alb.channels,
-            nrm.tensor, nrm.offset, nrm.pixel_stride, nrm.row_stride, nrm.channels,
-            scale, inp, plan.tile_h, plan.tile_w, ex.input_stored,
-            tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
-            IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
-            SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored, PART=part,
-        )  # fmt: skip
-
     def _tile(self, images: list[DeviceImage], tile: Any, plan: TilePlan, mode: Any,
-              output: DeviceImage, scale: Any, engine: str, stop: Any = None,
-              part: int = 0) -> None:  # fmt: skip
+              output: DeviceImage, scale: Any, engine: str, stop: Any = None) -> None:  # fmt: skip
         ex = self.executor
         prep = ex.prepare(plan.tile_h, plan.tile_w, engine)
         inp = ex.input_view(prep, plan.tile_h, plan.tile_w)
         if engine == "triton":
-            self._input_pass(images, tile, plan, mode, scale, part)
+            main = images[0]
+            alb = images[1] if len(images) > 1 else main
+            nrm = images[2] if len(images) > 2 else main
+            grid = (-(-plan.tile_h * plan.tile_w // INPUT_BLOCK),)
+            kernels().input_pass_kernel[grid](
+                main.tensor, main.offset, main.pixel_stride, main.row_stride, main.channels,
+                alb.tensor, alb.offset, alb.pixel_stride, alb.row_stride, alb.channels,
+                nrm.tensor, nrm.offset, nrm.pixel_stride, nrm.row_stride, nrm.channels,
+                scale, inp, plan.tile_h, plan.tile_w, ex.input_stored,
+                tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
+                IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
+                SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored,
+            )  # fmt: skip
         else:
             torch_ops.input_pass([hwc_view(i) for i in images], scale, mode, tile, inp)
         target = FinalTarget(
@@ -238,48 +222,21 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
               stop: Any = None) -> None:  # fmt: skip
         """One frame (`run_frame`): autoexposure, then per tile input pass, network and
         output pass. ``stop`` (a background compile's) is asked before each kernel."""
-        # One tile on the GPU with aux images: their input pass runs beside the
-        # autoexposure, on a second stream (it needs no input scale).
-        beside = (self.aux_beside and autoexposure and self._cuda and engine == "triton"
-                  and len(plan.tiles) == 1 and len(images) > 1)  # fmt: skip
         work = _Work(images, output, mode, plan, engine, self._scale if scale is None else scale,
-                     stop, beside)  # fmt: skip
+                     stop)  # fmt: skip
         run_frame(self, work, len(plan.tiles), autoexposure=autoexposure)
 
     def autoexposure_pass(self, frame: _Work) -> None:
-        """`TilePasses.autoexposure_pass`: the scale written into the frame's device scalar;
-        with ``frame.aux_beside`` the first tile's aux input pass runs meanwhile on a second
-        stream (joined before the next pass)."""
-        if not frame.aux_beside:
-            self._autoexposure(frame.images[0], frame.scale, frame.engine)
-            return
-        torch = self._torch
-        stream = torch.cuda.current_stream(self.device)
-        side = self._aux_stream()
-        side.wait_stream(stream)
-        with torch.cuda.stream(side):
-            self._input_pass(frame.images, frame.plan.tiles[0], frame.plan, frame.mode,
-                             frame.scale, part=1)  # fmt: skip
+        """`TilePasses.autoexposure_pass`: the scale written into the frame's device scalar."""
         self._autoexposure(frame.images[0], frame.scale, frame.engine)
-        stream.wait_stream(side)
-
-    def _aux_stream(self) -> Any:
-        """This thread's second stream (a background compile's thread has its own: a
-        stream joined into one thread's graph capture must not queue another's work)."""
-        side = getattr(self._sides, "stream", None)
-        if side is None:
-            side = self._sides.stream = self._torch.cuda.Stream(self.device)
-        return side
 
     def tile_pass(self, frame: _Work, index: int) -> None:
-        """`TilePasses.tile_pass`: the input pass (its main-image part only where the aux
-        part ran beside the autoexposure), then the network with the output pass fused
-        into its final conv."""
+        """`TilePasses.tile_pass`: the input pass, then the network with the output pass
+        fused into its final conv."""
         if frame.stop is not None and frame.stop():
             raise CompileStopped
         self._tile(frame.images, frame.plan.tiles[index], frame.plan, frame.mode, frame.output,
-                   frame.scale, frame.engine, frame.stop,
-                   part=2 if frame.aux_beside and index == 0 else 0)  # fmt: skip
+                   frame.scale, frame.engine, frame.stop)  # fmt: skip
 
     # ------------------------------------------------------------------ entry points
 

@@ -26,9 +26,7 @@ tap's offset (zero outside the image, masked loads); B is the packed weight
 float32 images (any strides, 1-3 channels broadcast as OIDN does), scales the
 main image by the device scalar, sanitizes, transfer-encodes (main) or clamps
 (albedo, normal) and writes the padded NHWC network input; everything outside
-the rectangle is zero (OIDN's padding). ``PART`` 1 writes every channel but the
-main image's three (it needs no input scale, so it can run beside the
-autoexposure), ``PART`` 2 only those three: together the same values as ``PART`` 0.
+the rectangle is zero (OIDN's padding).
 
 **Autoexposure** (`autoexposure_bins_kernel`): one program per bin of at most
 16 x 16 pixels (OIDN's bin bounds ``floor(i * H / nbins)``), the bin's average
@@ -518,7 +516,6 @@ def input_pass_kernel(
     SNORM: tl.constexpr,
     BLOCK: tl.constexpr,
     CHANNELS: tl.constexpr,
-    PART: tl.constexpr = 0,
 ):
     pixel = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m_ok = pixel < height * width
@@ -531,20 +528,19 @@ def input_pass_kernel(
     ix = ix + in_x
     cols = tl.arange(0, CHANNELS)
     tile = tl.zeros((BLOCK, CHANNELS), dtype=tl.float32)
-    if PART != 1:
-        scale = tl.load(scale_ptr)
-        r, g, b = _load_rgb(main_ptr, main_offset, main_pixel_stride, main_row_stride,
-                            main_channels, iy, ix, ok)  # fmt: skip
-        tile = _put(tile, cols, 0, _main_value(r, scale, TRANSFER, HDR, SNORM))
-        tile = _put(tile, cols, 1, _main_value(g, scale, TRANSFER, HDR, SNORM))
-        tile = _put(tile, cols, 2, _main_value(b, scale, TRANSFER, HDR, SNORM))
-    if IMAGES > 1 and PART != 2:
+    scale = tl.load(scale_ptr)
+    r, g, b = _load_rgb(main_ptr, main_offset, main_pixel_stride, main_row_stride,
+                        main_channels, iy, ix, ok)  # fmt: skip
+    tile = _put(tile, cols, 0, _main_value(r, scale, TRANSFER, HDR, SNORM))
+    tile = _put(tile, cols, 1, _main_value(g, scale, TRANSFER, HDR, SNORM))
+    tile = _put(tile, cols, 2, _main_value(b, scale, TRANSFER, HDR, SNORM))
+    if IMAGES > 1:
         r, g, b = _load_rgb(alb_ptr, alb_offset, alb_pixel_stride, alb_row_stride,
                             alb_channels, iy, ix, ok)  # fmt: skip
         tile = _put(tile, cols, 3, _aux_value(r, False))
         tile = _put(tile, cols, 4, _aux_value(g, False))
         tile = _put(tile, cols, 5, _aux_value(b, False))
-    if IMAGES > 2 and PART != 2:
+    if IMAGES > 2:
         r, g, b = _load_rgb(nrm_ptr, nrm_offset, nrm_pixel_stride, nrm_row_stride,
                             nrm_channels, iy, ix, ok)  # fmt: skip
         tile = _put(tile, cols, 6, _aux_value(r, True))
@@ -553,13 +549,7 @@ def input_pass_kernel(
     # outside the image rectangle every channel is an exact zero (OIDN's padding)
     tile = tl.where(ok[:, None], tile, 0.0)
     ptrs = out_ptr + pixel[:, None] * out_channels + cols[None, :]
-    if PART == 1:
-        written = (cols >= 3) & (cols < out_channels)  # all but the main image's channels
-    elif PART == 2:
-        written = cols < 3  # the main image's channels only
-    else:
-        written = cols < out_channels
-    mask = m_ok[:, None] & written[None, :]
+    mask = m_ok[:, None] & (cols < out_channels)[None, :]
     tl.store(ptrs, tile.to(out_ptr.dtype.element_ty), mask=mask)
 
 
