@@ -180,3 +180,78 @@ def test_executor_info_is_reused_until_what_it_reports_changes(device):
     ex.last_engine = "triton"
     assert ex.info().kernels == third.kernels and ex.info() is ex.info()
     ex.close()
+
+
+class _CpuGraph:
+    """A stand-in for a captured CUDA graph on the CPU: its replay runs the frame again
+    (the fast path of a repeated call needs a captured frame; the CPU has no graphs)."""
+
+    def __init__(self, frame, replays):
+        self._frame, self._replays = frame, replays
+
+    def replay(self):
+        self._replays.append(self._frame)
+        self._frame.run()
+
+
+def _graphed(den, replays):
+    den.use_graphs = True
+    den._capture = lambda frame: setattr(frame, "graph", _CpuGraph(frame, replays))
+    return den
+
+
+def test_a_repeated_call_replays_its_frame_at_once(executor, rng, device, monkeypatch):
+    """From the third call on (eager, captured, then replayed) a call repeating the last
+    one replays its frame without the frame lookups; anything queued in between (another
+    mode, a NumPy denoise) makes the next call look its frame up again, and every image is
+    a fresh denoiser's, the fixed input scale included after an autoexposure frame."""
+    images, out = _images(rng, device)
+    lookups, replays = [], []
+    base = runner_module.FrameRunner._run_device
+    den = _graphed(CudaDenoiser(executor), replays)
+
+    def counting(self, request, progress):
+        if self is den:  # not the fresh denoisers' lookups
+            lookups.append(request)
+        return base(self, request, progress)
+
+    monkeypatch.setattr(runner_module.FrameRunner, "_run_device", counting)
+    fixed = process.mode_for("RT", hdr=True, input_scale=0.5)
+    with den:
+        for _ in range(4):
+            den.denoise_tensors(*images, mode=fixed, out=out)
+        assert len(lookups) == 2 and len(replays) == 3  # eager; captured + replayed; 2 fast
+        assert torch.equal(out, _fresh(executor, images, fixed))
+        den.denoise_tensors(*images, mode=fixed, out=out, autoexposure=True)  # writes the scale
+        assert len(lookups) == 3
+        den.denoise_tensors(*images, mode=fixed, out=out)  # looked up, scale written again
+        assert len(lookups) == 4
+        den.denoise_tensors(*images, mode=fixed, out=out)  # fast, the scale written too
+        assert len(lookups) == 4 and den.input_scale() == 0.5
+        assert torch.equal(out, _fresh(executor, images, fixed))
+        host = [i.cpu().numpy() for i in images]
+        den.denoise(*host, mode=fixed)  # the NumPy path queues its own frame
+        den.denoise_tensors(*images, mode=fixed, out=out)
+        assert len(lookups) == 6
+        images[0] = _restride(images[0])  # a changed tensor: checked and looked up again
+        den.denoise_tensors(*images, mode=fixed, out=out)
+        assert len(lookups) == 7
+        assert torch.equal(out, _fresh(executor, images, fixed))
+
+
+@pytest.mark.cuda_device
+def test_a_render_loop_replays_its_graph_on_the_tensors_new_contents(rng):
+    """Real CUDA graphs: a render loop refills the same tensors in place each frame; from
+    the third frame on the call replays the graph at once, and every frame is the image
+    a fresh denoiser makes of that frame's contents, bit for bit."""
+    device = torch.device("cuda")
+    ex = CudaExecutor(load_model(TINY_AOV), device=device, tune=False, engine="triton")
+    images, out = _images(rng, device)
+    with CudaDenoiser(ex) as den:
+        for frame in range(5):
+            for index, image in enumerate(images):
+                image.copy_(torch.rand_like(image) * (4.0 if index == 0 else 1.0) - frame % 2)
+            den.denoise_tensors(*images, mode=MODE, out=out, autoexposure=True)
+            assert torch.equal(out, _fresh(ex, images, MODE, autoexposure=True)), frame
+        assert den._replay is not None and den._replay[1].graph is not None
+    ex.close()

@@ -16,7 +16,14 @@ from oidn_gpu.backends.cuda.executor import kernels
 from oidn_gpu.backends.cuda.images import DeviceImage, hwc_view
 from oidn_gpu.image import autoexposure as ae
 
-SCALE_BLOCK = 1024  # lanes of the log-average (each adds every 1024th bin)
+# Launch shapes timed on an NVIDIA H200 (bench/h200_ae22.py, bench/h200_final22/: both
+# launches in a CUDA graph, per replay): one warp per 16 x 16 bin and 4096 lanes in 16
+# warps for the log-average took 12.95 -> 11.00 us at 1280x720, 23.2 -> 19.0 us at
+# 1920x1080 and 84.9 -> 66.3 us at 3840x2160 against 4 warps and 1024 lanes in 4 warps,
+# with the same scale bits on each of those images.
+BINS_WARPS = 1  # warps per bin program
+SCALE_BLOCK = 4096  # lanes of the log-average (each adds every 4096th bin)
+SCALE_WARPS = 16
 
 
 def autoexposure(color: DeviceImage, scale_out: Any, engine: str) -> None:
@@ -31,9 +38,11 @@ def autoexposure(color: DeviceImage, scale_out: Any, engine: str) -> None:
     tk.autoexposure_bins_kernel[(nb_h, nb_w)](
         color.tensor, color.offset, color.pixel_stride, color.row_stride, color.channels,
         color.height, color.width, nb_h, nb_w, bins, MAX_BIN=ae.MAX_BIN_SIZE,
+        num_warps=BINS_WARPS,
     )  # fmt: skip
     tk.autoexposure_scale_kernel[(1,)](bins, nb_h * nb_w, scale_out, KEY=float(ae.KEY),
-                                       EPS=float(ae.EPS), BLOCK=SCALE_BLOCK)  # fmt: skip
+                                       EPS=float(ae.EPS), BLOCK=SCALE_BLOCK,
+                                       num_warps=SCALE_WARPS)  # fmt: skip
 
 
 def _torch_autoexposure(color: DeviceImage, scale_out: Any) -> None:
