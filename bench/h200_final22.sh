@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One H200 call (carry the weights of rt_hdr_alb_nrm and its fast network) on this code: the
+# One H200 call (carry the weights of rt_hdr_alb_nrm and its fast network) on commit 4883e24: the
 # cuda GPU tests, the autoexposure's launch variants (bench/h200_ae22.py), then the cuda
 # benchmark at 720p (twice), 1080p, the fast network and 4K on a fresh Triton cache.
 #   OUT=$OUT bash bench/h200_final22.sh
