@@ -226,7 +226,7 @@ def test_a_repeated_call_replays_its_frame_at_once(executor, rng, device, monkey
         assert len(lookups) == 3
         den.denoise_tensors(*images, mode=fixed, out=out)  # looked up, scale written again
         assert len(lookups) == 4
-        den.denoise_tensors(*images, mode=fixed, out=out)  # fast, the scale written too
+        den.denoise_tensors(*images, mode=fixed, out=out)  # fast: the scale is still this one
         assert len(lookups) == 4 and den.input_scale() == 0.5
         assert torch.equal(out, _fresh(executor, images, fixed))
         host = [i.cpu().numpy() for i in images]

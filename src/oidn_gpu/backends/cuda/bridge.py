@@ -92,7 +92,10 @@ class CompileBridge:
         return "cudnn"
 
     def start(self) -> None:
-        """Start the background compiles that earlier bridge frames asked for."""
+        """Start the background compiles that earlier bridge frames asked for (at once
+        when none was: a render loop's every call asks)."""
+        if not self.warming:
+            return
         with self._warm_lock:
             if self._stop.is_set():
                 return

@@ -293,7 +293,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             frame = super()._run_device(request, None)
             if frame.graph is not None and self.executor.last_engine == self.executor.engine:
                 self._replay = (request, frame)
-        if start_compiles and self._bridge.warming:
+        if start_compiles:
             self.start_compiles()  # after the frame is queued: its host work comes first
         if out is not None:
             return out

@@ -118,7 +118,7 @@ def signature(launch: ConvLaunch, level: int) -> str:
 # Tiles timed by `Tuner` on an NVIDIA H200 (Triton 3.6, fp16, rt_hdr_alb_nrm at 1920x1088,
 # 2026-12-01; bench/h200_first_call.sh, mode ``tune``), by compute capability: the H100
 # and H200 share sm_90. Tuples are (block_m, block_n, block_k, num_warps, num_stages).
-# The quarter- and sixteenth-resolution ones below the tuner's candidates (80->96@4,
+# The quarter- and sixteenth-resolution ones outside the tuner's candidates (80->96@4,
 # 96->96@4, 96->96@2 and the fast network's) from a wider sweep at 1280x720 and 1920x1088,
 # each layer alone (bench/h200_tiles22.py, bench/h200_tiles22/): enc_conv5a 10.6 -> 7.7 us
 # at 720p, enc_conv5b 13.1 -> 7.7, dec_conv3b 37.3 -> 34.6 (81.5 -> 74.6 at 1080p).
