@@ -2,6 +2,9 @@
 
     python3 bench/h200_tail22.py OUT.json
 
+It needs commit ``768e7ed``'s `fusion.ROWS_TAP_SUM` and ``conv_rows_final_kernel``, measured
+and not kept (docs/benchmarks.md); on later code it times the two-kernel form only.
+
 For ``rt_hdr_alb_nrm`` at 720x1280 and 1088x1920 and ``rt_hdr_alb_nrm_small`` at
 1088x1920 (fp16, the shipped tiles, random input): the raw network output with the tail's
 tap sum in the row kernel (`fusion.ROWS_TAP_SUM`, one launch) and with the partial sums

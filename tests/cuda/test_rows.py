@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oidn_gpu.backends.cuda import compile_worker, fusion, row_conv, tuning
+from oidn_gpu.backends.cuda import compile_worker, row_conv, tuning
 from oidn_gpu.backends.cuda.compile_job import CompileJob
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.runner import CudaDenoiser
 from oidn_gpu.backends.cuda.tuning import (
     RowsConfig,
     Tuner,
@@ -24,8 +23,6 @@ from oidn_gpu.backends.cuda.tuning import (
 )
 from oidn_gpu.backends.reference import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.image import process
-from oidn_gpu.image.tiling import MIN_TILE_ALIGNMENT, plan_tiles, plan_tiles_max_edge
 from oidn_gpu.model.unet import load_model
 from tests.cuda.conftest import rel_l2
 from tests.cuda.test_fused import FP16_REL_L2, PROJECT_VS_LAYERS, tail_unet
@@ -81,53 +78,6 @@ def test_row_kernel_matches_layers_and_reference(size, channels, config, fused, 
     bound = PROJECT_VS_LAYERS if fused == "project" else ROWS_VS_LAYERS
     assert rel_l2(actual, oracle) <= bound
     assert rel_l2(actual, expected) <= FP16_REL_L2
-
-
-@pytest.mark.parametrize(
-    ("size", "channels", "config", "tile"),
-    [
-        ((14, 22), (9, 16, 24, 32), RowsConfig(16, 4, 4, 2), None),  # strips, rows cut off
-        ((10, 18), (6, 32, 64, 64), RowsConfig(8, 2, 4, 2), None),  # 64 channels, 6-column strips
-        ((6, 34), (3, 16, 32, 16), RowsConfig(32, 8, 4, 2), None),  # fewer rows than a program
-        ((10, 70), (9, 32, 32, 32), RowsConfig(64, 32, 4, 3), None),  # the H200's tile
-        ((20, 60), (9, 16, 24, 32), RowsConfig(16, 4, 4, 2), 48),  # two 32x48 tiles
-    ],
-)
-def test_one_kernel_tail_is_the_two_kernel_tails_bits(size, channels, config, tile, rng, device,
-                                                      monkeypatch):  # fmt: skip
-    """The tail's tap sum in the row kernel's registers (one launch) against the row kernel
-    storing the partial sums for `tap_sum_kernel`: the raw network output and a denoised
-    HDR image through the output pass (one output channel, a given scale; two tiles with an
-    overlap: offsets and kept rectangles), bit for bit."""
-    model = random_model(tail_unet(*channels), rng)
-    x = rng.random((channels[0], *size), dtype=np.float32)
-    height, width = size
-    color = (rng.random((height, width, 3)) ** 3 * 6).astype(np.float32)
-    aux = rng.random((height, width, 3)).astype(np.float32), (
-        rng.random((height, width, 3)) * 2 - 1).astype(np.float32)
-    images = (color, *aux)[: channels[0] // 3]
-    mode = process.mode_for("RT", hdr=True, input_scale=0.5)
-    if tile is None:
-        plan = plan_tiles(height, width, overlap=0, alignment=MIN_TILE_ALIGNMENT,
-                          max_tile_px=None)  # fmt: skip
-    else:
-        plan = plan_tiles_max_edge(height, width, max_edge=tile, overlap=16)
-        assert plan.is_tiled
-    outputs = []
-    for one_kernel in (False, True):
-        monkeypatch.setattr(fusion, "ROWS_TAP_SUM", one_kernel)
-        executor = CudaExecutor(model, device=device, tune=False, engine="triton")
-        names = _ship_rows(monkeypatch, executor, (plan.tile_h, plan.tile_w), config)
-        assert executor.tail.hidden.name in names
-        raw = executor.run(x) if tile is None else None
-        with CudaDenoiser(executor) as denoiser:
-            image = denoiser.denoise(*images, mode=mode, plan=plan, out_channels=1)
-        outputs.append((raw, image))
-    (raw_two, image_two), (raw_one, image_one) = outputs
-    if raw_one is not None:
-        assert np.isfinite(raw_one).all() and np.array_equal(raw_one, raw_two)
-    assert image_one.shape == (height, width, 1) and np.isfinite(image_one).all()
-    assert np.array_equal(image_one, image_two)
 
 
 def test_row_kernel_option_and_environment(monkeypatch, rng, device):

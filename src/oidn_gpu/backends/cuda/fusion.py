@@ -42,10 +42,6 @@ FUSIONS = ("project", "tail", "off")
 # per-layer pair 0.553 ms), 1.3e-4 (relative L2) from the per-layer path's output.
 TAIL_Z_FP32 = False
 TAP_SUM_BLOCK = (8, 32)  # `tap_sum_kernel` pixels per program (rows, columns)
-# `project` on the row kernel: the tap sum in the row kernel's registers, one launch
-# (`row_kernels.conv_rows_final_kernel`); False: the row kernel stores the partial sums and
-# `tap_sum_kernel` adds them (the same bits).
-ROWS_TAP_SUM = True
 MAX_TAIL_CHANNELS = 64  # widest hidden activation the fused tail holds per pixel
 
 
@@ -225,11 +221,6 @@ def launch_project(ex: Any, prep: Any, target: Any) -> None:
     source = hidden.sources[0]
     weight, bias = ex._weights[hidden.name]
     proj, final_bias = ex._weights["project"]
-    final_args, flags = ex._final_args(target)
-    if isinstance(config, RowsConfig) and ROWS_TAP_SUM:
-        row_conv.launch_final(ex, prep, hidden, final, config, target.image, final_args, flags,
-                              z_fp32=prep.scratch.dtype != proj.dtype)  # fmt: skip
-        return
     if isinstance(config, RowsConfig):
         row_conv.launch(ex, prep, hidden, config, project=True)
     else:
@@ -240,6 +231,7 @@ def launch_project(ex: Any, prep: Any, target: Any) -> None:
             RELU=hidden.relu, MID=hidden.out_stored, BLOCK_M=config.block_m, BLOCK_K=block_k,
             TAPS=taps, num_warps=config.num_warps, num_stages=config.num_stages,
         )  # fmt: skip
+    final_args, flags = ex._final_args(target)
     rows, cols = TAP_SUM_BLOCK
     ex.fused_kernels().tap_sum_kernel[(-(-width // cols), -(-height // rows))](
         prep.scratch, final_bias, target.image, height, width, *final_args,

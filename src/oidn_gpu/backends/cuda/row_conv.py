@@ -53,22 +53,3 @@ def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
         BLOCK_W=config.block_w, BLOCK_N=conv.out_stored, ROWS=config.rows,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-
-
-def launch_final(ex: Any, prep: Any, conv: ConvLaunch, final: ConvLaunch, config: RowsConfig,
-                 image: Any, final_args: tuple[Any, ...], flags: dict[str, Any],
-                 z_fp32: bool) -> None:  # fmt: skip
-    """Enqueue ``conv`` (the ``project`` tail's hidden conv) with the final conv and the
-    output pass (``final_args``, ``flags``: `CudaExecutor._final_args`) on the row kernel,
-    one launch writing ``image``; ``z_fp32``: the partial sums kept in fp32 (bf16)."""
-    height, width = layout.conv_shapes(prep.plan, conv)
-    weight, bias = ex._weights[conv.name]
-    proj, final_bias = ex._weights["project"]
-    grid = (-(-width // (config.block_w - 2)), -(-height // config.rows))
-    ex.row_kernels().conv_rows_final_kernel[grid](
-        prep.views[conv.sources[0].value], weight, bias, proj, final_bias, image,
-        height, width, conv.a_tap_rows, conv.weight_cols, *final_args,
-        RELU=conv.relu, FINAL_RELU=final.relu, Z_FP32=z_fp32, CHANNELS=conv.sources[0].stored,
-        BLOCK_W=config.block_w, BLOCK_N=conv.out_stored, ROWS=config.rows,
-        num_warps=config.num_warps, num_stages=config.num_stages, **flags,
-    )  # fmt: skip
