@@ -2,6 +2,9 @@
 
     python3 bench/h200_prefetch22.py OUT.json BEST_FILE
 
+It needs commit ``f2c2f47``'s `row_conv.ROW_PREFETCH`, measured and not kept
+(docs/benchmarks.md).
+
 `row_conv.ROW_PREFETCH` 0 (the row loaded when its products start), 1 (the next row loaded
 into registers before the current row's products) and 2 (``prefetch.global.L1`` of the
 next row's lines), alternating twice, for ``rt_hdr_alb_nrm`` at 720x1280 and 1088x1920 and

@@ -21,9 +21,6 @@ from oidn_gpu.backends.cuda.tuning import RowsConfig
 from oidn_gpu.errors import InvalidArgumentError
 
 ROWS_ENV_VAR = "OIDN_GPU_CUDA_ROWS"  # "off": no layer runs the row kernel
-# How the row kernel asks for its next input row before the current one's products:
-# 0 not at all, 1 loaded into registers, 2 ``prefetch.global.L1`` (not in the interpreter).
-ROW_PREFETCH = 0
 
 
 def rows_of(rows: bool | None) -> bool:
@@ -54,5 +51,5 @@ def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
         height, width, conv.a_tap_rows, conv.weight_cols, conv.out_stored,
         RELU=conv.relu, POOL=conv.pool, PROJECT=project, CHANNELS=source.stored,
         BLOCK_W=config.block_w, BLOCK_N=conv.out_stored, ROWS=config.rows,
-        PREFETCH=ROW_PREFETCH, num_warps=config.num_warps, num_stages=config.num_stages,
+        num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip

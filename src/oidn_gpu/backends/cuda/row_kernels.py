@@ -53,61 +53,6 @@ def _row(
 
 
 @triton.jit
-def _prefetch_row(src_ptr, yy, x0, offs_w, height, width, CHANNELS: tl.constexpr):
-    """Ask for input row ``yy``'s lines in the L1 cache (``prefetch.global.L1``, one per
-    pixel, clamped into the image) before it is loaded."""
-    yy = tl.minimum(tl.maximum(yy + 0 * offs_w, 0), height - 1)
-    xx = tl.minimum(tl.maximum(x0 + offs_w, 0), width - 1)
-    ptrs = src_ptr + (yy * width + xx) * CHANNELS
-    tl.inline_asm_elementwise("prefetch.global.L1 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
-                              dtype=tl.int32, is_pure=False, pack=1)  # fmt: skip
-
-
-@triton.jit
-def _load_row(src_ptr, yy, x0, offs_w, offs_k, height, width, CHANNELS: tl.constexpr):
-    """Input row ``yy`` at the three column shifts (zero outside the image)."""
-    yy = yy + 0 * offs_w  # a block (Triton's interpreter mis-types scalar & block masks)
-    row_ok = (yy >= 0) & (yy < height)
-    ptrs = src_ptr + (yy * width + x0 + offs_w)[:, None] * CHANNELS + offs_k[None, :]
-    xx = x0 + offs_w
-    k_ok = (offs_k < CHANNELS)[None, :]
-    a0 = tl.load(ptrs - CHANNELS, mask=(row_ok & (xx >= 1) & (xx <= width))[:, None] & k_ok,
-                 other=0.0)  # fmt: skip
-    a1 = tl.load(ptrs, mask=(row_ok & (xx >= 0) & (xx < width))[:, None] & k_ok, other=0.0)
-    a2 = tl.load(ptrs + CHANNELS, mask=(row_ok & (xx >= -1) & (xx < width - 1))[:, None] & k_ok,
-                 other=0.0)  # fmt: skip
-    return a0, a1, a2
-
-
-@triton.jit
-def _row_dots(
-    acc_hi, acc_mid, a0, a1, a2, ws, HI: tl.constexpr, MID: tl.constexpr,
-    BLOCK_W: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
-    """A loaded input row (`_load_row`) into the output rows below it (``acc_hi``: kernel
-    row 2), at it (``acc_mid``: row 1) and above it (returned ``acc_lo``: row 0); ``HI``/
-    ``MID`` False skip those. ``ws``: the 9 taps' weights (`_weights`). Each accumulator
-    adds its three taps in column order."""
-    acc_lo = tl.zeros((BLOCK_W, BLOCK_N), dtype=tl.float32)
-    acc_lo = tl.dot(a0, ws[0], acc_lo)
-    if MID:
-        acc_mid = tl.dot(a0, ws[3], acc_mid)
-    if HI:
-        acc_hi = tl.dot(a0, ws[6], acc_hi)
-    acc_lo = tl.dot(a1, ws[1], acc_lo)
-    if MID:
-        acc_mid = tl.dot(a1, ws[4], acc_mid)
-    if HI:
-        acc_hi = tl.dot(a1, ws[7], acc_hi)
-    acc_lo = tl.dot(a2, ws[2], acc_lo)
-    if MID:
-        acc_mid = tl.dot(a2, ws[5], acc_mid)
-    if HI:
-        acc_hi = tl.dot(a2, ws[8], acc_hi)
-    return acc_hi, acc_mid, acc_lo
-
-
-@triton.jit
 def _weights(w_ptr, offs_k, offs_n, w_stride, w_cols):
     """The 9 taps' ``[CHANNELS, BLOCK_N]`` weight blocks (tap ``3 * kh + kw``)."""
     w = w_ptr + offs_k[:, None] * w_cols + offs_n[None, :]
@@ -148,7 +93,6 @@ def conv_rows_kernel(
     height, width, w_stride, w_cols, out_channels,
     RELU: tl.constexpr, POOL: tl.constexpr, PROJECT: tl.constexpr, CHANNELS: tl.constexpr,
     BLOCK_W: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-    PREFETCH: tl.constexpr = 0,
 ):  # fmt: skip
     """Output rows ``[pid_y * ROWS, +ROWS)`` x columns ``[pid_x * BLOCK_W, +BLOCK_W)``.
 
@@ -176,37 +120,16 @@ def conv_rows_kernel(
                        False, False, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
     _, acc_a, acc_b = _row(zero, acc_a, src_ptr, ws, y0, x0, offs_w, offs_k, height, width,
                            False, True, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
-    if PREFETCH == 1:  # the next input row in registers before the current one's products
-        n0, n1, n2 = _load_row(src_ptr, y0 + 1, x0, offs_w, offs_k, height, width, CHANNELS)
-    else:
-        n0, n1, n2 = zero, zero, zero  # unused
     for pair in range(0, ROWS // 2):
         y = y0 + 2 * pair  # the output rows y, y + 1 complete in this step
-        if PREFETCH == 1:
-            a0, a1, a2 = n0, n1, n2
-            n0, n1, n2 = _load_row(src_ptr, y + 2, x0, offs_w, offs_k, height, width, CHANNELS)
-            top, acc_b, acc_c = _row_dots(acc_a, acc_b, a0, a1, a2, ws, True, True, BLOCK_W,
-                                          BLOCK_N)  # fmt: skip
-        else:
-            if PREFETCH == 2:
-                _prefetch_row(src_ptr, y + 2, x0, offs_w, height, width, CHANNELS)
-            top, acc_b, acc_c = _row(acc_a, acc_b, src_ptr, ws, y + 1, x0, offs_w, offs_k,
-                                     height, width, True, True, CHANNELS, BLOCK_W,
-                                     BLOCK_N)  # fmt: skip
+        top, acc_b, acc_c = _row(acc_a, acc_b, src_ptr, ws, y + 1, x0, offs_w, offs_k, height,
+                                 width, True, True, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
         top = _epilogue(top, bias, RELU)
         if not POOL:  # stored now: one accumulator fewer held across the next row
             _store_row(out_ptr, proj, top, y, xs, height, width, out_channels, offs_n, PROJECT)
-        if PREFETCH == 1:
-            a0, a1, a2 = n0, n1, n2
-            n0, n1, n2 = _load_row(src_ptr, y + 3, x0, offs_w, offs_k, height, width, CHANNELS)
-            bottom, acc_c, acc_d = _row_dots(acc_b, acc_c, a0, a1, a2, ws, True, True, BLOCK_W,
-                                             BLOCK_N)  # fmt: skip
-        else:
-            if PREFETCH == 2:
-                _prefetch_row(src_ptr, y + 3, x0, offs_w, height, width, CHANNELS)
-            bottom, acc_c, acc_d = _row(acc_b, acc_c, src_ptr, ws, y + 2, x0, offs_w, offs_k,
-                                        height, width, True, True, CHANNELS, BLOCK_W,
-                                        BLOCK_N)  # fmt: skip
+        bottom, acc_c, acc_d = _row(acc_b, acc_c, src_ptr, ws, y + 2, x0, offs_w, offs_k,
+                                    height, width, True, True, CHANNELS, BLOCK_W,
+                                    BLOCK_N)  # fmt: skip
         bottom = _epilogue(bottom, bias, RELU)
         if POOL:
             pooled = tl.max(tl.reshape(tl.maximum(top, bottom), (BLOCK_W // 2, 2, BLOCK_N)), 1)
