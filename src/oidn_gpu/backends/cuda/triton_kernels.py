@@ -480,6 +480,26 @@ def _put(tile, cols, index: tl.constexpr, value):
     return tl.where(cols[None, :] == index, value[:, None], tile)
 
 
+@triton.jit
+def _channels16(v0, v1, v2, v3, v4, v5, v6, v7, v8, zero):
+    """``[BLOCK, 16]`` whose column ``k`` is ``v_k`` (``zero`` past 8): joins and
+    interleaves, each column ``k`` built from the pair ``(k, k + 8)``, then ``(k, k + 4)``,
+    ``(k, k + 2)``, ``(k, k + 1)``: data movement only, no per-column selects."""
+    l0 = tl.join(v0, v8)
+    l1 = tl.join(v1, zero)
+    l2 = tl.join(v2, zero)
+    l3 = tl.join(v3, zero)
+    l4 = tl.join(v4, zero)
+    l5 = tl.join(v5, zero)
+    l6 = tl.join(v6, zero)
+    l7 = tl.join(v7, zero)
+    m0 = tl.interleave(l0, l4)
+    m1 = tl.interleave(l1, l5)
+    m2 = tl.interleave(l2, l6)
+    m3 = tl.interleave(l3, l7)
+    return tl.interleave(tl.interleave(m0, m2), tl.interleave(m1, m3))
+
+
 @_jit("main_offset", "main_pixel_stride", "main_row_stride", "alb_offset", "alb_pixel_stride",
       "alb_row_stride", "nrm_offset", "nrm_pixel_stride", "nrm_row_stride", "height", "width",
       "in_y", "in_x", "in_h", "in_w", "buf_y", "buf_x")  # fmt: skip
@@ -516,6 +536,7 @@ def input_pass_kernel(
     SNORM: tl.constexpr,
     BLOCK: tl.constexpr,
     CHANNELS: tl.constexpr,
+    JOIN: tl.constexpr = True,
 ):
     pixel = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m_ok = pixel < height * width
@@ -527,25 +548,37 @@ def input_pass_kernel(
     iy = iy + in_y
     ix = ix + in_x
     cols = tl.arange(0, CHANNELS)
-    tile = tl.zeros((BLOCK, CHANNELS), dtype=tl.float32)
     scale = tl.load(scale_ptr)
+    zero = tl.zeros((BLOCK,), dtype=tl.float32)
     r, g, b = _load_rgb(main_ptr, main_offset, main_pixel_stride, main_row_stride,
                         main_channels, iy, ix, ok)  # fmt: skip
-    tile = _put(tile, cols, 0, _main_value(r, scale, TRANSFER, HDR, SNORM))
-    tile = _put(tile, cols, 1, _main_value(g, scale, TRANSFER, HDR, SNORM))
-    tile = _put(tile, cols, 2, _main_value(b, scale, TRANSFER, HDR, SNORM))
+    v0 = _main_value(r, scale, TRANSFER, HDR, SNORM)
+    v1 = _main_value(g, scale, TRANSFER, HDR, SNORM)
+    v2 = _main_value(b, scale, TRANSFER, HDR, SNORM)
+    v3, v4, v5, v6, v7, v8 = zero, zero, zero, zero, zero, zero
     if IMAGES > 1:
         r, g, b = _load_rgb(alb_ptr, alb_offset, alb_pixel_stride, alb_row_stride,
                             alb_channels, iy, ix, ok)  # fmt: skip
-        tile = _put(tile, cols, 3, _aux_value(r, False))
-        tile = _put(tile, cols, 4, _aux_value(g, False))
-        tile = _put(tile, cols, 5, _aux_value(b, False))
+        v3, v4, v5 = _aux_value(r, False), _aux_value(g, False), _aux_value(b, False)
     if IMAGES > 2:
         r, g, b = _load_rgb(nrm_ptr, nrm_offset, nrm_pixel_stride, nrm_row_stride,
                             nrm_channels, iy, ix, ok)  # fmt: skip
-        tile = _put(tile, cols, 6, _aux_value(r, True))
-        tile = _put(tile, cols, 7, _aux_value(g, True))
-        tile = _put(tile, cols, 8, _aux_value(b, True))
+        v6, v7, v8 = _aux_value(r, True), _aux_value(g, True), _aux_value(b, True)
+    if CHANNELS == 16 and JOIN:
+        tile = _channels16(v0, v1, v2, v3, v4, v5, v6, v7, v8, zero)
+    else:
+        tile = tl.zeros((BLOCK, CHANNELS), dtype=tl.float32)
+        tile = _put(tile, cols, 0, v0)
+        tile = _put(tile, cols, 1, v1)
+        tile = _put(tile, cols, 2, v2)
+        if IMAGES > 1:
+            tile = _put(tile, cols, 3, v3)
+            tile = _put(tile, cols, 4, v4)
+            tile = _put(tile, cols, 5, v5)
+        if IMAGES > 2:
+            tile = _put(tile, cols, 6, v6)
+            tile = _put(tile, cols, 7, v7)
+            tile = _put(tile, cols, 8, v8)
     # outside the image rectangle every channel is an exact zero (OIDN's padding)
     tile = tl.where(ok[:, None], tile, 0.0)
     ptrs = out_ptr + pixel[:, None] * out_channels + cols[None, :]
