@@ -107,8 +107,6 @@ GRAPH_CACHE_SIZE = 4
 # ("staged"), or through CUDA's own copies from pageable memory ("direct").
 HOST_TRANSFERS = ("staged", "direct")
 INPUT_BLOCK = 128  # pixels per program of the input pass
-# The input pass builds its 16 channels with joins (else a select per channel; the same bits)
-INPUT_JOIN = True
 DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
 
 
@@ -213,7 +211,6 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
                 tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
                 IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
                 SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored,
-                JOIN=INPUT_JOIN,
             )  # fmt: skip
         else:
             torch_ops.input_pass([hwc_view(i) for i in images], scale, mode, tile, inp)
