@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from oidn_gpu.backends.cuda.executor import kernels, transfer_id
 from oidn_gpu.backends.cuda.images import describe
+from oidn_gpu.backends.cuda.runner import input_pass
 from oidn_gpu.image import process
+from oidn_gpu.image.tiling import Tile
 
 HEIGHT, WIDTH = 9, 13  # the buffer; the images' rectangle is 7 x 10 inside it
 
@@ -32,20 +33,11 @@ def _images(rng, count, device):
 
 
 def _input_pass(images, mode, device, join):
-    main = images[0]
-    alb = images[1] if len(images) > 1 else main
-    nrm = images[2] if len(images) > 2 else main
     out = torch.full((HEIGHT, WIDTH, 16), 7.0, dtype=torch.float16, device=device)
     scale = torch.tensor([0.8], dtype=torch.float32, device=device)
-    in_y, in_x, in_h, in_w, buf_y, buf_x = 1, 2, 7, 10, 2, 1  # the tile's rectangle
-    kernels().input_pass_kernel[(-(-HEIGHT * WIDTH // 32),)](
-        main.tensor, main.offset, main.pixel_stride, main.row_stride, main.channels,
-        alb.tensor, alb.offset, alb.pixel_stride, alb.row_stride, alb.channels,
-        nrm.tensor, nrm.offset, nrm.pixel_stride, nrm.row_stride, nrm.channels,
-        scale, out, HEIGHT, WIDTH, 16, in_y, in_x, in_h, in_w, buf_y, buf_x,
-        IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
-        SNORM=bool(mode.snorm), BLOCK=32, CHANNELS=16, JOIN=join,
-    )  # fmt: skip
+    # the tile's read rectangle (7 x 10 from image row 1, column 2) at buffer (2, 1)
+    tile = Tile(0, 1, 2, 7, 10, 2, 1, 0, 0, 7, 10, 2, 1)
+    input_pass(images, tile, mode, scale, out, block=32, join=join)
     return out.cpu()
 
 

@@ -110,6 +110,26 @@ INPUT_BLOCK = 128  # pixels per program of the input pass
 DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
 
 
+def input_pass(images: list[DeviceImage], tile: Any, mode: Any, scale: Any, out: Any, *,
+               block: int = INPUT_BLOCK, join: bool = True) -> None:  # fmt: skip
+    """Enqueue the Triton input pass of ``tile`` (its read rectangle of ``images`` at
+    ``(tile.buf_y, tile.buf_x)``) into the NHWC network input ``out`` ``[H, W, C]``;
+    ``join`` False sets the channels one select at a time (the same bits, slower)."""
+    main = images[0]
+    alb = images[1] if len(images) > 1 else main
+    nrm = images[2] if len(images) > 2 else main
+    height, width, channels = (int(v) for v in out.shape)
+    kernels().input_pass_kernel[(-(-height * width // block),)](
+        main.tensor, main.offset, main.pixel_stride, main.row_stride, main.channels,
+        alb.tensor, alb.offset, alb.pixel_stride, alb.row_stride, alb.channels,
+        nrm.tensor, nrm.offset, nrm.pixel_stride, nrm.row_stride, nrm.channels,
+        scale, out, height, width, channels,
+        tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
+        IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
+        SNORM=bool(mode.snorm), BLOCK=block, CHANNELS=channels, JOIN=join,
+    )  # fmt: skip
+
+
 @dataclass
 class _Frame:
     """One captured frame: its graph (None on the CPU), images and owned buffers."""
@@ -199,19 +219,7 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         prep = ex.prepare(plan.tile_h, plan.tile_w, engine)
         inp = ex.input_view(prep, plan.tile_h, plan.tile_w)
         if engine == "triton":
-            main = images[0]
-            alb = images[1] if len(images) > 1 else main
-            nrm = images[2] if len(images) > 2 else main
-            grid = (-(-plan.tile_h * plan.tile_w // INPUT_BLOCK),)
-            kernels().input_pass_kernel[grid](
-                main.tensor, main.offset, main.pixel_stride, main.row_stride, main.channels,
-                alb.tensor, alb.offset, alb.pixel_stride, alb.row_stride, alb.channels,
-                nrm.tensor, nrm.offset, nrm.pixel_stride, nrm.row_stride, nrm.channels,
-                scale, inp, plan.tile_h, plan.tile_w, ex.input_stored,
-                tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
-                IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
-                SNORM=bool(mode.snorm), BLOCK=INPUT_BLOCK, CHANNELS=ex.input_stored,
-            )  # fmt: skip
+            input_pass(images, tile, mode, scale, inp)
         else:
             torch_ops.input_pass([hwc_view(i) for i in images], scale, mode, tile, inp)
         target = FinalTarget(
