@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from oidn_gpu.backends.cuda import bridge as pipeline_module
-from oidn_gpu.backends.cuda import tuning
+from oidn_gpu.backends.cuda import row_conv, tuning
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.runner import CudaDenoiser
 from oidn_gpu.image import process
@@ -93,7 +93,8 @@ def test_no_bridge_unless_auto_on_a_gpu(small_model, device):
     assert not CudaExecutor(small_model, device=device, tune=True).bridge
 
 
-def test_tile_signatures_do_not_depend_on_the_image_size(small_model, device):
+def test_tile_signatures_do_not_depend_on_the_image_size(small_model, device, monkeypatch):
+    monkeypatch.setenv(row_conv.BALANCE_ENV_VAR, "off")  # rows per program fit the size
     executor = CudaExecutor(small_model, device=device, tune=False)
     small = executor.prepare(16, 32)
     large = executor.prepare(48, 64)
@@ -134,16 +135,20 @@ def test_tuning_only_when_asked(monkeypatch, tmp_path):
 @pytest.mark.cuda_device
 def test_a_new_image_size_compiles_nothing(rng):
     """After one frame on Triton, `Denoiser.denoise` at other sizes (odd ones too) reuses
-    its kernels: nothing is added to Triton's compiled-kernel caches."""
+    its kernels: nothing is added to Triton's compiled-kernel caches (the row kernel's
+    rows per program, fitted to each size on a GPU, are a run-time argument)."""
     import oidn_gpu
+    from oidn_gpu.backends.cuda import row_kernels
     from oidn_gpu.backends.cuda.executor import kernels
 
     with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
         den.denoise(*_images(rng, 64, 96))
         tk = kernels()
-        jitted = (tk.conv3x3_kernel, tk.input_pass_kernel, tk.autoexposure_bins_kernel)
+        jitted = (tk.conv3x3_kernel, tk.input_pass_kernel, tk.autoexposure_bins_kernel,
+                  row_kernels.conv_rows_kernel)  # fmt: skip
         before = [sum(len(c[0]) for c in k.device_caches.values()) for k in jitted]
-        for height, width in ((37, 53), (128, 80), (250, 99)):
+        # 720p on a GPU: other rows per program than the small sizes' (`row_conv.balance`)
+        for height, width in ((37, 53), (128, 80), (250, 99), *[(720, 1280)] * HAS_CUDA):
             den.denoise(*_images(rng, height, width))
         after = [sum(len(c[0]) for c in k.device_caches.values()) for k in jitted]
     assert after == before

@@ -8,8 +8,12 @@ without a GPU (tiny sizes), on the GPU when there is one.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oidn_gpu.backends.cuda import compile_worker, row_conv, tuning
 from oidn_gpu.backends.cuda.compile_job import CompileJob
@@ -34,7 +38,9 @@ ROWS_VS_LAYERS = 2e-3
 
 
 def _ship_rows(monkeypatch, executor: CudaExecutor, size, config: RowsConfig) -> list[str]:
-    """Ship ``config`` for every layer of ``executor`` the row kernel runs; their names."""
+    """Ship ``config`` for every layer of ``executor`` the row kernel runs, rows per program
+    as given (no `row_conv.balance` on a GPU); their names."""
+    monkeypatch.setenv(row_conv.BALANCE_ENV_VAR, "off")
     capability = executor._capability or (0, 0)
     prep = executor._allocate(*size)
     keys = {executor.layer_signature(prep, launch): launch.name
@@ -124,6 +130,7 @@ def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, 
                                 tune=False, engine="triton")  # fmt: skip
         monkeypatch.setattr(executor, "_capability", (9, 0))
         monkeypatch.setattr(executor, "_tuner", Tuner("gpu", None))
+        monkeypatch.setenv(row_conv.BALANCE_ENV_VAR, "off")  # the shipped rows per program
         prep = executor.prepare(64, 96)
         signatures = {launch.name: executor.layer_signature(prep, launch)
                       for launch in executor.launches}  # fmt: skip
@@ -145,3 +152,106 @@ def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, 
                          tune=False, engine="triton", rows=False)  # fmt: skip
     monkeypatch.setattr(plain, "_capability", (9, 0))
     assert not any(isinstance(c, RowsConfig) for c in plain.prepare(64, 96).configs.values())
+
+
+# An H200's row-kernel launches at 1280x720 and 1920x1088 (Triton 3.6; bench/h200_rows22.py,
+# 2026-12-02): (height, width, programs one multiprocessor holds, the fastest rows measured).
+H200_ROUNDS = [
+    (720, 1280, 4, 28),  # enc_conv0: 99 registers, 52 KB of shared memory
+    (720, 1280, 2, 56),  # enc_conv1 + pool: 114 registers, 98 KB
+    (720, 1280, 1, 56),  # the project tail: 168 registers, 198 KB
+    (1088, 1920, 4, 64),
+    (544, 960, 1, 32),  # the fast network's dec_conv2b at half resolution
+]
+
+
+@pytest.mark.parametrize(("height", "width", "resident", "fastest"), H200_ROUNDS)
+def test_balanced_rows_pick_the_h200s_fastest(height, width, resident, fastest):
+    shipped = RowsConfig(64, 32, 4, 3)
+    assert row_conv.balanced_rows(height, width, shipped, resident, 132) == fastest
+
+
+@given(height=st.integers(1, 4400), width=st.integers(1, 8000), resident=st.integers(1, 16),
+       sms=st.integers(1, 200), rows=st.sampled_from(row_conv.BALANCE_ROWS))  # fmt: skip
+def test_balanced_rows_take_the_fewest_rounds_of_rows(height, width, resident, sms, rows):
+    config = RowsConfig(64, rows, 4, 3)
+    picked = row_conv.balanced_rows(height, width, config, resident, sms)
+    assert picked in row_conv.BALANCE_ROWS and picked % 2 == 0
+
+    def cost(r):
+        programs = -(-width // 64) * -(-height // r)
+        return -(-programs // (resident * sms)) * (r + 2)
+
+    assert cost(picked) == min(cost(r) for r in row_conv.BALANCE_ROWS)
+    assert cost(rows) > cost(picked) or picked == rows  # a tie keeps the configured rows
+
+
+def test_resident_programs_follow_registers_shared_memory_and_threads():
+    h200 = {"max_shared_mem": 232448, "max_num_regs": 65536, "multiprocessor_count": 132}
+    assert row_conv.resident_programs(99, 52224, 4, h200) == 4  # registers: 4, memory: 4
+    assert row_conv.resident_programs(114, 98304, 4, h200) == 2  # shared memory
+    assert row_conv.resident_programs(168, 198656, 4, h200) == 1
+    assert row_conv.resident_programs(168, 0, 4, h200) == 3  # 21 x 256 registers a warp
+    assert row_conv.resident_programs(32, 0, 16, h200) == 4  # 2,048 threads
+    assert row_conv.resident_programs(255, 232448, 8, h200) == 1  # never less than one
+    with pytest.raises(ValueError, match="0 programs on 132"):
+        row_conv.balanced_rows(720, 1280, RowsConfig(64, 32, 4, 3), 0, 132)
+
+
+def test_balance_option(monkeypatch):
+    assert row_conv.balance_of("on") and row_conv.balance_of("1") and row_conv.balance_of("")
+    assert not row_conv.balance_of("off") and not row_conv.balance_of("0")
+    monkeypatch.setenv(row_conv.BALANCE_ENV_VAR, "off")
+    assert not row_conv.balance_of()
+    with pytest.raises(InvalidArgumentError, match="OIDN_GPU_CUDA_ROW_BALANCE='half' is unknown"):
+        row_conv.balance_of("half")
+
+
+@pytest.mark.cuda_device  # the balance reads a GPU's limits
+def test_balanced_launches_give_the_configured_rows_bits(monkeypatch, rng, device):
+    """On a GPU, `prepare` fits each row launch's rows to the GPU's rounds; the image is
+    the configured rows' bit for bit (1280x720: each multiprocessor holds few programs)."""
+    model = random_model(tail_unet(9, 16, 32, 32), rng)
+    x = rng.random((9, 720, 1280), dtype=np.float32)
+    shipped = RowsConfig(64, 32, 4, 3)
+    plain = CudaExecutor(model, device=device, tune=False, engine="triton", fused="project")
+    names = _ship_rows(monkeypatch, plain, (720, 1280), shipped)
+    expected = plain.run(x)
+    monkeypatch.setenv(row_conv.BALANCE_ENV_VAR, "on")
+    balanced = CudaExecutor(model, device=device, tune=False, engine="triton", fused="project")
+    prep = balanced.prepare(720, 1280)
+    keys = [*names, project_signature(balanced.tail.hidden)]
+    configs = {k: prep.configs[k] for k in keys if isinstance(prep.configs[k], RowsConfig)}
+    assert any(c.rows != shipped.rows for c in configs.values()), configs
+    assert all(c.rows in row_conv.BALANCE_ROWS for c in configs.values())
+    assert np.array_equal(balanced.run(x), expected)
+
+
+@pytest.mark.parametrize("fused", ["off", "project"])
+def test_balance_sets_rows_under_limits_and_keeps_the_bits(fused, monkeypatch, rng, device):
+    """`row_conv.balance` under given limits (one program on one multiprocessor: the fewest
+    rounds of the fewest rows) changes each row launch's rows only; the image is the
+    configured rows' bit for bit (through Triton's interpreter without a GPU)."""
+    model = random_model(tail_unet(9, 16, 24, 32), rng)
+    x = rng.random((9, 14, 22), dtype=np.float32)
+    plain = CudaExecutor(model, device=device, tune=False, engine="triton", fused=fused)
+    names = _ship_rows(monkeypatch, plain, (14, 22), RowsConfig(16, 4, 4, 2))
+    expected = plain.run(x)
+    balanced = CudaExecutor(model, device=device, tune=False, engine="triton", fused=fused)
+    prep = balanced.prepare(14, 22)
+    before = dict(prep.configs)
+    asked = []
+
+    def limits(ex, prep, conv, config, project):
+        asked.append((conv.name, project))
+        return None if conv.name == "m" else (1, 1)
+
+    row_conv.balance(balanced, prep, limits)
+    changed = {k for k in prep.configs if prep.configs[k] != before[k]}
+    rowed = {k for k in names if k != "m"}
+    if fused == "project":
+        rowed = (rowed - {"d1b"}) | {project_signature(balanced.tail.hidden)}
+    assert changed == rowed  # "m" had no limits; the tail's own config when fused
+    assert all(prep.configs[k] == dataclasses.replace(before[k], rows=16) for k in changed)
+    assert ("d1b", fused == "project") in asked
+    assert np.array_equal(balanced.run(x), expected)

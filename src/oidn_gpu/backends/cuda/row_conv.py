@@ -12,6 +12,7 @@ every layer on the per-layer kernel)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -36,20 +37,138 @@ def rows_of(rows: bool | None) -> bool:
     return rows
 
 
-def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
-           project: bool = False) -> None:  # fmt: skip
-    """Enqueue ``conv`` on the row kernel; with ``project`` (the ``project`` tail's hidden
-    conv) it stores the final conv's per-tap partial sums into ``prep.scratch``."""
+def _launch_args(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
+                 project: bool) -> tuple[tuple[int, int], tuple[Any, ...], dict[str, Any]]:  # fmt: skip
+    """The grid, arguments and options of ``conv``'s row-kernel launch."""
     height, width = layout.conv_shapes(prep.plan, conv)
     source = conv.sources[0]
     weight, bias = ex._weights[conv.name]
     out = prep.scratch if project else prep.views[conv.value]
     proj = ex._weights["project"][0] if project else weight
     grid = (-(-width // config.block_w), -(-height // config.rows))
-    ex.row_kernels().conv_rows_kernel[grid](
-        prep.views[source.value], weight, bias, proj, out,
-        height, width, conv.a_tap_rows, conv.weight_cols, conv.out_stored,
+    args = (prep.views[source.value], weight, bias, proj, out,
+            height, width, conv.a_tap_rows, conv.weight_cols, conv.out_stored,
+            config.rows)  # fmt: skip
+    options = dict(
         RELU=conv.relu, POOL=conv.pool, PROJECT=project, CHANNELS=source.stored,
-        BLOCK_W=config.block_w, BLOCK_N=conv.out_stored, ROWS=config.rows,
+        BLOCK_W=config.block_w, BLOCK_N=conv.out_stored,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
+    return grid, args, options
+
+
+def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
+           project: bool = False) -> None:  # fmt: skip
+    """Enqueue ``conv`` on the row kernel; with ``project`` (the ``project`` tail's hidden
+    conv) it stores the final conv's per-tap partial sums into ``prep.scratch``."""
+    grid, args, options = _launch_args(ex, prep, conv, config, project)
+    ex.row_kernels().conv_rows_kernel[grid](*args, **options)
+
+
+# ----------------------------------------------------------------------------- balance
+#
+# A row-kernel launch is a grid of equal programs (one strip of columns, ``rows`` output
+# rows each). A multiprocessor holds only a few of them at once (their registers and
+# shared memory), so the launch runs in rounds; a last round of a few programs leaves most
+# of the GPU idle while it takes as long as a full one. On an H200 (132 multiprocessors,
+# Triton 3.6) the `project` tail's kernel takes 198 KB of shared memory (one program per
+# multiprocessor) and `enc_conv1`'s 98 KB (two): at 1280x720 the shipped 32 rows give 460
+# programs, 3.5 and 1.7 rounds. Each step's time alone followed
+# ``ceil(programs / (resident * multiprocessors)) * (rows + 2)`` across 11 row counts
+# (bench/h200_rows22.py, 2026-12-02): 56 rows (260 programs) took the tail 0.166 ms
+# against 0.191, enc_conv1 0.053 against 0.063, and 28 rows enc_conv0 (four resident)
+# 0.034 against 0.037; the bits are the same for every row count.
+
+BALANCE_ENV_VAR = "OIDN_GPU_CUDA_ROW_BALANCE"  # "off": keep the configured rows per program
+BALANCE_ROWS = tuple(range(16, 66, 2))  # even (the pool's row pairs), 16 to 64
+
+
+def balance_of(value: str | None = None) -> bool:
+    """Whether `balance` runs: ``OIDN_GPU_CUDA_ROW_BALANCE`` (on unless ``off``/``0``)."""
+    value = os.environ.get(BALANCE_ENV_VAR, "on") if value is None else value
+    if value not in ("on", "off", "1", "0", ""):
+        raise InvalidArgumentError(f"{BALANCE_ENV_VAR}={value!r} is unknown; expected on or off")
+    return value not in ("off", "0")
+
+
+def balanced_rows(height: int, width: int, config: RowsConfig, resident: int,
+                  multiprocessors: int) -> int:  # fmt: skip
+    """The rows per program (of `BALANCE_ROWS`) that finish a ``height x width`` launch of
+    ``config`` soonest where each of ``multiprocessors`` runs ``resident`` programs at once:
+    ``ceil(programs / (resident * multiprocessors))`` rounds of ``rows + 2`` input rows (a
+    program also reads the row above and below its own). Ties keep ``config.rows``, then
+    the fewest rows."""
+    if resident < 1 or multiprocessors < 1:
+        raise ValueError(f"{resident} programs on {multiprocessors} multiprocessors")
+    slots = resident * multiprocessors
+    strips = -(-width // config.block_w)
+
+    def cost(rows: int) -> int:
+        return -(-strips * -(-height // rows) // slots) * (rows + 2)
+
+    return min(BALANCE_ROWS, key=lambda rows: (cost(rows), rows != config.rows, rows))
+
+
+def resident_programs(registers: int, shared: int, num_warps: int,
+                      properties: dict[str, int]) -> int:  # fmt: skip
+    """Programs of a kernel one multiprocessor holds at once: its registers per thread
+    (allocated per warp in 256s), its shared memory (plus the 1 KB the GPU reserves per
+    block) and its threads against the multiprocessor's 64 K registers, ``max_shared_mem``
+    and 2,048 threads (CUDA C programming guide, compute capabilities 8.x-9.x)."""
+    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    by_registers = properties.get("max_num_regs", 65536) // (per_warp * num_warps)
+    by_shared = properties["max_shared_mem"] // (shared + 1024) if shared else 32
+    by_threads = 2048 // (32 * num_warps)
+    return max(1, min(by_registers, by_shared, by_threads, 32))
+
+
+def _row_launches(ex: Any, prep: Any) -> list[tuple[str, ConvLaunch, bool]]:
+    """``(configs key, conv, project)`` of each row-kernel launch of a frame."""
+    from oidn_gpu.backends.cuda.fusion import FusedTail
+    from oidn_gpu.backends.cuda.tuning import project_signature
+
+    found = []
+    for step in ex.steps:
+        if isinstance(step, FusedTail):
+            key = project_signature(step.hidden)
+            if ex.fusion == "project" and isinstance(prep.configs.get(key), RowsConfig):
+                found.append((key, step.hidden, True))
+        elif isinstance(prep.configs.get(step.name), RowsConfig):
+            found.append((step.name, step, False))
+    return found
+
+
+def gpu_limits(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
+               project: bool) -> tuple[int, int] | None:  # fmt: skip
+    """``(programs one multiprocessor holds, multiprocessors)`` for ``conv``'s launch on the
+    executor's GPU: the kernel is compiled (not run) to read its registers and shared
+    memory. None where this Triton does not tell them."""
+    from triton.runtime import driver
+
+    torch = ex._torch
+    index = ex.device.index if ex.device.index is not None else torch.cuda.current_device()
+    grid, args, options = _launch_args(ex, prep, conv, config, project)
+    compiled = ex.row_kernels().conv_rows_kernel.warmup(*args, grid=grid, **options)
+    try:
+        properties = driver.active.utils.get_device_properties(index)
+        compiled._init_handles()
+        registers, shared = int(compiled.n_regs), int(compiled.metadata.shared)
+        resident = resident_programs(registers, shared, config.num_warps, properties)
+        return resident, int(properties["multiprocessor_count"])
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
+def balance(ex: Any, prep: Any, limits: Any = gpu_limits) -> None:
+    """Set each row-kernel launch of ``prep`` to its `balanced_rows` (the same bits for any
+    rows) under ``limits`` (`gpu_limits`'s signature); a launch without limits keeps its
+    configured rows."""
+    for key, conv, project in _row_launches(ex, prep):
+        config = prep.configs[key]
+        found = limits(ex, prep, conv, config, project)
+        if found is None:
+            continue
+        height, width = layout.conv_shapes(prep.plan, conv)
+        rows = balanced_rows(height, width, config, *found)
+        if rows != config.rows:
+            prep.configs[key] = dataclasses.replace(config, rows=rows)

@@ -4,7 +4,7 @@
 The per-layer kernel (`triton_kernels.conv3x3_kernel`) loads its ``A`` operand once per tap
 and its weights once per K step: with 16-64 input and 32 output channels those loads through
 the L2 cache, not the tensor cores, bound it. `conv_rows_kernel` streams down a strip of
-``BLOCK_W`` columns and ``ROWS`` output rows instead:
+``BLOCK_W`` columns and ``rows`` output rows instead:
 
 - the 9 taps' weights (``[CHANNELS, BLOCK_N]`` each, at most 36 KB) are loaded once per
   program and stay in shared memory;
@@ -87,14 +87,16 @@ def _store_row(out_ptr, proj, acc, y, xs, height, width, out_channels, offs_n,
         tl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-@_jit("height", "width")
+@_jit("height", "width", "rows")
 def conv_rows_kernel(
     src_ptr, w_ptr, bias_ptr, proj_ptr, out_ptr,
-    height, width, w_stride, w_cols, out_channels,
+    height, width, w_stride, w_cols, out_channels, rows,
     RELU: tl.constexpr, POOL: tl.constexpr, PROJECT: tl.constexpr, CHANNELS: tl.constexpr,
-    BLOCK_W: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
+    BLOCK_W: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
-    """Output rows ``[pid_y * ROWS, +ROWS)`` x columns ``[pid_x * BLOCK_W, +BLOCK_W)``.
+    """Output rows ``[pid_y * rows, +rows)`` x columns ``[pid_x * BLOCK_W, +BLOCK_W)``
+    (``rows`` even: a run-time value, so that any rows per program (`row_conv.balance`)
+    runs the same compiled kernel).
 
     ``src`` is NHWC ``[height, width, CHANNELS]`` (16, 32 or 64: one K step per tap); ``w``
     the packed ``[9 * w_stride, w_cols]`` weights (`layout.pack_weights`); ``out`` NHWC with
@@ -103,7 +105,7 @@ def conv_rows_kernel(
     `fusion.project_weights`).
     """
     x0 = tl.program_id(0) * BLOCK_W
-    y0 = tl.program_id(1) * ROWS
+    y0 = tl.program_id(1) * rows
     offs_w = tl.arange(0, BLOCK_W)
     offs_k = tl.arange(0, CHANNELS)
     offs_n = tl.arange(0, BLOCK_N)
@@ -120,7 +122,7 @@ def conv_rows_kernel(
                        False, False, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
     _, acc_a, acc_b = _row(zero, acc_a, src_ptr, ws, y0, x0, offs_w, offs_k, height, width,
                            False, True, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
-    for pair in range(0, ROWS // 2):
+    for pair in range(0, rows // 2):
         y = y0 + 2 * pair  # the output rows y, y + 1 complete in this step
         top, acc_b, acc_c = _row(acc_a, acc_b, src_ptr, ws, y + 1, x0, offs_w, offs_k, height,
                                  width, True, True, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
