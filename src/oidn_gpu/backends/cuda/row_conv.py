@@ -148,15 +148,16 @@ def gpu_limits(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
     torch = ex._torch
     index = ex.device.index if ex.device.index is not None else torch.cuda.current_device()
     grid, args, options = _launch_args(ex, prep, conv, config, project)
-    compiled = ex.row_kernels().conv_rows_kernel.warmup(*args, grid=grid, **options)
-    try:
-        properties = driver.active.utils.get_device_properties(index)
-        compiled._init_handles()
-        registers, shared = int(compiled.n_regs), int(compiled.metadata.shared)
-        resident = resident_programs(registers, shared, config.num_warps, properties)
-        return resident, int(properties["multiprocessor_count"])
-    except (AttributeError, KeyError, TypeError):
-        return None
+    with torch.cuda.device(index):  # Triton compiles for, and loads onto, the current GPU
+        compiled = ex.row_kernels().conv_rows_kernel.warmup(*args, grid=grid, **options)
+        try:
+            properties = driver.active.utils.get_device_properties(index)
+            compiled._init_handles()
+            registers, shared = int(compiled.n_regs), int(compiled.metadata.shared)
+            resident = resident_programs(registers, shared, config.num_warps, properties)
+            return resident, int(properties["multiprocessor_count"])
+        except (AttributeError, KeyError, TypeError):
+            return None
 
 
 def balance(ex: Any, prep: Any, limits: Any = gpu_limits) -> None:
