@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oidn_gpu.backends.cuda import compile_worker, row_conv, tuning
+from oidn_gpu.backends.cuda import compile_worker, fusion, row_conv, tuning
 from oidn_gpu.backends.cuda.compile_job import CompileJob
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.tuning import (
@@ -246,7 +246,7 @@ def test_balance_sets_rows_under_limits_and_keeps_the_bits(fused, monkeypatch, r
         asked.append((conv.name, project))
         return None if conv.name == "m" else (1, 1)
 
-    row_conv.balance(balanced, prep, limits)
+    row_conv.balance(balanced, prep, fusion.row_launches(balanced, prep), limits)
     changed = {k for k in prep.configs if prep.configs[k] != before[k]}
     rowed = {k for k in names if k != "m"}
     if fused == "project":

@@ -367,7 +367,7 @@ class CudaExecutor(ExecutorBase):
             if self._tune_tiles:
                 self._tune(prepared)
             if self.rows and not interpreting() and row_conv.balance_of():
-                row_conv.balance(self, prepared)
+                row_conv.balance(self, prepared, fusion.row_launches(self, prepared))
             while len(self._prepared) >= self._cache_size:
                 self._prepared.popitem(last=False)
             self._prepared[key] = prepared

@@ -237,3 +237,18 @@ def launch_project(ex: Any, prep: Any, target: Any) -> None:
         prep.scratch, final_bias, target.image, height, width, *final_args,
         RELU=final.relu, BLOCK_H=rows, BLOCK_W=cols, num_warps=4, **flags,
     )  # fmt: skip
+
+
+def row_launches(ex: Any, prep: Any) -> list[tuple[str, ConvLaunch, bool]]:
+    """``(configs key, conv, project)`` of each row-kernel launch of a frame of ``prep``
+    (`row_conv.balance`): the convs of ``ex.steps`` on the row kernel, and the ``project``
+    tail's hidden conv under its own key."""
+    found = []
+    for step in ex.steps:
+        if isinstance(step, FusedTail):
+            key = project_signature(step.hidden)
+            if ex.fusion == "project" and isinstance(prep.configs.get(key), RowsConfig):
+                found.append((key, step.hidden, True))
+        elif isinstance(prep.configs.get(step.name), RowsConfig):
+            found.append((step.name, step, False))
+    return found

@@ -122,22 +122,6 @@ def resident_programs(registers: int, shared: int, num_warps: int,
     return max(1, min(by_registers, by_shared, by_threads, 32))
 
 
-def _row_launches(ex: Any, prep: Any) -> list[tuple[str, ConvLaunch, bool]]:
-    """``(configs key, conv, project)`` of each row-kernel launch of a frame."""
-    from oidn_gpu.backends.cuda.fusion import FusedTail
-    from oidn_gpu.backends.cuda.tuning import project_signature
-
-    found = []
-    for step in ex.steps:
-        if isinstance(step, FusedTail):
-            key = project_signature(step.hidden)
-            if ex.fusion == "project" and isinstance(prep.configs.get(key), RowsConfig):
-                found.append((key, step.hidden, True))
-        elif isinstance(prep.configs.get(step.name), RowsConfig):
-            found.append((step.name, step, False))
-    return found
-
-
 def gpu_limits(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
                project: bool) -> tuple[int, int] | None:  # fmt: skip
     """``(programs one multiprocessor holds, multiprocessors)`` for ``conv``'s launch on the
@@ -160,11 +144,12 @@ def gpu_limits(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
             return None
 
 
-def balance(ex: Any, prep: Any, limits: Any = gpu_limits) -> None:
-    """Set each row-kernel launch of ``prep`` to its `balanced_rows` (the same bits for any
-    rows) under ``limits`` (`gpu_limits`'s signature); a launch without limits keeps its
-    configured rows."""
-    for key, conv, project in _row_launches(ex, prep):
+def balance(ex: Any, prep: Any, launches: list[tuple[str, ConvLaunch, bool]],
+            limits: Any = gpu_limits) -> None:  # fmt: skip
+    """Set each row-kernel launch of ``prep`` (``launches``: `fusion.row_launches`) to its
+    `balanced_rows` (the same bits for any rows) under ``limits`` (`gpu_limits`'s
+    signature); a launch without limits keeps its configured rows."""
+    for key, conv, project in launches:
         config = prep.configs[key]
         found = limits(ex, prep, conv, config, project)
         if found is None:
