@@ -24,21 +24,28 @@ from oidn_gpu.errors import InvalidArgumentError
 ROWS_ENV_VAR = "OIDN_GPU_CUDA_ROWS"  # "off": no layer runs the row kernel
 
 
+def _switch(name: str, value: str | None = None) -> bool:
+    """An on/off setting: ``value``, else the environment variable ``name`` (on unless
+    ``off``/``0``)."""
+    value = os.environ.get(name, "on") if value is None else value
+    if value not in ("on", "off", "1", "0", ""):
+        raise InvalidArgumentError(f"{name}={value!r} is unknown; expected on or off")
+    return value not in ("off", "0")
+
+
 def rows_of(rows: bool | None) -> bool:
     """The executor's ``rows`` option: None reads ``OIDN_GPU_CUDA_ROWS`` (on unless
     ``off``/``0``)."""
     if rows is None:
-        value = os.environ.get(ROWS_ENV_VAR, "on")
-        if value not in ("on", "off", "1", "0", ""):
-            raise InvalidArgumentError(f"{ROWS_ENV_VAR}={value!r} is unknown; expected on or off")
-        return value not in ("off", "0")
+        return _switch(ROWS_ENV_VAR)
     if not isinstance(rows, bool):
         raise InvalidArgumentError(f"rows {rows!r} must be a bool or None")
     return rows
 
 
-def _launch_args(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
-                 project: bool) -> tuple[tuple[int, int], tuple[Any, ...], dict[str, Any]]:  # fmt: skip
+def _launch_args(
+    ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig, project: bool
+) -> tuple[tuple[int, int], tuple[Any, ...], dict[str, Any]]:
     """The grid, arguments and options of ``conv``'s row-kernel launch."""
     height, width = layout.conv_shapes(prep.plan, conv)
     source = conv.sources[0]
@@ -85,10 +92,7 @@ BALANCE_ROWS = tuple(range(16, 66, 2))  # even (the pool's row pairs), 16 to 64
 
 def balance_of(value: str | None = None) -> bool:
     """Whether `balance` runs: ``OIDN_GPU_CUDA_ROW_BALANCE`` (on unless ``off``/``0``)."""
-    value = os.environ.get(BALANCE_ENV_VAR, "on") if value is None else value
-    if value not in ("on", "off", "1", "0", ""):
-        raise InvalidArgumentError(f"{BALANCE_ENV_VAR}={value!r} is unknown; expected on or off")
-    return value not in ("off", "0")
+    return _switch(BALANCE_ENV_VAR, value)
 
 
 def balanced_rows(height: int, width: int, config: RowsConfig, resident: int,
