@@ -58,7 +58,7 @@ from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import plan_denoise, plan_mode
 from oidn_gpu.config import OPTION_NAMES, DenoiserConfig, FilterOptions, FilterType
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu.filter_cache import CACHE
+from oidn_gpu.filter_cache import CACHE, on_tensor_device
 from oidn_gpu.filter_images import (
     MAX_IMAGE_DIM,
     Images,
@@ -277,6 +277,13 @@ class Denoiser:
                 sub.close()
             self._prefilters.clear()
             self._models.clear()
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait for the kernels the backend compiles in the background (cuda: Triton's,
+        while cuDNN serves the frames); True when none is left compiling."""
+        with self._lock:
+            runners = [engine.runner for engine in self._engines.values()]
+        return all(r.wait_compiled(timeout) for r in runners if hasattr(r, "wait_compiled"))
 
     def __enter__(self) -> Denoiser:
         return self
@@ -673,26 +680,9 @@ def denoise(
     the cuda backend unless ``device`` (or ``backend_options``) says otherwise. For a
     sequence of frames, `Denoiser.denoise_many` overlaps frames on the wgpu backend.
     """
-    options = _on_tensor_device(options, color, albedo, normal)
+    options = on_tensor_device(options, color, albedo, normal)
     return CACHE.run(
         options,
         lambda: Denoiser(**options),
         lambda den: den.denoise(color, albedo, normal, output=output, progress=progress),
     )
-
-
-def _on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
-    """``options`` with ``device`` set to the main image's CUDA device when the backend
-    that will denoise it takes that device and no device was asked for."""
-    if "device" in options or options.get("backend_options") is not None:
-        return options
-    main = next((image for image in images if image is not None), None)
-    device = tensors.cuda_device(main) if main is not None else None
-    if device is None:
-        return options
-    try:
-        backend = resolve_backend(options.get("backend", AUTO), options)
-        make_options(backend, device=device)  # a backend of device tensors takes it
-    except InvalidArgumentError:  # Denoiser(**options) reports a bad backend, after its checks
-        return options
-    return {**options, "device": device}

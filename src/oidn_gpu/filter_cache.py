@@ -27,7 +27,10 @@ import threading
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+from oidn_gpu.backends.base import AUTO, make_options, resolve_backend
 from oidn_gpu.backends.lru import LruCache
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.image import tensors
 
 MAX_IDLE = 4  # idle denoisers kept (each holds its device buffers and captured frames)
 
@@ -161,3 +164,20 @@ def clear_denoiser_cache() -> int:
     interpreter's exit clears the cache too.
     """
     return CACHE.clear()
+
+
+def on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
+    """``options`` with ``device`` set to the main image's CUDA device when the backend
+    that will denoise it takes that device and no device was asked for."""
+    if "device" in options or options.get("backend_options") is not None:
+        return options
+    main = next((image for image in images if image is not None), None)
+    device = tensors.cuda_device(main) if main is not None else None
+    if device is None:
+        return options
+    try:
+        backend = resolve_backend(options.get("backend", AUTO), options)
+        make_options(backend, device=device)  # a backend of device tensors takes it
+    except InvalidArgumentError:  # Denoiser(**options) reports a bad backend, after its checks
+        return options
+    return {**options, "device": device}

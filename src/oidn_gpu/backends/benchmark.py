@@ -29,12 +29,15 @@ class BenchTools:
             tensors and NumPy arrays, medians per row; ``api_row_names`` says what each
             row measures.
         run_cold: `oidn_gpu.cli.bench_cold.run_cold`: fresh processes with empty caches.
+        run_cold_sequences: `oidn_gpu.cli.bench_sequence.run_cold_sequences`: fresh
+            processes that denoise N frames one after another.
     """
 
     denoiser: Callable[..., Any]
     api_rows: Callable[..., dict[str, float]]
     api_row_names: Mapping[str, str]
     run_cold: Callable[..., Any]
+    run_cold_sequences: Callable[..., Any] | None = None
 
 
 class Benchmark(Protocol):

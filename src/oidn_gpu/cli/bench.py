@@ -25,7 +25,7 @@ from oidn_gpu.backends.benchmark import (
     default_benchmark,
     load_benchmark,
 )
-from oidn_gpu.cli import bench_api, bench_cold
+from oidn_gpu.cli import bench_api, bench_cold, bench_sequence
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.filter import Denoiser
 
@@ -40,6 +40,7 @@ def tools() -> BenchTools:
         api_rows=bench_api.api_rows,
         api_row_names=bench_api.ROWS,
         run_cold=bench_cold.run_cold,
+        run_cold_sequences=bench_sequence.run_cold_sequences,
     )
 
 

@@ -18,6 +18,7 @@ from oidn_gpu.cli.denoise import add_denoise_parser, cmd_denoise
 from oidn_gpu.cli.example import add_example_parser, cmd_example
 from oidn_gpu.cli.info import add_info_parser, cmd_info
 from oidn_gpu.cli.inspect import add_inspect_parser, cmd_inspect
+from oidn_gpu.cli.prepare import add_prepare_parser, cmd_prepare
 from oidn_gpu.cli.usage import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_info_parser(sub)
     add_weights_parser(sub)
     add_example_parser(sub)
+    add_prepare_parser(sub)
 
     record_cli.add_record_parsers(sub)
     bench = sub.add_parser(
@@ -68,6 +70,7 @@ COMMANDS = {
     "weights": cmd_weights,
     "example": cmd_example,
     "bench": cmd_bench,
+    "prepare": cmd_prepare,
 }
 COMMANDS.update(record_cli.COMMANDS)
 

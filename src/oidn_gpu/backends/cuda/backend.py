@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -34,7 +35,7 @@ from oidn_gpu.backends.base import (
     precision_choices,
 )
 from oidn_gpu.backends.bench_result import parse_size
-from oidn_gpu.backends.cuda import available
+from oidn_gpu.backends.cuda import available, kernel_specs
 from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoisePlan
@@ -176,6 +177,10 @@ class CudaTileRunner:
         result = self._denoise(images, plan, progress, autoexposure=True, staged=True)
         return result, self.denoiser.last_input_scale()
 
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait for the Triton kernels compiling behind the cuDNN bridge."""
+        return bool(self.denoiser.wait_compiled(timeout))
+
     def close(self) -> None:
         self.denoiser.close()
 
@@ -214,6 +219,9 @@ class CudaBenchmark:
             help="time fresh processes with empty caches instead: start to first image, import "
             "torch, first and second denoise, a second size (beside Intel OIDN's when installed)")
         add("--cold-runs", type=int, default=3, help="fresh processes for --cold")
+        add("--cold-frames", default="100,400", metavar="N,N",
+            help="--cold: also denoise this many frames in a row in fresh processes (each "
+            "frame's time and engine), beside Intel OIDN's; 0: none (default 100,400)")
         add("--tune", action="store_true",
             help="time the tile candidates of every layer at --size on this GPU and keep the "
             "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
@@ -268,10 +276,34 @@ def _cold(args: Any, tools: Any) -> int:
     except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILURE
-    if args.json_path:
-        write_bytes_atomic(args.json_path, json.dumps(result.to_dict()).encode("utf-8"))
+    document = {"cold": result.to_dict()}
     print(result.table(), flush=True)
+    counts = _frame_counts(args.cold_frames)
+    if counts and tools.run_cold_sequences is not None:
+        try:
+            sequences = tools.run_cold_sequences(
+                "cuda", parse_size(args.size), counts, runs=max(1, args.cold_runs // 3),
+                progress=lambda text: print(text, file=sys.stderr, flush=True),
+            )
+        except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_FAILURE
+        document["sequences"] = sequences.to_dict()
+        print(sequences.table(), flush=True)
+    if args.json_path:
+        write_bytes_atomic(args.json_path, json.dumps(document).encode("utf-8"))
     return 0
+
+
+def _frame_counts(text: str) -> tuple[int, ...]:
+    """``--cold-frames``: ``"100,400"`` -> (100, 400); ``"0"`` -> ()."""
+    try:
+        counts = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        counts = (-1,)
+    if any(c < 0 for c in counts):
+        raise InvalidArgumentError(f"--cold-frames must be counts like 100,400, got {text!r}")
+    return tuple(c for c in counts if c > 0)
 
 
 def _tune(args: Any) -> int:
@@ -308,6 +340,22 @@ class CudaBackend:
         if interpret and importlib.util.find_spec("torch") is not None:
             return Availability(True, f"{detail}; Triton's CPU interpreter (TRITON_INTERPRET=1)")
         return Availability(False, detail)
+
+    def export_kernels(self, destination: Path) -> list[str]:
+        """Write the kernels compiled on this GPU as the package ships them (`oidn-gpu
+        prepare --export`): this user's kernel lists of the GPU's architecture and
+        Triton version, and every entry of Triton's disk cache (prepare with an empty
+        ``TRITON_CACHE_DIR`` so that it holds only these kernels)."""
+        import torch
+
+        version = kernel_specs.triton_version()
+        if version is None:
+            raise MissingDependencyError(
+                "exporting kernels needs Triton: pip install 'oidn-gpu[cuda]'"
+            )
+        major, minor = torch.cuda.get_device_capability()
+        capability = major * 10 + minor
+        return kernel_specs.export(version, capability, Path(destination))
 
     def describe(self) -> tuple[str, ...]:
         try:

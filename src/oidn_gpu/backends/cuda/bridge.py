@@ -21,7 +21,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from oidn_gpu.backends.cuda import compile_job
+from oidn_gpu.backends.cuda import compile_job, kernel_specs
 from oidn_gpu.backends.cuda.executor import CompileStopped, interpreting, kernels
 from oidn_gpu.backends.cuda.images import DeviceImage, describe
 from oidn_gpu.errors import InvalidOperationError
@@ -84,6 +84,9 @@ class CompileBridge:
         with self._warm_lock:
             if self._ready_key(config) in _READY:
                 return "triton"
+            if config not in self.warming and self._load_compiled(config):
+                _READY.add(self._ready_key(config))
+                return "triton"
             if config not in self.warming:
                 self.warming[config] = threading.Thread(
                     target=self._warm, name="oidn-gpu-triton-compile", daemon=True,
@@ -124,10 +127,10 @@ class CompileBridge:
         ex = self.executor
         try:
             start = time.perf_counter()
-            if self._cuda and not interpreting():
-                code = self._compile_in_child(images, channels, mode, plan, autoexposure)
-                _LOG.info("cuda: Triton kernels compiled by a child process in %.2f s "
-                          "(exit code %s)", time.perf_counter() - start, code)  # fmt: skip
+            key = self._spec_key(config) if self._cuda and not interpreting() else None
+            if key is not None:
+                how = self._compile(key, images, channels, mode, plan, autoexposure)
+                _LOG.info("cuda: Triton kernels: %s (%.2f s)", how, time.perf_counter() - start)
             missing = kernels().UNAVAILABLE
             if missing:
                 raise InvalidOperationError(missing)
@@ -142,10 +145,13 @@ class CompileBridge:
                 out = describe(torch.empty((height, width, channels), dtype=torch.float32,
                                          device=self.device), "output")  # fmt: skip
                 scale = torch.ones(1, dtype=torch.float32, device=self.device)
-                self._denoiser._body(scratch, out, mode, plan, autoexposure, "triton", scale,
-                           stop=self._stop.is_set)  # fmt: skip
+                with kernel_specs.recording() if key is not None else _no_recording() as texts:
+                    self._denoiser._body(scratch, out, mode, plan, autoexposure, "triton", scale,
+                                         stop=self._stop.is_set)
             if stream is not None:
                 stream.synchronize()
+            if key is not None:
+                kernel_specs.save(key, texts)
             _LOG.info("cuda: Triton kernels ready %.2f s after the first frame",
                       time.perf_counter() - start)  # fmt: skip
             ready = True
@@ -160,8 +166,78 @@ class CompileBridge:
                 _READY.add(self._ready_key(config))
             self.warming.pop(config, None)
 
+    def _load_compiled(self, config: tuple[Any, ...]) -> bool:
+        """Load a configuration's kernels into this process when all of them are in
+        Triton's disk cache (compiled by an earlier process of this user, `oidn-gpu
+        prepare`, or shipped with the package): its frames then run on Triton from the
+        first, which loading costs less than a first cuDNN frame."""
+        if not self._cuda or interpreting() or kernels().UNAVAILABLE:
+            return False
+        start = time.perf_counter()
+        try:
+            key = self._spec_key(config)
+            if key is None:
+                return False
+            kernel_specs.install_shipped(key.triton, key.capability)
+            records = kernel_specs.load(key)
+            if not kernel_specs.in_cache(records):
+                return False
+            with kernel_specs.recording() as seen:
+                count = kernel_specs.load_into_process(records)
+            kernel_specs.save(key, seen)
+        except Exception as err:  # a kernel list this Triton cannot load: compile instead
+            _LOG.info("cuda: compiled kernels not loaded (%s: %s)", type(err).__name__, err)
+            return False
+        _LOG.info("cuda: %d Triton kernels loaded from the disk cache in %.2f s", count,
+                  time.perf_counter() - start)
+        return True
+
+    def _spec_key(self, config: tuple[Any, ...]) -> kernel_specs.SpecKey | None:
+        """Where the kernel configuration's specializations are kept (None: Triton's
+        version is unknown)."""
+        version = kernel_specs.triton_version()
+        if version is None:
+            return None
+        ex = self.executor
+        major, minor = self._torch.cuda.get_device_capability(self.device)
+        capability = major * 10 + minor
+        parts = (
+            "cuda frame kernels", kernel_specs.source_fingerprint(), capability, ex.precision,
+            ex.graph, tuple(sorted(ex.tuned().items())), ex.fusion, ex.rows, config,
+        )  # fmt: skip
+        return kernel_specs.SpecKey(version, capability, kernel_specs.config_digest(parts))
+
+    def _compile(self, key: kernel_specs.SpecKey, images: list[DeviceImage], channels: int,
+                 mode: Any, plan: TilePlan, autoexposure: bool) -> str:
+        """Fill Triton's disk cache with the frame's kernels, out of this process: the
+        shipped entries copied in, then the known specializations compiled by several
+        processes at once; a configuration never seen runs its frame in one child."""
+        copied = kernel_specs.install_shipped(key.triton, key.capability)
+        texts = kernel_specs.load(key)
+        known = bool(texts)
+        if not known:  # a new configuration: its convolutions are most likely known
+            texts = kernel_specs.load_related(key)
+        how = ""
+        if texts:
+            try:
+                report = kernel_specs.compile_parallel(texts, key.capability, stop=self._stop)
+            except kernel_specs.StoppedError:
+                raise CompileStopped from None
+            except OSError as err:
+                report = None
+                how = f"not compiled ahead ({err})"
+            if report is not None:
+                how = (f"{len(texts)} known kernels compiled ahead by {report.processes} "
+                       f"processes in {report.seconds:.2f} s (ok: {report.ok})")
+            how += f", {copied} shipped cache entries installed" if copied else ""
+        if not known:
+            code = self._compile_in_child(images, channels, mode, plan, autoexposure, key)
+            how += f"; the frame compiled by a child process (exit code {code})"
+        return how.lstrip("; ")
+
     def _compile_in_child(self, images: list[DeviceImage], channels: int, mode: Any,
-                          plan: TilePlan, autoexposure: bool) -> int | None:  # fmt: skip
+                          plan: TilePlan, autoexposure: bool,
+                          spec_key: kernel_specs.SpecKey | None = None) -> int | None:  # fmt: skip
         """Compile the frame's kernels into Triton's disk cache in a child process (no GIL
         shared with the caller's frames); the in-process pass after it loads them. A child
         that fails leaves the compile to that pass."""
@@ -173,7 +249,7 @@ class CompileBridge:
             images=tuple((tuple(i.tensor.shape), str(i.tensor.dtype).split(".")[-1],
                           i.channels) for i in images),
             out_channels=channels, mode=mode, plan=plan, autoexposure=autoexposure,
-            fused=ex.fusion, rows=ex.rows,
+            fused=ex.fusion, rows=ex.rows, spec_key=spec_key,
         )  # fmt: skip
         try:
             child = compile_job.start(job)
@@ -202,6 +278,11 @@ class CompileBridge:
             thread.join(timeout)
         with self._warm_lock:
             return not self.warming
+
+
+@contextlib.contextmanager
+def _no_recording() -> Any:
+    yield []
 
 
 _COMPILING: weakref.WeakSet[CompileBridge] = weakref.WeakSet()

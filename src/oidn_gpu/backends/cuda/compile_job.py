@@ -43,6 +43,7 @@ class CompileJob:
     autoexposure: bool
     fused: str | None = None  # the caller's `CudaExecutor.fusion` (None: its default)
     rows: bool | None = None  # the caller's `CudaExecutor.rows` (None: its default)
+    spec_key: Any = None  # where the child records the kernel list (`kernel_specs.SpecKey`)
 
 
 def start(job: CompileJob) -> subprocess.Popen[bytes]:

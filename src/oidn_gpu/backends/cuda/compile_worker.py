@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import torch
 
+from oidn_gpu.backends.cuda import kernel_specs
 from oidn_gpu.backends.cuda.compile_job import CompileJob
 from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.runner import CudaDenoiser
@@ -51,7 +52,12 @@ def main(argv: list[str]) -> int:
     with open(path, "rb") as f:
         job = pickle.load(f)  # written by `start` of this package, in a private temp file
     os.unlink(path)
-    run_job(job)
+    if job.spec_key is None:
+        run_job(job)
+        return 0
+    with kernel_specs.recording() as records:  # the next process compiles them in parallel
+        run_job(job)
+    kernel_specs.save(job.spec_key, records)
     return 0
 
 
