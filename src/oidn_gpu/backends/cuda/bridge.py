@@ -145,7 +145,7 @@ class CompileBridge:
                 out = describe(torch.empty((height, width, channels), dtype=torch.float32,
                                          device=self.device), "output")  # fmt: skip
                 scale = torch.ones(1, dtype=torch.float32, device=self.device)
-                with kernel_specs.recording() if key is not None else _no_recording() as texts:
+                with kernel_specs.recording() if key is not None else contextlib.nullcontext([]) as texts:
                     self._denoiser._body(scratch, out, mode, plan, autoexposure, "triton", scale,
                                          stop=self._stop.is_set)
             if stream is not None:
@@ -278,11 +278,6 @@ class CompileBridge:
             thread.join(timeout)
         with self._warm_lock:
             return not self.warming
-
-
-@contextlib.contextmanager
-def _no_recording() -> Any:
-    yield []
 
 
 _COMPILING: weakref.WeakSet[CompileBridge] = weakref.WeakSet()
