@@ -145,7 +145,8 @@ class CompileBridge:
                 out = describe(torch.empty((height, width, channels), dtype=torch.float32,
                                          device=self.device), "output")  # fmt: skip
                 scale = torch.ones(1, dtype=torch.float32, device=self.device)
-                with kernel_specs.recording() if key is not None else contextlib.nullcontext([]) as texts:
+                recorder = kernel_specs.recording() if key is not None else contextlib.nullcontext([])
+                with recorder as texts:
                     self._denoiser._body(scratch, out, mode, plan, autoexposure, "triton", scale,
                                          stop=self._stop.is_set)
             if stream is not None:
