@@ -29,6 +29,7 @@ import numpy as np
 
 from oidn_gpu.errors import require
 from oidn_gpu.image.encoded import PartShape, write_encoded
+from oidn_gpu.image.image_types import readable_name
 from oidn_gpu.image.io import FLATTEN_ADVICE, ImageFileError, library_error
 
 EXR_FORMAT = "openexr"
@@ -175,7 +176,8 @@ def read_file(path: str | os.PathLike[str]) -> ExrFile:
     """
     oiio = _oiio()
     path = Path(path)
-    inp = oiio.ImageInput.open(str(path))
+    with readable_name(path) as name:
+        inp = oiio.ImageInput.open(name)
     if inp is None:
         message = library_error(oiio.geterror, "unknown format or corrupt file")
         raise ImageFileError(f"cannot read '{path}': {message}")
@@ -233,7 +235,7 @@ def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | No
         specs.append(spec)
 
     def encode(name: str) -> None:
-        out = oiio.ImageOutput.create(str(path))
+        out = oiio.ImageOutput.create("openexr")
         try:
             if out is None:
                 message = library_error(oiio.geterror, "unknown error")

@@ -64,6 +64,8 @@ from oidn_gpu.image.image_types import Layer as Layer
 from oidn_gpu.image.image_types import attributes_of as _attributes
 from oidn_gpu.image.image_types import library_error as library_error
 from oidn_gpu.image.image_types import oiio as _oiio
+from oidn_gpu.image.image_types import readable_name
+from oidn_gpu.image.image_types import shown as shown
 from oidn_gpu.image.windows import Placement, Window
 from oidn_gpu.image.writer import is_integer_format as is_integer_format
 from oidn_gpu.image.writer import output_format_name as output_format_name
@@ -130,7 +132,8 @@ def _open_input(path: str | os.PathLike[str]) -> Any:
         raise ImageFileError(f"cannot read '{path}': it is a directory")
     config = oiio.ImageSpec()
     config.attribute("oiio:UnassociatedAlpha", 1)  # keep colour as stored, not premultiplied
-    inp = oiio.ImageInput.open(str(path), config)
+    with readable_name(path) as name:
+        inp = oiio.ImageInput.open(name, config)
     if inp is None:
         message = library_error(oiio.geterror, "unknown format or corrupt file")
         raise ImageFileError(f"cannot read '{path}': {message}")
@@ -387,7 +390,9 @@ def _read_channels(
 
 def describe_layers(layers: Sequence[Layer]) -> str:
     """``'(root): R, G, B, A; albedo: R, G, B'`` for messages."""
-    parts = [f"{lay.name or '(root)'}: {', '.join(lay.components)}" for lay in layers]
+    parts = [
+        shown(f"{lay.name or '(root)'}: {', '.join(lay.components)}") for lay in layers
+    ]
     return "; ".join(parts) if parts else "(none)"
 
 

@@ -21,6 +21,7 @@ from oidn_gpu.image.image_types import (
     Image,
     ImageFileError,
     library_error,
+    library_name,
 )
 from oidn_gpu.image.image_types import (
     oiio as _oiio,
@@ -85,7 +86,7 @@ def output_format_name(path: str | os.PathLike[str]) -> str:
         raise InvalidArgumentError(
             f"output '{path}' has no extension; expected one such as .exr, .pfm, .png or .tif"
         )
-    out = oiio.ImageOutput.create(f"x.{ext}")
+    out = oiio.ImageOutput.create(f"x.{ext}") if library_name(ext) is not None else None
     if out is None:
         library_error(oiio.geterror, "")  # clear it
         raise InvalidArgumentError(
@@ -239,7 +240,7 @@ def _write(oiio: Any, path: Path, spec: Any, array: np.ndarray, format_name: str
     with it (`oidn_gpu.image.encoded`)."""
 
     def encode(name: str) -> None:
-        out = oiio.ImageOutput.create(str(path))
+        out = oiio.ImageOutput.create(format_name)  # ``name`` may have no extension
         try:
             if out is None or not out.open(name, spec):
                 raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
