@@ -47,6 +47,31 @@ _HEADER_BYTES = 1 << 20
 _NO_SPACE = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
+# The bytes a whole file of these formats ends with, where their reader decodes every pixel
+# of a file cut after its last image data: OpenImageIO 3.2 reads a PNG without its 12-byte
+# IEND chunk without an error (its JPEG reader reports a missing end marker itself).
+_FORMAT_ENDINGS = {"png": b"\0\0\0\0IEND\xaeB`\x82"}
+
+
+def missing_end(name: str | os.PathLike[str], format_name: str) -> str | None:
+    """Why the file ``name`` of ``format_name`` is cut short (its format's last bytes are
+    missing), or None."""
+    ending = _FORMAT_ENDINGS.get(format_name)
+    if ending is None:
+        return None
+    try:
+        with open(name, "rb") as file:
+            file.seek(0, os.SEEK_END)
+            size = file.tell()
+            file.seek(max(0, size - len(ending)))
+            last = file.read()
+    except OSError as err:
+        return (err.strerror or str(err)).lower()
+    if last != ending:
+        return f"it ends before the end of its {format_name.upper()} data"
+    return None
+
+
 @dataclass(frozen=True)
 class PartShape:
     """What one part of a written file must decode to."""
@@ -213,6 +238,9 @@ def verify_written(name: Path, path: Path, parts: Sequence[PartShape]) -> None:
                     f"cannot write '{path}': what was written is {got}; expected {expected}"
                 )
             _decode_part(inp, index, spec, path)
+        cut = missing_end(name, inp.format_name())
+        if cut is not None:
+            raise ImageFileError(f"cannot write '{path}': what was written is cut short ({cut})")
     finally:
         inp.close()
 
