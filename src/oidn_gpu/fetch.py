@@ -13,18 +13,26 @@ destination (`oidn_gpu.files.atomic_write`), hashed on the way, and renamed into
 place only if its size and SHA-256 match; anything else leaves no file behind.
 The known size bounds the download: a server announcing another length is
 refused, a longer body is cut off, a shorter one is an "incomplete download",
-and a whole-file deadline stops a server that sends too slowly.
+and a whole-file deadline stops a server that sends too slowly. The deadline covers
+everything from the first connection on (redirects, the status line and headers, the
+body): when it passes, a watchdog thread shuts the open connection down, which ends
+any read in progress at once, whatever the server sends. Redirects are followed to
+http and https only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import os
+import socket
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,32 +109,149 @@ def expected_byte_size(name: str) -> int:
         raise DownloadError(f"the size of '{name}.tza' is not known") from None
 
 
-def _read_some(response: Any, url: str, received: int, expected: int) -> bytes:
+def _read_some(response: Any, url: str, received: int, expected: int, watchdog: _Watchdog) -> bytes:
     try:
         # read1: what has arrived (one socket read at most), so a slow server cannot
         # hold one call for longer than the socket timeout
-        return response.read1(CHUNK_BYTES)
+        chunk = response.read1(CHUNK_BYTES)
     except http.client.IncompleteRead:
-        return b""  # the server closed early; reported below with the byte counts
+        chunk = b""  # the server closed early; reported below with the byte counts
     except (TimeoutError, OSError, http.client.HTTPException) as err:
+        if watchdog.expired:
+            raise _late(url, watchdog, received, expected) from None
         raise DownloadError(
             f"could not download {url}: {err} after {received} of {expected} bytes (offline?)"
         ) from None
+    if watchdog.expired:  # the connection was shut down: the end seen is not the server's
+        raise _late(url, watchdog, received, expected)
+    return chunk
 
 
-def _open_url(url: str, timeout_s: float) -> Any:
+class _Watchdog:
+    """The whole-file deadline: every connection opened for the file is shut down when it
+    passes, so a read in progress ends at once (a server sending its status line one byte
+    at a time keeps each read within the per-read timeout, never within the deadline)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.stop_at = time.monotonic() + seconds
+        self.expired = False
+        self._connections: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[_Watchdog]:
+        self._timer.start()
+        try:
+            yield self
+        finally:
+            self._timer.cancel()
+
+    def remaining_s(self) -> float:
+        return max(0.0, self.stop_at - time.monotonic())
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            connections = list(self._connections)
+        for connection in connections:
+            _shut(connection)
+
+    def watch(self, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._connections.append(connection)
+            expired = self.expired
+        if expired:
+            _shut(connection)
+
+    def connection_class(self, base: type[http.client.HTTPConnection]) -> Callable[..., Any]:
+        """A stand-in for ``base`` whose connections are watched and whose connect timeout
+        ends with the deadline."""
+
+        def make(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+            timeout = kwargs.get("timeout")
+            if isinstance(timeout, (int, float)):
+                kwargs["timeout"] = max(0.001, min(timeout, self.remaining_s()))
+            connection = base(host, **kwargs)
+            self.watch(connection)
+            return connection
+
+        return make
+
+
+def _shut(connection: http.client.HTTPConnection) -> None:
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):  # already closed
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self._watchdog.connection_class(http.client.HTTPConnection), req)
+
+
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        connection = self._watchdog.connection_class(http.client.HTTPSConnection)
+        return self.do_open(connection, req, context=self._context)
+
+
+class _HttpRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects followed to http and https only (urllib also follows ftp)."""
+
+    def redirect_request(
+        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> Any:
+        scheme = urllib.parse.urlsplit(newurl).scheme.lower()
+        if scheme not in ("http", "https"):
+            raise DownloadError(
+                f"could not download {req.full_url}: the server redirects to {newurl!r}; "
+                "only http and https are followed"
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _open_url(url: str, timeout_s: float, watchdog: _Watchdog) -> Any:
     """The response of a GET of ``url``; `DownloadError` (with an "offline?" hint) if none."""
+    opener = urllib.request.build_opener(
+        _WatchedHTTP(watchdog), _WatchedHTTPS(watchdog), _HttpRedirects()
+    )
     request = urllib.request.Request(url, headers={"User-Agent": "oidn-gpu"})
     try:
-        return urllib.request.urlopen(request, timeout=timeout_s)
+        response = opener.open(request, timeout=max(0.001, min(timeout_s, watchdog.remaining_s())))
     except urllib.error.HTTPError as err:
         raise DownloadError(f"could not download {url}: HTTP {err.code} {err.reason}") from None
     except (TimeoutError, urllib.error.URLError, OSError, http.client.HTTPException) as err:
+        if watchdog.expired:
+            raise _late(url, watchdog, 0, None) from None
         reason = getattr(err, "reason", err)
         raise DownloadError(
             f"could not download {url}: {reason} (offline? set {URL_ENV_VAR} or --url to a "
             "mirror, or copy the files into the weights folder by hand)"
         ) from None
+    if watchdog.expired:  # the headers ended where the connection was shut down
+        response.close()
+        raise _late(url, watchdog, 0, None)
+    return response
+
+
+def _late(url: str, watchdog: _Watchdog, received: int, expected: int | None) -> DownloadError:
+    what = "no response" if expected is None else f"{received} of {expected} bytes"
+    return DownloadError(
+        f"could not download {url}: not complete after {watchdog.seconds:g} s "
+        f"({what}; see --deadline); the file was not saved"
+    )
 
 
 def download(
@@ -145,7 +270,8 @@ def download(
         expected_bytes: the file's size; a server announcing another length is refused
             before reading, and a longer body is cut off with an error.
         timeout_s: for connecting and for each read.
-        deadline_s: for the whole file (default ``DEADLINE_PER_TIMEOUT`` x ``timeout_s``).
+        deadline_s: for the whole file, from the first connection to the last byte
+            (default ``DEADLINE_PER_TIMEOUT`` x ``timeout_s``).
         progress: called with (bytes so far, total bytes).
 
     Returns:
@@ -158,8 +284,23 @@ def download(
     """
     if deadline_s is None:
         deadline_s = DEADLINE_PER_TIMEOUT * timeout_s
-    stop_at = time.monotonic() + deadline_s
-    response = _open_url(url, timeout_s)
+    with _Watchdog(deadline_s).running() as watchdog:
+        return _stream(
+            url, destination, expected_sha256, expected_bytes, timeout_s, watchdog, progress
+        )
+
+
+def _stream(
+    url: str,
+    destination: Path,
+    expected_sha256: str,
+    expected_bytes: int,
+    timeout_s: float,
+    watchdog: _Watchdog,
+    progress: Callable[[int, int | None], None] | None,
+) -> int:
+    """`download`'s body: the response streamed into the destination and checked."""
+    response = _open_url(url, timeout_s, watchdog)
     digest = hashlib.sha256()
     written = 0
     with response:
@@ -171,13 +312,7 @@ def download(
             )
         with atomic_write(destination) as tmp:
             while True:
-                if time.monotonic() > stop_at:
-                    raise DownloadError(
-                        f"could not download {url}: not complete after {deadline_s:g} s "
-                        f"({written} of {expected_bytes} bytes; see --deadline); "
-                        "the file was not saved"
-                    )
-                chunk = _read_some(response, url, written, expected_bytes)
+                chunk = _read_some(response, url, written, expected_bytes, watchdog)
                 if not chunk:
                     break
                 if written + len(chunk) > expected_bytes:

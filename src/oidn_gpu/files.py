@@ -238,6 +238,18 @@ def _replacement_mode(destination: Path) -> int:
     return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else _NEW_FILE_MODE
 
 
+def _temp_suffix(destination: Path) -> str:
+    """``-NAME``: the destination's name, or where it is not UTF-8 (libraries that take
+    names as text cannot open it) ``-output`` with its extension when that is UTF-8."""
+    for name in (destination.name, f"output{destination.suffix}"):
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            continue
+        return f"-{name}"
+    return "-output"
+
+
 @contextlib.contextmanager
 def atomic_write(destination: str | os.PathLike[str]) -> Iterator[TemporaryFile]:
     """Write ``destination`` through a temporary file that replaces it when complete.
@@ -264,7 +276,7 @@ def atomic_write(destination: str | os.PathLike[str]) -> Iterator[TemporaryFile]
     with _signals_blocked():
         try:
             fd, name = tempfile.mkstemp(
-                prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=f"-{destination.name}", dir=folder
+                prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=_temp_suffix(destination), dir=folder
             )
         except OSError as err:
             problem = _describe_folder_problem(folder) or (err.strerror or str(err)).lower()

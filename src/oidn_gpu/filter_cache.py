@@ -10,7 +10,8 @@ same options reuse one instead of building it again:
   when none is idle), so they never wait for one another;
 - at most `MAX_IDLE` idle denoisers are kept, the least recently used closed first;
 - options must be hashable to be cached, else the call makes (and closes) its own
-  denoiser; a ``weights=`` file is keyed by its path, size and modification time,
+  denoiser; a ``weights=`` file is keyed by its path, inode, size, modification and change
+  times,
   bytes by their SHA-256, so changed weights are never served stale;
 - `clear_denoiser_cache` closes the idle ones (and those checked out, when they come
   back), as the interpreter's exit does; a forked child starts with none (the parent's
@@ -31,6 +32,7 @@ from oidn_gpu.backends.base import AUTO, make_options, resolve_backend
 from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import tensors
+from oidn_gpu.model.weights import file_version
 
 MAX_IDLE = 4  # idle denoisers kept (each holds its device buffers and captured frames)
 
@@ -49,12 +51,11 @@ def _key_of(value: Any) -> Hashable:
 
 
 def _weights_key(value: Any) -> Hashable:
-    """A custom weights file by path, size and modification time (a rewritten file is a
+    """A custom weights file by path and `file_version` (a replaced or rewritten file is a
     new key); raises OSError when it cannot be read (the call then reports it)."""
     if isinstance(value, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(value))
-        stat = os.stat(path)
-        return ("file", path, stat.st_size, stat.st_mtime_ns)
+        return ("file", path, file_version(os.stat(path)))
     return _key_of(value)
 
 

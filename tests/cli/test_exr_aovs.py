@@ -511,3 +511,21 @@ def test_a_half_beauty_stays_half_beside_a_float_z_in_every_mode(
         assert formats == {f"RGBA.{c}": "half" for c in "RGBA"}
     else:
         assert formats["Z"] == "float" and formats["N.X"] == "float"
+
+
+def test_the_root_layer_is_named_as_the_listing_shows_it(cli, tmp_path, scene) -> None:
+    from cli_support import write_multilayer
+
+    crop = scene(24)
+    path = write_multilayer(tmp_path / "in.exr", {"": crop["color_4spp"], "mask": crop["albedo"]})
+    listing = cli("denoise", path, "--list-layers")
+    assert "  (root): R, G, B" in listing.out
+    weights = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic3.tza"
+    named = cli("denoise", path, "-o", tmp_path / "named.exr", "--color-layer", "(root)",
+                "--weights", weights, "--no-aux", "--only-beauty")  # fmt: skip
+    assert named.rc == 0, named.err
+    found = cli("denoise", path, "-o", tmp_path / "found.exr",
+                "--weights", weights, "--no-aux", "--only-beauty")  # fmt: skip
+    assert found.rc == 0, found.err
+    a = io.read_image(tmp_path / "named.exr").pixels
+    np.testing.assert_array_equal(a, io.read_image(tmp_path / "found.exr").pixels)

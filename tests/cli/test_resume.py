@@ -195,9 +195,22 @@ def test_a_frame_is_complete_only_with_every_file_whole_and_of_its_size(
     assert "is 32x31 px; expected 32x32 px" in complete.incomplete_reason(src, out)
 
 
-def test_a_truncated_later_part_of_a_multi_part_output_is_incomplete(
-    tmp_path: Path, scene
-) -> None:
+def test_a_png_cut_in_its_last_bytes_is_incomplete(tmp_path: Path, scene) -> None:
+    """OpenImageIO decodes every pixel of a PNG missing its 12-byte IEND chunk: such a
+    file is not complete."""
+    pixels = scene(SIZE)["color_4spp"]
+    src = write_exr(tmp_path / "in.exr", pixels)
+    out = tmp_path / "out.png"
+    io.write_image_atomic(out, pixels)
+    assert complete.is_complete(src, out)
+    whole = out.read_bytes()
+    for cut in (1, 2, 12):
+        out.write_bytes(whole[:-cut])
+        reason = complete.incomplete_reason(src, out)
+        assert reason is not None and "is cut short" in reason, (cut, reason)
+
+
+def test_a_truncated_later_part_of_a_multi_part_output_is_incomplete(tmp_path: Path, scene) -> None:
     import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's usual alias
 
     crop = scene(SIZE)

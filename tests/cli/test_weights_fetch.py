@@ -205,6 +205,16 @@ class _BadServer(http.server.BaseHTTPRequestHandler):
                     self.wfile.write(bytes([byte]))
                     self.wfile.flush()
                     time.sleep(0.05)
+            elif how == "driphead":  # the status line and headers one byte every 50 ms
+                head = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 600 + b"\r\n\r\n"
+                for byte in head:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            elif how == "toftp":  # a redirect to another scheme
+                self.send_response(302)
+                self.send_header("Location", "ftp://127.0.0.1:9/rt_alb_large.tza")
+                self.end_headers()
             elif how == "lie":  # announces more than the file has
                 self._head(len(body) + 1000)
                 self.wfile.write(body)
@@ -276,8 +286,32 @@ def test_deadline_stops_a_server_that_drips(cli, bad_server: str, tmp_path: Path
     elapsed = time.monotonic() - start
     assert result.rc == 1
     assert "not complete after 1.5 s" in result.err and "of 7684615 bytes" in result.err
-    assert elapsed < 60  # bounded by the deadline (plus one read timeout), not by the body
+    assert elapsed < 1.5 + 1.0  # the deadline, not the body or the read timeout
     assert not dest.exists() or list(dest.iterdir()) == []
+
+
+def test_deadline_covers_a_status_line_and_headers_sent_one_byte_at_a_time(
+    cli, bad_server: str, tmp_path: Path
+) -> None:
+    dest = tmp_path / "w"
+    start = time.monotonic()
+    result = cli(
+        "weights", "fetch", "--dir", dest, "--url", f"{bad_server}/driphead",
+        "--timeout", "1", "--deadline", "1.5", "--quiet",
+    )  # fmt: skip
+    elapsed = time.monotonic() - start
+    assert result.rc == 1
+    assert "not complete after 1.5 s (no response; see --deadline)" in result.err
+    assert elapsed < 1.5 + 1.0  # each byte comes within the read timeout: only the deadline ends it
+    assert not dest.exists() or list(dest.iterdir()) == []
+
+
+def test_a_redirect_to_another_scheme_is_not_followed(cli, bad_server: str, tmp_path: Path) -> None:
+    dest = tmp_path / "w"
+    result = cli("weights", "fetch", "--dir", dest, "--url", f"{bad_server}/toftp", "--quiet")
+    assert result.rc == 1
+    assert "redirects to 'ftp://127.0.0.1:9/rt_alb_large.tza'" in result.err
+    assert "only http and https are followed" in result.err
 
 
 def test_fetch_help_names_the_deadline_default(cli) -> None:

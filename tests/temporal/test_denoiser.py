@@ -26,8 +26,9 @@ def denoiser():
 
 def _temporal(den, frames, **params):
     with TemporalDenoiser(den, **params) as td:
-        return [td.denoise(f.color, f.albedo, f.normal, motion=f.motion, depth=f.depth)
-                for f in frames]
+        return [
+            td.denoise(f.color, f.albedo, f.normal, motion=f.motion, depth=f.depth) for f in frames
+        ]
 
 
 SEQUENCES = Path(__file__).resolve().parents[1] / "data" / "sequences"
@@ -62,8 +63,14 @@ def test_no_history_is_the_per_frame_result(denoiser):
 
 
 def _frame(f, number=None):
-    return {"color": f.color, "albedo": f.albedo, "normal": f.normal, "motion": f.motion,
-            "depth": f.depth, "frame": number}
+    return {
+        "color": f.color,
+        "albedo": f.albedo,
+        "normal": f.normal,
+        "motion": f.motion,
+        "depth": f.depth,
+        "frame": number,
+    }
 
 
 def test_gap_size_change_and_cut_restart_the_history(denoiser, caplog):
@@ -71,11 +78,19 @@ def test_gap_size_change_and_cut_restart_the_history(denoiser, caplog):
     small = synthetic.sequence("static", frames=1, size=16)[0]
     cut = frames[5]
     cut = synthetic.Frame(**{**cut.__dict__, "depth": cut.depth * 2})  # another shot
-    items = [_frame(frames[0], 1), _frame(frames[1], 2), _frame(frames[2], 4),
-             _frame(small, 5), _frame(frames[3], 6), _frame(frames[4], 7), _frame(cut, 8)]
-    with caplog.at_level(logging.INFO, logger="oidn_gpu.temporal"), TemporalDenoiser(
-        denoiser
-    ) as td:
+    items = [
+        _frame(frames[0], 1),
+        _frame(frames[1], 2),
+        _frame(frames[2], 4),
+        _frame(small, 5),
+        _frame(frames[3], 6),
+        _frame(frames[4], 7),
+        _frame(cut, 8),
+    ]
+    with (
+        caplog.at_level(logging.INFO, logger="oidn_gpu.temporal"),
+        TemporalDenoiser(denoiser) as td,
+    ):
         outputs = list(td.denoise_many(items))
         restarts = [(r.frame, r.reason) for r in td.restarts]
     assert [frame for frame, _ in restarts] == [1, 4, 5, 6, 8]
@@ -152,3 +167,36 @@ def test_denoiser_options_make_and_close_their_own():
         td.denoiser.denoise(f.color)
     with pytest.raises(InvalidArgumentError, match="give one or the other"):
         TemporalDenoiser(Denoiser(backend="reference"), backend="reference")
+
+
+def test_integer_colors_follow_the_denoisers_rules():
+    """uint8/uint16 colors are normalized LDR values, as `Denoiser.denoise` takes them, and
+    come back in their dtype; an HDR denoiser refuses them, as `Denoiser` does."""
+    frames = synthetic.sequence("static", frames=2, size=16)
+    with Denoiser(backend="reference", srgb=True) as ldr:
+        for dtype, top in ((np.uint8, 255), (np.uint16, 65535)):
+            ints = [np.rint(np.clip(f.color, 0, 1) * top).astype(dtype) for f in frames]
+            floats = [(i.astype(np.float32) / np.float32(top)) for i in ints]
+            with TemporalDenoiser(ldr) as a, TemporalDenoiser(ldr) as b:
+                got = [
+                    a.denoise(i, motion=f.motion, depth=f.depth)
+                    for i, f in zip(ints, frames, strict=True)
+                ]
+                want = [
+                    b.denoise(x, motion=f.motion, depth=f.depth)
+                    for x, f in zip(floats, frames, strict=True)
+                ]
+            for g, w in zip(got, want, strict=True):
+                assert g.dtype == dtype
+                np.testing.assert_array_equal(
+                    g, np.clip(np.rint(w * np.float32(top)), 0, top).astype(dtype)
+                )
+    f = frames[0]
+    color = np.rint(np.clip(f.color, 0, 1) * 255).astype(np.uint8)
+    with Denoiser(backend="reference", hdr=True) as hdr, TemporalDenoiser(hdr) as td:
+        with pytest.raises(InvalidOperationError, match=r"dtype uint8.*HDR denoising"):
+            td.denoise(color, motion=f.motion, depth=f.depth)
+        with pytest.raises(InvalidOperationError, match=r"dtype uint8.*HDR denoising"):
+            list(td.denoise_many([{**_frame(f), "color": color}]))
+        with pytest.raises(InvalidOperationError, match="dtype int32"):
+            td.denoise(f.color.astype(np.int32), motion=f.motion, depth=f.depth)

@@ -15,6 +15,7 @@ import pytest
 
 import oidn_gpu
 from oidn_gpu.filter_cache import CACHE, DenoiserCache, options_key
+from oidn_gpu.model import read_tza, write_tza
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY_COLOR = DATA / "tiny_base_ic3.tza"
@@ -101,6 +102,29 @@ def test_changed_weights_are_never_served_stale(tmp_path, rng):
     data = TINY_COLOR.read_bytes()
     assert options_key({"weights": data}) == options_key({"weights": bytearray(data)})
     assert options_key({"weights": data}) != options_key({"weights": TINY_AOV.read_bytes()})
+
+
+def test_weights_replaced_by_another_of_the_same_size_and_time_are_reloaded(tmp_path, rng):
+    tensors = read_tza(TINY_COLOR)
+    name = next(n for n in tensors if n.endswith(".bias"))
+    tensors[name] = tensors[name] + np.float32(0.5)  # another network, the same bytes' count
+    other = tmp_path / "other.tza"
+    other.write_bytes(write_tza(tensors))
+    path = tmp_path / "weights.tza"
+    shutil.copyfile(TINY_COLOR, path)
+    assert other.stat().st_size == path.stat().st_size
+    stamp = path.stat().st_mtime_ns
+    color = _color(rng)
+    options = {"backend": "reference", "weights": str(path)}
+    first = oidn_gpu.denoise(color, **options)
+    os.utime(other, ns=(stamp, stamp))
+    os.replace(other, path)  # what a copy tool keeping times does
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (len(write_tza(tensors)), stamp)
+    with oidn_gpu.Denoiser(backend="reference", weights=str(path)) as fresh:
+        expected = fresh.denoise(color)
+    second = oidn_gpu.denoise(color, **options)
+    assert not np.array_equal(first, expected)
+    np.testing.assert_array_equal(second, expected)
 
 
 def test_unhashable_options_run_uncached(rng):

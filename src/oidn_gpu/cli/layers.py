@@ -30,7 +30,7 @@ def list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             part = f" [part {layer.subimage}]" if layer.subimage else ""
             formats = parts[layer.subimage].formats
             channels = _with_formats(layer.components, [formats[c] for c in layer.channels])
-            print(f"  {layer.name or '(root)'}: {channels}{part}")
+            print(f"  {io.layer_label(layer)}: {channels}{part}")
         picks = [
             ("color", args.color_layer, io.COLOR_LAYER_NAMES),
             ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
@@ -45,7 +45,7 @@ def list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
                 continue
             layer = io.find_layer(img_layers, defaults)
             found[kind] = layer is not None
-            print(f"  -> {kind}: " + (f"'{layer.name or '(root)'}'" if layer else "none found"))
+            print(f"  -> {kind}: " + (f"'{io.layer_label(layer)}'" if layer else "none found"))
         if found.get("normal") and found.get("albedo") is False:
             print("  (a normal is used only with an albedo: the color would be denoised alone)")
     return status

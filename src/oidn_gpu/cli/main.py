@@ -4,6 +4,8 @@ how errors become exit codes and ``error: ...`` lines (see the `oidn_gpu.cli` do
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import json
 import os
 import sys
@@ -30,6 +32,35 @@ from oidn_gpu.cli.usage import (
 from oidn_gpu.cli.weights import add_weights_parser, cmd_weights
 from oidn_gpu.errors import OIDNGPUError
 from oidn_gpu.files import OutputFileError, install_signal_cleanup
+
+NAME_ESCAPES = "oidn_gpu.name_escapes"
+
+
+def _escape_name_bytes(err: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: a file or channel name's bytes that are not UTF-8 (held by
+    Python as surrogate escapes) written as ``\\xNN``; other unencodable characters as
+    ``\\uNNNN``."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    text = err.object[err.start : err.end]
+    escaped = "".join(
+        f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else f"\\u{ord(c):04x}"
+        for c in text
+    )
+    return escaped, err.end
+
+
+codecs.register_error(NAME_ESCAPES, _escape_name_bytes)
+
+
+def _escape_names_in_output() -> None:
+    """Print names that are not UTF-8 as ``\\xNN`` on stdout and stderr (not as a raw
+    byte or a ``\\udcNN`` surrogate)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a closed or detached stream
+                reconfigure(errors=NAME_ESCAPES)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +109,7 @@ COMMANDS.update(record_cli.COMMANDS)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the tool; returns the exit code (see the module doc)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _escape_names_in_output()
     verbose = "-v" in argv or "--verbose" in argv
     try:
         parser = build_parser()

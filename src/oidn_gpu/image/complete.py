@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from oidn_gpu.image import io
+from oidn_gpu.image.encoded import missing_end
 from oidn_gpu.image.preview import GUTTER_PX
 
 
@@ -55,6 +56,9 @@ def incomplete_reason(
         return f"'{output}' does not decode ({err})"
     if not sizes:
         return f"'{output}' holds no image"
+    cut = missing_end(output, io.describe_parts(output)[0].file_format)
+    if cut is not None:
+        return f"'{output}' is cut short ({cut})"
     expected = _size(source)
     if sizes[0] != expected:
         return f"'{output}' is {sizes[0]}; expected {expected}"
@@ -64,6 +68,9 @@ def incomplete_reason(
         shown = io.read_image(preview)
     except (OSError, ValueError) as err:
         return f"'{preview}' does not decode ({err})"
+    cut = missing_end(preview, shown.file_format)
+    if cut is not None:
+        return f"'{preview}' is cut short ({cut})"
     width = 2 * source.width + GUTTER_PX
     if (shown.height, shown.width) != (source.height, width):
         return f"'{preview}' is {_size(shown)}; expected {width}x{source.height} px"

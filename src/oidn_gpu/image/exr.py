@@ -10,7 +10,7 @@ object IDs), so channels that are not replaced are written back bit for bit.
 `ExrFile.replace_channels` puts new values into existing channels (the denoised
 beauty under the noisy one's names) and `ExrFile.add_channels` adds channels (a new
 layer such as ``ViewLayer.Denoised``), keeping the pixel type of the channels they
-come from. `write_file` writes the result atomically (`oidn_gpu.files.atomic_write`).
+come from. `write_file` writes the result atomically and checks it (`oidn_gpu.image.encoded`).
 
 Only the full-resolution level of a MIP-mapped file is kept (the coarser levels
 would still hold the noisy image); deep files are refused.
@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.errors import require
-from oidn_gpu.files import atomic_write
+from oidn_gpu.image.encoded import PartShape, write_encoded
+from oidn_gpu.image.image_types import readable_name
 from oidn_gpu.image.io import FLATTEN_ADVICE, ImageFileError, library_error
 
 EXR_FORMAT = "openexr"
@@ -175,7 +176,8 @@ def read_file(path: str | os.PathLike[str]) -> ExrFile:
     """
     oiio = _oiio()
     path = Path(path)
-    inp = oiio.ImageInput.open(str(path))
+    with readable_name(path) as name:
+        inp = oiio.ImageInput.open(name)
     if inp is None:
         message = library_error(oiio.geterror, "unknown format or corrupt file")
         raise ImageFileError(f"cannot read '{path}': {message}")
@@ -231,24 +233,20 @@ def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | No
         if software:
             spec.attribute("Software", software)
         specs.append(spec)
-    with atomic_write(path) as tmp:
-        tmp.file.close()  # OpenImageIO writes the (empty, exclusively created) file by name
-        out = oiio.ImageOutput.create(str(tmp.path))
+
+    def encode(name: str) -> None:
+        out = oiio.ImageOutput.create("openexr")
         try:
             if out is None:
                 message = library_error(oiio.geterror, "unknown error")
                 raise ImageFileError(f"cannot write '{path}': {message}")
             if len(specs) > 1 and not out.supports("multiimage"):
                 raise ImageFileError(f"cannot write '{path}': no multi-part support")
-            opened = (
-                out.open(str(tmp.path), tuple(specs))
-                if len(specs) > 1
-                else out.open(str(tmp.path), specs[0])
-            )
+            opened = out.open(name, tuple(specs)) if len(specs) > 1 else out.open(name, specs[0])
             if not opened:
                 raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
             for index, (part, spec) in enumerate(zip(exr.parts, specs, strict=True)):
-                if index and not out.open(str(tmp.path), spec, "AppendSubimage"):
+                if index and not out.open(name, spec, "AppendSubimage"):
                     raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
                 if not out.write_image(np.ascontiguousarray(part.pixels)):
                     raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
@@ -259,6 +257,9 @@ def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | No
             if out is not None:
                 with contextlib.suppress(Exception):
                     out.close()
+
+    shapes = [PartShape(spec.width, spec.height, spec.nchannels) for spec in specs]
+    write_encoded(path, "openexr", encode, shapes, value_bytes=4)
     return path
 
 

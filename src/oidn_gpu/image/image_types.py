@@ -4,7 +4,9 @@ extra ``images``). `oidn_gpu.image.io` re-exports them all."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,56 @@ def oiio() -> Any:
 def component(channel: str) -> str:
     """A channel name without its layer prefix (``'R'`` of ``'ViewLayer.Combined.R'``)."""
     return channel.rsplit(".", 1)[-1]
+
+
+def library_name(path: str | os.PathLike[str]) -> str | None:
+    """``path`` as OpenImageIO's Python binding takes it (UTF-8 text), or None for a name
+    whose bytes are not UTF-8 (Python holds them as surrogate escapes, which the binding
+    refuses)."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return text
+
+
+@contextlib.contextmanager
+def readable_name(path: str | os.PathLike[str]) -> Iterator[str]:
+    """A name under which OpenImageIO can open the existing file ``path``: the name
+    itself, or for a name that is not UTF-8 the file opened here and named by its
+    descriptor (``/proc/self/fd/N``), valid inside the block.
+
+    Raises:
+        ImageFileError: the name is not UTF-8 and this system cannot name open files.
+    """
+    name = library_name(path)
+    if name is not None:
+        yield name
+        return
+    if not os.path.isdir("/proc/self/fd"):
+        raise ImageFileError(
+            f"cannot read {shown(os.fspath(path))!r}: its name is not UTF-8; rename it"
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as err:
+        reason = (err.strerror or str(err)).lower()
+        raise ImageFileError(f"cannot read '{shown(os.fspath(path))}': {reason}") from None
+    try:
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
+
+
+def shown(text: str) -> str:
+    """``text`` with the bytes of a name that is not UTF-8 (surrogate escapes, as Python
+    and OpenImageIO's binding hold them) written as ``\\xNN``, for messages and listings."""
+    return os.fsencode(text).decode("utf-8", "backslashreplace") if _has_escapes(text) else text
+
+
+def _has_escapes(text: str) -> bool:
+    return any("\udc80" <= ch <= "\udcff" for ch in text)
 
 
 def library_error(read_error: Callable[[], str], default: str) -> str:

@@ -64,6 +64,8 @@ from oidn_gpu.image.image_types import Layer as Layer
 from oidn_gpu.image.image_types import attributes_of as _attributes
 from oidn_gpu.image.image_types import library_error as library_error
 from oidn_gpu.image.image_types import oiio as _oiio
+from oidn_gpu.image.image_types import readable_name
+from oidn_gpu.image.image_types import shown as shown
 from oidn_gpu.image.windows import Placement, Window
 from oidn_gpu.image.writer import is_integer_format as is_integer_format
 from oidn_gpu.image.writer import output_format_name as output_format_name
@@ -72,6 +74,8 @@ from oidn_gpu.image.writer import srgb_encode as srgb_encode
 from oidn_gpu.image.writer import writable_channel_counts as writable_channel_counts
 from oidn_gpu.image.writer import write_image_atomic as write_image_atomic
 
+# How the root layer (channels without a dot, named '') is shown and may be named.
+ROOT_LAYER = "(root)"
 # Channel-name suffix sets, in the order they are tried; compared case-insensitively.
 _COMPONENT_ORDERS: tuple[tuple[str, ...], ...] = (
     ("r", "g", "b"),
@@ -120,7 +124,6 @@ def _prefix(channel: str) -> str:
     return channel.rsplit(".", 1)[0] if "." in channel else ""
 
 
-
 def _open_input(path: str | os.PathLike[str]) -> Any:
     oiio = _oiio()
     path = Path(path)
@@ -130,12 +133,12 @@ def _open_input(path: str | os.PathLike[str]) -> Any:
         raise ImageFileError(f"cannot read '{path}': it is a directory")
     config = oiio.ImageSpec()
     config.attribute("oiio:UnassociatedAlpha", 1)  # keep colour as stored, not premultiplied
-    inp = oiio.ImageInput.open(str(path), config)
+    with readable_name(path) as name:
+        inp = oiio.ImageInput.open(name, config)
     if inp is None:
         message = library_error(oiio.geterror, "unknown format or corrupt file")
         raise ImageFileError(f"cannot read '{path}': {message}")
     return inp
-
 
 
 def _read_subimage(inp: Any, path: Path, subimage: int, what: str) -> tuple[Any, np.ndarray]:
@@ -252,8 +255,16 @@ def _nparts(inp: Any) -> int:
     return int(inp.spec().getattribute("oiio:subimages") or 1)
 
 
+def layer_label(layer: Layer) -> str:
+    """A layer's name as listings and messages show it: `ROOT_LAYER` for the root's ``''``."""
+    return layer.name or ROOT_LAYER
+
+
 def match_layer(layers: Sequence[Layer], name: str) -> Layer | None:
-    """Exact name, then case-insensitive full name, then case-insensitive last component."""
+    """Exact name, then case-insensitive full name, then case-insensitive last component;
+    `ROOT_LAYER` (``'(root)'``, as listings show it) names the root layer ``''``."""
+    if name.casefold() == ROOT_LAYER and not any(lay.name == name for lay in layers):
+        name = ""
     for layer in layers:
         if layer.name == name:
             return layer
@@ -347,12 +358,10 @@ def read_layer(
     names = [layer.channels[i] for i in indices]
     if with_alpha and alpha is not None:
         names.append(layer.channels[alpha])
-    return _read_channels(path, layers, names, f"layer '{layer.name or '(root)'}' of ")
+    return _read_channels(path, layers, names, f"layer '{layer_label(layer)}' of ")
 
 
-def _read_channels(
-    path: Path, layers: Sequence[Layer], names: Sequence[str], what: str
-) -> Image:
+def _read_channels(path: Path, layers: Sequence[Layer], names: Sequence[str], what: str) -> Image:
     if not 1 <= len(names) <= 4:
         raise ImageFileError(f"expected 1 to 4 channels, got {len(names)}: {', '.join(names)}")
     where = {c: lay.subimage for lay in layers for c in lay.channels}
@@ -387,9 +396,8 @@ def _read_channels(
 
 def describe_layers(layers: Sequence[Layer]) -> str:
     """``'(root): R, G, B, A; albedo: R, G, B'`` for messages."""
-    parts = [f"{lay.name or '(root)'}: {', '.join(lay.components)}" for lay in layers]
+    parts = [shown(f"{layer_label(lay)}: {', '.join(lay.components)}") for lay in layers]
     return "; ".join(parts) if parts else "(none)"
-
 
 
 @dataclass(frozen=True)

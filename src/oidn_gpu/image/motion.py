@@ -52,6 +52,7 @@ import numpy as np
 
 from oidn_gpu.image import aovs
 from oidn_gpu.image.io import (
+    ROOT_LAYER,
     ImageFileError,
     Layer,
     describe_layers,
@@ -109,18 +110,26 @@ def _renderer_motion(renderer: str) -> tuple[str, ...]:
 CONVENTIONS: dict[str, MotionConvention] = {
     c.name: c
     for c in (
-        MotionConvention("cycles", "Blender Cycles", _renderer_motion("Blender Cycles"),
-                         CYCLES, (4,), y_up=True),
-        MotionConvention("arnold", "Arnold", _renderer_motion("Arnold"), VELOCITY, (2, 3),
-                         y_up=True),
-        MotionConvention("karma", "Karma", _renderer_motion("Karma"), VELOCITY, (2, 3),
-                         y_up=True),
-        MotionConvention("vray", "V-Ray", _renderer_motion("V-Ray"), VELOCITY, (2, 3),
-                         y_up=True),
-        MotionConvention("redshift", "Redshift", _renderer_motion("Redshift"), VELOCITY,
-                         (2, 3), y_up=True),
-        MotionConvention("renderman", "RenderMan", ("motionBack",), BACKWARD, (2, 3),
-                         y_up=False, forward_layers=("motionFore",)),
+        MotionConvention(
+            "cycles", "Blender Cycles", _renderer_motion("Blender Cycles"), CYCLES, (4,), y_up=True
+        ),
+        MotionConvention(
+            "arnold", "Arnold", _renderer_motion("Arnold"), VELOCITY, (2, 3), y_up=True
+        ),
+        MotionConvention("karma", "Karma", _renderer_motion("Karma"), VELOCITY, (2, 3), y_up=True),
+        MotionConvention("vray", "V-Ray", _renderer_motion("V-Ray"), VELOCITY, (2, 3), y_up=True),
+        MotionConvention(
+            "redshift", "Redshift", _renderer_motion("Redshift"), VELOCITY, (2, 3), y_up=True
+        ),
+        MotionConvention(
+            "renderman",
+            "RenderMan",
+            ("motionBack",),
+            BACKWARD,
+            (2, 3),
+            y_up=False,
+            forward_layers=("motionFore",),
+        ),
         MotionConvention("pixels", "canonical", (), BACKWARD, (2, 3), y_up=False),
     )
 }
@@ -228,7 +237,7 @@ class MotionPass:
 
     @property
     def name(self) -> str:
-        names = [self.layer.name or "(root)"]
+        names = [self.layer.name or ROOT_LAYER]
         if self.forward_layer is not None:
             names.append(self.forward_layer.name)
         return " + ".join(names)
@@ -258,7 +267,7 @@ def _pass_for(
     channels = _ordered_channels(layer)
     if len(channels) not in conv.channels:
         raise MotionPassError(
-            f"motion pass '{layer.name or '(root)'}' of '{path}' has channels "
+            f"motion pass '{layer.name or ROOT_LAYER}' of '{path}' has channels "
             f"{', '.join(layer.components)}; expected {conv.describe()}"
         )
     forward_layer = None

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.files import atomic_write
+from oidn_gpu.image.encoded import PartShape, write_encoded
 from oidn_gpu.image.image_types import (
     LINEAR_ENCODING,
     SRGB_ENCODING,
@@ -21,6 +21,9 @@ from oidn_gpu.image.image_types import (
     Image,
     ImageFileError,
     library_error,
+    library_name,
+)
+from oidn_gpu.image.image_types import (
     oiio as _oiio,
 )
 from oidn_gpu.image.transfer import (
@@ -83,7 +86,7 @@ def output_format_name(path: str | os.PathLike[str]) -> str:
         raise InvalidArgumentError(
             f"output '{path}' has no extension; expected one such as .exr, .pfm, .png or .tif"
         )
-    out = oiio.ImageOutput.create(f"x.{ext}")
+    out = oiio.ImageOutput.create(f"x.{ext}") if library_name(ext) is not None else None
     if out is None:
         library_error(oiio.geterror, "")  # clear it
         raise InvalidArgumentError(
@@ -147,7 +150,6 @@ def _copied_attributes(like: Image | None, format_name: str) -> list[Attribute]:
     return kept
 
 
-
 def write_image_atomic(
     path: str | os.PathLike[str],
     pixels: np.ndarray,
@@ -207,7 +209,7 @@ def write_image_atomic(
     spec = oiio.ImageSpec(width, height, nchannels, kind)
     spec.channelnames = tuple(names)
     _describe(spec, oiio, format_name, _copied_attributes(like, format_name), software)
-    _write(oiio, path, spec, array)
+    _write(oiio, path, spec, array, format_name)
     return path
 
 
@@ -233,13 +235,14 @@ def _describe(
         spec.attribute("Software", software)
 
 
-def _write(oiio: Any, path: Path, spec: Any, array: np.ndarray) -> None:
-    """Write ``array`` to a temporary file beside ``path``, then replace ``path`` with it."""
-    with atomic_write(path) as tmp:
-        tmp.file.close()  # OpenImageIO writes the (empty, exclusively created) file by name
-        out = oiio.ImageOutput.create(str(tmp.path))
+def _write(oiio: Any, path: Path, spec: Any, array: np.ndarray, format_name: str) -> None:
+    """Write ``array`` to a temporary file beside ``path``, check it, then replace ``path``
+    with it (`oidn_gpu.image.encoded`)."""
+
+    def encode(name: str) -> None:
+        out = oiio.ImageOutput.create(format_name)  # ``name`` may have no extension
         try:
-            if out is None or not out.open(str(tmp.path), spec):
+            if out is None or not out.open(name, spec):
                 raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
             if not out.write_image(np.ascontiguousarray(array)):
                 raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
@@ -251,6 +254,10 @@ def _write(oiio: Any, path: Path, spec: Any, array: np.ndarray) -> None:
                 # already failing: the original error matters, not one from closing
                 with contextlib.suppress(Exception):
                     out.close()
+
+    shape = PartShape(spec.width, spec.height, spec.nchannels)
+    value_bytes = oiio.TypeDesc(spec.format).size()
+    write_encoded(path, format_name, encode, [shape], value_bytes)
 
 
 def _error(oiio: Any, out: Any) -> str:
@@ -276,4 +283,3 @@ def _convert_encoding(
     convert = srgb_encode if target == SRGB_ENCODING else srgb_decode
     out[:, :, :colour] = convert(array[:, :, :colour])
     return out
-

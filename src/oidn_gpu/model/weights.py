@@ -317,11 +317,19 @@ _cache: dict[tuple[str, int, int], ValidatedModel] = {}
 _cache_lock = threading.Lock()
 
 
+def file_version(stat: os.stat_result) -> tuple[int, ...]:
+    """What tells one content of a file from another without reading it: its device and
+    inode (a file renamed over it is another inode), size, modification time and change
+    time (set by the system on every write or ``utime``, so a rewrite that restores the
+    size and modification time still counts)."""
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
 def load_builtin(name: str, weights_dir: str | os.PathLike[str] | None = None) -> ValidatedModel:
     """Locate, verify and load official weights by name, cached per process.
 
-    The cache key is the resolved path with its modification time and size, so
-    a replaced file is reloaded. A file with an official name must have the
+    The cache key is the resolved path with its `file_version`, so a replaced or
+    rewritten file is reloaded. A file with an official name must have the
     official SHA-256.
 
     Raises:
@@ -330,8 +338,7 @@ def load_builtin(name: str, weights_dir: str | os.PathLike[str] | None = None) -
             file is malformed.
     """
     path = weights_path(name, weights_dir).resolve()
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    key = (str(path), file_version(path.stat()))
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:

@@ -27,7 +27,6 @@ class FrameNote:
     text: str
 
 
-
 @dataclass(frozen=True)
 class LoadedFrame:
     """The images of one frame, ready for the denoiser.
@@ -55,7 +54,7 @@ class LoadedFrame:
 
 
 def layer_label(name: str) -> str:
-    return name or "(root)"
+    return name or io.ROOT_LAYER
 
 
 def _aux_from_file(source: AuxSource, names: Sequence[str], kind: str) -> tuple[io.Image, str]:
@@ -217,7 +216,8 @@ def _normal_only_text(job: FrameJob, sources: dict[str, str | None]) -> str:
     return (
         f"'{job.color}' has a normal ('{sources['normal']}') but no albedo, and a normal is "
         "used only with an albedo: denoising with the color alone. Name the albedo layer "
-        "with --albedo-layer, or name it as renderers do (" + _examples(io.ALBEDO_LAYER_NAMES)
+        "with --albedo-layer, or name it as renderers do ("
+        + _examples(io.ALBEDO_LAYER_NAMES)
         + "; see docs/aovs.md)"
     )
 
@@ -226,8 +226,11 @@ def _no_aux_text(job: FrameJob) -> str:
     return (
         f"'{job.color}' has no albedo or normal layer: denoising with the color alone, which "
         "keeps less detail. Name them with --albedo-layer and --normal-layer, or as renderers "
-        "do (albedo: " + _examples(io.ALBEDO_LAYER_NAMES) + "; normal: "
-        + _examples(io.NORMAL_LAYER_NAMES) + "; see docs/aovs.md); --no-aux silences this"
+        "do (albedo: "
+        + _examples(io.ALBEDO_LAYER_NAMES)
+        + "; normal: "
+        + _examples(io.NORMAL_LAYER_NAMES)
+        + "; see docs/aovs.md); --no-aux silences this"
     )
 
 
@@ -270,4 +273,3 @@ def resolve_mode(options: InputOptions, color: io.Image) -> tuple[bool, bool]:
     if mode == "auto":
         mode = "hdr" if color.is_float else "srgb"
     return mode == "hdr", mode == "srgb"
-

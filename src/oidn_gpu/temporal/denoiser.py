@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from oidn_gpu import filter as facade
 from oidn_gpu.backends.base import TemporalFrame
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu import filter as facade
 from oidn_gpu.filter import Denoiser
+from oidn_gpu.image import arrays
 from oidn_gpu.temporal import passes as tp
 from oidn_gpu.temporal.session import temporal_session_for
 
@@ -110,11 +111,18 @@ class TemporalDenoiser:
         **options: Any,
     ) -> None:
         self.params = tp.TemporalParams(
-            history=history, output_blend=output_blend, clamp=clamp, clamp_radius=clamp_radius,
-            clamp_gamma=clamp_gamma, depth_tolerance=depth_tolerance,
-            normal_tolerance=normal_tolerance, albedo_tolerance=albedo_tolerance,
-            cut_threshold=cut_threshold, subpixel_tolerance=subpixel_tolerance,
-            firefly_ratio=firefly_ratio, change_sigmas=change_sigmas,
+            history=history,
+            output_blend=output_blend,
+            clamp=clamp,
+            clamp_radius=clamp_radius,
+            clamp_gamma=clamp_gamma,
+            depth_tolerance=depth_tolerance,
+            normal_tolerance=normal_tolerance,
+            albedo_tolerance=albedo_tolerance,
+            cut_threshold=cut_threshold,
+            subpixel_tolerance=subpixel_tolerance,
+            firefly_ratio=firefly_ratio,
+            change_sigmas=change_sigmas,
             disocclusion_margin=disocclusion_margin,
         )
         if denoiser is not None and options:
@@ -127,6 +135,11 @@ class TemporalDenoiser:
             denoiser = Denoiser(**options)
         self.denoiser = denoiser
         self.session = temporal_session_for(denoiser)
+        options = getattr(denoiser, "options", None)
+        # the facade's rule: integer (LDR) colors are refused for HDR denoising
+        self._hdr = bool(
+            options is not None and (options.hdr or options.filter_type == "RTLightmap")
+        )
         self.restarts: list[TemporalRestart] = []
         self.history_fraction: float = 0.0  # of the last frame
         self._history: _History | None = None
@@ -189,8 +202,8 @@ class TemporalDenoiser:
                     f"unknown key(s) {sorted(unknown)} in a temporal frame; expected "
                     f"{', '.join(FRAME_KEYS)}"
                 )
-            images = _FrameImages.of(*(item.get(key) for key in FRAME_KEYS))
-        except InvalidArgumentError as err:
+            images = _FrameImages.of(*(item.get(key) for key in FRAME_KEYS), hdr=self._hdr)
+        except (InvalidArgumentError, InvalidOperationError) as err:
             return err
         return images, images.temporal_frame()
 
@@ -207,13 +220,17 @@ class TemporalDenoiser:
         """The temporal result of the next frame: ``[H, W, 3]`` float32 (``[H, W, 4]`` with
         the color's alpha passed through).
 
+        The images follow `oidn_gpu.Denoiser.denoise`'s rules: NumPy, torch, PIL or
+        array-API images; uint8 and uint16 are normalized LDR values (refused for an HDR
+        denoiser), and an integer color gives the result in its dtype.
+
         Raises:
             InvalidArgumentError: no motion, or images of different sizes or shapes.
             The errors of `oidn_gpu.Denoiser.denoise`.
         """
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
-        images = _FrameImages.of(color, albedo, normal, motion, depth, frame)
+        images = _FrameImages.of(color, albedo, normal, motion, depth, frame, hdr=self._hdr)
         return self._denoise_images(images, images.temporal_frame())
 
     def prepare(
@@ -233,7 +250,7 @@ class TemporalDenoiser:
         result to `denoise_prepared` in its turn (the same result as `denoise`)."""
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
-        images = _FrameImages.of(color, albedo, normal, motion, depth, frame)
+        images = _FrameImages.of(color, albedo, normal, motion, depth, frame, hdr=self._hdr)
         prepared = PreparedFrame(images, images.temporal_frame())
         stage = getattr(self.session, "prefetch", None)
         if prefetch and stage is not None:
@@ -270,6 +287,8 @@ class TemporalDenoiser:
         self._index += 1
         if images.alpha is not None:
             output = np.concatenate([output, images.alpha[:, :, None]], axis=2)
+        if images.restore is not None:  # an integer color: the result in its dtype
+            output = replace(images.restore, shape=output.shape).pixels(output)
         return output
 
     def _continued(self, images: _FrameImages) -> _History | None:
@@ -287,13 +306,16 @@ class TemporalDenoiser:
             )
             self._restart(images.frame, what)
             return None
-        if images.frame is not None and history.frame is not None:
-            if images.frame != history.frame + 1:
-                kind = "a gap in the numbering" if images.frame > history.frame else "out of order"
-                self._restart(
-                    images.frame, f"frame {images.frame} follows frame {history.frame} ({kind})"
-                )
-                return None
+        if (
+            images.frame is not None
+            and history.frame is not None
+            and images.frame != history.frame + 1
+        ):
+            kind = "a gap in the numbering" if images.frame > history.frame else "out of order"
+            self._restart(
+                images.frame, f"frame {images.frame} follows frame {history.frame} ({kind})"
+            )
+            return None
         return history
 
     def _restart(self, frame: int | None, reason: str) -> None:
@@ -322,6 +344,7 @@ class _FrameImages:
     motion: np.ndarray
     depth: np.ndarray | None
     frame: int | None
+    restore: arrays.Restore | None = None  # an integer color's dtype, for the result
 
     @property
     def size(self) -> tuple[int, int]:
@@ -330,10 +353,13 @@ class _FrameImages:
     def temporal_frame(self) -> TemporalFrame:
         """The session's frame: C-contiguous float32, color, albedo and normal in 3
         channels."""
-        return TemporalFrame(_rgb(self.color), None if self.albedo is None else _rgb(self.albedo),
-                             None if self.normal is None else _rgb(self.normal),
-                             np.ascontiguousarray(self.motion),
-                             None if self.depth is None else np.ascontiguousarray(self.depth))
+        return TemporalFrame(
+            _rgb(self.color),
+            None if self.albedo is None else _rgb(self.albedo),
+            None if self.normal is None else _rgb(self.normal),
+            np.ascontiguousarray(self.motion),
+            None if self.depth is None else np.ascontiguousarray(self.depth),
+        )
 
     @property
     def signature(self) -> tuple[Any, ...]:
@@ -341,9 +367,14 @@ class _FrameImages:
         return (*self.size, self.color.shape[2], given)
 
     @classmethod
-    def of(cls, color, albedo, normal, motion, depth, frame) -> _FrameImages:
+    def of(cls, color, albedo, normal, motion, depth, frame, *, hdr: bool) -> _FrameImages:
         if color is None:
             raise InvalidArgumentError("temporal mode needs a color image per frame")
+        # the facade's image rules: types, dtypes, integers as normalized LDR values
+        # (integer normals in [-1, 1]), no integer color for HDR
+        call = arrays.as_call(color, albedo, normal, None, hdr=hdr)
+        color, albedo, normal = call.color, call.albedo, call.normal
+        restore = call.restore if call.restore is not None and call.restore.normalized else None
         color = _image("color", color, (1, 3, 4))
         height, width = color.shape[:2]
         alpha = None
@@ -358,8 +389,12 @@ class _FrameImages:
         depth = None if depth is None else _image("depth", depth, (1,))[:, :, 0]
         albedo = None if albedo is None else _image("albedo", albedo, (1, 3))
         normal = None if normal is None else _image("normal", normal, (1, 3))
-        for name, image in (("motion", motion), ("depth", depth), ("albedo", albedo),
-                            ("normal", normal)):
+        for name, image in (
+            ("motion", motion),
+            ("depth", depth),
+            ("albedo", albedo),
+            ("normal", normal),
+        ):
             if image is not None and image.shape[:2] != (height, width):
                 raise InvalidArgumentError(
                     f"the {name} image is {image.shape[1]}x{image.shape[0]}; expected the "
@@ -370,11 +405,20 @@ class _FrameImages:
                 "temporal mode needs depth, albedo or normal beside the motion, to reject "
                 "history where something was hidden before; none was given"
             )
-        if frame is not None and (isinstance(frame, bool) or not isinstance(frame, (int,
-                                                                                    np.integer))):
+        if frame is not None and (
+            isinstance(frame, bool) or not isinstance(frame, (int, np.integer))
+        ):
             raise InvalidArgumentError(f"frame is {frame!r}; expected an integer frame number")
-        return cls(color, alpha, albedo, normal, motion, depth,
-                   None if frame is None else int(frame))
+        return cls(
+            color,
+            alpha,
+            albedo,
+            normal,
+            motion,
+            depth,
+            None if frame is None else int(frame),
+            restore,
+        )
 
 
 def _image(name: str, image: Any, channels: tuple[int, ...]) -> np.ndarray:
