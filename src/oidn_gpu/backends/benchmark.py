@@ -11,12 +11,19 @@ command line (`oidn_gpu.cli.bench`) makes the parser, lets the benchmark add its
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from oidn_gpu.backends.base import REGISTRY, get_backend
-from oidn_gpu.errors import InvalidArgumentError, one_of
+from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, one_of
+from oidn_gpu.files import write_bytes_atomic
+
+EXIT_FAILURE = 1  # what ``--cold`` returns when a fresh process fails
 
 
 @dataclass(frozen=True)
@@ -90,3 +97,36 @@ def default_benchmark() -> str:
         if load_benchmark(name).default:
             return name
     return names[0]
+
+
+def add_cold_arguments(parser: Any) -> None:
+    """The flags of ``--cold`` (`run_cold_start`), for a benchmark that offers it."""
+    add = parser.add_argument
+    add(
+        "--cold",
+        action="store_true",
+        help="time fresh processes with empty caches instead: start to first image, first "
+        "and second denoise, a second size (beside Intel OIDN's when installed)",
+    )
+    add("--cold-runs", type=int, default=3, help="fresh processes for --cold")
+    add("--second-size", default="1000x750", help="--cold: the second size")
+
+
+def run_cold_start(backend: str, args: Any, tools: BenchTools) -> int:
+    """``--cold``: `BenchTools.run_cold` of ``backend`` at ``--size`` then ``--second-size``
+    (``--cold-runs`` fresh processes), its table printed (and ``--json`` written)."""
+    try:
+        result = tools.run_cold(
+            backend,
+            parse_size(args.size),
+            parse_size(args.second_size),
+            runs=args.cold_runs,
+            progress=lambda text: print(text, file=sys.stderr, flush=True),
+        )
+    except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    if getattr(args, "json_path", None):
+        write_bytes_atomic(args.json_path, json.dumps(result.to_dict()).encode("utf-8"))
+    print(result.table(), flush=True)
+    return 0

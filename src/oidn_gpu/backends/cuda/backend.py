@@ -13,8 +13,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -34,11 +32,12 @@ from oidn_gpu.backends.base import (
     precision_choices,
 )
 from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.cuda import available
 from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoisePlan
-from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, OIDNGPUError, one_of
+from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, one_of
 from oidn_gpu.files import write_bytes_atomic
 
 # What it computes in: fp16 or bf16 activations and weights, fp32 accumulation either way.
@@ -49,7 +48,6 @@ ENGINES = ("auto", "triton", "cudnn")
 # The kernels index activations with 32-bit integers; the widest activation any OIDN
 # U-Net stores has 128 channels (112 padded), so a tile holds at most 2^24 - 1 pixels.
 TILE_LIMITS = TileLimits(max_elements=2**31 - 1, stored_channels=128)
-EXIT_FAILURE = 1
 
 
 def _is_torch_device(value: Any) -> bool:
@@ -210,20 +208,16 @@ class CudaBenchmark:
         add("--no-end-to-end", action="store_true")
         add("--baseline", action="store_true", help="also run the plain cuDNN port and print both")
         add("--peak-tflops", type=float, default=None, help="tensor-core peak")
-        add("--cold", action="store_true",
-            help="time fresh processes with empty caches instead: start to first image, import "
-            "torch, first and second denoise, a second size (beside Intel OIDN's when installed)")
-        add("--cold-runs", type=int, default=3, help="fresh processes for --cold")
+        add_cold_arguments(parser)
         add("--tune", action="store_true",
             help="time the tile candidates of every layer at --size on this GPU and keep the "
             "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
             "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read")
-        add("--second-size", default="1000x750", help="--cold: the second size")
         add("--json", dest="json_path", default=None, help="write the result as JSON")
 
     def run(self, args: Any, tools: Any) -> int:
         if args.cold:
-            return _cold(args, tools)
+            return run_cold_start("cuda", args, tools)
         if args.tune:
             return _tune(args)
         bench = _engine("the CUDA benchmark")
@@ -256,22 +250,6 @@ class CudaBenchmark:
                 print(f"api        {value:.3f} ms median wall: {tools.api_row_names[row]}",
                       flush=True)  # fmt: skip
         return 0
-
-
-def _cold(args: Any, tools: Any) -> int:
-    """``--cold``: `benchmark.BenchTools.run_cold`."""
-    try:
-        result = tools.run_cold(
-            "cuda", parse_size(args.size), parse_size(args.second_size), runs=args.cold_runs,
-            progress=lambda text: print(text, file=sys.stderr, flush=True),
-        )  # fmt: skip
-    except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILURE
-    if args.json_path:
-        write_bytes_atomic(args.json_path, json.dumps(result.to_dict()).encode("utf-8"))
-    print(result.table(), flush=True)
-    return 0
 
 
 def _tune(args: Any) -> int:
