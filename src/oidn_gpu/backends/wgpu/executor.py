@@ -280,18 +280,22 @@ class WgpuExecutor(ExecutorBase):
         """Choose the kernels (handed to the compile threads unless ``prepare`` is False),
         upload the weights, make the shape plans' cache; with ``prepare=True`` compile the
         rest and wait."""
+
+        def compile_ahead(kernel: Kernel) -> None:
+            self._cache.prepare([kernel], shader_checks=self.shader_checks, wait=False)
+
         started = time.perf_counter()
+        # Each kernel compiles while the next ones are generated and the weights uploaded.
         self._nodes = nodes.build_nodes(
             self.graph,
             self._device.capabilities,
             precision=self.precision,
             kernel=self.kernel_setting,
             gemm=self._gemm,
+            on_kernel=compile_ahead if prepare else None,
         )
         _log_phase("choose and generate the kernels", started)
         self._warn_forced_fallbacks(self.options.gemm)
-        if prepare:  # the network's kernels compile while the weights are uploaded
-            self._cache.prepare(self.kernels, shader_checks=self.shader_checks, wait=False)
         started = time.perf_counter()
         nodes.upload_weights(
             self._nodes, self._model.convs, self._device, self.precision, self._track
