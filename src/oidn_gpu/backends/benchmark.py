@@ -112,15 +112,17 @@ def add_cold_arguments(parser: Any) -> None:
     add("--second-size", default="1000x750", help="--cold: the second size")
 
 
-def run_cold_start(backend: str, args: Any, tools: BenchTools) -> int:
+def run_cold_start(backend: str, args: Any, tools: BenchTools, **script: Any) -> int:
     """``--cold``: `BenchTools.run_cold` of ``backend`` at ``--size`` then ``--second-size``
-    (``--cold-runs`` fresh processes), its table printed (and ``--json`` written)."""
+    (``--cold-runs`` fresh processes), its table printed (and ``--json`` written);
+    ``script``: how the fresh processes start (``import_torch``, ``oidn_device``)."""
     try:
         result = tools.run_cold(
             backend,
             parse_size(args.size),
             parse_size(args.second_size),
             runs=args.cold_runs,
+            **script,
             progress=lambda text: print(text, file=sys.stderr, flush=True),
         )
     except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:

@@ -3,21 +3,23 @@
 `run_cold` starts new Python processes, each with an empty home folder and empty
 caches (as on a new machine, a farm node or a container): Triton's, and the GPU
 drivers' shader caches under ``XDG_CACHE_HOME`` (Mesa's, NVIDIA's), so every
-pipeline compiles. Each runs the script a user would write: for the cuda backend
-import torch (CUDA init), then import oidn_gpu, make the images (random HDR colour,
+pipeline compiles. Each runs the script a user would write (`ColdScript`): import
+torch and make its CUDA context first where the backend's users do
+(``import_torch``), then import oidn_gpu, make the images (random HDR colour,
 albedo and normal: ``rt_hdr_alb_nrm``), denoise twice, then denoise at a second
-size. Each child reports its times as one JSON line (`child_main`), with, for the
-wgpu backend, where its first denoise went (the phases the backend logs at DEBUG
-level on the ``oidn_gpu.wgpu`` logger: opening the device, the kernels, the weights,
-and the pipelines compiled, their count, the sum of their compile times and the
-span from the first compile's start to the last one's end); the parent adds the
-wall time from spawn to exit. ``warm=True`` runs a second child with the same home
-and caches (what a user's next script waits for). Intel OIDN (pyoidn) runs the same
-script beside ours when it is installed: on its CUDA device for the cuda backend,
-on its default device (CUDA where it has one, else the CPU) for the others.
+size. Each child reports its times as one JSON line (`child_main`), with where its
+first denoise went when the backend logs its phases (records with ``phase`` and
+``elapsed_ms`` at DEBUG level under the ``oidn_gpu`` logger, as the wgpu backend
+logs opening the device, the kernels, the weights and each pipeline it compiles:
+their count, the sum of their compile times and the span from the first compile's
+start to the last one's end); the parent adds the wall time from spawn to exit.
+``warm=True`` runs a second child with the same home and caches (what a user's next
+script waits for). Intel OIDN (pyoidn) runs the same script beside ours when it is
+installed, on the device the backend's benchmark names (``oidn_device``: CUDA, or
+OIDN's default, the best device it has).
 
-The command line of ``oidn-gpu bench --backend cuda --cold`` and ``oidn-gpu bench
---backend wgpu --cold`` (`cli.bench`).
+What ``oidn-gpu bench --backend NAME --cold`` runs (`cli.bench`,
+`backends.benchmark.run_cold_start`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ ROWS = (
     ("new_size_second_s", "second denoise at the second size"),
     ("script_wall_s", "script wall (spawn to exit)"),
 )
-# The wgpu backend's logged phases (`executor._log_phase`) -> their rows.
+# Logged phases (the wgpu backend's, `executor._log_phase`) -> their rows.
 PHASE_ROWS = {
     "open the device": "device_s",
     "choose and generate the kernels": "kernels_s",
@@ -135,16 +137,43 @@ def _child_env(home: str, cache: str) -> dict[str, str]:
     return env
 
 
-def _spawn(kind: str, backend: str, size: tuple[int, int], second: tuple[int, int], home: str,
-           cache: str) -> dict[str, float]:  # fmt: skip
+@dataclass(frozen=True)
+class ColdScript:
+    """What each fresh process runs: the backend, the two sizes, whether the user's script
+    imports torch and makes its CUDA context first (``import_torch``), and the device of
+    Intel OIDN beside ours (``oidn_device``: ``"cuda"``, or ``"default"``, the best it has)."""
+
+    backend: str
+    size: tuple[int, int]
+    second_size: tuple[int, int]
+    import_torch: bool = False
+    oidn_device: str = "default"
+
+    def argv(self, kind: str) -> list[str]:
+        (h, w), (h2, w2) = self.size, self.second_size
+        torch = "torch" if self.import_torch else "-"
+        return [kind, self.backend, f"{h}x{w}", f"{h2}x{w2}", torch, self.oidn_device]
+
+    @staticmethod
+    def parse(argv: list[str]) -> tuple[str, ColdScript]:
+        """``(kind, script)`` of a child's arguments (`argv`)."""
+        kind, backend, size_text, second_text, torch, oidn_device = argv
+        size, second = (tuple(int(v) for v in t.split("x")) for t in (size_text, second_text))
+        return kind, ColdScript(backend, size, second, torch == "torch", oidn_device)  # type: ignore[arg-type]
+
+
+def _spawn(kind: str, script: ColdScript, home: str, cache: str) -> dict[str, float]:
     # The child runs this file as a script, so that its `import oidn_gpu` is timed.
-    argv = [sys.executable, "-c", CHILD_BOOT, __file__, kind, backend, f"{size[0]}x{size[1]}",
-            f"{second[0]}x{second[1]}"]  # fmt: skip
+    argv = [sys.executable, "-c", CHILD_BOOT, __file__, *script.argv(kind)]
     start = time.time()
     done = subprocess.run(
-        argv, env=_child_env(home, cache), capture_output=True, text=True,
-        timeout=CHILD_TIMEOUT_S, check=False,
-    )  # fmt: skip
+        argv,
+        env=_child_env(home, cache),
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_S,
+        check=False,
+    )
     wall = time.time() - start
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -166,24 +195,28 @@ def run_cold(
     runs: int = 3,
     warm: bool = True,
     oidn: bool = True,
+    import_torch: bool = False,
+    oidn_device: str = "default",
     progress: Any = None,
 ) -> ColdResult:
     """Cold-start times of ``runs`` fresh processes (``size`` then ``second_size``) of
-    ``backend``'s HDR colour + albedo + normal denoise (``rt_hdr_alb_nrm``, quality high)."""
+    ``backend``'s HDR colour + albedo + normal denoise (``rt_hdr_alb_nrm``, quality high);
+    ``import_torch`` and ``oidn_device`` as `ColdScript` takes them."""
+    script = ColdScript(backend, size, second_size, import_torch, oidn_device)
     result = ColdResult(size, second_size)
     kinds = (["oidn"] if oidn else []) + ["ours"]
     for index in range(runs):
         for kind in list(kinds):
             with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as cache:
                 try:
-                    times = _spawn(kind, backend, size, second_size, home, cache)
+                    times = _spawn(kind, script, home, cache)
                 except LookupError as missing:
                     result.notes.append(f"Intel OIDN not run: {missing}")
                     kinds.remove(kind)
                     continue
                 result.runs.setdefault(kind, []).append(times)
                 if kind == "ours" and warm:
-                    again = _spawn(kind, backend, size, second_size, home, cache)
+                    again = _spawn(kind, script, home, cache)
                     result.runs.setdefault("ours_warm", []).append(again)
             if progress is not None:
                 progress(f"run {index + 1}/{runs} {kind} done")
@@ -200,15 +233,14 @@ def _images(np: Any, height: int, width: int, rng: Any) -> tuple[Any, Any, Any]:
     return color, albedo, normal
 
 
-def _ours(np: Any, backend: str, size: tuple[int, int], second: tuple[int, int],
-          times: dict[str, float]) -> None:  # fmt: skip
+def _ours(np: Any, script: ColdScript, times: dict[str, float]) -> None:
     start = time.perf_counter()
     import oidn_gpu
 
     times["import_s"] = time.perf_counter() - start
-    first = _images(np, *size, np.random.default_rng(1))
-    other = _images(np, *second, np.random.default_rng(2))
-    den = oidn_gpu.Denoiser(hdr=True, backend=backend)  # rt_hdr_alb_nrm, quality high
+    first = _images(np, *script.size, np.random.default_rng(1))
+    other = _images(np, *script.second_size, np.random.default_rng(2))
+    den = oidn_gpu.Denoiser(hdr=True, backend=script.backend)  # rt_hdr_alb_nrm, quality high
     with _PhaseLog() as phases:
         _timed(times, "first_denoise_s", lambda: den.denoise(*first))
     times["first_image_at"] = time.time()
@@ -261,8 +293,7 @@ class _PhaseLog(logging.Handler):
         return rows
 
 
-def _oidn(np: Any, backend: str, size: tuple[int, int], second: tuple[int, int],
-          times: dict[str, float]) -> None:  # fmt: skip
+def _oidn(np: Any, script: ColdScript, times: dict[str, float]) -> None:
     start = time.perf_counter()
     try:
         import pyoidn
@@ -270,10 +301,10 @@ def _oidn(np: Any, backend: str, size: tuple[int, int], second: tuple[int, int],
         print(json.dumps({"unavailable": "pyoidn is not installed"}))
         sys.exit(0)
     times["import_s"] = time.perf_counter() - start
-    first = _images(np, *size, np.random.default_rng(1))
-    other = _images(np, *second, np.random.default_rng(2))
+    first = _images(np, *script.size, np.random.default_rng(1))
+    other = _images(np, *script.second_size, np.random.default_rng(2))
     # OIDNDeviceType (oidn.h, OIDN 2.x): DEFAULT 0 (the best there is), CPU 1, CUDA 3
-    wanted = getattr(pyoidn, "OIDN_DEVICE_TYPE_CUDA", 3) if backend == "cuda" else 0
+    wanted = getattr(pyoidn, "OIDN_DEVICE_TYPE_CUDA", 3) if script.oidn_device == "cuda" else 0
     device = pyoidn.Device(wanted)
     device.commit()
     if device.get_error() is not None:
@@ -315,12 +346,11 @@ def _timed(times: dict[str, float], key: str, fn: Any) -> None:
 
 
 def child_main(argv: list[str]) -> None:
-    """One fresh process: ``KIND HxW HxW``; prints its times as a JSON line."""
-    kind, backend, size_text, second_text = argv
-    size = tuple(int(v) for v in size_text.split("x"))
-    second = tuple(int(v) for v in second_text.split("x"))
+    """One fresh process: the arguments of `ColdScript.argv`; prints its times as a JSON
+    line."""
+    kind, script = ColdScript.parse(argv)
     times: dict[str, float] = {}
-    if backend == "cuda":
+    if script.import_torch:
         start = time.perf_counter()
         import torch
 
@@ -330,9 +360,9 @@ def child_main(argv: list[str]) -> None:
     import numpy as np
 
     if kind == "oidn":
-        _oidn(np, backend, size, second, times)  # type: ignore[arg-type]
+        _oidn(np, script, times)
     else:
-        _ours(np, backend, size, second, times)  # type: ignore[arg-type]
+        _ours(np, script, times)
     print(json.dumps(times), flush=True)
 
 

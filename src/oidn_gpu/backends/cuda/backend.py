@@ -209,15 +209,19 @@ class CudaBenchmark:
         add("--baseline", action="store_true", help="also run the plain cuDNN port and print both")
         add("--peak-tflops", type=float, default=None, help="tensor-core peak")
         add_cold_arguments(parser)
-        add("--tune", action="store_true",
+        add(
+            "--tune",
+            action="store_true",
             help="time the tile candidates of every layer at --size on this GPU and keep the "
             "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
-            "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read")
+            "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read",
+        )
         add("--json", dest="json_path", default=None, help="write the result as JSON")
 
     def run(self, args: Any, tools: Any) -> int:
         if args.cold:
-            return run_cold_start("cuda", args, tools)
+            # A user of this backend has torch: the script imports it first (CUDA init).
+            return run_cold_start("cuda", args, tools, import_torch=True, oidn_device="cuda")
         if args.tune:
             return _tune(args)
         bench = _engine("the CUDA benchmark")
@@ -237,9 +241,15 @@ class CudaBenchmark:
             results[name] = bench.run_bench(engine=engine, **kwargs)
             if name == "cuda" and not args.no_end_to_end:
                 rows = tools.api_rows(
-                    backend="cuda", size=kwargs["size"], weights=args.weights, precision=args.precision,
-                    engine=engine, runs=args.runs, host_runs=args.host_runs, warmup=args.warmup,
-                )  # fmt: skip
+                    backend="cuda",
+                    size=kwargs["size"],
+                    weights=args.weights,
+                    precision=args.precision,
+                    engine=engine,
+                    runs=args.runs,
+                    host_runs=args.host_runs,
+                    warmup=args.warmup,
+                )
                 results[name] = replace(results[name], api_ms=rows)
             if args.json_path:
                 data = {key: r.to_dict() for key, r in results.items()}
