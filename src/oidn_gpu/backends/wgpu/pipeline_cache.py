@@ -13,8 +13,8 @@ at once (``wait=False``) or when all are compiled, and `PipelineCache.get` waits
 only for the pipeline it asks for, whether pending (submitted, still compiling) or
 not yet submitted (compiled on the calling thread). wgpu-py's calls into
 wgpu-native release Python's GIL, and wgpu-native creates shader modules and
-pipelines of one device from several threads at once (on lavapipe 15 network
-kernels took 0.27 s on one thread and 0.15 s on two). ``OIDN_GPU_COMPILE_THREADS``
+pipelines of one device from several threads at once (docs/benchmarks.md, "a fresh
+process's first image"). ``OIDN_GPU_COMPILE_THREADS``
 sets the pool's size (default: the CPU count, at most `MAX_COMPILE_THREADS`).
 
 wgpu-native 29 (wgpu-py 0.32) neither implements ``createComputePipelineAsync``
