@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oidn_gpu.backends.cuda.backend import _frame_counts
+from oidn_gpu.backends.benchmark import frame_counts
 from oidn_gpu.cli.bench_sequence import SequenceResult, _runs_of
 from oidn_gpu.errors import InvalidArgumentError
 
@@ -35,7 +35,7 @@ def test_the_table_compares_totals_with_intel_oidn():
 
 
 def test_cold_frame_counts():
-    assert _frame_counts("100,400") == (100, 400)
-    assert _frame_counts("0") == ()
+    assert frame_counts("100,400") == (100, 400)
+    assert frame_counts("0") == ()
     with pytest.raises(InvalidArgumentError, match="--cold-frames must be counts like 100,400"):
-        _frame_counts("100,x")
+        frame_counts("100,x")

@@ -102,3 +102,29 @@ def test_cli_times_the_denoiser_on_half_host_images(tmp_path, capsys) -> None:
     parts = [data[f"facade_{p}_median_ms"] for p in ("upload", "submit", "wait", "readback")]
     assert all(p >= 0 for p in parts) and sum(parts) <= data["facade_wall_median_ms"] * 1.5
     assert "Denoiser.denoise on NumPy arrays" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_cli_cold_start_times_fresh_processes_to_the_first_image(tmp_path, capsys) -> None:
+    """``--cold``: fresh processes with empty caches (every pipeline compiles), their first
+    image and where its first denoise went; Intel OIDN beside it when pyoidn is there."""
+    out = tmp_path / "cold.json"
+    args = ["--cold", "--size", "32x48", "--second-size", "48x16", "--cold-runs", "1"]
+    assert wgpu_main([*args, "--json", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert "sequences" not in document  # --cold-frames is 0 on wgpu unless asked for
+    data = document["cold"]
+    assert data["size"] == [48, 32] and data["second_size"] == [16, 48]  # (height, width)
+    ours, warm = data["medians"]["ours"], data["medians"]["ours_warm"]
+    for times in (ours, warm):
+        assert times["first_image_s"] > times["first_denoise_s"] > 0
+        assert times["first_denoise_s"] > times["device_s"] > 0
+        assert times["pipelines"] >= 10  # the network's kernels, the passes, autoexposure
+        assert 0 < times["compile_span_s"] < times["first_denoise_s"]
+        assert "import_torch_s" not in times
+    assert ours["pipelines"] == warm["pipelines"]
+    table = capsys.readouterr().out
+    assert "process start to first image" in table and "pipelines compiled" in table
+    if data["runs"].get("oidn"):  # pyoidn installed: its default device (here the CPU)
+        assert data["medians"]["oidn"]["first_image_s"] > 0
+        assert "Intel OIDN" in table

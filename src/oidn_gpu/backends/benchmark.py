@@ -11,12 +11,19 @@ command line (`oidn_gpu.cli.bench`) makes the parser, lets the benchmark add its
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from oidn_gpu.backends.base import REGISTRY, get_backend
-from oidn_gpu.errors import InvalidArgumentError, one_of
+from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, one_of
+from oidn_gpu.files import write_bytes_atomic
+
+EXIT_FAILURE = 1  # what ``--cold`` returns when a fresh process fails
 
 
 @dataclass(frozen=True)
@@ -93,3 +100,75 @@ def default_benchmark() -> str:
         if load_benchmark(name).default:
             return name
     return names[0]
+
+
+def add_cold_arguments(parser: Any, frames: str = "0") -> None:
+    """The flags of ``--cold`` (`run_cold_start`), for a benchmark that offers it;
+    ``frames``: the default of ``--cold-frames``."""
+    add = parser.add_argument
+    add(
+        "--cold",
+        action="store_true",
+        help="time fresh processes with empty caches instead: start to first image, first "
+        "and second denoise, a second size (beside Intel OIDN's when installed)",
+    )
+    add("--cold-runs", type=int, default=3, help="fresh processes for --cold")
+    add("--second-size", default="1000x750", help="--cold: the second size")
+    add(
+        "--cold-frames",
+        default=frames,
+        metavar="N,N",
+        help="--cold: also denoise this many frames in a row in fresh processes (each "
+        f"frame's time and engine), beside Intel OIDN's; 0: none (default {frames})",
+    )
+
+
+def run_cold_start(backend: str, args: Any, tools: BenchTools, **script: Any) -> int:
+    """``--cold``: `BenchTools.run_cold` of ``backend`` at ``--size`` then ``--second-size``
+    (``--cold-runs`` fresh processes), then `BenchTools.run_cold_sequences` of
+    ``--cold-frames``; their tables printed (and ``--json`` written:
+    ``{"cold": ..., "sequences": ...}``);
+    ``script``: how the fresh processes start (``import_torch``, ``oidn_device``)."""
+    try:
+        result = tools.run_cold(
+            backend,
+            parse_size(args.size),
+            parse_size(args.second_size),
+            runs=args.cold_runs,
+            **script,
+            progress=lambda text: print(text, file=sys.stderr, flush=True),
+        )
+    except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    document = {"cold": result.to_dict()}
+    print(result.table(), flush=True)
+    counts = frame_counts(args.cold_frames)
+    if counts and tools.run_cold_sequences is not None:
+        try:
+            sequences = tools.run_cold_sequences(
+                backend,
+                parse_size(args.size),
+                counts,
+                runs=max(1, args.cold_runs // 3),
+                progress=lambda text: print(text, file=sys.stderr, flush=True),
+            )
+        except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_FAILURE
+        document["sequences"] = sequences.to_dict()
+        print(sequences.table(), flush=True)
+    if getattr(args, "json_path", None):
+        write_bytes_atomic(args.json_path, json.dumps(document).encode("utf-8"))
+    return 0
+
+
+def frame_counts(text: str) -> tuple[int, ...]:
+    """``--cold-frames``: ``"100,400"`` -> (100, 400); ``"0"`` -> ()."""
+    try:
+        counts = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        counts = (-1,)
+    if any(c < 0 for c in counts):
+        raise InvalidArgumentError(f"--cold-frames must be counts like 100,400, got {text!r}")
+    return tuple(c for c in counts if c > 0)

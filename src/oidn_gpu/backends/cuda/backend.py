@@ -13,8 +13,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -35,11 +33,12 @@ from oidn_gpu.backends.base import (
     precision_choices,
 )
 from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.cuda import available, kernel_specs
 from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.plan import DenoisePlan
-from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, OIDNGPUError, one_of
+from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, one_of
 from oidn_gpu.files import write_bytes_atomic
 
 # What it computes in: fp16 or bf16 activations and weights, fp32 accumulation either way.
@@ -50,7 +49,6 @@ ENGINES = ("auto", "triton", "cudnn")
 # The kernels index activations with 32-bit integers; the widest activation any OIDN
 # U-Net stores has 128 channels (112 padded), so a tile holds at most 2^24 - 1 pixels.
 TILE_LIMITS = TileLimits(max_elements=2**31 - 1, stored_channels=128)
-EXIT_FAILURE = 1
 
 
 def _is_torch_device(value: Any) -> bool:
@@ -215,23 +213,20 @@ class CudaBenchmark:
         add("--no-end-to-end", action="store_true")
         add("--baseline", action="store_true", help="also run the plain cuDNN port and print both")
         add("--peak-tflops", type=float, default=None, help="tensor-core peak")
-        add("--cold", action="store_true",
-            help="time fresh processes with empty caches instead: start to first image, import "
-            "torch, first and second denoise, a second size (beside Intel OIDN's when installed)")
-        add("--cold-runs", type=int, default=3, help="fresh processes for --cold")
-        add("--cold-frames", default="100,400", metavar="N,N",
-            help="--cold: also denoise this many frames in a row in fresh processes (each "
-            "frame's time and engine), beside Intel OIDN's; 0: none (default 100,400)")
-        add("--tune", action="store_true",
+        add_cold_arguments(parser, frames="100,400")
+        add(
+            "--tune",
+            action="store_true",
             help="time the tile candidates of every layer at --size on this GPU and keep the "
             "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
-            "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read")
-        add("--second-size", default="1000x750", help="--cold: the second size")
+            "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read",
+        )
         add("--json", dest="json_path", default=None, help="write the result as JSON")
 
     def run(self, args: Any, tools: Any) -> int:
         if args.cold:
-            return _cold(args, tools)
+            # A user of this backend has torch: the script imports it first (CUDA init).
+            return run_cold_start("cuda", args, tools, import_torch=True, oidn_device="cuda")
         if args.tune:
             return _tune(args)
         bench = _engine("the CUDA benchmark")
@@ -251,9 +246,15 @@ class CudaBenchmark:
             results[name] = bench.run_bench(engine=engine, **kwargs)
             if name == "cuda" and not args.no_end_to_end:
                 rows = tools.api_rows(
-                    backend="cuda", size=kwargs["size"], weights=args.weights, precision=args.precision,
-                    engine=engine, runs=args.runs, host_runs=args.host_runs, warmup=args.warmup,
-                )  # fmt: skip
+                    backend="cuda",
+                    size=kwargs["size"],
+                    weights=args.weights,
+                    precision=args.precision,
+                    engine=engine,
+                    runs=args.runs,
+                    host_runs=args.host_runs,
+                    warmup=args.warmup,
+                )
                 results[name] = replace(results[name], api_ms=rows)
             if args.json_path:
                 data = {key: r.to_dict() for key, r in results.items()}
@@ -264,46 +265,6 @@ class CudaBenchmark:
                 print(f"api        {value:.3f} ms median wall: {tools.api_row_names[row]}",
                       flush=True)  # fmt: skip
         return 0
-
-
-def _cold(args: Any, tools: Any) -> int:
-    """``--cold``: `benchmark.BenchTools.run_cold`."""
-    try:
-        result = tools.run_cold(
-            "cuda", parse_size(args.size), parse_size(args.second_size), runs=args.cold_runs,
-            progress=lambda text: print(text, file=sys.stderr, flush=True),
-        )  # fmt: skip
-    except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILURE
-    document = {"cold": result.to_dict()}
-    print(result.table(), flush=True)
-    counts = _frame_counts(args.cold_frames)
-    if counts and tools.run_cold_sequences is not None:
-        try:
-            sequences = tools.run_cold_sequences(
-                "cuda", parse_size(args.size), counts, runs=max(1, args.cold_runs // 3),
-                progress=lambda text: print(text, file=sys.stderr, flush=True),
-            )
-        except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return EXIT_FAILURE
-        document["sequences"] = sequences.to_dict()
-        print(sequences.table(), flush=True)
-    if args.json_path:
-        write_bytes_atomic(args.json_path, json.dumps(document).encode("utf-8"))
-    return 0
-
-
-def _frame_counts(text: str) -> tuple[int, ...]:
-    """``--cold-frames``: ``"100,400"`` -> (100, 400); ``"0"`` -> ()."""
-    try:
-        counts = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        counts = (-1,)
-    if any(c < 0 for c in counts):
-        raise InvalidArgumentError(f"--cold-frames must be counts like 100,400, got {text!r}")
-    return tuple(c for c in counts if c > 0)
 
 
 def _tune(args: Any) -> int:

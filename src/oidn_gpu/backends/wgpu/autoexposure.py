@@ -43,26 +43,38 @@ class AutoexposurePass:
         self._resources = resources
         self._staging = staging
         self._retire = retire
+        self._generated: dict[str, tuple[Kernel, Kernel]] = {}
         self._pipelines: dict[str, tuple[Kernel, Any, Kernel, Any]] = {}
         # (image, frame, dtype) -> (bins group, scale group, uniforms, bins buffer)
         self._bindings: LruCache[tuple[Any, ...], tuple[Any, Any, list[Any], Any]] = LruCache(
             BINDINGS_KEPT, lambda entry: self._retire(entry[2])
         )
 
+    def _generate(self, dtype: str) -> tuple[Kernel, Kernel]:
+        """The bins and scale kernels for a colour image of ``dtype`` (generated once)."""
+        kernels = self._generated.get(dtype)
+        if kernels is None:
+            bins = gpu_autoexposure.generate_bins(gpu_autoexposure.AutoexposureSpec(dtype))
+            kernels = self._generated[dtype] = (bins, gpu_autoexposure.generate_scale())
+        return kernels
+
+    def compile_ahead(self, dtype: str) -> None:
+        """Start compiling the kernels of ``dtype`` on the compile threads (`kernels` then
+        waits for them)."""
+        if dtype not in self._pipelines:
+            self.executor.pipeline_cache.prepare(self._generate(dtype), wait=False)
+
     def kernels(self, dtype: str) -> tuple[Kernel, Any, Kernel, Any]:
         """The bins and scale kernels for a colour image of ``dtype``, compiled once."""
         entry = self._pipelines.get(dtype)
         if entry is None:
             cache = self.executor.pipeline_cache
-            bins = gpu_autoexposure.generate_bins(gpu_autoexposure.AutoexposureSpec(dtype))
-            scale = gpu_autoexposure.generate_scale()
+            bins, scale = self._generate(dtype)
             entry = (bins, cache.get(bins), scale, cache.get(scale))
             self._pipelines[dtype] = entry
         return entry
 
-    def encode(
-        self, encoder: Any, color: GpuImage, frame: Any, dtype: str = "float32"
-    ) -> None:
+    def encode(self, encoder: Any, color: GpuImage, frame: Any, dtype: str = "float32") -> None:
         """Encode the autoexposure of ``color`` into ``frame`` (before the first tile's passes)."""
         bins_kernel, bins_pipeline, scale_kernel, scale_pipeline = self.kernels(dtype)
         bins_h, bins_w = gpu_autoexposure.bin_grid(color.height, color.width)
@@ -110,5 +122,6 @@ class AutoexposurePass:
 
     def clear(self) -> None:
         """Forget the kernels and bind groups (the tracker releases the uniforms)."""
+        self._generated.clear()
         self._pipelines.clear()
         self._bindings.clear()

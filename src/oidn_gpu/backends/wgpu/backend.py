@@ -30,6 +30,7 @@ from oidn_gpu.backends.base import (
     precision_choices,
 )
 from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.wgpu import icd, kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, one_of
 from oidn_gpu.files import write_bytes_atomic
@@ -82,8 +83,11 @@ class WgpuOptions(BackendOptions):
         }
     )
     option_choices: ClassVar = MappingProxyType(
-        {"precision": precision_choices(PRECISIONS), "kernel": KERNELS,
-         "accumulation": ACCUMULATIONS}
+        {
+            "precision": precision_choices(PRECISIONS),
+            "kernel": KERNELS,
+            "accumulation": ACCUMULATIONS,
+        }
     )
     option_metavars: ClassVar = MappingProxyType({"gemm": "JSON"})
 
@@ -140,9 +144,7 @@ class WgpuBenchmark:
         parser.add_argument(
             "--weights", default="rt_hdr_alb_nrm", help="a .tza path or built-in name"
         )
-        parser.add_argument(
-            "--precision", default="auto", choices=precision_choices(PRECISIONS)
-        )
+        parser.add_argument("--precision", default="auto", choices=precision_choices(PRECISIONS))
         parser.add_argument("--kernel", default="auto", help=", ".join(KERNELS))
         parser.add_argument(
             "--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'"
@@ -165,15 +167,17 @@ class WgpuBenchmark:
             "--no-denoiser", dest="facade", action="store_false",
             help="skip timing Denoiser.denoise on the host images",
         )  # fmt: skip
+        add_cold_arguments(parser)
 
     def run(self, args: Any, tools: Any) -> int:
+        if args.cold:
+            return run_cold_start("wgpu", args, tools)
         try:
             # The benchmark engine needs wgpu: imported only when asked for.
             from oidn_gpu.backends.wgpu import bench
         except ImportError as err:
             raise MissingDependencyError(
-                "the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' "
-                f"({err})"
+                f"the wgpu benchmark needs the wgpu backend: pip install 'oidn-gpu[wgpu]' ({err})"
             ) from err
         try:
             gemm = json.loads(args.gemm) if args.gemm else None
@@ -268,9 +272,11 @@ class WgpuBackend:
         return tuple(lines)
 
     def create_executor(self, model: Any, options: WgpuOptions) -> NetworkExecutor:
-        from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+        from oidn_gpu.backends.wgpu.executor import PREPARE_IN_BACKGROUND, WgpuExecutor
 
-        return WgpuExecutor(model, options=options)
+        # The kernels compile on the device's compile threads while the runner uploads
+        # the first images and compiles its own passes beside them.
+        return WgpuExecutor(model, options=options, prepare=PREPARE_IN_BACKGROUND)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.wgpu.runner import GpuDenoiser

@@ -46,6 +46,7 @@ from oidn_gpu.backends.gpu_device import (
     padded_bytes,
     queue_lock_of,
 )
+from oidn_gpu.backends.wgpu import ffi_types
 from oidn_gpu.errors import (
     InvalidArgumentError,
     InvalidOperationError,
@@ -525,15 +526,16 @@ def _create_trusted_shader_module(device: Any, label: str, source: str) -> Any:
 
 
 def _restrict_instance_backends() -> None:
-    """Create wgpu's process-wide instance with only `INSTANCE_BACKENDS`, before any
-    adapter is requested or enumerated. An instance the application created first is
-    left as it is (its adapters are filtered by `_is_allowed` instead)."""
+    """Parse a first image's C types in one pass (`ffi_types`), then create wgpu's instance
+    with only `INSTANCE_BACKENDS` before any adapter is requested or enumerated (one the
+    application created first is kept: its adapters are filtered by `_is_allowed`)."""
     global _instance_restricted
     with _instance_lock:
         if _instance_restricted:
             return
         from wgpu.backends.wgpu_native.extras import set_instance_extras
 
+        ffi_types.parse_ahead()
         # RuntimeError: the instance already exists
         with contextlib.suppress(RuntimeError), _native_stderr_silenced():
             set_instance_extras(backends=INSTANCE_BACKENDS)

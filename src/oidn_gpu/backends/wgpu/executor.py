@@ -6,8 +6,14 @@ Life of an executor (after oidn-web's ``NativeUNetExecutor``):
    ``shader-f16``), optimize the graph (conv+pool and upsample+concat+conv
    fusion), choose one kernel per node (shape-independent), pack every conv's
    weights once in the layout its kernel reads, and upload them.
-2. `prepare()`: compile every kernel on the device's shared `PipelineCache`,
-   concurrently. Later executions never compile.
+2. Compiling: the network's kernels are handed to the device's shared
+   `PipelineCache` as soon as they are chosen, so they compile on its threads while
+   the weights are packed and uploaded; ``prepare=True`` then waits for them and for
+   the input-pack and output-unpack kernels (`prepare()`: later executions never
+   compile), ``prepare="background"`` returns at once (an execution waits only for the
+   kernels it dispatches: what the denoise pipeline asks for, since a fresh
+   process's first image waits for the compiles), ``prepare=False`` compiles each
+   kernel on the thread that first needs it.
 3. Per input shape, a `plan_cache.ShapePlan` (slot buffers, per-step params
    uniforms and bind groups, created once) in an LRU of ``shape_cache_size``
    entries whose evicted plans are destroyed only after the queue finished.
@@ -36,6 +42,8 @@ parts: `nodes` (kernels and packed weights), `plan_cache` (per-shape plans),
 
 from __future__ import annotations
 
+import logging
+import time
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -66,6 +74,8 @@ from oidn_gpu.kernels.gemm import GemmOptions, default_options
 from oidn_gpu.kernels.spec import Kernel, Precision
 
 DEFAULT_SHAPE_CACHE_SIZE = 2
+PREPARE_IN_BACKGROUND = "background"  # the ``prepare`` setting that does not wait
+_LOG = logging.getLogger("oidn_gpu.wgpu")
 # The profile's name of the pass that packs a dense input (`run`, `execute_buffers`).
 INPUT_PACK = "input-pack"
 OUTPUT_UNPACK = "output-unpack"  # `execute_buffers` into a caller's dense output
@@ -117,6 +127,21 @@ def resolve_precision(device: GpuDevice, precision: str | Precision) -> Precisio
     return select.select_precision(precision, kernel_choice.device_limits(device.capabilities))
 
 
+def _check_prepare(prepare: Any) -> None:
+    if prepare not in (True, False, PREPARE_IN_BACKGROUND):
+        raise InvalidArgumentError(
+            f"prepare must be True, False or {PREPARE_IN_BACKGROUND!r}, got {prepare!r}"
+        )
+
+
+def _log_phase(phase: str, started: float) -> None:
+    """Log at DEBUG level how long a phase of the construction took (since ``started``)."""
+    elapsed_ms = (time.perf_counter() - started) * 1e3
+    _LOG.debug(
+        "%s took %.1f ms", phase, elapsed_ms, extra={"phase": phase, "elapsed_ms": elapsed_ms}
+    )
+
+
 def _checked_arguments(
     options: WgpuOptions | None, device: Any, loose: dict[str, Any], shape_cache_size: int
 ) -> tuple[WgpuOptions, Any]:
@@ -152,7 +177,10 @@ class WgpuExecutor(ExecutorBase):
         shader_checks: True builds every kernel with wgpu's runtime checks, False trusts
             kernels marked trusted, None follows ``OIDN_GPU_SHADER_CHECKS``.
         conv_pool, decoder: enable the fusion passes (for tests and experiments).
-        prepare: compile every kernel now (else on first use or `prepare()`).
+        prepare: True compiles every kernel now; ``"background"`` starts compiling the
+            network's kernels on the device's compile threads and returns (executions
+            wait for the kernels they dispatch); False compiles each kernel when first
+            used (or by `prepare()`).
         accumulation: how every fp16 convolution sums (``"f32"``, ``"f16-chains"``,
             ``"f16-partials"``, ... `kernels.gemm.Accumulation`) over ``gemm``'s
             per-layer accumulations; None keeps them.
@@ -183,15 +211,26 @@ class WgpuExecutor(ExecutorBase):
         shader_checks: bool | None = None,
         conv_pool: bool | None = None,
         decoder: bool = True,
-        prepare: bool = True,
+        prepare: bool | str = True,
         accumulation: str | None = None,
     ) -> None:
-        loose = {"precision": precision, "kernel": kernel, "gemm": gemm, "conv_pool": conv_pool,
-                 "accumulation": accumulation}
+        loose = {
+            "precision": precision,
+            "kernel": kernel,
+            "gemm": gemm,
+            "conv_pool": conv_pool,
+            "accumulation": accumulation,
+        }
         options, device = _checked_arguments(options, device, loose, shape_cache_size)
+        _check_prepare(prepare)
         self.options = options
+        # Whether kernels are handed to the compile threads ahead of use (else each
+        # compiles on the thread that first needs it, in a fixed order: the recorder's).
+        self.compiles_ahead = bool(prepare)
         self._closed = True  # until construction succeeds
+        started = time.perf_counter()
         self._device = open_device(device)
+        _log_phase("open the device", started)
         self._owns_device = self._device.owned and device is None
         self.precision = resolve_precision(self._device, options.precision)
         self.kernel_setting = options.kernel
@@ -230,30 +269,50 @@ class WgpuExecutor(ExecutorBase):
         self._plans: ShapePlanCache | None = None
         self._closed = False
         try:
-            self._nodes = nodes.build_nodes(self.graph, self._device.capabilities,
-                                            precision=self.precision,
-                                            kernel=self.kernel_setting, gemm=self._gemm)
-            self._warn_forced_fallbacks(options.gemm)
-            nodes.upload_weights(
-                self._nodes, model.convs, self._device, self.precision, self._track
-            )
-            self._plans = ShapePlanCache(
-                self._device,
-                self.graph,
-                self._nodes,
-                precision=self.precision,
-                pipelines=self._cache,
-                shader_checks=shader_checks,
-                resources=self._resources,
-                size=shape_cache_size,
-            )
-            if prepare:
-                self.prepare()
+            self._build(prepare)
         except BaseException:
             self.close()
             raise
 
     # ------------------------------------------------------------------ construction
+
+    def _build(self, prepare: bool | str) -> None:
+        """Choose the kernels (handed to the compile threads unless ``prepare`` is False),
+        upload the weights, make the shape plans' cache; with ``prepare=True`` compile the
+        rest and wait."""
+
+        def compile_ahead(kernel: Kernel) -> None:
+            self._cache.prepare([kernel], shader_checks=self.shader_checks, wait=False)
+
+        started = time.perf_counter()
+        # Each kernel compiles while the next ones are generated and the weights uploaded.
+        self._nodes = nodes.build_nodes(
+            self.graph,
+            self._device.capabilities,
+            precision=self.precision,
+            kernel=self.kernel_setting,
+            gemm=self._gemm,
+            on_kernel=compile_ahead if prepare else None,
+        )
+        _log_phase("choose and generate the kernels", started)
+        self._warn_forced_fallbacks(self.options.gemm)
+        started = time.perf_counter()
+        nodes.upload_weights(
+            self._nodes, self._model.convs, self._device, self.precision, self._track
+        )
+        _log_phase("pack and upload the weights", started)
+        self._plans = ShapePlanCache(
+            self._device,
+            self.graph,
+            self._nodes,
+            precision=self.precision,
+            pipelines=self._cache,
+            shader_checks=self.shader_checks,
+            resources=self._resources,
+            size=self.shape_cache_size,
+        )
+        if prepare is True:
+            self.prepare()
 
     def _warn_forced_fallbacks(self, gemm: Any) -> None:
         """Warn when a kernel or GEMM options the caller asked for cannot run somewhere
@@ -522,6 +581,7 @@ class WgpuExecutor(ExecutorBase):
             node.weights = node.bias = None
         self._resources.release_all()
         if self._owns_device:
+            self._cache.shutdown()  # no compile in flight on a destroyed device
             self._device.close()
 
     # ------------------------------------------------------------------ internals

@@ -46,8 +46,11 @@ def build_nodes(
     precision: Precision,
     kernel: str,
     gemm: Any,
+    on_kernel: Callable[[Kernel], Any] | None = None,
 ) -> list[Node]:
-    """The kernel of every node of ``graph`` (already fused), in execution order."""
+    """The kernel of every node of ``graph`` (already fused), in execution order;
+    ``on_kernel`` is called with each kernel as soon as it is generated (to start compiling
+    it while the next ones are generated)."""
     limits = kernel_choice.device_limits(capabilities)
     nodes: list[Node] = []
     for node in graph.nodes:
@@ -55,6 +58,8 @@ def build_nodes(
         chosen = kernel_choice.kernel_for_node(
             graph, node, precision=precision, final=final, limits=limits, kernel=kernel, gemm=gemm
         )
+        if on_kernel is not None:
+            on_kernel(chosen.kernel)
         conv = kernel_choice.conv_of(node)
         flops = 0.0
         if conv is not None:

@@ -6,31 +6,73 @@ bounding (``wgpuDeviceCreateShaderModuleTrusted``). A kernel is built trusted
 when its generator marks it ``trusted`` and checks are not forced on, either by
 the executor's ``shader_checks=True`` or by ``OIDN_GPU_SHADER_CHECKS=1``.
 
-wgpu-native 0.32 does not implement ``createComputePipelineAsync`` (wgpu-py
-falls back to a blocking call), so `PipelineCache.prepare` compiles on a small
-thread pool: shader compilation in the driver releases the GIL, and wgpu devices
-are thread-safe. A compile error becomes a `ShaderCompileError` carrying the
-kernel name, its key and the compiler's annotated message.
+Compiling is what a fresh process's first image waits for on a GPU driver that
+compiles at pipeline creation (NVIDIA's Vulkan driver), so kernels compile on a
+pool of threads: `PipelineCache.prepare` submits kernels and returns their futures
+at once (``wait=False``) or when all are compiled, and `PipelineCache.get` waits
+only for the pipeline it asks for, whether pending (submitted, still compiling) or
+not yet submitted (compiled on the calling thread). wgpu-py's calls into
+wgpu-native release Python's GIL, and wgpu-native creates shader modules and
+pipelines of one device from several threads at once (docs/benchmarks.md, "a fresh
+process's first image"). ``OIDN_GPU_COMPILE_THREADS``
+sets the pool's size (default: the CPU count, at most `MAX_COMPILE_THREADS`).
+
+wgpu-native 29 (wgpu-py 0.32) neither implements ``createComputePipelineAsync``
+(wgpu-py calls the blocking ``wgpuDeviceCreateComputePipeline`` in its place) nor
+exports a pipeline cache: its header names the ``PipelineCache`` feature but no
+function creates one, fills one or reads its data, so pipelines persist across
+processes only in the driver's own cache (NVIDIA's ``~/.nv/GLCache`` or
+``$XDG_CACHE_HOME/nvidia``, Mesa's ``$XDG_CACHE_HOME/mesa_shader_cache``).
+
+A compile error becomes a `ShaderCompileError` carrying the kernel name, its key
+and the compiler's annotated message. Each compile is logged at DEBUG level on the
+``oidn_gpu.wgpu`` logger (``phase`` ``"compile"``, ``elapsed_ms``).
 
 ``OIDN_GPU_DUMP_SHADERS=dir`` writes every compiled kernel's WGSL to ``dir``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from oidn_gpu.backends.gpu_device import GpuDevice
 from oidn_gpu.backends.wgpu.device import shader_checks_forced
-from oidn_gpu.errors import ShaderCompileError, UnsupportedDeviceError
+from oidn_gpu.errors import InvalidArgumentError, ShaderCompileError, UnsupportedDeviceError
 from oidn_gpu.kernels.spec import Kernel
 
 DUMP_SHADERS_ENV = "OIDN_GPU_DUMP_SHADERS"
-_DEFAULT_COMPILE_THREADS = 4
+COMPILE_THREADS_ENV = "OIDN_GPU_COMPILE_THREADS"
+# A first image compiles about 20 kernels; more threads than that find nothing to do.
+MAX_COMPILE_THREADS = 16
+_LOG = logging.getLogger("oidn_gpu.wgpu")
+
+
+def compile_threads() -> int:
+    """The compile pool's size: ``OIDN_GPU_COMPILE_THREADS``, else the CPU count (at most
+    `MAX_COMPILE_THREADS`).
+
+    Raises:
+        InvalidArgumentError: the variable is not a positive integer.
+    """
+    text = os.environ.get(COMPILE_THREADS_ENV, "").strip()
+    if not text:
+        return max(1, min(MAX_COMPILE_THREADS, os.cpu_count() or 1))
+    try:
+        threads = int(text)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise InvalidArgumentError(
+            f"{COMPILE_THREADS_ENV}={text!r} is not a thread count; expected a positive integer"
+        )
+    return threads
 
 
 class KernelCompileError(ShaderCompileError):
@@ -137,8 +179,9 @@ class PipelineCache:
             if pending is not None:
                 return pending
             if self._pool is None:
-                workers = min(_DEFAULT_COMPILE_THREADS, max(1, os.cpu_count() or 1))
-                self._pool = ThreadPoolExecutor(workers, thread_name_prefix="oidn-gpu-compile")
+                self._pool = ThreadPoolExecutor(
+                    compile_threads(), thread_name_prefix="oidn-gpu-compile"
+                )
             future = self._pool.submit(self._compile, kernel, key[1])
             self._pending[key] = future
         future.add_done_callback(lambda f, key=key: self._settle(key, f))
@@ -165,6 +208,7 @@ class PipelineCache:
             )
         _dump(kernel)
         label = f"oidn/{kernel.key}"
+        start = time.perf_counter()
         try:
             module = self._device.create_shader_module(label, kernel.source, trusted=trusted)
             pipeline = self._device.create_compute_pipeline(label, module, kernel.entry_point)
@@ -174,8 +218,15 @@ class PipelineCache:
             if type(err).__name__.startswith("GPU") or isinstance(err, RuntimeError):
                 raise KernelCompileError(kernel, str(err)) from None
             raise
+        elapsed_ms = (time.perf_counter() - start) * 1e3
         with self._lock:
             self.compiled_count += 1
+        _LOG.debug(
+            "compiled %s in %.1f ms",
+            kernel.name,
+            elapsed_ms,
+            extra={"phase": "compile", "elapsed_ms": elapsed_ms},
+        )
         return pipeline
 
 

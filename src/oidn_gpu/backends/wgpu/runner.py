@@ -74,8 +74,8 @@ from oidn_gpu.backends.wgpu.frames import (
     TileRect,
     TileSet,
 )
-from oidn_gpu.backends.wgpu.staging import StagingBuffers
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
+from oidn_gpu.backends.wgpu.staging import StagingBuffers
 from oidn_gpu.errors import CancelledError, InvalidArgumentError
 from oidn_gpu.image.host_copy import parallel_copyto
 from oidn_gpu.kernels import io_passes
@@ -188,8 +188,14 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         roles: tuple[io_passes.ImageRole, ...],
         mode: Any,
         dtypes: tuple[str, ...] | None = None,
+        autoexposure: bool = False,
     ) -> Passes:
-        """The input and output pass kernels and pipelines of ``mode`` (generated once)."""
+        """The input and output pass kernels and pipelines of ``mode`` (generated once).
+
+        Unless the executor compiles on first use, a new mode's kernels (and with
+        ``autoexposure`` those of the main image's dtype) are handed to the compile
+        threads together, to compile beside each other and the network's kernels.
+        """
         key = (roles, mode.transfer, bool(mode.hdr), bool(mode.snorm), dtypes)
         passes = self._passes.get(key)
         if passes is None:
@@ -197,6 +203,10 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
             checks = self.executor.shader_checks
             input_kernel = self._input_kernel(roles, mode, dtypes)
             output_kernel = self._output_kernel(mode)
+            if self.executor.compiles_ahead:
+                cache.prepare([input_kernel, output_kernel], shader_checks=checks, wait=False)
+                if autoexposure:
+                    self._autoexposure.compile_ahead(dtypes[0] if dtypes else "float32")
             passes = Passes(
                 input_kernel,
                 output_kernel,
@@ -218,10 +228,16 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
 
     def prepare(self, mode: Any, roles: Sequence[io_passes.ImageRole] | None = None) -> None:
         """Compile the input and output passes of ``mode`` (and the network, and for HDR
-        modes the float32 autoexposure) ahead of use."""
+        modes the float32 autoexposure) ahead of use, all at once (not the executor's
+        input-pack and output-unpack kernels, which no denoise runs)."""
         roles = tuple(roles) if roles is not None else ROLES[: self.executor.input_channels // 3]
-        kernels = [self._input_kernel(roles, mode), self._output_kernel(mode)]
-        self.executor.prepare()
+        kernels = [
+            *self.executor.kernels,
+            self._input_kernel(roles, mode),
+            self._output_kernel(mode),
+        ]
+        if mode.hdr:
+            self._autoexposure.compile_ahead("float32")
         self.executor.pipeline_cache.prepare(kernels, shader_checks=self.executor.shader_checks)
         if mode.hdr:
             self._autoexposure.kernels("float32")
@@ -608,7 +624,8 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         images, output, mode, plan = request.images, request.output, request.mode, request.plan
         assert output is not None  # the caller's or the host frame's buffer
         image_roles = tuple(_ROLE_OF[role] for role in request.roles)
-        passes = self._passes_for(image_roles, mode, tuple(img.dtype for img in images))
+        dtypes = tuple(img.dtype for img in images)
+        passes = self._passes_for(image_roles, mode, dtypes, request.autoexposure)
         frame = self._frame_for(mode)
         tile_h, tile_w = int(plan.tile_h), int(plan.tile_w)
         network_input = self.executor.packed_input_buffer(tile_h, tile_w)
@@ -666,8 +683,6 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         # int(): on NumPy 1.x, round() of a NumPy float (plan sizes may be NumPy ints) is a float
         units = int(round(edge / TILE_ALIGNMENT))  # noqa: RUF046 - see above
         self.interactive_edge = units * TILE_ALIGNMENT
-
-
 
 
 def _frame_of(images: tuple[Any, ...], out_channels: int | None) -> HostFrame:
