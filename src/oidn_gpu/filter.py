@@ -49,6 +49,7 @@ from oidn_gpu.backends.base import (
     NetworkExecutor,
     SequenceRunner,
     TileRunner,
+    auto_choice,
     get_backend,
     make_options,
     resolve_backend,
@@ -107,6 +108,8 @@ class DenoiserInfo:
     kernels: dict[str, str] = field(default_factory=dict)
     # layer -> why its requested kernel (``kernel=``/``gemm=``) was replaced (wgpu backend)
     kernel_fallbacks: dict[str, str] = field(default_factory=dict)
+    # why this backend: what backend="auto" found here, or that it was asked for by name
+    backend_reason: str = ""
 
 
 @dataclass
@@ -226,7 +229,12 @@ class Denoiser:
 
     def _setup(self, config: DenoiserConfig) -> None:
         self.options = config.filter
-        self.backend = resolve_backend(config.backend)
+        if config.backend == AUTO:
+            choice = auto_choice()
+            self.backend, self.backend_reason = choice.name, choice.reason
+        else:
+            self.backend = resolve_backend(config.backend)
+            self.backend_reason = f"backend='{self.backend}' was asked for"
         self.backend_options = make_options(
             self.backend, config.backend_options, requested=config.backend
         )
@@ -537,6 +545,7 @@ class Denoiser:
             tiles=len(plan.tiles.tiles),
             kernels=dict(info.kernels),
             kernel_fallbacks=dict(info.fallbacks),
+            backend_reason=self.backend_reason,
         )
 
     # -- sequences --------------------------------------------------------------
@@ -673,26 +682,9 @@ def denoise(
     the cuda backend unless ``device`` (or ``backend_options``) says otherwise. For a
     sequence of frames, `Denoiser.denoise_many` overlaps frames on the wgpu backend.
     """
-    options = _on_tensor_device(options, color, albedo, normal)
+    options = filter_device.on_tensor_device(options, color, albedo, normal)
     return CACHE.run(
         options,
         lambda: Denoiser(**options),
         lambda den: den.denoise(color, albedo, normal, output=output, progress=progress),
     )
-
-
-def _on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
-    """``options`` with ``device`` set to the main image's CUDA device when the backend
-    that will denoise it takes that device and no device was asked for."""
-    if "device" in options or options.get("backend_options") is not None:
-        return options
-    main = next((image for image in images if image is not None), None)
-    device = tensors.cuda_device(main) if main is not None else None
-    if device is None:
-        return options
-    try:
-        backend = resolve_backend(options.get("backend", AUTO), options)
-        make_options(backend, device=device)  # a backend of device tensors takes it
-    except InvalidArgumentError:  # Denoiser(**options) reports a bad backend, after its checks
-        return options
-    return {**options, "device": device}

@@ -20,7 +20,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from oidn_gpu.backends.base import DeviceRunner
+from oidn_gpu.backends.base import AUTO, DeviceRunner, make_options, resolve_backend
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
@@ -34,7 +34,7 @@ from oidn_gpu.filter_images import (
     split_alpha,
     validate_images,
 )
-from oidn_gpu.image import process
+from oidn_gpu.image import process, tensors
 from oidn_gpu.image.tensors import DeviceCall
 
 if TYPE_CHECKING:
@@ -95,10 +95,7 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
           for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))),
         check=split_alpha,
     )  # fmt: skip
-    if prefilter:
-        result = _prefiltered(den, decoded, progress)
-    else:
-        result = _run(den, decoded, progress)
+    result = _prefiltered(den, decoded, progress) if prefilter else _run(den, decoded, progress)
     return call.finish(_with_alpha(result, decoded))
 
 
@@ -201,3 +198,20 @@ def _with_alpha(result: Any, images: Images) -> Any:
     import torch
 
     return torch.cat([result, images.alpha.to(torch.float32).unsqueeze(2)], dim=2)
+
+
+def on_tensor_device(options: dict[str, Any], *images: Any) -> dict[str, Any]:
+    """``options`` with ``device`` set to the main image's CUDA device when the backend
+    that will denoise it takes that device and no device was asked for."""
+    if "device" in options or options.get("backend_options") is not None:
+        return options
+    main = next((image for image in images if image is not None), None)
+    device = tensors.cuda_device(main) if main is not None else None
+    if device is None:
+        return options
+    try:
+        backend = resolve_backend(options.get("backend", AUTO), options)
+        make_options(backend, device=device)  # a backend of device tensors takes it
+    except InvalidArgumentError:  # Denoiser(**options) reports a bad backend, after its checks
+        return options
+    return {**options, "device": device}
