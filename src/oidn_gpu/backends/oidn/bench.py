@@ -85,7 +85,7 @@ def run_size(
     denoiser: Callable[..., Any], size: str, runs: int, warmup: int, device: str | None
 ) -> OidnBenchRow:
     """Both paths at one size, alternating (see the module docstring)."""
-    width, height = parse_size(size)
+    height, width = parse_size(size)
     images = _images(height, width)
     expected = np.empty_like(images[0])
     times: dict[str, list[float]] = {"denoiser": [], "pyoidn": []}
