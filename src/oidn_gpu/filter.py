@@ -155,7 +155,8 @@ class Denoiser:
         **options: the backend's options as keywords, validated by its ``Options`` when
             the denoiser is built (wgpu: ``precision`` ``"auto"``/``"fp16"``/``"fp32"``,
             ``kernel``, ``gemm``, ``device``, ``conv_pool``; reference: ``precision`` ``"fp32"``,
-            ``threads``, OIDN's ``numThreads``). An
+            ``threads``, OIDN's ``numThreads``; oidn: ``device``, Intel OIDN's ``"cpu"``,
+            ``"cuda"``, ``"hip"``, ``"sycl"``, and ``threads``). An
             option of another backend is an error, also when ``"auto"`` picked this
             one; a ``device`` with ``backend="auto"`` asks for wgpu on that device.
 

@@ -65,8 +65,12 @@ class ColdResult:
         }
 
     def table(self) -> str:
-        kinds = [k for k in ("oidn", "ours", "ours_warm") if self.runs.get(k)]
-        titles = {"oidn": "Intel OIDN", "ours": "oidn-gpu", "ours_warm": "oidn-gpu, caches warm"}
+        kinds = [k for k in ("intel_oidn", "ours", "ours_warm") if self.runs.get(k)]
+        titles = {
+            "intel_oidn": "Intel OIDN",
+            "ours": "oidn-gpu",
+            "ours_warm": "oidn-gpu, caches warm",
+        }
         medians = {k: self.medians(k) for k in kinds}
         (h, w), (h2, w2) = self.size, self.second_size
         lines = [
@@ -124,7 +128,7 @@ def run_cold(
     """Cold-start times of ``runs`` fresh processes (``size`` then ``second_size``) of
     ``backend``'s HDR colour + albedo + normal denoise (``rt_hdr_alb_nrm``, quality high)."""
     result = ColdResult(size, second_size)
-    kinds = (["oidn"] if oidn else []) + ["ours"]
+    kinds = (["intel_oidn"] if oidn else []) + ["ours"]
     for index in range(runs):
         for kind in list(kinds):
             with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as cache:
@@ -235,7 +239,7 @@ def child_main(argv: list[str]) -> None:
     times["import_torch_s"] = time.perf_counter() - start
     import numpy as np
 
-    if kind == "oidn":
+    if kind == "intel_oidn":
         _oidn(np, size, second, times)  # type: ignore[arg-type]
     else:
         _ours(np, backend, size, second, times)  # type: ignore[arg-type]

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 from oidn_gpu.backends.base import Availability, BackendOptions, NetworkExecutor, TileRunner
 from oidn_gpu.backends.oidn import capi, devices
+from oidn_gpu.backends.oidn.executor import OidnExecutor
+from oidn_gpu.backends.oidn.runner import OidnRunner, OidnTensorRunner
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 
 # Where backend="auto" ranks it (`Availability.rank`; the cuda backend has 200, wgpu 100,
@@ -130,13 +132,9 @@ class OidnBackend:
             return (f"no Intel OIDN ({type(err).__name__}: {err})",)
 
     def create_executor(self, model: Any, options: OidnOptions) -> NetworkExecutor:
-        from oidn_gpu.backends.oidn.executor import OidnExecutor
-
         return OidnExecutor(model, options.device, options.threads)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
-        from oidn_gpu.backends.oidn.runner import OidnRunner, OidnTensorRunner
-
         device = executor.device  # type: ignore[attr-defined]
         return OidnTensorRunner(executor) if device.kind == "cuda" else OidnRunner(executor)
 
