@@ -174,8 +174,8 @@ class FilterOptions:
             input_scale=input_scale,
             tile_size=self.tile_size,
             max_memory_mb=self.max_memory_mb,
+            quality=self.quality,
         )
-
 
 
 OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(FilterOptions))

@@ -49,6 +49,7 @@ from oidn_gpu.backends.base import (
     NetworkExecutor,
     SequenceRunner,
     TileRunner,
+    auto_choice,
     get_backend,
     make_options,
     resolve_backend,
@@ -107,6 +108,8 @@ class DenoiserInfo:
     kernels: dict[str, str] = field(default_factory=dict)
     # layer -> why its requested kernel (``kernel=``/``gemm=``) was replaced (wgpu backend)
     kernel_fallbacks: dict[str, str] = field(default_factory=dict)
+    # why this backend: what backend="auto" found here, or that it was asked for by name
+    backend_reason: str = ""
 
 
 @dataclass
@@ -152,7 +155,8 @@ class Denoiser:
         **options: the backend's options as keywords, validated by its ``Options`` when
             the denoiser is built (wgpu: ``precision`` ``"auto"``/``"fp16"``/``"fp32"``,
             ``kernel``, ``gemm``, ``device``, ``conv_pool``; reference: ``precision`` ``"fp32"``,
-            ``threads``, OIDN's ``numThreads``). An
+            ``threads``, OIDN's ``numThreads``; oidn: ``device``, Intel OIDN's ``"cpu"``,
+            ``"cuda"``, ``"hip"``, ``"sycl"``, and ``threads``). An
             option of another backend is an error, also when ``"auto"`` picked this
             one; a ``device`` with ``backend="auto"`` asks for wgpu on that device.
 
@@ -226,7 +230,12 @@ class Denoiser:
 
     def _setup(self, config: DenoiserConfig) -> None:
         self.options = config.filter
-        self.backend = resolve_backend(config.backend)
+        if config.backend == AUTO:
+            choice = auto_choice()
+            self.backend, self.backend_reason = choice.name, choice.reason
+        else:
+            self.backend = resolve_backend(config.backend)
+            self.backend_reason = f"backend='{self.backend}' was asked for"
         self.backend_options = make_options(
             self.backend, config.backend_options, requested=config.backend
         )
@@ -544,6 +553,7 @@ class Denoiser:
             tiles=len(plan.tiles.tiles),
             kernels=dict(info.kernels),
             kernel_fallbacks=dict(info.fallbacks),
+            backend_reason=self.backend_reason,
         )
 
     # -- sequences --------------------------------------------------------------

@@ -95,10 +95,7 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
           for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))),
         check=split_alpha,
     )  # fmt: skip
-    if prefilter:
-        result = _prefiltered(den, decoded, progress)
-    else:
-        result = _run(den, decoded, progress)
+    result = _prefiltered(den, decoded, progress) if prefilter else _run(den, decoded, progress)
     return call.finish(_with_alpha(result, decoded))
 
 

@@ -24,6 +24,7 @@ Progress = Callable[[float], Any]
 # OIDN rejects images wider or taller than this (api/api.cpp, "image size is too large").
 MAX_IMAGE_DIM = 65536
 
+
 @dataclass(frozen=True)
 class Images:
     """Validated inputs: float32 RGB-broadcastable arrays, plus the color's alpha."""
@@ -139,7 +140,8 @@ def make_runner_images(
     scratch: bool = True,
 ) -> DenoiseImages:
     """The images a `TileRunner` takes: the main one, and aux images given with color."""
-    main = next(a for a in (images.color, images.albedo, images.normal) if a is not None)
+    named = (("color", images.color), ("albedo", images.albedo), ("normal", images.normal))
+    main_name, main = next((n, a) for n, a in named if a is not None)
     with_color = images.color is not None
     return DenoiseImages(
         main=main,
@@ -148,6 +150,7 @@ def make_runner_images(
         out_channels=out_channels,
         output=destination,
         output_is_scratch=destination is not None and scratch,
+        main_name=main_name,
     )
 
 

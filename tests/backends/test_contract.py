@@ -78,6 +78,11 @@ class Entry:
         fixtures: builds further options from pytest fixtures (a shared device).
         marks: pytest marks of its cases (``gpu`` runs on lavapipe in CI).
         tiled_rows: rows of the two-tile strip (a slow backend runs a shorter one).
+        own_tiles: the backend lets Intel OIDN plan its tiles (by ``max_memory_mb``):
+            ``tile_size`` is ignored with a warning, and the tiled case is a strip OIDN
+            tiles with ``max_memory_mb=0`` (`OWN_TILES_STRIP`).
+        progress_steps: ``progress`` hears the backend's own steps (Intel OIDN's every
+            operation), more than one call per tile, from 0 to 1.
     """
 
     options: dict[str, Any] = field(default_factory=dict)
@@ -89,6 +94,8 @@ class Entry:
     fixtures: Callable[[pytest.FixtureRequest], dict[str, Any]] | None = None
     marks: tuple[Any, ...] = ()
     tiled_rows: int = 48
+    own_tiles: bool = False
+    progress_steps: bool = False
 
 
 CONTRACT: dict[str, Entry] = {
@@ -117,7 +124,19 @@ CONTRACT: dict[str, Entry] = {
         marks=(pytest.mark.cuda_device,) if has_cuda() else (),
         tiled_rows=48 if has_cuda() else 16,
     ),
+    # Intel OIDN itself on its CPU device (CI): the image of a direct pyoidn call, bit for
+    # bit (tolerance 0); OIDN tiles by max_memory_mb and reports its own progress steps.
+    "oidn": Entry(
+        options={"device": "cpu"},
+        rel_l2=0.0,
+        inf_rel_l2=0.0,
+        own_tiles=True,
+        progress_steps=True,
+    ),
 }
+# The strip OIDN cuts into tiles with max_memory_mb=0 (`Entry.own_tiles`): at most 2160 px
+# a side untiled, and past OIDN's smallest tile.
+OWN_TILES_STRIP = (16, 2400)
 
 
 def _test_entry(target: str) -> Entry:
@@ -316,6 +335,9 @@ def test_nan_and_inf_are_sanitized_as_oidn(backend, rng) -> None:
 
 @pytest.mark.oracle
 def test_tiles_equal_the_untiled_image_and_oidn(backend, rng) -> None:
+    if backend[2].own_tiles:
+        _own_tiles_equal_the_untiled_image_and_oidn(backend, rng)
+        return
     rows = backend[2].tiled_rows
     color = rng.random((rows, 272, 3), np.float32)
     blob = TINY_COLOR.read_bytes()
@@ -333,6 +355,25 @@ def test_tiles_equal_the_untiled_image_and_oidn(backend, rng) -> None:
         rel_l2_tol=backend[2].rel_l2,
         label="tiled vs oidn",
     )
+
+
+def _own_tiles_equal_the_untiled_image_and_oidn(backend, rng) -> None:
+    """`Entry.own_tiles`: OIDN's tiles (more progress steps) give the untiled image."""
+    color = rng.random((*OWN_TILES_STRIP, 3), np.float32)
+    blob = TINY_COLOR.read_bytes()
+    name, options, entry = backend
+    steps: dict[Any, list[float]] = {None: [], 0: []}
+    results = {}
+    for memory, seen in steps.items():
+        with oidn_gpu.Denoiser(backend=name, weights=blob, max_memory_mb=memory, **options) as den:
+            results[memory] = den.denoise(color, progress=seen.append)
+    assert len(steps[0]) > len(steps[None])  # OIDN ran more tiles, so more steps
+    np.testing.assert_array_equal(results[0], results[None])
+    expected = oidn_denoise(color, weights=blob, max_memory_mb=0)
+    assert_close(results[0], expected, rel_l2_tol=entry.rel_l2, label="tiled vs oidn")
+    with pytest.warns(UserWarning, match="tile_size=240 is ignored"):
+        ignored = _denoise(backend, color[:, :272], weights=blob, tile_size=240)
+    np.testing.assert_array_equal(ignored, _denoise(backend, color[:, :272], weights=blob))
 
 
 # --- the filter's promises --------------------------------------------------------------------
@@ -370,10 +411,14 @@ def test_progress_runs_from_zero_to_one_and_cancel_leaves_the_output(backend, rn
     color = rng.random((entry.tiled_rows, 272, 3), np.float32)
     blob = TINY_COLOR.read_bytes()
     seen: list[float] = []
-    with oidn_gpu.Denoiser(backend=name, weights=blob, tile_size=240, **options) as den:
+    tiles = {} if entry.own_tiles else {"tile_size": 240}
+    with oidn_gpu.Denoiser(backend=name, weights=blob, **tiles, **options) as den:
         den.denoise(color, progress=seen.append)
         assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen)
-        assert len(seen) == (3 if entry.progress_per_tile else 2)  # 2 tiles
+        if entry.progress_steps:
+            assert len(seen) > 3
+        else:
+            assert len(seen) == (3 if entry.progress_per_tile else 2)  # 2 tiles
         for stop_after in (1, 2):  # before the first tile, after the first tile
             output = np.full_like(color, 7.0)
             calls: list[float] = []

@@ -125,6 +125,6 @@ def test_cli_cold_start_times_fresh_processes_to_the_first_image(tmp_path, capsy
     assert ours["pipelines"] == warm["pipelines"]
     table = capsys.readouterr().out
     assert "process start to first image" in table and "pipelines compiled" in table
-    if data["runs"].get("oidn"):  # pyoidn installed: its default device (here the CPU)
-        assert data["medians"]["oidn"]["first_image_s"] > 0
+    if data["runs"].get("intel_oidn"):  # pyoidn installed: its default device (here the CPU)
+        assert data["medians"]["intel_oidn"]["first_image_s"] > 0
         assert "Intel OIDN" in table

@@ -3,9 +3,11 @@
 Every backend is registered in `base.REGISTRY` (name -> where its `Backend`
 object lives) and imported only when asked for: ``reference`` (NumPy, everywhere)
 in `backends.reference`, ``wgpu`` (WGSL on Vulkan, Metal, D3D12 and lavapipe) in
-`backends.wgpu`. `resolve_backend` turns ``"auto"`` into a concrete choice (the
-highest-priority backend whose probe allows it: wgpu on a real GPU, else the
-NumPy reference); `plan.plan_denoise` makes the one denoise plan every runner takes.
+`backends.wgpu`, ``cuda`` (Triton on NVIDIA GPUs) in `backends.cuda`, ``oidn`` (Intel
+OIDN's own devices through pyoidn) in `backends.oidn`. `resolve_backend` turns ``"auto"``
+into a concrete choice (`auto_choice`: the backend of the highest rank on this machine
+whose probe allows it, and why); `plan.plan_denoise` makes the one denoise plan every
+runner takes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from oidn_gpu.backends.base import (
     AUTO,
     BACKEND_ENV_VAR,
     REGISTRY,
+    AutoChoice,
     Availability,
     Backend,
     BackendOptions,
@@ -23,6 +26,7 @@ from oidn_gpu.backends.base import (
     NetworkExecutor,
     TileLimits,
     TileRunner,
+    auto_choice,
     auto_order,
     backend_names,
     check_backend,
@@ -55,6 +59,7 @@ __all__ = [
     "AUTO",
     "BACKEND_ENV_VAR",
     "REGISTRY",
+    "AutoChoice",
     "Availability",
     "Backend",
     "BackendOptions",
@@ -62,6 +67,7 @@ __all__ = [
     "NetworkExecutor",
     "TileLimits",
     "TileRunner",
+    "auto_choice",
     "auto_order",
     "backend_names",
     "check_backend",

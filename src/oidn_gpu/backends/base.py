@@ -63,6 +63,7 @@ REGISTRY: dict[str, str] = {
     "reference": "oidn_gpu.backends.reference.backend:BACKEND",
     "wgpu": "oidn_gpu.backends.wgpu.backend:BACKEND",
     "cuda": "oidn_gpu.backends.cuda.backend:BACKEND",
+    "oidn": "oidn_gpu.backends.oidn.backend:BACKEND",
 }
 AUTO = "auto"
 # Environment override of what "auto" picks (e.g. OIDN_GPU_BACKEND=reference).
@@ -215,6 +216,9 @@ class DenoiseImages:
         output_is_scratch: ``output`` is a new array that nobody sees when the run
             fails or is cancelled, so a runner may fill it tile by tile; False (the
             caller's own array): it is written only once the whole result is there.
+        main_name: which of OIDN's images ``main`` is: ``"color"``, or ``"albedo"`` or
+            ``"normal"`` filtered alone (a runner that hands the images to Intel OIDN's
+            own filter sets that image).
     """
 
     main: Any
@@ -223,6 +227,7 @@ class DenoiseImages:
     out_channels: int = 3
     output: Any = None
     output_is_scratch: bool = False
+    main_name: str = "color"
 
 
 @runtime_checkable
@@ -321,12 +326,19 @@ class Availability:
             worth choosing automatically, such as wgpu on a CPU rasterizer).
         warning: what a user who asks for it here should hear first (it runs, but on a
             CPU driver); empty when nothing.
+        rank: where ``backend="auto"`` ranks it on this machine (higher first), at most
+            the backend's `Backend.priority`; None: its priority. A backend whose speed
+            depends on what it finds (Intel OIDN on a CPU or on a GPU) reports it here.
+        ranking: why it ranks there (the measurement behind it), for ``oidn-gpu info``
+            and `auto_choice`; empty: its place in the priority order.
     """
 
     available: bool
     note: str
     auto: bool = False
     warning: str = ""
+    rank: int | None = None
+    ranking: str = ""
 
 
 class Backend(Protocol):
@@ -476,13 +488,62 @@ def auto_order() -> tuple[str, ...]:
     return tuple(sorted(REGISTRY, key=lambda n: -get_backend(n).priority))
 
 
+@dataclass(frozen=True)
+class AutoChoice:
+    """What ``backend="auto"`` picks here, and why (``oidn-gpu info``, `Denoiser.info`)."""
+
+    name: str
+    reason: str
+
+
+def auto_choice(options: Mapping[str, Any] | None = None) -> AutoChoice:
+    """The backend ``backend="auto"`` picks (see `resolve_backend`), with the reason.
+
+    Backends are probed in `auto_order`; each that ``auto`` may pick ranks by its
+    probe's `Availability.rank` (its priority when it reports none, and never above it),
+    and the highest rank wins, the earlier in the order on a tie. A backend's priority
+    bounds its rank, so the search stops at the first whose priority cannot beat the best.
+
+    Raises:
+        InvalidArgumentError: an unknown ``OIDN_GPU_BACKEND``.
+    """
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    if given:
+        for candidate in auto_order():
+            if get_backend(candidate).Options.selected_by(given):
+                return AutoChoice(candidate, "the device given is of its kind")
+    forced = os.environ.get(BACKEND_ENV_VAR)
+    if forced:
+        if forced not in REGISTRY:
+            raise InvalidArgumentError(
+                f"{BACKEND_ENV_VAR}='{forced}' is not a backend; expected {one_of(REGISTRY)}"
+            )
+        return AutoChoice(forced, f"{BACKEND_ENV_VAR}={forced}")
+    best: tuple[str, int, Availability] | None = None
+    for candidate in auto_order():
+        priority = get_backend(candidate).priority
+        if best is not None and priority <= best[1]:
+            break
+        availability = probe(candidate)
+        rank = priority if availability.rank is None else min(availability.rank, priority)
+        if availability.auto and (best is None or rank > best[1]):
+            best = (candidate, rank, availability)
+    if best is None:  # pragma: no cover - the reference backend is always there
+        raise InvalidArgumentError(
+            "no backend is available; " + "; ".join(f"{n}: {probe(n).note}" for n in REGISTRY)
+        )
+    name, _, availability = best
+    first = f"the first in the auto order that runs here ({availability.note})"
+    return AutoChoice(name, availability.ranking or first)
+
+
 def resolve_backend(name: str, options: Mapping[str, Any] | None = None) -> str:
     """The concrete backend for a requested name (``"auto"`` or a registered one).
 
     ``auto`` takes the first backend in `auto_order` whose options class is
     `BackendOptions.selected_by` ``options`` (a device of its kind), else honours
-    the ``OIDN_GPU_BACKEND`` environment variable, else takes the first backend in
-    `auto_order` whose probe allows it.
+    the ``OIDN_GPU_BACKEND`` environment variable, else takes the backend of the highest
+    rank on this machine whose probe allows it (`auto_choice`, which also says why).
 
     Raises:
         InvalidArgumentError: an unknown name (or environment value).
@@ -490,24 +551,7 @@ def resolve_backend(name: str, options: Mapping[str, Any] | None = None) -> str:
     if name != AUTO:
         get_backend(name)
         return name
-    given = {k: v for k, v in (options or {}).items() if v is not None}
-    if given:
-        for candidate in auto_order():
-            if get_backend(candidate).Options.selected_by(given):
-                return candidate
-    forced = os.environ.get(BACKEND_ENV_VAR)
-    if forced:
-        if forced not in REGISTRY:
-            raise InvalidArgumentError(
-                f"{BACKEND_ENV_VAR}='{forced}' is not a backend; expected {one_of(REGISTRY)}"
-            )
-        return forced
-    for candidate in auto_order():
-        if probe(candidate).auto:
-            return candidate
-    raise InvalidArgumentError(  # pragma: no cover - the reference backend is always there
-        "no backend is available; " + "; ".join(f"{n}: {probe(n).note}" for n in REGISTRY)
-    )
+    return auto_choice(options).name
 
 
 def check_backend(

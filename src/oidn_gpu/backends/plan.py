@@ -42,6 +42,9 @@ class DenoiseOptions:
             per tile.
         whole_image: one tile for the whole image whatever its size (unless
             ``tile_size`` is set): benchmarks and recorded programs.
+        quality: OIDN's quality (``"fast"``, ``"balanced"``, ``"high"``). The model was
+            chosen by it already; a runner that hands the images to Intel OIDN's own
+            filter passes it on (on OIDN's CUDA device it also picks the kernels).
     """
 
     filter_type: str = "RT"
@@ -54,6 +57,7 @@ class DenoiseOptions:
     tile_size: int | None = None
     max_memory_mb: int | None = None
     whole_image: bool = False
+    quality: str = "high"
 
 
 # One tile for the whole image, within the backend's limits (a device runner's default).
@@ -68,11 +72,14 @@ class DenoisePlan:
         mode: how the main input maps to network space and back.
         tiles: the tile plan (tile buffer size, every tile's rectangles).
         alignment: tile alignment in px (the model's size alignment, at least 16).
+        options: the options it was planned from (`plan_denoise` sets them): a runner that
+            hands the whole filter to another library reads OIDN's parameters there.
     """
 
     mode: process.Mode
     tiles: tiling.TilePlan
     alignment: int
+    options: DenoiseOptions | None = None
 
     @property
     def height(self) -> int:
@@ -211,4 +218,5 @@ def plan_denoise(
         mode=plan_mode(options),
         tiles=plan_tiles(model, height, width, options, limits),
         alignment=model_alignment(model),
+        options=options,
     )

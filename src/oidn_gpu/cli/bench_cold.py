@@ -99,10 +99,10 @@ class ColdResult:
         }
 
     def table(self) -> str:
-        kinds = [k for k in ("oidn", "ours", "ours_warm") if self.runs.get(k)]
-        oidn_device = self.runs.get("oidn", [{}])[0].get("device", "")
+        kinds = [k for k in ("intel_oidn", "ours", "ours_warm") if self.runs.get(k)]
+        oidn_device = self.runs.get("intel_oidn", [{}])[0].get("device", "")
         titles = {
-            "oidn": f"Intel OIDN {oidn_device}".strip(),
+            "intel_oidn": f"Intel OIDN {oidn_device}".strip(),
             "ours": "oidn-gpu",
             "ours_warm": "oidn-gpu, caches warm",
         }
@@ -204,7 +204,7 @@ def run_cold(
     ``import_torch`` and ``oidn_device`` as `ColdScript` takes them."""
     script = ColdScript(backend, size, second_size, import_torch, oidn_device)
     result = ColdResult(size, second_size)
-    kinds = (["oidn"] if oidn else []) + ["ours"]
+    kinds = (["intel_oidn"] if oidn else []) + ["ours"]
     for index in range(runs):
         for kind in list(kinds):
             with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as cache:
@@ -381,7 +381,7 @@ def child_main(argv: list[str]) -> None:
         times["import_torch_s"] = time.perf_counter() - start
     import numpy as np
 
-    if kind == "oidn":
+    if kind == "intel_oidn":
         _oidn(np, script, times)
     else:
         _ours(np, script, times)

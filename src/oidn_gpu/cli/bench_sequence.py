@@ -26,7 +26,7 @@ from oidn_gpu.filter import Denoiser
 
 CHILD_TIMEOUT_S = 900
 CHILD_BOOT = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
-TITLES = {"oidn": "Intel OIDN (pyoidn)", "ours": "oidn-gpu"}
+TITLES = {"intel_oidn": "Intel OIDN (pyoidn)", "ours": "oidn-gpu"}
 
 
 @dataclass
@@ -62,7 +62,7 @@ class SequenceResult:
 
     def table(self) -> str:
         height, width = self.size
-        kinds = [k for k in ("oidn", "ours") if self.runs.get(k)]
+        kinds = [k for k in ("intel_oidn", "ours") if self.runs.get(k)]
         frames = sorted({n for by in self.runs.values() for n in by})
         lines = [f"cold sequences, {width}x{height}, NumPy in and out; medians of fresh processes"]
         for n in frames:
@@ -76,8 +76,8 @@ class SequenceResult:
                     f"{TITLES[k]:>22}: {rows[k][key]:8.3f} {unit}" for k in kinds if rows[k]
                 )
                 lines.append(f"{n} frames, {label:<30}{cells}")
-            if rows.get("oidn") and rows.get("ours"):
-                ratio = rows["ours"]["total_s"] / rows["oidn"]["total_s"]
+            if rows.get("intel_oidn") and rows.get("ours"):
+                ratio = rows["ours"]["total_s"] / rows["intel_oidn"]["total_s"]
                 lines.append(f"{n} frames, oidn-gpu / Intel OIDN total: {ratio:.2f}")
             if rows.get("ours"):
                 served = ", ".join(f"{e} x{c}" for e, c in rows["ours"]["engines"])
@@ -96,7 +96,7 @@ def run_cold_sequences(
 ) -> SequenceResult:
     """``runs`` fresh processes per kind and frame count (see the module docstring)."""
     result = SequenceResult(size)
-    kinds = (["oidn"] if oidn else []) + ["ours"]
+    kinds = (["intel_oidn"] if oidn else []) + ["ours"]
     for count in frames:
         for index in range(runs):
             for kind in list(kinds):
@@ -160,7 +160,7 @@ def child_main(argv: list[str]) -> None:
     import numpy as np
 
     frames = [images_of(np, height, width, np.random.default_rng(i)) for i in range(4)]
-    if kind == "oidn":
+    if kind == "intel_oidn":
         denoise, engine = _oidn_loop(np)
     else:
         den = Denoiser(hdr=True, backend=backend)  # rt_hdr_alb_nrm, quality high

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oidn_gpu import __version__
-from oidn_gpu.backends.base import AUTO, backend_names, get_backend, probe, resolve_backend
+from oidn_gpu.backends.base import auto_choice, backend_names, get_backend, probe
 from oidn_gpu.cli.usage import EXIT_OK, add_verbose
 from oidn_gpu.fetch import LARGE_WEIGHTS
 from oidn_gpu.model.weights import user_weights_dir
@@ -65,11 +65,13 @@ def _module_version(module: str) -> str | None:
 
 
 def _auto_backend() -> tuple[str | None, str]:
-    """Which backend 'auto' resolves to (``backends.resolve_backend``), without denoising."""
+    """Which backend 'auto' resolves to (``backends.auto_choice``) and why, without
+    denoising."""
     try:
-        return resolve_backend(AUTO), ""
+        choice = auto_choice()
     except Exception as err:  # a broken driver must not break `info`
         return None, f"resolve_backend('auto') failed: {err}"
+    return choice.name, choice.reason
 
 
 def _backend_report(name: str, *, probe_devices: bool) -> BackendReport:
@@ -122,8 +124,8 @@ def format_report(report: SystemInfo) -> str:
         lines.append(f"  {backend.name:<12} {state} ({backend.note})")
         lines.extend(f"    {line}" for line in backend.details)
     if report.auto_backend is not None:
-        device = f" on {report.auto_note}" if report.auto_note else ""
-        lines.append(f"auto backend: {report.auto_backend}{device}")
+        why = f": {report.auto_note}" if report.auto_note else ""
+        lines.append(f"auto backend: {report.auto_backend}{why}")
     elif report.auto_note:
         lines.append(f"auto backend: unknown ({report.auto_note})")
     lines.append(f"user weights: {report.weights_dir}")
