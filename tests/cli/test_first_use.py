@@ -210,7 +210,7 @@ def test_the_weights_fetch_and_bench_help_say_what_they_do(cli, capsys) -> None:
     weights = cli("weights", "--help").out
     assert "the package bundles them too" in " ".join(weights.split())
     top = " ".join(cli("--help").out.split())
-    assert "[--backend reference|wgpu|cuda]" in top
+    assert "[--backend reference|wgpu|cuda|oidn]" in top
     with pytest.raises(SystemExit):  # the benchmark's own parser prints its help
         bench_cli.main(["--help"])
     bench = " ".join(capsys.readouterr().out.split())

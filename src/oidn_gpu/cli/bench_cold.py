@@ -303,8 +303,8 @@ def _oidn(np: Any, script: ColdScript, times: dict[str, float]) -> None:
     times["import_s"] = time.perf_counter() - start
     first = images_of(np, *script.size, np.random.default_rng(1))
     other = images_of(np, *script.second_size, np.random.default_rng(2))
-    # OIDNDeviceType (oidn.h, OIDN 2.x): DEFAULT 0 (the best there is), CPU 1, CUDA 3
-    wanted = getattr(pyoidn, "OIDN_DEVICE_TYPE_CUDA", 3) if script.oidn_device == "cuda" else 0
+    # OIDNDeviceType (oidn.h, OIDN 2.x): DEFAULT 0 (the best there is), then OIDN_DEVICE_TYPES
+    wanted = {n.lower(): t for t, n in OIDN_DEVICE_TYPES.items()}.get(script.oidn_device, 0)
     device = pyoidn.Device(wanted)
     device.commit()
     if device.get_error() is not None:
