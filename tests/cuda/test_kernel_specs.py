@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -96,7 +97,8 @@ def test_kernel_lists_are_shared_between_processes(tmp_path):
     """One process saves a configuration's list; another, with another hash seed, finds it
     under the same digest."""
     script = (
-        "import json, sys; from pathlib import Path; from oidn_gpu.backends.cuda import kernel_specs as k\n"
+        "import json, sys; from pathlib import Path\n"
+        "from oidn_gpu.backends.cuda import kernel_specs as k\n"
         "key = k.SpecKey('9.9.9', 90, k.config_digest(('frame', 90, 'fp16', ('a', 1))))\n"
         "lines = [json.dumps({'entry': None, 'spec': t}, sort_keys=True) for t in sys.argv[2:]]\n"
         "k.save(key, lines, root=Path(sys.argv[1])); print(key.digest)\n"
@@ -159,16 +161,41 @@ def test_shipped_kernels_are_used_for_their_gpu_and_triton_only(tmp_path):
     assert kernel_specs.install_shipped("7.7.1", 90, cache_dir=cache, shipped=shipped) == 1
     assert (cache / "ENTRYA" / "k.cubin").read_bytes() == b"ENTRYA"
     assert (cache / "ENTRYB" / "k.cubin").read_bytes() == b"mine"
-    assert not (tmp_path / "evil2").exists() and sorted(p.name for p in cache.iterdir()) == [
-        "ENTRYA",
-        "ENTRYB",
-    ]
+    entries = sorted(p.name for p in cache.iterdir() if not p.name.startswith("."))
+    assert not (tmp_path / "evil2").exists() and entries == ["ENTRYA", "ENTRYB"]
     key = SpecKey("7.7.1", 90, "abc")
     records = kernel_specs.load(key, root=tmp_path, shipped=shipped)
     assert kernel_specs.spec_texts(records) == ["spec-1", "spec-2"]  # the bad line skipped
     assert kernel_specs.in_cache(records, cache)
     assert not kernel_specs.in_cache(records, tmp_path / "empty")
     assert not kernel_specs.in_cache([_record("spec-3")], cache)  # no entry recorded
+
+
+def test_a_later_process_finds_the_shipped_entries_by_their_stamp(tmp_path, monkeypatch):
+    shipped = _shipped(tmp_path, "7.7.3", 90)
+    cache = tmp_path / "cache"
+    assert kernel_specs.install_shipped("7.7.3", 90, cache_dir=cache, shipped=shipped) == 2
+    (stamp,) = cache.glob(f"{kernel_specs.STAMP_PREFIX}*")
+    assert json.loads(stamp.read_text()) == ["ENTRYA", "ENTRYB"]
+
+    def unreadable(*args, **kwargs):
+        raise AssertionError("the archive was opened")
+
+    # another process (nothing installed in it yet): the stamp says all is there
+    monkeypatch.setattr(kernel_specs, "_INSTALLED", set())
+    monkeypatch.setattr(kernel_specs.tarfile, "open", unreadable)
+    assert kernel_specs.install_shipped("7.7.3", 90, cache_dir=cache, shipped=shipped) == 0
+    # an entry removed since (a cleaned cache): the archive is read again
+    monkeypatch.undo()
+    monkeypatch.setattr(kernel_specs, "_INSTALLED", set())
+    shutil.rmtree(cache / "ENTRYA")
+    assert kernel_specs.install_shipped("7.7.3", 90, cache_dir=cache, shipped=shipped) == 1
+    assert (cache / "ENTRYA" / "k.cubin").read_bytes() == b"ENTRYA"
+    # a stamp naming a path outside the cache is not trusted
+    monkeypatch.setattr(kernel_specs, "_INSTALLED", set())
+    stamp.write_text(json.dumps(["../../etc"]))
+    assert kernel_specs.install_shipped("7.7.3", 90, cache_dir=cache, shipped=shipped) == 0
+    assert json.loads(stamp.read_text()) == ["ENTRYA", "ENTRYB"]
 
 
 def test_export_writes_what_install_reads(tmp_path):

@@ -41,9 +41,13 @@ ROWS = (
     ("import_torch_s", "import torch + CUDA init"),
     ("import_s", "import the denoiser"),
     ("first_denoise_s", "first denoise"),
-    ("device_s", "  of which: open the device"),
+    ("device_s", "  in it: open the device"),
     ("kernels_s", "  choose and generate the kernels"),
     ("weights_s", "  pack and upload the weights"),
+    ("network_s", "  in it: build the network"),
+    ("preload_s", "  import Triton, shipped kernels (thread)"),
+    ("loaded_s", "  load the compiled kernels"),
+    ("launches_s", "  prepare the frame's launches"),
     ("pipelines", "  pipelines compiled (count)"),
     ("compile_sum_s", "  their compile times, summed"),
     ("compile_span_s", "  first compile start to last end"),
@@ -52,11 +56,15 @@ ROWS = (
     ("new_size_second_s", "second denoise at the second size"),
     ("script_wall_s", "script wall (spawn to exit)"),
 )
-# Logged phases (the wgpu backend's, `executor._log_phase`) -> their rows.
+# Logged phases (`backends.phases.log_phase`: the wgpu and cuda backends') -> their rows.
 PHASE_ROWS = {
     "open the device": "device_s",
     "choose and generate the kernels": "kernels_s",
     "pack and upload the weights": "weights_s",
+    "build the network": "network_s",
+    "import Triton and install the shipped kernels": "preload_s",
+    "load the compiled kernels": "loaded_s",
+    "prepare the frame's launches": "launches_s",
 }
 # The driver caches a fresh process must not find (they would hold compiled pipelines).
 DRIVER_CACHE_VARIABLES = (

@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import logging
 import os
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -37,9 +39,12 @@ from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.cuda import available, kernel_specs
 from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
 from oidn_gpu.backends.host_runner import report_progress
+from oidn_gpu.backends.phases import log_phase
 from oidn_gpu.backends.plan import DenoisePlan
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, one_of
 from oidn_gpu.files import write_bytes_atomic
+
+_LOG = logging.getLogger(__name__)
 
 # What it computes in: fp16 or bf16 activations and weights, fp32 accumulation either way.
 PRECISIONS = (Precision.FP16, Precision.BF16)
@@ -330,11 +335,16 @@ class CudaBackend:
 
     def create_executor(self, model: Any, options: CudaOptions) -> NetworkExecutor:
         # The engine imports torch (and Triton): only when asked for.
+        from oidn_gpu.backends.cuda import preload
         from oidn_gpu.backends.cuda.executor import CudaExecutor
         from oidn_gpu.backends.cuda.torch_ops import torch
 
+        started = time.perf_counter()
+        preload.start(torch, options.device, options.engine)  # beside the network's build
         with torch.inference_mode(False):  # its buffers are written in place (see the runner)
-            return CudaExecutor(model, options=options)
+            executor = CudaExecutor(model, options=options)
+        log_phase(_LOG, "build the network", started)
+        return executor
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.cuda.runner import CudaDenoiser

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from oidn_gpu.backends.cuda import compile_job, kernel_specs
 from oidn_gpu.backends.cuda.executor import CompileStopped, interpreting, kernels
 from oidn_gpu.backends.cuda.images import DeviceImage, describe
+from oidn_gpu.backends.phases import log_phase
 from oidn_gpu.errors import InvalidOperationError
 from oidn_gpu.image.tiling import TilePlan
 
@@ -191,6 +192,7 @@ class CompileBridge:
             return False
         _LOG.info("cuda: %d Triton kernels loaded from the disk cache in %.2f s", count,
                   time.perf_counter() - start)
+        log_phase(_LOG, "load the compiled kernels", start)
         return True
 
     def _spec_key(self, config: tuple[Any, ...]) -> kernel_specs.SpecKey | None:

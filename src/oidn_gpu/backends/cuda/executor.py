@@ -270,15 +270,14 @@ class CudaExecutor(ExecutorBase):
         self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
         if self.engine == "triton":
             self._pack_weights(model.convs)
-        if self.engine == "cudnn" or self.bridge:
-            self._torch_net = torch_ops.TorchNetwork(
-                self.launches, model.convs, self.graph.input, self.device, self.dtype
-            )
+        self._torch_net_lock = threading.Lock()
+        self._closed = False
+        if self.engine == "cudnn":  # a bridge builds it for its first frame (`_torch_network`)
+            self._torch_network()
         self._dummy = torch.ones(1, dtype=torch.float32, device=self.device)
         self._tune_tiles = bool(tune)
         # The tuning cache is read whenever it exists (``oidn-gpu tune`` writes it).
         self._tuner = Tuner(self._device_key()) if self.engine == "triton" else None
-        self._closed = False
 
     # ------------------------------------------------------------------ setup
 
@@ -526,10 +525,20 @@ class CudaExecutor(ExecutorBase):
         else:
             self._launch(prep, step, prep.configs[step.name], target if step.final else None)
 
+    def _torch_network(self) -> torch_ops.TorchNetwork:
+        """The network as torch operations (cuDNN), built on first use: a bridged executor
+        whose kernels are compiled already never builds it."""
+        with self._torch_net_lock:
+            if self._torch_net is None:
+                self._check_open()
+                self._torch_net = torch_ops.TorchNetwork(
+                    self.launches, self.model.convs, self.graph.input, self.device, self.dtype
+                )
+            return self._torch_net
+
     def _forward_torch(self, x: Any, target: FinalTarget | None) -> Any:
-        assert self._torch_net is not None
         inp = x[..., : self.input_channels].permute(2, 0, 1).unsqueeze(0)
-        out = self._torch_net.forward(inp)[0].permute(1, 2, 0)  # [H, W, 3] float32
+        out = self._torch_network().forward(inp)[0].permute(1, 2, 0)  # [H, W, 3] float32
         if target is None:
             return out
         torch_ops.write_target(out, target)
@@ -660,9 +669,10 @@ class CudaExecutor(ExecutorBase):
 
     def weight_tensors(self) -> tuple[Any, ...]:
         """The device tensors of the packed weights (kept alive by captured graphs)."""
+        pairs = list(self._weights.values())
         if self._torch_net is not None:
-            return tuple(t for pair in self._torch_net.weights.values() for t in pair)
-        return tuple(t for pair in self._weights.values() for t in pair)
+            pairs += self._torch_net.weights.values()
+        return tuple(t for pair in pairs for t in pair)
 
     def close(self) -> None:
         """Release every buffer; later calls raise `InvalidOperationError`."""

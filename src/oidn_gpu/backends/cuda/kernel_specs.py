@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -72,6 +73,7 @@ def cache_root() -> Path:
     return base / "oidn-gpu"
 
 
+@functools.cache
 def triton_version() -> str | None:
     """The installed Triton's version, read without importing it (None: not installed)."""
     if importlib.util.find_spec("triton") is None:
@@ -120,6 +122,7 @@ def config_digest(parts: Iterable[Any]) -> str:
 KERNEL_MODULES = ("triton_kernels.py", "row_kernels.py", "fused_kernels.py", "temporal_kernels.py")
 
 
+@functools.cache
 def source_fingerprint() -> str:
     """A digest of this package's Triton kernel sources: a kernel list recorded before
     they changed names kernels that no longer exist."""
@@ -493,40 +496,70 @@ def install_shipped(
     version: str, capability: int, *, cache_dir: Path | None = None, shipped: Path = SHIPPED
 ) -> int:
     """Copy the shipped Triton cache entries of ``version`` and ``capability`` that
-    Triton's cache lacks into it (once per process); returns how many were copied.
+    Triton's cache lacks into it (once per process; a second caller waits for the
+    first); returns how many were copied.
 
     Each entry is a folder named by Triton's cache key: it is unpacked beside the
-    cache and renamed into place, so a reader never sees half an entry.
+    cache and renamed into place, so a reader never sees half an entry. A stamp file
+    in the cache names the entries of an archive once they are all there: a later
+    process whose entries are all present reads neither the archive nor the cache's
+    listing.
     """
     with _INSTALL_LOCK:
         if (version, capability) in _INSTALLED:
             return 0
         _INSTALLED.add((version, capability))
-    archive = shipped_archive(version, capability, shipped)
-    if not archive.is_file():
-        return 0
-    target = cache_dir if cache_dir is not None else triton_cache_dir()
+        archive = shipped_archive(version, capability, shipped)
+        if not archive.is_file():
+            return 0
+        target = cache_dir if cache_dir is not None else triton_cache_dir()
+        try:
+            stamp = target / f"{STAMP_PREFIX}{_archive_digest(archive)}"
+            with contextlib.suppress(OSError, ValueError):
+                names = json.loads(stamp.read_text("utf-8"))
+                if names and all((target / _safe_name(n)).is_dir() for n in names):
+                    return 0
+            copied, names = _unpack_missing(archive, target)
+            write_bytes_atomic(stamp, json.dumps(sorted(names)).encode("utf-8"))
+        except (OSError, tarfile.TarError) as err:
+            _LOG.info("cuda: shipped kernels not installed into %s (%s)", target, err)
+            return 0
+        return copied
+
+
+STAMP_PREFIX = ".oidn-gpu-shipped-"  # + the archive's digest: the entries it installed
+
+
+def _archive_digest(archive: Path) -> str:
+    return hashlib.sha256(archive.read_bytes()).hexdigest()[:24]
+
+
+def _safe_name(name: Any) -> str:
+    """An entry name of a stamp file, refused unless it is one plain folder name."""
+    if not isinstance(name, str) or _entry(f"{name}/x") != name:
+        raise ValueError(f"not a cache entry name: {name!r}")
+    return name
+
+
+def _unpack_missing(archive: Path, target: Path) -> tuple[int, set[str]]:
+    """Unpack the entries of ``archive`` that ``target`` lacks; ``(how many were copied,
+    the archive's entry names)``."""
     copied = 0
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(archive, "r:xz") as tar:
-            members = [m for m in tar.getmembers() if m.isfile()]
-            wanted = {_entry(m.name) for m in members} - {None}
-            missing = {e for e in wanted if not (target / e).exists()}  # type: ignore[operator]
-            if not missing:
-                return 0
-            with tempfile.TemporaryDirectory(prefix=".oidn-gpu-", dir=target) as tmp:
-                tar.extractall(
-                    tmp, members=[m for m in members if _entry(m.name) in missing], **_SAFE
-                )
-                for entry in sorted(missing):  # type: ignore[type-var]
-                    _point_groups(Path(tmp) / entry, target / entry)  # type: ignore[operator]
-                    with contextlib.suppress(OSError):  # another process was first
-                        os.rename(Path(tmp) / entry, target / entry)  # type: ignore[operator]
-                        copied += 1
-    except (OSError, tarfile.TarError) as err:
-        _LOG.info("cuda: shipped kernels not installed into %s (%s)", target, err)
-    return copied
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "r:xz") as tar:
+        members = [m for m in tar.getmembers() if m.isfile()]
+        wanted: set[str] = {e for e in (_entry(m.name) for m in members) if e is not None}
+        missing = {e for e in wanted if not (target / e).exists()}
+        if not missing:
+            return 0, wanted
+        with tempfile.TemporaryDirectory(prefix=".oidn-gpu-", dir=target) as tmp:
+            tar.extractall(tmp, members=[m for m in members if _entry(m.name) in missing], **_SAFE)
+            for entry in sorted(missing):
+                _point_groups(Path(tmp) / entry, target / entry)
+                with contextlib.suppress(OSError):  # another process was first
+                    os.rename(Path(tmp) / entry, target / entry)
+                    copied += 1
+    return copied, wanted
 
 
 def _entry(name: str) -> str | None:

@@ -58,6 +58,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
+import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -96,9 +98,12 @@ from oidn_gpu.backends.frame_runner import (
     run_frame,
 )
 from oidn_gpu.backends.host_runner import report_progress
+from oidn_gpu.backends.phases import log_phase
 from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image.tiling import TilePlan
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = ["CudaDenoiser", "DeviceScalar"]
 
@@ -439,7 +444,9 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             owned = torch.empty((height, width, request.out_channels), dtype=torch.float32,
                                 device=self.device)  # fmt: skip
             target = describe(owned, "output")
+        started = time.perf_counter()
         prepared = self.executor.prepare(plan.tile_h, plan.tile_w, engine)
+        log_phase(_LOG, "prepare the frame's launches", started)
         output = target
 
         def run() -> None:

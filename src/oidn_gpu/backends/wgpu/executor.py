@@ -59,6 +59,7 @@ from oidn_gpu.backends.base import (
     check_network_input,
 )
 from oidn_gpu.backends.gpu_device import CommandEncoder, GpuDevice
+from oidn_gpu.backends.phases import log_phase
 from oidn_gpu.backends.wgpu import kernel_choice, nodes
 from oidn_gpu.backends.wgpu.backend import WgpuOptions
 from oidn_gpu.backends.wgpu.device import open_device, shader_checks_forced
@@ -132,14 +133,6 @@ def _check_prepare(prepare: Any) -> None:
         raise InvalidArgumentError(
             f"prepare must be True, False or {PREPARE_IN_BACKGROUND!r}, got {prepare!r}"
         )
-
-
-def _log_phase(phase: str, started: float) -> None:
-    """Log at DEBUG level how long a phase of the construction took (since ``started``)."""
-    elapsed_ms = (time.perf_counter() - started) * 1e3
-    _LOG.debug(
-        "%s took %.1f ms", phase, elapsed_ms, extra={"phase": phase, "elapsed_ms": elapsed_ms}
-    )
 
 
 def _checked_arguments(
@@ -230,7 +223,7 @@ class WgpuExecutor(ExecutorBase):
         self._closed = True  # until construction succeeds
         started = time.perf_counter()
         self._device = open_device(device)
-        _log_phase("open the device", started)
+        log_phase(_LOG, "open the device", started)
         self._owns_device = self._device.owned and device is None
         self.precision = resolve_precision(self._device, options.precision)
         self.kernel_setting = options.kernel
@@ -294,13 +287,13 @@ class WgpuExecutor(ExecutorBase):
             gemm=self._gemm,
             on_kernel=compile_ahead if prepare else None,
         )
-        _log_phase("choose and generate the kernels", started)
+        log_phase(_LOG, "choose and generate the kernels", started)
         self._warn_forced_fallbacks(self.options.gemm)
         started = time.perf_counter()
         nodes.upload_weights(
             self._nodes, self._model.convs, self._device, self.precision, self._track
         )
-        _log_phase("pack and upload the weights", started)
+        log_phase(_LOG, "pack and upload the weights", started)
         self._plans = ShapePlanCache(
             self._device,
             self.graph,
