@@ -132,6 +132,20 @@ class NetworkExecutor(Protocol):
         ...
 
 
+def parse_threads_option(name: str, text: str) -> Any:
+    """A backend's ``--NAME TEXT`` value where ``--threads`` takes a positive integer
+    (other options keep their text)."""
+    if name != "threads":
+        return text
+    try:
+        threads = int(text)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise InvalidArgumentError(f"--threads must be an integer >= 1, got {text!r}")
+    return threads
+
+
 def check_network_input(x: np.ndarray, channels: int, alignment: int) -> np.ndarray:
     """Validate a network input at an executor boundary.
 

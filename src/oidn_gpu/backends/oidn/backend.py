@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from oidn_gpu.backends.base import Availability, BackendOptions, NetworkExecutor, TileRunner
+from oidn_gpu.backends.base import (
+    Availability,
+    BackendOptions,
+    NetworkExecutor,
+    TileRunner,
+    parse_threads_option,
+)
 from oidn_gpu.backends.oidn import capi, devices
 from oidn_gpu.backends.oidn.executor import OidnExecutor
 from oidn_gpu.backends.oidn.runner import OidnRunner, OidnTensorRunner
@@ -90,15 +96,7 @@ class OidnOptions(BackendOptions):
     @classmethod
     def parse_cli_option(cls, name: str, text: str) -> Any:
         """The value of ``--NAME TEXT`` (``--threads`` takes a positive integer)."""
-        if name != "threads":
-            return text
-        try:
-            threads = int(text)
-        except ValueError:
-            threads = 0
-        if threads < 1:
-            raise InvalidArgumentError(f"--threads must be an integer >= 1, got {text!r}")
-        return threads
+        return parse_threads_option(name, text)
 
 
 class OidnBackend:

@@ -16,11 +16,11 @@ from oidn_gpu.backends.base import (
     Precision,
     TileRunner,
     check_precision,
+    parse_threads_option,
     precision_choices,
 )
 from oidn_gpu.backends.host_runner import HostTileRunner
 from oidn_gpu.backends.reference.executor import ReferenceExecutor, check_threads
-from oidn_gpu.errors import InvalidArgumentError
 
 # What it computes in (``precision="auto"`` is fp32 too).
 PRECISIONS = (Precision.FP32,)
@@ -59,15 +59,7 @@ class ReferenceOptions(BackendOptions):
     @classmethod
     def parse_cli_option(cls, name: str, text: str) -> Any:
         """The value of ``--NAME TEXT`` (``--threads`` takes a positive integer)."""
-        if name != "threads":
-            return text
-        try:
-            threads = int(text)
-        except ValueError:
-            threads = 0
-        if threads < 1:
-            raise InvalidArgumentError(f"--threads must be an integer >= 1, got {text!r}")
-        return threads
+        return parse_threads_option(name, text)
 
 
 class ReferenceBackend:
