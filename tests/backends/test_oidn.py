@@ -20,6 +20,7 @@ import oidn_gpu
 from oidn_gpu.backends import base, get_backend, make_options, probe, resolve_backend
 from oidn_gpu.backends.base import Availability, BackendOptions, auto_choice
 from oidn_gpu.backends.oidn import backend as oidn_backend
+from oidn_gpu.backends.oidn import bench as oidn_bench
 from oidn_gpu.backends.oidn import capi
 from oidn_gpu.cli import main
 from oidn_gpu.errors import (
@@ -336,7 +337,13 @@ def test_cuda_tensors_stay_on_oidns_cuda_device(rng) -> None:
     with oidn_gpu.Denoiser(backend="oidn", device="cuda:0", hdr=True) as den:
         on_gpu = den.denoise(*tensors)
         from_host = den.denoise(*images)
+        (engine,) = den._engines.values()
+        assert engine.runner._buffers is not None  # NumPy arrays through device buffers
     assert on_gpu.is_cuda and on_gpu.dtype == torch.float32
+    direct = np.empty_like(images[0])  # a direct pyoidn call on OIDN's CUDA device
+    with oidn_bench._pyoidn_filter(images, "cuda:0", direct) as denoise:
+        denoise()
+    np.testing.assert_array_equal(from_host, direct)
     # The same OIDN CUDA device from device pointers and from host arrays.
     np.testing.assert_allclose(on_gpu.cpu().numpy(), from_host, rtol=0, atol=1e-6)
     expected = oidn_denoise(*images, hdr=True)  # OIDN's CPU device: fp16 on the GPU

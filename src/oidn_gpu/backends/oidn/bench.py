@@ -2,11 +2,12 @@
 
 Per size, ``Denoiser(backend="oidn").denoise`` (lent by the command line) and a direct
 Intel OIDN call through pyoidn's own API (one committed filter, executed again each
-run) denoise the same random HDR color + albedo + normal image with the same weights
-(``rt_hdr_alb_nrm`` by default, quality high) on the same kind of OIDN device, turn
-about in one process (so both see the same load on a shared machine), and the medians
-of their wall-clock runs are printed with their ratio and whether the two images are
-equal bit for bit.
+run; on OIDN's GPU devices the images are written into OIDN buffers in device memory
+and the result read back in each run, as the backend does) denoise the same random HDR
+color + albedo + normal image with the same weights (``rt_hdr_alb_nrm`` by default,
+quality high) on the same kind of OIDN device, turn about in one process (so both see
+the same load on a shared machine), and the medians of their wall-clock runs are
+printed with their ratio and whether the two images are equal bit for bit.
 """
 
 from __future__ import annotations
@@ -58,26 +59,57 @@ def _images(height: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 @contextmanager
 def _pyoidn_filter(
-    images: tuple[np.ndarray, ...], device: str | None, output: np.ndarray
+    images: tuple[np.ndarray, ...],
+    device: str | None,
+    output: np.ndarray,
+    device_buffers: bool | None = None,
 ) -> Iterator[Callable[[], None]]:
     """A committed pyoidn RT filter of the images (HDR, quality high) on ``device``'s
-    kind; yields its ``execute``."""
+    kind; yields a call that denoises them into ``output``.
+
+    On OIDN's CPU device the filter reads and writes the arrays where they are; on its GPU
+    devices (or with ``device_buffers``) each call writes the images into OIDN buffers in
+    the device's memory, runs the filter and reads the result back, as an application
+    that denoises host images on a GPU does (a CUDA device that cannot read host memory
+    refuses host arrays).
+    """
     pyoidn = require("pyoidn", BACKEND)
     oidn_device = pyoidn.Device(DEVICE_TYPES[device_kind(device)])
     oidn_device.commit()
+    if device_buffers is None:
+        device_buffers = oidn_device.get_int("type") != DEVICE_TYPES["cpu"]
     flt = pyoidn.Filter(oidn_device, pyoidn.OIDN_FILTER_TYPE_RT)
-    for name, image in zip(("color", "albedo", "normal"), images, strict=True):
-        flt.set_image(name, image, pyoidn.OIDN_FORMAT_FLOAT3)
-    flt.set_image(pyoidn.OIDN_IMAGE_OUTPUT, output, pyoidn.OIDN_FORMAT_FLOAT3)
+    arrays = (*images, output)
+    buffers = [
+        pyoidn.Buffer(oidn_device, a.nbytes, storage=pyoidn.OIDN_STORAGE_DEVICE)
+        for a in (arrays if device_buffers else ())
+    ]
+    height, width = output.shape[:2]
+    for index, name in enumerate(("color", "albedo", "normal", pyoidn.OIDN_IMAGE_OUTPUT)):
+        if device_buffers:
+            flt.set_image(name, buffers[index], pyoidn.OIDN_FORMAT_FLOAT3, width, height)
+        else:
+            flt.set_image(name, arrays[index], pyoidn.OIDN_FORMAT_FLOAT3)
     flt.set_bool("hdr", True)
     flt.commit()
+
+    def denoise() -> None:
+        if buffers:
+            for buffer, image in zip(buffers[:-1], images, strict=True):
+                buffer.write(0, image.nbytes, image)
+        flt.execute()
+        if buffers:
+            buffers[-1].read(0, output.nbytes, output)
+
     try:
-        yield flt.execute
+        yield denoise
         error = oidn_device.get_error()
         if error is not None:
             raise RuntimeError(f"pyoidn: {error}")
     finally:
         flt.release()
+        for buffer in buffers:
+            buffer.release()
         oidn_device.release()
 
 

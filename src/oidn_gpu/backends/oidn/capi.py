@@ -55,7 +55,7 @@ int oidnGetDeviceError(OIDNDevice device, const char** outMessage);
 bool oidnGetDeviceBool(OIDNDevice device, const char* name);
 
 typedef struct OIDNBufferImpl* OIDNBuffer;
-OIDNBuffer oidnNewBuffer(OIDNDevice device, size_t byteSize);
+OIDNBuffer oidnNewBufferWithStorage(OIDNDevice device, size_t byteSize, int storage);
 void oidnReadBuffer(OIDNBuffer buffer, size_t byteOffset, size_t byteSize, void* dstHostPtr);
 void oidnWriteBuffer(OIDNBuffer buffer, size_t byteOffset, size_t byteSize,
                      const void* srcHostPtr);

@@ -2,7 +2,9 @@
 
 OIDN does the whole denoise itself (autoexposure, input processing, tiling by
 ``maxMemoryMB``, the network, output processing), so the runner does not follow the
-facade's tile plan: it hands the images where they are to one OIDN filter, kept across
+facade's tile plan: it hands the images to one OIDN filter (on OIDN's CPU device where
+they are; on its GPU devices copied into OIDN buffers in the device's memory, kept
+across frames of one size: `uses_device_buffers`, `images.DeviceBuffers`), kept across
 calls (its images and parameters set again only where they change, committed only
 then), with OIDN's parameters from the plan's options (`filter_params`) and the model's
 weights. The result is the image of a direct Intel OIDN call with the same images and
@@ -35,10 +37,11 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.base import DenoiseImages, Progress
+from oidn_gpu.backends.oidn.devices import OidnDevice
 from oidn_gpu.backends.oidn.executor import OidnExecutor
 from oidn_gpu.backends.oidn.images import (
+    DeviceBuffers,
     ImageDesc,
-    StagingBuffers,
     host_image,
     set_image,
     tensor_image,
@@ -89,6 +92,14 @@ def filter_params(plan: DenoisePlan, autoexposed: bool) -> dict[str, Any]:
     return params
 
 
+def uses_device_buffers(device: OidnDevice) -> bool:
+    """Whether host images go to ``device`` through OIDN buffers in its own memory
+    (`images.DeviceBuffers`): on OIDN's GPU devices, also those that can read host memory
+    (slower there than one copy each way: `images`); OIDN's CPU device reads the
+    caller's arrays where they are."""
+    return device.on_gpu
+
+
 @dataclass
 class _Filter:
     """One OIDN filter and what it was last told (so only changes are set again)."""
@@ -115,10 +126,7 @@ class OidnRunner:
         self._error: BaseException | None = None
         self._monitor = self.oidn.ffi.callback("OIDNProgressMonitorFunction", self._on_progress)
         device = executor.device
-        host_memory = not device.on_gpu or bool(
-            self.oidn.lib.oidnGetDeviceBool(device.handle, b"systemMemorySupported")
-        )
-        self._staging = None if host_memory else StagingBuffers(device)
+        self._buffers = DeviceBuffers(device) if uses_device_buffers(device) else None
 
     # -- the runner protocols ------------------------------------------------------------
 
@@ -152,10 +160,10 @@ class OidnRunner:
         return result, scale[0]
 
     def close(self) -> None:
-        """Release the filter and the staging buffers (idempotent)."""
+        """Release the filter and the device buffers (idempotent)."""
         self._release_filter()
-        if self._staging is not None:
-            self._staging.release()
+        if self._buffers is not None:
+            self._buffers.release()
 
     # -- one denoise ---------------------------------------------------------------------
 
@@ -179,14 +187,14 @@ class OidnRunner:
             dtype = np.float32 if given is None else given.dtype
             out = np.empty((plan.height, plan.width, images.out_channels), dtype)
         out_array, descs["output"] = host_image(out, "output")
-        if self._staging is not None:
-            descs = {
-                slot: self._staging.stage(slot, arr, d, write=slot != "output")
-                for (slot, d), arr in zip(descs.items(), [*kept, out_array], strict=True)
-            }
+        buffers = self._buffers
+        if buffers is not None:  # OIDN's GPU devices: the images copied to its memory
+            for slot, array in zip(list(descs)[:-1], kept, strict=True):
+                descs[slot] = buffers.write(slot, array, descs[slot])
+            descs["output"] = buffers.place("output", descs["output"])
         self._execute(plan.options.filter_type, params, descs, progress)
-        if self._staging is not None:
-            self._staging.read(descs["output"], out_array)
+        if buffers is not None:
+            out_array = buffers.read(descs["output"], out_array)
         if out_array is not out:  # OIDN wrote a dense copy (an odd output layout)
             out[...] = out_array.reshape(out.shape)
         return out
