@@ -166,9 +166,13 @@ def test_resume_reads_ahead_only_frames_it_denoises(tmp_path, capsys, monkeypatc
     rc, err, summary = _run([*args, "-o", f"{tmp_path / 'ahead'}/"], capsys, monkeypatch,
                             read_ahead=True)
     assert rc == 0, err
-    assert read == ["frame.0001.exr", "frame.0003.exr", "frame.0004.exr"]  # 2 is skipped
+    # 2 is complete: read once, for the history of 3 and 4, and not written
+    assert read == ["frame.0001.exr", "frame.0002.exr", "frame.0003.exr", "frame.0004.exr"]
+    assert (tmp_path / "ahead" / "frame.0002.exr").read_bytes() == (
+        frames / "frame.0002.exr").read_bytes()
     rc_one, err_one, one = _run([*args, "-o", f"{tmp_path / 'one'}/"], capsys, monkeypatch,
                                 read_ahead=False)
+    assert rc_one == 0, err_one
     assert [r["status"] for r in summary["results"]] == ["done", "skipped", "done", "done"]
     assert _without_times(summary) == _without_times(one)
     _same_files(tmp_path / "ahead", tmp_path / "one")

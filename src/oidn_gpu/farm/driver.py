@@ -6,12 +6,15 @@ resources (`plan_workers`), starts them as actors and runs the `scheduler.Schedu
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
@@ -125,8 +128,23 @@ def _start_ray(ray: Any, address: str | None) -> bool:
     if ray.is_initialized():
         return False
     os.environ.setdefault(RAY_USAGE_STATS_ENV, "0")
-    ray.init(address=address, log_to_driver=False)
+    with _keeping_sigterm_handler():
+        ray.init(address=address, log_to_driver=False)
     return True
+
+
+@contextlib.contextmanager
+def _keeping_sigterm_handler() -> Iterator[None]:
+    """Put back the SIGTERM handler that ``ray.init`` replaces (with one that exits with
+    status 15 wherever the driver is), so that SIGTERM stops a run as Ctrl-C does: the
+    workers stopped, the summary printed, exit 130 (`files.install_signal_cleanup`)."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main and hasattr(signal, "SIGTERM") else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def denoise_sequence(

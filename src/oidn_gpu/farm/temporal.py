@@ -7,7 +7,10 @@ denoises whole, warm-up frames first (not written), on a fresh history. A failed
 tried again whole on another worker (its outputs are rewritten atomically, the same). The
 summary then holds one result per frame. Farm output equals the single-process output
 where a chunk's warm-up reaches back to the first frame, and is within
-`chunks.FARM_TOLERANCE` of it with the default warm-up otherwise.
+`chunks.FARM_TOLERANCE` of it with the default warm-up otherwise. With ``skip_existing`` a
+chunk whose frames are all complete is skipped; otherwise its complete frames before its
+last missing one are denoised again (not written) for the history, so a resumed run
+writes the files of an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from oidn_gpu.farm import driver
 from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary
 from oidn_gpu.farm.worker import FrameOutcome, FrameWorker
-from oidn_gpu.sequence import FrameJob, denoise_frame, describe_error
+from oidn_gpu.sequence import FrameJob, denoise_frame, describe_error, output_is_complete
 from oidn_gpu.temporal import chunks as tc
 from oidn_gpu.temporal.frames import TemporalFrames
 
@@ -47,54 +50,112 @@ class TemporalFrameWorker(FrameWorker):
         if not isinstance(job, ChunkJob):
             return super().denoise(job, skip_existing)
         start = time.perf_counter()
+        skipped, history = _resume_plan(job.frames) if skip_existing else (set(), set())
+        if len(skipped) == len(job.frames):
+            frames = [{"status": "skipped", "elapsed_s": 0.0, "warnings": ()}] * len(skipped)
+            return FrameOutcome("skipped", time.perf_counter() - start, layers={"frames": frames})
         temporal = TemporalFrames(dict(job.params), job.motion_layer)
         try:
             for warm in job.warmup:
                 temporal.warm_up(warm, self._pool, self._options)
         except Exception as err:
             temporal.close()
-            return FrameOutcome("failed", time.perf_counter() - start,
-                                error=f"warm-up frame failed: {describe_error(err)}")
+            return FrameOutcome(
+                "failed",
+                time.perf_counter() - start,
+                error=f"warm-up frame failed: {describe_error(err)}",
+            )
         frames = []
         try:
-            for frame in job.frames:
-                frames.append(self._frame(frame, temporal))
+            for i, frame in enumerate(job.frames):
+                if i in history:
+                    frames.append(self._history(frame, temporal))
+                elif i in skipped:
+                    frames.append({"status": "skipped", "elapsed_s": 0.0, "warnings": ()})
+                else:
+                    frames.append(self._frame(frame, temporal))
         finally:
             temporal.close()
         failed = [f for f in frames if f["status"] == "failed"]
         status = "failed" if failed else "done"
-        return FrameOutcome(status, time.perf_counter() - start, layers={"frames": frames},
-                            error=failed[0]["error"] if failed else None)
+        return FrameOutcome(
+            status,
+            time.perf_counter() - start,
+            layers={"frames": frames},
+            error=failed[0]["error"] if failed else None,
+        )
+
+    def _history(self, job: FrameJob, temporal: TemporalFrames) -> dict[str, Any]:
+        """A complete frame before a missing one: denoised for the history only."""
+        start = time.perf_counter()
+        try:
+            temporal.warm_up(job, self._pool, self._options)
+        except Exception as err:
+            return {
+                "status": "failed",
+                "elapsed_s": time.perf_counter() - start,
+                "error": f"history: {describe_error(err)}",
+                "warnings": (),
+            }
+        return {"status": "skipped", "elapsed_s": time.perf_counter() - start, "warnings": ()}
 
     def _frame(self, job: FrameJob, temporal: TemporalFrames) -> dict[str, Any]:
         start = time.perf_counter()
         warned: list[str] = []
         try:
-            done = denoise_frame(job, self._pool, self._options, warn=warned.append,
-                                 temporal=temporal)
+            done = denoise_frame(
+                job, self._pool, self._options, warn=warned.append, temporal=temporal
+            )
         except Exception as err:
-            return {"status": "failed", "elapsed_s": time.perf_counter() - start,
-                    "error": describe_error(err), "warnings": tuple(warned)}
-        return {"status": "done", "elapsed_s": time.perf_counter() - start, "used": done.used,
-                "layers": done.layers, "warnings": tuple(warned),
-                "nonfinite_pixels": done.nonfinite_pixels, "stages": dict(done.stages)}
+            return {
+                "status": "failed",
+                "elapsed_s": time.perf_counter() - start,
+                "error": describe_error(err),
+                "warnings": tuple(warned),
+            }
+        return {
+            "status": "done",
+            "elapsed_s": time.perf_counter() - start,
+            "used": done.used,
+            "layers": done.layers,
+            "warnings": tuple(warned),
+            "nonfinite_pixels": done.nonfinite_pixels,
+            "stages": dict(done.stages),
+        }
 
 
-def chunk_jobs(jobs: Sequence[FrameJob], chunks: int, warmup: int,
-               params: Mapping[str, Any], motion_layer: str | None) -> list[ChunkJob]:
+def _resume_plan(frames: Sequence[FrameJob]) -> tuple[set[int], set[int]]:
+    """Of a chunk's frames with ``skip_existing``: those complete (skipped), and those of
+    them before the last missing frame (denoised again, unwritten, for its history, so
+    that the chunk writes what it writes uninterrupted)."""
+    complete = {i for i, job in enumerate(frames) if output_is_complete(job)}
+    missing = [i for i in range(len(frames)) if i not in complete]
+    history = {i for i in complete if missing and i < missing[-1]}
+    return complete, history
+
+
+def chunk_jobs(
+    jobs: Sequence[FrameJob],
+    chunks: int,
+    warmup: int,
+    params: Mapping[str, Any],
+    motion_layer: str | None,
+) -> list[ChunkJob]:
     """The `ChunkJob` of each chunk of ``jobs`` (absolute paths)."""
     absolute = [driver._absolute(job) for job in jobs]
     out = []
     for chunk in tc.plan_chunks(len(absolute), chunks, warmup):
         first = absolute[chunk.start]
-        out.append(ChunkJob(
-            **{f.name: getattr(first, f.name) for f in dataclasses.fields(FrameJob)},
-            frames=tuple(absolute[i] for i in chunk.frames),
-            warmup=tuple(absolute[i] for i in chunk.warmup),
-            params=tuple(sorted(params.items())),
-            motion_layer=motion_layer,
-            first_index=chunk.start,
-        ))
+        out.append(
+            ChunkJob(
+                **{f.name: getattr(first, f.name) for f in dataclasses.fields(FrameJob)},
+                frames=tuple(absolute[i] for i in chunk.frames),
+                warmup=tuple(absolute[i] for i in chunk.warmup),
+                params=tuple(sorted(params.items())),
+                motion_layer=motion_layer,
+                first_index=chunk.start,
+            )
+        )
     return out
 
 
@@ -125,8 +186,9 @@ def denoise_sequence_temporal(
     if chunks is None:
         chunks = CHUNKS_PER_WORKER * (farm_options.workers or 2)
     units = chunk_jobs(jobs, chunks, warmup, temporal.params, temporal.motion_layer)
-    summary = driver.denoise_sequence(units, config, options, farm_options,
-                                      worker_class=TemporalFrameWorker, **driver_options)
+    summary = driver.denoise_sequence(
+        units, config, options, farm_options, worker_class=TemporalFrameWorker, **driver_options
+    )
     summary.results = [r for result in summary.results for r in _frame_results(result)]
     return summary
 
@@ -137,16 +199,25 @@ def _frame_results(result: FarmFrameResult) -> list[FarmFrameResult]:
     assert isinstance(chunk, ChunkJob)
     frames = result.layers.get("frames")
     if frames is None:  # the chunk failed before its frames (warm-up, a dead worker)
-        return [dataclasses.replace(result, job=job, index=chunk.first_index + i, layers={})
-                for i, job in enumerate(chunk.frames)]
+        return [
+            dataclasses.replace(result, job=job, index=chunk.first_index + i, layers={})
+            for i, job in enumerate(chunk.frames)
+        ]
     out = []
     for i, (job, frame) in enumerate(zip(chunk.frames, frames, strict=True)):
-        out.append(dataclasses.replace(
-            result, job=job, index=chunk.first_index + i, status=frame["status"],
-            elapsed_s=frame["elapsed_s"], error=frame.get("error"),
-            used=frame.get("used", ""), layers=dict(frame.get("layers", {})),
-            warnings=tuple(frame["warnings"]),
-            nonfinite_pixels=frame.get("nonfinite_pixels", 0),
-            stages=dict(frame.get("stages", {})),
-        ))
+        out.append(
+            dataclasses.replace(
+                result,
+                job=job,
+                index=chunk.first_index + i,
+                status=frame["status"],
+                elapsed_s=frame["elapsed_s"],
+                error=frame.get("error"),
+                used=frame.get("used", ""),
+                layers=dict(frame.get("layers", {})),
+                warnings=tuple(frame["warnings"]),
+                nonfinite_pixels=frame.get("nonfinite_pixels", 0),
+                stages=dict(frame.get("stages", {})),
+            )
+        )
     return out

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.image import arrays
 
 # DLPack device types (dlpack.h, DLDeviceType): the CUDA ones a GPU denoise can read.
@@ -255,6 +256,8 @@ def as_device_call(color: Any, albedo: Any, normal: Any, output: Any, *,
         return None
     if not _torch_importable():
         return None
+    for name, value in [*named, *([("output", output)] if output is not None else [])]:
+        _check_reachable(name, value)
     tensors: dict[str, Any] = {"color": None, "albedo": None, "normal": None}
     restores: dict[str, DeviceRestore] = {}
     for name, value in named:
@@ -271,6 +274,32 @@ def as_device_call(color: Any, albedo: Any, normal: Any, output: Any, *,
         restore = _restore(out_tensor, output, "output", signed=main.signed)
     return DeviceCall(tensors["color"], tensors["albedo"], tensors["normal"], out_tensor,
                       output, restore, restores)  # fmt: skip
+
+
+def _check_reachable(name: str, value: Any) -> None:
+    """Refuse, with our error, an image whose memory this process cannot read: a CUDA
+    array or tensor where torch sees no CUDA GPU, or a torch tensor without data
+    (the ``meta`` device) or on a device other than the CPU and CUDA.
+
+    Raises:
+        UnsupportedDeviceError: CUDA memory and no CUDA GPU here.
+        InvalidArgumentError: a tensor on another device.
+    """
+    import torch
+
+    kind = device_kind(value)
+    device = value.device.type if kind == "torch" else "cuda"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UnsupportedDeviceError(
+            f"the {name} image is a CUDA array ({type(value).__name__}), but this torch "
+            f"({torch.__version__}) sees no CUDA GPU; pass a NumPy array or a CPU tensor, "
+            "or run where CUDA is available"
+        )
+    if device not in ("cpu", "cuda"):
+        raise InvalidArgumentError(
+            f"the {name} image is a torch tensor on device '{value.device}'; expected a "
+            "CPU or CUDA tensor, or a NumPy array"
+        )
 
 
 def _torch_importable() -> bool:

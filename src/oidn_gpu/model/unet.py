@@ -340,6 +340,12 @@ def _check_tensor(name: str, array: np.ndarray, shape_rule: str, ndim: int) -> N
         raise WeightsFormatError(
             f"tensor '{name}' has dtype {array.dtype}; expected float16 or float32"
         )
+    finite = np.isfinite(array)
+    if not finite.all():
+        raise WeightsFormatError(
+            f"tensor '{name}' has {int(finite.size - np.count_nonzero(finite))} values that "
+            "are not finite (NaN or Inf); expected finite weights"
+        )
 
 
 def _conv_weights(layer: ConvLayer, tensors: Mapping[str, np.ndarray]) -> ConvWeights:

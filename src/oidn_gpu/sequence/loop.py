@@ -113,6 +113,8 @@ def run_sequence(
     progress = ProgressBar(len(jobs), False if options.quiet else options.show_progress, stream)
     run = _Run(DenoiserPool(config), options, progress, stream, len(jobs))
     run.temporal = temporal
+    if temporal is not None and options.skip_existing:
+        run.plan_resume(jobs)
     start = time.perf_counter()
     try:
         for index, job in enumerate(jobs):
@@ -132,8 +134,9 @@ def run_sequence(
     return summary
 
 
-def _upcoming(jobs: Sequence[FrameJob], index: int, options: SequenceOptions,
-              temporal: Any) -> FrameJob | None:
+def _upcoming(
+    jobs: Sequence[FrameJob], index: int, options: SequenceOptions, temporal: Any
+) -> FrameJob | None:
     """The frame a temporal run reads ahead while frame ``index`` is denoised: the next
     one, unless it may be skipped (``skip_existing`` and its output exists)."""
     if temporal is None or index + 1 >= len(jobs):
@@ -164,6 +167,24 @@ class _Run:
         self.noted: set[str] = set()
         self.fatal = False  # a failure every other frame would repeat (a missing module)
         self.temporal: Any = None  # TemporalFrames of a temporal run
+        self.reasons: list[str | None] | None = None  # why each output is incomplete
+        self.history: set[int] = set()  # complete frames a later missing frame builds on
+
+    def plan_resume(self, jobs: Sequence[FrameJob]) -> None:
+        """A temporal run with ``skip_existing``: which complete frames are denoised again,
+        unwritten, for the history of a missing frame after them (every complete frame
+        before the last missing one), so that the run writes what an uninterrupted run
+        writes."""
+        self.reasons = [incomplete_reason(job) for job in jobs]
+        missing = [i for i, reason in enumerate(self.reasons) if reason is not None]
+        if not missing:
+            return
+        self.history = {i for i in range(missing[-1]) if self.reasons[i] is None}
+        if self.history and not self.options.quiet:
+            self.say(
+                f"temporal: {len(self.history)} complete frame(s) before a missing one are "
+                "denoised again for their history (not rewritten)"
+            )
 
     def say(self, text: str) -> None:
         self.progress.write(text, self.stream)
@@ -173,7 +194,9 @@ class _Run:
         of a temporal run, read ahead: `denoise_frame`)."""
         options = self.options
         if options.skip_existing:
-            reason = incomplete_reason(job)
+            reason = incomplete_reason(job) if self.reasons is None else self.reasons[index]
+            if reason is None and index in self.history:
+                return self._history_only(index, job)
             if reason is None:
                 if options.verbose:
                     self.say(f"skipped {job.color}: '{job.output}' is complete")
@@ -190,7 +213,12 @@ class _Run:
 
         try:
             outcome = denoise_frame(
-                job, self.pool, options, progress=callback, warn=warn, temporal=self.temporal,
+                job,
+                self.pool,
+                options,
+                progress=callback,
+                warn=warn,
+                temporal=self.temporal,
                 upcoming=upcoming,
             )
         except Exception as err:
@@ -212,6 +240,21 @@ class _Run:
             warnings=tuple(warned),
             stages=dict(outcome.stages),
         )
+
+    def _history_only(self, index: int, job: FrameJob) -> FrameResult:
+        """A complete frame of a resumed temporal run: denoised for the history of the
+        frames after it, its outputs left as they are."""
+        start = time.perf_counter()
+        if self.options.verbose:
+            self.say(f"skipped {job.color}: '{job.output}' is complete (read for the history)")
+        try:
+            self.temporal.warm_up(job, self.pool, self.options)
+        except Exception as err:
+            self.say(f"error: {job.color}: history: {describe_error(err)}")
+            return FrameResult(
+                job, "failed", time.perf_counter() - start, f"history: {describe_error(err)}"
+            )
+        return FrameResult(job, "skipped", time.perf_counter() - start)
 
     def _report(self, index: int, job: FrameJob, outcome: FrameOutcome, elapsed: float) -> None:
         """A frame's notes (each kind once per run) and its log line."""

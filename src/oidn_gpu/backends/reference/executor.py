@@ -62,6 +62,7 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.reference.blas_threads import BLAS_THREADS
+from oidn_gpu.backends.reference.overflow import checked_output, quiet_overflow
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph import ir
 from oidn_gpu.graph.passes import optimize
@@ -465,8 +466,8 @@ class ReferenceExecutor(ExecutorBase):
             x = check_network_input(x, self._graph.input_channels, self._alignment)
             workers = self.workers()
             # Every gemm runs single-threaded: the parallelism is the bands (`_each`).
-            with BLAS_THREADS.limit(1):
-                return self._run(x, workers)
+            with BLAS_THREADS.limit(1), quiet_overflow():
+                return checked_output(self._run(x, workers))
 
     def workers(self) -> int:
         """Threads the next `run` uses (see ``threads``)."""
@@ -511,7 +512,8 @@ class ReferenceExecutor(ExecutorBase):
                 if index is None:
                     return
                 try:
-                    jobs[index](own)
+                    with quiet_overflow():  # this thread's NumPy error state
+                        jobs[index](own)
                 except BaseException:
                     failed.set()
                     raise
