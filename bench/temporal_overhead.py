@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None) -> None:
             import temporal_overhead_cuda
 
             rows.extend(temporal_overhead_cuda.measure(frames, args.warmup, options,
-                                                       args.check_frames))
+                                                       args.check_frames, _median_ms,
+                                                       _median_between_ms))
         elif args.temporal:
             row = measure(backend, frames, args.warmup, options)
             rows.append(row)

@@ -29,8 +29,6 @@ from oidn_gpu.backends.cuda import temporal_kernels as tk
 from oidn_gpu.temporal import TemporalDenoiser
 from oidn_gpu.temporal import passes as tp
 from oidn_gpu.temporal.session import HostTemporalSession
-from temporal_overhead import _median_between_ms as _many_ms  # bench/: the script's folder
-from temporal_overhead import _median_ms as _wall_ms
 
 COMPILE_TIMEOUT_S = 240
 
@@ -68,8 +66,10 @@ def _row(kind: str, per_frame: float, temporal: float) -> dict:
     return row
 
 
-def measure(frames: list[dict], warmup: int, options: dict, check_frames: int) -> list[dict]:
-    """The rows (see the module docstring), printed as they are measured."""
+def measure(frames: list[dict], warmup: int, options: dict, check_frames: int,
+            wall_ms, many_ms) -> list[dict]:
+    """The rows (see the module docstring), printed as they are measured; ``wall_ms`` and
+    ``many_ms`` are `bench/temporal_overhead.py`'s medians (per call, between results)."""
     with oidn_gpu.Denoiser(hdr=True, backend="cuda", **options) as den:
         tensors = _on_device(frames)
         for f, t in zip(frames[:2], tensors[:2], strict=True):  # both paths, then compile
@@ -77,10 +77,10 @@ def measure(frames: list[dict], warmup: int, options: dict, check_frames: int) -
             den.denoise(t["color"], t["albedo"], t["normal"])
         _wait_compiled(den)
         rows = []
-        per_frame = _wall_ms(lambda f: den.denoise(f["color"], f["albedo"], f["normal"]),
+        per_frame = wall_ms(lambda f: den.denoise(f["color"], f["albedo"], f["normal"]),
                              frames, warmup)
         with TemporalDenoiser(den) as td:
-            temporal = _wall_ms(lambda f: td.denoise(**f), frames, warmup)
+            temporal = wall_ms(lambda f: td.denoise(**f), frames, warmup)
             assert td.session.name == "cuda", td.session.name
             rows.append(_row("numpy", per_frame, temporal))
             session = td.session
@@ -94,23 +94,23 @@ def measure(frames: list[dict], warmup: int, options: dict, check_frames: int) -
                     restart=next(count) == 0, copy=False),
                 tensors, warmup)  # fmt: skip
             rows.append(_row("tensors", per_frame_t, temporal_t))
-            rows.append(_split(session, frames, tensors, params, warmup))
-        rows.append(_many(den, frames, warmup))
+            rows.append(_split(session, frames, tensors, params, warmup, wall_ms))
+        rows.append(_many(den, frames, warmup, many_ms))
         if check_frames:
             rows.append(_check(den, frames[:check_frames]))
     return rows
 
 
-def _many(den, frames: list[dict], warmup: int) -> dict:
+def _many(den, frames: list[dict], warmup: int, many_ms) -> dict:
     """``denoise_many``: the temporal one stages the next frame during this one."""
-    per_frame = _many_ms(den.denoise_many((f["color"], f["albedo"], f["normal"])
+    per_frame = many_ms(den.denoise_many((f["color"], f["albedo"], f["normal"])
                                           for f in frames), warmup)  # fmt: skip
     with TemporalDenoiser(den) as td:
-        temporal = _many_ms(td.denoise_many(frames), warmup)
+        temporal = many_ms(td.denoise_many(frames), warmup)
     return _row("numpy denoise_many", per_frame, temporal)
 
 
-def _split(session, frames, tensors, params, warmup: int) -> dict:
+def _split(session, frames, tensors, params, warmup: int, wall_ms) -> dict:
     """The temporal frame's extra work in parts (session buffers of the last frame)."""
     buf = session._dev  # the benchmark times the session's own buffers
     scratch_state = torch.empty_like(buf["state"])  # the session's history stays as it is
@@ -137,8 +137,8 @@ def _split(session, frames, tensors, params, warmup: int) -> dict:
         int(buf["kept"].item())
 
     row = {"backend": "cuda", "inputs": "split",
-           "upload_motion_depth_ms": _wall_ms(upload, frames, warmup),
-           "count_readback_ms": _wall_ms(count, frames, warmup)}
+           "upload_motion_depth_ms": wall_ms(upload, frames, warmup),
+           "count_readback_ms": wall_ms(count, frames, warmup)}
     for name, step in steps.items():
         row[f"{name}_ms"] = _event_ms(step, tensors, warmup)
     row["kernels_ms"] = sum(row[f"{name}_ms"] for name in steps)
@@ -157,8 +157,9 @@ def _check(den, frames: list[dict]) -> dict:
         td.session.close()
         td.session = HostTemporalSession(den, tp.NumpyTemporalPasses())
         host = [td.denoise(**f) for f in frames]
-    rel = [float(np.linalg.norm(a - b) / np.linalg.norm(b)) for a, b in zip(device, host)]
-    worst = [float(np.max(np.abs(a - b))) for a, b in zip(device, host)]
+    pairs = list(zip(device, host, strict=True))
+    rel = [float(np.linalg.norm(a - b) / np.linalg.norm(b)) for a, b in pairs]
+    worst = [float(np.max(np.abs(a - b))) for a, b in pairs]
     finite = all(np.isfinite(a).all() for a in device)
     print(f"cuda      check against the host NumPy passes over {len(frames)} frames: rel. L2 "
           f"{', '.join(f'{r:.2e}' for r in rel)}; max abs {max(worst):.2e}; finite {finite}",
