@@ -54,20 +54,29 @@ def _event_ms(fn, items, warmup: int) -> float:
 
 def _on_device(frames: list[dict]) -> list[dict]:
     keys = ("color", "albedo", "normal", "motion", "depth")
-    return [{k: torch.from_numpy(np.ascontiguousarray(f[k])).cuda() for k in keys}
-            for f in frames]
+    return [{k: torch.from_numpy(np.ascontiguousarray(f[k])).cuda() for k in keys} for f in frames]
 
 
 def _row(kind: str, per_frame: float, temporal: float) -> dict:
-    row = {"backend": "cuda", "passes": "cuda", "inputs": kind, "per_frame_ms": per_frame,
-           "temporal_ms": temporal, "overhead": temporal / per_frame - 1}
-    print(f"cuda      (cuda session, {kind} in and out): per-frame {per_frame:.2f} ms, "
-          f"temporal {temporal:.2f} ms, overhead {100 * row['overhead']:.1f}%", flush=True)
+    row = {
+        "backend": "cuda",
+        "passes": "cuda",
+        "inputs": kind,
+        "per_frame_ms": per_frame,
+        "temporal_ms": temporal,
+        "overhead": temporal / per_frame - 1,
+    }
+    print(
+        f"cuda      (cuda session, {kind} in and out): per-frame {per_frame:.2f} ms, "
+        f"temporal {temporal:.2f} ms, overhead {100 * row['overhead']:.1f}%",
+        flush=True,
+    )
     return row
 
 
-def measure(frames: list[dict], warmup: int, options: dict, check_frames: int,
-            wall_ms, many_ms) -> list[dict]:
+def measure(
+    frames: list[dict], warmup: int, options: dict, check_frames: int, wall_ms, many_ms
+) -> list[dict]:
     """The rows (see the module docstring), printed as they are measured; ``wall_ms`` and
     ``many_ms`` are `bench/temporal_overhead.py`'s medians (per call, between results)."""
     with oidn_gpu.Denoiser(hdr=True, backend="cuda", **options) as den:
@@ -77,16 +86,18 @@ def measure(frames: list[dict], warmup: int, options: dict, check_frames: int,
             den.denoise(t["color"], t["albedo"], t["normal"])
         _wait_compiled(den)
         rows = []
-        per_frame = wall_ms(lambda f: den.denoise(f["color"], f["albedo"], f["normal"]),
-                             frames, warmup)
+        per_frame = wall_ms(
+            lambda f: den.denoise(f["color"], f["albedo"], f["normal"]), frames, warmup
+        )
         with TemporalDenoiser(den) as td:
             temporal = wall_ms(lambda f: td.denoise(**f), frames, warmup)
             assert td.session.name == "cuda", td.session.name
             rows.append(_row("numpy", per_frame, temporal))
             session = td.session
             params = td.params.with_guides(depth=True, normal=False, albedo=False)
-            per_frame_t = _event_ms(lambda t: den.denoise(t["color"], t["albedo"], t["normal"]),
-                                    tensors, warmup)
+            per_frame_t = _event_ms(
+                lambda t: den.denoise(t["color"], t["albedo"], t["normal"]), tensors, warmup
+            )
             count = iter(range(len(tensors)))
             temporal_t = _event_ms(
                 lambda t: session.frame_on_device(
@@ -121,31 +132,55 @@ def _split(session, frames, tensors, params, warmup: int, wall_ms) -> dict:
         torch.cuda.synchronize()
 
     steps = {
-        "pack": lambda t: tk.pack(t["color"], t["albedo"], t["normal"], t["depth"],
-                                  buf["signal"], buf["guide_next"]),
-        "reproject": lambda t: tk.gather(t["motion"], buf["guide_next"], buf["guide"],
-                                         buf["signal"], buf["state"], buf["repro"],
-                                         buf["lum"], buf["kept"], params, has_history=True),
-        "reject": lambda t: tk.reject(buf["signal"], buf["repro"], buf["lum"], buf["acc_color"],
-                                      buf["acc_albedo"], buf["acc_normal"], params),
-        "stabilize": lambda t: tk.stabilize(buf["acc_color"], buf["repro"], buf["out"],
-                                            scratch_state, params),
+        "pack": lambda t: tk.pack(
+            t["color"], t["albedo"], t["normal"], t["depth"], buf["signal"], buf["guide_next"]
+        ),
+        "reproject": lambda t: tk.gather(
+            t["motion"],
+            buf["guide_next"],
+            buf["guide"],
+            buf["signal"],
+            buf["state"],
+            buf["repro"],
+            buf["lum"],
+            buf["kept"],
+            params,
+            has_history=True,
+        ),
+        "reject": lambda t: tk.reject(
+            buf["signal"],
+            buf["repro"],
+            buf["lum"],
+            buf["acc_color"],
+            buf["acc_albedo"],
+            buf["acc_normal"],
+            params,
+        ),
+        "stabilize": lambda t: tk.stabilize(
+            buf["acc_color"], buf["repro"], buf["out"], scratch_state, params
+        ),
     }
 
     def count(_):
         buf["kept"].zero_()
         int(buf["kept"].item())
 
-    row = {"backend": "cuda", "inputs": "split",
-           "upload_motion_depth_ms": wall_ms(upload, frames, warmup),
-           "count_readback_ms": wall_ms(count, frames, warmup)}
+    row = {
+        "backend": "cuda",
+        "inputs": "split",
+        "upload_motion_depth_ms": wall_ms(upload, frames, warmup),
+        "count_readback_ms": wall_ms(count, frames, warmup),
+    }
     for name, step in steps.items():
         row[f"{name}_ms"] = _event_ms(step, tensors, warmup)
     row["kernels_ms"] = sum(row[f"{name}_ms"] for name in steps)
-    print(f"cuda      split: motion+depth staging and upload {row['upload_motion_depth_ms']:.3f}"
-          f" ms, kernels {row['kernels_ms']:.3f} ms ("
-          + ", ".join(f"{name} {row[f'{name}_ms']:.3f}" for name in steps)
-          + f"), history count readback {row['count_readback_ms']:.3f} ms", flush=True)
+    print(
+        f"cuda      split: motion+depth staging and upload {row['upload_motion_depth_ms']:.3f}"
+        f" ms, kernels {row['kernels_ms']:.3f} ms ("
+        + ", ".join(f"{name} {row[f'{name}_ms']:.3f}" for name in steps)
+        + f"), history count readback {row['count_readback_ms']:.3f} ms",
+        flush=True,
+    )
     return row
 
 
@@ -161,8 +196,9 @@ def _check(den, frames: list[dict]) -> dict:
     rel = [float(np.linalg.norm(a - b) / np.linalg.norm(b)) for a, b in pairs]
     worst = [float(np.max(np.abs(a - b))) for a, b in pairs]
     finite = all(np.isfinite(a).all() for a in device)
-    print(f"cuda      check against the host NumPy passes over {len(frames)} frames: rel. L2 "
-          f"{', '.join(f'{r:.2e}' for r in rel)}; max abs {max(worst):.2e}; finite {finite}",
-          flush=True)
-    return {"backend": "cuda", "inputs": "check", "rel_l2": rel, "max_abs": worst,
-            "finite": finite}
+    print(
+        f"cuda      check against the host NumPy passes over {len(frames)} frames: rel. L2 "
+        f"{', '.join(f'{r:.2e}' for r in rel)}; max abs {max(worst):.2e}; finite {finite}",
+        flush=True,
+    )
+    return {"backend": "cuda", "inputs": "check", "rel_l2": rel, "max_abs": worst, "finite": finite}
