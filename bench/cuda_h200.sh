@@ -2,7 +2,7 @@
 # The CUDA backend on the lent H200 in one call: benchmarks (1080p with the cuDNN baseline,
 # 720p, 4K, fast quality), the tests/cuda suite and the shared scenes. Run from a copy of the
 # repository that holds src/, tests/, bench/, shared/weights/ (rt_hdr_alb_nrm*.tza),
-# scenes_inputs.npz (bench/cuda_scenes.py export) and whl/ (pytest and its dependencies);
+# scenes_inputs.npz (bench/scenes.py export) and whl/ (pytest and its dependencies);
 # writes logs and JSON to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}
@@ -19,7 +19,7 @@ bench() {  # name, then bench arguments
 bench 1080p --size 1080p --runs 100 --baseline
 bench fast --size 1080p --runs 100 --weights rt_hdr_alb_nrm_small
 timeout 240 python3 -m pytest -q -p no:cacheprovider tests/cuda 2>&1 | tee "$OUT/pytest.log" | tail -15
-timeout 120 python3 bench/cuda_scenes.py denoise --inputs scenes_inputs.npz \
+timeout 120 python3 bench/scenes.py denoise --backend cuda --inputs scenes_inputs.npz \
   --out "$OUT/scenes_out.npz" 2>&1 | tail -5
 bench 720p --size 720p --runs 100
 bench 4k --size 4k --runs 60

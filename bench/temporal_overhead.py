@@ -48,7 +48,7 @@ from oidn_gpu.temporal import TemporalDenoiser
 def sequence(height: int, width: int, frames: int, seed: int = 7) -> list[dict]:
     """Frames of a noisy gradient panned one pixel to the right per frame."""
     rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width + frames].astype(np.float32)
+    y, x = np.mgrid[0:height, 0 : width + frames].astype(np.float32)
     scene = (0.5 + 0.4 * np.sin(x / 53.0) * np.cos(y / 37.0))[..., None] * np.ones(3, np.float32)
     albedo = np.clip(scene * 0.8, 0, 1)
     normal = np.zeros((height, width, 3), np.float32)
@@ -60,9 +60,16 @@ def sequence(height: int, width: int, frames: int, seed: int = 7) -> list[dict]:
     for t in range(frames):
         window = slice(frames - t, frames - t + width)
         color = scene[:, window] * rng.gamma(2.0, 0.5, (height, width, 3)).astype(np.float32)
-        out.append({"color": color.astype(np.float32),
-                    "albedo": np.ascontiguousarray(albedo[:, window]),
-                    "normal": normal, "motion": motion, "depth": depth, "frame": t + 1})
+        out.append(
+            {
+                "color": color.astype(np.float32),
+                "albedo": np.ascontiguousarray(albedo[:, window]),
+                "normal": normal,
+                "motion": motion,
+                "depth": depth,
+                "frame": t + 1,
+            }
+        )
     return out
 
 
@@ -96,20 +103,32 @@ def measure(backend: str, frames: list[dict], warmup: int, options: dict) -> dic
             lambda f: den.denoise(f["color"], f["albedo"], f["normal"]), frames, warmup
         )
         per_frame_many = _median_between_ms(
-            den.denoise_many((f["color"], f["albedo"], f["normal"]) for f in frames), warmup)
+            den.denoise_many((f["color"], f["albedo"], f["normal"]) for f in frames), warmup
+        )
         outputs = []
         with TemporalDenoiser(den) as td:
             temporal = _median_ms(lambda f: outputs.append(td.denoise(**f)), frames, warmup)
             passes = td.session.name
         equal = []
         with TemporalDenoiser(den) as td:
-            temporal_many = _median_between_ms(td.denoise_many(frames), warmup, lambda i, out:
-                                               equal.append(np.array_equal(out, outputs[i])))
-        row = {"backend": backend, "passes": passes, "per_frame_ms": per_frame,
-               "temporal_ms": temporal, "overhead": temporal / per_frame - 1,
-               "per_frame_many_ms": per_frame_many, "temporal_many_ms": temporal_many,
-               "overhead_many": temporal_many / per_frame_many - 1,
-               "many_bit_equal_frames": sum(equal), "frames": len(frames), "warmup": warmup}
+            temporal_many = _median_between_ms(
+                td.denoise_many(frames),
+                warmup,
+                lambda i, out: equal.append(np.array_equal(out, outputs[i])),
+            )
+        row = {
+            "backend": backend,
+            "passes": passes,
+            "per_frame_ms": per_frame,
+            "temporal_ms": temporal,
+            "overhead": temporal / per_frame - 1,
+            "per_frame_many_ms": per_frame_many,
+            "temporal_many_ms": temporal_many,
+            "overhead_many": temporal_many / per_frame_many - 1,
+            "many_bit_equal_frames": sum(equal),
+            "frames": len(frames),
+            "warmup": warmup,
+        }
         row.update(_interleaved(den, frames, warmup))
         row.update(_profiled_many(den, frames, warmup))
     return row
@@ -122,17 +141,20 @@ def _interleaved(den, frames: list[dict], warmup: int) -> dict:
     times: dict[str, list[float]] = {"denoise": [], "temporal": []}
     with TemporalDenoiser(den) as td:
         for index, f in enumerate(frames):
-            for key, call in (("denoise", lambda f=f: den.denoise(f["color"], f["albedo"],
-                                                                  f["normal"])),
-                              ("temporal", lambda f=f: td.denoise(**f))):
+            for key, call in (
+                ("denoise", lambda f=f: den.denoise(f["color"], f["albedo"], f["normal"])),
+                ("temporal", lambda f=f: td.denoise(**f)),
+            ):
                 start = time.perf_counter()
                 call()
                 if index >= warmup:
                     times[key].append((time.perf_counter() - start) * 1e3)
     ratios = [t / d - 1 for d, t in zip(times["denoise"], times["temporal"], strict=True)]
-    return {"interleaved_per_frame_ms": statistics.median(times["denoise"]),
-            "interleaved_temporal_ms": statistics.median(times["temporal"]),
-            "interleaved_overhead": statistics.median(ratios)}
+    return {
+        "interleaved_per_frame_ms": statistics.median(times["denoise"]),
+        "interleaved_temporal_ms": statistics.median(times["temporal"]),
+        "interleaved_overhead": statistics.median(ratios),
+    }
 
 
 def _profiled_many(den, frames: list[dict], warmup: int) -> dict:
@@ -150,16 +172,21 @@ def _profiled_many(den, frames: list[dict], warmup: int) -> dict:
             def collect(index: int, _out, session=session, kernels=kernels) -> None:
                 if index < warmup:
                     return
-                seen = {"kernel_ms": session.last_kernel_ms} if kernels else {
-                    "gpu_ms": session.last_gpu_ms, "host_ms": session.last_host_ms}
+                seen = (
+                    {"kernel_ms": session.last_kernel_ms}
+                    if kernels
+                    else {"gpu_ms": session.last_gpu_ms, "host_ms": session.last_host_ms}
+                )
                 for group, values in seen.items():
                     for key, ms in values.items():
                         split[group].setdefault(key, []).append(ms)
 
             _median_between_ms(td.denoise_many(frames), warmup, collect)
             prefetched = session.prefetched
-    medians = {group: {k: statistics.median(v) for k, v in values.items()}
-               for group, values in split.items()}
+    medians = {
+        group: {k: statistics.median(v) for k, v in values.items()}
+        for group, values in split.items()
+    }
     return {**medians, "prefetched_frames": prefetched}
 
 
@@ -193,17 +220,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", default="1920x1080", help="WIDTHxHEIGHT")
     parser.add_argument("--frames", type=int, default=14)
     parser.add_argument("--warmup", type=int, default=4)
-    parser.add_argument("--option", action="append", default=[],
-                        help="backend:name=value, a Denoiser option for one backend")
-    parser.add_argument("--check-frames", type=int, default=4,
-                        help="cuda: frames compared with the host passes (0: none)")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        help="backend:name=value, a Denoiser option for one backend",
+    )
+    parser.add_argument(
+        "--check-frames",
+        type=int,
+        default=4,
+        help="cuda: frames compared with the host passes (0: none)",
+    )
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--session", action="store_true",
-                        help="also drive the backend's device session directly")
-    parser.add_argument("--no-temporal", dest="temporal", action="store_false",
-                        help="skip TemporalDenoiser (with --session: the session alone)")
-    parser.add_argument("--compare", type=int, default=4,
-                        help="frames compared with the host path (--session)")
+    parser.add_argument(
+        "--session", action="store_true", help="also drive the backend's device session directly"
+    )
+    parser.add_argument(
+        "--no-temporal",
+        dest="temporal",
+        action="store_false",
+        help="skip TemporalDenoiser (with --session: the session alone)",
+    )
+    parser.add_argument(
+        "--compare", type=int, default=4, help="frames compared with the host path (--session)"
+    )
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     frames = sequence(height, width, args.frames)
@@ -218,8 +259,11 @@ def main(argv: list[str] | None = None) -> None:
         if args.temporal and backend == "cuda" and _has_gpu():
             import temporal_overhead_cuda
 
-            rows.extend(temporal_overhead_cuda.measure(frames, args.warmup, options,
-                                                       args.check_frames))
+            rows.extend(
+                temporal_overhead_cuda.measure(
+                    frames, args.warmup, options, args.check_frames, _median_ms, _median_between_ms
+                )
+            )
         elif args.temporal:
             row = measure(backend, frames, args.warmup, options)
             rows.append(row)
@@ -227,8 +271,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.session:
             import temporal_session_overhead as tso
 
-            row = tso.measure_session(backend, frames, args.warmup, options, args.compare,
-                                      _median_ms)
+            row = tso.measure_session(
+                backend, frames, args.warmup, options, args.compare, _median_ms
+            )
             print(tso.describe(backend, row, width, height), flush=True)
             if row is not None:
                 rows.append(row)

@@ -43,7 +43,7 @@ FUSED_VS_LAYERS = 1e-3  # the same fp16 hidden values; only the final sums' orde
 # pass's inverse PU transfer (which amplifies the bright end) ~1.4e-3 is seen through Triton's
 # interpreter and 4.9e-3 on an H200, whose fp16 products and sums round where the interpreter
 # keeps float32 (the random tiny network's outputs reach 5e6; the official weights measure
-# 1.3e-4 on the H200 at full size: bench/h200_fused/).
+# 1.3e-4 on the H200 at full size: docs/benchmarks.md).
 PROJECT_VS_LAYERS = 8e-3 if torch.cuda.is_available() else 3e-3
 
 

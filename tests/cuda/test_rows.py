@@ -154,7 +154,7 @@ def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, 
     assert not any(isinstance(c, RowsConfig) for c in plain.prepare(64, 96).configs.values())
 
 
-# An H200's row-kernel launches at 1280x720 and 1920x1088 (Triton 3.6; bench/h200_rows22.py,
+# An H200's row-kernel launches at 1280x720 and 1920x1088 (Triton 3.6; docs/benchmarks.md,
 # 2026-12-02): (height, width, programs one multiprocessor holds, the fastest rows measured).
 H200_ROUNDS = [
     (720, 1280, 4, 28),  # enc_conv0: 99 registers, 52 KB of shared memory

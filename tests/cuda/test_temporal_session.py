@@ -37,7 +37,7 @@ def denoiser():
 def _agree(actual, expected):
     """Interpreted on the CPU the kernels are NumPy's arithmetic; on a GPU (contracted
     multiply-adds, the fp16 cuDNN network amplifying them over the frames: up to 2.2e-3
-    measured on an H200, bench/h200_temporal_resident/run2_pytest.log) the cuDNN
+    measured on an H200, docs/benchmarks.md) the cuDNN
     engine's tolerance (tests/cuda/test_bridge.py)."""
     if HAS_CUDA:
         assert rel_l2(actual, expected) < 1e-2

@@ -75,7 +75,7 @@ def test_wgpu_fp16_scene_crop_is_close_to_oidn(scene: str) -> None:
     assert_close(ours, theirs, rel_l2_tol=FP16_SCENE_TOL, label=f"wgpu fp16 {scene}")
 
 
-# The GEMM variants swept for large GPUs (bench/h200_wgsl_sweep.sh): paired shared loads and
+# The GEMM variants swept for large GPUs (docs/benchmarks.md): paired shared loads and
 # register prefetch keep every product and its place in the sum, so they give the default
 # options' bits; the image stays as close to OIDN as the default's.
 FAST_GEMM = {

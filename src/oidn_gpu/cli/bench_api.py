@@ -60,7 +60,7 @@ def _median_wall_ms(torch: Any, fn: Any, runs: int, warmup: int) -> float:
 
 def _check_same_image(torch: Any, image: Any, expected: Any, engine: str) -> None:
     """A copy of the tensors gives the same bits on Triton; cuDNN picks algorithms whose
-    sums differ in order from call to call (seen on an H200: bench/h200_copy_check.py),
+    sums differ in order from call to call (seen on an H200: docs/benchmarks.md),
     so there the image agrees to fp16 rounding."""
     if "cudnn" not in engine:
         same = torch.equal(image, expected)

@@ -650,13 +650,13 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # tile policy took fp16 from 13.15 to 12.47 ms and fp32 from 25.33 to 22.40 ms; wider
 # register tiles (cols_per_thread 2, 4) and K tiles of 16 were slower there.
 # The pool layout made no difference there (2026-11-30: fp16 12.48 ms spatial vs 12.49 channels).
-# The 17-variant sweep of 2026-11-30 (bench/h200_wgsl_sweep.sh, same model and size):
+# The 17-variant sweep of 2026-11-30 (docs/benchmarks.md, same model and size):
 # fp16 balanced 12.29 ms -> with paired shared loads in padded tiles 11.79 ms (the fastest
 # of all and within 0.001 ms of the per-layer best); fp32 balanced 21.08 ms -> with the next
 # K tile's loads prefetched into registers 17.88 ms. Both give the same bits as before.
-# The final RGB conv (bench/h200_final_layer.sh, 2026-11-30): a padded staged patch took fp32's
+# The final RGB conv (docs/benchmarks.md, 2026-11-30): a padded staged patch took fp32's
 # dec_conv0 from 0.897 to 0.541 ms (network 17.90 -> 17.54 ms).
-# The fp16 accumulation (bench/fp16_h200.sh, 2026-12-01, 1080p e2e GPU median of 15 runs):
+# The fp16 accumulation (docs/benchmarks.md, 2026-12-01, 1080p e2e GPU median of 15 runs):
 # f16-partials 11.93 ms, f16-chains 14.82 ms, f32 18.86 ms; every other device sums in f32. The
 # final layer in f32 (2 pixels per invocation, padded patch): 11.96 ms ("the frontier").
 # The decoder convs' parity form (bench/fp16_accumulation_h200.py --set 3, 2026-12-01, median
@@ -664,7 +664,7 @@ def option_values() -> dict[str, tuple[object, ...]]:
 # accurate sums fit: f16-chains16 with the first and final layers in f32 10.12 ms (0.63x the
 # partials' distance on the full caustics frame by the emulator), with the final layer alone
 # 9.89 ms (0.72x); f32 everywhere 14.44 ms ("fp16 accumulation: the decoder parity form").
-# The full-size frames on the H200 itself (bench/h200_sums24.sh, 2026-12-01; its native f16
+# The full-size frames on the H200 itself (docs/benchmarks.md, 2026-12-01; its native f16
 # FMA rounds once, unlike the emulation) put f16 chains of 8 first: 2.81e-3 from Intel OIDN CPU
 # on the caustics frame (0.73x the partials' 3.84e-3; chains of 16 3.34e-3, f16-pairs 3.07e-3,
 # f16-lanes 3.22e-3, each with the first and final layers in f32) at 11.50 ms, the most

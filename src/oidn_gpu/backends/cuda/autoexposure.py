@@ -16,7 +16,7 @@ from oidn_gpu.backends.cuda.executor import kernels
 from oidn_gpu.backends.cuda.images import DeviceImage, hwc_view
 from oidn_gpu.image import autoexposure as ae
 
-# Launch shapes timed on an NVIDIA H200 (bench/h200_ae22.py, bench/h200_final22/: both
+# Launch shapes timed on an NVIDIA H200 (docs/benchmarks.md: both
 # launches in a CUDA graph, per replay): one warp per 16 x 16 bin and 4096 lanes in 16
 # warps for the log-average took 12.95 -> 11.00 us at 1280x720, 23.2 -> 19.0 us at
 # 1920x1080 and 84.9 -> 66.3 us at 3840x2160 against 4 warps and 1024 lanes in 4 warps,

@@ -82,7 +82,7 @@ def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
 # multiprocessor) and `enc_conv1`'s 98 KB (two): at 1280x720 the shipped 32 rows give 460
 # programs, 3.5 and 1.7 rounds. Each step's time alone followed
 # ``ceil(programs / (resident * multiprocessors)) * (rows + 2)`` across 11 row counts
-# (bench/h200_rows22.py, 2026-12-02): 56 rows (260 programs) took the tail 0.166 ms
+# (docs/benchmarks.md, 2026-12-02): 56 rows (260 programs) took the tail 0.166 ms
 # against 0.191, enc_conv1 0.053 against 0.063, and 28 rows enc_conv0 (four resident)
 # 0.034 against 0.037; the bits are the same for every row count.
 

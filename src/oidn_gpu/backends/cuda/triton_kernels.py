@@ -542,7 +542,7 @@ def input_pass_kernel(
     buffer per program, the images' rectangle at ``(buf_y, buf_x)`` (zero elsewhere). With
     ``CHANNELS`` 16 the channels are joined into each pixel's row (`_channels16`; an H200
     took 17.3 us at 1280x720 against 20.1 us for a select per channel, JOIN False, which
-    moves every channel through shared memory: the same bits, bench/h200_input22/)."""
+    moves every channel through shared memory: the same bits, docs/benchmarks.md)."""
     pixel = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m_ok = pixel < height * width
     y = pixel // width

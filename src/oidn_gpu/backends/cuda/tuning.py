@@ -116,11 +116,11 @@ def signature(launch: ConvLaunch, level: int) -> str:
 
 
 # Tiles timed by `Tuner` on an NVIDIA H200 (Triton 3.6, fp16, rt_hdr_alb_nrm at 1920x1088,
-# 2026-12-01; bench/h200_first_call.sh, mode ``tune``), by compute capability: the H100
+# 2026-12-01; docs/benchmarks.md), by compute capability: the H100
 # and H200 share sm_90. Tuples are (block_m, block_n, block_k, num_warps, num_stages).
 # The quarter- and sixteenth-resolution ones outside the tuner's candidates (80->96@4,
 # 96->96@4, 96->96@2 and the fast network's) from a wider sweep at 1280x720 and 1920x1088,
-# each layer alone (bench/h200_tiles22.py, bench/h200_tiles22/): enc_conv5a 10.6 -> 7.7 us
+# each layer alone (docs/benchmarks.md): enc_conv5a 10.6 -> 7.7 us
 # at 720p, enc_conv5b 13.1 -> 7.7, dec_conv3b 37.3 -> 34.6 (81.5 -> 74.6 at 1080p).
 # Used for bf16 too (same tile shapes; its timing was not separately measured).
 SHIPPED_TILES: dict[tuple[int, int], dict[str, tuple[int, int, int, int, int]]] = {
@@ -179,11 +179,11 @@ def rows_eligible(launch: ConvLaunch) -> bool:
 # Row-kernel tiles by compute capability (see `SHIPPED_TILES`), keyed by `signature`; a
 # layer listed here runs `row_kernels.conv_rows_kernel` while the executor's ``rows`` option
 # is on. Timed on an NVIDIA H200 (Triton 3.6, fp16, rt_hdr_alb_nrm at 1920x1088,
-# 2026-12-01, bench/h200_rows_sweep.py; bench/h200_fused2/): each layer alone, per-layer
+# 2026-12-01, docs/benchmarks.md): each layer alone, per-layer
 # kernel -> row kernel, the same output bits: enc_conv0 0.136 -> 0.073 ms, enc_conv1 + pool
 # 0.213 -> 0.124 ms, the `project` tail 0.497 -> 0.439 ms; dec_conv2b (64->64@1) was slower
 # (0.128 against 0.120 ms) and stays on the per-layer kernel. The fast network's own
-# signatures (rt_hdr_alb_nrm_small at 1920x1088, bench/h200_fused3/call1/): its `project`
+# signatures (rt_hdr_alb_nrm_small at 1920x1088, docs/benchmarks.md): its `project`
 # tail (32->32@0) 0.330 -> 0.260 ms, enc_conv2 + pool (32->32p@1) 0.055 -> 0.033 ms,
 # dec_conv2b (64->32@1) 0.095 -> 0.080 ms, the same bits; its quarter-resolution and
 # smaller layers were not faster (enc_conv3: 0.018 against 0.018-0.026 ms).
