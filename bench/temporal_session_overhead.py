@@ -53,7 +53,7 @@ def measure_session(backend: str, frames: list[dict], warmup: int, options: dict
     impl = get_backend(backend)
     with oidn_gpu.Denoiser(hdr=True, backend=backend, **options) as den:
         factory = getattr(impl, "temporal_session", None)
-        session = factory(den) if factory is not None else None
+        session = factory(den.frames) if factory is not None else None
         if session is None:
             return None
         per_frame = median_ms(

@@ -7,11 +7,10 @@ never names one. It is three parts:
 - `FilterOptions`: OIDN's filter parameters, frozen and validated once;
 - `ModelCache`: which weights the images and options select (``model.weights``),
   loaded once per name;
-- the orchestrator (`Denoiser`): validates the images (OIDN's error messages),
-  resolves the input scale (autoexposure for HDR), makes the one denoise plan
-  (`backends.plan.plan_denoise`: mode and tiles) and hands it to the backend's
-  `TileRunner` (the host tile loop, or the wgpu GPU pipeline), built once per
-  model from the backend's typed options.
+- the orchestrator (`Denoiser`): validates the images (OIDN's error messages) and
+  hands each frame to its `filter_frame.FramePath`, the one frame flow of every
+  entry (weights, engine, input scale, the plan within the backend's tile limits,
+  the backend's `TileRunner`, info).
 
 A `Denoiser` caches models, executors and runners, so one object serves every
 frame of a sequence; `denoise` is the one-call form.
@@ -29,13 +28,11 @@ concurrently. Options are validated when the denoiser is constructed.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import os
-import threading
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,23 +40,17 @@ import numpy as np
 from oidn_gpu import filter_device
 from oidn_gpu.backends.base import (
     AUTO,
-    AutoexposureRunner,
     BackendOptions,
     DenoiseImages,
-    NetworkExecutor,
     SequenceRunner,
-    TileRunner,
     auto_choice,
-    get_backend,
     make_options,
     resolve_backend,
-    tile_limits,
 )
-from oidn_gpu.backends.host_runner import report_progress
-from oidn_gpu.backends.plan import plan_denoise, plan_mode
 from oidn_gpu.config import OPTION_NAMES, DenoiserConfig, FilterOptions, FilterType
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.filter_cache import CACHE, on_tensor_device
+from oidn_gpu.filter_frame import DenoiserInfo, Engine, FramePath, PlannedFrame
 from oidn_gpu.filter_images import (
     MAX_IMAGE_DIM,
     Images,
@@ -76,8 +67,6 @@ from oidn_gpu.filter_images import (
 )
 from oidn_gpu.filter_models import CUSTOM_WEIGHTS, ModelCache
 from oidn_gpu.image import arrays, process, tensors
-from oidn_gpu.image.autoexposure import autoexposure
-from oidn_gpu.model.unet import ValidatedModel
 
 __all__ = [  # and, for older imports, what moved to `config` and `filter_models`
     "CUSTOM_WEIGHTS",
@@ -92,36 +81,6 @@ __all__ = [  # and, for older imports, what moved to `config` and `filter_models
     "RTLightmapFilter",
     "denoise",
 ]
-
-
-@dataclass(frozen=True)
-class DenoiserInfo:
-    """What ran (or will run) for the last denoise call."""
-
-    backend: str
-    device: str
-    precision: str
-    weights: str
-    weights_sha256: str | None
-    input_scale: float | None
-    tiles: int
-    kernels: dict[str, str] = field(default_factory=dict)
-    # layer -> why its requested kernel (``kernel=``/``gemm=``) was replaced (wgpu backend)
-    kernel_fallbacks: dict[str, str] = field(default_factory=dict)
-    # why this backend: what backend="auto" found here, or that it was asked for by name
-    backend_reason: str = ""
-
-
-@dataclass
-class _Engine:
-    """One model on the backend: its executor and the runner that denoises with it."""
-
-    executor: NetworkExecutor
-    runner: TileRunner
-
-    def close(self) -> None:
-        self.runner.close()
-        self.executor.close()
 
 
 # What Denoiser(temporal=..., **options) makes (None: a Denoiser); set by the module that
@@ -239,19 +198,25 @@ class Denoiser:
         self.backend_options = make_options(
             self.backend, config.backend_options, requested=config.backend
         )
-        self._tile_limits = tile_limits(self.backend)
-        self._models = ModelCache(self.options)
-        self._engines: dict[str, _Engine] = {}
+        # The frame flow of every entry, with the denoiser's lock, models and engines.
+        self._frames = FramePath(
+            self.options, self.backend, self.backend_options, self.backend_reason, self.denoise
+        )
+        self._lock = self._frames.lock
+        self._models: ModelCache = self._frames.models
+        self._engines: dict[str, Engine] = self._frames.engines
         self._prefilters: dict[str, Denoiser] = {}
-        self._last_info: DenoiserInfo | None = None
-        # The last call's input scale while it is still on the device (device tensors).
-        self._pending_scale: Any = None
-        # Serializes denoise and close: the models, executors and their scratch buffers
-        # are per denoiser and reused across calls. Reentrant, so that a progress
-        # callback calling back into this denoiser gets a clear error, not a deadlock.
-        self._lock = threading.RLock()
         self._running = False
-        self._closed = False
+
+    @property
+    def _closed(self) -> bool:
+        return self._frames.closed
+
+    @property
+    def frames(self) -> FramePath:
+        """The denoiser's frame path (`filter_frame.FramePath`): what a backend's temporal
+        session denoises its frames with."""
+        return self._frames
 
     @property
     def config(self) -> DenoiserConfig:
@@ -278,14 +243,10 @@ class Denoiser:
         """
         with self._lock:
             self._check_not_running("close")
-            self._closed = True
-            for engine in self._engines.values():
-                engine.close()
-            self._engines.clear()
+            self._frames.close()
             for sub in self._prefilters.values():
                 sub.close()
             self._prefilters.clear()
-            self._models.clear()
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for the kernels the backend compiles in the background (cuda: Triton's,
@@ -308,13 +269,14 @@ class Denoiser:
         here, on the first call (waiting for that denoise to finish), and the warning of
         an autoexposure of 0 (a black image) is given then.
         """
-        if self._pending_scale is not None:
+        frames = self._frames
+        if frames.pending_scale is not None:
             with self._lock:
-                pending, self._pending_scale = self._pending_scale, None
-                if pending is not None and self._last_info is not None:
+                pending, frames.pending_scale = frames.pending_scale, None
+                if pending is not None and frames.last_info is not None:
                     scale = float(pending)
-                    self._last_info = dataclasses.replace(self._last_info, input_scale=scale)
-        return self._last_info
+                    frames.last_info = dataclasses.replace(frames.last_info, input_scale=scale)
+        return frames.last_info
 
     def _check_not_running(self, what: str) -> None:
         # Only the thread holding the lock gets here while a call runs: the caller is
@@ -325,21 +287,6 @@ class Denoiser:
                 "(from its progress callback); use another Denoiser, or call it after "
                 "denoise returns"
             )
-
-    # -- backend --------------------------------------------------------------
-
-    def _engine(self, key: str, model: ValidatedModel) -> _Engine:
-        engine = self._engines.get(key)
-        if engine is None:
-            backend = get_backend(self.backend)
-            executor = backend.create_executor(model, self.backend_options)
-            try:
-                runner = backend.create_runner(executor)
-            except BaseException:
-                executor.close()
-                raise
-            engine = self._engines[key] = _Engine(executor, runner)
-        return engine
 
     # -- denoising --------------------------------------------------------------
 
@@ -419,8 +366,7 @@ class Denoiser:
         output: Any,
         progress: Progress | None,
     ) -> np.ndarray:
-        if self._closed:
-            raise InvalidOperationError("the denoiser is closed")
+        self._frames.check_open()
         options = self.options
         if options.filter_type == "RTLightmap" and (albedo is not None or normal is not None):
             warnings.warn(
@@ -433,7 +379,7 @@ class Denoiser:
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
             return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
         destination = output_destination(images, out)
-        result = self._run(images, progress, destination=destination, scratch=out is None)
+        result = self._frames.run(images, progress, destination=destination, scratch=out is None)
         return store_result(result, images, out, destination)
 
     def _denoise_prefiltered(
@@ -461,8 +407,9 @@ class Denoiser:
                     normal = clean
             progress = scaled_progress(progress, len(stages) / total, 1 / total)
         clean_images = validate_images(color, albedo, normal)
-        # The aux images are clean now (prefiltered, or declared clean by "fast").
-        result = self._run(clean_images, progress, clean_aux=clean_images.albedo is not None)
+        # The aux images are clean now (prefiltered, or declared clean by "fast"):
+        # `FramePath.clean_aux`.
+        result = self._frames.run(clean_images, progress)
         return store_result(result, images, out)
 
     def _prefilter_denoiser(self, name: str) -> Denoiser:
@@ -477,84 +424,6 @@ class Denoiser:
             config = DenoiserConfig(prefilter, self.backend, self.backend_options)
             self._prefilters[name] = Denoiser.from_config(config)
         return self._prefilters[name]
-
-    def _autoexposes(self, images: Images) -> bool:
-        """Whether the input scale is the autoexposure of the color (HDR, no input_scale)."""
-        if self.options.input_scale is not None or images.color is None:
-            return False
-        return plan_mode(self.options.denoise_options(images)).hdr
-
-    def _input_scale(self, images: Images) -> float:
-        """The input scale: the option, else autoexposure of the color for HDR, else 1."""
-        if self.options.input_scale is not None:
-            return self.options.input_scale
-        if self._autoexposes(images):
-            assert images.color is not None
-            scale = autoexposure(images.color)
-            process.warn_if_autoexposure_blackens(images.color, scale)
-            return scale
-        return 1.0
-
-    def _device_autoexposure(self, images: Images, engine: _Engine) -> bool:
-        """Whether the runner computes the autoexposure itself, on its device."""
-        return isinstance(engine.runner, AutoexposureRunner) and self._autoexposes(images)
-
-    def _run(
-        self,
-        images: Images,
-        progress: Progress | None,
-        *,
-        clean_aux: bool | None = None,
-        destination: np.ndarray | None = None,
-        scratch: bool = True,
-    ) -> np.ndarray:
-        """Denoise validated images; returns HxWxC float32 (C = main channels sans alpha),
-        or ``destination`` when the runner wrote the result into it (see `output_destination`;
-        ``scratch``: it is a new array, not the caller's, `DenoiseImages.output_is_scratch`)."""
-        key, model = self._models.get(
-            images, self.options.clean_aux if clean_aux is None else clean_aux
-        )
-        h, w = images.height, images.width
-        out_channels = images.main_channels - (1 if images.alpha is not None else 0)
-        if h == 0 or w == 0:
-            return np.zeros((h, w, out_channels), np.float32)
-        engine = self._engine(key, model)
-        on_device = self._device_autoexposure(images, engine)
-        # With the autoexposure on the device the plan's scale is a placeholder.
-        input_scale = 1.0 if on_device else self._input_scale(images)
-        options = self.options.denoise_options(images, input_scale)
-        plan = plan_denoise(model, h, w, options, self._tile_limits)
-        runner_images = make_runner_images(images, out_channels, destination, scratch=scratch)
-        report_progress(progress, 0.0)
-        if on_device:
-            runner = engine.runner
-            assert isinstance(runner, AutoexposureRunner)
-            result, input_scale = runner.run_autoexposed(runner_images, plan, progress)
-            process.warn_if_autoexposure_blackens(runner_images.main, input_scale)
-        else:
-            result = engine.runner.run(runner_images, plan, progress)
-        self._record_info(key, model, engine, plan, input_scale)
-        return result
-
-    def _record_info(
-        self, key: str, model: ValidatedModel, engine: _Engine, plan: Any, input_scale: Any
-    ) -> None:
-        """Record what ran; an ``input_scale`` that is not a number is read by `info`."""
-        pending = None if isinstance(input_scale, numbers.Real) else input_scale
-        self._pending_scale = pending
-        info = engine.executor.info()
-        self._last_info = DenoiserInfo(
-            backend=info.backend,
-            device=info.device,
-            precision=info.precision,
-            weights=key if key != CUSTOM_WEIGHTS else (model.name or CUSTOM_WEIGHTS),
-            weights_sha256=model.sha256,
-            input_scale=float(input_scale) if pending is None else None,
-            tiles=len(plan.tiles.tiles),
-            kernels=dict(info.kernels),
-            kernel_fallbacks=dict(info.fallbacks),
-            backend_reason=self.backend_reason,
-        )
 
     # -- sequences --------------------------------------------------------------
 
@@ -593,12 +462,15 @@ class Denoiser:
 
         source = Peekable(prepared())
         while (first := source.peek()) is not None:
-            runner = first.engine.runner if first.plan is not None else None
-            if not isinstance(runner, SequenceRunner):  # one frame the usual way
+            planned = first.planned
+            runner = planned.runner if planned is not None else None
+            if planned is None or not isinstance(runner, SequenceRunner):  # the usual way
                 source.next()
-                destination = output_destination(first.images, None)
+                destination = first.runner_images.output
                 with self._lock:
-                    result = self._run(first.images, None, destination=destination)
+                    result = self._frames.run(
+                        first.images, None, destination=destination, frame=planned
+                    )
                 yield first.call.finish(store_result(result, first.images, None, destination))
                 continue
 
@@ -607,37 +479,34 @@ class Denoiser:
                     queue.append(source.next())
                     yield frame.runner_images
 
-            results = runner.run_many(batch(), first.plan, autoexposure=first.on_device)
+            results = runner.run_many(batch(), planned.plan, autoexposure=planned.autoexposes)
             for result, input_scale in locked(results, self._lock):
                 frame = queue.popleft()
-                if frame.on_device:
+                if planned.autoexposes:
                     process.warn_if_autoexposure_blackens(frame.runner_images.main, input_scale)
-                self._record_info(frame.key, frame.model, frame.engine, frame.plan, input_scale)
+                assert frame.planned is not None
+                self._frames.record(frame.planned, input_scale)
                 stored = store_result(result, frame.images, None, frame.runner_images.output)
                 yield frame.call.finish(stored)
 
     def _prepare_frame(self, call: Any) -> _Frame:
         """Validate one frame of `denoise_many` and plan its denoise (no plan when empty)."""
-        if self._closed:
-            raise InvalidOperationError("the denoiser is closed")
+        self._frames.check_open()
         albedo, normal = call.albedo, call.normal
         if self.options.filter_type == "RTLightmap":
             albedo = normal = None
         images = validate_images(call.color, albedo, normal)
-        key, model = self._models.get(images, self.options.clean_aux)
         out_channels = images.main_channels - (1 if images.alpha is not None else 0)
         runner_images = make_runner_images(images, out_channels, output_destination(images, None))
         if images.height == 0 or images.width == 0:
-            return _Frame(call, images, runner_images, key, model, None, None, False, ())
-        engine = self._engine(key, model)
-        on_device = self._device_autoexposure(images, engine)
-        input_scale = 1.0 if on_device else self._input_scale(images)
-        options = self.options.denoise_options(images, input_scale)
-        plan = plan_denoise(model, images.height, images.width, options, self._tile_limits)
+            self._frames.weights(images)  # the weights' errors, as for any frame
+            return _Frame(call, images, runner_images, None, ())
+        planned = self._frames.plan(images)
         given = tuple(a is not None for a in (runner_images.albedo, runner_images.normal))
         # Frames with one signature share a plan and run as one sequence on the device.
-        signature = (key, images.height, images.width, out_channels, given, plan.mode)
-        return _Frame(call, images, runner_images, key, model, engine, plan, on_device, signature)
+        size = (images.height, images.width)
+        signature = (planned.key, *size, out_channels, given, planned.plan.mode)
+        return _Frame(call, images, runner_images, planned, signature)
 
 
 @dataclass(frozen=True)
@@ -647,11 +516,7 @@ class _Frame:
     call: Any  # arrays.Call: how to answer in the caller's type
     images: Images
     runner_images: DenoiseImages
-    key: str
-    model: ValidatedModel
-    engine: _Engine | None  # None: an empty image
-    plan: Any  # DenoisePlan, None for an empty image
-    on_device: bool  # autoexposure computed by the runner
+    planned: PlannedFrame | None  # None: an empty image
     signature: tuple[Any, ...]  # frames with equal signatures share one device sequence
 
 

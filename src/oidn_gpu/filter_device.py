@@ -16,15 +16,13 @@ A CUDA tensor on another device than the runner's is an error, never copied.
 
 from __future__ import annotations
 
-import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from oidn_gpu.backends.base import DeviceRunner
 from oidn_gpu.backends.host_runner import report_progress
-from oidn_gpu.backends.lru import LruCache
-from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.filter_frame import FramePath
 from oidn_gpu.filter_images import (
     Images,
     Progress,
@@ -40,10 +38,6 @@ from oidn_gpu.image.tensors import DeviceCall
 if TYPE_CHECKING:
     from oidn_gpu.filter import Denoiser
 
-PLANS_KEPT = 16  # (model, size, options) plans remembered by `_plan`
-# (id(model), H, W, DenoiseOptions) -> (model, DenoisePlan); the model kept to check identity
-_plans: LruCache[tuple[Any, ...], tuple[Any, Any]] = LruCache(PLANS_KEPT)
-_plans_lock = threading.Lock()
 _device_runner_types: dict[type, bool] = {}  # runner class -> is a DeviceRunner
 
 
@@ -66,8 +60,8 @@ class _LazyScale:
 def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
     """Denoise ``call`` on ``den``'s device (holding its lock): the caller's answer, or
     None when the call takes the NumPy path."""
-    if den._closed:
-        raise InvalidOperationError("the denoiser is closed")
+    frames = den.frames
+    frames.check_open()
     options = den.options
     color, albedo, normal = call.color, call.albedo, call.normal
     dropped = options.filter_type == "RTLightmap" and (albedo is not None or normal is not None)
@@ -77,11 +71,10 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
     prefilter = (
         options.filter_type == "RT" and images.color is not None and options.prefilter != "none"
     )
-    clean_aux = images.albedo is not None if prefilter else options.clean_aux
-    key, model = den._models.get(images, clean_aux)
+    key, model = frames.weights(images)
     if images.height == 0 or images.width == 0:
         return None
-    if not _takes(den._engine(key, model).runner, call):
+    if not _takes(frames.engine(key, model).runner, call):
         return None
     if dropped:
         warnings.warn(
@@ -95,7 +88,7 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
           for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))),
         check=split_alpha,
     )  # fmt: skip
-    result = _prefiltered(den, decoded, progress) if prefilter else _run(den, decoded, progress)
+    result = _prefiltered(den, decoded, progress) if prefilter else _run(frames, decoded, progress)
     return call.finish(_with_alpha(result, decoded))
 
 
@@ -123,41 +116,21 @@ def _takes(runner: Any, call: DeviceCall) -> bool:
     return not elsewhere
 
 
-def _run(den: Denoiser, images: Images, progress: Progress | None, *,
-         clean_aux: bool | None = None) -> Any:  # fmt: skip
-    """`Denoiser._run` on the device: the runner's float32 ``[H, W, C]`` result tensor."""
-    key, model = den._models.get(images, den.options.clean_aux if clean_aux is None else clean_aux)
+def _run(frames: FramePath, images: Images, progress: Progress | None) -> Any:
+    """`FramePath.run` on the device: the runner's float32 ``[H, W, C]`` result tensor."""
+    frame = frames.plan(images, on_device=True)
+    runner = frame.runner  # a DeviceRunner (`_takes`)
     out_channels = images.main_channels - (1 if images.alpha is not None else 0)
-    engine = den._engine(key, model)
-    runner = engine.runner  # a DeviceRunner (`_takes`)
-    autoexposes = den._autoexposes(images)
-    input_scale = 1.0 if autoexposes else den._input_scale(images)
-    options = den.options.denoise_options(images, input_scale)
-    plan = _plan(model, images.height, images.width, options)
     runner_images = make_runner_images(images, out_channels)
     report_progress(progress, 0.0)
-    scale: Any = input_scale
-    if autoexposes:
-        result, device_scale = runner.run_device_autoexposed(runner_images, plan, progress)
+    scale: Any = frame.input_scale
+    if frame.autoexposes:
+        result, device_scale = runner.run_device_autoexposed(runner_images, frame.plan, progress)
         scale = _LazyScale(device_scale, runner_images.main)
     else:
-        result = runner.run_device(runner_images, plan, progress)
-    den._record_info(key, model, engine, plan, scale)
+        result = runner.run_device(runner_images, frame.plan, progress)
+    frames.record(frame, scale)
     return result
-
-
-def _plan(model: Any, height: int, width: int, options: DenoiseOptions) -> Any:
-    """`plan_denoise`, remembered for the last few sizes and options: a frame on the GPU
-    takes a few milliseconds, and planning one on the host a tenth of one."""
-    key = (id(model), height, width, options)
-    with _plans_lock:
-        known = _plans.get(key)
-        if known is not None and known[0] is model:
-            return known[1]
-    plan = plan_denoise(model, height, width, options)
-    with _plans_lock:
-        _plans.put(key, (model, plan))
-    return plan
 
 
 def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> Any:
@@ -174,8 +147,8 @@ def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> An
             part = scaled_progress(progress, index / total, 1 / total)
             aux = validate_images(None, *((albedo, None) if name == "albedo" else (None, normal)),
                                    check=split_alpha)  # fmt: skip
-            with sub._lock:
-                clean = _run(sub, aux, part)
+            with sub.frames.lock:
+                clean = _run(sub.frames, aux, part)
             # As the NumPy path: the cleaned image in the dtype it computes the aux image
             # in (float16 kept, others float32).
             given = albedo if name == "albedo" else normal
@@ -187,8 +160,9 @@ def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> An
         progress = scaled_progress(progress, len(stages) / total, 1 / total)
     # The color without its alpha: the result has the same channels (alpha is appended
     # afterwards).
+    # The aux images are clean now: `FramePath.clean_aux`.
     clean_images = validate_images(images.color, albedo, normal, check=split_alpha)
-    return _run(den, clean_images, progress, clean_aux=clean_images.albedo is not None)
+    return _run(den.frames, clean_images, progress)
 
 
 def _with_alpha(result: Any, images: Images) -> Any:

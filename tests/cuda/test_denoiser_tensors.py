@@ -187,8 +187,8 @@ def test_autoexposure_is_read_when_info_asks(rng):
         den.denoise(*[t.numpy() for t in inputs])
         expected = den.info().input_scale
         den.denoise(*inputs)
-        assert den._pending_scale is not None  # still on the device
-        assert den.info().input_scale == expected and den._pending_scale is None
+        assert den.frames.pending_scale is not None  # still on the device
+        assert den.info().input_scale == expected and den.frames.pending_scale is None
 
 
 def test_a_zero_autoexposure_warns_when_read():

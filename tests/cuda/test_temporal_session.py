@@ -134,7 +134,7 @@ def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
     with TemporalDenoiser(denoiser) as td:
         expected = [td.denoise(**_frame(f)) for f in frames]
         params = td.params.with_guides(depth=True, normal=False, albedo=False)
-    session = CudaTemporalSession(denoiser, td.session.device)
+    session = CudaTemporalSession(denoiser.frames, td.session.device)
     dev = session.device
     for index, f in enumerate(frames):
         images = [torch.from_numpy(np.ascontiguousarray(a)).to(dev)

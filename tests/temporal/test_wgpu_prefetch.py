@@ -40,7 +40,7 @@ def _run(den, calls) -> list:
     restart)``, ``("wait",)``: the stagings under way finished): the frames' results, or
     their errors."""
     results = []
-    with get_backend("wgpu").temporal_session(den) as session:
+    with get_backend("wgpu").temporal_session(den.frames) as session:
         for call in calls:
             if call[0] == "prefetch":
                 session.prefetch(call[1])
@@ -131,7 +131,7 @@ def test_a_staging_beside_a_frame_run_ahead_drops_the_older_one(denoiser):
 
 def test_close_joins_the_worker_and_releases_the_staged_buffers(denoiser):
     f0, f1 = _frames(count=2)
-    session = get_backend("wgpu").temporal_session(denoiser)
+    session = get_backend("wgpu").temporal_session(denoiser.frames)
     session.frame(f0, PARAMS, restart=True)
     session.prefetch(f1)
     worker = session._prefetcher._worker

@@ -88,7 +88,7 @@ def session_path(session, steps, params):
 
 
 def _session(den):
-    session = get_backend("wgpu").temporal_session(den)
+    session = get_backend("wgpu").temporal_session(den.frames)
     assert isinstance(session, TemporalSession)
     return session
 
@@ -250,7 +250,7 @@ def test_the_session_serves_rt_without_accurate_prefiltering():
                             ({"prefilter": "accurate"}, False),
                             ({"filter_type": "RTLightmap"}, False)):
         with Denoiser(backend="wgpu", **options) as den:
-            session = backend.temporal_session(den)
+            session = backend.temporal_session(den.frames)
             assert (session is not None) is served
             if session is not None:
                 session.close()

@@ -46,6 +46,8 @@ from oidn_gpu.backends.options import Precision as Precision
 from oidn_gpu.backends.options import TileLimits as TileLimits
 from oidn_gpu.backends.options import check_precision as check_precision
 from oidn_gpu.backends.options import precision_choices as precision_choices
+from oidn_gpu.backends.temporal_seam import FrameSource as FrameSource
+from oidn_gpu.backends.temporal_seam import NetworkFrame as NetworkFrame
 from oidn_gpu.backends.temporal_seam import TemporalFrame as TemporalFrame
 from oidn_gpu.backends.temporal_seam import TemporalPasses as TemporalPasses
 from oidn_gpu.backends.temporal_seam import TemporalResult as TemporalResult
@@ -374,9 +376,10 @@ class Backend(Protocol):
 
     Optional: ``temporal_passes(options) -> TemporalPasses``, the temporal mode's passes
     on this backend with these options (``oidn_gpu.temporal`` runs NumPy's without it).
-    Optional: ``temporal_session(denoiser) -> TemporalSession | None``, the temporal mode
-    with its history on the device of this `oidn_gpu.Denoiser` (None: not for its
-    options; ``oidn_gpu.temporal`` then runs the `TemporalPasses` on host arrays).
+    Optional: ``temporal_session(frames) -> TemporalSession | None``, the temporal mode
+    with its history on the device of a denoiser, given its frame path (a `FrameSource`:
+    ``oidn_gpu.Denoiser.frames``; None: not for its options; ``oidn_gpu.temporal`` then
+    runs the `TemporalPasses` on host arrays).
     """
 
     name: str

@@ -3,7 +3,8 @@
 A backend may declare `Backend.temporal_passes` (a `TemporalPasses`: the two passes on
 host arrays) and `Backend.temporal_session` (a `TemporalSession`: a whole frame with the
 history kept on its device); `oidn_gpu.temporal` uses the session where there is one,
-else the passes, else NumPy's.
+else the passes, else NumPy's. A session reaches its denoiser through a `FrameSource`
+(the facade's frame path), never the `oidn_gpu.Denoiser` object.
 """
 
 from __future__ import annotations
@@ -79,6 +80,62 @@ class TemporalResult:
     output: np.ndarray
     history_fraction: float
     cut: bool
+
+
+class NetworkFrame(Protocol):
+    """One frame planned by a `FrameSource`: what a session runs the network with.
+
+    Attributes:
+        runner: the `base.TileRunner` of the frame's weights.
+        plan: its `plan.DenoisePlan` (mode and tiles, within the backend's tile limits).
+        autoexposes: the runner computes the input scale (the autoexposure) on its device.
+        input_scale: the input scale where not ``autoexposes``.
+    """
+
+    @property
+    def runner(self) -> Any: ...
+
+    @property
+    def plan(self) -> Any: ...
+
+    @property
+    def autoexposes(self) -> bool: ...
+
+    @property
+    def input_scale(self) -> float: ...
+
+
+class FrameSource(Protocol):
+    """What a backend's `TemporalSession` gets from its denoiser (the facade's frame path).
+
+    Attributes:
+        options: the filter's options (``oidn_gpu.FilterOptions``).
+        backend_options: the denoiser's backend options.
+        lock: the denoiser's lock; a session holds it for a frame.
+        closed: the denoiser is closed.
+    """
+
+    options: Any
+    backend_options: Any
+    lock: Any
+    closed: bool
+
+    def check_open(self) -> None:
+        """Raises ``InvalidOperationError``: the denoiser is closed."""
+        ...
+
+    def plan(self, images: Any, *, on_device: bool = False) -> NetworkFrame:
+        """The frame of these validated images (``oidn_gpu.filter_images.Images``) planned
+        (``on_device``: its images are on the runner's device)."""
+        ...
+
+    def record(self, frame: Any, input_scale: Any) -> None:
+        """Record what ran for ``Denoiser.info`` (``frame``: one `plan` gave)."""
+        ...
+
+    def denoise(self, color: Any, albedo: Any = None, normal: Any = None) -> Any:
+        """The denoiser's ``denoise`` (images as ``oidn_gpu.Denoiser.denoise`` takes them)."""
+        ...
 
 
 @runtime_checkable

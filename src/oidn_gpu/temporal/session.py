@@ -77,7 +77,7 @@ def temporal_session_for(denoiser: Any) -> Any:
     """The denoiser's backend's `TemporalSession` (`Backend.temporal_session`) where it
     has one for these options, else a `HostTemporalSession` on its `TemporalPasses`."""
     factory = getattr(get_backend(denoiser.backend), "temporal_session", None)
-    session = None if factory is None else factory(denoiser)
+    session = None if factory is None else factory(denoiser.frames)
     if session is None:
         session = HostTemporalSession(denoiser, temporal_passes_for(denoiser))
     return session

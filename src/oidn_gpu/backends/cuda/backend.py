@@ -144,6 +144,13 @@ class CudaTileRunner:
     ) -> Any:  # fmt: skip
         """One frame: NumPy images through `CudaDenoiser.denoise`, or device tensors
         (``staged``) through `CudaDenoiser.denoise_staged`."""
+        if not TILE_LIMITS.fits(*plan.tile_shape):
+            tile_h, tile_w = plan.tile_shape
+            raise InvalidArgumentError(
+                f"a {tile_w}x{tile_h} px tile is past the cuda backend's tiles of at most "
+                f"{TILE_LIMITS.max_pixels} px (32-bit indexing); plan_denoise with "
+                "tile_limits('cuda') plans within them"
+            )
         entry = self.denoiser.denoise_staged if staged else self.denoiser.denoise
         # The denoiser's buffers are updated in place every frame: never inference tensors,
         # also when the caller runs under torch.inference_mode.
@@ -368,10 +375,11 @@ class CudaBackend:
 
         return TorchTemporalPasses(options.device)
 
-    def temporal_session(self, denoiser: Any) -> Any:
-        """The temporal mode with its history on the denoiser's GPU, its passes as Triton
-        kernels (`temporal_session.CudaTemporalSession`); None where Triton does not
-        import or no device runs its kernels (the `TemporalPasses` on host arrays then)."""
+    def temporal_session(self, frames: Any) -> Any:
+        """The temporal mode with its history on the GPU of ``frames`` (a denoiser's
+        `backends.temporal_seam.FrameSource`), its passes as Triton kernels
+        (`temporal_session.CudaTemporalSession`); None where Triton does not import or no
+        device runs its kernels (the `TemporalPasses` on host arrays then)."""
         from oidn_gpu.backends.cuda import temporal_kernels
         from oidn_gpu.backends.cuda.executor import interpreting
         from oidn_gpu.backends.cuda.temporal import session_device
@@ -379,8 +387,8 @@ class CudaBackend:
 
         if temporal_kernels.UNAVAILABLE is not None:
             return None
-        device = session_device(denoiser.backend_options.device, interpreting())
-        return None if device is None else CudaTemporalSession(denoiser, device)
+        device = session_device(frames.backend_options.device, interpreting())
+        return None if device is None else CudaTemporalSession(frames, device)
 
 
 BACKEND = CudaBackend()

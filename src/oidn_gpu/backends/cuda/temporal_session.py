@@ -47,16 +47,16 @@ _ROLES = ("color", "albedo", "normal", "motion", "depth")
 
 class CudaTemporalSession:
     """A `TemporalSession` with its history on a torch device (a CUDA GPU; the CPU under
-    Triton's interpreter), denoising with ``denoiser`` (a cuda `oidn_gpu.Denoiser` on
-    that device)."""
+    Triton's interpreter), denoising with ``frames`` (the frame path of a cuda
+    `oidn_gpu.Denoiser` on that device, a `backends.temporal_seam.FrameSource`)."""
 
     name = "cuda"
 
-    def __init__(self, denoiser: Any, device: Any) -> None:
+    def __init__(self, frames: Any, device: Any) -> None:
         import torch
 
         self._torch = torch
-        self.denoiser = denoiser
+        self.frames = frames
         self.device = torch.device(device)
         self._cuda = self.device.type == "cuda"
         self._host: dict[str, Any] = {}  # the output's pinned buffer
@@ -160,7 +160,7 @@ class CudaTemporalSession:
         repro = buf["repro"]
         tk.reject(signal, repro, buf["lum"], buf["acc_color"], buf["acc_albedo"],
                   buf["acc_normal"], params, rows=buf["near_rows"])
-        denoised = self.denoiser.denoise(
+        denoised = self.frames.denoise(
             buf["acc_color"],
             None if albedo is None else buf["acc_albedo"],
             None if normal is None else buf["acc_normal"],

@@ -298,17 +298,18 @@ class WgpuBackend:
 
         return WgpuTemporalPasses(options.device)
 
-    def temporal_session(self, denoiser: Any) -> Any:
-        """The temporal mode with its history on the device of ``denoiser``'s engine
-        (`temporal_session.WgpuTemporalSession`: one readback per frame, tiled frames
+    def temporal_session(self, frames: Any) -> Any:
+        """The temporal mode with its history on the device of the engine of ``frames``
+        (a denoiser's `backends.temporal_seam.FrameSource`;
+        `temporal_session.WgpuTemporalSession`: one readback per frame, tiled frames
         included); None for the RTLightmap filter and ``prefilter="accurate"``, which the
         passes on host arrays serve."""
-        options = denoiser.options
+        options = frames.options
         if options.filter_type != "RT" or options.prefilter == "accurate":
             return None
         from oidn_gpu.backends.wgpu.temporal_session import WgpuTemporalSession
 
-        return WgpuTemporalSession(denoiser)
+        return WgpuTemporalSession(frames)
 
 
 BACKEND = WgpuBackend()

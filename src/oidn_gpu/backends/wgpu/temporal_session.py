@@ -2,8 +2,8 @@
 its history kept there (the wgpu backend's `backends.base.TemporalSession`).
 
 A frame runs on the device and the runner (`runner.GpuDenoiser`) of the denoiser's engine
-for its images (the `oidn_gpu.Denoiser` picks the weights, as for a denoise), holding the
-device's queue lock:
+for its images (the denoiser's frame path, a `backends.temporal_seam.FrameSource`, picks
+the weights and plans the network, as for a denoise), holding the device's queue lock:
 
 1. the motion and the images the tap tests use (depth, else albedo and normal) are
    uploaded (mapped upload buffers, as the runner uploads host images), then packed
@@ -49,14 +49,13 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.base import TemporalFrame, TemporalResult
+from oidn_gpu.backends.base import FrameSource, NetworkFrame, TemporalFrame, TemporalResult
 from oidn_gpu.backends.gpu_device import (
     STORAGE_USAGE,
     BufferUsage,
     DeferredRelease,
     PassTimestamps,
 )
-from oidn_gpu.backends.plan import plan_denoise
 from oidn_gpu.backends.wgpu.frames import F32_BYTES, GpuImage
 from oidn_gpu.backends.wgpu import temporal_images as ti
 from oidn_gpu.backends.wgpu.resources import BUFFER, QUERY_SET, ResourceTracker
@@ -74,14 +73,14 @@ TAIL_BYTES = 2 * F32_BYTES
 # GPU timestamps of a profiled frame (`WgpuTemporalSession.profile`), in this order.
 PHASES = ("upload", "passes", "network", "stabilize", "readback")
 KERNEL_STAMPS = 32  # the beginning and end of up to 16 kernels of a frame (profile_kernels)
-PLANS_KEPT = 8
 
 
 class WgpuTemporalSession:
     """The temporal mode of one animation with its history on the denoiser's wgpu device.
 
     Args:
-        denoiser: the wgpu `oidn_gpu.Denoiser` that denoises each accumulated frame.
+        frames: the frame path of the wgpu `oidn_gpu.Denoiser` that denoises each
+            accumulated frame (``Denoiser.frames``).
 
     Attributes:
         profile: time each frame's phases with GPU timestamps (where the device has
@@ -104,8 +103,8 @@ class WgpuTemporalSession:
 
     name = "wgpu-device"
 
-    def __init__(self, denoiser: Any) -> None:
-        self.denoiser = denoiser
+    def __init__(self, frames: FrameSource) -> None:
+        self.frames = frames
         self.profile = False
         self.last_gpu_ms: dict[str, float] = {}
         self.last_host_ms: dict[str, float] = {}
@@ -122,7 +121,6 @@ class WgpuTemporalSession:
         self._buffers: dict[str, Any] = {}
         self._groups: dict[tuple[Any, ...], Any] = {}  # by kernel and buffers bound
         self._kernels: dict[tuple[Any, ...], tuple[Any, Any]] = {}
-        self._plans: dict[tuple[Any, ...], Any] = {}
         self._uniform_data = b""
         self._size: tuple[int, int] | None = None
         self._current = 0  # which of the two state and guide buffers hold the history
@@ -143,15 +141,14 @@ class WgpuTemporalSession:
             InvalidArgumentError: images of different sizes, or the errors of
                 `oidn_gpu.Denoiser.denoise` for these images.
         """
-        den = self.denoiser
-        with den._lock:
+        frames = self.frames
+        with frames.lock:
             if self._closed:
                 raise InvalidOperationError("the temporal session is closed")
-            if den._closed:
-                raise InvalidOperationError("the denoiser is closed")
-            images, engine_of = self._engine_of(frame)
-            with engine_of[2].runner._device.queue_lock:
-                submitted = self._submitted(frame, params, restart, images, engine_of)
+            frames.check_open()
+            images, planned = self._planned(frame)
+            with planned.runner._device.queue_lock:
+                submitted = self._submitted(frame, params, restart, images, planned)
                 try:
                     self._run_ahead(submitted)
                     return self._finish(submitted)
@@ -170,34 +167,30 @@ class WgpuTemporalSession:
         Raises:
             InvalidOperationError: the session is closed.
         """
-        den = self.denoiser
-        with den._lock:
+        frames = self.frames
+        with frames.lock:
             if self._closed:
                 raise InvalidOperationError("the temporal session is closed")
-            if den._closed:
+            if frames.closed:
                 return
             try:
-                engine = self._engine_of(frame)[1][2]
+                runner = self._planned(frame)[1].runner
             except OIDNGPUError:
                 return
-            runner = engine.runner
             if self._runner is not None and runner is not self._runner:
                 return  # attaching it would drop the history the current frame needs
             with runner._device.queue_lock:
                 self._attach(runner)
                 self._prefetcher.start(self._device, self._staging, frame)
 
-    def _engine_of(self, frame: TemporalFrame) -> tuple[Any, tuple[Any, Any, Any]]:
-        """The frame's network images and ``(weights key, model, engine)``."""
-        den = self.denoiser
+    def _planned(self, frame: TemporalFrame) -> tuple[Any, NetworkFrame]:
+        """The frame's network images and their network planned by the frame path (the
+        runner computes any autoexposure, on the device)."""
         images = ti.network_images(frame)
-        clean_aux = (images.albedo is not None if den.options.prefilter == "fast"
-                     else den.options.clean_aux)
-        key, model = den._models.get(images, clean_aux)
-        return images, (key, model, den._engine(key, model))
+        return images, self.frames.plan(images, on_device=True)
 
     def _submitted(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-                   images: Any, engine_of: tuple[Any, Any, Any]) -> _Submitted:
+                   images: Any, planned: NetworkFrame) -> _Submitted:
         """The frame's GPU work: the one submitted ahead for it, else submitted now."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead.frame is frame and ahead.params == params and (
@@ -209,18 +202,18 @@ class WgpuTemporalSession:
             if ahead.frame is frame and self._prefetcher.resident is ahead.staged:
                 staged = ahead.staged
             self._release_staging(ahead, keep=staged is not None)
-        self._use(engine_of[2].runner, images.height, images.width)
+        self._use(planned.runner, images.height, images.width)
         signature = ti.signature(frame, images)
         restart = restart or self._signature != signature
         self._signature = None  # set again once the frame has finished
-        return self._submit(frame, params, restart, images, engine_of, signature, staged)
+        return self._submit(frame, params, restart, images, planned, signature, staged)
 
     def _submit(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-                images: Any, engine_of: tuple[Any, Any, Any], signature: tuple[Any, ...],
+                images: Any, planned: NetworkFrame, signature: tuple[Any, ...],
                 staged: Any = None) -> _Submitted:
         """Queue the frame's passes, network, pass 2 and readback (its images staged by
         `prefetch`: ``staged``, else taken from the prefetcher or uploaded now)."""
-        key, model, engine = engine_of
+        runner = planned.runner
         height, width = images.height, images.width
         start = time.perf_counter()
         timestamps = self._timestamps()
@@ -234,14 +227,14 @@ class WgpuTemporalSession:
             staged = self._prefetcher.take(self._device, self._staging, frame)
         staging = self._queue_passes(frame, params, restart, timestamps, staged)
         uploaded = time.perf_counter()
-        plan, autoexposes, input_scale = self._network(engine.runner, images, model)
+        self._network(runner, images, planned)
         encoder = self._device.create_command_encoder("oidn/temporal/stabilize")
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 3))
         self._encode_stabilize(encoder, params)
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 4))
-        readback = self._encode_readback(encoder, height, width, engine.runner.frame_buffer)
+        readback = self._encode_readback(encoder, height, width, runner.frame_buffer)
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 5))
             encoder.resolve_timestamps(timestamps, len(PHASES) + 1, self._buffers["resolve"])
@@ -254,7 +247,7 @@ class WgpuTemporalSession:
         host_ms = {"upload": (uploaded - start) * 1e3,
                    "submit": (time.perf_counter() - uploaded) * 1e3}
         return _Submitted(frame, params, restart, signature, keep_min, readback, staging,
-                          staged, (plan, autoexposes, input_scale), engine_of, host_ms,
+                          staged, planned, host_ms,
                           timestamps is not None)
 
     def _run_ahead(self, current: _Submitted) -> None:
@@ -266,10 +259,10 @@ class WgpuTemporalSession:
         if staged is None or current.profiled or self.profile:
             return
         try:
-            images, engine_of = self._engine_of(staged.frame)
+            images, planned = self._planned(staged.frame)
         except OIDNGPUError:
             return  # its own call raises it
-        if engine_of[2].runner is not self._runner or (
+        if planned.runner is not self._runner or (
                 ti.signature(staged.frame, images) != current.signature):
             return
         staged.future.exception()  # its images are in the upload buffers
@@ -278,7 +271,7 @@ class WgpuTemporalSession:
             return
         self._current = 1 - self._current  # its history: the state current writes
         try:
-            self._ahead = self._submit(staged.frame, current.params, False, images, engine_of,
+            self._ahead = self._submit(staged.frame, current.params, False, images, planned,
                                        current.signature, taken)
         except Exception:  # noqa: BLE001 - the frame's own call runs it again and raises
             self._prefetcher.done_with(taken)
@@ -288,7 +281,8 @@ class WgpuTemporalSession:
     def _finish(self, sub: _Submitted) -> TemporalResult:
         """Wait for a submitted frame and read it back: the history is its now."""
         height, width = sub.signature[:2]
-        frame, restart, (plan, autoexposes, input_scale) = sub.frame, sub.restart, sub.network
+        frame, restart, planned = sub.frame, sub.restart, sub.planned
+        input_scale: float = planned.input_scale
         output, count, scale = self._read(sub.readback, height, width)
         self._prefetcher.submit_ready(self._device, self._staging)
         self._release_staging(sub)
@@ -299,12 +293,12 @@ class WgpuTemporalSession:
             self._read_timestamps()
         self._current = 1 - self._current
         self._signature = sub.signature
-        if autoexposes:
+        if planned.autoexposes:
             input_scale = scale
             if scale == 0.0:
                 process.warn_if_autoexposure_blackens(
                     tp.pack_signal(frame.color, None, None)[:, :, :3], scale)
-        self.denoiser._record_info(*sub.engine_of, plan, input_scale)
+        self.frames.record(planned, input_scale)
         cut = not restart and count < sub.keep_min
         fraction = 0.0 if restart or cut else count / float(height * width)
         return TemporalResult(output, fraction, cut)
@@ -324,22 +318,11 @@ class WgpuTemporalSession:
         if ahead is not None and self._device is not None:
             self._release_staging(ahead)
 
-    def _network(self, runner: Any, images: Any, model: Any) -> tuple[Any, bool, float]:
-        """Queue the network on the accumulated images in the reprojection buffer:
-        ``(plan, whether the input scale is the autoexposure, the fixed input scale)``."""
-        den = self.denoiser
+    def _network(self, runner: Any, images: Any, planned: NetworkFrame) -> None:
+        """Queue the network on the accumulated images in the reprojection buffer, as the
+        frame path planned it."""
         height, width = images.height, images.width
-        autoexposes = den._autoexposes(images)
-        input_scale = 1.0 if autoexposes else den._input_scale(images)
-        options = den.options.denoise_options(images, input_scale)
-        plan_key = (id(model), height, width, options)
-        plan = self._plans.get(plan_key)
-        if plan is None or plan[0] is not model:
-            if len(self._plans) >= PLANS_KEPT:
-                self._plans.clear()
-            plan = self._plans[plan_key] = (model, plan_denoise(model, height, width, options,
-                                                                den._tile_limits))
-        plan = plan[1]
+        plan = planned.plan
         reprojection = self._buffers["reprojection"]
         given = [0] + [3 * (i + 1) for i, image in enumerate((images.albedo, images.normal))
                        if image is not None]
@@ -347,8 +330,7 @@ class WgpuTemporalSession:
                            offset=offset) for offset in given]
         denoised = GpuImage(self._buffers["denoised"], height, width, 3)
         runner.denoise_buffers(inputs, denoised, mode=plan.mode, plan=plan.tiles,
-                               autoexposure=autoexposes)
-        return plan, autoexposes, input_scale
+                               autoexposure=planned.autoexposes)
 
     # ------------------------------------------------------------------ passes
 
@@ -629,7 +611,6 @@ class WgpuTemporalSession:
             self._pending.release_all()
         self._buffers.clear()
         self._kernels.clear()
-        self._plans.clear()
         self._resources.release_all()
         self._staging = self._pending = None
 
@@ -669,7 +650,6 @@ class _Submitted:
     readback: Any
     staging: list[Any]  # upload buffers to map again
     staged: Any  # its `temporal_prefetch.Staged`, or None
-    network: tuple[Any, bool, float]  # plan, whether it autoexposes, the fixed input scale
-    engine_of: tuple[Any, Any, Any]
+    planned: NetworkFrame  # its network's plan, runner and input scale
     host_ms: dict[str, float]
     profiled: bool
