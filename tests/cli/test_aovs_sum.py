@@ -6,6 +6,7 @@ bit; the alpha channel is denoised in place."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +94,21 @@ def test_alpha_denoise_writes_the_denoised_alpha(cli, tmp_path: Path) -> None:
     noisy_error = np.sqrt(np.mean((before["A"] - ref["A"]) ** 2))
     error = np.sqrt(np.mean((after["A"] - ref["A"]) ** 2))
     assert error * 1.5 <= noisy_error
+
+
+def test_every_frame_of_a_sequence_keeps_the_sum(cli, tmp_path: Path) -> None:
+    frames, out = tmp_path / "frames", tmp_path / "out"
+    frames.mkdir()
+    for number in (1, 2):
+        shutil.copy(DATA / "light_groups.exr", frames / f"shot.{number:04d}.exr")
+    result = cli("denoise", frames, "-o", out, "--mkdir", "--aovs-sum", "key,fill", "--json")
+    assert result.rc == 0, result.err
+    assert [r["status"] for r in json.loads(result.out)["results"]] == ["done", "done"]
+    for number in (1, 2):
+        _, after, _ = read_exr(out / f"shot.{number:04d}.exr")
+        beauty = rgb(after, "")
+        total = rgb(after, "key").astype(np.float64) + rgb(after, "fill")
+        assert np.abs(total - beauty).max() <= 1e-5 * np.abs(beauty).max()
 
 
 def test_aovs_sum_usage_errors(cli, tmp_path: Path) -> None:
