@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu import filter_device
+from oidn_gpu import filter_aovs, filter_device
 from oidn_gpu.backends.base import (
     AUTO,
     BackendOptions,
@@ -347,6 +347,8 @@ class Denoiser:
             finally:
                 self._running = False
         return call.finish(result)
+
+    denoise_aovs = filter_aovs.denoise_aovs  # light-path passes that sum to the beauty
 
     def _denoise_device(self, call: Any, progress: Progress | None) -> Any:
         """The call on the backend's device (`filter_device`), or None: the host path."""

@@ -28,8 +28,8 @@ from oidn_gpu.cli.usage import (
 )
 from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
-from oidn_gpu.model.unet import load_model
 from oidn_gpu.farm.temporal import denoise_sequence_temporal
+from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.temporal.frames import TemporalFrames
 
@@ -112,6 +112,20 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         metavar="LAYER,...",
         help="also denoise these layers of an EXR (e.g. 'DiffDir,GlossDir') into the output; "
         "each uses the beauty's albedo and normal, shadow passes the color alone",
+    )
+    aux.add_argument(
+        "--aovs-sum",
+        metavar="LAYER,...",
+        help="light-path layers of an EXR whose sum is the beauty (e.g. 'key,fill' light "
+        "groups): each is denoised with the beauty's albedo and normal, then adjusted so "
+        "that the denoised layers add up to the denoised beauty (docs/aovs.md)",
+    )
+    aux.add_argument(
+        "--alpha",
+        choices=("copy", "denoise"),
+        default="copy",
+        help="the beauty's alpha channel: copied through (default, as Intel OIDN) or "
+        "denoised with the fast LDR weights and the albedo and normal",
     )
     aux.add_argument(
         "--temporal",
@@ -267,10 +281,15 @@ def _add_output_flags(p: argparse.ArgumentParser) -> None:
 def _check_denoise_args(args: argparse.Namespace) -> None:
     if args.directional and not args.lightmap:
         raise UsageError("--directional needs --lightmap")
-    if args.only_beauty and args.aovs:
-        raise UsageError("--only-beauty writes the beauty alone; it cannot be used with --aovs")
-    if args.temporal and args.aovs:
-        raise UsageError("--temporal denoises the beauty; it cannot be used with --aovs")
+    for flag, given in (("--aovs", args.aovs), ("--aovs-sum", args.aovs_sum)):
+        if args.only_beauty and given:
+            raise UsageError(
+                f"--only-beauty writes the beauty alone; it cannot be used with {flag}"
+            )
+        if args.temporal and given:
+            raise UsageError(f"--temporal denoises the beauty; it cannot be used with {flag}")
+    if args.lightmap and args.alpha == "denoise":
+        raise UsageError("--alpha denoise cannot be used with --lightmap (lightmaps have no alpha)")
     if args.motion_layer is not None and not args.temporal:
         raise UsageError("--motion-layer names the motion pass of --temporal; add --temporal")
     if args.layer_name is not None and not args.layer_name.strip():
@@ -368,7 +387,9 @@ def sequence_options(args: argparse.Namespace) -> SequenceOptions:
         output=OutputOptions(
             layer_name=args.layer_name,
             only_beauty=args.only_beauty,
-            aovs=tuple(a.strip() for a in (args.aovs or "").split(",") if a.strip()),
+            aovs=_names(args.aovs),
+            aovs_sum=_names(args.aovs_sum),
+            alpha=args.alpha,
         ),
         skip_existing=args.skip_existing,
         show_progress=False if args.no_progress else None,
@@ -376,6 +397,11 @@ def sequence_options(args: argparse.Namespace) -> SequenceOptions:
         quiet=args.quiet,
         software=f"oidn-gpu {__version__}",
     )
+
+
+def _names(flag: str | None) -> tuple[str, ...]:
+    """The layer names of a comma-separated flag."""
+    return tuple(a.strip() for a in (flag or "").split(",") if a.strip())
 
 
 def farm_options(args: argparse.Namespace) -> farm.FarmOptions:
@@ -422,7 +448,11 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         run = functools.partial(farm.denoise_sequence, jobs, config, options, farm_options(args))
         if temporal is not None:
             run = functools.partial(
-                denoise_sequence_temporal, jobs, config, options, farm_options(args),
+                denoise_sequence_temporal,
+                jobs,
+                config,
+                options,
+                farm_options(args),
                 temporal=temporal,
             )
     try:

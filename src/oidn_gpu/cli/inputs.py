@@ -201,8 +201,8 @@ def plan_jobs(args: argparse.Namespace, files: list[Path], many: bool) -> list[A
         check_outputs(targets, inputs, create_folders=args.mkdir)
     except OutputFileError as err:
         raise UsageError(str(err)) from None
-    if args.aovs or args.layer_name is not None:
-        flag = "--aovs" if args.aovs else "--layer-name"
+    if args.aovs or args.aovs_sum or args.layer_name is not None:
+        flag = "--aovs" if args.aovs else ("--aovs-sum" if args.aovs_sum else "--layer-name")
         for job in jobs:
             if job.output.suffix.lower() != ".exr" or job.color.suffix.lower() != ".exr":
                 raise UsageError(
@@ -232,4 +232,3 @@ def _check_folder_spec(flag: str, spec: str | None, count: int) -> None:
             f"('{path.with_suffix('')}/') or a template such as "
             f"'{path.parent / ('{stem}' + path.suffix)}'"
         )
-

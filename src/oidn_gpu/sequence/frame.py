@@ -17,7 +17,8 @@ import numpy as np
 import oidn_gpu  # oidn_gpu.Denoiser is looked up at call time: tests substitute a fake
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError, NonFiniteInputWarning, NonFiniteOutputWarning
-from oidn_gpu.image import aovs, exr, io, process
+from oidn_gpu.filter_aovs import alpha_config, denoise_alpha
+from oidn_gpu.image import aov_sum, aovs, exr, io, process
 from oidn_gpu.image.preview import write_side_by_side
 from oidn_gpu.sequence.load import FrameNote, LoadedFrame, layer_label, load_frame, resolve_mode
 from oidn_gpu.sequence.options import FrameJob, OutputOptions, SequenceOptions
@@ -35,12 +36,20 @@ class DenoiserPool:
 
     def __init__(self, config: DenoiserConfig) -> None:
         self.config = config
-        self._denoisers: dict[tuple[bool, bool], Any] = {}
+        self._denoisers: dict[tuple[Any, bool], Any] = {}
 
     def get(self, hdr: bool, srgb: bool) -> Any:
         key = (hdr, srgb)
         if key not in self._denoisers:
             config = self.config if self.config.lightmap else self.config.with_mode(hdr, srgb)
+            self._denoisers[key] = oidn_gpu.Denoiser.from_config(config)
+        return self._denoisers[key]
+
+    def alpha(self) -> Any:
+        """The Denoiser of alpha channels (`oidn_gpu.filter_aovs.alpha_config`)."""
+        key = ("alpha", False)
+        if key not in self._denoisers:
+            config = alpha_config(self.config)
             self._denoisers[key] = oidn_gpu.Denoiser.from_config(config)
         return self._denoisers[key]
 
@@ -124,24 +133,23 @@ def denoise_frame(
     part = _scaled(progress, 0.0, share)
     ahead_s = 0.0
     if temporal is not None:
-        result, restarts = temporal.denoise(job.color, frame, denoiser, upcoming=upcoming,
-                                            inputs=options.inputs,
-                                            lightmap=pool.config.lightmap)
+        result, restarts = temporal.denoise(
+            job.color,
+            frame,
+            denoiser,
+            upcoming=upcoming,
+            inputs=options.inputs,
+            lightmap=pool.config.lightmap,
+        )
         ahead_s = temporal.ahead_s
         for text in restarts if warn is not None else ():
             warn(text)
     else:
         color = frame.color.pixels
         result = _denoise_image(denoiser, color, frame.albedo, frame.normal, part, warn)
-    denoised: list[DenoisedPass] = []
-    for index, (name, layer, guided) in enumerate(passes, start=1):
-        image = io.read_layer(job.color, layer)
-        if warn is not None:
-            _warn_nonfinite_inputs([(f"AOV '{name}'", image.pixels)], warn)
-        albedo, normal = (frame.albedo, frame.normal) if guided else (None, None)
-        part = _scaled(progress, index * share, share)
-        values = _denoise_image(denoiser, image.pixels, albedo, normal, part, warn)
-        denoised.append((layer, image, values, guided))
+    denoised = _denoise_passes(job, frame, passes, denoiser, progress, warn)
+    denoised = _reconcile(result, denoised, output.aovs_sum, passes)
+    frame = _with_alpha(frame, pool, output)
     nonfinite = [("the color", _nonfinite_pixels(result))] + [
         (f"layer '{layer_label(layer.name)}'", _nonfinite_pixels(values))
         for layer, _, values, _ in denoised
@@ -153,8 +161,9 @@ def denoise_frame(
     outcome = _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
     # "denoise" includes the AOV layers' reads (small beside their denoise)
     read_s = read - start if read_before is None else read_before
-    outcome.stages.update(read=read_s, denoise=denoised_at - read - ahead_s,
-                          write=time.perf_counter() - denoised_at)
+    outcome.stages.update(
+        read=read_s, denoise=denoised_at - read - ahead_s, write=time.perf_counter() - denoised_at
+    )
     return dataclasses.replace(outcome, others_s=(read - start) - read_s + ahead_s)
 
 
@@ -175,15 +184,79 @@ def _passes(
             f"{flag} needs an OpenEXR input and output; '{job.color}' -> '{job.output}'"
         )
     passes = []
-    for name in output.aovs:
+    summed = set(output.aovs_sum)
+    for name in dict.fromkeys(output.aovs + output.aovs_sum):
         layer = io.match_layer(frame.layers, name)
         if layer is None:
             raise io.ImageFileError(
                 f"'{job.color}' has no layer '{name}' (--aovs); its layers are "
                 f"{io.describe_layers(frame.layers)}"
             )
-        passes.append((name, layer, not aovs.is_color_only_aov(layer.name)))
+        guided = name in summed or not aovs.is_color_only_aov(layer.name)
+        passes.append((name, layer, guided))
     return passes
+
+
+def _denoise_passes(
+    job: FrameJob,
+    frame: LoadedFrame,
+    passes: Sequence[tuple[str, io.Layer, bool]],
+    denoiser: Any,
+    progress: Progress | None,
+    warn: Warn | None,
+) -> list[DenoisedPass]:
+    """The ``--aovs`` and ``--aovs-sum`` passes read and denoised one by one (their share of
+    the frame's progress after the beauty's)."""
+    share = 1.0 / (1 + len(passes))
+    denoised: list[DenoisedPass] = []
+    for index, (name, layer, guided) in enumerate(passes, start=1):
+        image = io.read_layer(job.color, layer)
+        if warn is not None:
+            _warn_nonfinite_inputs([(f"AOV '{name}'", image.pixels)], warn)
+        albedo, normal = (frame.albedo, frame.normal) if guided else (None, None)
+        part = _scaled(progress, index * share, share)
+        values = _denoise_image(denoiser, image.pixels, albedo, normal, part, warn)
+        denoised.append((layer, image, values, guided))
+    return denoised
+
+
+def _with_alpha(frame: LoadedFrame, pool: DenoiserPool, output: OutputOptions) -> LoadedFrame:
+    """The frame with its alpha denoised when ``output.alpha`` says so (and it has one)."""
+    if output.alpha != "denoise" or frame.alpha is None:
+        return frame
+    alpha = denoise_alpha(pool.alpha(), frame.alpha, frame.albedo, frame.normal)
+    return dataclasses.replace(frame, alpha=alpha)
+
+
+def _reconcile(
+    result: np.ndarray,
+    denoised: list[DenoisedPass],
+    summed: Sequence[str],
+    passes: Sequence[tuple[str, io.Layer, bool]],
+) -> list[DenoisedPass]:
+    """The passes of ``--aovs-sum`` adjusted to add up to the denoised beauty ``result``
+    (`oidn_gpu.image.aov_sum.reconcile`); the other passes as they are.
+
+    Raises:
+        InvalidArgumentError: a summed layer whose channels are not the beauty's.
+    """
+    if not summed:
+        return denoised
+    colour = result.shape[2]
+    indices = [i for i, (name, _, _) in enumerate(passes) if name in summed]
+    for i in indices:
+        layer, _, values, _ = denoised[i]
+        if values.shape[2] < colour:
+            raise InvalidArgumentError(
+                f"layer '{layer_label(layer.name)}' (--aovs-sum) has {values.shape[2]} "
+                f"channels; expected the beauty's {colour}"
+            )
+    parts = aov_sum.reconcile(result, [denoised[i][2][:, :, :colour] for i in indices])
+    out = list(denoised)
+    for i, part in zip(indices, parts, strict=True):
+        layer, image, values, guided = out[i]
+        out[i] = (layer, image, np.concatenate([part, values[:, :, colour:]], axis=2), guided)
+    return out
 
 
 def _warn_nonfinite_inputs(images: Sequence[tuple[str, Any]], warn: Warn) -> None:
@@ -332,6 +405,8 @@ def _write_exr(
         contents.add_channels(sub, new, values, like)
     else:
         contents.replace_channels(sub, names, result)
+    if output.alpha == "denoise" and frame.alpha_channel and not output.layer_name:
+        contents.replace_channels(sub, [frame.alpha_channel], frame.alpha)
     for layer, image, values, _ in denoised_aovs:
         channels = list(image.channels)
         if output.layer_name:

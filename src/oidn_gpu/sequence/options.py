@@ -65,24 +65,33 @@ class OutputOptions:
         aovs: further layers of the beauty file to denoise into the output, each with
             the beauty's albedo and normal, or colour-only for passes the albedo does not
             modulate (`oidn_gpu.image.aovs.is_color_only_aov`).
+        aovs_sum: layers of the beauty file whose sum is the beauty (light-path passes):
+            denoised with the beauty's albedo and normal, then adjusted to add up to the
+            denoised beauty (`oidn_gpu.image.aov_sum`); they need not be in ``aovs``.
+        alpha: ``"copy"`` passes the beauty's alpha through; ``"denoise"`` denoises it
+            (`oidn_gpu.filter_aovs.denoise_alpha`).
     """
 
     layer_name: str | None = None
     only_beauty: bool = False
     aovs: tuple[str, ...] = ()
+    aovs_sum: tuple[str, ...] = ()
+    alpha: str = "copy"
 
     def __post_init__(self) -> None:
         if self.layer_name is not None and not self.layer_name.strip():
             raise InvalidArgumentError(
                 "the layer name is empty; expected a name such as 'Denoised'"
             )
-        if self.only_beauty and (self.aovs or self.layer_name is not None):
+        if self.alpha not in ("copy", "denoise"):
             raise InvalidArgumentError(
-                "--only-beauty writes the beauty alone; it cannot be used with --aovs or "
-                "--layer-name"
+                f"the alpha mode is {self.alpha!r}; expected 'copy' or 'denoise'"
             )
-
-
+        if self.only_beauty and (self.aovs or self.aovs_sum or self.layer_name is not None):
+            raise InvalidArgumentError(
+                "--only-beauty writes the beauty alone; it cannot be used with --aovs, "
+                "--aovs-sum or --layer-name"
+            )
 
 
 @dataclass(frozen=True)
