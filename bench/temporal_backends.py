@@ -49,7 +49,7 @@ def _frames(data: dict[str, np.ndarray], name: str) -> list[dict[str, np.ndarray
 
 def run(data_path: Path, backend: str, to: Path, options: dict) -> None:
     from oidn_gpu import Denoiser
-    from oidn_gpu.temporal import TemporalDenoiser
+    from oidn_gpu import TemporalDenoiser
 
     data = dict(np.load(data_path))
     names = sorted({k.split("/")[0] for k in data})

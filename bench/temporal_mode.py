@@ -5,7 +5,7 @@
 
 The sequences and the metric are `bench/temporal_stability.py`'s (instability: flicker the
 reference does not have, relative to it; PSNR per frame; PSNR of the disoccluded pixels).
-The temporal method is `oidn_gpu.temporal.TemporalDenoiser` with its default parameters,
+The temporal method is `oidn_gpu.TemporalDenoiser` with its default parameters,
 or those given as ``--param name=value`` (repeatable), with each frame's color, albedo,
 normal, motion and depth.
 """
@@ -28,7 +28,7 @@ def temporal(backend: str, params: dict, **options) -> ts.Method:
     """Each frame through `TemporalDenoiser` (HDR, with albedo, normal, motion and depth)."""
 
     def run(frames: Sequence[ts.Frame]) -> list[np.ndarray]:
-        from oidn_gpu.temporal import TemporalDenoiser
+        from oidn_gpu import TemporalDenoiser
 
         with TemporalDenoiser(hdr=True, backend=backend, **params, **options) as td:
             outputs = []

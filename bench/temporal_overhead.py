@@ -2,7 +2,7 @@
 
 For each ``--backend``, one HDR colour + albedo + normal sequence of ``--size`` with a
 one-pixel pan (whole-pixel motion, so the input history accumulates) and constant depth
-is denoised per frame by `oidn_gpu.Denoiser` and by `oidn_gpu.temporal.TemporalDenoiser`
+is denoised per frame by `oidn_gpu.Denoiser` and by `oidn_gpu.TemporalDenoiser`
 on the same backend; medians over ``--frames`` frames after ``--warmup`` (the first
 frames compile kernels and start the history). The overhead is the temporal frame's
 extra time over the per-frame denoise, as a share of the per-frame denoise: per call
@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 import oidn_gpu
-from oidn_gpu.temporal import TemporalDenoiser
+from oidn_gpu import TemporalDenoiser
 
 
 def sequence(height: int, width: int, frames: int, seed: int = 7) -> list[dict]:

@@ -3,7 +3,7 @@
 Rows (medians over the frames after the warm-up):
 
 * ``numpy``: host arrays in, a host array out: `oidn_gpu.Denoiser.denoise` against
-  `oidn_gpu.temporal.TemporalDenoiser.denoise` (wall time);
+  `oidn_gpu.TemporalDenoiser.denoise` (wall time);
 * ``tensors``: torch CUDA tensors in, a CUDA tensor out: the denoiser's device path
   against `CudaTemporalSession.frame_on_device` (CUDA events);
 * ``split``: the parts of the temporal frame's extra work: the staging and upload of
@@ -26,9 +26,9 @@ import torch
 
 import oidn_gpu
 from oidn_gpu.backends.cuda import temporal_kernels as tk
-from oidn_gpu.temporal import TemporalDenoiser
+from oidn_gpu import TemporalDenoiser
 from oidn_gpu.temporal import passes as tp
-from oidn_gpu.temporal.session import HostTemporalSession
+from oidn_gpu.backends.host_temporal import HostTemporalSession
 
 COMPILE_TIMEOUT_S = 240
 

@@ -22,7 +22,7 @@ from temporal_cli import write_frames  # noqa: E402
 
 from oidn_gpu import sequence  # noqa: E402
 from oidn_gpu.sequence.options import FrameJob, InputOptions  # noqa: E402
-from oidn_gpu.temporal.frames import TemporalFrames  # noqa: E402
+from oidn_gpu.sequence.temporal_frames import TemporalFrames  # noqa: E402
 
 
 def median_ms(fn, jobs) -> float:

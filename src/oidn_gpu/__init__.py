@@ -25,8 +25,8 @@ from oidn_gpu.filter import (
     RTLightmapFilter,
     denoise,
 )
+from oidn_gpu.filter import TemporalDenoiser
 from oidn_gpu.filter_cache import clear_denoiser_cache
-from oidn_gpu.temporal import TemporalDenoiser
 
 __version__ = "0.1.0"
 

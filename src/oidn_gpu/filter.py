@@ -31,13 +31,13 @@ import dataclasses
 import os
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from oidn_gpu import filter_aovs, filter_device
+from oidn_gpu import filter_aovs, filter_device, filter_temporal
 from oidn_gpu.backends.base import (
     AUTO,
     BackendOptions,
@@ -52,8 +52,6 @@ from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.filter_cache import CACHE, on_tensor_device
 from oidn_gpu.filter_frame import DenoiserInfo, Engine, FramePath, PlannedFrame
 from oidn_gpu.filter_images import (
-    MAX_IMAGE_DIM,
-    Images,
     Peekable,
     Progress,
     check_output,
@@ -63,10 +61,10 @@ from oidn_gpu.filter_images import (
     output_destination,
     scaled_progress,
     store_result,
-    validate_images,
 )
 from oidn_gpu.filter_models import CUSTOM_WEIGHTS, ModelCache
 from oidn_gpu.image import arrays, process, tensors
+from oidn_gpu.image.checks import MAX_IMAGE_DIM, Images, validate_images
 
 __all__ = [  # and, for older imports, what moved to `config` and `filter_models`
     "CUSTOM_WEIGHTS",
@@ -79,13 +77,9 @@ __all__ = [  # and, for older imports, what moved to `config` and `filter_models
     "ModelCache",
     "RTFilter",
     "RTLightmapFilter",
+    "TemporalDenoiser",
     "denoise",
 ]
-
-
-# What Denoiser(temporal=..., **options) makes (None: a Denoiser); set by the module that
-# builds on this one, `oidn_gpu.temporal.denoiser.temporal_denoiser`, when it loads.
-TEMPORAL_FACTORY: Callable[[type, Any, dict[str, Any]], Any] | None = None
 
 
 class Denoiser:
@@ -129,12 +123,14 @@ class Denoiser:
     """
 
     def __new__(cls, *args: Any, temporal: Any = False, **options: Any) -> Any:
-        # Denoiser(temporal=True, ...) is an oidn_gpu.TemporalDenoiser (`TEMPORAL_FACTORY`)
-        factory = TEMPORAL_FACTORY
-        if factory is None and temporal is not False:
-            raise InvalidOperationError("temporal=True needs oidn_gpu.temporal (import oidn_gpu)")
-        made = None if factory is None else factory(cls, temporal, options)
-        return super().__new__(cls) if made is None else made
+        # Denoiser(temporal=True, ...) is an oidn_gpu.TemporalDenoiser
+        if not filter_temporal.temporal_requested(temporal, options):
+            return super().__new__(cls)
+        if cls is not Denoiser:
+            raise InvalidArgumentError(
+                f"temporal=True is an option of oidn_gpu.Denoiser, not of {cls.__name__}"
+            )
+        return TemporalDenoiser(**options)
 
     def __init__(
         self,
@@ -534,6 +530,13 @@ class RTLightmapFilter(Denoiser):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(filter_type="RTLightmap", **options)
+
+
+class TemporalDenoiser(filter_temporal.TemporalDenoiser):
+    __doc__ = filter_temporal.TemporalDenoiser.__doc__
+
+    def _make_denoiser(self, options: dict[str, Any]) -> Denoiser:
+        return Denoiser(**options)
 
 
 def denoise(

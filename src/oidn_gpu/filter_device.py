@@ -24,15 +24,13 @@ from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.filter_frame import FramePath
 from oidn_gpu.filter_images import (
-    Images,
     Progress,
     check_output_shape,
     make_runner_images,
     scaled_progress,
-    split_alpha,
-    validate_images,
 )
 from oidn_gpu.image import process
+from oidn_gpu.image.checks import Images, split_alpha, validate_images
 from oidn_gpu.image.tensors import DeviceCall
 
 if TYPE_CHECKING:

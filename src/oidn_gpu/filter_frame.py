@@ -42,10 +42,11 @@ from oidn_gpu.backends.lru import LruCache
 from oidn_gpu.backends.plan import DenoisePlan, plan_denoise, plan_mode
 from oidn_gpu.config import FilterOptions
 from oidn_gpu.errors import InvalidOperationError
-from oidn_gpu.filter_images import Images, Progress, make_runner_images
+from oidn_gpu.filter_images import Progress, make_runner_images
 from oidn_gpu.filter_models import CUSTOM_WEIGHTS, ModelCache
 from oidn_gpu.image import process
 from oidn_gpu.image.autoexposure import autoexposure
+from oidn_gpu.image.checks import Images
 from oidn_gpu.model.unet import ValidatedModel
 
 PLANS_KEPT = 16  # (weights, size, options) plans a denoiser remembers

@@ -9,7 +9,7 @@ from typing import Any
 
 from oidn_gpu.config import FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, WeightsNotFoundError
-from oidn_gpu.filter_images import Images
+from oidn_gpu.image.checks import Images
 from oidn_gpu.model import unet, weights
 from oidn_gpu.model.unet import ValidatedModel
 

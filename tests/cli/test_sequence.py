@@ -43,7 +43,7 @@ class FakeDenoiser:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeDenoiser]:
     FakeDenoiser.created = []
-    monkeypatch.setattr(oidn_gpu, "Denoiser", FakeDenoiser)
+    monkeypatch.setattr(oidn_gpu.filter, "Denoiser", FakeDenoiser)
     return FakeDenoiser
 
 
@@ -149,7 +149,7 @@ def test_the_bar_names_the_frame_being_denoised(monkeypatch, tmp_path: Path) -> 
             seen.append(stream.getvalue().rsplit("\r", 1)[-1])
             return super().denoise(color, albedo, normal, progress=progress)
 
-    monkeypatch.setattr(oidn_gpu, "Denoiser", Watcher)
+    monkeypatch.setattr(oidn_gpu.filter, "Denoiser", Watcher)
     jobs = _jobs(tmp_path, [1.0, 2.0, 3.0])
     sequence.run_sequence(
         jobs, DenoiserConfig(), _options(auto_aux=False, show_progress=True), stream=stream

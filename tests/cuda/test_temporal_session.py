@@ -18,9 +18,9 @@ import oidn_gpu
 from oidn_gpu.backends.base import TemporalFrame
 from oidn_gpu.backends.cuda.temporal_session import CudaTemporalSession
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu.temporal import TemporalDenoiser
+from oidn_gpu import TemporalDenoiser
 from oidn_gpu.temporal import passes as tp
-from oidn_gpu.temporal.session import HostTemporalSession
+from oidn_gpu.backends.host_temporal import HostTemporalSession
 from tests.cuda.conftest import HAS_CUDA, rel_l2
 from tests.temporal import synthetic
 

@@ -9,7 +9,8 @@ import pytest
 
 from oidn_gpu import Denoiser
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.temporal import TemporalDenoiser, chunks
+from oidn_gpu import TemporalDenoiser
+from oidn_gpu.farm import temporal_chunks as chunks
 from tests.temporal import synthetic
 
 

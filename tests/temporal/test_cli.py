@@ -12,8 +12,8 @@ import pytest
 from oidn_gpu.cli import main
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
-from oidn_gpu.temporal import TemporalDenoiser
-from oidn_gpu.temporal.frames import frame_number, read_depth
+from oidn_gpu import TemporalDenoiser
+from oidn_gpu.sequence.temporal_frames import frame_number, read_depth
 
 SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "static"
 

@@ -11,7 +11,7 @@ import pytest
 
 from oidn_gpu import Denoiser
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu.temporal import TemporalDenoiser
+from oidn_gpu import TemporalDenoiser
 from tests.bench_scripts import load
 from tests.temporal import synthetic
 

@@ -7,7 +7,7 @@ import pytest
 
 import oidn_gpu
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.temporal import TemporalDenoiser
+from oidn_gpu import TemporalDenoiser
 from tests.temporal import synthetic
 
 

@@ -312,7 +312,7 @@ def test_denoiser_temporal_true_runs_the_device_session_with_the_host_paths_imag
 ):
     """Through the public API: `Denoiser(temporal=True, backend="wgpu")` keeps its history
     on the device, and gives the image of the host path with the WGSL passes, bit for bit."""
-    from oidn_gpu.temporal.session import HostTemporalSession
+    from oidn_gpu.backends.host_temporal import HostTemporalSession
 
     steps = _sequence_steps("moving")
     options = dict(backend="wgpu", hdr=True, precision="fp32", quality="fast")

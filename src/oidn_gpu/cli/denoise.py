@@ -31,7 +31,7 @@ from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDevic
 from oidn_gpu.farm.temporal import denoise_sequence_temporal
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
-from oidn_gpu.temporal.frames import TemporalFrames
+from oidn_gpu.sequence.temporal_frames import TemporalFrames
 
 QUALITIES = ("fast", "balanced", "high")
 PREFILTERS = ("none", "fast", "accurate")

@@ -1,6 +1,6 @@
 """Temporal mode on the farm: contiguous chunks of frames, each with warm-up history.
 
-`denoise_sequence_temporal` splits the frames into chunks (`oidn_gpu.temporal.chunks`), one
+`denoise_sequence_temporal` splits the frames into chunks (`oidn_gpu.farm.temporal_chunks`), one
 per worker or more, and runs them through `driver.denoise_sequence` as units of work: a
 `ChunkJob` (the chunk's first frame, for the progress lines) that a `TemporalFrameWorker`
 denoises whole, warm-up frames first (not written), on a fresh history. A failed chunk is
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from oidn_gpu.farm import driver
+from oidn_gpu.farm import temporal_chunks as tc
 from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary
 from oidn_gpu.farm.worker import FrameOutcome, FrameWorker
 from oidn_gpu.sequence import FrameJob, denoise_frame, describe_error, output_is_complete
-from oidn_gpu.temporal import chunks as tc
-from oidn_gpu.temporal.frames import TemporalFrames
+from oidn_gpu.sequence.temporal_frames import TemporalFrames
 
 # Chunks per worker: a few, so a slow or failing chunk holds back little of the sequence.
 CHUNKS_PER_WORKER = 2

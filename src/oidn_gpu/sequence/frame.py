@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-import oidn_gpu  # oidn_gpu.Denoiser is looked up at call time: tests substitute a fake
+from oidn_gpu import filter as facade  # Denoiser looked up at call time: tests substitute a fake
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError, NonFiniteInputWarning, NonFiniteOutputWarning
 from oidn_gpu.filter_aovs import alpha_config, denoise_alpha
@@ -42,7 +42,7 @@ class DenoiserPool:
         key = (hdr, srgb)
         if key not in self._denoisers:
             config = self.config if self.config.lightmap else self.config.with_mode(hdr, srgb)
-            self._denoisers[key] = oidn_gpu.Denoiser.from_config(config)
+            self._denoisers[key] = facade.Denoiser.from_config(config)
         return self._denoisers[key]
 
     def alpha(self) -> Any:
@@ -50,7 +50,7 @@ class DenoiserPool:
         key = ("alpha", False)
         if key not in self._denoisers:
             config = alpha_config(self.config)
-            self._denoisers[key] = oidn_gpu.Denoiser.from_config(config)
+            self._denoisers[key] = facade.Denoiser.from_config(config)
         return self._denoisers[key]
 
     def close(self) -> None:
@@ -98,7 +98,7 @@ def denoise_frame(
 ) -> FrameOutcome:
     """Denoise one frame (and its ``options.output.aovs``) and write its outputs.
 
-    ``temporal``: an `oidn_gpu.temporal.frames.TemporalFrames` that denoises the beauty
+    ``temporal``: an `oidn_gpu.sequence.temporal_frames.TemporalFrames` that denoises the beauty
     with the history of the frames before (frames in order); its restarts go to ``warn``.
     ``upcoming``: the next frame of a temporal run, read (and staged on the device) while
     this one is denoised; its stage times stay its own (`FrameOutcome.others_s`).

@@ -87,7 +87,7 @@ def run_sequence(
             ``options.inputs.mode``).
         options: how the run reads, writes and reports (`SequenceOptions`).
         stream: where messages go (stderr).
-        temporal: an `oidn_gpu.temporal.frames.TemporalFrames`: temporal mode (see
+        temporal: an `oidn_gpu.sequence.temporal_frames.TemporalFrames`: temporal mode (see
             `denoise_frame`); the caller closes it.
 
     Where no progress bar is drawn (``show_progress`` False, or None and stderr not a

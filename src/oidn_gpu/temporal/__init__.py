@@ -1,10 +1,11 @@
-"""Temporal mode: animation frames denoised with history, from OIDN's single-frame weights.
+"""Temporal mode's passes: animation frames denoised with history, from OIDN's single-frame
+weights.
 
-`TemporalDenoiser` runs the loop (`denoiser`); `passes` holds the parameters
-(`TemporalParams`) and the NumPy passes that every backend's kernels are tested against.
+`passes` holds the parameters (`TemporalParams`) and the NumPy passes that every backend's
+kernels are tested against. The loop that denoises an animation is
+`oidn_gpu.TemporalDenoiser` (`oidn_gpu.filter_temporal`).
 """
 
-from oidn_gpu.temporal.denoiser import TemporalDenoiser, TemporalRestart
 from oidn_gpu.temporal.passes import TemporalParams
 
-__all__ = ["TemporalDenoiser", "TemporalParams", "TemporalRestart"]
+__all__ = ["TemporalParams"]

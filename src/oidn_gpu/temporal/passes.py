@@ -1,7 +1,7 @@
 """The temporal passes: reprojection with history rejection, accumulation, and the clamped
 output blend; `TemporalParams` and the NumPy implementation every backend is tested against.
 
-Two passes run per frame around the usual denoise (`oidn_gpu.temporal.denoiser` runs the
+Two passes run per frame around the usual denoise (`oidn_gpu.TemporalDenoiser` runs the
 loop). Images are host float32 arrays in fixed channel layouts, so a backend's kernels
 (WGSL, torch) index them the same way:
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from oidn_gpu.backends.base import TemporalFrame
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.filter_images import validate_images
+from oidn_gpu.image.checks import validate_images
 
 
 def signature(frame: TemporalFrame, images: Any) -> tuple[Any, ...]:

@@ -17,7 +17,7 @@ rejected their history.
 
 Each frame goes to a `TemporalSession`: the backend's (`Backend.temporal_session`: the
 cuda backend keeps the history on its GPU and denoises there), else a
-`oidn_gpu.temporal.session.HostTemporalSession` running the backend's passes
+`oidn_gpu.backends.host_temporal.HostTemporalSession` running the backend's passes
 (`Backend.temporal_passes`; NumPy for the reference backend and wherever a backend has
 none) on host arrays.
 """
@@ -31,13 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu import filter as facade
 from oidn_gpu.backends.base import TemporalFrame
+from oidn_gpu.backends.host_temporal import temporal_session_for
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu.filter import Denoiser
 from oidn_gpu.image import arrays
 from oidn_gpu.temporal import passes as tp
-from oidn_gpu.temporal.session import temporal_session_for
 
 _LOG = logging.getLogger("oidn_gpu.temporal")
 FRAME_KEYS = ("color", "albedo", "normal", "motion", "depth", "frame")
@@ -132,7 +130,7 @@ class TemporalDenoiser:
             )
         self._owns_denoiser = denoiser is None
         if denoiser is None:
-            denoiser = Denoiser(**options)
+            denoiser = self._make_denoiser(options)
         self.denoiser = denoiser
         self.session = temporal_session_for(denoiser)
         options = getattr(denoiser, "options", None)
@@ -145,6 +143,11 @@ class TemporalDenoiser:
         self._history: _History | None = None
         self._index = 0
         self._closed = False
+
+    def _make_denoiser(self, options: dict[str, Any]) -> Any:
+        """The denoiser of ``options`` when none was given (`oidn_gpu.TemporalDenoiser`
+        makes an `oidn_gpu.Denoiser`)."""
+        raise InvalidArgumentError("a temporal denoiser needs the denoiser of its frames")
 
     def close(self) -> None:
         """Release the session (and the denoiser when this object made it); idempotent."""
@@ -444,26 +447,16 @@ def _rgb(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(image)
 
 
-def temporal_denoiser(cls: type, temporal: Any, options: dict[str, Any]) -> Any:
-    """What ``Denoiser(temporal=..., **options)`` makes: a `TemporalDenoiser` of the
-    options for ``temporal=True``, else None (an ordinary `oidn_gpu.Denoiser`)."""
+def temporal_requested(temporal: Any, options: dict[str, Any]) -> bool:
+    """Whether ``Denoiser(temporal=..., **options)`` makes a `TemporalDenoiser` of the
+    options (``temporal=True``) rather than an ordinary `oidn_gpu.Denoiser`."""
     if not isinstance(temporal, (bool, np.bool_)):
         raise InvalidArgumentError(f"temporal is {temporal!r}; expected True or False")
     given = sorted(set(options) & set(tp.TemporalParams.names))
-    if not temporal:
-        if given:
-            raise InvalidArgumentError(
-                f"{', '.join(given)} {'is a' if len(given) == 1 else 'are'} temporal mode "
-                f"parameter{'s' * (len(given) > 1)}: add temporal=True (an animation's "
-                "frames denoised in order with history)"
-            )
-        return None
-    if cls is not Denoiser:
+    if not temporal and given:
         raise InvalidArgumentError(
-            f"temporal=True is an option of oidn_gpu.Denoiser, not of {cls.__name__}"
+            f"{', '.join(given)} {'is a' if len(given) == 1 else 'are'} temporal mode "
+            f"parameter{'s' * (len(given) > 1)}: add temporal=True (an animation's "
+            "frames denoised in order with history)"
         )
-    return TemporalDenoiser(**options)
-
-
-# Denoiser(temporal=True, ...) makes a TemporalDenoiser through this
-facade.TEMPORAL_FACTORY = temporal_denoiser
+    return bool(temporal)
