@@ -128,7 +128,7 @@ def test_invalid_option_names_option_value_and_allowed(option: str, bad: object)
 
 
 def test_wgpu_accumulation_option_is_validated_and_reaches_the_gemm_options() -> None:
-    from oidn_gpu.backends.wgpu.backend import ACCUMULATIONS, WgpuOptions
+    from oidn_gpu.backends.wgpu.options import ACCUMULATIONS, WgpuOptions
 
     assert ACCUMULATIONS == (
         "f32", "f16-chains", "f16-partials", "f16-chains16", "f16-pairs", "f16-lanes"

@@ -50,12 +50,10 @@ def _escape_name_bytes(err: UnicodeError) -> tuple[str, int]:
     return escaped, err.end
 
 
-codecs.register_error(NAME_ESCAPES, _escape_name_bytes)
-
-
 def _escape_names_in_output() -> None:
     """Print names that are not UTF-8 as ``\\xNN`` on stdout and stderr (not as a raw
     byte or a ``\\udcNN`` surrogate)."""
+    codecs.register_error(NAME_ESCAPES, _escape_name_bytes)  # (the same handler each time)
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

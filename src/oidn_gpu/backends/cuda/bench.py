@@ -45,7 +45,7 @@ from oidn_gpu.backends import bench_result
 from oidn_gpu.backends.bench_result import check_size, e2e_summaries, percentile
 from oidn_gpu.backends.cuda import layout, torch_ops
 from oidn_gpu.backends.cuda.executor import CudaExecutor
-from oidn_gpu.backends.cuda.backend import TILE_LIMITS
+from oidn_gpu.backends.cuda.options import TILE_LIMITS
 from oidn_gpu.backends.cuda.runner import CudaDenoiser
 from oidn_gpu.backends.cuda.tuning import TileConfig, cache_path
 from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles

@@ -53,9 +53,9 @@ from oidn_gpu.backends.base import (
     check_network_input,
 )
 from oidn_gpu.backends.cuda import fusion, kernel_report, layout, row_conv, torch_ops
-from oidn_gpu.backends.cuda.backend import CudaOptions
 from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.layout import ConvLaunch
+from oidn_gpu.backends.cuda.options import CudaOptions
 from oidn_gpu.backends.cuda.tuning import (
     RowsConfig,
     TailConfig,
@@ -81,17 +81,22 @@ INTERPRET_ENV_VAR = "TRITON_INTERPRET"
 
 
 _KERNELS: Any = None
+_MORE_KERNELS: dict[str, Any] = {}  # the modules that build on `triton_kernels`' helpers
 _KERNELS_LOCK = threading.Lock()
 
 
 def kernels() -> Any:
     """The `triton_kernels` module, imported on first use (importing Triton takes a few
-    tenths of a second, kept off a first frame served by the cuDNN bridge)."""
+    tenths of a second, kept off a first frame served by the cuDNN bridge), with the
+    fused network tail's and the row conv's kernels (`fused_kernels`, `row_kernels`)."""
     global _KERNELS
     with _KERNELS_LOCK:
         if _KERNELS is None:
+            import oidn_gpu.backends.cuda.fused_kernels as fused_kernels
+            import oidn_gpu.backends.cuda.row_kernels as row_kernels
             import oidn_gpu.backends.cuda.triton_kernels as triton_kernels
 
+            _MORE_KERNELS.update(fused=fused_kernels, rows=row_kernels)
             _KERNELS = triton_kernels
         return _KERNELS
 
@@ -440,11 +445,13 @@ class CudaExecutor(ExecutorBase):
 
     def fused_kernels(self) -> Any:
         """The `fused_kernels` module (imported with `triton_kernels`, by `kernels`)."""
-        return kernels().fused_kernels
+        kernels()
+        return _MORE_KERNELS["fused"]
 
     def row_kernels(self) -> Any:
         """The `row_kernels` module (imported with `triton_kernels`, by `kernels`)."""
-        return kernels().row_kernels
+        kernels()
+        return _MORE_KERNELS["rows"]
 
     def set_tail_config(self, prep: Prepared, config: TailConfig) -> None:
         """Use ``config`` for the ``tail`` fusion of ``prep`` (`fusion.set_tail_config`)."""

@@ -69,7 +69,6 @@ import numpy as np
 from oidn_gpu.backends.base import Progress
 from oidn_gpu.backends.cuda import torch_ops
 from oidn_gpu.backends.cuda.autoexposure import autoexposure
-from oidn_gpu.backends.cuda.backend import TILE_LIMITS
 from oidn_gpu.backends.cuda.bridge import CompileBridge
 from oidn_gpu.backends.cuda.executor import (
     CompileStopped,
@@ -87,6 +86,7 @@ from oidn_gpu.backends.cuda.images import (
     hwc_view,
     staged_source,
 )
+from oidn_gpu.backends.cuda.options import TILE_LIMITS
 from oidn_gpu.backends.cuda.requests import FrameKey, LastRequest
 from oidn_gpu.backends.frame_runner import (
     ROLES,

@@ -648,8 +648,3 @@ def autoexposure_scale_kernel(bins_ptr, count, scale_ptr, KEY: tl.constexpr,
     mean = tl.sum(total, axis=0) / tl.maximum(n, 1).to(tl.float32)
     scale = tl.where(n > 0, KEY / tl.exp2(mean), 1.0)
     tl.store(scale_ptr, scale)
-
-
-# The fused network tail's and the row conv's kernels build on the helpers above; imported
-# here so that one lazy import (the executor's `kernels`) brings every kernel.
-from oidn_gpu.backends.cuda import fused_kernels, row_kernels  # noqa: E402

@@ -61,8 +61,8 @@ from oidn_gpu.backends.base import (
 from oidn_gpu.backends.gpu_device import CommandEncoder, GpuDevice
 from oidn_gpu.backends.phases import log_phase
 from oidn_gpu.backends.wgpu import kernel_choice, nodes
-from oidn_gpu.backends.wgpu.backend import WgpuOptions
 from oidn_gpu.backends.wgpu.device import open_device, shader_checks_forced
+from oidn_gpu.backends.wgpu.options import WgpuOptions
 from oidn_gpu.backends.wgpu.pipeline_cache import pipeline_cache
 from oidn_gpu.backends.wgpu.plan_cache import ShapePlan, ShapePlanCache
 from oidn_gpu.backends.wgpu.profiling import ExecutionProfile, LayerTiming, Profiler, TimedLayer
