@@ -42,8 +42,7 @@ def network(model, x, rounding, sources):
             value = values[source.value]
             parts.append(F.interpolate(value, scale_factor=2.0) if source.upsample else value)
         inp = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
-        out = F.conv2d(inp, weight, torch.as_tensor(np.asarray(params.bias, np.float64)),
-                       padding=1)  # fmt: skip
+        out = F.conv2d(inp, weight, torch.as_tensor(np.asarray(params.bias, np.float64)), padding=1)
         if launch.relu:
             out = F.relu(out)
         if launch.pool:
@@ -64,8 +63,10 @@ def main() -> None:
     if args.scene is not None:
         from oidn_gpu.image.io import read_image
 
-        images = [np.asarray(read_image(args.scene / f"{n}.exr").pixels, np.float32)[..., :3]
-                  for n in ("color_4spp", "albedo", "normal")]  # fmt: skip
+        images = [
+            np.asarray(read_image(args.scene / f"{n}.exr").pixels, np.float32)[..., :3]
+            for n in ("color_4spp", "albedo", "normal")
+        ]
         h, w = images[0].shape[:2]
         y, x, s = (h - args.size) // 2, (w - args.size) // 2, args.size
         scale = autoexposure.autoexposure(images[0])
@@ -74,18 +75,27 @@ def main() -> None:
     else:
         rng = np.random.default_rng(1)
         s = args.size
-        images = [(rng.random((s, s, 3)) * 4).astype(np.float32), rng.random((s, s, 3)),
-                  rng.random((s, s, 3)) * 2 - 1]  # fmt: skip
+        images = [
+            (rng.random((s, s, 3)) * 4).astype(np.float32),
+            rng.random((s, s, 3)),
+            rng.random((s, s, 3)) * 2 - 1,
+        ]
         images = [i.astype(np.float32) for i in images]
     inp = np.zeros((9, s, s), np.float32)
     process.build_input(*images, mode, out=inp)
     x = torch.as_tensor(inp, dtype=torch.float64)[None]
     exact = network(model, x, None, ())
     exact_img = process.finish_output(exact[0].float().numpy(), mode, 3)
-    print(f"{'rounded':<28} {'raw rel L2 (fp16)':>18} {'(bf16)':>10} {'image (fp16)':>13} "
-          f"{'(bf16)':>10}")  # fmt: skip
-    for sources in (("input",), ("weights",), ("activations",),
-                    ("input", "weights", "activations")):  # fmt: skip
+    print(
+        f"{'rounded':<28} {'raw rel L2 (fp16)':>18} {'(bf16)':>10} {'image (fp16)':>13} "
+        f"{'(bf16)':>10}"
+    )
+    for sources in (
+        ("input",),
+        ("weights",),
+        ("activations",),
+        ("input", "weights", "activations"),
+    ):
         cells = []
         images_out = []
         for dtype in (torch.float16, torch.bfloat16):

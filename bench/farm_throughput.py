@@ -76,8 +76,9 @@ def import_ray_on_this_machine(home: Path) -> Any:
     return farm.import_ray()
 
 
-def write_frames(folder: Path, count: int, size: tuple[int, int], seed: int = 11,
-                 aux: str = "") -> list[Path]:  # fmt: skip
+def write_frames(
+    folder: Path, count: int, size: tuple[int, int], seed: int = 11, aux: str = ""
+) -> list[Path]:
     """``count`` noisy HDR frames of ``size`` (width, height): color only, or with
     ``aux`` an EXR compression, half-float frames with Cycles-named albedo and normal
     layers in that compression (`exr_codecs.synthetic_frame`)."""

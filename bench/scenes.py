@@ -85,13 +85,15 @@ def score(scenes: Path, outputs: Path) -> list[dict]:
         ref = _read_exr(scenes / scene / "ref.exr")
         exposure = json.loads((scenes / scene / "scene.json").read_text())["metrics_exposure"]
         rel = float(np.linalg.norm(ours - oidn) / np.linalg.norm(oidn))
-        rows.append({
-            "scene": scene,
-            "rel_l2_vs_oidn_cpu": rel,
-            "oidn_cuda_rel_l2": OIDN_CUDA_REL_L2[scene],
-            "psnr": _psnr(ours, ref, exposure),
-            "oidn_psnr": _psnr(oidn, ref, exposure),
-        })  # fmt: skip
+        rows.append(
+            {
+                "scene": scene,
+                "rel_l2_vs_oidn_cpu": rel,
+                "oidn_cuda_rel_l2": OIDN_CUDA_REL_L2[scene],
+                "psnr": _psnr(ours, ref, exposure),
+                "oidn_psnr": _psnr(oidn, ref, exposure),
+            }
+        )
     return rows
 
 
@@ -117,15 +119,22 @@ def main(argv: list[str] | None = None) -> int:
         denoise(args.inputs, args.out, args.backend, args.precision, args.engine)
     else:
         rows = score(args.scenes, args.outputs)
-        print(f"{'scene':<18} {'relL2 vs OIDN CPU':>18} {'OIDN CUDA':>10} {'PSNR':>7} "
-              f"{'OIDN PSNR':>9} {'dPSNR':>7}")  # fmt: skip
+        print(
+            f"{'scene':<18} {'relL2 vs OIDN CPU':>18} {'OIDN CUDA':>10} {'PSNR':>7} "
+            f"{'OIDN PSNR':>9} {'dPSNR':>7}"
+        )
         for r in rows:
-            print(f"{r['scene']:<18} {r['rel_l2_vs_oidn_cpu']:>18.3e} "
-                  f"{r['oidn_cuda_rel_l2']:>10.2e} "
-                  f"{r['psnr']:>7.3f} {r['oidn_psnr']:>9.3f} "
-                  f"{r['psnr'] - r['oidn_psnr']:>+7.3f}")  # fmt: skip
-        ok = all(r["rel_l2_vs_oidn_cpu"] <= r["oidn_cuda_rel_l2"] and
-                 abs(r["psnr"] - r["oidn_psnr"]) <= 0.02 for r in rows)  # fmt: skip
+            print(
+                f"{r['scene']:<18} {r['rel_l2_vs_oidn_cpu']:>18.3e} "
+                f"{r['oidn_cuda_rel_l2']:>10.2e} "
+                f"{r['psnr']:>7.3f} {r['oidn_psnr']:>9.3f} "
+                f"{r['psnr'] - r['oidn_psnr']:>+7.3f}"
+            )
+        ok = all(
+            r["rel_l2_vs_oidn_cpu"] <= r["oidn_cuda_rel_l2"]
+            and abs(r["psnr"] - r["oidn_psnr"]) <= 0.02
+            for r in rows
+        )
         print("within OIDN CUDA's distance and 0.02 dB:", ok)
         return 0 if ok else 1
     return 0

@@ -59,12 +59,16 @@ def main(argv: list[str] | None = None) -> int:
             for _ in den.denoise_many(sequence):
                 pass
             times["denoise_many"].append(time.perf_counter() - start)
-        print(f"{args.frames} frames of {width}x{height}, {den.info().backend} "
-              f"{den.info().precision} on {den.info().device}, median of {args.repeat}")  # fmt: skip
+        print(
+            f"{args.frames} frames of {width}x{height}, {den.info().backend} "
+            f"{den.info().precision} on {den.info().device}, median of {args.repeat}"
+        )
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:20s} {median * 1e3 / args.frames:7.2f} ms/frame "
-              f"{args.frames / median:7.1f} frames/s")  # fmt: skip
+        print(
+            f"{name:20s} {median * 1e3 / args.frames:7.2f} ms/frame "
+            f"{args.frames / median:7.1f} frames/s"
+        )
     return 0
 
 

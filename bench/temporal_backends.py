@@ -36,8 +36,9 @@ def export(sequences: list[Path], to: Path) -> None:
     for directory in sequences:
         for i, f in enumerate(ts.load_sequence(directory)):
             motion = np.where(f.motion.invalid[..., None], np.nan, f.motion.backward)
-            for key, value in zip(IMAGES, (f.color, f.albedo, f.normal, motion, f.depth),
-                                  strict=True):  # fmt: skip
+            for key, value in zip(
+                IMAGES, (f.color, f.albedo, f.normal, motion, f.depth), strict=True
+            ):
                 arrays[f"{directory.name}/{i:03d}/{key}"] = np.asarray(value, np.float32)
     np.savez_compressed(to, **arrays)
 
@@ -48,8 +49,7 @@ def _frames(data: dict[str, np.ndarray], name: str) -> list[dict[str, np.ndarray
 
 
 def run(data_path: Path, backend: str, to: Path, options: dict) -> None:
-    from oidn_gpu import Denoiser
-    from oidn_gpu import TemporalDenoiser
+    from oidn_gpu import Denoiser, TemporalDenoiser
 
     data = dict(np.load(data_path))
     names = sorted({k.split("/")[0] for k in data})
@@ -77,16 +77,22 @@ def score(sequences: list[Path], outputs_path: Path) -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for directory in sequences:
         frames = ts.load_sequence(directory)
-        oracle = {"per-frame": ts.per_frame("reference")(frames),
-                  "temporal": temporal_mode.temporal("reference", {})(frames)}  # fmt: skip
+        oracle = {
+            "per-frame": ts.per_frame("reference")(frames),
+            "temporal": temporal_mode.temporal("reference", {})(frames),
+        }
         for method, expected in oracle.items():
             got = [outputs[f"{directory.name}/{method}/{i:03d}"] for i in range(len(frames))]
             m = ts.evaluate(frames, got)
-            worst = max(float(np.linalg.norm(g - e) / np.linalg.norm(e))
-                        for g, e in zip(got, expected, strict=True))  # fmt: skip
-            print(f"| {directory.name} | {method} | {m.instability:.4f} | "
-                  f"{m.mean_relative_l2:.4f} | {m.mean_psnr_db:.2f} | "
-                  f"{m.disoccluded_psnr_db:.2f} | {worst:.2e} |")
+            worst = max(
+                float(np.linalg.norm(g - e) / np.linalg.norm(e))
+                for g, e in zip(got, expected, strict=True)
+            )
+            print(
+                f"| {directory.name} | {method} | {m.instability:.4f} | "
+                f"{m.mean_relative_l2:.4f} | {m.mean_psnr_db:.2f} | "
+                f"{m.disoccluded_psnr_db:.2f} | {worst:.2e} |"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

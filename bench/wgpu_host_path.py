@@ -19,10 +19,15 @@ import time
 import numpy as np
 
 _BASE = {
-    "tile_policy": "balanced", "shared_load": "pair", "shared_layout": "padded",
-    "decoder_form": "parity", "input_accumulation": "f32", "final_accumulation": "f32",
-    "final_patch": "padded", "final_pixels": 2,
-}  # fmt: skip
+    "tile_policy": "balanced",
+    "shared_load": "pair",
+    "shared_layout": "padded",
+    "decoder_form": "parity",
+    "input_accumulation": "f32",
+    "final_accumulation": "f32",
+    "final_patch": "padded",
+    "final_pixels": 2,
+}
 OPTIONS = {
     "device default": None,
     "parity, f16-chains16, f32 ends": {**_BASE, "accumulation": "f16-chains16"},
@@ -65,13 +70,20 @@ def main() -> None:
     for name, denoiser in denoisers.items():
         times = sorted(walls[name])
         keys = parts[name][0].keys()
-        print(json.dumps({
-            "options": name,
-            "device": denoiser.info().device,
-            "median_ms": round(statistics.median(times), 3),
-            "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3),
-            "parts_ms": {k: round(statistics.median(p[k] for p in parts[name]), 3) for k in keys},
-        }), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "options": name,
+                    "device": denoiser.info().device,
+                    "median_ms": round(statistics.median(times), 3),
+                    "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3),
+                    "parts_ms": {
+                        k: round(statistics.median(p[k] for p in parts[name]), 3) for k in keys
+                    },
+                }
+            ),
+            flush=True,
+        )
         denoiser.close()
 
 

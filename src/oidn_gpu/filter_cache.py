@@ -137,8 +137,9 @@ class DenoiserCache:
         with self._lock:
             return len(self._idle)
 
-    def run(self, options: Mapping[str, Any], make: Callable[[], Any],
-            call: Callable[[Any], Any]) -> Any:  # fmt: skip
+    def run(
+        self, options: Mapping[str, Any], make: Callable[[], Any], call: Callable[[Any], Any]
+    ) -> Any:
         """``call(denoiser)`` with a cached denoiser of ``options`` (``make()`` when none is
         idle), returned to the cache afterwards; uncachable options get their own."""
         key = options_key(options)

@@ -521,11 +521,29 @@ def test_the_root_layer_is_named_as_the_listing_shows_it(cli, tmp_path, scene) -
     listing = cli("denoise", path, "--list-layers")
     assert "  (root): R, G, B" in listing.out
     weights = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic3.tza"
-    named = cli("denoise", path, "-o", tmp_path / "named.exr", "--color-layer", "(root)",
-                "--weights", weights, "--no-aux", "--only-beauty")  # fmt: skip
+    named = cli(
+        "denoise",
+        path,
+        "-o",
+        tmp_path / "named.exr",
+        "--color-layer",
+        "(root)",
+        "--weights",
+        weights,
+        "--no-aux",
+        "--only-beauty",
+    )
     assert named.rc == 0, named.err
-    found = cli("denoise", path, "-o", tmp_path / "found.exr",
-                "--weights", weights, "--no-aux", "--only-beauty")  # fmt: skip
+    found = cli(
+        "denoise",
+        path,
+        "-o",
+        tmp_path / "found.exr",
+        "--weights",
+        weights,
+        "--no-aux",
+        "--only-beauty",
+    )
     assert found.rc == 0, found.err
     a = io.read_image(tmp_path / "named.exr").pixels
     np.testing.assert_array_equal(a, io.read_image(tmp_path / "found.exr").pixels)

@@ -39,8 +39,17 @@ def test_an_input_and_an_output_named_in_latin1_are_denoised(tmp_path, scene, ex
     color = scene(32)["color_4spp"]
     write_exr(tmp_path / "plain.exr", color)
     os.rename(tmp_path / "plain.exr", os.path.join(os.fsencode(tmp_path), b"caf\xe9.exr"))
-    result = _run(b"denoise", b"caf\xe9.exr", b"-o", b"sortie\xe9." + ext.encode(),
-                  b"--weights", WEIGHTS, b"--no-aux", b"--json", cwd=tmp_path)  # fmt: skip
+    result = _run(
+        b"denoise",
+        b"caf\xe9.exr",
+        b"-o",
+        b"sortie\xe9." + ext.encode(),
+        b"--weights",
+        WEIGHTS,
+        b"--no-aux",
+        b"--json",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     written = os.path.join(os.fsencode(tmp_path), b"sortie\xe9." + ext.encode())
     image = io.read_image(os.fsdecode(written))

@@ -280,9 +280,18 @@ def test_deadline_stops_a_server_that_drips(cli, bad_server: str, tmp_path: Path
     dest = tmp_path / "w"
     start = time.monotonic()
     result = cli(
-        "weights", "fetch", "--dir", dest, "--url", f"{bad_server}/drip",
-        "--timeout", "1", "--deadline", "1.5", "--quiet",
-    )  # fmt: skip
+        "weights",
+        "fetch",
+        "--dir",
+        dest,
+        "--url",
+        f"{bad_server}/drip",
+        "--timeout",
+        "1",
+        "--deadline",
+        "1.5",
+        "--quiet",
+    )
     elapsed = time.monotonic() - start
     assert result.rc == 1
     assert "not complete after 1.5 s" in result.err and "of 7684615 bytes" in result.err
@@ -296,9 +305,18 @@ def test_deadline_covers_a_status_line_and_headers_sent_one_byte_at_a_time(
     dest = tmp_path / "w"
     start = time.monotonic()
     result = cli(
-        "weights", "fetch", "--dir", dest, "--url", f"{bad_server}/driphead",
-        "--timeout", "1", "--deadline", "1.5", "--quiet",
-    )  # fmt: skip
+        "weights",
+        "fetch",
+        "--dir",
+        dest,
+        "--url",
+        f"{bad_server}/driphead",
+        "--timeout",
+        "1",
+        "--deadline",
+        "1.5",
+        "--quiet",
+    )
     elapsed = time.monotonic() - start
     assert result.rc == 1
     assert "not complete after 1.5 s (no response; see --deadline)" in result.err
@@ -323,13 +341,23 @@ def test_fetch_help_names_the_deadline_default(cli) -> None:
 def test_sigterm_during_a_download_leaves_no_part_file(bad_server: str, tmp_path: Path) -> None:
     dest = tmp_path / "w"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "oidn_gpu", "weights", "fetch", "--dir", str(dest),
-         "--url", f"{bad_server}/drip", "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "oidn_gpu",
+            "weights",
+            "fetch",
+            "--dir",
+            str(dest),
+            "--url",
+            f"{bad_server}/drip",
+            "--quiet",
+        ],
         env=pythonpath_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 60
     while not (dest.is_dir() and any(p.name.startswith(TEMP_PREFIX) for p in dest.iterdir())):
         assert proc.poll() is None, proc.communicate()

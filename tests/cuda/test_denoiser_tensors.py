@@ -173,8 +173,9 @@ def test_fresh_tensors_reuse_the_captured_frame(rng):
         again = den.denoise(*fresh)
         assert _runner(den).denoiser._frames == frames  # nothing captured anew
         _stayed_on_device(den)
-        host = den.denoise(color.astype(np.float32), albedo.astype(np.float32),
-                           normal.astype(np.float32))  # fmt: skip
+        host = den.denoise(
+            color.astype(np.float32), albedo.astype(np.float32), normal.astype(np.float32)
+        )
         assert _runner(den).denoiser._frames == frames  # the NumPy path stages there too
     assert torch.equal(first, again)
     np.testing.assert_array_equal(first.numpy(), host)
@@ -293,8 +294,9 @@ def test_which_arrays_are_device_arrays():
     host = DlpackArray(torch.zeros(2, 2), _Namespace())
     assert tensors.device_kind(host) is None
     assert tensors.device_kind(_CudaInterface()) == "cuda"
-    assert tensors.as_device_call(np.zeros((4, 4, 3), np.float32), None, None, None,
-                                  hdr=False) is None  # fmt: skip
+    assert (
+        tensors.as_device_call(np.zeros((4, 4, 3), np.float32), None, None, None, hdr=False) is None
+    )
 
 
 def test_a_dlpack_callers_type_comes_back_through_its_namespace():

@@ -82,9 +82,11 @@ def test_numpy_round_trip_matches_tensors(model, rng):
     with CudaDenoiser(CudaExecutor(model, tune=False, engine="triton")) as denoiser:
         on_device = denoiser.denoise_tensors(color.clamp(max=1), albedo, normal, mode=mode)
         on_host = denoiser.denoise(
-            color.clamp(max=1).cpu().numpy(), albedo.cpu().numpy(), normal.cpu().numpy(),
+            color.clamp(max=1).cpu().numpy(),
+            albedo.cpu().numpy(),
+            normal.cpu().numpy(),
             mode=mode,
-        )  # fmt: skip
+        )
     np.testing.assert_array_equal(on_host, on_device.cpu().numpy())
 
 

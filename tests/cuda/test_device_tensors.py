@@ -90,8 +90,9 @@ def test_every_dtype_gives_the_numpy_paths_bits_on_the_gpu(dtype, rng):
     images = [torch.from_numpy(a).to(dtype).cuda() for a in host]
     with oidn_gpu.Denoiser(hdr=not ldr, backend="cuda", engine="triton") as den:
         actual = den.denoise(*images)
-        given = [t.cpu().float().numpy() if dtype == torch.bfloat16 else t.cpu().numpy()
-                 for t in images]  # fmt: skip
+        given = [
+            t.cpu().float().numpy() if dtype == torch.bfloat16 else t.cpu().numpy() for t in images
+        ]
         expected = den.denoise(*given)
     assert actual.is_cuda and actual.dtype == dtype
     if dtype == torch.bfloat16:
@@ -146,8 +147,9 @@ def test_cupy_arrays_come_back_as_cupy(rng):
 def test_a_tensor_on_another_gpu_is_an_error_or_served_there(rng):
     images = _cuda(rng, "cuda:1")
     with oidn_gpu.Denoiser(hdr=True, backend="cuda", device=0) as den:
-        with pytest.raises(oidn_gpu.InvalidArgumentError, match="on cuda:1 but the denoiser "
-                           "runs on cuda:0"):  # fmt: skip
+        with pytest.raises(
+            oidn_gpu.InvalidArgumentError, match="on cuda:1 but the denoiser runs on cuda:0"
+        ):
             den.denoise(*images)
     result = oidn_gpu.denoise(*images, hdr=True)  # the one-call form runs where they are
     assert result.device == images[0].device

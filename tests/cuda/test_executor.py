@@ -133,8 +133,11 @@ def test_launches_of_the_official_network(weights_dir):
     by_name = {launch.name: launch for launch in launches}
     assert len(launches) == len(model.convs)
     assert [n for n, launch in by_name.items() if launch.pool] == [
-        "enc_conv1", "enc_conv2", "enc_conv3", "enc_conv4",
-    ]  # fmt: skip
+        "enc_conv1",
+        "enc_conv2",
+        "enc_conv3",
+        "enc_conv4",
+    ]
     dec1a = by_name["dec_conv1a"]
     assert [(s.channels, s.upsample) for s in dec1a.sources] == [(64, True), (9, False)]
     assert dec1a.sources[1].stored == 16 and dec1a.parity

@@ -99,8 +99,9 @@ def test_fused_tail_matches_layers_and_reference(tail, size, channels, rng, devi
         ((6, 34), (3, 16, 32, 16), TileConfig(64, 16, 16, 4, 2), True),  # 16 hidden channels
     ],
 )
-def test_projected_tail_matches_layers_and_reference(size, channels, tile, z_fp32, rng, device,
-                                                     monkeypatch):  # fmt: skip
+def test_projected_tail_matches_layers_and_reference(
+    size, channels, tile, z_fp32, rng, device, monkeypatch
+):
     monkeypatch.setattr(fusion, "TAIL_Z_FP32", z_fp32)
     model = random_model(tail_unet(*channels), rng)
     x = rng.random((channels[0], *size), dtype=np.float32)
@@ -139,21 +140,24 @@ def test_fused_tail_through_the_output_pass_and_tiles(fused, rng, device):
 def test_fused_tail_bf16(rng, device):
     model = random_model(tail_unet(), rng)
     x = rng.random((9, 16, 30), dtype=np.float32)
-    layers = CudaExecutor(model, device=device, tune=False, engine="triton", precision="bf16",
-                          fused=False)  # fmt: skip
+    layers = CudaExecutor(
+        model, device=device, tune=False, engine="triton", precision="bf16", fused=False
+    )
     default = CudaExecutor(model, device=device, tune=False, engine="triton", precision="bf16")
     assert default.fusion == "off"  # no faster bf16 tail of the same accuracy
     for option in FUSIONS[:2]:
-        fused = CudaExecutor(model, device=device, tune=False, engine="triton",
-                             precision="bf16", fused=option)  # fmt: skip
+        fused = CudaExecutor(
+            model, device=device, tune=False, engine="triton", precision="bf16", fused=option
+        )
         if option == "project":  # bf16 partial sums would add 8x fp16's rounding
             assert fused.prepare(16, 30).scratch.dtype == torch.float32
         assert rel_l2(fused.run(x), layers.run(x)) <= 8 * FUSED_VS_LAYERS
 
 
 def test_which_tails_fuse(weights_dir, rng, device):
-    official = CudaExecutor(load_model(weights_dir / "rt_hdr_alb_nrm.tza"), device=device,
-                            tune=False, engine="triton")  # fmt: skip
+    official = CudaExecutor(
+        load_model(weights_dir / "rt_hdr_alb_nrm.tza"), device=device, tune=False, engine="triton"
+    )
     assert official.tail is not None and official.tail.name == "dec_conv1b+dec_conv0"
     info = official.kernel_names()
     assert info["dec_conv0"] == info["dec_conv1b"] and "fused" in info["dec_conv0"]

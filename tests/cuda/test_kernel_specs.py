@@ -107,8 +107,11 @@ def test_kernel_lists_are_shared_between_processes(tmp_path):
     for seed, texts in (("1", ["a", "b"]), ("2", ["b", "c"])):
         done = subprocess.run(
             [sys.executable, "-c", script, str(tmp_path), *texts],
-            capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed, **_path_env()},
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, **_path_env()},
+        )
         digests.append(done.stdout.strip())
     assert digests[0] == digests[1]
     key = SpecKey("9.9.9", 90, digests[0])

@@ -36,8 +36,9 @@ IMAGE_REL_L2 = 1e-2
 
 def default_plan(height, width, overlap):
     """One tile of the whole image with this overlap (the plan `CudaDenoiser` defaults to)."""
-    return plan_tiles(height, width, overlap=overlap, alignment=MIN_TILE_ALIGNMENT,
-                      max_tile_px=None)  # fmt: skip
+    return plan_tiles(
+        height, width, overlap=overlap, alignment=MIN_TILE_ALIGNMENT, max_tile_px=None
+    )
 
 
 def host_denoise(model, images, mode, plan, out_channels):
@@ -46,8 +47,10 @@ def host_denoise(model, images, mode, plan, out_channels):
     height, width = images[0].shape[:2]
     out = np.zeros((height, width, out_channels), np.float32)
     for tile in plan.tiles:
-        rect = [img[tile.in_y : tile.in_y + tile.in_h, tile.in_x : tile.in_x + tile.in_w]
-                for img in images]  # fmt: skip
+        rect = [
+            img[tile.in_y : tile.in_y + tile.in_h, tile.in_x : tile.in_x + tile.in_w]
+            for img in images
+        ]
         x = np.zeros((3 * len(images), plan.tile_h, plan.tile_w), np.float32)
         inner = x[:, tile.buf_y : tile.buf_y + tile.in_h, tile.buf_x : tile.buf_x + tile.in_w]
         process.build_input(*rect, *([None] * (3 - len(rect))), mode, out=inner)
@@ -103,8 +106,7 @@ def test_autoexposure_on_the_device_matches_host(denoiser, small_model, rng):
     color, albedo, normal = _aov(rng, 40, 37)
     scale = autoexposure.autoexposure(color)
     mode = process.mode_for("RT", hdr=True, input_scale=scale)
-    expected = host_denoise(small_model, [color, albedo, normal],
-                            mode, default_plan(40, 37, 96), 3)  # fmt: skip
+    expected = host_denoise(small_model, [color, albedo, normal], mode, default_plan(40, 37, 96), 3)
     # a wrong scale in the mode must not matter: the device computes its own
     wrong = process.mode_for("RT", hdr=True, input_scale=123.0)
     actual = denoiser.denoise(color, albedo, normal, mode=wrong, autoexposure=True)
@@ -153,8 +155,7 @@ def test_tensors_strided_in_place_alpha_kept(denoiser, small_model, rng, device)
     color, albedo, normal = _aov(rng, 20, 36)
     rgba = np.concatenate([color, np.full((20, 36, 1), 0.5, np.float32)], axis=2)
     mode = process.mode_for("RT", hdr=True, input_scale=1.0)
-    expected = host_denoise(small_model, [color, albedo, normal], mode,
-                            default_plan(20, 36, 96), 3)  # fmt: skip
+    expected = host_denoise(small_model, [color, albedo, normal], mode, default_plan(20, 36, 96), 3)
     color_t = torch.from_numpy(rgba).to(device)  # pixel stride 4: alpha is not read
     albedo_t = torch.from_numpy(albedo).to(device).half()  # float16 images are read too
     normal_t = torch.from_numpy(normal).to(device)
@@ -184,8 +185,9 @@ def test_numpy_layouts_match_tensors(options, denoiser, rng, device):
     with CudaDenoiser(denoiser.executor, **options) as other:
         for _ in range(2):  # the second call reuses the staging buffers
             rgba[..., :3] = color
-            result = other.denoise(rgba[..., :3], albedo_half, normal_reversed, mode=mode,
-                                   output=rgba)  # fmt: skip
+            result = other.denoise(
+                rgba[..., :3], albedo_half, normal_reversed, mode=mode, output=rgba
+            )
             assert result is rgba
             np.testing.assert_array_equal(rgba[..., :3], expected)
             assert (rgba[..., 3] == 0.5).all()  # alpha untouched
@@ -255,8 +257,7 @@ def test_single_image_modes_match_host(filter_type, options, low, color_only, rn
 def test_cudnn_engine_pipeline_matches_host(small_model, rng, device):
     color, albedo, normal = _aov(rng, 20, 24)
     mode = process.mode_for("RT", hdr=True, input_scale=autoexposure.autoexposure(color))
-    expected = host_denoise(small_model, [color, albedo, normal], mode,
-                            default_plan(20, 24, 96), 3)  # fmt: skip
+    expected = host_denoise(small_model, [color, albedo, normal], mode, default_plan(20, 24, 96), 3)
     executor = CudaExecutor(small_model, device=device, engine="cudnn")
     with CudaDenoiser(executor) as denoiser:
         actual = denoiser.denoise(color, albedo, normal, mode=mode, autoexposure=True)

@@ -36,8 +36,11 @@ def executor(device):
 
 def _images(rng, device):
     """color, albedo, normal, each a 3-channel view of a 4-channel tensor, and an output."""
-    arrays = [rng.random((HEIGHT, WIDTH, 4)) * 4, rng.random((HEIGHT, WIDTH, 4)),
-              rng.random((HEIGHT, WIDTH, 4)) * 2 - 1]  # fmt: skip
+    arrays = [
+        rng.random((HEIGHT, WIDTH, 4)) * 4,
+        rng.random((HEIGHT, WIDTH, 4)),
+        rng.random((HEIGHT, WIDTH, 4)) * 2 - 1,
+    ]
     images = [torch.from_numpy(a).float().to(device)[:, :, :3] for a in arrays]
     return images, torch.empty((HEIGHT, WIDTH, 3), dtype=torch.float32, device=device)
 
@@ -137,8 +140,12 @@ def test_last_request_compares_every_argument():
     last.remember(tensors, options, "request")
     assert last.find(tensors, options) == "request"
     assert last.find((color, None, None, out), ("mode", None, 3, False)) == "request"
-    for other in [("other", None, 3, False), ("mode", "plan", 3, False),
-                  ("mode", None, 1, False), ("mode", None, 3, True)]:  # fmt: skip
+    for other in [
+        ("other", None, 3, False),
+        ("mode", "plan", 3, False),
+        ("mode", None, 1, False),
+        ("mode", None, 3, True),
+    ]:
         assert last.find(tensors, other) is None
     assert last.find((color, color, None, out), options) is None
     assert last.find((color.view(4, 6, 3), None, None, out), options) is None

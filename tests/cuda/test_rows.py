@@ -43,10 +43,18 @@ def _ship_rows(monkeypatch, executor: CudaExecutor, size, config: RowsConfig) ->
     monkeypatch.setenv(row_conv.BALANCE_ENV_VAR, "off")
     capability = executor._capability or (0, 0)
     prep = executor._allocate(*size)
-    keys = {executor.layer_signature(prep, launch): launch.name
-            for launch in executor.launches if rows_eligible(launch)}  # fmt: skip
-    monkeypatch.setitem(tuning.SHIPPED_ROWS, capability, dict.fromkeys(keys, tuple(
-        getattr(config, f) for f in ("block_w", "rows", "num_warps", "num_stages"))))
+    keys = {
+        executor.layer_signature(prep, launch): launch.name
+        for launch in executor.launches
+        if rows_eligible(launch)
+    }
+    monkeypatch.setitem(
+        tuning.SHIPPED_ROWS,
+        capability,
+        dict.fromkeys(
+            keys, tuple(getattr(config, f) for f in ("block_w", "rows", "num_warps", "num_stages"))
+        ),
+    )
     return sorted(keys.values())
 
 
@@ -62,13 +70,15 @@ def _ship_rows(monkeypatch, executor: CudaExecutor, size, config: RowsConfig) ->
     ],
 )
 @pytest.mark.parametrize("fused", ["off", "project"])
-def test_row_kernel_matches_layers_and_reference(size, channels, config, fused, rng, device,
-                                                 monkeypatch):  # fmt: skip
+def test_row_kernel_matches_layers_and_reference(
+    size, channels, config, fused, rng, device, monkeypatch
+):
     model = random_model(tail_unet(*channels), rng)
     x = rng.random((channels[0], *size), dtype=np.float32)
     expected = ReferenceExecutor(model).run(x)
-    layers = CudaExecutor(model, device=device, tune=False, engine="triton", fused=fused,
-                          rows=False)  # fmt: skip
+    layers = CudaExecutor(
+        model, device=device, tune=False, engine="triton", fused=fused, rows=False
+    )
     oracle = layers.run(x)
     rowed = CudaExecutor(model, device=device, tune=False, engine="triton", fused=fused)
     names = _ship_rows(monkeypatch, rowed, size, config)
@@ -110,30 +120,42 @@ def test_compile_worker_follows_the_callers_options(fused, rows_on, monkeypatch,
     monkeypatch.setenv(row_conv.ROWS_ENV_VAR, "off" if rows_on else "on")
     model = random_model(tail_unet(), rng)
     job = CompileJob(
-        graph=model.graph, convs=dict(model.convs), spec=None, precision="fp16",
-        device_index=device.index, images=(), out_channels=3, mode=None, plan=None,
-        autoexposure=False, fused=fused, rows=rows_on,
-    )  # fmt: skip
+        graph=model.graph,
+        convs=dict(model.convs),
+        spec=None,
+        precision="fp16",
+        device_index=device.index,
+        images=(),
+        out_channels=3,
+        mode=None,
+        plan=None,
+        autoexposure=False,
+        fused=fused,
+        rows=rows_on,
+    )
     executor = compile_worker.executor_of(job)
     assert executor.fusion == fused and executor.rows is rows_on
 
 
-def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, monkeypatch,
-                                                                   device):  # fmt: skip
+def test_shipped_row_tiles_name_row_layers_of_the_default_networks(
+    weights_dir, monkeypatch, device
+):
     """The H200's row tiles are signatures of layers the row kernel runs; a GPU of that
     compute capability runs exactly those layers on it, the tuning cache's ``rows:`` entry
     first; ``rows=False`` runs none."""
     shipped = set(tuning.SHIPPED_ROWS[(9, 0)])
     seen: set[str] = set()  # the signatures of both networks
     for name in ("rt_hdr_alb_nrm_small", "rt_hdr_alb_nrm"):  # the default network last
-        executor = CudaExecutor(load_model(weights_dir / f"{name}.tza"), device=device,
-                                tune=False, engine="triton")  # fmt: skip
+        executor = CudaExecutor(
+            load_model(weights_dir / f"{name}.tza"), device=device, tune=False, engine="triton"
+        )
         monkeypatch.setattr(executor, "_capability", (9, 0))
         monkeypatch.setattr(executor, "_tuner", Tuner("gpu", None))
         monkeypatch.setenv(row_conv.BALANCE_ENV_VAR, "off")  # the shipped rows per program
         prep = executor.prepare(64, 96)
-        signatures = {launch.name: executor.layer_signature(prep, launch)
-                      for launch in executor.launches}  # fmt: skip
+        signatures = {
+            launch.name: executor.layer_signature(prep, launch) for launch in executor.launches
+        }
         seen |= set(signatures.values())
         rowed = {n for n in signatures if isinstance(prep.configs[n], RowsConfig)}
         assert rowed == {n for n, key in signatures.items() if key in shipped}
@@ -145,11 +167,17 @@ def test_shipped_row_tiles_name_row_layers_of_the_default_networks(weights_dir, 
     assert "dec_conv1b" in rowed  # the project tail's hidden conv
     tail_key = project_signature(executor.tail.hidden)
     assert prep.configs[tail_key] == prep.configs["dec_conv1b"]
-    executor._tuner.choose(rows_key(signatures["enc_conv0"]), (RowsConfig(32, 8, 4, 2),),
-                           lambda config: 0.0)  # fmt: skip
+    executor._tuner.choose(
+        rows_key(signatures["enc_conv0"]), (RowsConfig(32, 8, 4, 2),), lambda config: 0.0
+    )
     assert executor.prepare(32, 32).configs["enc_conv0"] == RowsConfig(32, 8, 4, 2)
-    plain = CudaExecutor(load_model(weights_dir / "rt_hdr_alb_nrm.tza"), device=device,
-                         tune=False, engine="triton", rows=False)  # fmt: skip
+    plain = CudaExecutor(
+        load_model(weights_dir / "rt_hdr_alb_nrm.tza"),
+        device=device,
+        tune=False,
+        engine="triton",
+        rows=False,
+    )
     monkeypatch.setattr(plain, "_capability", (9, 0))
     assert not any(isinstance(c, RowsConfig) for c in plain.prepare(64, 96).configs.values())
 
@@ -171,8 +199,13 @@ def test_balanced_rows_pick_the_h200s_fastest(height, width, resident, fastest):
     assert row_conv.balanced_rows(height, width, shipped, resident, 132) == fastest
 
 
-@given(height=st.integers(1, 4400), width=st.integers(1, 8000), resident=st.integers(1, 16),
-       sms=st.integers(1, 200), rows=st.sampled_from(row_conv.BALANCE_ROWS))  # fmt: skip
+@given(
+    height=st.integers(1, 4400),
+    width=st.integers(1, 8000),
+    resident=st.integers(1, 16),
+    sms=st.integers(1, 200),
+    rows=st.sampled_from(row_conv.BALANCE_ROWS),
+)
 def test_balanced_rows_take_the_fewest_rounds_of_rows(height, width, resident, sms, rows):
     config = RowsConfig(64, rows, 4, 3)
     picked = row_conv.balanced_rows(height, width, config, resident, sms)

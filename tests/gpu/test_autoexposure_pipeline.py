@@ -42,16 +42,23 @@ def test_gpu_autoexposure_follows_each_frame_and_a_fixed_scale_after_it() -> Non
     rng = np.random.default_rng(4)
     dim = (rng.random((40, 48, 3)) * 0.01).astype(np.float32)
     bright = (rng.random((40, 48, 3)) * 500).astype(np.float32)
-    with oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp32", quality="fast") as den, \
-            oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp32", quality="fast",
-                              input_scale=0.5) as fixed:  # fmt: skip
+    with (
+        oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp32", quality="fast") as den,
+        oidn_gpu.Denoiser(
+            hdr=True, backend="wgpu", precision="fp32", quality="fast", input_scale=0.5
+        ) as fixed,
+    ):
         for image in (dim, bright, dim):
             out = den.denoise(image)
             host = host_autoexposure.autoexposure(image)
             scale = den.info().input_scale
             assert abs(scale - host) <= autoexposure_tolerance(host) * host
-            assert_close(out, oidn_denoise(image, hdr=True, quality="fast"), rel_l2_tol=PARITY,
-                         label="wgpu fp32 fast")  # fmt: skip
+            assert_close(
+                out,
+                oidn_denoise(image, hdr=True, quality="fast"),
+                rel_l2_tol=PARITY,
+                label="wgpu fp32 fast",
+            )
         out = fixed.denoise(bright)
         assert fixed.info().input_scale == 0.5
         theirs = oidn_denoise(bright, hdr=True, quality="fast", input_scale=0.5)

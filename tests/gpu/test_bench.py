@@ -34,8 +34,12 @@ def test_network_and_end_to_end_numbers(result) -> None:
         assert result.e2e_gpu_median_ms > 0 and result.network_gpu_median_ms > 0
         assert len(result.layers) >= len(result.top_layers) == 3
     assert "rows_per_thread=" in result.gemm
-    parts = [result.host_upload_median_ms, result.host_submit_median_ms,
-             result.host_wait_median_ms, result.host_readback_median_ms]  # fmt: skip
+    parts = [
+        result.host_upload_median_ms,
+        result.host_submit_median_ms,
+        result.host_wait_median_ms,
+        result.host_readback_median_ms,
+    ]
     assert all(p is not None and p >= 0 for p in parts)
     assert sum(parts) <= result.host_wall_median_ms * 1.5  # parts of one call (medians)
     assert result.host_autoexposure_cpu_ms is not None  # an HDR model: autoexposure on the GPU

@@ -31,9 +31,11 @@ def test_a_sequence_equals_frame_by_frame_calls(options) -> None:
     with oidn_gpu.Denoiser(backend="wgpu", precision="fp32", quality="fast", **options) as den:
         expected, scales = [], []
         for frame in frames:
-            images = frame if isinstance(frame, tuple) else (
-                (frame["color"], frame["albedo"]) if isinstance(frame, dict) else (frame,)
-            )  # fmt: skip
+            images = (
+                frame
+                if isinstance(frame, tuple)
+                else ((frame["color"], frame["albedo"]) if isinstance(frame, dict) else (frame,))
+            )
             expected.append(den.denoise(*images))
             scales.append(den.info().input_scale)
         got = []

@@ -16,8 +16,7 @@ pytestmark = pytest.mark.gpu
 
 
 def test_every_fence_is_done_when_wait_idle_returns(gpu):
-    source = gpu.create_buffer_with_data("src", np.arange(1 << 16, dtype=np.float32),
-                                         STORAGE_USAGE)  # fmt: skip
+    source = gpu.create_buffer_with_data("src", np.arange(1 << 16, dtype=np.float32), STORAGE_USAGE)
     fences = []
     for i in range(200):
         gpu.write_buffer(source, 0, np.full(16, i, np.float32))

@@ -62,7 +62,8 @@ def test_interactive_tiles_read_half_rgba_views_too(gpu, tiny_models) -> None:
     executor = WgpuExecutor(tiny_models["tiny_base_ic3"], device=gpu, precision="fp32")
     with GpuDenoiser(executor) as denoiser:
         tiles = denoiser.denoise_interactive(rgba[:, :, :3], mode=mode, plan=plan)
-        whole = denoiser.denoise(np.ascontiguousarray(rgba[:, :, :3], np.float32), mode=mode,
-                                 plan=plan)  # fmt: skip
+        whole = denoiser.denoise(
+            np.ascontiguousarray(rgba[:, :, :3], np.float32), mode=mode, plan=plan
+        )
     executor.close()
     assert np.array_equal(tiles, whole)

@@ -236,8 +236,9 @@ def test_igemm_wrapped_grid_gives_the_same_bits(case: str, rng, limits) -> None:
     plain = conv_igemm.generate(spec, GemmOptions(), limits)
     small = dataclasses.replace(limits, max_workgroups_per_dimension=3)
     wrapped = conv_igemm.generate(spec, GemmOptions(), small)
-    gx, _, gz = wrapped.grid(spec.out_channels, h // 2 if spec.pool else h,
-                             w // 2 if spec.pool else w)  # fmt: skip
+    gx, _, gz = wrapped.grid(
+        spec.out_channels, h // 2 if spec.pool else h, w // 2 if spec.pool else w
+    )
     assert gz > 1 and gx <= 3
     srcs, wt, bias = make_case(spec, h, w, rng)
     expected = run_conv(plain, spec, srcs, wt, bias, h, w)

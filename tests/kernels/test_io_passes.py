@@ -97,11 +97,13 @@ def _run_pass(
     group = dev.create_bind_group(
         layout=pipeline.get_bind_group_layout(0),
         entries=[
-            {"binding": b.index, "resource": {"buffer": buffers[b.name], "offset": 0,
-                                               "size": buffers[b.name].size}}
+            {
+                "binding": b.index,
+                "resource": {"buffer": buffers[b.name], "offset": 0, "size": buffers[b.name].size},
+            }
             for b in kernel.bindings
         ],
-    )  # fmt: skip
+    )
     results = []
     for frame in frames:
         dev.queue.write_buffer(buffers["frame"], 0, FRAME_PARAMS.pack(**frame))
@@ -192,13 +194,25 @@ def test_input_pass(case, rng) -> None:
         img.reshape(-1)[5::23] = np.inf
         img.reshape(-1)[7::29] = -np.inf
         images[f"{role.value}_image"] = np.concatenate([np.zeros(5, np.float32), img.reshape(-1)])
-        params.update({
-            f"{role.value}_offset": 5, f"{role.value}_pixel_stride": stride,
-            f"{role.value}_row_stride": iw * stride, f"{role.value}_channels": c,
-        })  # fmt: skip
+        params.update(
+            {
+                f"{role.value}_offset": 5,
+                f"{role.value}_pixel_stride": stride,
+                f"{role.value}_row_stride": iw * stride,
+                f"{role.value}_channels": c,
+            }
+        )
         dense[role] = _broadcast(img[:, :, :c])
-    params.update(tensor_height=th, tensor_width=tw, dst_y=dst_y, dst_x=dst_x, src_y=src_y,
-                  src_x=src_x, copy_height=ch, copy_width=cw)  # fmt: skip
+    params.update(
+        tensor_height=th,
+        tensor_width=tw,
+        dst_y=dst_y,
+        dst_x=dst_x,
+        src_y=src_y,
+        src_x=src_x,
+        copy_height=ch,
+        copy_width=cw,
+    )
     nb = -(-spec.channels // 4)
     runs = _run_pass(
         kernel,
@@ -265,14 +279,29 @@ def test_output_pass(case, rng) -> None:
     src_y, src_x, dst_y, dst_x, h, w = 2, 3, 1, 0, 6, 8
     input_scales = (1 / 1.5, 0.0)  # output scales 1.5 and 0 (s == 0), one bind group
     init = np.full((ih, iw, stride), -7.0, np.float32)
-    params = dict(tensor_width=tw, src_y=src_y, src_x=src_x, dst_y=dst_y, dst_x=dst_x, height=h,
-                  width=w, out_offset=0, out_pixel_stride=stride, out_row_stride=iw * stride,
-                  out_channels=oc)  # fmt: skip
+    params = dict(
+        tensor_width=tw,
+        src_y=src_y,
+        src_x=src_x,
+        dst_y=dst_y,
+        dst_x=dst_x,
+        height=h,
+        width=w,
+        out_offset=0,
+        out_pixel_stride=stride,
+        out_row_stride=iw * stride,
+        out_channels=oc,
+    )
     frames = [_frame(s) for s in input_scales]
     runs = _run_pass(
-        kernel, {"input": net}, {"output": init.nbytes}, params, frames, (3, h, w),
+        kernel,
+        {"input": net},
+        {"output": init.nbytes},
+        params,
+        frames,
+        (3, h, w),
         output_init={"output": init},
-    )  # fmt: skip
+    )
     for frame, run in zip(frames, runs, strict=True):
         got = np.frombuffer(run["output"], np.float32).reshape(ih, iw, stride)
         rect = (src_y, src_x, dst_y, dst_x, h, w)
@@ -315,21 +344,36 @@ def test_float16_images_are_read_as_they_are(rng) -> None:
         halves[f"{role.value}_image"] = np.concatenate(
             [flat, np.zeros(flat.size % 2, np.float16)]
         ).view(np.uint32)
-        params.update({
-            f"{role.value}_offset": 3, f"{role.value}_pixel_stride": stride,
-            f"{role.value}_row_stride": iw * stride, f"{role.value}_channels": channels,
-        })  # fmt: skip
-    params.update(tensor_height=th, tensor_width=tw, dst_y=1, dst_x=2, src_y=0, src_x=0,
-                  copy_height=ih, copy_width=iw)  # fmt: skip
+        params.update(
+            {
+                f"{role.value}_offset": 3,
+                f"{role.value}_pixel_stride": stride,
+                f"{role.value}_row_stride": iw * stride,
+                f"{role.value}_channels": channels,
+            }
+        )
+    params.update(
+        tensor_height=th,
+        tensor_width=tw,
+        dst_y=1,
+        dst_x=2,
+        src_y=0,
+        src_x=0,
+        copy_height=ih,
+        copy_width=iw,
+    )
     outputs = {"output": th * tw * 3 * 16}
-    half_spec = io.InputPassSpec(roles, Precision.FP32, tf.Transfer.PU, True, False,
-                                 dtypes=("float16",) * 3)  # fmt: skip
+    half_spec = io.InputPassSpec(
+        roles, Precision.FP32, tf.Transfer.PU, True, False, dtypes=("float16",) * 3
+    )
     float_spec = io.InputPassSpec(roles, Precision.FP32, tf.Transfer.PU, True, False)
     frames = [_frame(0.5)]
-    got = _run_pass(io.generate_input_pass(half_spec), halves, outputs, params, frames,
-                    (9, th, tw))[0]["output"]  # fmt: skip
-    want = _run_pass(io.generate_input_pass(float_spec), widened, outputs, params, frames,
-                     (9, th, tw))[0]["output"]  # fmt: skip
+    got = _run_pass(
+        io.generate_input_pass(half_spec), halves, outputs, params, frames, (9, th, tw)
+    )[0]["output"]
+    want = _run_pass(
+        io.generate_input_pass(float_spec), widened, outputs, params, frames, (9, th, tw)
+    )[0]["output"]
     assert "f16=main+albedo+normal" in half_spec.describe()
     assert got == want
     assert np.count_nonzero(np.frombuffer(got, np.float32)) > ih * iw

@@ -141,16 +141,37 @@ def test_ldr_replay_keeps_the_recorded_scale_and_network_programs_take_none(tmp_
     assert run(["record", *common, "--network", "-o", str(net)]) == 0
     color = rng.random((16, 16, 3), np.float32)
     io.write_image_atomic(tmp_path / "in.exr", color, pixel_format="float")
-    assert run(["replay", str(ldr), "--color", str(tmp_path / "in.exr"), "-o",
-                str(tmp_path / "out.exr")]) == 0  # fmt: skip
+    assert (
+        run(
+            [
+                "replay",
+                str(ldr),
+                "--color",
+                str(tmp_path / "in.exr"),
+                "-o",
+                str(tmp_path / "out.exr"),
+            ]
+        )
+        == 0
+    )
     with Replayer(ldr.read_bytes(), gpu) as replayer:
         assert replayer.recorded_input_scale == 0.5
         expected = replayer.run([np.dstack([color, np.ones((16, 16, 1), np.float32)])])
     written = io.read_image(tmp_path / "out.exr").pixels
     np.testing.assert_allclose(written, expected[:, :, :3], rtol=1e-3, atol=1e-3)
     with pytest.raises(InvalidArgumentError, match="--input-scale needs a denoise program"):
-        run(["replay", str(net), "--color", str(tmp_path / "in.exr"), "--input-scale", "2",
-             "-o", str(tmp_path / "net.exr")])  # fmt: skip
+        run(
+            [
+                "replay",
+                str(net),
+                "--color",
+                str(tmp_path / "in.exr"),
+                "--input-scale",
+                "2",
+                "-o",
+                str(tmp_path / "net.exr"),
+            ]
+        )
 
 
 def test_record_and_replay_outputs_follow_the_denoise_rules(tmp_path, capsys):

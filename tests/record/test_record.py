@@ -164,9 +164,15 @@ def test_replay_with_new_input_scales_equals_direct_execution(gpu, tiny_tza, rng
     name, hdr, edge, h, w = CASES[case]
     tza = tiny_tza[name]
     config = make_config(
-        w, h, precision="fp32", device=gpu, denoise=True, hdr=hdr, max_tile_edge=edge,
+        w,
+        h,
+        precision="fp32",
+        device=gpu,
+        denoise=True,
+        hdr=hdr,
+        max_tile_edge=edge,
         input_scale=0.75,
-    )  # fmt: skip
+    )
     data = record_denoise(tza, config)
     program = read_program(data)
     frame = program.meta.frame_buffer

@@ -21,8 +21,10 @@ def test_exported_arrays_denoise_as_the_files_do(tmp_path, capsys):
     backends.main(["run", "--data", str(data), "--backend", "reference", "--to", str(outputs)])
     got = np.load(outputs)
     frames = stability.load_sequence(SEQUENCES / "moving")
-    oracle = {"per-frame": stability.per_frame("reference")(frames),
-              "temporal": temporal_mode.temporal("reference", {})(frames)}  # fmt: skip
+    oracle = {
+        "per-frame": stability.per_frame("reference")(frames),
+        "temporal": temporal_mode.temporal("reference", {})(frames),
+    }
     for method, expected in oracle.items():
         assert len(expected) == 12
         for i, image in enumerate(expected):

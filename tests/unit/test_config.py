@@ -106,9 +106,22 @@ def test_the_command_line_makes_one_config_that_pickles() -> None:
     from oidn_gpu.cli import build_parser, denoiser_config
 
     args = build_parser().parse_args(
-        ["denoise", "in.exr", "-o", "out.exr", "--lightmap", "--quality", "fast",
-         "--backend", "reference", "--threads", "2", "--tile-size", "64"]
-    )  # fmt: skip
+        [
+            "denoise",
+            "in.exr",
+            "-o",
+            "out.exr",
+            "--lightmap",
+            "--quality",
+            "fast",
+            "--backend",
+            "reference",
+            "--threads",
+            "2",
+            "--tile-size",
+            "64",
+        ]
+    )
     config = denoiser_config(args)
     assert config == DenoiserConfig(
         FilterOptions(filter_type="RTLightmap", quality="fast", tile_size=64),

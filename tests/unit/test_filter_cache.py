@@ -80,8 +80,9 @@ def test_concurrent_calls_do_not_wait_for_one_another(rng):
             started.set()
             waited.append(second_done.wait(timeout=60))
 
-    first = threading.Thread(target=oidn_gpu.denoise, args=(color,),
-                             kwargs={"progress": hold, **OPTIONS})  # fmt: skip
+    first = threading.Thread(
+        target=oidn_gpu.denoise, args=(color,), kwargs={"progress": hold, **OPTIONS}
+    )
     first.start()
     assert started.wait(timeout=60)
     oidn_gpu.denoise(color, **OPTIONS)

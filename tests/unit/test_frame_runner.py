@@ -31,8 +31,11 @@ def test_the_autoexposure_is_queued_before_the_first_tile() -> None:
     passes = _Passes()
     run_frame(passes, "frame", 3, autoexposure=True)
     assert passes.queued == [
-        ("autoexposure", "frame"), ("tile 0", "frame"), ("tile 1", "frame"), ("tile 2", "frame"),
-    ]  # fmt: skip
+        ("autoexposure", "frame"),
+        ("tile 0", "frame"),
+        ("tile 1", "frame"),
+        ("tile 2", "frame"),
+    ]
     passes = _Passes()
     run_frame(passes, "frame", 2, autoexposure=False)
     assert [name for name, _ in passes.queued] == ["tile 0", "tile 1"]
@@ -80,10 +83,13 @@ def test_host_frame_reads_other_dtypes_as_float32_or_rejects_them() -> None:
         ((np.zeros((2, 2, 3)),), {"out_channels": 4}, "out_channels is 4; expected 1, 2 or 3"),
         ((np.zeros((2, 2, 3)),), {"output": np.zeros((2, 2, 2), np.float32)}, r"\(2, 2, 3\)"),
         ((np.zeros((2, 2, 3)),), {"output": np.zeros((2, 2, 3), np.float64)}, "float64"),
-        ((np.zeros((2, 2, 3)),), {"output": np.zeros((2, 2, 3), np.float32)[::-1].copy()[:0]},
-         r"\(0, 2, 3\)"),
+        (
+            (np.zeros((2, 2, 3)),),
+            {"output": np.zeros((2, 2, 3), np.float32)[::-1].copy()[:0]},
+            r"\(0, 2, 3\)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_host_frame_says_what_is_wrong(images, options, message) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
         host_frame(images, **options)

@@ -25,12 +25,30 @@ from tests.datasets import official_params
 
 # The 23 official files (section 2.4 of oidn-semantics.md).
 OFFICIAL_NAMES = [
-    "rt_alb", "rt_alb_large", "rt_hdr", "rt_hdr_alb", "rt_hdr_alb_nrm", "rt_hdr_alb_nrm_small",
-    "rt_hdr_alb_small", "rt_hdr_calb_cnrm", "rt_hdr_calb_cnrm_large", "rt_hdr_calb_cnrm_small",
-    "rt_hdr_small", "rt_ldr", "rt_ldr_alb", "rt_ldr_alb_nrm", "rt_ldr_alb_nrm_small",
-    "rt_ldr_alb_small", "rt_ldr_calb_cnrm", "rt_ldr_calb_cnrm_small", "rt_ldr_small", "rt_nrm",
-    "rt_nrm_large", "rtlightmap_dir", "rtlightmap_hdr",
-]  # fmt: skip
+    "rt_alb",
+    "rt_alb_large",
+    "rt_hdr",
+    "rt_hdr_alb",
+    "rt_hdr_alb_nrm",
+    "rt_hdr_alb_nrm_small",
+    "rt_hdr_alb_small",
+    "rt_hdr_calb_cnrm",
+    "rt_hdr_calb_cnrm_large",
+    "rt_hdr_calb_cnrm_small",
+    "rt_hdr_small",
+    "rt_ldr",
+    "rt_ldr_alb",
+    "rt_ldr_alb_nrm",
+    "rt_ldr_alb_nrm_small",
+    "rt_ldr_alb_small",
+    "rt_ldr_calb_cnrm",
+    "rt_ldr_calb_cnrm_small",
+    "rt_ldr_small",
+    "rt_nrm",
+    "rt_nrm_large",
+    "rtlightmap_dir",
+    "rtlightmap_hdr",
+]
 
 
 def _small_tensors() -> dict[str, np.ndarray]:

@@ -254,8 +254,11 @@ def test_large_graph_skips_are_pooled_outputs_and_the_input() -> None:
     }
     pools = {n.name: n.input for n in graph.nodes if isinstance(n, ir.Pool)}
     assert pools == {
-        "pool1": "enc_conv1b", "pool2": "enc_conv2b", "pool3": "enc_conv3b", "pool4": "enc_conv4b"
-    }  # fmt: skip
+        "pool1": "enc_conv1b",
+        "pool2": "enc_conv2b",
+        "pool3": "enc_conv3b",
+        "pool4": "enc_conv4b",
+    }
     assert [c.name for c in graph.convs()] == [name for name, _, _ in LARGE_CHANNELS]
     assert all(c.activation is ir.Activation.RELU for c in graph.convs())
 

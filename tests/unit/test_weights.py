@@ -196,9 +196,14 @@ def test_rtlightmap_weights_choice_matches_the_table(key: tuple[int, ...]) -> No
     expected = LIGHTMAP_TABLE[key]
     for quality in ("fast", "balanced", "high", "default", 0, 4, 5, 6):
         kwargs = {
-            "color": color, "albedo": albedo, "normal": normal, "directional": directional,
-            "hdr": hdr, "srgb": srgb, "quality": quality,
-        }  # fmt: skip
+            "color": color,
+            "albedo": albedo,
+            "normal": normal,
+            "directional": directional,
+            "hdr": hdr,
+            "srgb": srgb,
+            "quality": quality,
+        }
         if expected.startswith("rtlightmap_"):
             assert select_weights("RTLightmap", **kwargs) == expected
         else:
@@ -215,12 +220,18 @@ def test_directional_is_rejected_for_the_rt_filter() -> None:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("fast", Quality.FAST), ("balanced", Quality.BALANCED), ("high", Quality.HIGH),
-        ("default", Quality.HIGH), ("HIGH", Quality.HIGH), (0, Quality.HIGH),
-        (4, Quality.FAST), (5, Quality.BALANCED), (6, Quality.HIGH),
+        ("fast", Quality.FAST),
+        ("balanced", Quality.BALANCED),
+        ("high", Quality.HIGH),
+        ("default", Quality.HIGH),
+        ("HIGH", Quality.HIGH),
+        (0, Quality.HIGH),
+        (4, Quality.FAST),
+        (5, Quality.BALANCED),
+        (6, Quality.HIGH),
         (Quality.FAST, Quality.FAST),
     ],
-)  # fmt: skip
+)
 def test_quality_accepts_names_enums_and_oidn_ints(value: object, expected: Quality) -> None:
     assert parse_quality(value) is expected  # type: ignore[arg-type]
 
@@ -262,8 +273,11 @@ class _Oracle:
         lib_dir = Path(pyoidn.__file__).parent / "oidn" / "lib"
         self.lib = ctypes.CDLL(str(lib_dir / "libOpenImageDenoise.so"))
         self.lib.oidnSetSharedFilterData.argtypes = [
-            ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t,
-        ]  # fmt: skip
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+        ]
         rng = np.random.default_rng(20261129)
         shape = (self.SIZE, self.SIZE, 3)
         self.images = {
@@ -274,9 +288,13 @@ class _Oracle:
         self.device.commit()
 
     def run(
-        self, filter_type: str, images: list[str], flags: dict[str, bool], quality: int,
+        self,
+        filter_type: str,
+        images: list[str],
+        flags: dict[str, bool],
+        quality: int,
         blob: bytes | None = None,
-    ) -> tuple[np.ndarray | None, str | None]:  # fmt: skip
+    ) -> tuple[np.ndarray | None, str | None]:
         pyoidn = self.pyoidn
         output = np.zeros((self.SIZE, self.SIZE, 3), np.float32)
         flt = pyoidn.Filter(self.device, filter_type)

@@ -302,9 +302,15 @@ class FrameRunner(ABC, Generic[ImageT, FrameT, PendingT]):
     # ------------------------------------------------------------------ the frame order
 
     def _submit_host(
-        self, frame: HostFrame, mode: Any, plan: Any, *, autoexposure: bool,
-        progress: Progress | None, slot: str = "",
-    ) -> PendingT:  # fmt: skip
+        self,
+        frame: HostFrame,
+        mode: Any,
+        plan: Any,
+        *,
+        autoexposure: bool,
+        progress: Progress | None,
+        slot: str = "",
+    ) -> PendingT:
         """Upload, run and read back one host frame (`_result` waits for it)."""
         start = time.perf_counter()
         images = self._upload_frame(frame, slot)

@@ -156,9 +156,13 @@ def _plan_tiles(
         return _plan_max_edge(height, width, options.tile_size, overlap, alignment, limits)
     if options.whole_image:
         return tiling.plan_tiles(
-            height, width, overlap=overlap, alignment=alignment, max_tile_px=None,
+            height,
+            width,
+            overlap=overlap,
+            alignment=alignment,
+            max_tile_px=None,
             fits=limits.fits,
-        )  # fmt: skip
+        )
     if options.max_memory_mb is None or options.max_memory_mb < 0:
         return tiling.plan_tiles(
             height, width, overlap=overlap, alignment=alignment, fits=limits.fits

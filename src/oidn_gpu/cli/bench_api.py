@@ -85,8 +85,17 @@ def _until_triton_serves(den: Any, images: list[Any], limit_s: float = 300.0) ->
         den.denoise(*images)
 
 
-def api_rows(*, backend: str, size: tuple[int, int], weights: str | Path, precision: str,
-             engine: str, runs: int, host_runs: int, warmup: int) -> dict[str, float]:  # fmt: skip
+def api_rows(
+    *,
+    backend: str,
+    size: tuple[int, int],
+    weights: str | Path,
+    precision: str,
+    engine: str,
+    runs: int,
+    host_runs: int,
+    warmup: int,
+) -> dict[str, float]:
     """Median wall ms per call of each row of `ROWS` (see the module docstring) of
     ``backend`` (one that takes torch tensors), on the current CUDA device (on the CPU
     where there is none: tests)."""
@@ -94,8 +103,13 @@ def api_rows(*, backend: str, size: tuple[int, int], weights: str | Path, precis
     path = Path(weights)
     if not (path.suffix == ".tza" or path.exists()):
         path = weights_path(str(weights))
-    options = {"hdr": True, "backend": backend, "precision": precision, "engine": engine,
-               "weights": str(path)}  # fmt: skip
+    options = {
+        "hdr": True,
+        "backend": backend,
+        "precision": precision,
+        "engine": engine,
+        "weights": str(path),
+    }
     height, width = size
     rng = np.random.default_rng(20261201)
     host = [
@@ -113,8 +127,9 @@ def api_rows(*, backend: str, size: tuple[int, int], weights: str | Path, precis
         _until_triton_serves(den, same)
         expected = den.denoise(*same)
         rows = {
-            "denoiser_tensors_same": _median_wall_ms(torch, lambda: den.denoise(*same), runs,
-                                                     warmup),  # fmt: skip
+            "denoiser_tensors_same": _median_wall_ms(
+                torch, lambda: den.denoise(*same), runs, warmup
+            ),
             "denoiser_tensors_fresh": _median_wall_ms(
                 torch, lambda: den.denoise(*sets[next(turn) % len(sets)]), runs, warmup
             ),

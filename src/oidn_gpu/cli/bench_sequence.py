@@ -118,8 +118,16 @@ def _spawn(kind: str, backend: str, size: tuple[int, int], frames: int) -> dict[
         for name in ("TRITON_CACHE_DIR", "XDG_CACHE_HOME", "OIDN_GPU_CACHE_DIR"):
             env.pop(name, None)  # a new node: every cache under the empty home
         env.pop("OIDN_GPU_CUDA_TUNING", None)
-        argv = [sys.executable, "-c", CHILD_BOOT, __file__, kind, backend,
-                f"{size[0]}x{size[1]}", str(frames)]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-c",
+            CHILD_BOOT,
+            __file__,
+            kind,
+            backend,
+            f"{size[0]}x{size[1]}",
+            str(frames),
+        ]
         done = subprocess.run(
             argv, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False
         )

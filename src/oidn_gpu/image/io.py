@@ -191,8 +191,7 @@ def _read_part(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, 
         stat = path.stat()
     except OSError:
         return _read_image(path, subimage, what)  # its message says what is wrong
-    key = (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns,
-           subimage)  # fmt: skip
+    key = (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, subimage)
     if key not in kept:
         kept[key] = _read_image(path, subimage, what)
     return kept[key]

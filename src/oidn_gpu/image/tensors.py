@@ -181,8 +181,9 @@ def _table(device: Any, integer_max: int, signed: bool) -> Any:
         table = _tables.get(key)
         if table is None:
             dtype = np.uint8 if integer_max == 255 else np.uint16
-            values = arrays.normalize(np.arange(integer_max + 1, dtype=dtype), integer_max,
-                                      signed=signed)  # fmt: skip
+            values = arrays.normalize(
+                np.arange(integer_max + 1, dtype=dtype), integer_max, signed=signed
+            )
             table = _tables[key] = torch.from_numpy(values).to(device)
     return table
 
@@ -221,8 +222,12 @@ class DeviceCall:
 
     def tensors(self) -> list[tuple[str, Any]]:
         """``(name, tensor)`` of every given image and the output."""
-        named = (("color", self.color), ("albedo", self.albedo), ("normal", self.normal),
-                 ("output", self.output))  # fmt: skip
+        named = (
+            ("color", self.color),
+            ("albedo", self.albedo),
+            ("normal", self.normal),
+            ("output", self.output),
+        )
         return [(name, tensor) for name, tensor in named if tensor is not None]
 
     def decoded(self, name: str) -> Any:
@@ -240,8 +245,9 @@ class DeviceCall:
         return self.target
 
 
-def as_device_call(color: Any, albedo: Any, normal: Any, output: Any, *,
-                   hdr: bool) -> DeviceCall | None:  # fmt: skip
+def as_device_call(
+    color: Any, albedo: Any, normal: Any, output: Any, *, hdr: bool
+) -> DeviceCall | None:
     """Wrap the images of a denoise call as tensors, or None when one of them (or the
     output) is not a torch tensor or CUDA array (the call takes the NumPy path).
 
@@ -249,8 +255,11 @@ def as_device_call(color: Any, albedo: Any, normal: Any, output: Any, *,
         InvalidOperationError: an unsupported dtype, or an integer color with ``hdr``
             (the messages of `arrays.as_call`).
     """
-    named = [(n, v) for n, v in (("color", color), ("albedo", albedo), ("normal", normal))
-             if v is not None]  # fmt: skip
+    named = [
+        (n, v)
+        for n, v in (("color", color), ("albedo", albedo), ("normal", normal))
+        if v is not None
+    ]
     values = [v for _, v in named] + ([output] if output is not None else [])
     if not named or any(device_kind(v) is None for v in values):
         return None
@@ -272,8 +281,15 @@ def as_device_call(color: Any, albedo: Any, normal: Any, output: Any, *,
     if output is not None:
         out_tensor = as_tensor(output)
         restore = _restore(out_tensor, output, "output", signed=main.signed)
-    return DeviceCall(tensors["color"], tensors["albedo"], tensors["normal"], out_tensor,
-                      output, restore, restores)  # fmt: skip
+    return DeviceCall(
+        tensors["color"],
+        tensors["albedo"],
+        tensors["normal"],
+        out_tensor,
+        output,
+        restore,
+        restores,
+    )
 
 
 def _check_reachable(name: str, value: Any) -> None:

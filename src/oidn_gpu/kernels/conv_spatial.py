@@ -121,8 +121,9 @@ def max_input_blocks(precision: Precision, limits: DeviceLimits) -> int:
     return storage_cap(limits) // (PATCH * PATCH * 4 * precision.itemsize)
 
 
-def _checked_storage(spec: ConvSpec, cache_weights: bool, pixels: int, padded: bool,
-                     limits: DeviceLimits | None) -> int:  # fmt: skip
+def _checked_storage(
+    spec: ConvSpec, cache_weights: bool, pixels: int, padded: bool, limits: DeviceLimits | None
+) -> int:
     """The kernel's workgroup storage in bytes, after checking ``generate``'s arguments."""
     if spec.pool:
         raise InvalidArgumentError(
@@ -145,8 +146,9 @@ def _checked_storage(spec: ConvSpec, cache_weights: bool, pixels: int, padded: b
     return need
 
 
-def _consts(spec: ConvSpec, patch: PatchLayout, pixels: int, wide: bool,
-            cache_weights: bool) -> dict[str, object]:  # fmt: skip
+def _consts(
+    spec: ConvSpec, patch: PatchLayout, pixels: int, wide: bool, cache_weights: bool
+) -> dict[str, object]:
     """The WGSL constants; the one-pixel dense patch keeps the original ones."""
     return {
         "WG": WG,

@@ -140,8 +140,9 @@ class InputPassSpec:
         return self.dtypes if self.dtypes is not None else ("float32",) * len(self.images)
 
     def describe(self) -> str:
-        halves = [r.value for r, d in zip(self.images, self.image_dtypes, strict=True)
-                  if d == "float16"]  # fmt: skip
+        halves = [
+            r.value for r, d in zip(self.images, self.image_dtypes, strict=True) if d == "float16"
+        ]
         return (
             f"images={'+'.join(r.value for r in self.images)} {self.precision.value} "
             f"transfer={self.transfer.value} hdr={int(self.hdr)} snorm={int(self.snorm)}"
@@ -219,16 +220,32 @@ def _transfer_consts(transfer: tf.Transfer) -> dict[str, float]:
     if transfer is tf.Transfer.PU:
         c = tf.pu_constants()
         return {
-            "PU_A": c.a, "PU_B": c.b, "PU_C": c.c, "PU_D": c.d, "PU_E": c.e, "PU_F": c.f,
-            "PU_G": c.g, "PU_Y0": c.y0, "PU_Y1": c.y1, "PU_X0": c.x0, "PU_X1": c.x1,
-            "PU_INV_C": c.inv_c, "NORM_SCALE": c.norm_scale, "RCP_NORM_SCALE": c.rcp_norm_scale,
-        }  # fmt: skip
+            "PU_A": c.a,
+            "PU_B": c.b,
+            "PU_C": c.c,
+            "PU_D": c.d,
+            "PU_E": c.e,
+            "PU_F": c.f,
+            "PU_G": c.g,
+            "PU_Y0": c.y0,
+            "PU_Y1": c.y1,
+            "PU_X0": c.x0,
+            "PU_X1": c.x1,
+            "PU_INV_C": c.inv_c,
+            "NORM_SCALE": c.norm_scale,
+            "RCP_NORM_SCALE": c.rcp_norm_scale,
+        }
     if transfer is tf.Transfer.SRGB:
         c = tf.srgb_constants()
         return {
-            "SRGB_A": c.a, "SRGB_B": c.b, "SRGB_C": c.c, "SRGB_Y0": c.y0, "SRGB_X0": c.x0,
-            "SRGB_EXPONENT": c.exponent, "SRGB_INV_EXPONENT": c.inv_exponent,
-        }  # fmt: skip
+            "SRGB_A": c.a,
+            "SRGB_B": c.b,
+            "SRGB_C": c.c,
+            "SRGB_Y0": c.y0,
+            "SRGB_X0": c.x0,
+            "SRGB_EXPONENT": c.exponent,
+            "SRGB_INV_EXPONENT": c.inv_exponent,
+        }
     if transfer is tf.Transfer.LOG:
         c = tf.log_constants()
         return {"NORM_SCALE": c.norm_scale, "RCP_NORM_SCALE": c.rcp_norm_scale}

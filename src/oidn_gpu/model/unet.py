@@ -385,6 +385,40 @@ def _describe(value: str, nodes: Mapping[str, ir.Node], channels: Mapping[str, i
     return f"'{value}' has {channels[value]} channels"
 
 
+def _graph_nodes(
+    spec: UNetSpec, convs: Mapping[str, ConvWeights], input_channels: int
+) -> tuple[dict[str, ir.Node], dict[str, int]]:
+    """The unfused graph's nodes of the descriptor's layers and every value's channels,
+    each conv's input channels checked against its weights."""
+    channels: dict[str, int] = {INPUT: input_channels}
+    nodes: dict[str, ir.Node] = {}
+    for layer in spec.layers:
+        node: ir.Node
+        if isinstance(layer, ConvLayer):
+            weights = convs[layer.name]
+            if weights.in_channels != channels[layer.input]:
+                raise WeightsFormatError(
+                    f"tensor '{layer.name}.weight' has {weights.in_channels} input channels but "
+                    f"its input value {_describe(layer.input, nodes, channels)}"
+                )
+            node = ir.Conv(
+                layer.name,
+                layer.input,
+                weights.in_channels,
+                weights.out_channels,
+                ir.Activation.RELU,
+            )
+        elif isinstance(layer, PoolLayer):
+            node = ir.Pool(layer.name, layer.input, channels[layer.input])
+        elif isinstance(layer, UpsampleLayer):
+            node = ir.Upsample(layer.name, layer.input, channels[layer.input])
+        else:
+            node = ir.Concat(layer.name, layer.inputs, sum(channels[v] for v in layer.inputs))
+        nodes[layer.name] = node
+        channels[layer.name] = node.channels
+    return nodes, channels
+
+
 def validate_model(
     tensors: Mapping[str, np.ndarray],
     spec: UNetSpec,
@@ -418,30 +452,7 @@ def validate_model(
             "3, 6 or 9 (3 per input image)"
         )
 
-    channels: dict[str, int] = {INPUT: input_channels}
-    nodes: dict[str, ir.Node] = {}
-    for layer in spec.layers:
-        node: ir.Node
-        if isinstance(layer, ConvLayer):
-            weights = convs[layer.name]
-            if weights.in_channels != channels[layer.input]:
-                raise WeightsFormatError(
-                    f"tensor '{layer.name}.weight' has {weights.in_channels} input channels but "
-                    f"its input value {_describe(layer.input, nodes, channels)}"
-                )
-            node = ir.Conv(
-                layer.name, layer.input, weights.in_channels, weights.out_channels,
-                ir.Activation.RELU,
-            )  # fmt: skip
-        elif isinstance(layer, PoolLayer):
-            node = ir.Pool(layer.name, layer.input, channels[layer.input])
-        elif isinstance(layer, UpsampleLayer):
-            node = ir.Upsample(layer.name, layer.input, channels[layer.input])
-        else:
-            node = ir.Concat(layer.name, layer.inputs, sum(channels[v] for v in layer.inputs))
-        nodes[layer.name] = node
-        channels[layer.name] = node.channels
-
+    nodes, channels = _graph_nodes(spec, convs, input_channels)
     output_channels = channels[spec.output]
     if output_channels != OUTPUT_CHANNELS:
         raise WeightsFormatError(
@@ -449,9 +460,11 @@ def validate_model(
             f"expected {OUTPUT_CHANNELS}"
         )
     graph = ir.Graph(
-        input=INPUT, input_channels=input_channels, nodes=tuple(nodes.values()),
+        input=INPUT,
+        input_channels=input_channels,
+        nodes=tuple(nodes.values()),
         output=spec.output,
-    )  # fmt: skip
+    )
     return ValidatedModel(
         spec=spec,
         graph=graph,

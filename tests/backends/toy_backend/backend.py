@@ -59,10 +59,11 @@ class ToyOptions(BackendOptions):
 def _transposed(model: Any) -> Any:
     """``model`` with every 3x3 kernel transposed (the same graph)."""
     convs = {
-        name: SimpleNamespace(weight=np.ascontiguousarray(c.weight.transpose(0, 1, 3, 2)),
-                              bias=c.bias)
+        name: SimpleNamespace(
+            weight=np.ascontiguousarray(c.weight.transpose(0, 1, 3, 2)), bias=c.bias
+        )
         for name, c in model.convs.items()
-    }  # fmt: skip
+    }
     return SimpleNamespace(graph=model.graph, convs=convs)
 
 
@@ -133,8 +134,9 @@ class ToyBenchmark:
     def run(self, args: Any, tools: BenchTools) -> int:
         height, width = parse_size(args.size)
         model = builtin.load_builtin("rt_hdr_small")
-        x = np.zeros((model.input_channels, -(-height // 16) * 16, -(-width // 16) * 16),
-                     np.float32)  # fmt: skip
+        x = np.zeros(
+            (model.input_channels, -(-height // 16) * 16, -(-width // 16) * 16), np.float32
+        )
         times = []
         with TransposedExecutor(model) as executor:
             for _ in range(args.runs):

@@ -35,9 +35,13 @@ class AutoexposurePass:
     """
 
     def __init__(
-        self, device: Any, executor: Any, resources: ResourceTracker, staging: StagingBuffers,
+        self,
+        device: Any,
+        executor: Any,
+        resources: ResourceTracker,
+        staging: StagingBuffers,
         retire: Callable[[list[Any]], None],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._device = device
         self.executor = executor
         self._resources = resources

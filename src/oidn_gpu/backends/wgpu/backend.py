@@ -57,17 +57,23 @@ class WgpuBenchmark:
             "--json", dest="json_path", default=None, help="write the result as JSON"
         )
         parser.add_argument(
-            "--no-end-to-end", dest="end_to_end", action="store_false",
+            "--no-end-to-end",
+            dest="end_to_end",
+            action="store_false",
             help="time the network only (skip the GpuDenoiser end-to-end runs)",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--host-dtype", default="float32", choices=("float32", "float16"),
+            "--host-dtype",
+            default="float32",
+            choices=("float32", "float16"),
             help="dtype of the host images of the end-to-end runs",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--no-denoiser", dest="facade", action="store_false",
+            "--no-denoiser",
+            dest="facade",
+            action="store_false",
             help="skip timing Denoiser.denoise on the host images",
-        )  # fmt: skip
+        )
         add_cold_arguments(parser)
 
     def run(self, args: Any, tools: Any) -> int:

@@ -193,9 +193,14 @@ def _load(weights: str | Path) -> Any:
 
 
 def time_denoiser(
-    denoiser: Any, executor: Any, model: Any, weights: str | Path, arrays: list[np.ndarray],
-    runs: int, warmup: int,
-) -> dict[str, Any]:  # fmt: skip
+    denoiser: Any,
+    executor: Any,
+    model: Any,
+    weights: str | Path,
+    arrays: list[np.ndarray],
+    runs: int,
+    warmup: int,
+) -> dict[str, Any]:
     """Time ``denoiser`` (`oidn_gpu.Denoiser`, lent by the command line) on host arrays on
     the wgpu executor's device (its compiled pipelines are reused): the ``facade_*``
     timings of `run_bench`."""
@@ -395,9 +400,13 @@ def _checked(
 
 @contextmanager
 def _bench_executor(
-    executor: WgpuExecutor | None, model: Any, device: Any, precision: str, kernel: str,
+    executor: WgpuExecutor | None,
+    model: Any,
+    device: Any,
+    precision: str,
+    kernel: str,
     gemm: Any,
-) -> Iterator[WgpuExecutor]:  # fmt: skip
+) -> Iterator[WgpuExecutor]:
     """The caller's ``executor`` (left open), else a new one on a timed device, closed
     with its device after the benchmark."""
     if executor is not None:
@@ -443,8 +452,10 @@ def _summaries(e2e: dict[str, Any]) -> dict[str, Any]:
         parts = e2e["facade_parts"]
         for part in ("upload", "submit", "wait", "readback"):
             out[f"facade_{part}_median_ms"] = statistics.median(p[part] for p in parts)
-        rest = [w - sum(p[k] for k in ("upload", "submit", "wait", "readback"))
-                for w, p in zip(walls, parts, strict=True)]  # fmt: skip
+        rest = [
+            w - sum(p[k] for k in ("upload", "submit", "wait", "readback"))
+            for w, p in zip(walls, parts, strict=True)
+        ]
         out["facade_overhead_median_ms"] = statistics.median(rest)
     return out
 

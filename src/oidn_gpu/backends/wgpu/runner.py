@@ -364,9 +364,13 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
             with self._device.queue_lock:
                 self._check_open()
                 submitted = self._submit_host(
-                    _frame_of(tuple(images), out_channels), mode, plan,
-                    autoexposure=autoexposure, progress=None, slot=f"/{index % 2}",
-                )  # fmt: skip
+                    _frame_of(tuple(images), out_channels),
+                    mode,
+                    plan,
+                    autoexposure=autoexposure,
+                    progress=None,
+                    slot=f"/{index % 2}",
+                )
             if pending is not None:
                 yield self._finish_locked(pending)
             pending = submitted
@@ -653,8 +657,9 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
 
     def _launch(self, frame: TileSet, autoexposure: bool, progress: Progress | None) -> None:
         count = len(frame.plan.tiles)
-        run_frame(self, frame, count, autoexposure=autoexposure,
-                  after_tile=progress_after_tile(progress))  # fmt: skip
+        run_frame(
+            self, frame, count, autoexposure=autoexposure, after_tile=progress_after_tile(progress)
+        )
 
     def autoexposure_pass(self, frame: TileSet) -> None:
         """`TilePasses.autoexposure_pass`: encoded into the first tile's submission."""

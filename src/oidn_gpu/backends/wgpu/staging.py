@@ -145,9 +145,9 @@ def element_span(array: np.ndarray) -> tuple[np.ndarray, int, int]:
     height, width, channels = array.shape
     item = array.itemsize
     row_bytes, pixel_bytes, channel_bytes = array.strides
-    in_place = (
-        channel_bytes == item or channels == 1
-    ) and all(s > 0 and s % item == 0 for s in (row_bytes, pixel_bytes))  # fmt: skip
+    in_place = (channel_bytes == item or channels == 1) and all(
+        s > 0 and s % item == 0 for s in (row_bytes, pixel_bytes)
+    )
     if not in_place or height * width == 0:
         array = np.ascontiguousarray(array)
         row_bytes, pixel_bytes = array.strides[:2]
