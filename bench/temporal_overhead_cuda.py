@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 import oidn_gpu
-from oidn_gpu.backends.cuda import temporal_kernels as tk
 from oidn_gpu import TemporalDenoiser
-from oidn_gpu.temporal import passes as tp
+from oidn_gpu.backends.cuda import temporal_kernels as tk
 from oidn_gpu.backends.host_temporal import HostTemporalSession
+from oidn_gpu.temporal import passes as tp
 
 COMPILE_TIMEOUT_S = 240
 
@@ -101,9 +101,18 @@ def measure(
             count = iter(range(len(tensors)))
             temporal_t = _event_ms(
                 lambda t: session.frame_on_device(
-                    t["color"], t["albedo"], t["normal"], t["motion"], t["depth"], params,
-                    restart=next(count) == 0, copy=False),
-                tensors, warmup)  # fmt: skip
+                    t["color"],
+                    t["albedo"],
+                    t["normal"],
+                    t["motion"],
+                    t["depth"],
+                    params,
+                    restart=next(count) == 0,
+                    copy=False,
+                ),
+                tensors,
+                warmup,
+            )
             rows.append(_row("tensors", per_frame_t, temporal_t))
             rows.append(_split(session, frames, tensors, params, warmup, wall_ms))
         rows.append(_many(den, frames, warmup, many_ms))
@@ -114,8 +123,9 @@ def measure(
 
 def _many(den, frames: list[dict], warmup: int, many_ms) -> dict:
     """``denoise_many``: the temporal one stages the next frame during this one."""
-    per_frame = many_ms(den.denoise_many((f["color"], f["albedo"], f["normal"])
-                                          for f in frames), warmup)  # fmt: skip
+    per_frame = many_ms(
+        den.denoise_many((f["color"], f["albedo"], f["normal"]) for f in frames), warmup
+    )
     with TemporalDenoiser(den) as td:
         temporal = many_ms(td.denoise_many(frames), warmup)
     return _row("numpy denoise_many", per_frame, temporal)
@@ -190,7 +200,7 @@ def _check(den, frames: list[dict]) -> dict:
         device = [td.denoise(**f) for f in frames]
     with TemporalDenoiser(den) as td:
         td.session.close()
-        td.session = HostTemporalSession(den, tp.NumpyTemporalPasses())
+        td.session = HostTemporalSession(den.frames, tp.NumpyTemporalPasses())
         host = [td.denoise(**f) for f in frames]
     pairs = list(zip(device, host, strict=True))
     rel = [float(np.linalg.norm(a - b) / np.linalg.norm(b)) for a, b in pairs]

@@ -59,4 +59,5 @@ if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
 fi
 .venv/bin/python -m pip install -q -e '.[dev]'
 .venv/bin/lint-imports  # the import contracts of pyproject.toml
+.venv/bin/python -m mypy  # the public API and the backend seam ([tool.mypy] in pyproject.toml)
 exec .venv/bin/python -m pytest "$@"

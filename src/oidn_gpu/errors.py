@@ -11,6 +11,7 @@ a verbatim message for the same condition, that message starts ours.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 
 class OIDNGPUError(Exception):
@@ -79,7 +80,7 @@ class NonFiniteOutputWarning(RuntimeWarning):
     returns such pixels without a word, the command-line tool counts them."""
 
 
-def require(module: str, extra: str):  # returns a module
+def require(module: str, extra: str) -> Any:  # returns a module
     """Import an optional dependency or raise `MissingDependencyError` naming the extra."""
     import importlib
 

@@ -81,11 +81,11 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
         )
     if call.output is not None:
         check_output_shape(tuple(call.output.shape), images)
-    decoded = validate_images(
-        *(call.decoded(n) if keep is not None else None
-          for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))),
-        check=split_alpha,
-    )  # fmt: skip
+    color_d, albedo_d, normal_d = (
+        call.decoded(n) if keep is not None else None
+        for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))
+    )
+    decoded = validate_images(color_d, albedo_d, normal_d, check=split_alpha)
     result = _prefiltered(den, decoded, progress) if prefilter else _run(frames, decoded, progress)
     return call.finish(_with_alpha(result, decoded))
 
@@ -117,7 +117,7 @@ def _takes(runner: Any, call: DeviceCall) -> bool:
 def _run(frames: FramePath, images: Images, progress: Progress | None) -> Any:
     """`FramePath.run` on the device: the runner's float32 ``[H, W, C]`` result tensor."""
     frame = frames.plan(images, on_device=True)
-    runner = frame.runner  # a DeviceRunner (`_takes`)
+    runner: Any = frame.runner  # a DeviceRunner (`_takes`)
     out_channels = images.main_channels - (1 if images.alpha is not None else 0)
     runner_images = make_runner_images(images, out_channels)
     report_progress(progress, 0.0)
@@ -143,13 +143,14 @@ def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> An
         for index, name in enumerate(stages):
             sub = den._prefilter_denoiser(name)
             part = scaled_progress(progress, index / total, 1 / total)
-            aux = validate_images(None, *((albedo, None) if name == "albedo" else (None, normal)),
-                                   check=split_alpha)  # fmt: skip
+            aux_albedo, aux_normal = (albedo, None) if name == "albedo" else (None, normal)
+            aux = validate_images(None, aux_albedo, aux_normal, check=split_alpha)
             with sub.frames.lock:
                 clean = _run(sub.frames, aux, part)
             # As the NumPy path: the cleaned image in the dtype it computes the aux image
             # in (float16 kept, others float32).
             given = albedo if name == "albedo" else normal
+            assert given is not None  # a stage of a given image
             clean = clean.half() if given.dtype == torch.float16 else clean
             if name == "albedo":
                 albedo = clean
@@ -169,4 +170,5 @@ def _with_alpha(result: Any, images: Images) -> Any:
         return result
     import torch
 
-    return torch.cat([result, images.alpha.to(torch.float32).unsqueeze(2)], dim=2)
+    alpha: Any = images.alpha  # a tensor on this path
+    return torch.cat([result, alpha.to(torch.float32).unsqueeze(2)], dim=2)

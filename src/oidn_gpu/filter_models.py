@@ -14,7 +14,7 @@ from oidn_gpu.model import unet, weights
 from oidn_gpu.model.unet import ValidatedModel
 
 
-def _load_custom_weights(source: Any):  # -> ValidatedModel
+def _load_custom_weights(source: Any) -> ValidatedModel:
     """Load a custom ``.tza`` (path or bytes) now, so a bad file fails at construction."""
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)

@@ -132,11 +132,12 @@ class TemporalDenoiser:
         if denoiser is None:
             denoiser = self._make_denoiser(options)
         self.denoiser = denoiser
-        self.session = temporal_session_for(denoiser)
-        options = getattr(denoiser, "options", None)
+        self.session = temporal_session_for(denoiser.frames)
+        filter_options = getattr(denoiser, "options", None)
         # the facade's rule: integer (LDR) colors are refused for HDR denoising
         self._hdr = bool(
-            options is not None and (options.hdr or options.filter_type == "RTLightmap")
+            filter_options is not None
+            and (filter_options.hdr or filter_options.filter_type == "RTLightmap")
         )
         self.restarts: list[TemporalRestart] = []
         self.history_fraction: float = 0.0  # of the last frame
@@ -179,7 +180,7 @@ class TemporalDenoiser:
         ahead = self._prepared(items)
         while ahead is not None:
             current, ahead = ahead, self._prepared(items) if prefetch is not None else None
-            if isinstance(ahead, tuple) and not self._closed:
+            if prefetch is not None and isinstance(ahead, tuple) and not self._closed:
                 prefetch(ahead[1])
             if isinstance(current, BaseException):
                 raise current
@@ -370,7 +371,9 @@ class _FrameImages:
         return (*self.size, self.color.shape[2], given)
 
     @classmethod
-    def of(cls, color, albedo, normal, motion, depth, frame, *, hdr: bool) -> _FrameImages:
+    def of(
+        cls, color: Any, albedo: Any, normal: Any, motion: Any, depth: Any, frame: Any, *, hdr: bool
+    ) -> _FrameImages:
         if color is None:
             raise InvalidArgumentError("temporal mode needs a color image per frame")
         # the facade's image rules: types, dtypes, integers as normalized LDR values

@@ -54,7 +54,7 @@ def _host(denoiser):
     """A temporal denoiser of ``denoiser`` on the host session with the NumPy passes."""
     td = TemporalDenoiser(denoiser)
     td.session.close()
-    td.session = HostTemporalSession(denoiser, tp.NumpyTemporalPasses())
+    td.session = HostTemporalSession(denoiser.frames, tp.NumpyTemporalPasses())
     return td
 
 

@@ -321,7 +321,7 @@ def test_denoiser_temporal_true_runs_the_device_session_with_the_host_paths_imag
         with Denoiser(temporal=True, **options) as td:
             if host:
                 td.session.close()
-                td.session = HostTemporalSession(td.denoiser, wgsl_passes)
+                td.session = HostTemporalSession(td.denoiser.frames, wgsl_passes)
             else:
                 assert td.session.name == "wgpu-device"
             return [td.denoise(s.frame.color, s.frame.albedo, s.frame.normal,

@@ -3,8 +3,8 @@
 The `TemporalSession` of backends without one of their own (the reference backend, and
 any backend whose ``temporal_session`` gives None): it packs the signal and the guide in
 NumPy, runs the backend's `TemporalPasses` (NumPy's where it has none) on host arrays,
-denoises the accumulated images with the session's `oidn_gpu.Denoiser` and keeps the
-next history state on the host. `temporal_session_for` picks a denoiser's session.
+denoises the accumulated images through the denoiser's frame path (a `FrameSource`) and
+keeps the next history state on the host. `temporal_session_for` picks a denoiser's session.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.base import TemporalFrame, TemporalResult, get_backend
+from oidn_gpu.backends.base import FrameSource, TemporalFrame, TemporalResult, get_backend
 from oidn_gpu.temporal import passes as tp
 
 
 class HostTemporalSession:
     """A `TemporalSession` on host arrays through a backend's `TemporalPasses`."""
 
-    def __init__(self, denoiser: Any, passes: Any) -> None:
-        self.denoiser = denoiser
+    def __init__(self, frames: FrameSource, passes: Any) -> None:
+        self.frames = frames
         self.passes = passes
         self.name = f"host {getattr(passes, 'name', type(passes).__name__)}"
         self._state: np.ndarray | None = None
@@ -48,7 +48,7 @@ class HostTemporalSession:
             )
             fraction = 0.0
         acc = reprojection
-        denoised = self.denoiser.denoise(
+        denoised = self.frames.denoise(
             np.ascontiguousarray(acc[:, :, 0:3]),
             None if frame.albedo is None else np.ascontiguousarray(acc[:, :, 3:6]),
             None if frame.normal is None else np.ascontiguousarray(acc[:, :, 6:9]),
@@ -63,21 +63,22 @@ class HostTemporalSession:
         self.passes.close()
 
 
-def temporal_passes_for(denoiser: Any) -> Any:
+def temporal_passes_for(frames: FrameSource) -> Any:
     """The temporal passes of the denoiser's backend (`Backend.temporal_passes`), else the
     NumPy ones."""
-    backend = get_backend(denoiser.backend)
+    backend = get_backend(frames.backend)
     factory = getattr(backend, "temporal_passes", None)
     if factory is None:
         return tp.NumpyTemporalPasses()
-    return factory(denoiser.backend_options)
+    return factory(frames.backend_options)
 
 
-def temporal_session_for(denoiser: Any) -> Any:
-    """The denoiser's backend's `TemporalSession` (`Backend.temporal_session`) where it
-    has one for these options, else a `HostTemporalSession` on its `TemporalPasses`."""
-    factory = getattr(get_backend(denoiser.backend), "temporal_session", None)
-    session = None if factory is None else factory(denoiser.frames)
+def temporal_session_for(frames: FrameSource) -> Any:
+    """The `TemporalSession` of a denoiser's frame path: its backend's
+    (`Backend.temporal_session`) where it has one for these options, else a
+    `HostTemporalSession` on its `TemporalPasses`."""
+    factory = getattr(get_backend(frames.backend), "temporal_session", None)
+    session = None if factory is None else factory(frames)
     if session is None:
-        session = HostTemporalSession(denoiser, temporal_passes_for(denoiser))
+        session = HostTemporalSession(frames, temporal_passes_for(frames))
     return session

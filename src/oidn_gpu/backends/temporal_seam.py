@@ -110,12 +110,14 @@ class FrameSource(Protocol):
 
     Attributes:
         options: the filter's options (``oidn_gpu.FilterOptions``).
+        backend: the denoiser's backend (its registered name).
         backend_options: the denoiser's backend options.
         lock: the denoiser's lock; a session holds it for a frame.
         closed: the denoiser is closed.
     """
 
     options: Any
+    backend: str
     backend_options: Any
     lock: Any
     closed: bool
