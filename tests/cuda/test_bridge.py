@@ -114,8 +114,9 @@ def test_shipped_tiles_cover_the_default_network_on_sm90(weights_dir, device):
     for launch in executor.launches:
         shipped = tuning.shipped_config((9, 0), executor.layer_signature(prep, launch))
         assert shipped is not None and shipped.block_n >= min(launch.out_stored, 16)
-    fast = CudaExecutor(load_model(weights_dir / "rt_hdr_alb_nrm_small.tza"), device=device,
-                        tune=False)  # fmt: skip
+    fast = CudaExecutor(
+        load_model(weights_dir / "rt_hdr_alb_nrm_small.tza"), device=device, tune=False
+    )
     fast_prep = fast.prepare(64, 64)
     keys |= {fast.layer_signature(fast_prep, launch) for launch in fast.launches}
     assert set(tuning.SHIPPED_TILES[(9, 0)]) <= keys
@@ -139,13 +140,17 @@ def test_a_new_image_size_compiles_nothing(rng):
     rows per program, fitted to each size on a GPU, are a run-time argument)."""
     import oidn_gpu
     from oidn_gpu.backends.cuda import row_kernels
-    from oidn_gpu.backends.cuda.executor import kernels
+    from oidn_gpu.backends.cuda.triton_loader import kernels
 
     with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
         den.denoise(*_images(rng, 64, 96))
         tk = kernels()
-        jitted = (tk.conv3x3_kernel, tk.input_pass_kernel, tk.autoexposure_bins_kernel,
-                  row_kernels.conv_rows_kernel)  # fmt: skip
+        jitted = (
+            tk.conv3x3_kernel,
+            tk.input_pass_kernel,
+            tk.autoexposure_bins_kernel,
+            row_kernels.conv_rows_kernel,
+        )
         before = [sum(len(c[0]) for c in k.device_caches.values()) for k in jitted]
         # 720p: other rows per program than the small sizes' (`row_conv.balance`)
         for height, width in ((37, 53), (128, 80), (250, 99), (720, 1280)):
@@ -178,8 +183,14 @@ def test_a_script_may_exit_while_triton_compiles(tmp_path):
         "print(den.info().device)\n"
     )
     env = {**__import__("os").environ, "TRITON_CACHE_DIR": str(tmp_path / "triton")}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300, env=env, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "cudnn, while Triton compiles" in done.stdout
 
@@ -191,10 +202,17 @@ def test_the_compile_worker_runs_a_frame_in_a_child_process(small_model, device)
 
     images = (((16, 24, 4), "float32", 3), ((16, 24, 3), "float16", 3), ((16, 24), "float32", 1))
     job = compile_job.CompileJob(
-        graph=small_model.graph, convs=dict(small_model.convs), spec=small_model.spec,
-        precision="fp16", device_index=device.index, images=images, out_channels=3, mode=MODE,
-        plan=plan_tiles(16, 24, overlap=0, alignment=MIN_TILE_ALIGNMENT), autoexposure=True,
-    )  # fmt: skip
+        graph=small_model.graph,
+        convs=dict(small_model.convs),
+        spec=small_model.spec,
+        precision="fp16",
+        device_index=device.index,
+        images=images,
+        out_channels=3,
+        mode=MODE,
+        plan=plan_tiles(16, 24, overlap=0, alignment=MIN_TILE_ALIGNMENT),
+        autoexposure=True,
+    )
     child = compile_job.start(job)
     assert child.wait(timeout=300) == 0
     assert not Path(child.job_path).exists()  # the child read and removed its job file

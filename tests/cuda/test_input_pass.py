@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from oidn_gpu.backends.cuda.images import describe
-from oidn_gpu.backends.cuda.runner import input_pass
+from oidn_gpu.backends.cuda.input_pass import input_pass
 from oidn_gpu.image import process
 from oidn_gpu.image.tiling import Tile
 

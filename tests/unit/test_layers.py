@@ -48,7 +48,7 @@ OPTIONAL_DEPENDENCY_MODULES = (
 )
 # The wgpu backend's registry entry, which must import without wgpu.
 WGPU_REGISTRY_ENTRY = "oidn_gpu.backends.wgpu.backend"
-# The cuda backend's Triton kernels, which import Triton when loaded: its executor imports
+# The cuda backend's Triton kernels, which import Triton when loaded: its loader imports
 # them on first use, off the path of a first frame that cuDNN serves.
 TRITON_KERNELS = (
     "oidn_gpu.backends.cuda.triton_kernels",
@@ -89,7 +89,7 @@ def test_oidn_gpu_modules_are_imported_inside_functions_only_for_wgpu_or_torch()
             relative = path.relative_to(REPO_ROOT)
             if (relative.as_posix(), name) == TIMED_IMPORT:
                 continue
-            if name in TRITON_KERNELS and path.name == "executor.py" and inside:
+            if name in TRITON_KERNELS and path.name == "triton_loader.py" and inside:
                 continue
             if not lazy_ok or inside:
                 offenders.append(f"{relative}:{line} imports {name}")

@@ -12,8 +12,8 @@ import math
 from typing import Any
 
 from oidn_gpu.backends.cuda import torch_ops
-from oidn_gpu.backends.cuda.executor import kernels
 from oidn_gpu.backends.cuda.images import DeviceImage, hwc_view
+from oidn_gpu.backends.cuda.triton_loader import kernels
 from oidn_gpu.image import autoexposure as ae
 
 # Launch shapes timed on an NVIDIA H200 (docs/benchmarks.md: both
@@ -36,13 +36,28 @@ def autoexposure(color: DeviceImage, scale_out: Any, engine: str) -> None:
     nb_w = math.ceil(color.width / ae.MAX_BIN_SIZE)
     bins = torch.empty(nb_h * nb_w, dtype=torch.float32, device=scale_out.device)
     tk.autoexposure_bins_kernel[(nb_h, nb_w)](
-        color.tensor, color.offset, color.pixel_stride, color.row_stride, color.channels,
-        color.height, color.width, nb_h, nb_w, bins, MAX_BIN=ae.MAX_BIN_SIZE,
+        color.tensor,
+        color.offset,
+        color.pixel_stride,
+        color.row_stride,
+        color.channels,
+        color.height,
+        color.width,
+        nb_h,
+        nb_w,
+        bins,
+        MAX_BIN=ae.MAX_BIN_SIZE,
         num_warps=BINS_WARPS,
-    )  # fmt: skip
-    tk.autoexposure_scale_kernel[(1,)](bins, nb_h * nb_w, scale_out, KEY=float(ae.KEY),
-                                       EPS=float(ae.EPS), BLOCK=SCALE_BLOCK,
-                                       num_warps=SCALE_WARPS)  # fmt: skip
+    )
+    tk.autoexposure_scale_kernel[(1,)](
+        bins,
+        nb_h * nb_w,
+        scale_out,
+        KEY=float(ae.KEY),
+        EPS=float(ae.EPS),
+        BLOCK=SCALE_BLOCK,
+        num_warps=SCALE_WARPS,
+    )
 
 
 def _torch_autoexposure(color: DeviceImage, scale_out: Any) -> None:

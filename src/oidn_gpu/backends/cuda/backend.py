@@ -68,9 +68,14 @@ class CudaTileRunner:
         return result, self.denoiser.input_scale()
 
     def _denoise(
-        self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None, *,
-        autoexposure: bool, staged: bool = False,
-    ) -> Any:  # fmt: skip
+        self,
+        images: DenoiseImages,
+        plan: DenoisePlan,
+        progress: Progress | None,
+        *,
+        autoexposure: bool,
+        staged: bool = False,
+    ) -> Any:
         """One frame: NumPy images through `CudaDenoiser.denoise`, or device tensors
         (``staged``) through `CudaDenoiser.denoise_staged`."""
         if not TILE_LIMITS.fits(*plan.tile_shape):
@@ -203,8 +208,9 @@ class CudaBenchmark:
             print(f"== {name} ({args.size}, {args.weights})")
             print(results[name].table(), flush=True)
             for row, value in results[name].api_ms.items():
-                print(f"api        {value:.3f} ms median wall: {tools.api_row_names[row]}",
-                      flush=True)  # fmt: skip
+                print(
+                    f"api        {value:.3f} ms median wall: {tools.api_row_names[row]}", flush=True
+                )
         return 0
 
 
@@ -310,9 +316,9 @@ class CudaBackend:
         (`temporal_session.CudaTemporalSession`); None where Triton does not import or no
         device runs its kernels (the `TemporalPasses` on host arrays then)."""
         from oidn_gpu.backends.cuda import temporal_kernels
-        from oidn_gpu.backends.cuda.executor import interpreting
         from oidn_gpu.backends.cuda.temporal import session_device
         from oidn_gpu.backends.cuda.temporal_session import CudaTemporalSession
+        from oidn_gpu.backends.cuda.triton_loader import interpreting
 
         if temporal_kernels.UNAVAILABLE is not None:
             return None

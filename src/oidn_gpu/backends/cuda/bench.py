@@ -128,18 +128,22 @@ class BenchResult(bench_result.BenchResult):
         return "\n".join(lines)
 
 
-def tune_tiles(size: tuple[int, int], weights: str | Path = DEFAULT_WEIGHTS,
-               precision: str = "fp16") -> tuple[Path | None, dict[str, TileConfig]]:  # fmt: skip
+def tune_tiles(
+    size: tuple[int, int], weights: str | Path = DEFAULT_WEIGHTS, precision: str = "fp16"
+) -> tuple[Path | None, dict[str, TileConfig]]:
     """Time every layer's tile candidates at ``size`` (rounded up to 16) and keep the
     fastest in the tuning cache; returns the cache path and this network's choices."""
-    executor = CudaExecutor(_load(weights), precision=precision, engine="triton", tune=True,
-                            bridge=False)  # fmt: skip
+    executor = CudaExecutor(
+        _load(weights), precision=precision, engine="triton", tune=True, bridge=False
+    )
     try:
         height, width = (-(-v // ALIGNMENT) * ALIGNMENT for v in size)
         prep = executor.prepare(height, width)
         assert prep is not None
-        choices = {executor.layer_signature(prep, launch): prep.configs[launch.name]
-                   for launch in executor.launches}  # fmt: skip
+        choices = {
+            executor.layer_signature(prep, launch): prep.configs[launch.name]
+            for launch in executor.launches
+        }
         return cache_path(), choices
     finally:
         executor.close()
@@ -297,8 +301,13 @@ def _time_steps(torch: Any, executor: CudaExecutor, prep: Any, runs: int) -> dic
     return out
 
 
-def _layer_stats(executor: CudaExecutor, flops: dict[str, float], kernels: dict[str, str],
-                 layer_ms: dict[str, float], peak_tflops: float) -> list[LayerStat]:  # fmt: skip
+def _layer_stats(
+    executor: CudaExecutor,
+    flops: dict[str, float],
+    kernels: dict[str, str],
+    layer_ms: dict[str, float],
+    peak_tflops: float,
+) -> list[LayerStat]:
     """One row per executor step: a fused kernel is one row named after the layers it
     covers (``dec_conv1b+dec_conv0``), with their FLOPs (not the recomputed halo's)."""
     total = sum(layer_ms.values())
@@ -310,15 +319,23 @@ def _layer_stats(executor: CudaExecutor, flops: dict[str, float], kernels: dict[
         work = sum(flops[launch.name] for launch in _step_layers(step))
         tflops = work / (ms * 1e9) if ms > 0 else 0.0
         floor = work / (peak_tflops * 1e9)
-        stats.append(LayerStat(
-            step.name, kernels[_step_layers(step)[-1].name], ms, ms / total if total else 0.0,
-            tflops * 1e3, tflops, floor / ms if ms > 0 else 0.0,
-        ))  # fmt: skip
+        stats.append(
+            LayerStat(
+                step.name,
+                kernels[_step_layers(step)[-1].name],
+                ms,
+                ms / total if total else 0.0,
+                tflops * 1e3,
+                tflops,
+                floor / ms if ms > 0 else 0.0,
+            )
+        )
     return stats
 
 
-def e2e_inputs(torch: Any, executor: CudaExecutor, model: Any, height: int,
-               width: int) -> tuple[list[np.ndarray], list[Any], Any, Any, Any]:  # fmt: skip
+def e2e_inputs(
+    torch: Any, executor: CudaExecutor, model: Any, height: int, width: int
+) -> tuple[list[np.ndarray], list[Any], Any, Any, Any]:
     """The end-to-end runs' random HDR colour (and albedo, normal as the network takes
     them): host arrays, their device copies, the output tensor, the mode and the tile plan."""
     rng = np.random.default_rng(20261130)
@@ -334,8 +351,16 @@ def e2e_inputs(torch: Any, executor: CudaExecutor, model: Any, height: int,
     return host, images, out, mode_for("RT", hdr=True), plan
 
 
-def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, width: int,
-                runs: int, warmup: int, host_runs: int) -> dict[str, Any]:  # fmt: skip
+def _end_to_end(
+    torch: Any,
+    executor: CudaExecutor,
+    model: Any,
+    height: int,
+    width: int,
+    runs: int,
+    warmup: int,
+    host_runs: int,
+) -> dict[str, Any]:
     host, images, out, mode, plan = e2e_inputs(torch, executor, model, height, width)
     denoiser = CudaDenoiser(executor)
 
@@ -380,8 +405,15 @@ def _end_to_end(torch: Any, executor: CudaExecutor, model: Any, height: int, wid
     }
 
 
-def _host_breakdown(torch: Any, denoiser: CudaDenoiser, host: list[np.ndarray], mode: Any,
-                    plan: Any, result: np.ndarray, runs: int) -> dict[str, float]:  # fmt: skip
+def _host_breakdown(
+    torch: Any,
+    denoiser: CudaDenoiser,
+    host: list[np.ndarray],
+    mode: Any,
+    plan: Any,
+    result: np.ndarray,
+    runs: int,
+) -> dict[str, float]:
     """Medians of the NumPy path's stages, each run to completion on its own."""
     stream = torch.cuda.current_stream()
     images = denoiser._upload(host)
@@ -427,8 +459,11 @@ def _transfers(torch: Any, host: list[np.ndarray]) -> dict[str, float]:
         parts = np.array_split(np.arange(array.size), 16)
 
         def threaded() -> None:
-            list(pool.map(lambda p: np.copyto(pinned_np[p[0] : p[-1] + 1],
-                                              array[p[0] : p[-1] + 1]), parts))  # fmt: skip
+            list(
+                pool.map(
+                    lambda p: np.copyto(pinned_np[p[0] : p[-1] + 1], array[p[0] : p[-1] + 1]), parts
+                )
+            )
 
         out["host_copy_16_threads_gbps"] = rate(threaded)
     out["h2d_pinned_gbps"] = rate(lambda: device.copy_(pinned, non_blocking=True))

@@ -22,8 +22,8 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from oidn_gpu.backends.cuda import compile_job, kernel_specs
-from oidn_gpu.backends.cuda.executor import CompileStopped, interpreting, kernels
 from oidn_gpu.backends.cuda.images import DeviceImage, describe
+from oidn_gpu.backends.cuda.triton_loader import CompileStopped, interpreting, kernels
 from oidn_gpu.backends.phases import log_phase
 from oidn_gpu.errors import InvalidOperationError
 from oidn_gpu.image.tiling import TilePlan
@@ -54,15 +54,19 @@ class CompileBridge:
         self._children: set[Any] = set()  # compile worker processes running
         self._compile_identity: int | None = None  # see `_ready_key`
 
-
     @staticmethod
-    def _kernel_config(images: list[DeviceImage], channels: int, mode: Any,
-                       autoexposure: bool) -> tuple[Any, ...]:  # fmt: skip
+    def _kernel_config(
+        images: list[DeviceImage], channels: int, mode: Any, autoexposure: bool
+    ) -> tuple[Any, ...]:
         """What the compiled Triton kernels of a frame depend on (never its size)."""
         return (
-            tuple((i.tensor.dtype, i.channels) for i in images), channels, mode.transfer,
-            bool(mode.hdr), bool(mode.snorm), autoexposure,
-        )  # fmt: skip
+            tuple((i.tensor.dtype, i.channels) for i in images),
+            channels,
+            mode.transfer,
+            bool(mode.hdr),
+            bool(mode.snorm),
+            autoexposure,
+        )
 
     def _ready_key(self, config: tuple[Any, ...]) -> tuple[Any, ...]:
         """Compiled kernels are the process's (Triton's in-memory cache): a configuration
@@ -74,8 +78,15 @@ class CompileBridge:
             self._compile_identity = hash((str(self.device), ex.precision, ex.graph, tiles))
         return (self._compile_identity, config)
 
-    def engine_for(self, images: list[DeviceImage], channels: int, mode: Any, autoexposure: bool,
-                    out_image: DeviceImage | None, plan: TilePlan) -> str:  # fmt: skip
+    def engine_for(
+        self,
+        images: list[DeviceImage],
+        channels: int,
+        mode: Any,
+        autoexposure: bool,
+        out_image: DeviceImage | None,
+        plan: TilePlan,
+    ) -> str:
         """The engine of this frame: Triton, unless the bridge serves it on cuDNN while
         its kernels compile (started here on the configuration's first frame)."""
         ex = self.executor
@@ -90,9 +101,11 @@ class CompileBridge:
                 return "triton"
             if config not in self.warming:
                 self.warming[config] = threading.Thread(
-                    target=self._warm, name="oidn-gpu-triton-compile", daemon=True,
+                    target=self._warm,
+                    name="oidn-gpu-triton-compile",
+                    daemon=True,
                     args=(config, images, out_image, channels, mode, plan, autoexposure),
-                )  # fmt: skip
+                )
         return "cudnn"
 
     def start(self) -> None:
@@ -119,8 +132,16 @@ class CompileBridge:
         for thread in threads:
             thread.join(timeout)
 
-    def _warm(self, config: tuple[Any, ...], images: list[DeviceImage], out_image: DeviceImage | None,
-              channels: int, mode: Any, plan: TilePlan, autoexposure: bool) -> None:  # fmt: skip
+    def _warm(
+        self,
+        config: tuple[Any, ...],
+        images: list[DeviceImage],
+        out_image: DeviceImage | None,
+        channels: int,
+        mode: Any,
+        plan: TilePlan,
+        autoexposure: bool,
+    ) -> None:
         """Compile the Triton kernels of a configuration: the frame on scratch images of
         the same dtypes and channels, on a side stream (the caller's tensors may be
         reused or freed meanwhile)."""
@@ -137,25 +158,45 @@ class CompileBridge:
                 raise InvalidOperationError(missing)
             stream = torch.cuda.Stream(self.device) if self._cuda else None
             with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-                scratch = [describe(torch.zeros(i.tensor.shape, dtype=i.tensor.dtype,
-                                              device=self.device), "scratch")
-                           for i in images]  # fmt: skip
-                scratch = [dataclasses.replace(s, channels=i.channels)
-                           for s, i in zip(scratch, images, strict=True)]  # fmt: skip
+                scratch = [
+                    describe(
+                        torch.zeros(i.tensor.shape, dtype=i.tensor.dtype, device=self.device),
+                        "scratch",
+                    )
+                    for i in images
+                ]
+                scratch = [
+                    dataclasses.replace(s, channels=i.channels)
+                    for s, i in zip(scratch, images, strict=True)
+                ]
                 height, width = images[0].height, images[0].width
-                out = describe(torch.empty((height, width, channels), dtype=torch.float32,
-                                         device=self.device), "output")  # fmt: skip
+                out = describe(
+                    torch.empty((height, width, channels), dtype=torch.float32, device=self.device),
+                    "output",
+                )
                 scale = torch.ones(1, dtype=torch.float32, device=self.device)
-                recorder = kernel_specs.recording() if key is not None else contextlib.nullcontext([])
+                recorder = (
+                    kernel_specs.recording() if key is not None else contextlib.nullcontext([])
+                )
                 with recorder as texts:
-                    self._denoiser._body(scratch, out, mode, plan, autoexposure, "triton", scale,
-                                         stop=self._stop.is_set)
+                    self._denoiser._body(
+                        scratch,
+                        out,
+                        mode,
+                        plan,
+                        autoexposure,
+                        "triton",
+                        scale,
+                        stop=self._stop.is_set,
+                    )
             if stream is not None:
                 stream.synchronize()
             if key is not None:
                 kernel_specs.save(key, texts)
-            _LOG.info("cuda: Triton kernels ready %.2f s after the first frame",
-                      time.perf_counter() - start)  # fmt: skip
+            _LOG.info(
+                "cuda: Triton kernels ready %.2f s after the first frame",
+                time.perf_counter() - start,
+            )
             ready = True
         except CompileStopped:
             ready = False
@@ -190,8 +231,11 @@ class CompileBridge:
         except Exception as err:  # a kernel list this Triton cannot load: compile instead
             _LOG.info("cuda: compiled kernels not loaded (%s: %s)", type(err).__name__, err)
             return False
-        _LOG.info("cuda: %d Triton kernels loaded from the disk cache in %.2f s", count,
-                  time.perf_counter() - start)
+        _LOG.info(
+            "cuda: %d Triton kernels loaded from the disk cache in %.2f s",
+            count,
+            time.perf_counter() - start,
+        )
         log_phase(_LOG, "load the compiled kernels", start)
         return True
 
@@ -205,13 +249,27 @@ class CompileBridge:
         major, minor = self._torch.cuda.get_device_capability(self.device)
         capability = major * 10 + minor
         parts = (
-            "cuda frame kernels", kernel_specs.source_fingerprint(), capability, ex.precision,
-            ex.graph, tuple(sorted(ex.tuned().items())), ex.fusion, ex.rows, config,
-        )  # fmt: skip
+            "cuda frame kernels",
+            kernel_specs.source_fingerprint(),
+            capability,
+            ex.precision,
+            ex.graph,
+            tuple(sorted(ex.tuned().items())),
+            ex.fusion,
+            ex.rows,
+            config,
+        )
         return kernel_specs.SpecKey(version, capability, kernel_specs.config_digest(parts))
 
-    def _compile(self, key: kernel_specs.SpecKey, images: list[DeviceImage], channels: int,
-                 mode: Any, plan: TilePlan, autoexposure: bool) -> str:
+    def _compile(
+        self,
+        key: kernel_specs.SpecKey,
+        images: list[DeviceImage],
+        channels: int,
+        mode: Any,
+        plan: TilePlan,
+        autoexposure: bool,
+    ) -> str:
         """Fill Triton's disk cache with the frame's kernels, out of this process: the
         shipped entries copied in, then the known specializations compiled by several
         processes at once; a configuration never seen runs its frame in one child."""
@@ -230,30 +288,48 @@ class CompileBridge:
                 report = None
                 how = f"not compiled ahead ({err})"
             if report is not None:
-                how = (f"{len(texts)} known kernels compiled ahead by {report.processes} "
-                       f"processes in {report.seconds:.2f} s (ok: {report.ok})")
+                how = (
+                    f"{len(texts)} known kernels compiled ahead by {report.processes} "
+                    f"processes in {report.seconds:.2f} s (ok: {report.ok})"
+                )
             how += f", {copied} shipped cache entries installed" if copied else ""
         if not known:
             code = self._compile_in_child(images, channels, mode, plan, autoexposure, key)
             how += f"; the frame compiled by a child process (exit code {code})"
         return how.lstrip("; ")
 
-    def _compile_in_child(self, images: list[DeviceImage], channels: int, mode: Any,
-                          plan: TilePlan, autoexposure: bool,
-                          spec_key: kernel_specs.SpecKey | None = None) -> int | None:  # fmt: skip
+    def _compile_in_child(
+        self,
+        images: list[DeviceImage],
+        channels: int,
+        mode: Any,
+        plan: TilePlan,
+        autoexposure: bool,
+        spec_key: kernel_specs.SpecKey | None = None,
+    ) -> int | None:
         """Compile the frame's kernels into Triton's disk cache in a child process (no GIL
         shared with the caller's frames); the in-process pass after it loads them. A child
         that fails leaves the compile to that pass."""
         ex = self.executor
         model = ex.model
         job = compile_job.CompileJob(
-            graph=model.graph, convs=dict(model.convs), spec=getattr(model, "spec", None),
-            precision=ex.precision, device_index=self.device.index,
-            images=tuple((tuple(i.tensor.shape), str(i.tensor.dtype).split(".")[-1],
-                          i.channels) for i in images),
-            out_channels=channels, mode=mode, plan=plan, autoexposure=autoexposure,
-            fused=ex.fusion, rows=ex.rows, spec_key=spec_key,
-        )  # fmt: skip
+            graph=model.graph,
+            convs=dict(model.convs),
+            spec=getattr(model, "spec", None),
+            precision=ex.precision,
+            device_index=self.device.index,
+            images=tuple(
+                (tuple(i.tensor.shape), str(i.tensor.dtype).split(".")[-1], i.channels)
+                for i in images
+            ),
+            out_channels=channels,
+            mode=mode,
+            plan=plan,
+            autoexposure=autoexposure,
+            fused=ex.fusion,
+            rows=ex.rows,
+            spec_key=spec_key,
+        )
         try:
             child = compile_job.start(job)
         except OSError:

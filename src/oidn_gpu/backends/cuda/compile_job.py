@@ -54,10 +54,12 @@ def start(job: CompileJob) -> subprocess.Popen[bytes]:
     try:
         child = subprocess.Popen(
             [sys.executable, "-m", "oidn_gpu.backends.cuda.compile_worker", path],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             # one CPU thread for its torch: the caller's frames keep the cores
             env={**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"},
-        )  # fmt: skip
+        )
     except OSError:
         os.unlink(path)
         raise

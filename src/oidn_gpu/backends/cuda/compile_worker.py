@@ -24,9 +24,15 @@ def executor_of(job: CompileJob) -> CudaExecutor:
     """The job's executor: the caller's network, precision, fusion and row-kernel choice."""
     model = SimpleNamespace(graph=job.graph, convs=job.convs, spec=job.spec)
     return CudaExecutor(
-        model, device=job.device_index, precision=job.precision, engine="triton", tune=False,
-        bridge=False, fused=job.fused, rows=job.rows,
-    )  # fmt: skip
+        model,
+        device=job.device_index,
+        precision=job.precision,
+        engine="triton",
+        tune=False,
+        bridge=False,
+        fused=job.fused,
+        rows=job.rows,
+    )
 
 
 def run_job(job: CompileJob) -> None:
@@ -38,9 +44,12 @@ def run_job(job: CompileJob) -> None:
             tensor = torch.zeros(shape, dtype=getattr(torch, dtype), device=executor.device)
             images.append(tensor[..., :channels] if len(shape) == 3 else tensor)
         denoiser.denoise_tensors(
-            *images, mode=job.mode, plan=job.plan, out_channels=job.out_channels,
+            *images,
+            mode=job.mode,
+            plan=job.plan,
+            out_channels=job.out_channels,
             autoexposure=job.autoexposure,
-        )  # fmt: skip
+        )
         if executor.device.type == "cuda":
             torch.cuda.synchronize(executor.device)
 

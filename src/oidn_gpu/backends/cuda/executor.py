@@ -34,9 +34,7 @@ Triton's interpreter (tests without a GPU).
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -52,10 +50,23 @@ from oidn_gpu.backends.base import (
     ExecutorResources,
     check_network_input,
 )
-from oidn_gpu.backends.cuda import fusion, kernel_report, layout, row_conv, torch_ops
+from oidn_gpu.backends.cuda import (
+    fusion,
+    kernel_report,
+    layout,
+    row_conv,
+    torch_ops,
+    triton_loader,
+)
 from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.options import CudaOptions
+from oidn_gpu.backends.cuda.triton_loader import (
+    CompileStopped,
+    interpreting,
+    kernels,
+    triton_status,
+)
 from oidn_gpu.backends.cuda.tuning import (
     RowsConfig,
     TailConfig,
@@ -76,47 +87,6 @@ from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import Plan, plan, size_alignment
 from oidn_gpu.image.tiling import TILE_OVERLAP_BASE
 from oidn_gpu.model.unet import tile_overlap
-
-INTERPRET_ENV_VAR = "TRITON_INTERPRET"
-
-
-_KERNELS: Any = None
-_MORE_KERNELS: dict[str, Any] = {}  # the modules that build on `triton_kernels`' helpers
-_KERNELS_LOCK = threading.Lock()
-
-
-def kernels() -> Any:
-    """The `triton_kernels` module, imported on first use (importing Triton takes a few
-    tenths of a second, kept off a first frame served by the cuDNN bridge), with the
-    fused network tail's and the row conv's kernels (`fused_kernels`, `row_kernels`)."""
-    global _KERNELS
-    with _KERNELS_LOCK:
-        if _KERNELS is None:
-            import oidn_gpu.backends.cuda.fused_kernels as fused_kernels
-            import oidn_gpu.backends.cuda.row_kernels as row_kernels
-            import oidn_gpu.backends.cuda.triton_kernels as triton_kernels
-
-            _MORE_KERNELS.update(fused=fused_kernels, rows=row_kernels)
-            _KERNELS = triton_kernels
-        return _KERNELS
-
-
-def triton_status(*, load: bool = True) -> str | None:
-    """None when Triton imports, else why not (the reason the cuDNN path runs).
-
-    With ``load=False`` only looks Triton up (no import): its import is then checked
-    when the kernels are first needed.
-    """
-    if not load and _KERNELS is None:
-        return None if importlib.util.find_spec("triton") is not None else (
-            "triton is not installed"
-        )  # fmt: skip
-    return kernels().UNAVAILABLE
-
-
-def interpreting() -> bool:
-    """Whether Triton kernels run through its CPU interpreter (``TRITON_INTERPRET=1``)."""
-    return os.environ.get(INTERPRET_ENV_VAR, "0") not in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -157,14 +127,12 @@ class Prepared:
     @property
     def byte_size(self) -> int:
         slots = sum(int(s.numel()) for s in self.slots)
-        if self.scratch is None or any(self.scratch.untyped_storage().data_ptr()
-                                       == s.untyped_storage().data_ptr() for s in self.slots):
-            return slots  # fmt: skip
+        if self.scratch is None or any(
+            self.scratch.untyped_storage().data_ptr() == s.untyped_storage().data_ptr()
+            for s in self.slots
+        ):
+            return slots
         return slots + int(self.scratch.numel() * self.scratch.element_size())
-
-
-class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
-    """Raised inside a background compile asked to stop (`runner.CudaDenoiser`)."""
 
 
 def transfer_id(transfer: Any) -> int:
@@ -222,8 +190,7 @@ class CudaExecutor(ExecutorBase):
             options = CudaOptions(**{k: v for k, v in loose.items() if v is not None})
         elif any(v is not None for v in loose.values()):
             raise InvalidArgumentError(
-                "CudaExecutor takes options= or the keywords device, precision and engine, "
-                "not both"
+                "CudaExecutor takes options= or the keywords device, precision and engine, not both"
             )
         self.options = options
         device, precision, engine = options.device, options.compute_precision, options.engine
@@ -231,21 +198,7 @@ class CudaExecutor(ExecutorBase):
             raise InvalidArgumentError(f"shape_cache_size {shape_cache_size} must be at least 1")
         self.device = self._pick_device(device)
         on_gpu = self.device.type == "cuda"
-        if tune is None:
-            tune = on_gpu and tuning_enabled()
-        if bridge is None:
-            bridge = engine == "auto" and on_gpu and not tune
-        # Triton is only looked up when the bridge can serve frames while it imports.
-        missing = triton_status(load=not bridge)
-        if self.device.type != "cuda" and not interpreting():
-            missing = missing or "Triton kernels need a CUDA device (or TRITON_INTERPRET=1)"
-        if engine == "triton" and missing:
-            raise MissingDependencyError(
-                f"engine 'triton' is unavailable: {missing}; pip install 'oidn-gpu[cuda]'"
-            )
-        self.engine = "cudnn" if engine == "cudnn" or missing else "triton"
-        self.fallback = missing if (self.engine == "cudnn" and engine != "cudnn") else None
-        self.bridge = bool(bridge) and self.engine == "triton"
+        tune = self._pick_engine(engine, tune, bridge)
         self.last_engine: str | None = None  # the engine of the last frame
         self.precision = precision
         self.model = model  # a background compile rebuilds the network from it
@@ -285,6 +238,27 @@ class CudaExecutor(ExecutorBase):
         self._tuner = Tuner(self._device_key()) if self.engine == "triton" else None
 
     # ------------------------------------------------------------------ setup
+
+    def _pick_engine(self, engine: str, tune: bool | None, bridge: bool | None) -> bool:
+        """Set ``engine``, ``fallback`` and ``bridge`` from the asked engine and what
+        this device and Triton allow; returns whether tiles are tuned."""
+        on_gpu = self.device.type == "cuda"
+        if tune is None:
+            tune = on_gpu and tuning_enabled()
+        if bridge is None:
+            bridge = engine == "auto" and on_gpu and not tune
+        # Triton is only looked up when the bridge can serve frames while it imports.
+        missing = triton_status(load=not bridge)
+        if self.device.type != "cuda" and not interpreting():
+            missing = missing or "Triton kernels need a CUDA device (or TRITON_INTERPRET=1)"
+        if engine == "triton" and missing:
+            raise MissingDependencyError(
+                f"engine 'triton' is unavailable: {missing}; pip install 'oidn-gpu[cuda]'"
+            )
+        self.engine = "cudnn" if engine == "cudnn" or missing else "triton"
+        self.fallback = missing if (self.engine == "cudnn" and engine != "cudnn") else None
+        self.bridge = bool(bridge) and self.engine == "triton"
+        return bool(tune)
 
     def _pack_weights(self, convs: Any) -> None:
         """The Triton kernels' weights and biases on the device (and the fused tail's
@@ -380,8 +354,10 @@ class CudaExecutor(ExecutorBase):
     def _allocate(self, height: int, width: int) -> Prepared:
         torch = self._torch
         execution = plan(self.graph, height, width, value_bytes=layout.value_bytes(self.graph))
-        slots = [torch.empty(size, dtype=torch.uint8, device=self.device)
-                 for size in execution.slot_bytes]  # fmt: skip
+        slots = [
+            torch.empty(size, dtype=torch.uint8, device=self.device)
+            for size in execution.slot_bytes
+        ]
         views = {}
         for name, shape in execution.shapes.items():
             slot = slots[execution.slot_of[name]]
@@ -445,13 +421,11 @@ class CudaExecutor(ExecutorBase):
 
     def fused_kernels(self) -> Any:
         """The `fused_kernels` module (imported with `triton_kernels`, by `kernels`)."""
-        kernels()
-        return _MORE_KERNELS["fused"]
+        return triton_loader.fused_kernels()
 
     def row_kernels(self) -> Any:
         """The `row_kernels` module (imported with `triton_kernels`, by `kernels`)."""
-        kernels()
-        return _MORE_KERNELS["rows"]
+        return triton_loader.row_kernels()
 
     def set_tail_config(self, prep: Prepared, config: TailConfig) -> None:
         """Use ``config`` for the ``tail`` fusion of ``prep`` (`fusion.set_tail_config`)."""
@@ -485,9 +459,15 @@ class CudaExecutor(ExecutorBase):
             (height, width, self.input_stored), dtype=self.dtype, device=self.device
         )
 
-    def forward(self, x: Any, *, prep: Prepared | None = None,
-                target: FinalTarget | None = None, engine: str | None = None,
-                stop: Any = None) -> Any:  # fmt: skip
+    def forward(
+        self,
+        x: Any,
+        *,
+        prep: Prepared | None = None,
+        target: FinalTarget | None = None,
+        engine: str | None = None,
+        stop: Any = None,
+    ) -> Any:
         """Enqueue the network on the current stream.
 
         Args:
@@ -521,8 +501,9 @@ class CudaExecutor(ExecutorBase):
             self.launch_step(prep, step, target)
         return prep.views[self.graph.output] if raw else None
 
-    def launch_step(self, prep: Prepared, step: ConvLaunch | FusedTail,
-                    target: FinalTarget) -> None:  # fmt: skip
+    def launch_step(
+        self, prep: Prepared, step: ConvLaunch | FusedTail, target: FinalTarget
+    ) -> None:
         """Enqueue one of `steps` (a conv, or the fused tail) with the tiles of ``prep``."""
         if isinstance(step, FusedTail) and self.fusion == "project":
             fusion.launch_project(self, prep, target)
@@ -551,8 +532,13 @@ class CudaExecutor(ExecutorBase):
         torch_ops.write_target(out, target)
         return None
 
-    def _launch(self, prep: Prepared, launch: ConvLaunch, config: TileConfig | RowsConfig,
-                target: FinalTarget | None) -> None:  # fmt: skip
+    def _launch(
+        self,
+        prep: Prepared,
+        launch: ConvLaunch,
+        config: TileConfig | RowsConfig,
+        target: FinalTarget | None,
+    ) -> None:
         if isinstance(config, RowsConfig):
             return row_conv.launch(self, prep, launch, config)
         height, width = layout.conv_shapes(prep.plan, launch)
@@ -582,9 +568,19 @@ class CudaExecutor(ExecutorBase):
             final_args = (self._dummy, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             flags = dict(OUTPUT_PASS=False, TRANSFER=0, HDR=True, SNORM=False, OUT_CHANNELS=3)
         kernels().conv3x3_kernel[grid](
-            a, b, weight, bias, out,
-            height, width, src_a.stored, src_b.stored,
-            launch.a_tap_rows, launch.b_base, launch.b_tap_rows, launch.weight_cols,
+            a,
+            b,
+            weight,
+            bias,
+            out,
+            height,
+            width,
+            src_a.stored,
+            src_b.stored,
+            launch.a_tap_rows,
+            launch.b_base,
+            launch.b_tap_rows,
+            launch.weight_cols,
             launch.out_stored,
             *final_args,
             HAS_B=len(sources) > 1,
@@ -603,17 +599,23 @@ class CudaExecutor(ExecutorBase):
             num_warps=config.num_warps,
             num_stages=config.num_stages,
             **flags,
-        )  # fmt: skip
+        )
 
     def _final_args(self, target: FinalTarget) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The final conv's image geometry arguments and output-pass flags."""
         mode = target.mode
         args = (
             target.scale if target.scale is not None else self._dummy,
-            target.offset, target.pixel_stride, target.row_stride,
-            target.keep_y, target.keep_x, target.keep_h, target.keep_w,
-            target.dst_y, target.dst_x,
-        )  # fmt: skip
+            target.offset,
+            target.pixel_stride,
+            target.row_stride,
+            target.keep_y,
+            target.keep_x,
+            target.keep_h,
+            target.keep_w,
+            target.dst_y,
+            target.dst_x,
+        )
         flags = dict(
             OUTPUT_PASS=mode is not None,
             TRANSFER=transfer_id(mode.transfer) if mode is not None else 0,
@@ -656,8 +658,9 @@ class CudaExecutor(ExecutorBase):
                 engine = f"{engine}, while Triton compiles"
             engine += f" (fallback: {self.fallback})" if self.fallback else ""
             names = kernel_report.kernel_names(self, prep, self.last_engine or self.engine)
-            info = ExecutorInfo("cuda", f"{self.device_name} [{engine}]", self.precision,
-                                MappingProxyType(names))  # fmt: skip
+            info = ExecutorInfo(
+                "cuda", f"{self.device_name} [{engine}]", self.precision, MappingProxyType(names)
+            )
             self._info = (state, info)
         return self._info[1]
 
@@ -691,4 +694,3 @@ class CudaExecutor(ExecutorBase):
     def _check_open(self) -> None:
         if self._closed:
             raise InvalidOperationError("the cuda executor is closed")
-

@@ -28,21 +28,64 @@ of its input than the per-layer kernel's rows of pixels do.
 from oidn_gpu.backends.cuda.triton_kernels import _accumulate, _jit, _store_final, tl
 
 
-@_jit("height", "width", "tiles_w", "num_tiles", "out_offset", "out_pixel_stride",
-      "out_row_stride", "keep_y", "keep_x", "keep_h", "keep_w", "dst_y", "dst_x")  # fmt: skip
+@_jit(
+    "height",
+    "width",
+    "tiles_w",
+    "num_tiles",
+    "out_offset",
+    "out_pixel_stride",
+    "out_row_stride",
+    "keep_y",
+    "keep_x",
+    "keep_h",
+    "keep_w",
+    "dst_y",
+    "dst_x",
+)
 def conv_tail_kernel(
-    src_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, scratch_ptr, out_ptr,
-    height, width, channels, w1_stride, w1_cols, w2_stride, w2_cols,
-    tiles_w, num_tiles,
-    scale_ptr, out_offset, out_pixel_stride, out_row_stride,
-    keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
-    RELU1: tl.constexpr, RELU2: tl.constexpr,
-    OUTPUT_PASS: tl.constexpr, TRANSFER: tl.constexpr, HDR: tl.constexpr,
-    SNORM: tl.constexpr, OUT_CHANNELS: tl.constexpr,
-    REGION_H: tl.constexpr, REGION_W: tl.constexpr, BLOCK_M: tl.constexpr,
-    MID: tl.constexpr, BLOCK_K1: tl.constexpr, TAPS1: tl.constexpr,
-    BLOCK_K2: tl.constexpr, TAPS2: tl.constexpr,
-):  # fmt: skip
+    src_ptr,
+    w1_ptr,
+    b1_ptr,
+    w2_ptr,
+    b2_ptr,
+    scratch_ptr,
+    out_ptr,
+    height,
+    width,
+    channels,
+    w1_stride,
+    w1_cols,
+    w2_stride,
+    w2_cols,
+    tiles_w,
+    num_tiles,
+    scale_ptr,
+    out_offset,
+    out_pixel_stride,
+    out_row_stride,
+    keep_y,
+    keep_x,
+    keep_h,
+    keep_w,
+    dst_y,
+    dst_x,
+    RELU1: tl.constexpr,
+    RELU2: tl.constexpr,
+    OUTPUT_PASS: tl.constexpr,
+    TRANSFER: tl.constexpr,
+    HDR: tl.constexpr,
+    SNORM: tl.constexpr,
+    OUT_CHANNELS: tl.constexpr,
+    REGION_H: tl.constexpr,
+    REGION_W: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    MID: tl.constexpr,
+    BLOCK_K1: tl.constexpr,
+    TAPS1: tl.constexpr,
+    BLOCK_K2: tl.constexpr,
+    TAPS2: tl.constexpr,
+):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     region: tl.constexpr = REGION_H * REGION_W
@@ -63,9 +106,23 @@ def conv_tail_kernel(
             inside = (y >= 0) & (y < height) & (x >= 0) & (x < width)
             acc = tl.zeros((BLOCK_M, MID), dtype=tl.float32)
             acc = _accumulate(
-                acc, src_ptr, w1_ptr, 0, y, x, inside, height, width, channels, w1_stride,
-                w1_cols, offs_mid, False, BLOCK_K1, TAPS1,
-            )  # fmt: skip
+                acc,
+                src_ptr,
+                w1_ptr,
+                0,
+                y,
+                x,
+                inside,
+                height,
+                width,
+                channels,
+                w1_stride,
+                w1_cols,
+                offs_mid,
+                False,
+                BLOCK_K1,
+                TAPS1,
+            )
             acc = acc + bias1[None, :]
             if RELU1:
                 acc = tl.maximum(acc, 0.0)
@@ -83,27 +140,70 @@ def conv_tail_kernel(
             ok = ok & (y < height) & (x < width)
             acc = tl.zeros((BLOCK_M, 16), dtype=tl.float32)
             acc = _accumulate(
-                acc, scratch, w2_ptr, 0, ry, rx, ok, REGION_H, REGION_W, MID, w2_stride,
-                w2_cols, offs_out, False, BLOCK_K2, TAPS2,
-            )  # fmt: skip
+                acc,
+                scratch,
+                w2_ptr,
+                0,
+                ry,
+                rx,
+                ok,
+                REGION_H,
+                REGION_W,
+                MID,
+                w2_stride,
+                w2_cols,
+                offs_out,
+                False,
+                BLOCK_K2,
+                TAPS2,
+            )
             acc = acc + bias2[None, :]
             if RELU2:
                 acc = tl.maximum(acc, 0.0)
             _store_final(
-                acc, offs_out, y, x, ok, out_ptr, scale_ptr, out_offset, out_pixel_stride,
-                out_row_stride, keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
-                OUTPUT_PASS, TRANSFER, HDR, SNORM, OUT_CHANNELS,
-            )  # fmt: skip
+                acc,
+                offs_out,
+                y,
+                x,
+                ok,
+                out_ptr,
+                scale_ptr,
+                out_offset,
+                out_pixel_stride,
+                out_row_stride,
+                keep_y,
+                keep_x,
+                keep_h,
+                keep_w,
+                dst_y,
+                dst_x,
+                OUTPUT_PASS,
+                TRANSFER,
+                HDR,
+                SNORM,
+                OUT_CHANNELS,
+            )
         tl.debug_barrier()
 
 
 @_jit("height", "width")
 def conv_project_kernel(
-    src_ptr, w_ptr, bias_ptr, proj_ptr, out_ptr,
-    height, width, channels, w_stride, w_cols,
-    RELU: tl.constexpr, MID: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+    src_ptr,
+    w_ptr,
+    bias_ptr,
+    proj_ptr,
+    out_ptr,
+    height,
+    width,
+    channels,
+    w_stride,
+    w_cols,
+    RELU: tl.constexpr,
+    MID: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     TAPS: tl.constexpr,
-):  # fmt: skip
+):
     """The hidden conv with the final conv's matrix product in its epilogue.
 
     ``z[p, fusion.z_column(t, o)] = sum_c hidden[p, c] * W_final[o, c, t]`` for the 9
@@ -118,9 +218,23 @@ def conv_project_kernel(
     offs_mid = tl.arange(0, MID)
     acc = tl.zeros((BLOCK_M, MID), dtype=tl.float32)
     acc = _accumulate(
-        acc, src_ptr, w_ptr, 0, y, x, m_ok, height, width, channels, w_stride, w_cols,
-        offs_mid, False, BLOCK_K, TAPS,
-    )  # fmt: skip
+        acc,
+        src_ptr,
+        w_ptr,
+        0,
+        y,
+        x,
+        m_ok,
+        height,
+        width,
+        channels,
+        w_stride,
+        w_cols,
+        offs_mid,
+        False,
+        BLOCK_K,
+        TAPS,
+    )
     acc = acc + tl.load(bias_ptr + offs_mid)[None, :]
     if RELU:
         acc = tl.maximum(acc, 0.0)
@@ -131,16 +245,44 @@ def conv_project_kernel(
     tl.store(ptrs, z.to(out_ptr.dtype.element_ty), mask=m_ok[:, None])
 
 
-@_jit("height", "width", "out_offset", "out_pixel_stride", "out_row_stride", "keep_y",
-      "keep_x", "keep_h", "keep_w", "dst_y", "dst_x")  # fmt: skip
+@_jit(
+    "height",
+    "width",
+    "out_offset",
+    "out_pixel_stride",
+    "out_row_stride",
+    "keep_y",
+    "keep_x",
+    "keep_h",
+    "keep_w",
+    "dst_y",
+    "dst_x",
+)
 def tap_sum_kernel(
-    z_ptr, bias_ptr, out_ptr, height, width,
-    scale_ptr, out_offset, out_pixel_stride, out_row_stride,
-    keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
-    RELU: tl.constexpr, OUTPUT_PASS: tl.constexpr, TRANSFER: tl.constexpr,
-    HDR: tl.constexpr, SNORM: tl.constexpr, OUT_CHANNELS: tl.constexpr,
-    BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
-):  # fmt: skip
+    z_ptr,
+    bias_ptr,
+    out_ptr,
+    height,
+    width,
+    scale_ptr,
+    out_offset,
+    out_pixel_stride,
+    out_row_stride,
+    keep_y,
+    keep_x,
+    keep_h,
+    keep_w,
+    dst_y,
+    dst_x,
+    RELU: tl.constexpr,
+    OUTPUT_PASS: tl.constexpr,
+    TRANSFER: tl.constexpr,
+    HDR: tl.constexpr,
+    SNORM: tl.constexpr,
+    OUT_CHANNELS: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+):
     """The final conv from `conv_project_kernel`'s ``z``: ``out[p, o] = bias[o] + sum_t
     z[p + offset(t), fusion.z_column(t, o)]`` (zero outside the image, taps in order),
     then the output pass. Taps 0-7 are one aligned 4-wide load each (the fourth lane,
@@ -167,7 +309,25 @@ def tap_sum_kernel(
     if RELU:
         acc = tl.maximum(acc, 0.0)
     _store_final(
-        acc, offs_n, y, x, m_ok, out_ptr, scale_ptr, out_offset, out_pixel_stride,
-        out_row_stride, keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
-        OUTPUT_PASS, TRANSFER, HDR, SNORM, OUT_CHANNELS,
-    )  # fmt: skip
+        acc,
+        offs_n,
+        y,
+        x,
+        m_ok,
+        out_ptr,
+        scale_ptr,
+        out_offset,
+        out_pixel_stride,
+        out_row_stride,
+        keep_y,
+        keep_x,
+        keep_h,
+        keep_w,
+        dst_y,
+        dst_x,
+        OUTPUT_PASS,
+        TRANSFER,
+        HDR,
+        SNORM,
+        OUT_CHANNELS,
+    )

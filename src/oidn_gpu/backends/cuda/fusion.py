@@ -45,7 +45,6 @@ TAP_SUM_BLOCK = (8, 32)  # `tap_sum_kernel` pixels per program (rows, columns)
 MAX_TAIL_CHANNELS = 64  # widest hidden activation the fused tail holds per pixel
 
 
-
 @dataclass(frozen=True)
 class FusedTail:
     """The network's last two convs and the output pass as one kernel
@@ -65,8 +64,9 @@ class FusedTail:
 
 def fused_tail(launches: tuple[ConvLaunch, ...]) -> FusedTail | None:
     """The fusable tail of a network's launches: a plain full-resolution conv of at most
-    `MAX_TAIL_CHANNELS` stored channels, a power of two, read only by the final conv, itself a plain conv of it
-    (the OIDN U-Nets' ``dec_conv1b -> dec_conv0``); None when the network has none."""
+    `MAX_TAIL_CHANNELS` stored channels, a power of two, read only by the final conv,
+    itself a plain conv of it (the OIDN U-Nets' ``dec_conv1b -> dec_conv0``); None when
+    the network has none."""
     if len(launches) < 2:
         return None
     hidden, final = launches[-2], launches[-1]
@@ -74,8 +74,9 @@ def fused_tail(launches: tuple[ConvLaunch, ...]) -> FusedTail | None:
     def plain(launch: ConvLaunch) -> bool:
         return len(launch.sources) == 1 and not launch.sources[0].upsample and not launch.pool
 
-    readers = [launch for launch in launches if any(s.value == hidden.value
-                                                    for s in launch.sources)]  # fmt: skip
+    readers = [
+        launch for launch in launches if any(s.value == hidden.value for s in launch.sources)
+    ]
     if not (final.final and plain(final) and plain(hidden) and readers == [final]):
         return None
     mid = hidden.out_stored
@@ -94,7 +95,9 @@ def fusion_of(fused: bool | str | None, precision: str = "fp16") -> str:
     if fused is True or fused is False:
         return FUSIONS[0] if fused else "off"
     if fused not in FUSIONS:
-        raise InvalidArgumentError(f"fused {fused!r} is unknown; expected a bool or one of {FUSIONS}")
+        raise InvalidArgumentError(
+            f"fused {fused!r} is unknown; expected a bool or one of {FUSIONS}"
+        )
     return str(fused)
 
 
@@ -111,8 +114,9 @@ def project_weights(launch: ConvLaunch, params: Any, rows: int) -> np.ndarray:
     of output ``o`` at tap ``t = 3 * kh + kw`` (`fused_kernels.conv_project_kernel`)."""
     weight = np.asarray(params.weight, np.float32)  # [O, C, 3, 3]
     if weight.shape[0] > 3:
-        raise ValueError(f"the project tail takes a final conv of at most 3 outputs, not "
-                         f"{weight.shape[0]}")  # fmt: skip
+        raise ValueError(
+            f"the project tail takes a final conv of at most 3 outputs, not {weight.shape[0]}"
+        )
     out = np.zeros((rows, 32), np.float32)
     for t in range(9):
         for o in range(weight.shape[0]):
@@ -180,10 +184,14 @@ def tune_tail(ex: Any, prep: Any, target: Any) -> None:
         set_tail_config(ex, prep, config)
         launch_tail(ex, prep, config, target)
         ex._torch.cuda.synchronize(ex.device)
-        return float(triton.testing.do_bench(
-            lambda: launch_tail(ex, prep, config, target), warmup=5, rep=25,
-            return_mode="median",
-        ))  # fmt: skip
+        return float(
+            triton.testing.do_bench(
+                lambda: launch_tail(ex, prep, config, target),
+                warmup=5,
+                rep=25,
+                return_mode="median",
+            )
+        )
 
     key = tail_signature(ex.tail.hidden, ex.tail.final)
     set_tail_config(ex, prep, ex._tuner.choose(key, tail_candidates(), time_ms))
@@ -201,16 +209,37 @@ def launch_tail(ex: Any, prep: Any, config: TailConfig, target: Any) -> None:
     block_k2, taps2 = block_k_for(config.block_k2, hidden.out_stored)
     final_args, flags = ex._final_args(target)
     ex.fused_kernels().conv_tail_kernel[(programs,)](
-        prep.views[source.value], w1, b1, w2, b2, prep.scratch, target.image,
-        height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
-        final.a_tap_rows, final.weight_cols, tiles_w, tiles,
+        prep.views[source.value],
+        w1,
+        b1,
+        w2,
+        b2,
+        prep.scratch,
+        target.image,
+        height,
+        width,
+        source.stored,
+        hidden.a_tap_rows,
+        hidden.weight_cols,
+        final.a_tap_rows,
+        final.weight_cols,
+        tiles_w,
+        tiles,
         *final_args,
-        RELU1=hidden.relu, RELU2=final.relu,
-        REGION_H=config.region_h, REGION_W=config.region_w, BLOCK_M=config.block_m,
-        MID=hidden.out_stored, BLOCK_K1=block_k1, TAPS1=taps1, BLOCK_K2=block_k2,
-        TAPS2=taps2, num_warps=config.num_warps, num_stages=config.num_stages,
+        RELU1=hidden.relu,
+        RELU2=final.relu,
+        REGION_H=config.region_h,
+        REGION_W=config.region_w,
+        BLOCK_M=config.block_m,
+        MID=hidden.out_stored,
+        BLOCK_K1=block_k1,
+        TAPS1=taps1,
+        BLOCK_K2=block_k2,
+        TAPS2=taps2,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
         **flags,
-    )  # fmt: skip
+    )
 
 
 def launch_project(ex: Any, prep: Any, target: Any) -> None:
@@ -226,17 +255,39 @@ def launch_project(ex: Any, prep: Any, target: Any) -> None:
     else:
         block_k, taps = block_k_for(config.block_k, source.stored)
         ex.fused_kernels().conv_project_kernel[(-(-height * width // config.block_m),)](
-            prep.views[source.value], weight, bias, proj, prep.scratch,
-            height, width, source.stored, hidden.a_tap_rows, hidden.weight_cols,
-            RELU=hidden.relu, MID=hidden.out_stored, BLOCK_M=config.block_m, BLOCK_K=block_k,
-            TAPS=taps, num_warps=config.num_warps, num_stages=config.num_stages,
-        )  # fmt: skip
+            prep.views[source.value],
+            weight,
+            bias,
+            proj,
+            prep.scratch,
+            height,
+            width,
+            source.stored,
+            hidden.a_tap_rows,
+            hidden.weight_cols,
+            RELU=hidden.relu,
+            MID=hidden.out_stored,
+            BLOCK_M=config.block_m,
+            BLOCK_K=block_k,
+            TAPS=taps,
+            num_warps=config.num_warps,
+            num_stages=config.num_stages,
+        )
     final_args, flags = ex._final_args(target)
     rows, cols = TAP_SUM_BLOCK
     ex.fused_kernels().tap_sum_kernel[(-(-width // cols), -(-height // rows))](
-        prep.scratch, final_bias, target.image, height, width, *final_args,
-        RELU=final.relu, BLOCK_H=rows, BLOCK_W=cols, num_warps=4, **flags,
-    )  # fmt: skip
+        prep.scratch,
+        final_bias,
+        target.image,
+        height,
+        width,
+        *final_args,
+        RELU=final.relu,
+        BLOCK_H=rows,
+        BLOCK_W=cols,
+        num_warps=4,
+        **flags,
+    )
 
 
 def row_launches(ex: Any, prep: Any) -> list[tuple[str, ConvLaunch, bool]]:

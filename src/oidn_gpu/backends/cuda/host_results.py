@@ -37,8 +37,14 @@ class _Slot:
 class PinnedResults:
     """A bounded pool of pinned float32 result arrays (`take`)."""
 
-    def __init__(self, torch: Any, *, pinned: bool = True, slots: int = SLOTS,
-                 max_bytes: int = MAX_POOLED_BYTES) -> None:  # fmt: skip
+    def __init__(
+        self,
+        torch: Any,
+        *,
+        pinned: bool = True,
+        slots: int = SLOTS,
+        max_bytes: int = MAX_POOLED_BYTES,
+    ) -> None:
         self._torch = torch
         self._pinned = pinned  # False on a machine without CUDA (plain CPU tensors)
         self._slots_max = slots

@@ -34,9 +34,15 @@ class DeviceImage:
 
     def key(self) -> tuple[Any, ...]:
         return (
-            self.tensor.data_ptr(), self.tensor.dtype, self.height, self.width, self.channels,
-            self.pixel_stride, self.row_stride, self.offset,
-        )  # fmt: skip
+            self.tensor.data_ptr(),
+            self.tensor.dtype,
+            self.height,
+            self.width,
+            self.channels,
+            self.pixel_stride,
+            self.row_stride,
+            self.offset,
+        )
 
 
 def describe(tensor: Any, name: str, *, max_channels: int = 3) -> DeviceImage:
@@ -60,9 +66,14 @@ def describe(tensor: Any, name: str, *, max_channels: int = 3) -> DeviceImage:
     if height < 1 or width < 1:
         raise InvalidArgumentError(f"{name} image size {height}x{width} is empty")
     return DeviceImage(
-        tensor, height, width, min(channels, max_channels), int(tensor.stride(1)),
-        int(tensor.stride(0)), 0,
-    )  # fmt: skip
+        tensor,
+        height,
+        width,
+        min(channels, max_channels),
+        int(tensor.stride(1)),
+        int(tensor.stride(0)),
+        0,
+    )
 
 
 class DeviceScalar:

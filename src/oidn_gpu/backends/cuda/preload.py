@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from oidn_gpu.backends.cuda import kernel_specs
-from oidn_gpu.backends.cuda.executor import interpreting, kernels
+from oidn_gpu.backends.cuda.triton_loader import interpreting, kernels
 from oidn_gpu.backends.phases import log_phase
 
 _LOG = logging.getLogger(__name__)

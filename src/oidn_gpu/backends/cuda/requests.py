@@ -87,8 +87,9 @@ class LastRequest:
                 return None
         return entry.request
 
-    def remember(self, tensors: tuple[Any, ...], options: tuple[Any, ...],
-                 request: FrameRequest[Any]) -> None:  # fmt: skip
+    def remember(
+        self, tensors: tuple[Any, ...], options: tuple[Any, ...], request: FrameRequest[Any]
+    ) -> None:
         """Keep ``request``, checked for these arguments (read before any work ran)."""
         layouts = tuple(tensor_layout(t) for t in tensors)
         self._entry = _Entry(tensors, layouts, options, request)

@@ -53,19 +53,33 @@ def _launch_args(
     out = prep.scratch if project else prep.views[conv.value]
     proj = ex._weights["project"][0] if project else weight
     grid = (-(-width // config.block_w), -(-height // config.rows))
-    args = (prep.views[source.value], weight, bias, proj, out,
-            height, width, conv.a_tap_rows, conv.weight_cols, conv.out_stored,
-            config.rows)  # fmt: skip
+    args = (
+        prep.views[source.value],
+        weight,
+        bias,
+        proj,
+        out,
+        height,
+        width,
+        conv.a_tap_rows,
+        conv.weight_cols,
+        conv.out_stored,
+        config.rows,
+    )
     options = dict(
-        RELU=conv.relu, POOL=conv.pool, PROJECT=project, CHANNELS=source.stored,
-        BLOCK_W=config.block_w, BLOCK_N=conv.out_stored,
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )  # fmt: skip
+        RELU=conv.relu,
+        POOL=conv.pool,
+        PROJECT=project,
+        CHANNELS=source.stored,
+        BLOCK_W=config.block_w,
+        BLOCK_N=conv.out_stored,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )
     return grid, args, options
 
 
-def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
-           project: bool = False) -> None:  # fmt: skip
+def launch(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig, project: bool = False) -> None:
     """Enqueue ``conv`` on the row kernel; with ``project`` (the ``project`` tail's hidden
     conv) it stores the final conv's per-tap partial sums into ``prep.scratch``."""
     grid, args, options = _launch_args(ex, prep, conv, config, project)
@@ -95,8 +109,9 @@ def balance_of(value: str | None = None) -> bool:
     return _switch(BALANCE_ENV_VAR, value)
 
 
-def balanced_rows(height: int, width: int, config: RowsConfig, resident: int,
-                  multiprocessors: int) -> int:  # fmt: skip
+def balanced_rows(
+    height: int, width: int, config: RowsConfig, resident: int, multiprocessors: int
+) -> int:
     """The rows per program (of `BALANCE_ROWS`) that finish a ``height x width`` launch of
     ``config`` soonest where each of ``multiprocessors`` runs ``resident`` programs at once:
     ``ceil(programs / (resident * multiprocessors))`` rounds of ``rows + 2`` input rows (a
@@ -113,8 +128,9 @@ def balanced_rows(height: int, width: int, config: RowsConfig, resident: int,
     return min(BALANCE_ROWS, key=lambda rows: (cost(rows), rows != config.rows, rows))
 
 
-def resident_programs(registers: int, shared: int, num_warps: int,
-                      properties: dict[str, int]) -> int:  # fmt: skip
+def resident_programs(
+    registers: int, shared: int, num_warps: int, properties: dict[str, int]
+) -> int:
     """Programs of a kernel one multiprocessor holds at once: its registers per thread
     (allocated per warp in 256s), its shared memory (plus the 1 KB the GPU reserves per
     block) and its threads against the multiprocessor's 64 K registers, ``max_shared_mem``
@@ -126,8 +142,9 @@ def resident_programs(registers: int, shared: int, num_warps: int,
     return max(1, min(by_registers, by_shared, by_threads, 32))
 
 
-def gpu_limits(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
-               project: bool) -> tuple[int, int] | None:  # fmt: skip
+def gpu_limits(
+    ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig, project: bool
+) -> tuple[int, int] | None:
     """``(programs one multiprocessor holds, multiprocessors)`` for ``conv``'s launch on the
     executor's GPU: the kernel is compiled (not run) to read its registers and shared
     memory. None where this Triton does not tell them."""
@@ -148,8 +165,9 @@ def gpu_limits(ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig,
             return None
 
 
-def balance(ex: Any, prep: Any, launches: list[tuple[str, ConvLaunch, bool]],
-            limits: Any = gpu_limits) -> None:  # fmt: skip
+def balance(
+    ex: Any, prep: Any, launches: list[tuple[str, ConvLaunch, bool]], limits: Any = gpu_limits
+) -> None:
     """Set each row-kernel launch of ``prep`` (``launches``: `fusion.row_launches`) to its
     `balanced_rows` (the same bits for any rows) under ``limits`` (`gpu_limits`'s
     signature); a launch without limits keeps its configured rows."""

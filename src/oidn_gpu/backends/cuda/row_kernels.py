@@ -1,4 +1,4 @@
-# ruff: noqa: N803 - Triton names constexpr parameters in capitals
+# ruff: noqa: N803, SIM108 - Triton names constexpr parameters in capitals; branches on constexprs
 """Triton kernel of the CUDA backend's row-streaming 3x3 conv (few channels, full resolution).
 
 The per-layer kernel (`triton_kernels.conv3x3_kernel`) loads its ``A`` operand once per tap
@@ -26,10 +26,22 @@ from oidn_gpu.backends.cuda.triton_kernels import _jit, tl, triton
 
 @triton.jit
 def _row(
-    acc_hi, acc_mid, src_ptr, ws, yy, x0, offs_w, offs_k, height, width,
-    HI: tl.constexpr, MID: tl.constexpr, CHANNELS: tl.constexpr, BLOCK_W: tl.constexpr,
+    acc_hi,
+    acc_mid,
+    src_ptr,
+    ws,
+    yy,
+    x0,
+    offs_w,
+    offs_k,
+    height,
+    width,
+    HI: tl.constexpr,
+    MID: tl.constexpr,
+    CHANNELS: tl.constexpr,
+    BLOCK_W: tl.constexpr,
     BLOCK_N: tl.constexpr,
-):  # fmt: skip
+):
     """Input row ``yy`` into the output rows below it (``acc_hi``: kernel row 2), at it
     (``acc_mid``: row 1) and above it (returned ``acc_lo``: row 0); ``HI``/``MID`` False
     skip those. ``ws``: the 9 taps' weights (`_weights`)."""
@@ -58,10 +70,16 @@ def _weights(w_ptr, offs_k, offs_n, w_stride, w_cols):
     w = w_ptr + offs_k[:, None] * w_cols + offs_n[None, :]
     step = w_stride * w_cols
     return (
-        tl.load(w), tl.load(w + step), tl.load(w + 2 * step),
-        tl.load(w + 3 * step), tl.load(w + 4 * step), tl.load(w + 5 * step),
-        tl.load(w + 6 * step), tl.load(w + 7 * step), tl.load(w + 8 * step),
-    )  # fmt: skip
+        tl.load(w),
+        tl.load(w + step),
+        tl.load(w + 2 * step),
+        tl.load(w + 3 * step),
+        tl.load(w + 4 * step),
+        tl.load(w + 5 * step),
+        tl.load(w + 6 * step),
+        tl.load(w + 7 * step),
+        tl.load(w + 8 * step),
+    )
 
 
 @triton.jit
@@ -73,8 +91,9 @@ def _epilogue(acc, bias, RELU: tl.constexpr):
 
 
 @triton.jit
-def _store_row(out_ptr, proj, acc, y, xs, height, width, out_channels, offs_n,
-               PROJECT: tl.constexpr):  # fmt: skip
+def _store_row(
+    out_ptr, proj, acc, y, xs, height, width, out_channels, offs_n, PROJECT: tl.constexpr
+):
     ok = (xs < width) & (y + 0 * xs < height)
     if PROJECT:
         offs_z = tl.arange(0, 32)
@@ -89,11 +108,24 @@ def _store_row(out_ptr, proj, acc, y, xs, height, width, out_channels, offs_n,
 
 @_jit("height", "width", "rows")
 def conv_rows_kernel(
-    src_ptr, w_ptr, bias_ptr, proj_ptr, out_ptr,
-    height, width, w_stride, w_cols, out_channels, rows,
-    RELU: tl.constexpr, POOL: tl.constexpr, PROJECT: tl.constexpr, CHANNELS: tl.constexpr,
-    BLOCK_W: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
+    src_ptr,
+    w_ptr,
+    bias_ptr,
+    proj_ptr,
+    out_ptr,
+    height,
+    width,
+    w_stride,
+    w_cols,
+    out_channels,
+    rows,
+    RELU: tl.constexpr,
+    POOL: tl.constexpr,
+    PROJECT: tl.constexpr,
+    CHANNELS: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     """Output rows ``[pid_y * rows, +rows)`` x columns ``[pid_x * BLOCK_W, +BLOCK_W)``
     (``rows`` even: a run-time value, so that any rows per program (`row_conv.balance`)
     runs the same compiled kernel).
@@ -118,28 +150,98 @@ def conv_rows_kernel(
     ws = _weights(w_ptr, offs_k, offs_n, w_stride, w_cols)
     zero = tl.zeros((BLOCK_W, BLOCK_N), dtype=tl.float32)
     # prime: input rows y0 - 1 and y0 start output rows y0 and y0 + 1
-    _, _, acc_a = _row(zero, zero, src_ptr, ws, y0 - 1, x0, offs_w, offs_k, height, width,
-                       False, False, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
-    _, acc_a, acc_b = _row(zero, acc_a, src_ptr, ws, y0, x0, offs_w, offs_k, height, width,
-                           False, True, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
+    _, _, acc_a = _row(
+        zero,
+        zero,
+        src_ptr,
+        ws,
+        y0 - 1,
+        x0,
+        offs_w,
+        offs_k,
+        height,
+        width,
+        False,
+        False,
+        CHANNELS,
+        BLOCK_W,
+        BLOCK_N,
+    )
+    _, acc_a, acc_b = _row(
+        zero,
+        acc_a,
+        src_ptr,
+        ws,
+        y0,
+        x0,
+        offs_w,
+        offs_k,
+        height,
+        width,
+        False,
+        True,
+        CHANNELS,
+        BLOCK_W,
+        BLOCK_N,
+    )
     for pair in range(0, rows // 2):
         y = y0 + 2 * pair  # the output rows y, y + 1 complete in this step
-        top, acc_b, acc_c = _row(acc_a, acc_b, src_ptr, ws, y + 1, x0, offs_w, offs_k, height,
-                                 width, True, True, CHANNELS, BLOCK_W, BLOCK_N)  # fmt: skip
+        top, acc_b, acc_c = _row(
+            acc_a,
+            acc_b,
+            src_ptr,
+            ws,
+            y + 1,
+            x0,
+            offs_w,
+            offs_k,
+            height,
+            width,
+            True,
+            True,
+            CHANNELS,
+            BLOCK_W,
+            BLOCK_N,
+        )
         top = _epilogue(top, bias, RELU)
         if not POOL:  # stored now: one accumulator fewer held across the next row
             _store_row(out_ptr, proj, top, y, xs, height, width, out_channels, offs_n, PROJECT)
-        bottom, acc_c, acc_d = _row(acc_b, acc_c, src_ptr, ws, y + 2, x0, offs_w, offs_k,
-                                    height, width, True, True, CHANNELS, BLOCK_W,
-                                    BLOCK_N)  # fmt: skip
+        bottom, acc_c, acc_d = _row(
+            acc_b,
+            acc_c,
+            src_ptr,
+            ws,
+            y + 2,
+            x0,
+            offs_w,
+            offs_k,
+            height,
+            width,
+            True,
+            True,
+            CHANNELS,
+            BLOCK_W,
+            BLOCK_N,
+        )
         bottom = _epilogue(bottom, bias, RELU)
         if POOL:
             pooled = tl.max(tl.reshape(tl.maximum(top, bottom), (BLOCK_W // 2, 2, BLOCK_N)), 1)
             qx = x0 // 2 + tl.arange(0, BLOCK_W // 2)
-            _store_row(out_ptr, proj, pooled, y // 2, qx, height // 2, width // 2,
-                       out_channels, offs_n, False)  # fmt: skip
+            _store_row(
+                out_ptr,
+                proj,
+                pooled,
+                y // 2,
+                qx,
+                height // 2,
+                width // 2,
+                out_channels,
+                offs_n,
+                False,
+            )
         else:
-            _store_row(out_ptr, proj, bottom, y + 1, xs, height, width, out_channels, offs_n,
-                       PROJECT)  # fmt: skip
+            _store_row(
+                out_ptr, proj, bottom, y + 1, xs, height, width, out_channels, offs_n, PROJECT
+            )
         acc_a = acc_c
         acc_b = acc_d

@@ -45,18 +45,12 @@ frame on scratch images on a side stream, which loads them; later frames of that
 configuration run on Triton. Closing the denoiser, or the interpreter's exit,
 stops a compile (the child is killed).
 
-`denoise` takes NumPy arrays (any strides, float32 or float16, kept as given):
-each image is copied into a pinned host buffer by torch's CPU threads and
-uploaded asynchronously while the next one is copied; the frame graph runs on
-the device copies, and the result comes back in row bands, each copied out by
-torch's CPU threads while the next band transfers. Torch's copies run in its
-native thread pool: Python copy threads cost more in wake-ups and GIL hand-offs
-than the copies themselves (bench/cuda_host_copies.py, docs/benchmarks.md).
+`denoise` takes NumPy arrays and `denoise_staged` device tensors through the
+denoiser's own buffers (`host_images.HostImages`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
@@ -70,31 +64,25 @@ from oidn_gpu.backends.base import Progress
 from oidn_gpu.backends.cuda import torch_ops
 from oidn_gpu.backends.cuda.autoexposure import autoexposure
 from oidn_gpu.backends.cuda.bridge import CompileBridge
-from oidn_gpu.backends.cuda.executor import (
-    CompileStopped,
-    CudaExecutor,
-    FinalTarget,
-    kernels,
-    transfer_id,
-)
+from oidn_gpu.backends.cuda.executor import CudaExecutor, FinalTarget
+from oidn_gpu.backends.cuda.host_images import HostImages
 from oidn_gpu.backends.cuda.host_results import PinnedResults
 from oidn_gpu.backends.cuda.images import (
     DeviceImage,
     DeviceScalar,
     describe,
-    host_copy,
     hwc_view,
-    staged_source,
 )
+from oidn_gpu.backends.cuda.input_pass import input_pass
 from oidn_gpu.backends.cuda.options import TILE_LIMITS
 from oidn_gpu.backends.cuda.requests import FrameKey, LastRequest
+from oidn_gpu.backends.cuda.triton_loader import CompileStopped
 from oidn_gpu.backends.frame_runner import (
     ROLES,
     FrameRequest,
     FrameRunner,
     HostFrame,
     check_out_channels,
-    host_frame,
     run_frame,
 )
 from oidn_gpu.backends.host_runner import report_progress
@@ -111,28 +99,6 @@ GRAPH_CACHE_SIZE = 4
 # NumPy images reach the device through pinned buffers filled by torch's CPU threads
 # ("staged"), or through CUDA's own copies from pageable memory ("direct").
 HOST_TRANSFERS = ("staged", "direct")
-INPUT_BLOCK = 128  # pixels per program of the input pass
-DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
-
-
-def input_pass(images: list[DeviceImage], tile: Any, mode: Any, scale: Any, out: Any, *,
-               block: int = INPUT_BLOCK, join: bool = True) -> None:  # fmt: skip
-    """Enqueue the Triton input pass of ``tile`` (its read rectangle of ``images`` at
-    ``(tile.buf_y, tile.buf_x)``) into the NHWC network input ``out`` ``[H, W, C]``;
-    ``join`` False sets the channels one select at a time (the same bits, slower)."""
-    main = images[0]
-    alb = images[1] if len(images) > 1 else main
-    nrm = images[2] if len(images) > 2 else main
-    height, width, channels = (int(v) for v in out.shape)
-    kernels().input_pass_kernel[(-(-height * width // block),)](
-        main.tensor, main.offset, main.pixel_stride, main.row_stride, main.channels,
-        alb.tensor, alb.offset, alb.pixel_stride, alb.row_stride, alb.channels,
-        nrm.tensor, nrm.offset, nrm.pixel_stride, nrm.row_stride, nrm.channels,
-        scale, out, height, width, channels,
-        tile.in_y, tile.in_x, tile.in_h, tile.in_w, tile.buf_y, tile.buf_x,
-        IMAGES=len(images), TRANSFER=transfer_id(mode.transfer), HDR=bool(mode.hdr),
-        SNORM=bool(mode.snorm), BLOCK=block, CHANNELS=channels, JOIN=join,
-    )  # fmt: skip
 
 
 @dataclass
@@ -161,7 +127,7 @@ class _Work:
     stop: Callable[[], bool] | None = None  # a background compile's: asked before each kernel
 
 
-class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
+class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
     """Runs whole denoises (input pass, network, output pass per tile) on one executor.
 
     The frame order and the LRU of per-configuration frames (captured as CUDA graphs
@@ -218,8 +184,17 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         """Write OIDN's autoexposure scale of ``color`` into the device scalar ``scale_out``."""
         autoexposure(color, scale_out, engine)
 
-    def _tile(self, images: list[DeviceImage], tile: Any, plan: TilePlan, mode: Any,
-              output: DeviceImage, scale: Any, engine: str, stop: Any = None) -> None:  # fmt: skip
+    def _tile(
+        self,
+        images: list[DeviceImage],
+        tile: Any,
+        plan: TilePlan,
+        mode: Any,
+        output: DeviceImage,
+        scale: Any,
+        engine: str,
+        stop: Any = None,
+    ) -> None:
         ex = self.executor
         prep = ex.prepare(plan.tile_h, plan.tile_w, engine)
         inp = ex.input_view(prep, plan.tile_h, plan.tile_w)
@@ -228,19 +203,38 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         else:
             torch_ops.input_pass([hwc_view(i) for i in images], scale, mode, tile, inp)
         target = FinalTarget(
-            output.tensor, output.offset, output.pixel_stride, output.row_stride,
-            output.channels, tile.src_y, tile.src_x, tile.out_h, tile.out_w,
-            tile.out_y, tile.out_x, mode, scale,
-        )  # fmt: skip
+            output.tensor,
+            output.offset,
+            output.pixel_stride,
+            output.row_stride,
+            output.channels,
+            tile.src_y,
+            tile.src_x,
+            tile.out_h,
+            tile.out_w,
+            tile.out_y,
+            tile.out_x,
+            mode,
+            scale,
+        )
         ex.forward(inp, prep=prep, target=target, engine=engine, stop=stop)
 
-    def _body(self, images: list[DeviceImage], output: DeviceImage, mode: Any, plan: TilePlan,
-              autoexposure: bool, engine: str, scale: Any = None,
-              stop: Any = None) -> None:  # fmt: skip
+    def _body(
+        self,
+        images: list[DeviceImage],
+        output: DeviceImage,
+        mode: Any,
+        plan: TilePlan,
+        autoexposure: bool,
+        engine: str,
+        scale: Any = None,
+        stop: Any = None,
+    ) -> None:
         """One frame (`run_frame`): autoexposure, then per tile input pass, network and
         output pass. ``stop`` (a background compile's) is asked before each kernel."""
-        work = _Work(images, output, mode, plan, engine, self._scale if scale is None else scale,
-                     stop)  # fmt: skip
+        work = _Work(
+            images, output, mode, plan, engine, self._scale if scale is None else scale, stop
+        )
         run_frame(self, work, len(plan.tiles), autoexposure=autoexposure)
 
     def autoexposure_pass(self, frame: _Work) -> None:
@@ -252,8 +246,16 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         fused into its final conv."""
         if frame.stop is not None and frame.stop():
             raise CompileStopped
-        self._tile(frame.images, frame.plan.tiles[index], frame.plan, frame.mode, frame.output,
-                   frame.scale, frame.engine, frame.stop)  # fmt: skip
+        self._tile(
+            frame.images,
+            frame.plan.tiles[index],
+            frame.plan,
+            frame.mode,
+            frame.output,
+            frame.scale,
+            frame.engine,
+            frame.stop,
+        )
 
     # ------------------------------------------------------------------ entry points
 
@@ -323,19 +325,26 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         frame.graph.replay()
         return frame
 
-    def _tensor_request(self, tensors: tuple[Any, ...], mode: Any, plan: TilePlan | None,
-                        out_channels: int | None,
-                        autoexposure: bool) -> FrameRequest[DeviceImage]:  # fmt: skip
+    def _tensor_request(
+        self,
+        tensors: tuple[Any, ...],
+        mode: Any,
+        plan: TilePlan | None,
+        out_channels: int | None,
+        autoexposure: bool,
+    ) -> FrameRequest[DeviceImage]:
         """The checked request of `denoise_tensors`'s arguments (the default plan filled in)."""
         *inputs, out = tensors
-        given = [(n, t) for n, t in zip(ROLES, inputs, strict=True)
-                 if t is not None or n == ROLES[0]]  # fmt: skip
+        given = [
+            (n, t) for n, t in zip(ROLES, inputs, strict=True) if t is not None or n == ROLES[0]
+        ]
         images = [describe(tensor, name) for name, tensor in given]
         channels = out_channels if out_channels is not None else images[0].channels
         check_out_channels(channels)
         out_image = None if out is None else self._out_image(out, images[0], channels)
-        request = FrameRequest(tuple(images), tuple(n for n, _ in given), out_image, channels,
-                               mode, plan, autoexposure)  # fmt: skip
+        request = FrameRequest(
+            tuple(images), tuple(n for n, _ in given), out_image, channels, mode, plan, autoexposure
+        )
         return self._checked(request)
 
     def _out_image(self, out: Any, main: DeviceImage, channels: int) -> DeviceImage:
@@ -398,8 +407,10 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
             raise InvalidArgumentError(
                 f"tile plan is for {plan.height}x{plan.width}; the images are {height}x{width}"
             )
-        if out_image is not None and plan.is_tiled and any(
-            i.tensor.data_ptr() == out_image.tensor.data_ptr() for i in images
+        if (
+            out_image is not None
+            and plan.is_tiled
+            and any(i.tensor.data_ptr() == out_image.tensor.data_ptr() for i in images)
         ):
             raise InvalidArgumentError(
                 "in-place denoising with several tiles needs a separate output tensor"
@@ -417,12 +428,19 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         engine = self._bridge.engine_for(images, channels, mode, autoexposure, out_image, plan)
         last, last_engine, key = self._last_key
         if request is not last or engine != last_engine:  # else a repeated call's key
-            key = FrameKey((
-                tuple(i.key() for i in images),
-                out_image.key() if out_image is not None else None,
-                mode.transfer, bool(mode.hdr), bool(mode.snorm), channels, autoexposure, plan,
-                engine,
-            ))  # fmt: skip
+            key = FrameKey(
+                (
+                    tuple(i.key() for i in images),
+                    out_image.key() if out_image is not None else None,
+                    mode.transfer,
+                    bool(mode.hdr),
+                    bool(mode.snorm),
+                    channels,
+                    autoexposure,
+                    plan,
+                    engine,
+                )
+            )
             self._last_key = (request, engine, key)
         if not autoexposure:
             self._scale.fill_(float(np.float32(mode.input_scale)))
@@ -441,8 +459,9 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         target = request.output
         if target is None:
             height, width = images[0].height, images[0].width
-            owned = torch.empty((height, width, request.out_channels), dtype=torch.float32,
-                                device=self.device)  # fmt: skip
+            owned = torch.empty(
+                (height, width, request.out_channels), dtype=torch.float32, device=self.device
+            )
             target = describe(owned, "output")
         started = time.perf_counter()
         prepared = self.executor.prepare(plan.tile_h, plan.tile_w, engine)
@@ -474,8 +493,9 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         side = torch.cuda.Stream(self.device)
         side.wait_stream(stream)
         # thread_local: a background compile may load modules and allocate meanwhile
-        with torch.cuda.graph(graph, pool=self._pool, stream=side,
-                              capture_error_mode="thread_local"):  # fmt: skip
+        with torch.cuda.graph(
+            graph, pool=self._pool, stream=side, capture_error_mode="thread_local"
+        ):
             frame.run()
         stream.wait_stream(side)
         frame.graph = graph
@@ -489,8 +509,9 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
         out = self._buffer(self._dev, "out", frame.shape, np.float32, pinned=False)
         return describe(out, "output")
 
-    def _read_back(self, frame: HostFrame, output: DeviceImage, slot: str,
-                   upload_ms: float, submit_ms: float) -> np.ndarray:  # fmt: skip
+    def _read_back(
+        self, frame: HostFrame, output: DeviceImage, slot: str, upload_ms: float, submit_ms: float
+    ) -> np.ndarray:
         stream = self._stream()
         pooled = None
         if frame.output is None and self.host_transfer == "staged":
@@ -513,165 +534,6 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
     def _stream(self) -> Any:
         """The current stream (None on the CPU)."""
         return self._torch.cuda.current_stream(self.device) if self._cuda else None
-
-    # ------------------------------------------------------------------ host images
-
-    def denoise(
-        self,
-        main: np.ndarray,
-        albedo: np.ndarray | None = None,
-        normal: np.ndarray | None = None,
-        *,
-        mode: Any,
-        plan: TilePlan | None = None,
-        out_channels: int | None = None,
-        autoexposure: bool = False,
-        output: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """Denoise host images; returns ``[H, W, out_channels]`` float32 (or fills ``output``).
-
-        Each image (float16 or float32) is staged in a pinned buffer by torch's CPU
-        threads and uploaded while the next is staged, the frame runs on the GPU, and
-        the result is read back in row bands, each copied out while the next transfers
-        (torch's CPU thread count, ``torch.set_num_threads``, sets the copy rate).
-        ``output`` (float32 or float16) may be one of the inputs (in place) and may have
-        a 4th channel, left untouched.
-        """
-        self._check_open()
-        host = host_frame((main, albedo, normal), out_channels=out_channels, output=output,
-                          convert=False)  # fmt: skip
-        pending = self._submit_host(host, mode, plan, autoexposure=autoexposure, progress=None)
-        return self._result(pending)
-
-    def denoise_staged(
-        self,
-        main: Any,
-        albedo: Any = None,
-        normal: Any = None,
-        *,
-        mode: Any,
-        plan: TilePlan | None = None,
-        out_channels: int | None = None,
-        autoexposure: bool = False,
-    ) -> Any:
-        """Denoise device tensors through the denoiser's own buffers; returns its output.
-
-        Each image (``[H, W]`` or ``[H, W, C]``, C 1..3, any strides; float16 kept,
-        float32, float64 and bfloat16 read as float32, rounded as NumPy's ``astype``)
-        is copied on the device (torch ``copy_``) into the buffer the NumPy path
-        uploads into, and the frame runs on those: its CUDA graph is keyed on the
-        buffers, so fresh tensors every call cost one device-to-device copy each, not
-        a capture. Queued on the current stream; after a call on another stream the
-        buffers are reused only once that stream's earlier work is done.
-
-        Returns:
-            The denoiser's float32 ``[H, W, out_channels]`` output buffer, overwritten
-            by its next call. With ``autoexposure`` the scale is `last_input_scale`.
-        """
-        self._check_open()
-        # Triton launches and graph captures go to the current device: make it ours.
-        with self._torch.cuda.device(self.device) if self._cuda else contextlib.nullcontext():
-            return self._denoise_staged(main, albedo, normal, mode=mode, plan=plan,
-                                        out_channels=out_channels, autoexposure=autoexposure)
-
-    def _denoise_staged(self, main: Any, albedo: Any, normal: Any, *, mode: Any,
-                        plan: TilePlan | None, out_channels: int | None,
-                        autoexposure: bool) -> Any:  # fmt: skip
-        torch = self._torch
-        tensors = []
-        for name, tensor in (("main", main), ("albedo", albedo), ("normal", normal)):
-            if tensor is not None:
-                tensors.append(staged_source(tensor, name, self.device))
-        stream = torch.cuda.current_stream(self.device) if self._cuda else None
-        self._follow(stream)
-        staged = []
-        for index, tensor in enumerate(tensors):
-            dtype = np.float16 if tensor.dtype == torch.float16 else np.float32
-            buffer = self._buffer(self._dev, f"in{index}", tuple(tensor.shape), dtype,
-                                  pinned=False)  # fmt: skip
-            buffer.copy_(tensor)
-            staged.append(buffer)
-        height, width = staged[0].shape[:2]
-        channels = out_channels if out_channels is not None else staged[0].shape[2]
-        if not 1 <= channels <= 3:
-            raise InvalidArgumentError(f"out_channels is {channels}; expected 1, 2 or 3")
-        out = self._buffer(self._dev, "out", (height, width, channels), np.float32,
-                           pinned=False)  # fmt: skip
-        self.denoise_tensors(*staged, mode=mode, plan=plan, out=out, out_channels=channels,
-                             autoexposure=autoexposure)  # fmt: skip
-        self._last_stream = stream
-        if autoexposure:
-            self._last_scale = DeviceScalar(self._scale.clone(), stream)
-        return out
-
-    def last_input_scale(self) -> DeviceScalar:
-        """The autoexposure scale of the last `denoise_staged` with ``autoexposure``,
-        kept on the device until ``float()`` reads it."""
-        if self._last_scale is None:
-            raise InvalidOperationError("no staged denoise computed an autoexposure yet")
-        return self._last_scale
-
-    def _follow(self, stream: Any) -> None:
-        """Order work on ``stream`` after the last staged call's stream (device-side: the
-        buffers are reused only once what was queued there, copies out included, ran)."""
-        last = self._last_stream
-        if last is not None and stream is not None and last != stream:
-            stream.wait_stream(last)
-
-    # ------------------------------------------------------------------ host transfers
-
-    def _buffer(self, store: dict[str, Any], role: str, shape: tuple[int, ...], dtype: Any,
-                pinned: bool) -> Any:  # fmt: skip
-        torch = self._torch
-        dtype = torch.float16 if dtype == np.float16 else torch.float32
-        buf = store.get(role)
-        if buf is None or tuple(buf.shape) != shape or buf.dtype != dtype:
-            if pinned:
-                buf = torch.empty(shape, dtype=dtype, pin_memory=self._cuda)
-            else:
-                buf = torch.empty(shape, dtype=dtype, device=self.device)
-            store[role] = buf
-        return buf
-
-    def _upload(self, arrays: list[np.ndarray]) -> list[Any]:
-        """The device copies of the images, queued on the current stream: each upload
-        overlaps the host copy of the next image."""
-        torch = self._torch
-        devs = [self._buffer(self._dev, f"in{i}", a.shape, a.dtype, pinned=False)
-                for i, a in enumerate(arrays)]  # fmt: skip
-        if self.host_transfer == "direct":
-            for dev, array in zip(devs, arrays, strict=True):
-                array = np.ascontiguousarray(array)
-                dev.copy_(torch.from_numpy(array if array.flags.writeable else array.copy()))
-            return devs
-        for i, (dev, array) in enumerate(zip(devs, arrays, strict=True)):
-            host = self._buffer(self._host, f"in{i}", array.shape, array.dtype, pinned=True)
-            host_copy(host, array)
-            dev.copy_(host, non_blocking=True)
-        return devs
-
-    def _download(self, dev: Any, target: np.ndarray, stream: Any) -> None:
-        """Read ``dev`` back into ``target`` in row bands: each band's copy-out overlaps
-        the transfer of the next."""
-        torch = self._torch
-        if self.host_transfer == "direct":
-            target[...] = dev.cpu().numpy()
-            return
-        height = dev.shape[0]
-        host = self._buffer(self._host, "out", tuple(dev.shape), np.float32, pinned=True)
-        count = max(1, min(DOWNLOAD_BANDS, height))
-        bands = [(height * i // count, height * (i + 1) // count) for i in range(count)]
-        events = []
-        for y0, y1 in bands:
-            host[y0:y1].copy_(dev[y0:y1], non_blocking=True)
-            if self._cuda:
-                event = torch.cuda.Event()
-                event.record(stream)
-                events.append(event)
-        for index, (y0, y1) in enumerate(bands):
-            if self._cuda:
-                events[index].synchronize()
-            host_copy(target[y0:y1], host[y0:y1])
 
     # ------------------------------------------------------------------ lifetime
 
@@ -714,5 +576,3 @@ class CudaDenoiser(FrameRunner[DeviceImage, _Frame, np.ndarray]):
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for background Triton compiles; True when none is left running."""
         return self._bridge.wait(timeout)
-
-

@@ -104,8 +104,10 @@ def _by_group(signal_part: Any, output_part: Any) -> Any:
     import torch
 
     return torch.cat(
-        [signal_part[..., None].expand(*signal_part.shape, tp.STATE_OUTPUT),
-         output_part[..., None].expand(*output_part.shape, tp.GATHERED - tp.STATE_OUTPUT)],
+        [
+            signal_part[..., None].expand(*signal_part.shape, tp.STATE_OUTPUT),
+            output_part[..., None].expand(*output_part.shape, tp.GATHERED - tp.STATE_OUTPUT),
+        ],
         dim=-1,
     )
 
@@ -212,8 +214,12 @@ def gather(motion, guide, prev_guide, signal, prev_state, params: tp.TemporalPar
     x0, y0 = torch.floor(px), torch.floor(py)
     fx, fy = px - x0, py - y0
     x0i, y0i = x0.long(), y0.long()
-    taps = ((0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)), (0, 1, (1 - fx) * fy),
-            (1, 1, fx * fy))
+    taps = (
+        (0, 0, (1 - fx) * (1 - fy)),
+        (1, 0, fx * (1 - fy)),
+        (0, 1, (1 - fx) * fy),
+        (1, 1, fx * fy),
+    )
     g = tp.GATHERED
     totals = [torch.zeros((height, width), dtype=torch.float32, device=dev) for _ in "so"]
     taken = [torch.zeros((height, width), dtype=torch.int32, device=dev) for _ in "so"]
@@ -235,8 +241,9 @@ def gather(motion, guide, prev_guide, signal, prev_state, params: tp.TemporalPar
         low, high = torch.minimum(low, prev), torch.maximum(high, prev)
     valid, valid_out = (t >= tp.MIN_TAP_WEIGHT for t in totals)
     one_t = torch.ones_like(totals[0])
-    divisor = _by_group(torch.where(valid, totals[0], one_t),
-                        torch.where(valid_out, totals[1], one_t))
+    divisor = _by_group(
+        torch.where(valid, totals[0], one_t), torch.where(valid_out, totals[1], one_t)
+    )
     history = gathered / divisor
     cubic = _catmull_rom(prev_state, x0i, y0i, fx, fy)
     cubic = torch.minimum(torch.maximum(cubic, low), high)
@@ -295,7 +302,7 @@ def _catmull_rom(state, x0, y0, fx, fy):
 
     height, width = state.shape[:2]
     wx, wy = _catmull_rom_weights(fx), _catmull_rom_weights(fy)
-    out = torch.zeros(fx.shape + (tp.GATHERED,), dtype=torch.float32, device=fx.device)
+    out = torch.zeros((*fx.shape, tp.GATHERED), dtype=torch.float32, device=fx.device)
     for j in range(4):
         yc = (y0 + (j - 1)).clamp(0, height - 1)
         for i in range(4):
@@ -325,9 +332,9 @@ def _bounds(image, params: tp.TemporalParams):
 
     r = params.clamp_radius
     height, width = image.shape[:2]
-    padded = torch.nn.functional.pad(
-        image.permute(2, 0, 1)[None], (r, r, r, r), mode="replicate"
-    )[0].permute(1, 2, 0)
+    padded = torch.nn.functional.pad(image.permute(2, 0, 1)[None], (r, r, r, r), mode="replicate")[
+        0
+    ].permute(1, 2, 0)
     windows = [
         padded[dy : dy + height, dx : dx + width]
         for dy in range(2 * r + 1)

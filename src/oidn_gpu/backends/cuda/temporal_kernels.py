@@ -1,4 +1,4 @@
-# ruff: noqa: N803, N806 - Triton names constexpr parameters in capitals
+# ruff: noqa: N803, SIM108 - Triton names constexpr parameters in capitals; branches on constexprs
 """The temporal mode's passes as five Triton kernels (`CudaTemporalSession` runs them).
 
 The arithmetic of the NumPy oracle `oidn_gpu.temporal.passes`, in the same order, on
@@ -29,8 +29,8 @@ Under ``TRITON_INTERPRET=1`` they run on CPU tensors (the tests).
 
 import numpy as np
 
-from oidn_gpu.backends.cuda.executor import interpreting
 from oidn_gpu.backends.cuda.triton_kernels import UNAVAILABLE, tl, triton
+from oidn_gpu.backends.cuda.triton_loader import interpreting
 from oidn_gpu.temporal import passes as tp
 
 __all__ = ["UNAVAILABLE", "gather", "pack", "reject", "stabilize"]
@@ -71,9 +71,20 @@ def _lum(r, g, b):
 
 
 @_jit
-def pack_kernel(color, albedo, normal, depth, signal, guide, height, width,
-                HAS_ALBEDO: tl.constexpr, HAS_NORMAL: tl.constexpr, HAS_DEPTH: tl.constexpr,
-                BLOCK: tl.constexpr):  # fmt: skip
+def pack_kernel(
+    color,
+    albedo,
+    normal,
+    depth,
+    signal,
+    guide,
+    height,
+    width,
+    HAS_ALBEDO: tl.constexpr,
+    HAS_NORMAL: tl.constexpr,
+    HAS_DEPTH: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     pm = p < height * width
     c = tl.arange(0, 16)[None, :]
@@ -106,15 +117,29 @@ def pack_kernel(color, albedo, normal, depth, signal, guide, height, width,
 def _guide(ptr, q, mask):
     """The 8 guide channels of pixels ``q``."""
     base = ptr + q * 8
-    return (tl.load(base + 0, mask=mask, other=0.0), tl.load(base + 1, mask=mask, other=0.0),
-            tl.load(base + 2, mask=mask, other=0.0), tl.load(base + 3, mask=mask, other=0.0),
-            tl.load(base + 4, mask=mask, other=0.0), tl.load(base + 5, mask=mask, other=0.0),
-            tl.load(base + 6, mask=mask, other=0.0), tl.load(base + 7, mask=mask, other=0.0))
+    return (
+        tl.load(base + 0, mask=mask, other=0.0),
+        tl.load(base + 1, mask=mask, other=0.0),
+        tl.load(base + 2, mask=mask, other=0.0),
+        tl.load(base + 3, mask=mask, other=0.0),
+        tl.load(base + 4, mask=mask, other=0.0),
+        tl.load(base + 5, mask=mask, other=0.0),
+        tl.load(base + 6, mask=mask, other=0.0),
+        tl.load(base + 7, mask=mask, other=0.0),
+    )
 
 
 @triton.jit
-def _tap_tests(g, q, depth_tolerance, cos_min, albedo_tolerance, USE_DEPTH: tl.constexpr,
-               USE_NORMAL: tl.constexpr, USE_ALBEDO: tl.constexpr):  # fmt: skip
+def _tap_tests(
+    g,
+    q,
+    depth_tolerance,
+    cos_min,
+    albedo_tolerance,
+    USE_DEPTH: tl.constexpr,
+    USE_NORMAL: tl.constexpr,
+    USE_ALBEDO: tl.constexpr,
+):
     """`passes.tap_tests` of one tap: ``(geometry, output)``."""
     known = (g[7] == 0.0) & (q[7] == 0.0)
     aux = g[7] == g[7]  # all true (the flag is 0 or 1)
@@ -124,8 +149,7 @@ def _tap_tests(g, q, depth_tolerance, cos_min, albedo_tolerance, USE_DEPTH: tl.c
         aligned = (g[1] * q[1] + g[2] * q[2] + g[3] * q[3]) >= cos_min * (ln * lp)
         aux = aux & aligned & ((ln > MIN_NORMAL_LENGTH) == (lp > MIN_NORMAL_LENGTH))
     if USE_ALBEDO:
-        diff = tl.maximum(tl.maximum(tl.abs(g[4] - q[4]), tl.abs(g[5] - q[5])),
-                          tl.abs(g[6] - q[6]))
+        diff = tl.maximum(tl.maximum(tl.abs(g[4] - q[4]), tl.abs(g[5] - q[5])), tl.abs(g[6] - q[6]))
         aux = aux & (diff <= albedo_tolerance)
     if USE_DEPTH:
         near = tl.abs(g[0] - q[0]) <= depth_tolerance * tl.maximum(tl.abs(g[0]), tl.abs(q[0]))
@@ -140,17 +164,40 @@ def _tap_tests(g, q, depth_tolerance, cos_min, albedo_tolerance, USE_DEPTH: tl.c
 @triton.jit
 def _catmull_rom_weights(t):
     t2 = t * t
-    return (t * (-0.5 + t * (1.0 - 0.5 * t)), 1.0 + t2 * (-2.5 + 1.5 * t),
-            t * (0.5 + t * (2.0 - 1.5 * t)), t2 * (-0.5 + 0.5 * t))
+    return (
+        t * (-0.5 + t * (1.0 - 0.5 * t)),
+        1.0 + t2 * (-2.5 + 1.5 * t),
+        t * (0.5 + t * (2.0 - 1.5 * t)),
+        t2 * (-0.5 + 0.5 * t),
+    )
 
 
 @_jit
-def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, lum, kept, height, width,
-                  limit, depth_tolerance, cos_min, albedo_tolerance, history,
-                  output_top, subpixel_tolerance, firefly_ratio, HAS_HISTORY: tl.constexpr,
-                  USE_DEPTH: tl.constexpr,
-                  USE_NORMAL: tl.constexpr, USE_ALBEDO: tl.constexpr,
-                  BLOCK: tl.constexpr):  # fmt: skip
+def gather_kernel(
+    motion,
+    guide,
+    prev_guide,
+    signal,
+    prev_state,
+    out,
+    lum,
+    kept,
+    height,
+    width,
+    limit,
+    depth_tolerance,
+    cos_min,
+    albedo_tolerance,
+    history,
+    output_top,
+    subpixel_tolerance,
+    firefly_ratio,
+    HAS_HISTORY: tl.constexpr,
+    USE_DEPTH: tl.constexpr,
+    USE_NORMAL: tl.constexpr,
+    USE_ALBEDO: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     pm = p < height * width
     c = tl.arange(0, 16)[None, :]
@@ -201,9 +248,16 @@ def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, lum, kept,
                 ys = y0 + (j - 1)
                 inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
                 base = reads & usable & inside & (_col(prev, c, 9) > 0.0)
-                geometry, output = _tap_tests(g, _guide(prev_guide, q, reads), depth_tolerance,
-                                              cos_min, albedo_tolerance, USE_DEPTH, USE_NORMAL,
-                                              USE_ALBEDO)
+                geometry, output = _tap_tests(
+                    g,
+                    _guide(prev_guide, q, reads),
+                    depth_tolerance,
+                    cos_min,
+                    albedo_tolerance,
+                    USE_DEPTH,
+                    USE_NORMAL,
+                    USE_ALBEDO,
+                )
                 ok0, ok1 = base & geometry, base & output
                 w0, w1 = tl.where(ok0, weight, 0.0), tl.where(ok1, weight, 0.0)
                 totals0, totals1 = totals0 + w0, totals1 + w1
@@ -214,25 +268,58 @@ def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, lum, kept,
                 else:
                     low, high = tl.minimum(low, prev), tl.maximum(high, prev)
     valid, valid_out = totals0 >= MIN_TAP_WEIGHT, totals1 >= MIN_TAP_WEIGHT
-    divisor = tl.where(c < 10, tl.where(valid, totals0, 1.0)[:, None],
-                       tl.where(valid_out, totals1, 1.0)[:, None])
+    divisor = tl.where(
+        c < 10, tl.where(valid, totals0, 1.0)[:, None], tl.where(valid_out, totals1, 1.0)[:, None]
+    )
     hist = gathered / divisor
     cubic = tl.minimum(tl.maximum(cubic, low), high)
-    hist = tl.where(tl.where(c < 10, (taken0 == 4)[:, None], (taken1 == 4)[:, None]), cubic,
-                    hist)
+    hist = tl.where(tl.where(c < 10, (taken0 == 4)[:, None], (taken1 == 4)[:, None]), cubic, hist)
     tl.atomic_add(kept, tl.sum((valid & pm).to(tl.int32), axis=0))
-    _accumulate(signal, out, lum, p, pm, c, hist, valid, valid_out, fx, fy, history,
-                output_top, subpixel_tolerance, firefly_ratio, height * width)
+    _accumulate(
+        signal,
+        out,
+        lum,
+        p,
+        pm,
+        c,
+        hist,
+        valid,
+        valid_out,
+        fx,
+        fy,
+        history,
+        output_top,
+        subpixel_tolerance,
+        firefly_ratio,
+        height * width,
+    )
 
 
 @triton.jit
-def _accumulate(signal, out, lum, p, pm, c, hist, valid, valid_out, fx, fy, history,
-                output_top, subpixel_tolerance, firefly_ratio, pixels):  # fmt: skip
+def _accumulate(
+    signal,
+    out,
+    lum,
+    p,
+    pm,
+    c,
+    hist,
+    valid,
+    valid_out,
+    fx,
+    fy,
+    history,
+    output_top,
+    subpixel_tolerance,
+    firefly_ratio,
+    pixels,
+):
     """`passes._accumulate` (with `passes._without_fireflies`), stored to ``out``; the
     light-change test's two luminances (the frame's color, the reprojected output,
     clamped) to the planes of ``lum``."""
     whole = (tl.minimum(fx, 1.0 - fx) <= subpixel_tolerance) & (
-        tl.minimum(fy, 1.0 - fy) <= subpixel_tolerance)
+        tl.minimum(fy, 1.0 - fy) <= subpixel_tolerance
+    )
     accumulates = valid & whole
     hcount = _col(hist, c, 9)
     count = tl.where(accumulates, tl.minimum(hcount + 1.0, history), 1.0)
@@ -241,9 +328,11 @@ def _accumulate(signal, out, lum, p, pm, c, hist, valid, valid_out, fx, fy, hist
     sig = tl.load(signal + p[:, None] * 9 + c, mask=m & (c < 9), other=0.0)
     l_in = _lum(_col(sig, c, 0), _col(sig, c, 1), _col(sig, c, 2))
     tl.store(lum + p, tl.minimum(tl.maximum(l_in, -MAX_LUM), MAX_LUM), mask=pm)
-    l_out = _lum(tl.where(valid_out, _col(hist, c, 10), 0.0),
-                 tl.where(valid_out, _col(hist, c, 11), 0.0),
-                 tl.where(valid_out, _col(hist, c, 12), 0.0))
+    l_out = _lum(
+        tl.where(valid_out, _col(hist, c, 10), 0.0),
+        tl.where(valid_out, _col(hist, c, 11), 0.0),
+        tl.where(valid_out, _col(hist, c, 12), 0.0),
+    )
     tl.store(lum + pixels + p, tl.minimum(tl.maximum(l_out, -MAX_LUM), MAX_LUM), mask=pm)
     limit = firefly_ratio * _lum(_col(hist, c, 0), _col(hist, c, 1), _col(hist, c, 2))
     clip = accumulates & (hcount >= 2.0) & (limit > 0.0) & (l_in > limit)
@@ -276,9 +365,21 @@ def near_rows_kernel(repro, rows, height, width, MARGIN: tl.constexpr, BLOCK: tl
 
 
 @_jit
-def reject_kernel(signal, repro, lum, rows, acc_color, acc_albedo, acc_normal, height, width,
-                  change_sigmas, ENABLED: tl.constexpr, MARGIN: tl.constexpr,
-                  BLOCK: tl.constexpr):  # fmt: skip
+def reject_kernel(
+    signal,
+    repro,
+    lum,
+    rows,
+    acc_color,
+    acc_albedo,
+    acc_normal,
+    height,
+    width,
+    change_sigmas,
+    ENABLED: tl.constexpr,
+    MARGIN: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     pm = p < height * width
     c = tl.arange(0, 16)[None, :]
@@ -303,8 +404,7 @@ def reject_kernel(signal, repro, lum, rows, acc_color, acc_albedo, acc_normal, h
         inv = 1.0 / ((2 * CHANGE_RADIUS + 1) * (2 * CHANGE_RADIUS + 1))
         mean, mean_sq, mean_previous = total * inv, squares * inv, total_previous * inv
         error = tl.sqrt_rn(tl.maximum(mean_sq - mean * mean, 0.0)) / (2 * CHANGE_RADIUS + 1.0)
-        changed = (tl.abs(mean - mean_previous) > change_sigmas * error) & (
-            _col(tile, c, 13) > 0.5)
+        changed = (tl.abs(mean - mean_previous) > change_sigmas * error) & (_col(tile, c, 13) > 0.5)
     dropped = changed  # the input history: dropped where the light changed ...
     if MARGIN > 0:  # ... and near a pixel without history (pass 1c, columns of `rows`)
         y, x = p // width, p % width
@@ -324,8 +424,18 @@ def reject_kernel(signal, repro, lum, rows, acc_color, acc_albedo, acc_normal, h
 
 
 @_jit
-def stabilize_kernel(denoised, repro, out, state, height, width, clamp_gamma,
-                     CLAMP: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def stabilize_kernel(
+    denoised,
+    repro,
+    out,
+    state,
+    height,
+    width,
+    clamp_gamma,
+    CLAMP: tl.constexpr,
+    R: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     pm = p < height * width
     c = tl.arange(0, 4)[None, :]
@@ -387,27 +497,55 @@ def pack(color, albedo, normal, depth, signal, guide) -> None:
     contiguous float32 images (None: not given)."""
     height, width = color.shape[:2]
     pack_kernel[_grid(height, width)](
-        color, color if albedo is None else albedo, color if normal is None else normal,
-        color if depth is None else depth, signal, guide, height, width,
-        HAS_ALBEDO=albedo is not None, HAS_NORMAL=normal is not None,
-        HAS_DEPTH=depth is not None, BLOCK=BLOCK, num_warps=NUM_WARPS,
+        color,
+        color if albedo is None else albedo,
+        color if normal is None else normal,
+        color if depth is None else depth,
+        signal,
+        guide,
+        height,
+        width,
+        HAS_ALBEDO=albedo is not None,
+        HAS_NORMAL=normal is not None,
+        HAS_DEPTH=depth is not None,
+        BLOCK=BLOCK,
+        num_warps=NUM_WARPS,
     )
 
 
-def gather(motion, guide, prev_guide, signal, prev_state, out, lum, kept, params, *,
-           has_history: bool) -> None:  # fmt: skip
+def gather(
+    motion, guide, prev_guide, signal, prev_state, out, lum, kept, params, *, has_history: bool
+) -> None:
     """`gather_kernel` into ``out`` ``[H, W, 16]`` and ``lum`` ``[2, H, W]``; adds the
     pixels that kept their history to the int32 ``kept``."""
     height, width = motion.shape[:2]
     f32 = np.float32
     output_top = float(f32(1) / f32(max(params.output_blend, 1e-6)))
     gather_kernel[_grid(height, width)](
-        motion, guide, prev_guide, signal, prev_state, out, lum, kept, height, width,
-        float(f32(height + width)), float(params.depth_tolerance), 1.0 - params.normal_tolerance,
-        float(params.albedo_tolerance), float(params.history), output_top,
-        float(params.subpixel_tolerance), float(params.firefly_ratio),
-        HAS_HISTORY=bool(has_history), USE_DEPTH=params.use_depth, USE_NORMAL=params.use_normal,
-        USE_ALBEDO=params.use_albedo, BLOCK=BLOCK, num_warps=NUM_WARPS,
+        motion,
+        guide,
+        prev_guide,
+        signal,
+        prev_state,
+        out,
+        lum,
+        kept,
+        height,
+        width,
+        float(f32(height + width)),
+        float(params.depth_tolerance),
+        1.0 - params.normal_tolerance,
+        float(params.albedo_tolerance),
+        float(params.history),
+        output_top,
+        float(params.subpixel_tolerance),
+        float(params.firefly_ratio),
+        HAS_HISTORY=bool(has_history),
+        USE_DEPTH=params.use_depth,
+        USE_NORMAL=params.use_normal,
+        USE_ALBEDO=params.use_albedo,
+        BLOCK=BLOCK,
+        num_warps=NUM_WARPS,
     )
 
 
@@ -423,12 +561,29 @@ def reject(signal, repro, lum, acc_color, acc_albedo, acc_normal, params, rows=N
         rows = repro.new_empty((height, width))
     if margin:
         near_rows_kernel[_grid(height, width)](
-            repro, rows, height, width, MARGIN=margin, BLOCK=BLOCK, num_warps=NUM_WARPS,
+            repro,
+            rows,
+            height,
+            width,
+            MARGIN=margin,
+            BLOCK=BLOCK,
+            num_warps=NUM_WARPS,
         )
     reject_kernel[_grid(height, width)](
-        signal, repro, lum, repro if rows is None else rows, acc_color, acc_albedo,
-        acc_normal, height, width, float(params.change_sigmas),
-        ENABLED=params.change_sigmas != 0, MARGIN=margin, BLOCK=BLOCK, num_warps=NUM_WARPS,
+        signal,
+        repro,
+        lum,
+        repro if rows is None else rows,
+        acc_color,
+        acc_albedo,
+        acc_normal,
+        height,
+        width,
+        float(params.change_sigmas),
+        ENABLED=params.change_sigmas != 0,
+        MARGIN=margin,
+        BLOCK=BLOCK,
+        num_warps=NUM_WARPS,
     )
 
 
@@ -437,7 +592,15 @@ def stabilize(denoised, repro, out, state, params) -> None:
     state into ``state``."""
     height, width = repro.shape[:2]
     stabilize_kernel[_grid(height, width)](
-        denoised, repro, out, state, height, width, float(params.clamp_gamma),
-        CLAMP=CLAMP_IDS[params.clamp], R=params.clamp_radius, BLOCK=BLOCK,
+        denoised,
+        repro,
+        out,
+        state,
+        height,
+        width,
+        float(params.clamp_gamma),
+        CLAMP=CLAMP_IDS[params.clamp],
+        R=params.clamp_radius,
+        BLOCK=BLOCK,
         num_warps=NUM_WARPS,
     )

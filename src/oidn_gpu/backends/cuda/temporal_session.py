@@ -75,8 +75,7 @@ class CudaTemporalSession:
     def frame(self, frame: TemporalFrame, params: Any, *, restart: bool) -> TemporalResult:
         """`TemporalSession.frame`: host arrays in, the output read back once."""
         images = self._staged(frame)
-        output, fraction, cut = self.frame_on_device(*images, params, restart=restart,
-                                                     copy=False)  # fmt: skip
+        output, fraction, cut = self.frame_on_device(*images, params, restart=restart, copy=False)
         return TemporalResult(self._read_back(output), fraction, cut)
 
     def prefetch(self, frame: TemporalFrame) -> None:
@@ -129,9 +128,17 @@ class CudaTemporalSession:
         return images, event
 
     def frame_on_device(
-        self, color: Any, albedo: Any, normal: Any, motion: Any, depth: Any, params: Any, *,
-        restart: bool, copy: bool = True,
-    ) -> tuple[Any, float, bool]:  # fmt: skip
+        self,
+        color: Any,
+        albedo: Any,
+        normal: Any,
+        motion: Any,
+        depth: Any,
+        params: Any,
+        *,
+        restart: bool,
+        copy: bool = True,
+    ) -> tuple[Any, float, bool]:
         """The next frame from tensors on the session's device: ``(output, history
         fraction, cut)`` (`TemporalResult`'s meanings), the output a ``[H, W, 3]`` float32
         tensor on the device (the session's own buffer, valid until the next frame, when
@@ -144,9 +151,9 @@ class CudaTemporalSession:
         if self._closed:
             raise InvalidOperationError("the temporal session is closed")
         color, albedo, normal, motion, depth = (
-            self._on_device(name, image) for name, image in zip(
-                _ROLES, (color, albedo, normal, motion, depth), strict=True)
-        )  # fmt: skip
+            self._on_device(name, image)
+            for name, image in zip(_ROLES, (color, albedo, normal, motion, depth), strict=True)
+        )
         height, width = color.shape[:2]
         buf = self._buffers(height, width)
         signal, guide = buf["signal"], buf["guide_next"]
@@ -158,8 +165,16 @@ class CudaTemporalSession:
             self._reproject(motion, signal, buf, params, False)
             fraction = 0.0
         repro = buf["repro"]
-        tk.reject(signal, repro, buf["lum"], buf["acc_color"], buf["acc_albedo"],
-                  buf["acc_normal"], params, rows=buf["near_rows"])
+        tk.reject(
+            signal,
+            repro,
+            buf["lum"],
+            buf["acc_color"],
+            buf["acc_albedo"],
+            buf["acc_normal"],
+            params,
+            rows=buf["near_rows"],
+        )
         denoised = self.frames.denoise(
             buf["acc_color"],
             None if albedo is None else buf["acc_albedo"],
@@ -173,14 +188,25 @@ class CudaTemporalSession:
         self._size = (height, width)
         return (buf["out"].clone() if copy else buf["out"]), fraction, cut
 
-    def _reproject(self, motion: Any, signal: Any, buf: dict[str, Any], params: Any,
-                   has_history: bool) -> float:  # fmt: skip
+    def _reproject(
+        self, motion: Any, signal: Any, buf: dict[str, Any], params: Any, has_history: bool
+    ) -> float:
         """Pass 1a into ``buf["repro"]``: the fraction of pixels that kept their history
         (read back only when there is a history to keep)."""
         kept = buf["kept"]
         kept.zero_()
-        tk.gather(motion, buf["guide_next"], buf["guide"], signal, buf["state"], buf["repro"],
-                  buf["lum"], kept, params, has_history=has_history)  # fmt: skip
+        tk.gather(
+            motion,
+            buf["guide_next"],
+            buf["guide"],
+            signal,
+            buf["state"],
+            buf["repro"],
+            buf["lum"],
+            kept,
+            params,
+            has_history=has_history,
+        )
         if not has_history:
             return 0.0
         return int(kept.item()) / (motion.shape[0] * motion.shape[1])
@@ -190,20 +216,30 @@ class CudaTemporalSession:
     def _buffers(self, height: int, width: int) -> dict[str, Any]:
         """The device buffers of this size (a new size drops the stored history)."""
         torch = self._torch
-        shapes = {"signal": tp.SIGNAL_CHANNELS, "guide": tp.GUIDE_CHANNELS,
-                  "guide_next": tp.GUIDE_CHANNELS, "state": tp.STATE_CHANNELS,
-                  "repro": tp.REPROJECTION_CHANNELS, "acc_color": 3, "acc_albedo": 3,
-                  "acc_normal": 3, "out": 3}  # fmt: skip
+        shapes = {
+            "signal": tp.SIGNAL_CHANNELS,
+            "guide": tp.GUIDE_CHANNELS,
+            "guide_next": tp.GUIDE_CHANNELS,
+            "state": tp.STATE_CHANNELS,
+            "repro": tp.REPROJECTION_CHANNELS,
+            "acc_color": 3,
+            "acc_albedo": 3,
+            "acc_normal": 3,
+            "out": 3,
+        }
         first = self._dev.get("state")
         if first is None or tuple(first.shape[:2]) != (height, width):
             self._size = None
             for role, channels in shapes.items():
-                self._dev[role] = torch.empty((height, width, channels), dtype=torch.float32,
-                                              device=self.device)  # fmt: skip
-            self._dev["lum"] = torch.empty((2, height, width), dtype=torch.float32,
-                                           device=self.device)
-            self._dev["near_rows"] = torch.empty((height, width), dtype=torch.float32,
-                                                 device=self.device)
+                self._dev[role] = torch.empty(
+                    (height, width, channels), dtype=torch.float32, device=self.device
+                )
+            self._dev["lum"] = torch.empty(
+                (2, height, width), dtype=torch.float32, device=self.device
+            )
+            self._dev["near_rows"] = torch.empty(
+                (height, width), dtype=torch.float32, device=self.device
+            )
             self._dev["kept"] = torch.zeros(1, dtype=torch.int32, device=self.device)
         return self._dev
 

@@ -203,13 +203,17 @@ class _Rect:
 def write_target(net: Any, target: Any) -> None:
     """Write the raw network output ``net [H, W, 3]`` into an `executor.FinalTarget`: its
     kept rectangle, raw or through the output pass (the offset is 0 by construction)."""
-    keep = _Rect(target.keep_y, target.keep_x, target.keep_h, target.keep_w,
-                 target.dst_y, target.dst_x)  # fmt: skip
+    keep = _Rect(
+        target.keep_y, target.keep_x, target.keep_h, target.keep_w, target.dst_y, target.dst_x
+    )
     image = target.image if target.image.dim() == 3 else target.image.unsqueeze(2)
     if target.mode is None:
         v = net[keep.src_y : keep.src_y + keep.out_h, keep.src_x : keep.src_x + keep.out_w]
-        image[keep.out_y : keep.out_y + keep.out_h, keep.out_x : keep.out_x + keep.out_w,
-              : target.channels] = v[..., : target.channels]  # fmt: skip
+        image[
+            keep.out_y : keep.out_y + keep.out_h,
+            keep.out_x : keep.out_x + keep.out_w,
+            : target.channels,
+        ] = v[..., : target.channels]
     else:
         output_pass(net, target.scale, target.mode, keep, image, target.channels)
 

@@ -57,7 +57,7 @@ except Exception as exc:
     tl = SimpleNamespace(constexpr=lambda value: value)
 
 
-def _jit(*sizes: str):  # noqa: ANN202 - returns Triton's decorator
+def _jit(*sizes: str):
     """``triton.jit`` that compiles one kernel for every value of the ``sizes`` arguments.
 
     Triton specializes integer arguments on ``== 1`` and divisibility by 16 by default,
@@ -66,6 +66,7 @@ def _jit(*sizes: str):  # noqa: ANN202 - returns Triton's decorator
     layer) stay specialized.
     """
     return triton.jit(do_not_specialize=list(sizes))
+
 
 # Transfer ids (constexpr) shared with the Python side.
 LINEAR, SRGB, PU, LOG = 0, 1, 2, 3
@@ -283,11 +284,28 @@ def _sanitize_output(v, TRANSFER: tl.constexpr):
 
 @triton.jit
 def _store_final(
-    acc, offs_n, y, x, m_ok, out_ptr, scale_ptr, out_offset, out_pixel_stride, out_row_stride,
-    keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
-    OUTPUT_PASS: tl.constexpr, TRANSFER: tl.constexpr, HDR: tl.constexpr,
-    SNORM: tl.constexpr, OUT_CHANNELS: tl.constexpr,
-):  # fmt: skip
+    acc,
+    offs_n,
+    y,
+    x,
+    m_ok,
+    out_ptr,
+    scale_ptr,
+    out_offset,
+    out_pixel_stride,
+    out_row_stride,
+    keep_y,
+    keep_x,
+    keep_h,
+    keep_w,
+    dst_y,
+    dst_x,
+    OUTPUT_PASS: tl.constexpr,
+    TRANSFER: tl.constexpr,
+    HDR: tl.constexpr,
+    SNORM: tl.constexpr,
+    OUT_CHANNELS: tl.constexpr,
+):
     """Store the 3 output channels of ``acc`` (pixels ``(y, x)``) as float32 into the
     image, restricted to the kept rectangle, through the output pass if asked."""
     r = tl.sum(tl.where(offs_n[None, :] == 0, acc, 0.0), axis=1)
@@ -315,8 +333,19 @@ def _store_final(
         tl.store(out_ptr + base + 2, b, mask=keep)
 
 
-@_jit("height", "width", "out_offset", "out_pixel_stride", "out_row_stride", "keep_y",
-      "keep_x", "keep_h", "keep_w", "dst_y", "dst_x")  # fmt: skip
+@_jit(
+    "height",
+    "width",
+    "out_offset",
+    "out_pixel_stride",
+    "out_row_stride",
+    "keep_y",
+    "keep_x",
+    "keep_h",
+    "keep_w",
+    "dst_y",
+    "dst_x",
+)
 def conv3x3_kernel(
     a_ptr,
     b_ptr,
@@ -395,19 +424,61 @@ def conv3x3_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if PARITY:
         acc = _accumulate_parity(
-            acc, a_ptr, w_ptr, parity * 4 * w_stride_a, qi, qj, m_ok, height // 2, width // 2,
-            channels_a, w_stride_a, w_cols, offs_n, py, px, BLOCK_K_A,
-        )  # fmt: skip
+            acc,
+            a_ptr,
+            w_ptr,
+            parity * 4 * w_stride_a,
+            qi,
+            qj,
+            m_ok,
+            height // 2,
+            width // 2,
+            channels_a,
+            w_stride_a,
+            w_cols,
+            offs_n,
+            py,
+            px,
+            BLOCK_K_A,
+        )
     else:
         acc = _accumulate(
-            acc, a_ptr, w_ptr, 0, y, x, m_ok, height, width, channels_a, w_stride_a, w_cols,
-            offs_n, UP_A, BLOCK_K_A, TAPS_A,
-        )  # fmt: skip
+            acc,
+            a_ptr,
+            w_ptr,
+            0,
+            y,
+            x,
+            m_ok,
+            height,
+            width,
+            channels_a,
+            w_stride_a,
+            w_cols,
+            offs_n,
+            UP_A,
+            BLOCK_K_A,
+            TAPS_A,
+        )
     if HAS_B:
         acc = _accumulate(
-            acc, b_ptr, w_ptr, w_base_b, y, x, m_ok, height, width, channels_b, w_stride_b,
-            w_cols, offs_n, UP_B, BLOCK_K_B, TAPS_B,
-        )  # fmt: skip
+            acc,
+            b_ptr,
+            w_ptr,
+            w_base_b,
+            y,
+            x,
+            m_ok,
+            height,
+            width,
+            channels_b,
+            w_stride_b,
+            w_cols,
+            offs_n,
+            UP_B,
+            BLOCK_K_B,
+            TAPS_B,
+        )
 
     acc = acc + tl.load(bias_ptr + offs_n)[None, :]
     if RELU:
@@ -415,10 +486,28 @@ def conv3x3_kernel(
 
     if FINAL:
         _store_final(
-            acc, offs_n, y, x, m_ok, out_ptr, scale_ptr, out_offset, out_pixel_stride,
-            out_row_stride, keep_y, keep_x, keep_h, keep_w, dst_y, dst_x,
-            OUTPUT_PASS, TRANSFER, HDR, SNORM, OUT_CHANNELS,
-        )  # fmt: skip
+            acc,
+            offs_n,
+            y,
+            x,
+            m_ok,
+            out_ptr,
+            scale_ptr,
+            out_offset,
+            out_pixel_stride,
+            out_row_stride,
+            keep_y,
+            keep_x,
+            keep_h,
+            keep_w,
+            dst_y,
+            dst_x,
+            OUTPUT_PASS,
+            TRANSFER,
+            HDR,
+            SNORM,
+            OUT_CHANNELS,
+        )
     elif POOL:
         pooled = tl.max(tl.reshape(acc, (BLOCK_M // 4, 4, BLOCK_N)), axis=1)
         offs_q = pid_m * (BLOCK_M // 4) + tl.arange(0, BLOCK_M // 4)
@@ -500,9 +589,25 @@ def _channels16(v0, v1, v2, v3, v4, v5, v6, v7, v8, zero):
     return tl.interleave(tl.interleave(m0, m2), tl.interleave(m1, m3))
 
 
-@_jit("main_offset", "main_pixel_stride", "main_row_stride", "alb_offset", "alb_pixel_stride",
-      "alb_row_stride", "nrm_offset", "nrm_pixel_stride", "nrm_row_stride", "height", "width",
-      "in_y", "in_x", "in_h", "in_w", "buf_y", "buf_x")  # fmt: skip
+@_jit(
+    "main_offset",
+    "main_pixel_stride",
+    "main_row_stride",
+    "alb_offset",
+    "alb_pixel_stride",
+    "alb_row_stride",
+    "nrm_offset",
+    "nrm_pixel_stride",
+    "nrm_row_stride",
+    "height",
+    "width",
+    "in_y",
+    "in_x",
+    "in_h",
+    "in_w",
+    "buf_y",
+    "buf_x",
+)
 def input_pass_kernel(
     main_ptr,
     main_offset,
@@ -555,19 +660,22 @@ def input_pass_kernel(
     cols = tl.arange(0, CHANNELS)
     scale = tl.load(scale_ptr)
     zero = tl.zeros((BLOCK,), dtype=tl.float32)
-    r, g, b = _load_rgb(main_ptr, main_offset, main_pixel_stride, main_row_stride,
-                        main_channels, iy, ix, ok)  # fmt: skip
+    r, g, b = _load_rgb(
+        main_ptr, main_offset, main_pixel_stride, main_row_stride, main_channels, iy, ix, ok
+    )
     v0 = _main_value(r, scale, TRANSFER, HDR, SNORM)
     v1 = _main_value(g, scale, TRANSFER, HDR, SNORM)
     v2 = _main_value(b, scale, TRANSFER, HDR, SNORM)
     v3, v4, v5, v6, v7, v8 = zero, zero, zero, zero, zero, zero
     if IMAGES > 1:
-        r, g, b = _load_rgb(alb_ptr, alb_offset, alb_pixel_stride, alb_row_stride,
-                            alb_channels, iy, ix, ok)  # fmt: skip
+        r, g, b = _load_rgb(
+            alb_ptr, alb_offset, alb_pixel_stride, alb_row_stride, alb_channels, iy, ix, ok
+        )
         v3, v4, v5 = _aux_value(r, False), _aux_value(g, False), _aux_value(b, False)
     if IMAGES > 2:
-        r, g, b = _load_rgb(nrm_ptr, nrm_offset, nrm_pixel_stride, nrm_row_stride,
-                            nrm_channels, iy, ix, ok)  # fmt: skip
+        r, g, b = _load_rgb(
+            nrm_ptr, nrm_offset, nrm_pixel_stride, nrm_row_stride, nrm_channels, iy, ix, ok
+        )
         v6, v7, v8 = _aux_value(r, True), _aux_value(g, True), _aux_value(b, True)
     if CHANNELS == 16 and JOIN:
         tile = _channels16(v0, v1, v2, v3, v4, v5, v6, v7, v8, zero)
@@ -633,8 +741,9 @@ def autoexposure_bins_kernel(
 
 
 @_jit("count")
-def autoexposure_scale_kernel(bins_ptr, count, scale_ptr, KEY: tl.constexpr,
-                              EPS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def autoexposure_scale_kernel(
+    bins_ptr, count, scale_ptr, KEY: tl.constexpr, EPS: tl.constexpr, BLOCK: tl.constexpr
+):
     """One program: ``scale = KEY / 2^mean(log2(bins > EPS))`` (1 without such bins)."""
     offs = tl.arange(0, BLOCK)
     total = tl.zeros((BLOCK,), dtype=tl.float32)

@@ -95,8 +95,13 @@ def candidates(launch: ConvLaunch) -> tuple[TileConfig, ...]:
         (128, block_n, 128, 8, 3),
     ]
     if launch.final:
-        shapes = [(256, 16, 32, 4, 3), (256, 16, 64, 4, 3), (128, 16, 64, 4, 4),
-                  (512, 16, 64, 8, 3), (256, 16, 128, 4, 3)]  # fmt: skip
+        shapes = [
+            (256, 16, 32, 4, 3),
+            (256, 16, 64, 4, 3),
+            (128, 16, 64, 4, 4),
+            (512, 16, 64, 8, 3),
+            (256, 16, 128, 4, 3),
+        ]
     elif block_n > 64:
         shapes.append((128, 64, 32, 4, 3))
     out = [first]
@@ -172,8 +177,14 @@ def rows_eligible(launch: ConvLaunch) -> bool:
     of 16, 32 or 64 stored channels, at most 64 output channels (a power of two), not final."""
     (source, *rest) = launch.sources
     out = launch.out_stored
-    return (not rest and not source.upsample and not launch.final
-            and source.stored in ROW_CHANNELS and out <= 64 and not out & (out - 1))  # fmt: skip
+    return (
+        not rest
+        and not source.upsample
+        and not launch.final
+        and source.stored in ROW_CHANNELS
+        and out <= 64
+        and not out & (out - 1)
+    )
 
 
 # Row-kernel tiles by compute capability (see `SHIPPED_TILES`), keyed by `signature`; a

@@ -1,0 +1,67 @@
+"""Triton, imported on first use: the kernel modules (`triton_kernels` with its helpers,
+`fused_kernels`, `row_kernels`), whether Triton imports, and whether its CPU interpreter
+runs them (``TRITON_INTERPRET=1``, tests without a GPU)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from typing import Any
+
+INTERPRET_ENV_VAR = "TRITON_INTERPRET"
+
+
+_KERNELS: Any = None
+_MORE_KERNELS: dict[str, Any] = {}  # the modules that build on `triton_kernels`' helpers
+_KERNELS_LOCK = threading.Lock()
+
+
+def kernels() -> Any:
+    """The `triton_kernels` module, imported on first use (importing Triton takes a few
+    tenths of a second, kept off a first frame served by the cuDNN bridge), with the
+    fused network tail's and the row conv's kernels (`fused_kernels`, `row_kernels`)."""
+    global _KERNELS
+    with _KERNELS_LOCK:
+        if _KERNELS is None:
+            import oidn_gpu.backends.cuda.fused_kernels as fused_kernels
+            import oidn_gpu.backends.cuda.row_kernels as row_kernels
+            import oidn_gpu.backends.cuda.triton_kernels as triton_kernels
+
+            _MORE_KERNELS.update(fused=fused_kernels, rows=row_kernels)
+            _KERNELS = triton_kernels
+        return _KERNELS
+
+
+def triton_status(*, load: bool = True) -> str | None:
+    """None when Triton imports, else why not (the reason the cuDNN path runs).
+
+    With ``load=False`` only looks Triton up (no import): its import is then checked
+    when the kernels are first needed.
+    """
+    if not load and _KERNELS is None:
+        return (
+            None if importlib.util.find_spec("triton") is not None else ("triton is not installed")
+        )
+    return kernels().UNAVAILABLE
+
+
+def interpreting() -> bool:
+    """Whether Triton kernels run through its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get(INTERPRET_ENV_VAR, "0") not in ("", "0")
+
+
+def fused_kernels() -> Any:
+    """The `fused_kernels` module (imported with `triton_kernels`, by `kernels`)."""
+    kernels()
+    return _MORE_KERNELS["fused"]
+
+
+def row_kernels() -> Any:
+    """The `row_kernels` module (imported with `triton_kernels`, by `kernels`)."""
+    kernels()
+    return _MORE_KERNELS["rows"]
+
+
+class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
+    """Raised inside a background compile asked to stop (`runner.CudaDenoiser`)."""
