@@ -140,15 +140,15 @@ def test_a_new_image_size_compiles_nothing(rng):
     rows per program, fitted to each size on a GPU, are a run-time argument)."""
     import oidn_gpu
     from oidn_gpu.backends.cuda import row_kernels
-    from oidn_gpu.backends.cuda.triton_loader import kernels
+    from oidn_gpu.backends.cuda.triton_loader import io_kernels, kernels
 
     with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
         den.denoise(*_images(rng, 64, 96))
         tk = kernels()
         jitted = (
             tk.conv3x3_kernel,
-            tk.input_pass_kernel,
-            tk.autoexposure_bins_kernel,
+            io_kernels().input_pass_kernel,
+            io_kernels().autoexposure_bins_kernel,
             row_kernels.conv_rows_kernel,
         )
         before = [sum(len(c[0]) for c in k.device_caches.values()) for k in jitted]

@@ -1,5 +1,5 @@
 """The Triton input pass builds each pixel's 16 network channels with joins and
-interleaves (`triton_kernels._channels16`): the same bits as setting the channels one
+interleaves (`io_kernels._channels16`): the same bits as setting the channels one
 select at a time, for 1-3 images, HDR (PU), LDR (sRGB), signed and linear modes, NaN, Inf
 and out-of-range values, fp16 and 4-channel inputs, and a tile whose rectangle sits inside
 a padded buffer. Through Triton's interpreter without a GPU (tiny sizes)."""

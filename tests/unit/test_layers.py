@@ -53,6 +53,7 @@ WGPU_REGISTRY_ENTRY = "oidn_gpu.backends.wgpu.backend"
 TRITON_KERNELS = (
     "oidn_gpu.backends.cuda.triton_kernels",
     "oidn_gpu.backends.cuda.fused_kernels",
+    "oidn_gpu.backends.cuda.io_kernels",
     "oidn_gpu.backends.cuda.row_kernels",
 )
 # The cold-start benchmark's child process times `import oidn_gpu` itself.

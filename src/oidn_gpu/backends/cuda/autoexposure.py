@@ -1,8 +1,8 @@
 """OIDN's autoexposure on the device: the scale of a colour image into a device scalar.
 
-On the Triton engine two launches: `triton_kernels.autoexposure_bins_kernel` (a program
+On the Triton engine two launches: `io_kernels.autoexposure_bins_kernel` (a program
 per bin of at most 16 x 16 pixels, the bin's average luminance of the sanitized colour),
-then `triton_kernels.autoexposure_scale_kernel` (one program: ``key / 2^mean(log2)`` over
+then `io_kernels.autoexposure_scale_kernel` (one program: ``key / 2^mean(log2)`` over
 the bins). On cuDNN, torch reductions (float64 sums). The scale never leaves the device.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from oidn_gpu.backends.cuda import torch_ops
 from oidn_gpu.backends.cuda.images import DeviceImage, hwc_view
-from oidn_gpu.backends.cuda.triton_loader import kernels
+from oidn_gpu.backends.cuda.triton_loader import io_kernels
 from oidn_gpu.image import autoexposure as ae
 
 # Launch shapes timed on an NVIDIA H200 (docs/benchmarks.md: both
@@ -31,7 +31,7 @@ def autoexposure(color: DeviceImage, scale_out: Any, engine: str) -> None:
     if engine != "triton":
         _torch_autoexposure(color, scale_out)
         return
-    torch, tk = torch_ops.torch, kernels()
+    torch, tk = torch_ops.torch, io_kernels()
     nb_h = math.ceil(color.height / ae.MAX_BIN_SIZE)
     nb_w = math.ceil(color.width / ae.MAX_BIN_SIZE)
     bins = torch.empty(nb_h * nb_w, dtype=torch.float32, device=scale_out.device)

@@ -119,7 +119,13 @@ def config_digest(parts: Iterable[Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-KERNEL_MODULES = ("triton_kernels.py", "row_kernels.py", "fused_kernels.py", "temporal_kernels.py")
+KERNEL_MODULES = (
+    "triton_kernels.py",
+    "io_kernels.py",
+    "row_kernels.py",
+    "fused_kernels.py",
+    "temporal_kernels.py",
+)
 
 
 @functools.cache

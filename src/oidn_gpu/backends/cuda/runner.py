@@ -4,7 +4,7 @@
 counterpart of the wgpu backend's ``GpuDenoiser``). One frame is, per tile of
 an `image.tiling.TilePlan`:
 
-1. the input pass (`triton_kernels.input_pass_kernel`, or `torch_ops.input_pass`
+1. the input pass (`io_kernels.input_pass_kernel`, or `torch_ops.input_pass`
    on the cuDNN path): the tile's rectangle of the float32 (or float16) images,
    any pixel and row strides, 1-3 channels broadcast as OIDN does, scaled by the
    device scalar ``input_scale``, sanitized, transfer-encoded (main) or clamped

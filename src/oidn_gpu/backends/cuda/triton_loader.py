@@ -1,6 +1,6 @@
 """Triton, imported on first use: the kernel modules (`triton_kernels` with its helpers,
-`fused_kernels`, `row_kernels`), whether Triton imports, and whether its CPU interpreter
-runs them (``TRITON_INTERPRET=1``, tests without a GPU)."""
+`io_kernels`, `fused_kernels`, `row_kernels`), whether Triton imports, and whether its
+CPU interpreter runs them (``TRITON_INTERPRET=1``, tests without a GPU)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,11 @@ def kernels() -> Any:
     with _KERNELS_LOCK:
         if _KERNELS is None:
             import oidn_gpu.backends.cuda.fused_kernels as fused_kernels
+            import oidn_gpu.backends.cuda.io_kernels as io_kernels
             import oidn_gpu.backends.cuda.row_kernels as row_kernels
             import oidn_gpu.backends.cuda.triton_kernels as triton_kernels
 
-            _MORE_KERNELS.update(fused=fused_kernels, rows=row_kernels)
+            _MORE_KERNELS.update(fused=fused_kernels, rows=row_kernels, io=io_kernels)
             _KERNELS = triton_kernels
         return _KERNELS
 
@@ -55,6 +56,12 @@ def fused_kernels() -> Any:
     """The `fused_kernels` module (imported with `triton_kernels`, by `kernels`)."""
     kernels()
     return _MORE_KERNELS["fused"]
+
+
+def io_kernels() -> Any:
+    """The `io_kernels` module: the input pass and autoexposure (imported by `kernels`)."""
+    kernels()
+    return _MORE_KERNELS["io"]
 
 
 def row_kernels() -> Any:
