@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu import sequence
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.filter import TemporalDenoiser
 from oidn_gpu.filter_temporal import PreparedFrame
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
-from oidn_gpu.sequence import load as sequence
 
 # One-channel depth layers: Blender's Depth (channel Z), Arnold's and Karma's Z.
 DEPTH_LAYER_NAMES = ("Depth", "Z", "depth")
