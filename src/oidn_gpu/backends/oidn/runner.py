@@ -140,7 +140,12 @@ class OidnRunner:
         self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
     ) -> tuple[np.ndarray, float]:
         """The image with OIDN's own autoexposure, and that scale (see the module
-        docstring)."""
+        docstring). On OIDN's GPU devices the scale is a `DeferredScale`: computed
+        when `Denoiser.info` first reads it, not beside OIDN's run (the host's
+        autoexposure of a 1080p image takes several times OIDN's whole denoise there)."""
+        if self._buffers is not None:
+            result = self._run_host(images, plan, progress, autoexposed=True)
+            return result, DeferredScale(images.main)
         scale: list[Any] = []
 
         def compute() -> None:
@@ -295,6 +300,22 @@ class OidnRunner:
         flt, self._filter = self._filter, None
         if flt is not None and self.executor.device.handle is not None:
             self.oidn.lib.oidnReleaseFilter(flt.handle)
+
+
+class DeferredScale:
+    """The autoexposure of a color image, computed on the first ``float()`` and kept.
+
+    It reads the color as it is then: `Denoiser.info` reads it after the denoise that
+    used it (an image changed in place in between gives that image's scale)."""
+
+    def __init__(self, color: np.ndarray) -> None:
+        self._color: np.ndarray | None = color
+        self._scale = math.nan
+
+    def __float__(self) -> float:
+        if self._color is not None:
+            self._scale, self._color = float(autoexposure(self._color)), None
+        return self._scale
 
 
 class OidnTensorRunner(OidnRunner):
