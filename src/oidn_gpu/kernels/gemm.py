@@ -89,9 +89,9 @@ Options (default first where it is fixed):
   (`Accumulation`; fp16 only). How the fp16 kernels sum their products: in f32 (the f16
   operands widened exactly; the most accurate), in f16 chains of 8 or 16 products added to
   f32, in f16 partials of 32 products (oidn-web's arithmetic: the fastest, and the farthest
-  from OIDN's CPU output), or in partials of 32 made of 2 or 4 f16 chains added in f16. The final-layer and
-  direct kernels sum in f32 under F32, else in f16 partials of 4 products. Each value gives
-  its own bits, the same under every other option.
+  from OIDN's CPU output), or in partials of 32 made of 2 or 4 f16 chains added in f16.
+  The final-layer and direct kernels sum in f32 under F32, else in f16 partials of 4
+  products. Each value gives its own bits, the same under every other option.
 - ``input_accumulation``, ``final_accumulation``: None | an `Accumulation`. When set, the
   accumulation of the convs that read only the network input (the first) / of the final
   layer, the two layers where f16 rounding costs the most accuracy per multiply-add;
