@@ -13,6 +13,7 @@ from typing import Any
 from oidn_gpu import __version__, farm
 from oidn_gpu.backends.base import AUTO, check_backend, resolve_backend
 from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
+from oidn_gpu.cli.color_flags import add_color_flags, color_options
 from oidn_gpu.cli.inputs import expand_inputs, plan_jobs
 from oidn_gpu.cli.layers import list_layers
 from oidn_gpu.cli.usage import (
@@ -85,6 +86,7 @@ def add_denoise_parser(sub: Any) -> None:
     _add_execution_flags(p)
     _add_farm_flags(p)
     _add_output_flags(p)
+    add_color_flags(p)
 
 
 def _add_input_flags(p: argparse.ArgumentParser) -> None:
@@ -396,6 +398,7 @@ def sequence_options(args: argparse.Namespace) -> SequenceOptions:
         verbose=args.verbose,
         quiet=args.quiet,
         software=f"oidn-gpu {__version__}",
+        color=color_options(args),
     )
 
 

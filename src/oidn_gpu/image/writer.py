@@ -159,6 +159,7 @@ def write_image_atomic(
     pixel_format: str | None = None,
     encoding: str = LINEAR_ENCODING,
     software: str | None = None,
+    colorspace: str | None = None,
 ) -> Path:
     """Write an image so that ``path`` is never left partial or corrupt.
 
@@ -176,6 +177,8 @@ def write_image_atomic(
         encoding: ``'linear'`` or ``'srgb'``: what the values are. They are converted
             to the file's convention (module doc) only when that differs.
         software: value for the ``Software`` attribute.
+        colorspace: the colour space the file is labelled with (``oiio:ColorSpace``; an
+            OpenEXR's ``colorInteropID``), or None for none.
 
     Returns:
         ``path`` as a Path.
@@ -209,6 +212,8 @@ def write_image_atomic(
     spec = oiio.ImageSpec(width, height, nchannels, kind)
     spec.channelnames = tuple(names)
     _describe(spec, oiio, format_name, _copied_attributes(like, format_name), software)
+    if colorspace:
+        spec.attribute("oiio:ColorSpace", colorspace)
     _write(oiio, path, spec, array, format_name)
     return path
 
