@@ -16,6 +16,7 @@ from oidn_gpu import __version__
 from oidn_gpu.backends.benchmark import benchmark_names
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import record as record_cli
+from oidn_gpu.cli.completion import add_completion_parser, cmd_completion
 from oidn_gpu.cli.denoise import add_denoise_parser, cmd_denoise
 from oidn_gpu.cli.example import add_example_parser, cmd_example
 from oidn_gpu.cli.info import add_info_parser, cmd_info
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_weights_parser(sub)
     add_example_parser(sub)
     add_prepare_parser(sub)
+    add_completion_parser(sub)
 
     record_cli.add_record_parsers(sub)
     bench = sub.add_parser(
@@ -102,6 +104,7 @@ COMMANDS = {
     "example": cmd_example,
     "bench": cmd_bench,
     "prepare": cmd_prepare,
+    "completion": cmd_completion,
 }
 COMMANDS.update(record_cli.COMMANDS)
 
