@@ -22,6 +22,7 @@ from oidn_gpu.cli.example import add_example_parser, cmd_example
 from oidn_gpu.cli.info import add_info_parser, cmd_info
 from oidn_gpu.cli.inspect import add_inspect_parser, cmd_inspect
 from oidn_gpu.cli.prepare import add_prepare_parser, cmd_prepare
+from oidn_gpu.cli.settings import applied_settings
 from oidn_gpu.cli.usage import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -118,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         if argv[:1] == ["bench"]:
             # The benchmark parses its own flags (different per backend).
-            return cmd_bench(argparse.Namespace(bench_args=argv[1:]))
+            with applied_settings():
+                return cmd_bench(argparse.Namespace(bench_args=argv[1:]))
         try:
             args = parser.parse_args(argv)
         except SystemExit as exit_:  # --help and --version
@@ -127,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        with install_signal_cleanup():  # SIGTERM: no temporary file left, exit 130
+        # the config file's values as their variables; SIGTERM: no temporary file left
+        with applied_settings(), install_signal_cleanup():
             return COMMANDS[args.command](args)
     except UsageError as err:
         return _fail(err, EXIT_USAGE, argv)
