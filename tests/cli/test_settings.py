@@ -140,3 +140,9 @@ def test_every_oidn_gpu_variable_of_the_package_is_a_setting() -> None:
         found |= set(re.findall(r"\"(OIDN_GPU_[A-Z0-9_]+)\"", path.read_text()))
     known = {s.variable for s in settings.SETTINGS} | {settings.CONFIG_VARIABLE}
     assert found - known == set()
+
+
+def test_docs_list_every_setting() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "config.md").read_text()
+    for setting in settings.SETTINGS:
+        assert f"| `{setting.key}` | `{setting.variable}` |" in text

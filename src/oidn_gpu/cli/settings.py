@@ -58,7 +58,7 @@ SETTINGS = (
     Setting("dump_shaders", _TEXT, "folder the WGSL shaders are written to"),
     Setting("shader_checks", _SWITCH, "bounds checks in wgpu shaders"),
     Setting("cuda_tuning", _SWITCH, "cuda tuning table: on, off or a file"),
-    Setting("cuda_fused", _SWITCH, "cuda kernel fusion (a fusion name or off)"),
+    Setting("cuda_fused", _TEXT, "cuda kernel fusion: project, tail or off"),
     Setting("cuda_rows", _SWITCH, "cuda row kernel"),
     Setting("cuda_row_balance", _SWITCH, "cuda row kernel's rows balanced per GPU"),
     Setting("cuda_compile_processes", _NUMBER, "processes compiling cuda kernels"),
