@@ -105,11 +105,11 @@ def test_unknown_names_are_usage_errors_listing_the_valid_ones(
     cli, scene, tmp_path: Path, flags: tuple[str, ...], words: list[str]
 ) -> None:
     src = write_exr(tmp_path / "c.exr", scene(16)["color_4spp"])
-    result = cli("denoise", src, "-o", tmp_path / "o.png", *flags)
+    result = cli("denoise", src, "-o", tmp_path / "new" / "o.png", "--mkdir", *flags)
     assert result.rc == 2
     for word in words:
         assert word in result.err
-    assert not (tmp_path / "o.png").exists()
+    assert not (tmp_path / "new").exists()  # refused before any file work
 
 
 def test_a_config_that_cannot_load_is_named(

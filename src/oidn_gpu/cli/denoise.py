@@ -442,6 +442,7 @@ def _check_backend_here(args: argparse.Namespace) -> None:
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
     _check_denoise_args(args)
+    color_options(args)  # an unknown colour space, display or view: before any file work
     config = denoiser_config(args)
     if args.ray is None and not args.list_layers:
         _check_backend_here(args)
