@@ -155,3 +155,18 @@ def test_a_large_preview_is_labelled_with_the_halves_and_the_view(tmp_path: Path
     assert bottom.any()  # the display and view
     assert not changed[36:60].any()  # the pictures themselves are untouched
     assert preview.shown_as(noisy, encoding="linear", color=options) == f"{DISPLAY} / {VIEW}"
+
+
+@pytest.mark.parametrize("suffix", [".exr", ".png"])
+def test_the_untonemapped_srgb_view_of_the_default_spaces_is_the_srgb_curve(
+    cli, scene, tmp_path: Path, suffix: str
+) -> None:
+    """Without metadata a float file is linear Rec.709 and an 8-bit one sRGB: shown on the
+    sRGB display without a tone map, each gives today's output within one 8-bit step."""
+    src = io.write_image_atomic(tmp_path / f"c{suffix}", scene(32)["color_4spp"])
+    plain, shown = tmp_path / "plain.png", tmp_path / "shown.png"
+    assert cli("denoise", src, "-o", plain).rc == 0
+    result = cli("denoise", src, "-o", shown, "--display", DISPLAY, "--view", "Un-tone-mapped")
+    assert result.rc == 0, result.err
+    difference = np.abs(io.read_image(shown).pixels - io.read_image(plain).pixels)
+    assert difference.max() <= ONE_8BIT_STEP + 1e-6
