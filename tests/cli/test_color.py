@@ -170,3 +170,12 @@ def test_the_untonemapped_srgb_view_of_the_default_spaces_is_the_srgb_curve(
     assert result.rc == 0, result.err
     difference = np.abs(io.read_image(shown).pixels - io.read_image(plain).pixels)
     assert difference.max() <= ONE_8BIT_STEP + 1e-6
+
+
+def test_only_float_outputs_are_labelled_with_the_colour_space(cli, scene, tmp_path: Path) -> None:
+    src = io.write_image_atomic(tmp_path / "c.pfm", scene(16)["color_4spp"])
+    for name in ("o.exr", "o.png"):
+        result = cli("denoise", src, "-o", tmp_path / name, "--input-colorspace", "ACEScg")
+        assert result.rc == 0, result.err
+    assert _colorspace(tmp_path / "o.exr") == "ACEScg"  # an EXR written from a PFM
+    assert _colorspace(tmp_path / "o.png") != "ACEScg"  # sRGB-encoded values

@@ -21,7 +21,9 @@ _FILE_METAVARS = frozenset({"INPUT", "OUTPUT", "FILE", "PNG", "PATH", "PROGRAM",
 _FOLDER_METAVARS = frozenset({"DIR"})
 
 
-def add_completion_parser(sub: Any) -> None:
+def add_completion_parser(sub: Any, root: argparse.ArgumentParser) -> None:
+    """The ``completion`` subcommand; ``root``, the whole tool's parser, is what the
+    scripts complete."""
     p = sub.add_parser(
         "completion",
         help="print the shell completion script of bash, zsh or fish",
@@ -30,6 +32,7 @@ def add_completion_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("shell", metavar="SHELL", choices=SHELLS, help="bash, zsh or fish")
+    p.set_defaults(root_parser=root)
 
 
 def _mark_paths(parser: argparse.ArgumentParser, shtab: Any) -> None:
@@ -61,7 +64,5 @@ def completion_script(shell: str, parser: argparse.ArgumentParser) -> str:
 
 def cmd_completion(args: argparse.Namespace) -> int:
     """``oidn-gpu completion SHELL``."""
-    from oidn_gpu.cli.main import build_parser  # the whole parser, this command's included
-
-    print(completion_script(args.shell, build_parser()))
+    print(completion_script(args.shell, args.root_parser))
     return EXIT_OK

@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_weights_parser(sub)
     add_example_parser(sub)
     add_prepare_parser(sub)
-    add_completion_parser(sub)
+    add_completion_parser(sub, parser)
 
     record_cli.add_record_parsers(sub)
     bench = sub.add_parser(

@@ -25,7 +25,7 @@ import numpy as np
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image.image_types import SRGB_ENCODING, Image, library_error
 from oidn_gpu.image.image_types import oiio as _oiio
-from oidn_gpu.image.writer import is_integer_format, output_format_name
+from oidn_gpu.image.writer import is_integer_format, is_integer_output, output_format_name
 
 BUILTIN_CONFIG = "ocio://default"
 COLORSPACE_ATTRIBUTE = "oiio:ColorSpace"
@@ -160,9 +160,14 @@ def input_space(options: ColorOptions, image: Image) -> str:
     return resolve_space(default, what="the default colour space (pass --input-colorspace)")
 
 
-def labelled_space(options: ColorOptions, image: Image) -> str | None:
-    """The colour space a float output of this input is labelled with: the one named on
-    the command line, else the file's own (kept as it is), else None (no label)."""
+def labelled_space(
+    options: ColorOptions, image: Image, output: str | os.PathLike[str]
+) -> str | None:
+    """The colour space an output of this input is labelled with: for a float output of
+    a linear input, the one named on the command line, else the file's own (kept as it
+    is); else None (no label: an 8-bit output holds sRGB-encoded values)."""
+    if image.encoding == SRGB_ENCODING or is_integer_output(output):
+        return None
     if options.input_space:
         return resolve_space(options.input_space)
     return file_space(image)

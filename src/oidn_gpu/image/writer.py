@@ -110,6 +110,15 @@ def is_integer_format(format_name: str) -> bool:
     return format_name in _INTEGER_ONLY_FORMATS
 
 
+def is_integer_output(path: str | os.PathLike[str]) -> bool:
+    """Whether an output file name's format stores integer (sRGB-encoded) pixels.
+
+    Raises:
+        InvalidArgumentError: the extension names no writable format.
+    """
+    return _is_integer_target(Path(path), output_format_name(path))
+
+
 def _is_integer_target(path: Path, format_name: str) -> bool:
     """Integer-only formats, and PPM/PGM (OpenImageIO's 'pnm' writer also does float PFM)."""
     pnm_integer = format_name == "pnm" and path.suffix.lower() != ".pfm"

@@ -308,7 +308,6 @@ def _write_outputs(
         _write_shown(job, frame, result, options)
     else:
         full = result if frame.alpha is None else np.concatenate([result, frame.alpha], axis=2)
-        linear = frame.color.encoding == io.LINEAR_ENCODING
         io.write_image_atomic(
             job.output,
             full,
@@ -316,7 +315,7 @@ def _write_outputs(
             like=frame.color,
             encoding=frame.color.encoding,
             software=options.software,
-            colorspace=color.labelled_space(colors, frame.color) if linear else None,
+            colorspace=color.labelled_space(colors, frame.color, job.output),
         )
     if job.side_by_side is not None:
         space = color.input_space(colors, frame.color) if colors.shown else None
