@@ -179,3 +179,12 @@ def test_only_float_outputs_are_labelled_with_the_colour_space(cli, scene, tmp_p
         assert result.rc == 0, result.err
     assert _colorspace(tmp_path / "o.exr") == "ACEScg"  # an EXR written from a PFM
     assert _colorspace(tmp_path / "o.png") != "ACEScg"  # sRGB-encoded values
+
+
+def test_a_display_with_nothing_to_show_is_noted(cli, scene, tmp_path: Path) -> None:
+    src = write_exr(tmp_path / "c.exr", scene(16)["color_4spp"])
+    result = cli("denoise", src, "-o", tmp_path / "o.exr", "--display", DISPLAY)
+    assert result.rc == 0, result.err
+    assert f"note: --display '{DISPLAY}' / --view '{VIEW}' apply to 8-bit outputs" in result.err
+    result = cli("denoise", src, "-o", tmp_path / "o.png", "--display", DISPLAY)
+    assert result.rc == 0 and "note: --display" not in result.err

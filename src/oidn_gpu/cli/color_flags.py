@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from oidn_gpu.cli.usage import UsageError
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.image.color import BUILTIN_CONFIG, ColorOptions, check_options
+from oidn_gpu.image.color import BUILTIN_CONFIG, ColorOptions, check_options, is_display_output
+from oidn_gpu.sequence import FrameJob
 
 
 def add_color_flags(p: argparse.ArgumentParser) -> None:
@@ -52,3 +54,17 @@ def color_options(args: argparse.Namespace) -> ColorOptions:
         return check_options(options)
     except InvalidArgumentError as err:
         raise UsageError(str(err)) from None
+
+
+def unused_display_note(options: ColorOptions, jobs: Sequence[FrameJob]) -> str | None:
+    """A note when a display is asked for but nothing is shown through it (float outputs
+    and no preview), else None."""
+    if not options.shown:
+        return None
+    if any(job.side_by_side is not None or is_display_output(job.output) for job in jobs):
+        return None
+    return (
+        f"note: --display '{options.display}' / --view '{options.view}' apply to 8-bit "
+        "outputs (PNG, JPEG, TIFF) and --side-by-side previews; the float outputs keep "
+        "the input's values"
+    )

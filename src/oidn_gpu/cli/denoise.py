@@ -13,7 +13,7 @@ from typing import Any
 from oidn_gpu import __version__, farm
 from oidn_gpu.backends.base import AUTO, check_backend, resolve_backend
 from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
-from oidn_gpu.cli.color_flags import add_color_flags, color_options
+from oidn_gpu.cli.color_flags import add_color_flags, color_options, unused_display_note
 from oidn_gpu.cli.frames import missing_report, parse_frames, select_frames
 from oidn_gpu.cli.inputs import expand_inputs, plan_jobs
 from oidn_gpu.cli.layers import list_layers
@@ -459,6 +459,9 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         return list_layers(files, args)
     jobs = plan_jobs(args, files, many)
     options = sequence_options(args)
+    note = unused_display_note(options.color, jobs)
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
     temporal = None
     if args.temporal:
         temporal = TemporalFrames(motion_layer=args.motion_layer)
