@@ -21,9 +21,11 @@ Modules: `main` (the parser of every subcommand, the dispatch, errors and exit c
 backend option flags), `denoise` and `inputs` (``denoise``: flags, the one
 `DenoiserConfig`, files), `frames` (``--frames``), `color_flags` (``--input-colorspace``,
 ``--display``, ``--view``), `layers` (``--list-layers``), `inspect`, `info`, `weights`,
-`example`, and `bench` and `record` (their own flags).
+`example`, `completion` (shell scripts), `settings` (the config file of the ``OIDN_GPU_*``
+settings), and `bench` and `record` (their own flags).
 
-Exit codes: 0 all done, 1 failure (some frames failed, a download failed, ...),
+Exit codes: 0 all done, 1 failure (some frames failed or, with ``--frames``, are missing; a
+download failed, ...),
 2 bad usage (unknown flag, bad value, missing input, an output that cannot be
 written or that is an input), 130 interrupted (Ctrl-C or SIGTERM; no partial
 outputs or temporary files are left). Errors print ``error: <message>`` on stderr; a traceback
