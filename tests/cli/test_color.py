@@ -188,3 +188,8 @@ def test_a_display_with_nothing_to_show_is_noted(cli, scene, tmp_path: Path) -> 
     assert f"note: --display '{DISPLAY}' / --view '{VIEW}' apply to 8-bit outputs" in result.err
     result = cli("denoise", src, "-o", tmp_path / "o.png", "--display", DISPLAY)
     assert result.rc == 0 and "note: --display" not in result.err
+
+
+def test_a_transform_opencolorio_refuses_is_an_error_naming_it() -> None:
+    with pytest.raises(color.InvalidArgumentError, match="does not have view 'nope'"):
+        color.to_display(np.ones((2, 2, 3), np.float32), "ACEScg", DISPLAY, "nope")

@@ -189,8 +189,8 @@ def to_display(pixels: np.ndarray, space: str, display: str, view: str) -> np.nd
     shown = oiio.ImageBufAlgo.ociodisplay(
         source, display, view, fromspace=space, unpremult=False, colorconfig=config_name()
     )
-    if shown.has_error or oiio.geterror():
-        message = library_error(shown.geterror, "") or library_error(oiio.geterror, "")
+    if shown.has_error:
+        message = library_error(shown.geterror, "unknown error")
         raise InvalidArgumentError(
             f"OpenColorIO cannot show '{space}' on '{display}' / '{view}': {message}"
         )
