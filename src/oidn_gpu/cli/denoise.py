@@ -13,6 +13,8 @@ from typing import Any
 from oidn_gpu import __version__, farm
 from oidn_gpu.backends.base import AUTO, check_backend, resolve_backend
 from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
+from oidn_gpu.cli.color_flags import add_color_flags, color_options, unused_display_note
+from oidn_gpu.cli.frames import missing_report, parse_frames, select_frames
 from oidn_gpu.cli.inputs import expand_inputs, plan_jobs
 from oidn_gpu.cli.layers import list_layers
 from oidn_gpu.cli.usage import (
@@ -60,6 +62,13 @@ def add_denoise_parser(sub: Any) -> None:
         help="image files, globs ('sh010.*.exr') or folders (every image in them)",
     )
     p.add_argument(
+        "--frames",
+        metavar="RANGE",
+        help="only these frames of the frame patterns, globs and folders: 1001-1100, "
+        "1001-1100x2 (every second), 1001,1005,1010-1012; frames no file holds are "
+        "reported, and the exit status is 1 after the others are denoised",
+    )
+    p.add_argument(
         "-o",
         "--output",
         metavar="OUTPUT",
@@ -85,6 +94,7 @@ def add_denoise_parser(sub: Any) -> None:
     _add_execution_flags(p)
     _add_farm_flags(p)
     _add_output_flags(p)
+    add_color_flags(p)
 
 
 def _add_input_flags(p: argparse.ArgumentParser) -> None:
@@ -396,6 +406,7 @@ def sequence_options(args: argparse.Namespace) -> SequenceOptions:
         verbose=args.verbose,
         quiet=args.quiet,
         software=f"oidn-gpu {__version__}",
+        color=color_options(args),
     )
 
 
@@ -431,14 +442,26 @@ def _check_backend_here(args: argparse.Namespace) -> None:
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
     _check_denoise_args(args)
+    color_options(args)  # an unknown colour space, display or view: before any file work
     config = denoiser_config(args)
     if args.ray is None and not args.list_layers:
         _check_backend_here(args)
-    files, many = expand_inputs(args.inputs)
+    selection = None
+    if args.frames is not None:
+        selection = select_frames(args.inputs, args.frames)
+        files, many = selection.files, selection.many
+        asked = len(parse_frames(args.frames))
+        for line in missing_report(selection, asked):
+            print(line, file=sys.stderr)
+    else:
+        files, many = expand_inputs(args.inputs)
     if args.list_layers:
         return list_layers(files, args)
     jobs = plan_jobs(args, files, many)
     options = sequence_options(args)
+    note = unused_display_note(options.color, jobs)
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
     temporal = None
     if args.temporal:
         temporal = TemporalFrames(motion_layer=args.motion_layer)
@@ -470,7 +493,11 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         if len(jobs) == 1 and summary.count("done"):
             written = [jobs[0].output, jobs[0].side_by_side]
             print("wrote " + " and ".join(str(p) for p in written if p), file=sys.stderr)
+    missing = {} if selection is None else selection.missing
     if args.json:
-        print(json.dumps(summary.as_json(len(jobs)), indent=2))
+        document = summary.as_json(len(jobs))
+        if selection is not None:
+            document["missing_frames"] = {spec: list(f) for spec, f in missing.items()}
+        print(json.dumps(document, indent=2))
     failed = summary.count("failed") + (len(jobs) - len(summary.results))
-    return EXIT_FAILURE if failed else EXIT_OK
+    return EXIT_FAILURE if failed or missing else EXIT_OK

@@ -18,7 +18,7 @@ import oidn_gpu  # oidn_gpu.Denoiser is looked up at call time: tests substitute
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError, NonFiniteInputWarning, NonFiniteOutputWarning
 from oidn_gpu.filter_aovs import alpha_config, denoise_alpha
-from oidn_gpu.image import aov_sum, aovs, exr, io, process
+from oidn_gpu.image import aov_sum, aovs, color, exr, io, process
 from oidn_gpu.image.preview import write_side_by_side
 from oidn_gpu.sequence.load import FrameNote, LoadedFrame, layer_label, load_frame, resolve_mode
 from oidn_gpu.sequence.options import FrameJob, OutputOptions, SequenceOptions
@@ -156,7 +156,7 @@ def denoise_frame(
     ]
     _warn_nonfinite(nonfinite, result.shape, warn)
     denoised_at = time.perf_counter()
-    _write_outputs(job, frame, result, denoised, output, options.software, lossless)
+    _write_outputs(job, frame, result, denoised, options, lossless)
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
     outcome = _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
     # "denoise" includes the AOV layers' reads (small beside their denoise)
@@ -296,14 +296,16 @@ def _write_outputs(
     frame: LoadedFrame,
     result: np.ndarray,
     denoised: Sequence[DenoisedPass],
-    output: OutputOptions,
-    software: str,
+    options: SequenceOptions,
     lossless: bool,
 ) -> None:
-    """Write the frame's output (an OpenEXR from an OpenEXR keeps the whole input) and its
-    noisy | denoised preview."""
+    """Write the frame's output (an OpenEXR from an OpenEXR keeps the whole input; an 8-bit
+    one through the display and view when asked for) and its noisy | denoised preview."""
+    colors = options.color
     if lossless:
-        _write_exr(job, frame, result, denoised, output, software)
+        _write_exr(job, frame, result, denoised, options.output, options.software, colors)
+    elif colors.shown and color.is_display_output(job.output):
+        _write_shown(job, frame, result, options)
     else:
         full = result if frame.alpha is None else np.concatenate([result, frame.alpha], axis=2)
         io.write_image_atomic(
@@ -312,12 +314,41 @@ def _write_outputs(
             channels=_output_channels(frame.color.pixels.shape[2], frame.alpha is not None),
             like=frame.color,
             encoding=frame.color.encoding,
-            software=software,
+            software=options.software,
+            colorspace=color.labelled_space(colors, frame.color, job.output),
         )
     if job.side_by_side is not None:
+        space = color.input_space(colors, frame.color) if colors.shown else None
         write_side_by_side(
-            job.side_by_side, frame.color.pixels, result, encoding=frame.color.encoding
+            job.side_by_side,
+            frame.color.pixels,
+            result,
+            encoding=frame.color.encoding,
+            color=colors,
+            space=space,
         )
+
+
+def _write_shown(
+    job: FrameJob, frame: LoadedFrame, result: np.ndarray, options: SequenceOptions
+) -> None:
+    """Write the denoised beauty through the display and view (`color.to_display`) as
+    display values (8-bit, or 16-bit where the input was)."""
+    colors = options.color
+    assert colors.display is not None and colors.view is not None  # colors.shown
+    space = color.input_space(colors, frame.color)
+    values = color.to_display(result, space, colors.display, colors.view)
+    if frame.alpha is not None:
+        values = np.concatenate([values, frame.alpha], axis=2)
+    io.write_image_atomic(
+        job.output,
+        values,
+        channels=_output_channels(3, frame.alpha is not None),
+        like=frame.color,
+        encoding=io.SRGB_ENCODING,
+        pixel_format="uint16" if frame.color.pixel_format == "uint16" else "uint8",
+        software=options.software,
+    )
 
 
 def _outcome(
@@ -386,10 +417,15 @@ def _write_exr(
     denoised_aovs: Sequence[DenoisedPass],
     output: OutputOptions,
     software: str,
+    colors: color.ColorOptions,
 ) -> None:
-    """Write the input file again with the denoised beauty (and passes) in it."""
+    """Write the input file again with the denoised beauty (and passes) in it, its colour
+    space the one named on the command line (else the input's, kept)."""
     contents = exr.read_file(job.color)
     sub = frame.color_subimage
+    if colors.input_space:
+        named = color.resolve_space(colors.input_space)
+        contents.parts[sub].spec.attribute(color.COLORSPACE_ATTRIBUTE, named)
     names = list(frame.color.channels)
     if output.only_beauty:
         contents.replace_channels(sub, names, result)
