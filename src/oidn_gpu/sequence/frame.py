@@ -141,7 +141,9 @@ def denoise_frame(
             inputs=options.inputs,
             lightmap=pool.config.lightmap,
         )
-        ahead_s = temporal.ahead_s
+        # the next frame's read (and GPU work run ahead) is its own; this frame's work
+        # run ahead in the call before is this one's
+        ahead_s = temporal.ahead_s - temporal.carried_s
         for text in restarts if warn is not None else ():
             warn(text)
     else:
@@ -159,6 +161,8 @@ def denoise_frame(
     _write_outputs(job, frame, result, denoised, output, options.software, lossless)
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
     outcome = _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
+    if temporal is not None:
+        outcome = _with_temporal(outcome, temporal.report, job)
     # "denoise" includes the AOV layers' reads (small beside their denoise)
     read_s = read - start if read_before is None else read_before
     outcome.stages.update(
@@ -333,6 +337,35 @@ def _outcome(
     layers["aovs"] = [{"layer": layer.name, "guided": guided} for layer, _, _, guided in denoised]
     layers["mode"] = mode
     return FrameOutcome(used, layers, frame.notes, nonfinite)
+
+
+# The note of a temporal run without a depth pass (said once per run).
+NOTE_NO_DEPTH = "temporal-no-depth"
+
+
+def _with_temporal(outcome: FrameOutcome, report: dict[str, Any], job: FrameJob) -> FrameOutcome:
+    """The outcome of a temporal frame: the motion and depth passes in its words and
+    ``layers['temporal']`` (`oidn_gpu.temporal.frames.TemporalFrames.report`), and a
+    note where the frame has no depth pass."""
+    if not report:
+        return outcome
+    depth = report.get("depth")
+    words = f"temporal: motion '{report.get('motion')}' ({report.get('motion_convention')}), " + (
+        f"depth '{depth}'" if depth else "no depth"
+    )
+    notes = outcome.notes
+    if not depth:
+        names = ", ".join(aovs.DEPTH_LAYER_NAMES)
+        notes += (
+            FrameNote(
+                NOTE_NO_DEPTH,
+                f"{job.color}: no depth pass (looked for {names}); depth is optional: the "
+                "albedo and normal tell where history was hidden before, which keeps less "
+                "of it (docs/aovs.md, Motion vectors)",
+            ),
+        )
+    layers = {**outcome.layers, "temporal": dict(report)}
+    return dataclasses.replace(outcome, used=f"{outcome.used}; {words}", layers=layers, notes=notes)
 
 
 def _nonfinite_pixels(result: np.ndarray) -> int:
