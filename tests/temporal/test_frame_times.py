@@ -33,9 +33,24 @@ def test_frames_run_ahead_are_timed_to_their_own_frame(tmp_path, capsys, monkeyp
         return result
 
     monkeypatch.setattr(WgpuTemporalSession, "frame", recorded)
-    rc = main(["denoise", str(inputs), "-o", f"{tmp_path / 'out'}/", "--temporal", "--mkdir",
-               "--no-progress", "--json", "--backend", "wgpu", "--precision", "fp32",
-               "--weights", str(TINY)])
+    rc = main(
+        [
+            "denoise",
+            str(inputs),
+            "-o",
+            f"{tmp_path / 'out'}/",
+            "--temporal",
+            "--mkdir",
+            "--no-progress",
+            "--json",
+            "--backend",
+            "wgpu",
+            "--precision",
+            "fp32",
+            "--weights",
+            str(TINY),
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     summary = json.loads(captured.out)

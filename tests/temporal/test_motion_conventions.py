@@ -45,8 +45,12 @@ def _renamed(folder: Path, convention: str, name: str = "mv") -> Path:
         backward = motion_passes.read_motion(source).backward
         values = _layout(backward, convention)
         contents = exr.read_file(source)
-        keep = [c for layer in io.list_layers(source) if "Vector" not in layer.name
-                for c in layer.channels]
+        keep = [
+            c
+            for layer in io.list_layers(source)
+            if "Vector" not in layer.name
+            for c in layer.channels
+        ]
         components = "XYZW"[: values.shape[2]]
         like = [f"ViewLayer.Vector.{c}" for c in "XYZW"[: values.shape[2]]]
         contents.add_channels(0, [f"{name}.{c}" for c in components], values, like)
@@ -63,9 +67,23 @@ def _copied(folder: Path) -> Path:
 
 
 def _run(capsys, inputs: Path, out: Path, *flags: str) -> tuple[int, str, dict | None]:
-    rc = main(["denoise", str(inputs), "-o", f"{out}/", "--temporal", "--mkdir",
-               "--no-progress", "--json", "--backend", "reference", "--weights", str(TINY),
-               *flags])
+    rc = main(
+        [
+            "denoise",
+            str(inputs),
+            "-o",
+            f"{out}/",
+            "--temporal",
+            "--mkdir",
+            "--no-progress",
+            "--json",
+            "--backend",
+            "reference",
+            "--weights",
+            str(TINY),
+            *flags,
+        ]
+    )
     captured = capsys.readouterr()
     return rc, captured.err, json.loads(captured.out) if captured.out.strip() else None
 
@@ -83,8 +101,25 @@ def renderer_run(tmp_path_factory) -> list[np.ndarray]:
     """The sequence denoised with its own Cycles Vector pass."""
     root = tmp_path_factory.mktemp("renderer")
     inputs = _copied(root / "in")
-    assert main(["denoise", str(inputs), "-o", f"{root / 'out'}/", "--temporal", "--mkdir",
-                 "--no-progress", "-q", "--backend", "reference", "--weights", str(TINY)]) == 0
+    assert (
+        main(
+            [
+                "denoise",
+                str(inputs),
+                "-o",
+                f"{root / 'out'}/",
+                "--temporal",
+                "--mkdir",
+                "--no-progress",
+                "-q",
+                "--backend",
+                "reference",
+                "--weights",
+                str(TINY),
+            ]
+        )
+        == 0
+    )
     return _beauties(root / "out")
 
 
@@ -93,8 +128,7 @@ def test_every_convention_is_read_from_a_named_layer_on_the_command_line(
     convention, renderer_run, tmp_path, capsys
 ):
     inputs = _renamed(tmp_path / "in", convention)
-    rc, err, summary = _run(capsys, inputs, tmp_path / "out", "--motion-layer",
-                            f"mv:{convention}")
+    rc, err, summary = _run(capsys, inputs, tmp_path / "out", "--motion-layer", f"mv:{convention}")
     assert rc == 0, err
     for got, want in zip(_beauties(tmp_path / "out"), renderer_run, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -102,8 +136,9 @@ def test_every_convention_is_read_from_a_named_layer_on_the_command_line(
     assert (frame["motion"], frame["motion_convention"]) == ("mv", convention)
     assert f"temporal: motion 'mv' ({convention})" in err
     # the same with the convention as its own flag
-    rc, err, _ = _run(capsys, inputs, tmp_path / "flag", "--motion-layer", "mv",
-                      "--motion-convention", convention)
+    rc, err, _ = _run(
+        capsys, inputs, tmp_path / "flag", "--motion-layer", "mv", "--motion-convention", convention
+    )
     assert rc == 0, err
     for got, want in zip(_beauties(tmp_path / "flag"), renderer_run, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -121,20 +156,25 @@ def test_a_renderers_layer_name_needs_no_convention_and_can_be_given_one(tmp_pat
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--motion-layer", "mv"],
-         "motion layer 'mv' is not a name a renderer gives its motion pass; name its "
-         "convention: 'mv:CONVENTION' (or --motion-convention)"),
-        (["--motion-layer", "mv:pixel"], "unknown motion convention 'pixel' (did you mean "
-                                         "'pixels'?)"),
+        (
+            ["--motion-layer", "mv"],
+            "motion layer 'mv' is not a name a renderer gives its motion pass; name its "
+            "convention: 'mv:CONVENTION' (or --motion-convention)",
+        ),
+        (
+            ["--motion-layer", "mv:pixel"],
+            "unknown motion convention 'pixel' (did you mean 'pixels'?)",
+        ),
         (["--motion-convention", "blender"], "unknown motion convention 'blender'"),
-        (["--motion-layer", "mv:cycles", "--motion-convention", "pixels"],
-         "names the convention 'cycles' but --motion-convention is 'pixels'"),
+        (
+            ["--motion-layer", "mv:cycles", "--motion-convention", "pixels"],
+            "names the convention 'cycles' but --motion-convention is 'pixels'",
+        ),
         (["--motion-layer", ":pixels"], "names no layer"),
         (["--motion-layer", "Nope:pixels"], "has no layer 'Nope' (motion layer)"),
     ],
 )
-def test_bad_motion_flags_are_one_usage_error_before_any_frame(flags, message, tmp_path,
-                                                               capsys):
+def test_bad_motion_flags_are_one_usage_error_before_any_frame(flags, message, tmp_path, capsys):
     inputs = _renamed(tmp_path / "in", "pixels")
     rc, err, summary = _run(capsys, inputs, tmp_path / "out", *flags)
     assert rc == 2, err
@@ -154,8 +194,9 @@ def test_a_sequence_without_motion_fails_once_naming_what_it_has(tmp_path, capsy
 
 def test_motion_flags_need_temporal(tmp_path, capsys):
     inputs = _copied(tmp_path / "in")
-    rc = main(["denoise", str(inputs), "-o", f"{tmp_path}/o/", "--mkdir",
-               "--motion-convention", "pixels"])
+    rc = main(
+        ["denoise", str(inputs), "-o", f"{tmp_path}/o/", "--mkdir", "--motion-convention", "pixels"]
+    )
     assert rc == 2
     assert "--motion-convention names the motion pass of --temporal" in capsys.readouterr().err
 
@@ -165,13 +206,15 @@ def _frames() -> list[dict]:
     for number in NUMBERS:
         path = SEQUENCE / f"frame.{number:04d}.exr"
         layers = io.list_layers(path)
-        frames.append({
-            "color": io.read_layer(path, io.find_layer(layers, io.COLOR_LAYER_NAMES)).pixels,
-            "albedo": io.read_layer(path, io.find_layer(layers, io.ALBEDO_LAYER_NAMES)).pixels,
-            "normal": io.read_layer(path, io.find_layer(layers, io.NORMAL_LAYER_NAMES)).pixels,
-            "backward": motion_passes.read_motion(path).backward,
-            "frame": number,
-        })
+        frames.append(
+            {
+                "color": io.read_layer(path, io.find_layer(layers, io.COLOR_LAYER_NAMES)).pixels,
+                "albedo": io.read_layer(path, io.find_layer(layers, io.ALBEDO_LAYER_NAMES)).pixels,
+                "normal": io.read_layer(path, io.find_layer(layers, io.NORMAL_LAYER_NAMES)).pixels,
+                "backward": motion_passes.read_motion(path).backward,
+                "frame": number,
+            }
+        )
     return frames
 
 
@@ -179,27 +222,37 @@ def _frames() -> list[dict]:
 def test_the_api_reads_every_convention(convention):
     frames = _frames()
     options = {"hdr": True, "backend": "reference", "weights": str(TINY)}
-    with TemporalDenoiser(**options) as pixels, oidn_gpu.Denoiser(
-        temporal=True, motion_convention=convention, **options
-    ) as named:
+    with (
+        TemporalDenoiser(**options) as pixels,
+        oidn_gpu.Denoiser(temporal=True, motion_convention=convention, **options) as named,
+    ):
         assert named.info().motion_convention == convention
         for f in frames:
             images = (f["color"], f["albedo"], f["normal"])
             want = pixels.denoise(*images, motion=f["backward"], frame=f["frame"])
-            got = named.denoise(*images, motion=_layout(f["backward"], convention),
-                                frame=f["frame"])
+            got = named.denoise(
+                *images, motion=_layout(f["backward"], convention), frame=f["frame"]
+            )
             np.testing.assert_array_equal(got, want)
 
 
 def test_the_api_refuses_an_unknown_convention_and_a_pass_of_another_layout():
-    with pytest.raises(InvalidArgumentError, match=r"unknown motion convention 'cycle' "
-                       r"\(did you mean 'cycles'\?\); expected 'cycles', 'arnold'"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"unknown motion convention 'cycle' "
+        r"\(did you mean 'cycles'\?\); expected 'cycles', 'arnold'",
+    ):
         TemporalDenoiser(backend="reference", motion_convention="cycle")
     with pytest.raises(InvalidArgumentError, match="motion_convention is a temporal mode"):
         oidn_gpu.Denoiser(backend="reference", motion_convention="cycles")
     f = _frames()[0]
-    with TemporalDenoiser(hdr=True, backend="reference", motion_convention="cycles") as td:
-        with pytest.raises(InvalidArgumentError,
-                           match=r"motion \(motion_convention='cycles'\) image has shape "
-                                 r"\(64, 64, 2\).*expected a float HxWx4"):
-            td.denoise(f["color"], f["albedo"], f["normal"], motion=f["backward"])
+    cycles = TemporalDenoiser(hdr=True, backend="reference", motion_convention="cycles")
+    with (
+        cycles as td,
+        pytest.raises(
+            InvalidArgumentError,
+            match=r"motion \(motion_convention='cycles'\) image has shape "
+            r"\(64, 64, 2\).*expected a float HxWx4",
+        ),
+    ):
+        td.denoise(f["color"], f["albedo"], f["normal"], motion=f["backward"])

@@ -33,17 +33,35 @@ def _folder(tmp_path: Path, numbers, *, depth: bool = True, name: str = "in") ->
             shutil.copy(source, folder)
             continue
         contents = exr.read_file(source)
-        keep = [c for layer in io.list_layers(source) if "Depth" not in layer.name
-                for c in layer.channels]
+        keep = [
+            c
+            for layer in io.list_layers(source)
+            if "Depth" not in layer.name
+            for c in layer.channels
+        ]
         contents.keep_only(0, keep)
         exr.write_file(folder / source.name, contents)
     return folder
 
 
 def _run(capsys, inputs: Path, out: Path, *flags: str) -> tuple[int, str, dict]:
-    rc = main(["denoise", str(inputs), "-o", f"{out}/", "--temporal", "--mkdir",
-               "--no-progress", "--json", "--backend", "reference", "--weights", str(TINY),
-               *flags])
+    rc = main(
+        [
+            "denoise",
+            str(inputs),
+            "-o",
+            f"{out}/",
+            "--temporal",
+            "--mkdir",
+            "--no-progress",
+            "--json",
+            "--backend",
+            "reference",
+            "--weights",
+            str(TINY),
+            *flags,
+        ]
+    )
     captured = capsys.readouterr()
     return rc, captured.err, json.loads(captured.out)
 
@@ -55,22 +73,33 @@ def test_the_log_and_json_name_the_mode_the_passes_and_each_restart(tmp_path, ca
     words = "temporal: motion 'ViewLayer.Vector' (cycles), depth 'ViewLayer.Depth'"
     assert err.count(words) == 5  # each frame's line and the summary's layers line
     frame5 = str(inputs / "frame.0005.exr")
-    assert ("temporal: history restarted at 1 frame (" + frame5 + ": frame 5 follows "
-            "frame 3 (a gap in the numbering))") in err
+    assert (
+        "temporal: history restarted at 1 frame (" + frame5 + ": frame 5 follows "
+        "frame 3 (a gap in the numbering))"
+    ) in err
     assert summary["temporal"] == {
         "mode": "temporal",
-        "restarts": [{"input": frame5,
-                      "reason": "frame 5 follows frame 3 (a gap in the numbering)"}],
+        "restarts": [
+            {"input": frame5, "reason": "frame 5 follows frame 3 (a gap in the numbering)"}
+        ],
         "warmed_up": 0,
         "no_depth": 0,
     }
     frames = [r["layers"]["temporal"] for r in summary["results"]]
     assert [f["history"] for f in frames] == ["started", "continued", "continued", "restarted"]
     assert [f["restart"] for f in frames] == [
-        "the first frame", None, None, "frame 5 follows frame 3 (a gap in the numbering)"]
+        "the first frame",
+        None,
+        None,
+        "frame 5 follows frame 3 (a gap in the numbering)",
+    ]
     for f in frames:
         assert (f["mode"], f["motion"], f["motion_convention"], f["depth"]) == (
-            "temporal", "ViewLayer.Vector", "cycles", "ViewLayer.Depth")
+            "temporal",
+            "ViewLayer.Vector",
+            "cycles",
+            "ViewLayer.Depth",
+        )
     assert frames[0]["history_fraction"] == 0.0 < frames[1]["history_fraction"] <= 1.0
 
 
@@ -99,8 +128,10 @@ def test_a_resume_says_which_frames_warmed_the_history(tmp_path, capsys):
     assert [r["status"] for r in summary["results"]] == ["skipped"] * 3 + ["done"] * 2
     assert summary["temporal"]["warmed_up"] == 3 and summary["temporal"]["restarts"] == []
     assert "3 complete frame(s) denoised again for the history" in err
-    assert "frame 2/5 " + str(inputs / "frame.0002.exr") + ": complete, denoised again for " \
-           "the history (warmed up)" in err
+    assert (
+        "frame 2/5 " + str(inputs / "frame.0002.exr") + ": complete, denoised again for "
+        "the history (warmed up)" in err
+    )
 
 
 def _images(number: int, sequence: str = "static") -> dict:
@@ -124,14 +155,17 @@ def test_info_names_the_mode_the_history_and_every_restart():
     with TemporalDenoiser(hdr=True, backend="reference", weights=str(TINY), history=4) as td:
         info = td.info()
         assert (info.mode, info.backend, info.session, info.motion_convention) == (
-            "temporal", "reference", "host", "pixels")
+            "temporal",
+            "reference",
+            "host",
+            "pixels",
+        )
         assert info.frames == info.history_frames == 0 and info.restarts == ()
         assert info.params["history"] == 4 and info.denoiser is None
         td.denoise(**_images(1))
         td.denoise(**_images(2))
         info = td.info()
-        assert (info.frames, info.history_frames, info.guides, info.depth) == (2, 2, "depth",
-                                                                                True)
+        assert (info.frames, info.history_frames, info.guides, info.depth) == (2, 2, "depth", True)
         assert info.history_fraction == td.history_fraction > 0.5
         assert info.denoiser.backend == "reference"
         td.denoise(**_cropped(_images(3)))
@@ -156,8 +190,10 @@ def test_info_says_a_camera_cut():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: TemporalDenoiser(histroy=4), "unknown option 'histroy' of the temporal "
-                                              "denoiser (did you mean 'history'?)"),
+        (
+            lambda: TemporalDenoiser(histroy=4),
+            "unknown option 'histroy' of the temporal denoiser (did you mean 'history'?)",
+        ),
         (lambda: oidn_gpu.Denoiser(temporal=True, histroy=4), "did you mean 'history'?"),
         (lambda: TemporalDenoiser(qualty="fast"), "did you mean 'quality'?"),
         (lambda: TemporalDenoiser(backend="reference", treads=2), "did you mean 'threads'?"),

@@ -280,7 +280,7 @@ def convert(
             if forward_values.shape[:2] != values.shape[:2] or forward_values.shape[2] < 2:
                 raise MotionPassError(
                     f"forward motion pass has shape {forward_values.shape}; expected "
-                    f"{values.shape[:2] + (2,)} like the backward one"
+                    f"{(*values.shape[:2], 2)} like the backward one"
                 )
             forward = _flip_y(forward_values, conv.y_up)
     invalid = ~np.isfinite(backward).all(axis=-1)

@@ -133,19 +133,8 @@ def denoise_frame(
     part = _scaled(progress, 0.0, share)
     ahead_s = 0.0
     if temporal is not None:
-        result, restarts = temporal.denoise(
-            job.color,
-            frame,
-            denoiser,
-            upcoming=upcoming,
-            inputs=options.inputs,
-            lightmap=pool.config.lightmap,
-        )
-        # the next frame's read (and GPU work run ahead) is its own; this frame's work
-        # run ahead in the call before is this one's
-        ahead_s = temporal.ahead_s - temporal.carried_s
-        for text in restarts if warn is not None else ():
-            warn(text)
+        result, ahead_s = _denoise_temporal(temporal, job, frame, denoiser, upcoming, options,
+                                            pool, warn)
     else:
         color = frame.color.pixels
         result = _denoise_image(denoiser, color, frame.albedo, frame.normal, part, warn)
@@ -169,6 +158,32 @@ def denoise_frame(
         read=read_s, denoise=denoised_at - read - ahead_s, write=time.perf_counter() - denoised_at
     )
     return dataclasses.replace(outcome, others_s=(read - start) - read_s + ahead_s)
+
+
+def _denoise_temporal(
+    temporal: Any,
+    job: FrameJob,
+    frame: LoadedFrame,
+    denoiser: Any,
+    upcoming: FrameJob | None,
+    options: SequenceOptions,
+    pool: DenoiserPool,
+    warn: Warn | None,
+) -> tuple[np.ndarray, float]:
+    """The temporal result of the frame's beauty (its restarts said to ``warn``) and the
+    seconds of the call that were other frames' (the next frame read, and its GPU work
+    run ahead), less this frame's GPU work run ahead in the call before."""
+    result, restarts = temporal.denoise(
+        job.color,
+        frame,
+        denoiser,
+        upcoming=upcoming,
+        inputs=options.inputs,
+        lightmap=pool.config.lightmap,
+    )
+    for text in restarts if warn is not None else ():
+        warn(text)
+    return result, temporal.ahead_s - temporal.carried_s
 
 
 def _passes(

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu import sequence
+from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import aovs, io
 from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.temporal.denoiser import PreparedFrame, TemporalDenoiser
