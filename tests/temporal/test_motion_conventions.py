@@ -256,3 +256,26 @@ def test_the_api_refuses_an_unknown_convention_and_a_pass_of_another_layout():
         ),
     ):
         td.denoise(f["color"], f["albedo"], f["normal"], motion=f["backward"])
+
+
+def test_a_later_frame_without_motion_fails_alone_and_the_next_restarts(tmp_path, capsys):
+    inputs = _copied(tmp_path / "in")
+    shutil.copy(SEQUENCE / "frame.0004.exr", inputs)
+    second = inputs / "frame.0002.exr"
+    contents = exr.read_file(second)
+    keep = [
+        c for layer in io.list_layers(second) if "Vector" not in layer.name for c in layer.channels
+    ]
+    contents.keep_only(0, keep)
+    exr.write_file(second, contents)
+    rc, err, summary = _run(capsys, inputs, tmp_path / "out")
+    assert rc == 1
+    assert [r["status"] for r in summary["results"]] == ["done", "failed", "done", "done"]
+    assert "has no motion pass" in summary["results"][1]["error"]
+    assert err.count("has no motion pass") == 1
+    assert summary["temporal"]["restarts"] == [
+        {
+            "input": str(inputs / "frame.0003.exr"),
+            "reason": "frame 3 follows frame 1 (a gap in the numbering)",
+        }
+    ]
