@@ -258,7 +258,9 @@ def test_the_api_refuses_an_unknown_convention_and_a_pass_of_another_layout():
         td.denoise(f["color"], f["albedo"], f["normal"], motion=f["backward"])
 
 
-def test_a_later_frame_without_motion_fails_alone_and_the_next_restarts(tmp_path, capsys):
+def test_a_later_frame_without_motion_fails_alone_and_the_next_restarts_saying_why(
+    tmp_path, capsys
+):
     inputs = _copied(tmp_path / "in")
     shutil.copy(SEQUENCE / "frame.0004.exr", inputs)
     second = inputs / "frame.0002.exr"
@@ -276,6 +278,7 @@ def test_a_later_frame_without_motion_fails_alone_and_the_next_restarts(tmp_path
     assert summary["temporal"]["restarts"] == [
         {
             "input": str(inputs / "frame.0003.exr"),
-            "reason": "frame 3 follows frame 1 (a gap in the numbering)",
+            "reason": "the frame before, 'frame.0002.exr', has no usable motion pass and "
+            "was not denoised",
         }
     ]

@@ -139,6 +139,7 @@ class TemporalFrames:
         if not ahead:
             read = self._read_files(job, inputs, lightmap)
         if read.error is not None:
+            self._skipped(job.color, "could not be read")
             raise read.error
         self._read = read
         return read.frame, read.read_s if ahead else None
@@ -162,10 +163,17 @@ class TemporalFrames:
         self.carried_s, self._carry = self._carry, 0.0
         mine = read is not None and read.frame is frame
         passes, facts = (read.passes, read.facts) if mine else (None, None)
-        if isinstance(passes, Exception):
-            raise passes
-        if passes is None:
-            passes, facts = self._passes(path, frame)
+        try:
+            if isinstance(passes, Exception):
+                raise passes
+            if passes is None:
+                passes, facts = self._passes(path, frame)
+        except motion_passes.MotionPassError:
+            self._skipped(path, "has no usable motion pass")
+            raise
+        except Exception:
+            self._skipped(path, "has no usable passes")
+            raise
         temporal = self._denoisers.get(id(denoiser))
         if temporal is None:
             temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
@@ -191,6 +199,12 @@ class TemporalFrames:
             "history_fraction": round(float(temporal.history_fraction), 4),
         }
         return result[:, :, : frame.color.pixels.shape[2]], messages
+
+    def _skipped(self, path: Path, why: str) -> None:
+        """A frame that is not denoised: the next one starts a new history, saying why
+        (a missing motion pass, an unreadable file)."""
+        for temporal in self._denoisers.values():
+            temporal.reset(f"the frame before, '{Path(path).name}', {why} and was not denoised")
 
     def _read_files(self, job: Any, inputs: Any, lightmap: bool) -> _Read:
         """The frame's images and passes, from one decode of each file; the errors kept."""
