@@ -133,7 +133,7 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="temporal mode: denoise the frames in order with the history of the frames "
         "before, reprojected by each frame's motion pass (less flicker); a depth pass "
-        "(Depth, Z) tells disocclusions",
+        "(Depth, Z, depth; optional) tells disocclusions",
     )
     aux.add_argument(
         "--motion-layer",
