@@ -67,3 +67,33 @@ def test_frames_run_ahead_are_timed_to_their_own_frame(tmp_path, capsys, monkeyp
     first = results[0]
     stages = first["stages_s"]
     assert first["elapsed_s"] >= sum(stages.values()) - 1e-3
+
+
+def test_info_of_a_wgpu_temporal_denoiser_says_its_history_is_on_the_device():
+    from oidn_gpu.temporal import TemporalDenoiser
+    from tests.temporal import synthetic
+
+    frames = synthetic.sequence("pan", frames=3, size=24)
+    with TemporalDenoiser(backend="wgpu", hdr=True, precision="fp32", quality="fast") as td:
+        items = [
+            {
+                "color": f.color,
+                "albedo": f.albedo,
+                "normal": f.normal,
+                "motion": f.motion,
+                "depth": f.depth,
+                "frame": n,
+            }
+            for n, f in enumerate(frames, start=1)
+        ]
+        outputs = list(td.denoise_many(items))
+        info = td.info()
+    assert len(outputs) == 3
+    assert (info.backend, info.session, info.frames, info.history_frames) == (
+        "wgpu",
+        "device",
+        3,
+        3,
+    )
+    assert info.denoiser.backend == "wgpu" and info.guides == "depth"
+    assert [r.reason for r in info.restarts] == ["the first frame"]
