@@ -207,3 +207,13 @@ def test_unknown_options_name_the_closest_and_every_valid_one(make, message):
     assert message in text
     for name in ("'history'", "'output_blend'", "'motion_convention'", "'hdr'", "'backend'"):
         assert name in text
+
+
+def test_list_layers_shows_the_motion_and_depth_a_temporal_run_uses(tmp_path, capsys):
+    with_depth = _folder(tmp_path, (1,)) / "frame.0001.exr"
+    without = _folder(tmp_path, (1,), depth=False, name="no_depth") / "frame.0001.exr"
+    assert main(["denoise", "--list-layers", "--temporal", str(with_depth), str(without)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("  -> motion: 'ViewLayer.Vector' (cycles)") == 2
+    assert "  -> depth: 'ViewLayer.Depth'" in out
+    assert "  -> depth: none found (optional)" in out
