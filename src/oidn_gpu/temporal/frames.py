@@ -103,15 +103,6 @@ class TemporalFrames:
     _denoisers: dict[int, TemporalDenoiser] = field(default_factory=dict)
     _read: _Read | None = None  # the frame of the next `denoise`
 
-    def check(self) -> None:
-        """The motion layer and convention, checked before any frame is read.
-
-        Raises:
-            oidn_gpu.image.motion.MotionPassError: an unknown convention, or a layer name
-                no renderer gives its motion pass with no convention.
-        """
-        motion_passes.resolve_convention(self.motion_layer, self.motion_convention)
-
     def check_file(self, path: Path) -> None:
         """A frame file has the motion pass (checked on the first frame before any is
         denoised, so that a run without one fails once).
@@ -163,22 +154,22 @@ class TemporalFrames:
         self.carried_s, self._carry = self._carry, 0.0
         mine = read is not None and read.frame is frame
         passes, facts = (read.passes, read.facts) if mine else (None, None)
+        temporal = self._denoisers.get(id(denoiser))
+        if temporal is None:
+            temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
         try:
             if isinstance(passes, Exception):
                 raise passes
             if passes is None:
                 passes, facts = self._passes(path, frame)
+            prepared = passes if isinstance(passes, PreparedFrame) else temporal.prepare(
+                **passes, prefetch=False)
         except motion_passes.MotionPassError:
             self._skipped(path, "has no usable motion pass")
             raise
         except Exception:
-            self._skipped(path, "has no usable passes")
+            self._skipped(path, "could not be used")
             raise
-        temporal = self._denoisers.get(id(denoiser))
-        if temporal is None:
-            temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
-        prepared = passes if isinstance(passes, PreparedFrame) else temporal.prepare(
-            **passes, prefetch=False)
         if upcoming is not None:
             self._read = self._read_ahead(upcoming, inputs, lightmap, frame, temporal)
             self.ahead_s = self._read.read_s
