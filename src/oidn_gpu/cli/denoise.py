@@ -31,6 +31,7 @@ from oidn_gpu.cli.usage import (
 from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.farm.temporal import denoise_sequence_temporal
+from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.temporal.frames import TemporalFrames
@@ -142,13 +143,20 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="temporal mode: denoise the frames in order with the history of the frames "
         "before, reprojected by each frame's motion pass (less flicker); a depth pass "
-        "(Depth, Z) tells disocclusions",
+        "(Depth, Z, depth; optional) tells disocclusions",
     )
     aux.add_argument(
         "--motion-layer",
-        metavar="NAME",
+        metavar="NAME[:CONVENTION]",
         help="layer of the motion pass for --temporal (default: the renderers' names, "
-        "docs/aovs.md)",
+        "docs/aovs.md) and how to read it: 'mv:pixels' (backward motion in pixels, y down), "
+        f"or one of {', '.join(motion_passes.CONVENTIONS)}; a renderer's name needs none",
+    )
+    aux.add_argument(
+        "--motion-convention",
+        metavar="CONVENTION",
+        help="how --temporal reads the motion pass: "
+        f"{', '.join(motion_passes.CONVENTIONS)} (default: the one of the pass's name)",
     )
     aux.add_argument(
         "--list-layers",
@@ -300,8 +308,7 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             raise UsageError(f"--temporal denoises the beauty; it cannot be used with {flag}")
     if args.lightmap and args.alpha == "denoise":
         raise UsageError("--alpha denoise cannot be used with --lightmap (lightmaps have no alpha)")
-    if args.motion_layer is not None and not args.temporal:
-        raise UsageError("--motion-layer names the motion pass of --temporal; add --temporal")
+    _check_motion_args(args)
     if args.layer_name is not None and not args.layer_name.strip():
         raise UsageError("--layer-name is empty; expected a name such as 'Denoised'")
     if args.lightmap:
@@ -347,6 +354,40 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         ]
         if farm_options:
             raise UsageError(f"{farm_options[0]} needs --ray")
+
+
+def _check_motion_args(args: argparse.Namespace) -> None:
+    """``--motion-layer NAME[:CONVENTION]`` and ``--motion-convention``, checked once;
+    ``args.motion_layer`` becomes the layer name and ``args.motion_convention`` the
+    convention (None: the one the layer's name says).
+
+    Raises:
+        UsageError: a flag without --temporal, an unknown convention, two different ones,
+            or a layer whose name says no convention with none named.
+    """
+    for flag, value in (
+        ("--motion-layer", args.motion_layer),
+        ("--motion-convention", args.motion_convention),
+    ):
+        if value is not None and not args.temporal:
+            raise UsageError(f"{flag} names the motion pass of --temporal; add --temporal")
+    try:
+        given = args.motion_convention
+        if given is not None:
+            given = motion_passes.get_convention(given.strip()).name
+        if args.motion_layer is not None:
+            layer, named = motion_passes.parse_motion_layer(args.motion_layer)
+            if named is not None and given is not None and named != given:
+                raise UsageError(
+                    f"--motion-layer {args.motion_layer} names the convention '{named}' "
+                    f"but --motion-convention is '{given}'; give one"
+                )
+            args.motion_layer, given = layer, named or given
+        motion_passes.resolve_convention(args.motion_layer, given)
+    except motion_passes.MotionPassError as err:
+        text = str(err).replace("(or with motion_convention)", "(or --motion-convention)")
+        raise UsageError(text.replace("(docs/aovs.md", "(--motion-layer; docs/aovs.md")) from None
+    args.motion_convention = given
 
 
 def denoiser_config(args: argparse.Namespace) -> DenoiserConfig:
@@ -439,6 +480,19 @@ def _check_backend_here(args: argparse.Namespace) -> None:
         print(f"note: {availability.warning}", file=sys.stderr)
 
 
+def _check_first_motion(temporal: TemporalFrames, jobs: Any) -> None:
+    """The first frame has the motion pass: a run where none has one fails once, before
+    any frame (a later frame without one fails alone)."""
+    if not jobs:
+        return
+    try:
+        temporal.check_file(jobs[0].color)
+    except motion_passes.MotionPassError as err:
+        raise UsageError(f"--temporal: {err}") from None
+    except (OIDNGPUError, OSError):
+        pass  # an unreadable first file fails in its turn, as any frame's
+
+
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
     _check_denoise_args(args)
@@ -464,7 +518,10 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     temporal = None
     if args.temporal:
-        temporal = TemporalFrames(motion_layer=args.motion_layer)
+        temporal = TemporalFrames(
+            motion_layer=args.motion_layer, motion_convention=args.motion_convention
+        )
+        _check_first_motion(temporal, jobs)
     run = functools.partial(run_sequence, jobs, config, options, temporal=temporal)
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
@@ -490,6 +547,9 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         layers = summary.layers_line()
         if layers:
             print(layers, file=sys.stderr)
+        temporal_line = summary.temporal_line()
+        if temporal_line:
+            print(temporal_line, file=sys.stderr)
         if len(jobs) == 1 and summary.count("done"):
             written = [jobs[0].output, jobs[0].side_by_side]
             print("wrote " + " and ".join(str(p) for p in written if p), file=sys.stderr)

@@ -133,17 +133,8 @@ def denoise_frame(
     part = _scaled(progress, 0.0, share)
     ahead_s = 0.0
     if temporal is not None:
-        result, restarts = temporal.denoise(
-            job.color,
-            frame,
-            denoiser,
-            upcoming=upcoming,
-            inputs=options.inputs,
-            lightmap=pool.config.lightmap,
-        )
-        ahead_s = temporal.ahead_s
-        for text in restarts if warn is not None else ():
-            warn(text)
+        result, ahead_s = _denoise_temporal(temporal, job, frame, denoiser, upcoming, options,
+                                            pool, warn)
     else:
         color = frame.color.pixels
         result = _denoise_image(denoiser, color, frame.albedo, frame.normal, part, warn)
@@ -159,12 +150,40 @@ def denoise_frame(
     _write_outputs(job, frame, result, denoised, options, lossless)
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
     outcome = _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
+    if temporal is not None:
+        outcome = _with_temporal(outcome, temporal.report, job)
     # "denoise" includes the AOV layers' reads (small beside their denoise)
     read_s = read - start if read_before is None else read_before
     outcome.stages.update(
         read=read_s, denoise=denoised_at - read - ahead_s, write=time.perf_counter() - denoised_at
     )
     return dataclasses.replace(outcome, others_s=(read - start) - read_s + ahead_s)
+
+
+def _denoise_temporal(
+    temporal: Any,
+    job: FrameJob,
+    frame: LoadedFrame,
+    denoiser: Any,
+    upcoming: FrameJob | None,
+    options: SequenceOptions,
+    pool: DenoiserPool,
+    warn: Warn | None,
+) -> tuple[np.ndarray, float]:
+    """The temporal result of the frame's beauty (its restarts said to ``warn``) and the
+    seconds of the call that were other frames' (the next frame read, and its GPU work
+    run ahead), less this frame's GPU work run ahead in the call before."""
+    result, restarts = temporal.denoise(
+        job.color,
+        frame,
+        denoiser,
+        upcoming=upcoming,
+        inputs=options.inputs,
+        lightmap=pool.config.lightmap,
+    )
+    for text in restarts if warn is not None else ():
+        warn(text)
+    return result, temporal.ahead_s - temporal.carried_s
 
 
 def _passes(
@@ -364,6 +383,35 @@ def _outcome(
     layers["aovs"] = [{"layer": layer.name, "guided": guided} for layer, _, _, guided in denoised]
     layers["mode"] = mode
     return FrameOutcome(used, layers, frame.notes, nonfinite)
+
+
+# The note of a temporal run without a depth pass (said once per run).
+NOTE_NO_DEPTH = "temporal-no-depth"
+
+
+def _with_temporal(outcome: FrameOutcome, report: dict[str, Any], job: FrameJob) -> FrameOutcome:
+    """The outcome of a temporal frame: the motion and depth passes in its words and
+    ``layers['temporal']`` (`oidn_gpu.temporal.frames.TemporalFrames.report`), and a
+    note where the frame has no depth pass."""
+    if not report:
+        return outcome
+    depth = report.get("depth")
+    words = f"temporal: motion '{report.get('motion')}' ({report.get('motion_convention')}), " + (
+        f"depth '{depth}'" if depth else "no depth"
+    )
+    notes = outcome.notes
+    if not depth:
+        names = ", ".join(aovs.DEPTH_LAYER_NAMES)
+        notes += (
+            FrameNote(
+                NOTE_NO_DEPTH,
+                f"{job.color}: no depth pass (looked for {names}); depth is optional: the "
+                "albedo and normal tell where history was hidden before, which keeps less "
+                "of it (docs/aovs.md, Motion vectors)",
+            ),
+        )
+    layers = {**outcome.layers, "temporal": dict(report)}
+    return dataclasses.replace(outcome, used=f"{outcome.used}; {words}", layers=layers, notes=notes)
 
 
 def _nonfinite_pixels(result: np.ndarray) -> int:
