@@ -72,8 +72,23 @@ def test_the_table_names_the_backend_and_the_parameters_change_the_result(tmp_pa
     lines = [line for line in table.splitlines() if line.startswith("| moving")]
     assert len(lines) == 2 and "| reference | per-frame |" in lines[0]
     assert "| reference | temporal |" in lines[1]
-    assert main(["bench", "--temporal", str(sequence), "--json", "--param", "history=1",
-                 "--param", "output_blend=1.0", "--param", "firefly_ratio=0"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "bench",
+                "--temporal",
+                str(sequence),
+                "--json",
+                "--param",
+                "history=1",
+                "--param",
+                "output_blend=1.0",
+                "--param",
+                "firefly_ratio=0",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     # without history temporal mode is per-frame denoising
     assert rows[1]["flicker"] == pytest.approx(rows[0]["flicker"], rel=1e-6)
@@ -152,8 +167,7 @@ def test_temporal_mode_on_moving_objects(name, lower):
     flicker (measured 1.61x and 1.33x lower: the flicker bar of 2x is not met there), a
     higher mean PSNR, and the revealed pixels within 10% of per-frame denoising's error
     (measured 7.7% and 5.8% higher)."""
-    per_frame, temporal = bt.measure(name, bt.load_sequence(SEQUENCES / name), "reference",
-                                     {}, {})  # fmt: skip
+    per_frame, temporal = bt.measure(name, bt.load_sequence(SEQUENCES / name), "reference", {}, {})
     assert temporal.flicker_lower >= lower
     assert temporal.psnr_db >= per_frame.psnr_db
     assert temporal.revealed_error_ratio <= bt.REVEALED_BAR
