@@ -24,23 +24,28 @@ input, and also normals within `~TemporalParams.normal_tolerance` of ``1 - cos``
 within `~TemporalParams.albedo_tolerance` for the output history; without depth, normal and
 albedo decide both); the bilinear weights of those that count are renormalized, per group
 of channels; when all four count, the sharper Catmull-Rom interpolation of the 4x4 taps
-around them is used instead, clamped to the four taps' range. Non-finite or huge motion, and a weight sum under `MIN_TAP_WEIGHT`,
-reject the history of the pixel (disocclusion, off screen). Where the motion is whole
-pixels (within `~TemporalParams.subpixel_tolerance`), the accumulated signal is
+around them is used instead, clamped to the four taps' range. Non-finite or huge motion,
+and a weight sum under `MIN_TAP_WEIGHT`, reject the history of the pixel (disocclusion,
+off screen). Where the motion is whole pixels (within
+`~TemporalParams.subpixel_tolerance`), the accumulated signal is
 ``lerp(history, signal, 1 / n)`` with ``n = min(history length + 1, history)``: a running
-mean over at most `TemporalParams.history` frames, exponential after that, the new color
-first limited to `~TemporalParams.firefly_ratio` times the history's luminance; elsewhere
-it is the frame's own signal (n = 1): resampled noise is spatially correlated, and the
-network would keep it as detail. Its output, ``[H, W, REPROJECTION_CHANNELS]``: the
+mean over at most `TemporalParams.history` frames, exponential after that; elsewhere it is
+the frame's own signal (n = 1): resampled noise is spatially correlated, and the network
+would keep it as detail. Wherever there is history the new color is first limited to
+`~TemporalParams.firefly_ratio` times its luminance (the accumulated input's where it holds
+2 frames or more, else the reprojected previous output's), so that a firefly of one frame
+does not reach the network whole. Its output, ``[H, W, REPROJECTION_CHANNELS]``: the
 accumulated signal (9), n (1), the previous temporal output reprojected (3), 1 where history
 was used else 0 (1), the output's history length ``min(previous + 1, 1 / output_blend)``
 (1; 1 where rejected), and the factor in (0, 1] by which the frame's color was limited as
 a firefly (1). `reproject` is `gather` followed by `reject_changes`,
-which drops the history (input and output) where the frame's local mean luminance
-departs from the reprojected output's by more than `~TemporalParams.change_sigmas`
-standard errors: light that changed on still geometry (a moving shadow), which depth
-cannot see, and then `drop_near_disocclusions`, which drops the noisy input's history
-within `~TemporalParams.disocclusion_margin` pixels of a pixel without history.
+which drops the input history and cuts the output's to
+`~TemporalParams.change_output_history` frames where the frame's local mean luminance
+(fireflies limited) departs from the reprojected output's by more than
+`~TemporalParams.change_sigmas` standard errors: light that changed on still geometry (a
+moving shadow), which depth cannot see, and then `drop_near_disocclusions`, which drops
+the noisy input's history (fireflies limited) within `~TemporalParams.disocclusion_margin`
+pixels of a pixel without history.
 
 `stabilize` (pass 2) takes the frame denoised from the accumulated signal and blends the
 reprojected previous output into it, clamped to the neighbourhood of the pixel in the
@@ -356,7 +361,8 @@ def reproject(
 
 def drop_near_disocclusions(signal: np.ndarray, reprojection: np.ndarray,
                             params: TemporalParams) -> np.ndarray:
-    """Pass 1c: the noisy input's history dropped (the frame's own signal, n = 1) within
+    """Pass 1c: the noisy input's history dropped (the frame's own signal with its fireflies
+    limited, `limited_signal`, n = 1) within
     `~TemporalParams.disocclusion_margin` pixels (Chebyshev distance) of a pixel without
     history; the output's history is kept. Measured on tests/data/sequences/moving: the
     newly visible pixels, denoised beside accumulated input, came out 0.58 dB below

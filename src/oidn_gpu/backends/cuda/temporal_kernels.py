@@ -228,9 +228,9 @@ def gather_kernel(motion, guide, prev_guide, signal, prev_state, out, lum, kept,
 @triton.jit
 def _accumulate(signal, out, lum, p, pm, c, hist, valid, valid_out, fx, fy, history,
                 output_top, subpixel_tolerance, firefly_ratio, pixels):  # fmt: skip
-    """`passes._accumulate` (with `passes._without_fireflies`), stored to ``out``; the
-    light-change test's two luminances (the frame's color, the reprojected output,
-    clamped) to the planes of ``lum``."""
+    """`passes._accumulate` (with `passes._firefly_scale`), stored to ``out``; the
+    light-change test's two luminances (the frame's color, its fireflies limited, and the
+    reprojected output, clamped) to the planes of ``lum``."""
     whole = (tl.minimum(fx, 1.0 - fx) <= subpixel_tolerance) & (
         tl.minimum(fy, 1.0 - fy) <= subpixel_tolerance)
     accumulates = valid & whole
