@@ -73,7 +73,7 @@ class TemporalDenoiser:
         history: frames of noisy input averaged at most (`TemporalParams`).
         output_blend, clamp, clamp_radius, clamp_gamma, depth_tolerance, normal_tolerance,
             albedo_tolerance, cut_threshold, subpixel_tolerance,
-            firefly_ratio, change_sigmas, disocclusion_margin: see
+            firefly_ratio, change_sigmas, change_output_history, disocclusion_margin: see
             `oidn_gpu.temporal.passes.TemporalParams`.
         motion_convention: how each frame's ``motion`` is written: ``"pixels"`` (the
             default: ``[H, W, 2]`` backward motion in pixels, y down), or a renderer's pass
@@ -118,6 +118,7 @@ class TemporalDenoiser:
         subpixel_tolerance: float = tp.TemporalParams.subpixel_tolerance,
         firefly_ratio: float = tp.TemporalParams.firefly_ratio,
         change_sigmas: float = tp.TemporalParams.change_sigmas,
+        change_output_history: float = tp.TemporalParams.change_output_history,
         disocclusion_margin: int = tp.TemporalParams.disocclusion_margin,
         motion_convention: str = "pixels",
         **options: Any,
@@ -140,6 +141,7 @@ class TemporalDenoiser:
             subpixel_tolerance=subpixel_tolerance,
             firefly_ratio=firefly_ratio,
             change_sigmas=change_sigmas,
+            change_output_history=change_output_history,
             disocclusion_margin=disocclusion_margin,
         )
         if denoiser is not None and options:
