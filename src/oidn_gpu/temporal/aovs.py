@@ -199,6 +199,25 @@ class TemporalAovDenoiser:
             InvalidArgumentError: a pass of another size or channel count, or an unknown
                 ``summed`` name; and the errors of `TemporalDenoiser.denoise`.
         """
+        self._set_passes(np.shape(color)[:2], passes, summed)
+        return self._run(
+            passes,
+            lambda: self.temporal.denoise(
+                color, albedo, normal, motion=motion, depth=depth, frame=frame
+            ),
+        )
+
+    def denoise_prepared(
+        self, prepared: Any, passes: Mapping[str, Any], summed: Iterable[str] | None = None
+    ) -> AovResult:
+        """`denoise` of a frame from `TemporalDenoiser.prepare`, with its passes."""
+        self._set_passes(prepared.images.color.shape[:2], passes, summed)
+        return self._run(passes, lambda: self.temporal.denoise_prepared(prepared))
+
+    def _set_passes(
+        self, size: tuple[int, ...], passes: Mapping[str, Any], summed: Iterable[str] | None
+    ) -> None:
+        """The session's passes of the next frame, checked."""
         if not isinstance(passes, Mapping):
             raise InvalidArgumentError(
                 f"the passes are a {type(passes).__name__}; expected a mapping of name to image"
@@ -209,7 +228,6 @@ class TemporalAovDenoiser:
             raise InvalidArgumentError(
                 f"summed names {unknown} are not among the passes; expected some of {list(passes)}"
             )
-        size = np.shape(color)[:2]
         images = {}
         for name, value in passes.items():
             image = np.asarray(value, dtype=np.float32)
@@ -219,10 +237,10 @@ class TemporalAovDenoiser:
                 )
             images[name] = np.ascontiguousarray(image)
         self.session.pending, self.session.summed = images, names
+
+    def _run(self, passes: Mapping[str, Any], run: Any) -> AovResult:
         try:
-            beauty = self.temporal.denoise(
-                color, albedo, normal, motion=motion, depth=depth, frame=frame
-            )
+            beauty = run()
             results = self.session.results
         finally:
             self.session.pending, self.session.results = {}, {}

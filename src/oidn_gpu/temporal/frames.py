@@ -21,6 +21,7 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu import sequence
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
+from oidn_gpu.temporal.aovs import TemporalAovDenoiser
 from oidn_gpu.temporal.denoiser import PreparedFrame, TemporalDenoiser
 
 # One-channel depth layers: Blender's Depth (channel Z), Arnold's and Karma's Z.
@@ -81,6 +82,8 @@ class TemporalFrames:
     ahead_s: float = 0.0
     _denoisers: dict[int, TemporalDenoiser] = field(default_factory=dict)
     _read: _Read | None = None  # the frame of the next `denoise`
+    aov_results: dict[str, np.ndarray] = field(default_factory=dict)
+    _aov_denoisers: dict[int, TemporalAovDenoiser] = field(default_factory=dict)
 
     def load(self, job: Any, inputs: Any, *, lightmap: bool = False) -> tuple[Any, float | None]:
         """``job``'s `sequence.LoadedFrame` (its motion and depth passes read too, for
@@ -100,10 +103,15 @@ class TemporalFrames:
         return read.frame, read.read_s if ahead else None
 
     def denoise(self, path: Path, frame: Any, denoiser: Any, *, upcoming: Any = None,
-                inputs: Any = None, lightmap: bool = False) -> tuple[np.ndarray, list[str]]:
+                inputs: Any = None, lightmap: bool = False,
+                aovs: Any = None) -> tuple[np.ndarray, list[str]]:
         """The temporal result of one loaded frame (`sequence.LoadedFrame`) of ``path``:
         ``(H x W x C float32, messages)``; the messages say where the history restarted
         (other than at the first frame).
+
+        ``aovs``: ``{layer name: H x W x 3 pass}`` whose sum is the beauty (``--aovs-sum``),
+        carried through the beauty's history (`oidn_gpu.temporal.aovs`); their results,
+        adding up to the beauty's, are in `aov_results` after the call.
 
         ``upcoming``: the next frame's `sequence.FrameJob`, read with ``inputs`` and
         ``lightmap`` (`sequence.load_frame`) and staged before this frame is denoised.
@@ -130,13 +138,26 @@ class TemporalFrames:
             self._read = self._read_ahead(upcoming, inputs, lightmap, frame, temporal)
             self.ahead_s = time.perf_counter() - started
         seen = len(temporal.restarts)
-        result = temporal.denoise_prepared(prepared)
+        if aovs:
+            result = self._with_aovs(temporal).denoise_prepared(prepared, aovs)
+            self.aov_results = result.passes
+            result = result.beauty
+        else:
+            result = temporal.denoise_prepared(prepared)
         messages = [
             f"temporal history restarts: {r.reason}"
             for r in temporal.restarts[seen:]
             if r.index > 0
         ]
         return result[:, :, : frame.color.pixels.shape[2]], messages
+
+    def _with_aovs(self, temporal: TemporalDenoiser) -> TemporalAovDenoiser:
+        """The `TemporalAovDenoiser` around ``temporal``, made on its first frame with
+        passes."""
+        made = self._aov_denoisers.get(id(temporal))
+        if made is None:
+            made = self._aov_denoisers[id(temporal)] = TemporalAovDenoiser(temporal)
+        return made
 
     def _read_files(self, job: Any, inputs: Any, lightmap: bool) -> _Read:
         """The frame's images and passes, from one decode of each file; the errors kept."""
@@ -190,7 +211,9 @@ class TemporalFrames:
         its history only: nothing is written."""
         frame, _ = self.load(job, options.inputs, lightmap=pool.config.lightmap)
         hdr, srgb = sequence.resolve_mode(options.inputs, frame.color)
-        self.denoise(job.color, frame, pool.get(hdr, srgb))
+        passes = sequence.read_summed_passes(job, frame, options.output.aovs_sum)
+        aovs = {name: image.pixels[:, :, :3] for name, image in passes.items()}
+        self.denoise(job.color, frame, pool.get(hdr, srgb), aovs=aovs)
 
     def close(self) -> None:
         """Forget every history and release the passes (the denoisers belong to the
@@ -198,4 +221,5 @@ class TemporalFrames:
         for temporal in self._denoisers.values():
             temporal.close()
         self._denoisers.clear()
+        self._aov_denoisers.clear()
         self._read = None
