@@ -133,13 +133,15 @@ class TemporalFrames:
             temporal = self._denoisers[id(denoiser)] = TemporalDenoiser(denoiser, **self.params)
         prepared = passes if isinstance(passes, PreparedFrame) else temporal.prepare(
             **passes, prefetch=False)
+        # made before the next frame is staged: its session has no stage for the next frame
+        with_aovs = self._with_aovs(temporal) if aovs else None
         if upcoming is not None:
             started = time.perf_counter()
             self._read = self._read_ahead(upcoming, inputs, lightmap, frame, temporal)
             self.ahead_s = time.perf_counter() - started
         seen = len(temporal.restarts)
-        if aovs:
-            result = self._with_aovs(temporal).denoise_prepared(prepared, aovs)
+        if with_aovs is not None:
+            result = with_aovs.denoise_prepared(prepared, aovs)
             self.aov_results = result.passes
             result = result.beauty
         else:
