@@ -129,7 +129,8 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         metavar="LAYER,...",
         help="light-path layers of an EXR whose sum is the beauty (e.g. 'key,fill' light "
         "groups): each is denoised with the beauty's albedo and normal, then adjusted so "
-        "that the denoised layers add up to the denoised beauty (docs/aovs.md)",
+        "that the denoised layers add up to the denoised beauty; with --temporal, through "
+        "the beauty's history (docs/aovs.md)",
     )
     aux.add_argument(
         "--alpha",
@@ -304,8 +305,11 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             raise UsageError(
                 f"--only-beauty writes the beauty alone; it cannot be used with {flag}"
             )
-        if args.temporal and given:
-            raise UsageError(f"--temporal denoises the beauty; it cannot be used with {flag}")
+    if args.temporal and args.aovs:
+        raise UsageError(
+            "--temporal carries only the passes of --aovs-sum (through the beauty's history); "
+            "it cannot be used with --aovs"
+        )
     if args.lightmap and args.alpha == "denoise":
         raise UsageError("--alpha denoise cannot be used with --lightmap (lightmaps have no alpha)")
     _check_motion_args(args)

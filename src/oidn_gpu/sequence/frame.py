@@ -124,8 +124,13 @@ def denoise_frame(
     denoiser = pool.get(hdr, srgb)
     lossless = exr.is_exr(job.output) and frame.color.file_format == exr.EXR_FORMAT
     passes = _passes(job, frame, output, lossless)
-    if temporal is not None and passes:
-        raise InvalidArgumentError("--temporal denoises the beauty; it cannot be used with --aovs")
+    if temporal is not None and output.aovs:
+        raise InvalidArgumentError(
+            "--temporal carries only the passes of --aovs-sum; it cannot be used with --aovs"
+        )
+    pass_images = {}
+    if temporal is not None:
+        pass_images = read_summed_passes(job, frame, [name for name, _, _ in passes])
     share = 1.0 / (1 + len(passes))
     if warn is not None:
         inputs = [("color", frame.color.pixels), ("albedo", frame.albedo), ("normal", frame.normal)]
@@ -133,13 +138,22 @@ def denoise_frame(
     part = _scaled(progress, 0.0, share)
     ahead_s = 0.0
     if temporal is not None:
-        result, ahead_s = _denoise_temporal(temporal, job, frame, denoiser, upcoming, options,
-                                            pool, warn)
+        aovs = {name: image.pixels[:, :, :3] for name, image in pass_images.items()}
+        result, ahead_s = _denoise_temporal(
+            temporal, job, frame, denoiser, upcoming, options, pool, warn, aovs
+        )
     else:
         color = frame.color.pixels
         result = _denoise_image(denoiser, color, frame.albedo, frame.normal, part, warn)
-    denoised = _denoise_passes(job, frame, passes, denoiser, progress, warn)
-    denoised = _reconcile(result, denoised, output.aovs_sum, passes)
+    if temporal is not None:  # the passes came with the beauty, adding up to it
+        results = temporal.aov_results
+        denoised = [
+            (layer, image, _with_rest(results[name], image), True)
+            for (name, layer, _), image in zip(passes, pass_images.values(), strict=True)
+        ]
+    else:
+        denoised = _denoise_passes(job, frame, passes, denoiser, progress, warn)
+        denoised = _reconcile(result, denoised, output.aovs_sum, passes)
     frame = _with_alpha(frame, pool, output)
     nonfinite = [("the color", _nonfinite_pixels(result))] + [
         (f"layer '{layer_label(layer.name)}'", _nonfinite_pixels(values))
@@ -169,8 +183,10 @@ def _denoise_temporal(
     options: SequenceOptions,
     pool: DenoiserPool,
     warn: Warn | None,
+    aovs: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, float]:
-    """The temporal result of the frame's beauty (its restarts said to ``warn``) and the
+    """The temporal result of the frame's beauty (its ``--aovs-sum`` passes ``aovs``
+    carried through its history; its restarts said to ``warn``) and the
     seconds of the call that were other frames' (the next frame read, and its GPU work
     run ahead), less this frame's GPU work run ahead in the call before."""
     result, restarts = temporal.denoise(
@@ -180,6 +196,7 @@ def _denoise_temporal(
         upcoming=upcoming,
         inputs=options.inputs,
         lightmap=pool.config.lightmap,
+        aovs=aovs,
     )
     for text in restarts if warn is not None else ():
         warn(text)
@@ -237,6 +254,39 @@ def _denoise_passes(
         values = _denoise_image(denoiser, image.pixels, albedo, normal, part, warn)
         denoised.append((layer, image, values, guided))
     return denoised
+
+
+def read_summed_passes(
+    job: FrameJob, frame: LoadedFrame, names: Sequence[str]
+) -> dict[str, io.Image]:
+    """The ``--aovs-sum`` layers ``names`` of a ``--temporal`` frame, each of the beauty's
+    three colour channels (and maybe an alpha).
+
+    Raises:
+        io.ImageFileError: the beauty file has no such layer.
+        InvalidArgumentError: a layer without three colour channels.
+    """
+    images = {}
+    for name in names:
+        layer = io.match_layer(frame.layers, name)
+        if layer is None:
+            raise io.ImageFileError(
+                f"'{job.color}' has no layer '{name}' (--aovs-sum); its layers are "
+                f"{io.describe_layers(frame.layers)}"
+            )
+        image = io.read_layer(job.color, layer)
+        if image.pixels.shape[2] < 3 or frame.color.pixels.shape[2] < 3:
+            raise InvalidArgumentError(
+                f"layer '{layer_label(layer.name)}' (--aovs-sum) has {image.pixels.shape[2]} "
+                "channels; --temporal adds up passes of three colour channels"
+            )
+        images[name] = image
+    return images
+
+
+def _with_rest(values: np.ndarray, image: io.Image) -> np.ndarray:
+    """A pass's three denoised channels with its other channels (an alpha) as they were."""
+    return np.concatenate([values, image.pixels[:, :, 3:]], axis=2)
 
 
 def _with_alpha(frame: LoadedFrame, pool: DenoiserPool, output: OutputOptions) -> LoadedFrame:

@@ -21,6 +21,7 @@ from oidn_gpu import sequence
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import aovs, io
 from oidn_gpu.image import motion as motion_passes
+from oidn_gpu.temporal.aovs import TemporalAovDenoiser
 from oidn_gpu.temporal.denoiser import PreparedFrame, TemporalDenoiser
 
 DEPTH_LAYER_NAMES = aovs.DEPTH_LAYER_NAMES  # one-channel depth layers, tried in order
@@ -102,6 +103,8 @@ class TemporalFrames:
     report: dict[str, Any] = field(default_factory=dict)
     _denoisers: dict[int, TemporalDenoiser] = field(default_factory=dict)
     _read: _Read | None = None  # the frame of the next `denoise`
+    aov_results: dict[str, np.ndarray] = field(default_factory=dict)
+    _aov_denoisers: dict[int, TemporalAovDenoiser] = field(default_factory=dict)
 
     def check_file(self, path: Path) -> None:
         """A frame file has the motion pass (checked on the first frame before any is
@@ -136,10 +139,15 @@ class TemporalFrames:
         return read.frame, read.read_s if ahead else None
 
     def denoise(self, path: Path, frame: Any, denoiser: Any, *, upcoming: Any = None,
-                inputs: Any = None, lightmap: bool = False) -> tuple[np.ndarray, list[str]]:
+                inputs: Any = None, lightmap: bool = False,
+                aovs: Any = None) -> tuple[np.ndarray, list[str]]:
         """The temporal result of one loaded frame (`sequence.LoadedFrame`) of ``path``:
         ``(H x W x C float32, messages)``; the messages say where the history restarted
         (other than at the first frame).
+
+        ``aovs``: ``{layer name: H x W x 3 pass}`` whose sum is the beauty (``--aovs-sum``),
+        carried through the beauty's history (`oidn_gpu.temporal.aovs`); their results,
+        adding up to the beauty's, are in `aov_results` after the call.
 
         ``upcoming``: the next frame's `sequence.FrameJob`, read with ``inputs`` and
         ``lightmap`` (`sequence.load_frame`) and staged before this frame is denoised.
@@ -170,11 +178,18 @@ class TemporalFrames:
         except Exception:
             self._skipped(path, "could not be used")
             raise
+        # made before the next frame is staged: its session has no stage for the next frame
+        with_aovs = self._with_aovs(temporal) if aovs else None
         if upcoming is not None:
             self._read = self._read_ahead(upcoming, inputs, lightmap, frame, temporal)
             self.ahead_s = self._read.read_s
         seen = len(temporal.restarts)
-        result = temporal.denoise_prepared(prepared)
+        if with_aovs is not None:
+            result = with_aovs.denoise_prepared(prepared, aovs)
+            self.aov_results = result.passes
+            result = result.beauty
+        else:
+            result = temporal.denoise_prepared(prepared)
         self._carry = temporal.last_overlap_s if upcoming is not None else 0.0
         self.ahead_s += self._carry
         restarts = temporal.restarts[seen:]
@@ -196,6 +211,14 @@ class TemporalFrames:
         (a missing motion pass, an unreadable file)."""
         for temporal in self._denoisers.values():
             temporal.reset(f"the frame before, '{Path(path).name}', {why} and was not denoised")
+
+    def _with_aovs(self, temporal: TemporalDenoiser) -> TemporalAovDenoiser:
+        """The `TemporalAovDenoiser` around ``temporal``, made on its first frame with
+        passes."""
+        made = self._aov_denoisers.get(id(temporal))
+        if made is None:
+            made = self._aov_denoisers[id(temporal)] = TemporalAovDenoiser(temporal)
+        return made
 
     def _read_files(self, job: Any, inputs: Any, lightmap: bool) -> _Read:
         """The frame's images and passes, from one decode of each file; the errors kept."""
@@ -263,7 +286,9 @@ class TemporalFrames:
         ``'warmed up'`` (or ``'warm-up restarted'`` where the history restarted there)."""
         frame, _ = self.load(job, options.inputs, lightmap=pool.config.lightmap)
         hdr, srgb = sequence.resolve_mode(options.inputs, frame.color)
-        self.denoise(job.color, frame, pool.get(hdr, srgb))
+        passes = sequence.read_summed_passes(job, frame, options.output.aovs_sum)
+        aovs = {name: image.pixels[:, :, :3] for name, image in passes.items()}
+        self.denoise(job.color, frame, pool.get(hdr, srgb), aovs=aovs)
         history = self.report["history"]
         self.report["history"] = "warmed up" if history == "continued" else f"warm-up {history}"
         return dict(self.report)
@@ -274,4 +299,5 @@ class TemporalFrames:
         for temporal in self._denoisers.values():
             temporal.close()
         self._denoisers.clear()
+        self._aov_denoisers.clear()
         self._read = None
