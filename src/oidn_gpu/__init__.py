@@ -4,6 +4,7 @@ The public face of the package; it defines nothing itself. Importing it needs
 only NumPy: wgpu, OpenImageIO and pyoidn are imported lazily where used.
 """
 
+from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import (
     CancelledError,
     InvalidArgumentError,
@@ -16,17 +17,17 @@ from oidn_gpu.errors import (
     WeightsFormatError,
     WeightsNotFoundError,
 )
-from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.filter import (
     Denoiser,
     DenoiserInfo,
     FilterOptions,
     RTFilter,
     RTLightmapFilter,
+    TemporalDenoiser,
     denoise,
 )
-from oidn_gpu.filter import TemporalDenoiser
 from oidn_gpu.filter_cache import clear_denoiser_cache
+from oidn_gpu.filter_temporal_aovs import TemporalAovDenoiser
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,7 @@ __all__ = [
     "RTFilter",
     "RTLightmapFilter",
     "ShaderCompileError",
+    "TemporalAovDenoiser",
     "TemporalDenoiser",
     "UnsupportedDeviceError",
     "WeightsFormatError",

@@ -99,3 +99,12 @@ def one_of(values: Iterable[object]) -> str:
     if len(quoted) < 2:
         return "".join(quoted)
     return ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
+
+
+def did_you_mean(given: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the candidate closest to a misspelt name (difflib), or
+    an empty string when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(given, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

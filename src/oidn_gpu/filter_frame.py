@@ -263,7 +263,8 @@ class FramePath:
             runner = frame.runner
             assert isinstance(runner, AutoexposureRunner)
             result, input_scale = runner.run_autoexposed(runner_images, frame.plan, progress)
-            process.warn_if_autoexposure_blackens(runner_images.main, input_scale)
+            if isinstance(input_scale, numbers.Real):  # else read later by `Denoiser.info`
+                process.warn_if_autoexposure_blackens(runner_images.main, input_scale)
         else:
             result = frame.runner.run(runner_images, frame.plan, progress)
         self.record(frame, input_scale)

@@ -32,9 +32,11 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.base import TemporalFrame
-from oidn_gpu.backends.host_temporal import temporal_session_for
+from oidn_gpu.backends.host_temporal import HostTemporalSession, temporal_session_for
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.filter_temporal_info import TEMPORAL_OPTIONS, TemporalInfo, check_options
 from oidn_gpu.image import arrays
+from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.temporal import passes as tp
 
 _LOG = logging.getLogger("oidn_gpu.temporal")
@@ -69,15 +71,21 @@ class TemporalDenoiser:
         history: frames of noisy input averaged at most (`TemporalParams`).
         output_blend, clamp, clamp_radius, clamp_gamma, depth_tolerance, normal_tolerance,
             albedo_tolerance, cut_threshold, subpixel_tolerance,
-            firefly_ratio, change_sigmas, disocclusion_margin: see
+            firefly_ratio, change_sigmas, change_output_history, disocclusion_margin: see
             `oidn_gpu.temporal.passes.TemporalParams`.
+        motion_convention: how each frame's ``motion`` is written: ``"pixels"`` (the
+            default: ``[H, W, 2]`` backward motion in pixels, y down), or a renderer's pass
+            as it wrote it, ``"cycles"`` (``[H, W, 4]``), ``"arnold"``, ``"karma"``,
+            ``"vray"``, ``"redshift"`` or ``"renderman"`` (docs/aovs.md, Motion vectors;
+            `oidn_gpu.image.motion.CONVENTIONS`), converted on the host.
         **options: `oidn_gpu.Denoiser` options when ``denoiser`` is None (``hdr=True``,
-            ``backend="wgpu"``, ...).
+            ``backend="wgpu"``, ...); an unknown name is an error naming the closest
+            valid one.
 
-    Each frame needs its ``motion`` (``[H, W, 2]`` float, backward motion in pixels:
-    pixel ``(x, y)`` was at ``(x + mx, y + my)`` in the previous frame;
-    `oidn_gpu.image.motion` converts renderers' passes) and ``depth`` (``[H, W]``, the
-    renderer's Z or distance) to tell disocclusions: with depth, depth alone decides
+    Each frame needs its ``motion`` (by default ``[H, W, 2]`` float, backward motion in
+    pixels: pixel ``(x, y)`` was at ``(x + mx, y + my)`` in the previous frame; see
+    ``motion_convention``) and optionally ``depth`` (``[H, W]``, the renderer's Z or
+    distance) to tell disocclusions: with depth, depth alone decides
     (renderers' albedo and normal are as noisy as the color and would reject history at
     random); without it, the albedo and normal decide (``albedo_tolerance``,
     ``normal_tolerance``), which rejects more and stabilizes less. Non-finite motion, or
@@ -87,6 +95,9 @@ class TemporalDenoiser:
         session: the `TemporalSession` that runs each frame and holds the history.
         restarts: the `TemporalRestart` of each history restart so far.
         history_fraction: the share of the last frame's pixels that kept their history.
+        last_overlap_s: seconds of the last frame's call that were the next frame's work
+            (where the session queues a staged frame's GPU work behind this one's, as the
+            wgpu session's ``last_ahead_s``): that frame's time, not this one's.
     """
 
     def __init__(
@@ -105,9 +116,16 @@ class TemporalDenoiser:
         subpixel_tolerance: float = tp.TemporalParams.subpixel_tolerance,
         firefly_ratio: float = tp.TemporalParams.firefly_ratio,
         change_sigmas: float = tp.TemporalParams.change_sigmas,
+        change_output_history: float = tp.TemporalParams.change_output_history,
         disocclusion_margin: int = tp.TemporalParams.disocclusion_margin,
+        motion_convention: str = "pixels",
         **options: Any,
     ) -> None:
+        check_options(options)
+        try:
+            self.motion_convention = motion_passes.get_convention(motion_convention)
+        except motion_passes.MotionPassError as err:
+            raise InvalidArgumentError(str(err)) from None
         self.params = tp.TemporalParams(
             history=history,
             output_blend=output_blend,
@@ -121,6 +139,7 @@ class TemporalDenoiser:
             subpixel_tolerance=subpixel_tolerance,
             firefly_ratio=firefly_ratio,
             change_sigmas=change_sigmas,
+            change_output_history=change_output_history,
             disocclusion_margin=disocclusion_margin,
         )
         if denoiser is not None and options:
@@ -141,9 +160,41 @@ class TemporalDenoiser:
         )
         self.restarts: list[TemporalRestart] = []
         self.history_fraction: float = 0.0  # of the last frame
+        self.last_overlap_s = 0.0
         self._history: _History | None = None
         self._index = 0
         self._closed = False
+        self._reset_reason: str | None = None
+        self._last_signature: tuple[Any, ...] | None = None
+
+    def info(self) -> TemporalInfo:
+        """The temporal mode's state: backend, where the history lives, the motion
+        convention, the parameters, frames and history so far, the restarts and why, what
+        rejected history in the last frame (depth, or the albedo and normal without it),
+        and the wrapped denoiser's `oidn_gpu.Denoiser.info`."""
+        given = None if self._last_signature is None else self._last_signature[3]
+        guides = depth = None
+        if given is not None:
+            depth = given[2]
+            named = [n for n, on in (("albedo", given[0]), ("normal", given[1])) if on]
+            guides = "depth" if depth else " and ".join(named)
+        first = self.restarts[-1].index if self.restarts else self._index
+        params = {name: getattr(self.params, name) for name in tp.TemporalParams.names}
+        inner = getattr(self.denoiser, "info", None)
+        return TemporalInfo(
+            mode="temporal",
+            backend=str(getattr(self.denoiser, "backend", "")),
+            session="host" if isinstance(self.session, HostTemporalSession) else "device",
+            motion_convention=self.motion_convention.name,
+            params=params,
+            frames=self._index,
+            history_frames=0 if self._history is None else self._index - first,
+            history_fraction=self.history_fraction,
+            guides=guides,
+            depth=depth,
+            restarts=tuple(self.restarts),
+            denoiser=inner() if callable(inner) else None,
+        )
 
     def _make_denoiser(self, options: dict[str, Any]) -> Any:
         """The denoiser of ``options`` when none was given (`oidn_gpu.TemporalDenoiser`
@@ -165,9 +216,11 @@ class TemporalDenoiser:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def reset(self) -> None:
-        """Forget the history: the next frame starts a new one."""
+    def reset(self, reason: str | None = None) -> None:
+        """Forget the history: the next frame starts a new one (``reason``: why, for
+        `restarts` and the log)."""
         self._history = None
+        self._reset_reason = reason
 
     def denoise_many(self, frames: Iterable[Mapping[str, Any]]) -> Iterator[np.ndarray]:
         """`denoise` of each frame in order: mappings with the keys ``color``, ``albedo``,
@@ -206,7 +259,11 @@ class TemporalDenoiser:
                     f"unknown key(s) {sorted(unknown)} in a temporal frame; expected "
                     f"{', '.join(FRAME_KEYS)}"
                 )
-            images = _FrameImages.of(*(item.get(key) for key in FRAME_KEYS), hdr=self._hdr)
+            images = _FrameImages.of(
+                *(item.get(key) for key in FRAME_KEYS),
+                hdr=self._hdr,
+                convention=self.motion_convention,
+            )
         except (InvalidArgumentError, InvalidOperationError) as err:
             return err
         return images, images.temporal_frame()
@@ -234,7 +291,10 @@ class TemporalDenoiser:
         """
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
-        images = _FrameImages.of(color, albedo, normal, motion, depth, frame, hdr=self._hdr)
+        images = _FrameImages.of(
+            color, albedo, normal, motion, depth, frame, hdr=self._hdr,
+            convention=self.motion_convention,
+        )
         return self._denoise_images(images, images.temporal_frame())
 
     def prepare(
@@ -254,7 +314,10 @@ class TemporalDenoiser:
         result to `denoise_prepared` in its turn (the same result as `denoise`)."""
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
-        images = _FrameImages.of(color, albedo, normal, motion, depth, frame, hdr=self._hdr)
+        images = _FrameImages.of(
+            color, albedo, normal, motion, depth, frame, hdr=self._hdr,
+            convention=self.motion_convention,
+        )
         prepared = PreparedFrame(images, images.temporal_frame())
         stage = getattr(self.session, "prefetch", None)
         if prefetch and stage is not None:
@@ -279,6 +342,7 @@ class TemporalDenoiser:
         )
         history = self._continued(images)
         result = self.session.frame(temporal_frame, params, restart=history is None)
+        self.last_overlap_s = float(getattr(self.session, "last_ahead_s", 0.0))
         if result.cut:
             self._restart(
                 images.frame,
@@ -288,6 +352,7 @@ class TemporalDenoiser:
         self.history_fraction = result.history_fraction
         output = result.output
         self._history = _History(images.frame, images.signature)
+        self._last_signature = images.signature
         self._index += 1
         if images.alpha is not None:
             output = np.concatenate([output, images.alpha[:, :, None]], axis=2)
@@ -299,7 +364,9 @@ class TemporalDenoiser:
         """The history this frame continues, or None (a restart, logged with its reason)."""
         history = self._history
         if history is None:
-            self._restart(images.frame, "the first frame")
+            reason, self._reset_reason = self._reset_reason, None
+            self._restart(images.frame, reason or ("the first frame" if not self._index else
+                                                   "reset() was called"))
             return None
         if history.signature != images.signature:
             before, now = history.signature, images.signature
@@ -372,7 +439,16 @@ class _FrameImages:
 
     @classmethod
     def of(
-        cls, color: Any, albedo: Any, normal: Any, motion: Any, depth: Any, frame: Any, *, hdr: bool
+        cls,
+        color: Any,
+        albedo: Any,
+        normal: Any,
+        motion: Any,
+        depth: Any,
+        frame: Any,
+        *,
+        hdr: bool,
+        convention: Any = None,
     ) -> _FrameImages:
         if color is None:
             raise InvalidArgumentError("temporal mode needs a color image per frame")
@@ -391,7 +467,7 @@ class _FrameImages:
                 "temporal mode needs a motion image per frame (motion=, [H, W, 2] backward "
                 "motion in pixels); none was given"
             )
-        motion = _image("motion", motion, (2,))
+        motion = _motion(motion, convention)
         depth = None if depth is None else _image("depth", depth, (1,))[:, :, 0]
         albedo = None if albedo is None else _image("albedo", albedo, (1, 3))
         normal = None if normal is None else _image("normal", normal, (1, 3))
@@ -443,6 +519,16 @@ def _image(name: str, image: Any, channels: tuple[int, ...]) -> np.ndarray:
     return np.asarray(arr, np.float32)
 
 
+def _motion(motion: Any, convention: Any) -> np.ndarray:
+    """A frame's motion as ``[H, W, 2]`` backward pixels (NaN where the pass is not
+    finite), from ``convention``'s layout (None or ``pixels``: already so)."""
+    if convention is None or convention.name == "pixels":
+        return _image("motion", motion, (2,))
+    values = _image(f"motion (motion_convention='{convention.name}')", motion, convention.channels)
+    converted = motion_passes.convert(values, convention, layer="(motion=)")
+    return np.where(converted.invalid[..., None], np.float32(np.nan), converted.backward)
+
+
 def _rgb(image: np.ndarray) -> np.ndarray:
     """``[H, W, 3]`` C-contiguous (one channel repeated)."""
     if image.shape[2] == 1:
@@ -455,7 +541,7 @@ def temporal_requested(temporal: Any, options: dict[str, Any]) -> bool:
     options (``temporal=True``) rather than an ordinary `oidn_gpu.Denoiser`."""
     if not isinstance(temporal, (bool, np.bool_)):
         raise InvalidArgumentError(f"temporal is {temporal!r}; expected True or False")
-    given = sorted(set(options) & set(tp.TemporalParams.names))
+    given = sorted(set(options) & set(TEMPORAL_OPTIONS))
     if not temporal and given:
         raise InvalidArgumentError(
             f"{', '.join(given)} {'is a' if len(given) == 1 else 'are'} temporal mode "

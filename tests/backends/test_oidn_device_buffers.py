@@ -13,6 +13,7 @@ import oidn_gpu
 from oidn_gpu.backends import probe
 from oidn_gpu.backends.oidn import bench, images, runner
 from oidn_gpu.errors import CancelledError
+from oidn_gpu.image.autoexposure import autoexposure
 from tests.oracle import oidn_denoise
 
 pytestmark = pytest.mark.skipif(not probe("oidn").available, reason=probe("oidn").note)
@@ -143,3 +144,17 @@ def test_the_benchmarks_pyoidn_call_through_device_buffers_gives_the_same_image(
         outputs.append(out)
     np.testing.assert_array_equal(outputs[1], outputs[0])
     np.testing.assert_array_equal(outputs[1], oidn_denoise(*images_, hdr=True))
+
+
+def test_device_buffers_report_the_autoexposure_when_info_reads_it(rng, device_buffers):
+    color, albedo, normal = _images(rng, 24, 40)
+    with oidn_gpu.Denoiser(backend="oidn", device="cpu", hdr=True) as den:
+        assert isinstance(den.denoise(color, albedo, normal), np.ndarray)
+        assert den.info().input_scale == autoexposure(color)
+        den.denoise(color, albedo, normal)
+        scale = den.info().input_scale
+        assert scale == autoexposure(color)
+        assert den.info().input_scale == scale  # computed once
+        dark = (color / 64).astype(np.float32)
+        den.denoise(dark, albedo, normal)
+        assert den.info().input_scale == autoexposure(dark) != scale

@@ -218,7 +218,7 @@ def test_interrupt_while_writing_leaves_no_partial_output(
     frames.mkdir()
     for i in (1, 2, 3):
         write_exr(frames / f"f{i}.exr", scene(32, offset=4 * i)["color_4spp"])
-    real_write = oiio.ImageOutput.write_image
+    real_write = oiio.ImageOutput.write_scanlines  # an EXR is written a band at a time
     calls = []
 
     def write_then_interrupt(self, *args):
@@ -227,7 +227,7 @@ def test_interrupt_while_writing_leaves_no_partial_output(
             raise KeyboardInterrupt  # Ctrl-C in the middle of writing frame 2
         return real_write(self, *args)
 
-    monkeypatch.setattr(oiio.ImageOutput, "write_image", write_then_interrupt)
+    monkeypatch.setattr(oiio.ImageOutput, "write_scanlines", write_then_interrupt)
     out = tmp_path / "out"
     result = cli("denoise", frames, "-o", out, "--mkdir")
     assert result.rc == 130
@@ -247,7 +247,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 import OpenImageIO as oiio
 from oidn_gpu.cli import main
 
-real_write = oiio.ImageOutput.write_image
+real_write = oiio.ImageOutput.write_scanlines  # an EXR is written a band at a time
 writes = []
 
 def write_or_hold(self, *args):
@@ -256,7 +256,7 @@ def write_or_hold(self, *args):
         time.sleep(0.05)  # interrupted by the test's SIGINT/SIGTERM
     return real_write(self, *args)
 
-oiio.ImageOutput.write_image = write_or_hold
+oiio.ImageOutput.write_scanlines = write_or_hold
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -152,9 +152,9 @@ def test_a_misspelt_flag_of_a_subcommand_is_matched_there(cli) -> None:
         "error: unrecognized arguments: --forse (did you mean --force?) "
         "(see 'oidn-gpu weights fetch --help')\n"
     )
-    result = cli("denoise", "x.exr", "--frobnicate")
+    result = cli("denoise", "x.exr", "--wxyzzy")
     assert result.err == (
-        "error: unrecognized arguments: --frobnicate (see 'oidn-gpu denoise --help')\n"
+        "error: unrecognized arguments: --wxyzzy (see 'oidn-gpu denoise --help')\n"
     )
 
 

@@ -209,6 +209,8 @@ def test_export_writes_what_install_reads(tmp_path):
     (cache / "E1" / "k.cubin").write_bytes(b"1")
     lines = kernel_specs.export("7.8.0", 80, tmp_path / "ship", root=root, cache_dir=cache)
     assert "1 kernel lists and 1 Triton cache entries" in lines[0]
+    sources = tmp_path / "ship" / "triton-7.8.0" / "sm80" / kernel_specs.SOURCES_FILE
+    assert sources.read_text("utf-8").strip() == kernel_specs.source_fingerprint()
     fresh = tmp_path / "fresh"
     assert kernel_specs.install_shipped("7.8.0", 80, cache_dir=fresh, shipped=tmp_path / "ship")
     assert (fresh / "E1" / "k.cubin").read_bytes() == b"1"
@@ -246,3 +248,15 @@ def test_compile_processes(monkeypatch):
     with pytest.raises(ValueError, match="OIDN_GPU_CUDA_COMPILE_PROCESSES must be an integer"):
         kernel_specs.process_count(4)
     assert kernel_specs.shares(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
+
+
+def test_the_shipped_kernels_were_compiled_from_these_kernel_sources():
+    """An edit of a kernel module (a comment too) changes the kernels' cache keys: the
+    shipped kernels must then be made again on the GPU (``oidn-gpu prepare --inputs hdr
+    srgb --export src/oidn_gpu/backends/cuda/shipped`` with empty caches), else a fresh
+    process runs the cuDNN bridge while Triton compiles."""
+    folders = kernel_specs.shipped_folders()
+    assert folders, "no shipped kernels"
+    for folder in folders:
+        recorded = (folder / kernel_specs.SOURCES_FILE).read_text("utf-8").strip()
+        assert recorded == kernel_specs.source_fingerprint(), folder

@@ -205,3 +205,41 @@ def test_wgpu_workers_without_ray_gpus_run_on_cpu_slots_like_the_single_process(
         np.testing.assert_array_equal(
             io.read_image(out / src.name).pixels, io.read_image(single / src.name).pixels
         )
+
+
+def test_cli_ray_takes_a_frame_range_and_shows_outputs_through_the_view(
+    frames: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--frames`` and ``--display``/``--view`` on the farm: the workers write what the
+    single process writes."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for path in frames[:5]:
+        (src / path.name).write_bytes(path.read_bytes())
+    argv = [
+        "denoise",
+        str(src / "frame_####.exr"),
+        "--frames",
+        "0-6x2",
+        "--backend",
+        "reference",
+        "--no-progress",
+        "--mkdir",
+        "--input-colorspace",
+        "ACEScg",
+        "--display",
+        "sRGB - Display",
+        "--view",
+        "ACES 2.0 - SDR 100 nits (Rec.709)",
+    ]
+    assert main([*argv, "-o", str(tmp_path / "one/{stem}.png")]) == 1  # frame 6 is missing
+    assert main([*argv, "-o", str(tmp_path / "farm/{stem}.png"), "--ray"]) == 1
+    err = capsys.readouterr().err
+    assert "1 of 4 frames missing" in err and ": 6" in err
+    names = sorted(p.name for p in (tmp_path / "farm").iterdir())
+    assert names == ["frame_0000.png", "frame_0002.png", "frame_0004.png"]
+    for name in names:
+        np.testing.assert_array_equal(
+            io.read_image(tmp_path / "farm" / name).pixels,
+            io.read_image(tmp_path / "one" / name).pixels,
+        )

@@ -112,3 +112,41 @@ def test_farm_temporal_resume_skips_complete_frames_and_writes_the_same_files(tm
         assert (resumed / path.name).read_bytes() == path.read_bytes(), path.name
     for name, mtime in kept.items():
         assert (resumed / name).stat().st_mtime_ns == mtime, name
+
+
+def test_farm_chunks_carry_summed_passes_with_their_warmup_history(tmp_path):
+    """``--aovs-sum`` on the farm: each chunk's warm-up frames carry the light groups'
+    history too, so every frame's passes are the single process's."""
+    from tests.temporal.test_cli_aovs import with_light_groups
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for number in range(1, 5):
+        name = f"frame.{number:04d}.exr"
+        with_light_groups(SEQUENCE / name, folder / name)
+    options = sequence.SequenceOptions(
+        quiet=True, output=sequence.OutputOptions(aovs_sum=("key", "fill"))
+    )
+    single, farmed = tmp_path / "single", tmp_path / "farm"
+    single.mkdir()
+    farmed.mkdir()
+    with threadpool_limits(limits=1):  # as each worker of one CPU
+        temporal = TemporalFrames()
+        summary = sequence.run_sequence(_jobs(folder, single), CONFIG, options, temporal=temporal)
+        temporal.close()
+    assert summary.count("done") == 4, summary.failed
+    summary = denoise_sequence_temporal(
+        _jobs(folder, farmed),
+        CONFIG,
+        options,
+        FarmOptions(workers=2),
+        chunks=2,
+        warmup=chunks.DEFAULT_WARMUP,
+        stream=stdio.StringIO(),
+    )
+    assert [r.status for r in summary.results] == ["done"] * 4
+    for path in sorted(single.iterdir()):
+        for layer in ("ViewLayer.Combined", "ViewLayer.key", "ViewLayer.fill"):
+            np.testing.assert_array_equal(
+                io.read_layer(farmed / path.name, layer).pixels, io.read_layer(path, layer).pixels
+            )

@@ -31,8 +31,9 @@ def test_frame_and_tile_parameter_buffer_usages(tiny_tza, hdr):
 def test_recordings_use_the_small_gpu_gemm_defaults_even_for_large_limits(tiny_tza, precision):
     """A config does not say whether its adapter is discrete, and the large-GPU GEMM
     defaults (tuned on a discrete NVIDIA H200) are for discrete GPUs only; an integrated GPU
-    reports the same limits. So the recorder uses `GemmOptions()` (oidn-web's defaults) for
-    every config; every GEMM option gives the same bits, so the image does not change."""
+    reports the same limits. So the recorder uses `GemmOptions()` (oidn-web's tile defaults,
+    every fp16 product summed in f32) for every config: the image is the live small-GPU
+    backend's (`accumulation=` chooses other sums: tests/record/test_program_sums.py)."""
     from oidn_gpu.kernels.gemm import LARGE_GPU_OPTIONS, GemmOptions
     from oidn_gpu.kernels.spec import Precision
     from oidn_gpu.record.api import record_network

@@ -62,7 +62,7 @@ def test_whole_pixel_motion_follows_the_content():
 
 def test_subpixel_motion_does_not_accumulate_noise():
     frames = synthetic.sequence("pan", frames=2, size=32)
-    rep = tp.reproject(*_inputs(frames, 1), PARAMS)
+    rep = tp.reproject(*_inputs(frames, 1), dataclasses.replace(PARAMS, firefly_ratio=0))
     np.testing.assert_array_equal(rep[..., :3], tp.pack_signal(
         frames[1].color, frames[1].albedo, frames[1].normal)[..., :3])
     assert rep[..., tp.REPROJECTION_VALID].mean() > 0.8  # the output history is kept
@@ -149,14 +149,49 @@ def test_a_light_change_drops_the_history_there():
     signal = tp.pack_signal(lit, frames[1].albedo, frames[1].normal)
     rep = tp.reproject(motion, guide, prev_guide, signal, state, PARAMS)
     assert (rep[10:14, 10:14, tp.STATE_COUNT] == 1).all()
-    assert (rep[10:14, 10:14, tp.REPROJECTION_OUTPUT_COUNT] == 1).all()
+    # the output's history is cut to change_output_history frames, not dropped
+    assert (rep[10:14, 10:14, tp.REPROJECTION_OUTPUT_COUNT] == 1.5).all()
     np.testing.assert_array_equal(rep[10:14, 10:14, :9], signal[10:14, 10:14])
+    dropped = tp.reproject(motion, guide, prev_guide, signal, state,
+                           dataclasses.replace(PARAMS, change_output_history=1.0))
+    assert (dropped[10:14, 10:14, tp.REPROJECTION_OUTPUT_COUNT] == 1).all()
     # elsewhere most of the history stays (noise alone passes 2 sigmas in some windows)
     assert (rep[24:, 24:, tp.STATE_COUNT] == 2).mean() > 0.7
     off = tp.reproject(motion, guide, prev_guide, signal, state,
                        tp.TemporalParams(change_sigmas=0).with_guides(depth=True, normal=True,
                                                                       albedo=True))
     assert (off[10:14, 10:14, tp.STATE_COUNT] == 2).all()
+
+
+def _firefly_inputs(kind: str):
+    """A frame of ``kind`` with one firefly (1000 times the pixel) at (12, 20)."""
+    frames = synthetic.sequence(kind, frames=2, size=32, firefly_rate=0.0)
+    motion, guide, prev_guide, _, state = _inputs(frames, 1)
+    color = frames[1].color.copy()
+    color[12, 20] *= 1000.0
+    return motion, guide, prev_guide, tp.pack_signal(color, frames[1].albedo,
+                                                     frames[1].normal), state
+
+
+@pytest.mark.parametrize("kind", ["static", "pan"])
+def test_a_firefly_is_limited_by_the_history_before_the_network(kind):
+    """Accumulated (static) or not (subpixel pan), a one-frame firefly reaches the network
+    at most firefly_ratio times its history's luminance, and it is not taken for a light
+    change (which would pass it on whole)."""
+    motion, guide, prev_guide, signal, state = _firefly_inputs(kind)
+    rep = tp.reproject(motion, guide, prev_guide, signal, state, PARAMS)
+    scale = rep[12, 20, tp.REPROJECTION_INPUT_SCALE]
+    assert 0 < scale < 0.05
+    if kind == "pan":  # nothing accumulates: the guide is the previous output
+        history = rep[12:13, 20:21, tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]
+        limit = PARAMS.firefly_ratio * tp.luminance(history)[0, 0]
+        np.testing.assert_allclose(rep[12, 20, :3], signal[12, 20, :3] * scale, rtol=1e-6)
+        assert tp.luminance(rep[12:13, 20:21, :3])[0, 0] == pytest.approx(limit, rel=1e-5)
+    assert rep[12, 20, tp.REPROJECTION_OUTPUT_COUNT] > 1.5  # not taken for a light change
+    off = tp.reproject(motion, guide, prev_guide, signal, state,
+                       dataclasses.replace(PARAMS, firefly_ratio=0))
+    assert off[12, 20, tp.REPROJECTION_INPUT_SCALE] == 1
+    assert off[12, 20, 0] > 20 * rep[12, 20, 0]
 
 
 @pytest.mark.parametrize("radius", [0, 1, 3])

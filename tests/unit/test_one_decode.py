@@ -36,14 +36,16 @@ def frame(tmp_path):
 
 @pytest.fixture
 def decodes(monkeypatch):
+    """The decodes of a file: a whole part (kept in the block) or the channels of one read."""
     count = []
-    real = io._read_image
+    for name in ("_read_image", "_read_picked"):
+        real = getattr(io, name)
 
-    def counting(*args, **kwargs):
-        count.append(args[0])
-        return real(*args, **kwargs)
+        def counting(*args, _real=real, _name=name, **kwargs):
+            count.append(_name)
+            return _real(*args, **kwargs)
 
-    monkeypatch.setattr(io, "_read_image", counting)
+        monkeypatch.setattr(io, name, counting)
     return count
 
 
@@ -54,13 +56,13 @@ def _three(path):
 def test_three_layers_decode_the_file_once_with_the_same_pixels(frame, decodes):
     path, pixels = frame
     apart = _three(path)
-    assert len(decodes) == 3
+    assert decodes == ["_read_picked"] * 3  # outside the block: each layer's channels alone
     with io.one_decode_per_file():
         together = _three(path)
-    assert len(decodes) == 4
+    assert decodes[3:] == ["_read_image"]
     for i, (a, b) in enumerate(zip(apart, together, strict=True)):
         np.testing.assert_array_equal(a, b)
-        np.testing.assert_array_equal(b, pixels[:, :, 3 * i:3 * i + 3])
+        np.testing.assert_array_equal(b, pixels[:, :, 3 * i : 3 * i + 3])
 
 
 def test_each_image_is_its_own_copy_and_nothing_is_kept_after(frame, decodes):
@@ -84,3 +86,20 @@ def test_a_file_rewritten_inside_the_block_is_read_again(frame, decodes):
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
         np.testing.assert_array_equal(io.read_layer(path, "N").pixels, changed[:, :, 6:9])
     assert len(decodes) == 2
+
+
+def test_a_part_larger_than_the_kept_size_is_read_layer_by_layer_in_bands(
+    frame, decodes, monkeypatch
+):
+    """A part over `io.KEEP_PART_BYTES` (a 4096x4096 frame with its AOVs) is not kept: each
+    layer is decoded alone, a band of rows at a time, into the image returned."""
+    path, pixels = frame
+    monkeypatch.setattr(io, "KEEP_PART_BYTES", 12 * 20 * 9 * 4 - 1)
+    monkeypatch.setattr(io, "BAND_VALUES", 20 * 3 * 5)  # 5 rows of a layer at a time
+    with io.one_decode_per_file():
+        together = _three(path)
+    assert decodes == ["_read_picked"] * 3
+    for i, image in enumerate(together):
+        np.testing.assert_array_equal(image, pixels[:, :, 3 * i : 3 * i + 3])
+    picked = io.read_layer(path, "B,albedo.R,R").pixels  # channels apart, in this order
+    np.testing.assert_array_equal(picked, pixels[:, :, [2, 3, 0]])

@@ -10,6 +10,7 @@ Subcommands:
     record    record one whole GPU denoise (or the network) as a replayable program
     replay    run a recorded program on this machine's GPU
     program   ``program info``: what a recorded program contains (these three: cli/record.py)
+    completion  the tab-completion script of bash, zsh or fish (cli/completion.py)
 
 The ``--backend`` choices and the per-backend execution flags (``--precision``,
 ``--kernel``, ``--gemm``) come from the backend registry (`backends.base`): each
@@ -18,10 +19,13 @@ backend's ``Options`` says which of its options are flags, their choices and hel
 Modules: `main` (the parser of every subcommand, the dispatch, errors and exit codes),
 `usage` (`UsageError`, exit codes, argument types), `backend_flags` (``--backend`` and the
 backend option flags), `denoise` and `inputs` (``denoise``: flags, the one
-`DenoiserConfig`, files), `layers` (``--list-layers``), `inspect`, `info`, `weights`,
-`example`, and `bench` and `record` (their own flags).
+`DenoiserConfig`, files), `frames` (``--frames``), `color_flags` (``--input-colorspace``,
+``--display``, ``--view``), `layers` (``--list-layers``), `inspect`, `info`, `weights`,
+`example`, `completion` (shell scripts), `settings` (the config file of the ``OIDN_GPU_*``
+settings), and `bench` and `record` (their own flags).
 
-Exit codes: 0 all done, 1 failure (some frames failed, a download failed, ...),
+Exit codes: 0 all done, 1 failure (some frames failed or, with ``--frames``, are missing; a
+download failed, ...),
 2 bad usage (unknown flag, bad value, missing input, an output that cannot be
 written or that is an input), 130 interrupted (Ctrl-C or SIGTERM; no partial
 outputs or temporary files are left). Errors print ``error: <message>`` on stderr; a traceback

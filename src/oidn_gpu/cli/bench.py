@@ -25,7 +25,7 @@ from oidn_gpu.backends.benchmark import (
     default_benchmark,
     load_benchmark,
 )
-from oidn_gpu.cli import bench_api, bench_cold, bench_sequence
+from oidn_gpu.cli import bench_api, bench_cold, bench_sequence, bench_temporal
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.filter import Denoiser
 
@@ -69,7 +69,15 @@ def parser_for(name: str, benchmark: Any, *, named: bool = True) -> argparse.Arg
 
 def main(argv: Sequence[str]) -> int:
     """``oidn-gpu bench [--backend NAME] ...``: the named backend's benchmark (default: the
-    one `default_benchmark` names)."""
+    one `default_benchmark` names); with ``--temporal SEQUENCE ...`` temporal mode's
+    quality report (`bench_temporal`)."""
+    if any(arg == "--temporal" or arg.startswith("--temporal=") for arg in argv):
+        try:
+            return bench_temporal.main(argv)
+        except (OIDNGPUError, OSError) as err:  # bad sequences and options are usage errors
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_USAGE if isinstance(err, (InvalidArgumentError, OSError)) else (
+                EXIT_FAILURE)
     name, rest = _split_backend(argv)
     named = name is not None and name != AUTO
     try:

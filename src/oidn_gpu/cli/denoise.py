@@ -13,6 +13,8 @@ from typing import Any
 from oidn_gpu import __version__, farm
 from oidn_gpu.backends.base import AUTO, check_backend, resolve_backend
 from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
+from oidn_gpu.cli.color_flags import add_color_flags, color_options, unused_display_note
+from oidn_gpu.cli.frames import missing_report, parse_frames, select_frames
 from oidn_gpu.cli.inputs import expand_inputs, plan_jobs
 from oidn_gpu.cli.layers import list_layers
 from oidn_gpu.cli.usage import (
@@ -29,6 +31,7 @@ from oidn_gpu.cli.usage import (
 from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.farm.temporal import denoise_sequence_temporal
+from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.sequence.temporal_frames import TemporalFrames
@@ -60,6 +63,13 @@ def add_denoise_parser(sub: Any) -> None:
         help="image files, globs ('sh010.*.exr') or folders (every image in them)",
     )
     p.add_argument(
+        "--frames",
+        metavar="RANGE",
+        help="only these frames of the frame patterns, globs and folders: 1001-1100, "
+        "1001-1100x2 (every second), 1001,1005,1010-1012; frames no file holds are "
+        "reported, and the exit status is 1 after the others are denoised",
+    )
+    p.add_argument(
         "-o",
         "--output",
         metavar="OUTPUT",
@@ -85,6 +95,7 @@ def add_denoise_parser(sub: Any) -> None:
     _add_execution_flags(p)
     _add_farm_flags(p)
     _add_output_flags(p)
+    add_color_flags(p)
 
 
 def _add_input_flags(p: argparse.ArgumentParser) -> None:
@@ -118,7 +129,8 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         metavar="LAYER,...",
         help="light-path layers of an EXR whose sum is the beauty (e.g. 'key,fill' light "
         "groups): each is denoised with the beauty's albedo and normal, then adjusted so "
-        "that the denoised layers add up to the denoised beauty (docs/aovs.md)",
+        "that the denoised layers add up to the denoised beauty; with --temporal, through "
+        "the beauty's history (docs/aovs.md)",
     )
     aux.add_argument(
         "--alpha",
@@ -132,13 +144,20 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="temporal mode: denoise the frames in order with the history of the frames "
         "before, reprojected by each frame's motion pass (less flicker); a depth pass "
-        "(Depth, Z) tells disocclusions",
+        "(Depth, Z, depth; optional) tells disocclusions",
     )
     aux.add_argument(
         "--motion-layer",
-        metavar="NAME",
+        metavar="NAME[:CONVENTION]",
         help="layer of the motion pass for --temporal (default: the renderers' names, "
-        "docs/aovs.md)",
+        "docs/aovs.md) and how to read it: 'mv:pixels' (backward motion in pixels, y down), "
+        f"or one of {', '.join(motion_passes.CONVENTIONS)}; a renderer's name needs none",
+    )
+    aux.add_argument(
+        "--motion-convention",
+        metavar="CONVENTION",
+        help="how --temporal reads the motion pass: "
+        f"{', '.join(motion_passes.CONVENTIONS)} (default: the one of the pass's name)",
     )
     aux.add_argument(
         "--list-layers",
@@ -286,12 +305,14 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             raise UsageError(
                 f"--only-beauty writes the beauty alone; it cannot be used with {flag}"
             )
-        if args.temporal and given:
-            raise UsageError(f"--temporal denoises the beauty; it cannot be used with {flag}")
+    if args.temporal and args.aovs:
+        raise UsageError(
+            "--temporal carries only the passes of --aovs-sum (through the beauty's history); "
+            "it cannot be used with --aovs"
+        )
     if args.lightmap and args.alpha == "denoise":
         raise UsageError("--alpha denoise cannot be used with --lightmap (lightmaps have no alpha)")
-    if args.motion_layer is not None and not args.temporal:
-        raise UsageError("--motion-layer names the motion pass of --temporal; add --temporal")
+    _check_motion_args(args)
     if args.layer_name is not None and not args.layer_name.strip():
         raise UsageError("--layer-name is empty; expected a name such as 'Denoised'")
     if args.lightmap:
@@ -337,6 +358,40 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
         ]
         if farm_options:
             raise UsageError(f"{farm_options[0]} needs --ray")
+
+
+def _check_motion_args(args: argparse.Namespace) -> None:
+    """``--motion-layer NAME[:CONVENTION]`` and ``--motion-convention``, checked once;
+    ``args.motion_layer`` becomes the layer name and ``args.motion_convention`` the
+    convention (None: the one the layer's name says).
+
+    Raises:
+        UsageError: a flag without --temporal, an unknown convention, two different ones,
+            or a layer whose name says no convention with none named.
+    """
+    for flag, value in (
+        ("--motion-layer", args.motion_layer),
+        ("--motion-convention", args.motion_convention),
+    ):
+        if value is not None and not args.temporal:
+            raise UsageError(f"{flag} names the motion pass of --temporal; add --temporal")
+    try:
+        given = args.motion_convention
+        if given is not None:
+            given = motion_passes.get_convention(given.strip()).name
+        if args.motion_layer is not None:
+            layer, named = motion_passes.parse_motion_layer(args.motion_layer)
+            if named is not None and given is not None and named != given:
+                raise UsageError(
+                    f"--motion-layer {args.motion_layer} names the convention '{named}' "
+                    f"but --motion-convention is '{given}'; give one"
+                )
+            args.motion_layer, given = layer, named or given
+        motion_passes.resolve_convention(args.motion_layer, given)
+    except motion_passes.MotionPassError as err:
+        text = str(err).replace("(or with motion_convention)", "(or --motion-convention)")
+        raise UsageError(text.replace("(docs/aovs.md", "(--motion-layer; docs/aovs.md")) from None
+    args.motion_convention = given
 
 
 def denoiser_config(args: argparse.Namespace) -> DenoiserConfig:
@@ -396,6 +451,7 @@ def sequence_options(args: argparse.Namespace) -> SequenceOptions:
         verbose=args.verbose,
         quiet=args.quiet,
         software=f"oidn-gpu {__version__}",
+        color=color_options(args),
     )
 
 
@@ -428,20 +484,48 @@ def _check_backend_here(args: argparse.Namespace) -> None:
         print(f"note: {availability.warning}", file=sys.stderr)
 
 
+def _check_first_motion(temporal: TemporalFrames, jobs: Any) -> None:
+    """The first frame has the motion pass: a run where none has one fails once, before
+    any frame (a later frame without one fails alone)."""
+    if not jobs:
+        return
+    try:
+        temporal.check_file(jobs[0].color)
+    except motion_passes.MotionPassError as err:
+        raise UsageError(f"--temporal: {err}") from None
+    except (OIDNGPUError, OSError):
+        pass  # an unreadable first file fails in its turn, as any frame's
+
+
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
     _check_denoise_args(args)
+    color_options(args)  # an unknown colour space, display or view: before any file work
     config = denoiser_config(args)
     if args.ray is None and not args.list_layers:
         _check_backend_here(args)
-    files, many = expand_inputs(args.inputs)
+    selection = None
+    if args.frames is not None:
+        selection = select_frames(args.inputs, args.frames)
+        files, many = selection.files, selection.many
+        asked = len(parse_frames(args.frames))
+        for line in missing_report(selection, asked):
+            print(line, file=sys.stderr)
+    else:
+        files, many = expand_inputs(args.inputs)
     if args.list_layers:
         return list_layers(files, args)
     jobs = plan_jobs(args, files, many)
     options = sequence_options(args)
+    note = unused_display_note(options.color, jobs)
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
     temporal = None
     if args.temporal:
-        temporal = TemporalFrames(motion_layer=args.motion_layer)
+        temporal = TemporalFrames(
+            motion_layer=args.motion_layer, motion_convention=args.motion_convention
+        )
+        _check_first_motion(temporal, jobs)
     run = functools.partial(run_sequence, jobs, config, options, temporal=temporal)
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
@@ -467,10 +551,17 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         layers = summary.layers_line()
         if layers:
             print(layers, file=sys.stderr)
+        temporal_line = summary.temporal_line()
+        if temporal_line:
+            print(temporal_line, file=sys.stderr)
         if len(jobs) == 1 and summary.count("done"):
             written = [jobs[0].output, jobs[0].side_by_side]
             print("wrote " + " and ".join(str(p) for p in written if p), file=sys.stderr)
+    missing = {} if selection is None else selection.missing
     if args.json:
-        print(json.dumps(summary.as_json(len(jobs)), indent=2))
+        document = summary.as_json(len(jobs))
+        if selection is not None:
+            document["missing_frames"] = {spec: list(f) for spec, f in missing.items()}
+        print(json.dumps(document, indent=2))
     failed = summary.count("failed") + (len(jobs) - len(summary.results))
-    return EXIT_FAILURE if failed else EXIT_OK
+    return EXIT_FAILURE if failed or missing else EXIT_OK

@@ -17,6 +17,7 @@ from typing import Any
 
 from oidn_gpu import __version__
 from oidn_gpu.backends.base import auto_choice, backend_names, get_backend, probe
+from oidn_gpu.cli.settings import report_lines
 from oidn_gpu.cli.usage import EXIT_OK, add_verbose
 from oidn_gpu.fetch import LARGE_WEIGHTS
 from oidn_gpu.model.weights import user_weights_dir
@@ -132,6 +133,7 @@ def format_report(report: SystemInfo) -> str:
     for name, present in report.large_weights:
         where = "here (used before the package's copy)" if present else "from the package"
         lines.append(f"  {name}.tza {where}")
+    lines.extend(report_lines())
     return "\n".join(lines)
 
 

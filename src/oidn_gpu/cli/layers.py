@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from oidn_gpu.errors import OIDNGPUError
-from oidn_gpu.image import io
+from oidn_gpu.image import aovs, io
+from oidn_gpu.image import motion as motion_passes
+from oidn_gpu.sequence.temporal_frames import find_depth
 
 
 def list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
@@ -48,7 +50,33 @@ def list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             print(f"  -> {kind}: " + (f"'{io.layer_label(layer)}'" if layer else "none found"))
         if found.get("normal") and found.get("albedo") is False:
             print("  (a normal is used only with an albedo: the color would be denoised alone)")
+        if getattr(args, "temporal", False):
+            for line in _temporal_picks(path, img_layers, args):
+                print(line)
     return status
+
+
+def _temporal_picks(path: Path, layers: Sequence[io.Layer], args: argparse.Namespace) -> list[str]:
+    """With ``--temporal``: the motion pass and its convention, and the depth pass (or
+    that there is none: it is optional)."""
+    try:
+        found = motion_passes.find_motion_pass(
+            path, args.motion_layer, convention=args.motion_convention
+        )
+        motion = (
+            f"'{found.name}' ({found.convention.name})"
+            if found is not None
+            else f"none found (looked for {', '.join(aovs.MOTION_LAYER_NAMES)}; name one "
+            "with --motion-layer NAME:CONVENTION)"
+        )
+    except OIDNGPUError as err:
+        motion = f"cannot be used: {err}"
+    depth = find_depth(layers)
+    return [
+        f"  -> motion: {motion}",
+        "  -> depth: "
+        + (f"'{io.layer_label(depth)}'" if depth is not None else "none found (optional)"),
+    ]
 
 
 def _window(window: tuple[int, int, int, int]) -> str:

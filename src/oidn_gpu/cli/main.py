@@ -16,11 +16,13 @@ from oidn_gpu import __version__
 from oidn_gpu.backends.benchmark import benchmark_names
 from oidn_gpu.cli import bench as bench_cli
 from oidn_gpu.cli import record as record_cli
+from oidn_gpu.cli.completion import add_completion_parser, cmd_completion
 from oidn_gpu.cli.denoise import add_denoise_parser, cmd_denoise
 from oidn_gpu.cli.example import add_example_parser, cmd_example
 from oidn_gpu.cli.info import add_info_parser, cmd_info
 from oidn_gpu.cli.inspect import add_inspect_parser, cmd_inspect
 from oidn_gpu.cli.prepare import add_prepare_parser, cmd_prepare
+from oidn_gpu.cli.settings import applied_settings
 from oidn_gpu.cli.usage import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -74,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_weights_parser(sub)
     add_example_parser(sub)
     add_prepare_parser(sub)
+    add_completion_parser(sub, parser)
 
     record_cli.add_record_parsers(sub)
     bench = sub.add_parser(
@@ -100,6 +103,7 @@ COMMANDS = {
     "example": cmd_example,
     "bench": cmd_bench,
     "prepare": cmd_prepare,
+    "completion": cmd_completion,
 }
 COMMANDS.update(record_cli.COMMANDS)
 
@@ -113,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         if argv[:1] == ["bench"]:
             # The benchmark parses its own flags (different per backend).
-            return cmd_bench(argparse.Namespace(bench_args=argv[1:]))
+            with applied_settings():
+                return cmd_bench(argparse.Namespace(bench_args=argv[1:]))
         try:
             args = parser.parse_args(argv)
         except SystemExit as exit_:  # --help and --version
@@ -122,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        with install_signal_cleanup():  # SIGTERM: no temporary file left, exit 130
+        # the config file's values as their variables; SIGTERM: no temporary file left
+        with applied_settings(), install_signal_cleanup():
             return COMMANDS[args.command](args)
     except UsageError as err:
         return _fail(err, EXIT_USAGE, argv)

@@ -27,6 +27,7 @@ from oidn_gpu.image import io
 from oidn_gpu.image.autoexposure import autoexposure
 from oidn_gpu.model.weights import weights_path
 from oidn_gpu.record.config import KERNELS, PRECISIONS, TRANSFERS, make_config
+from oidn_gpu.record.format import ACCUMULATION_CODES, PROGRAM_VERSION, PROGRAM_VERSIONS
 from oidn_gpu.record.reader import read_program
 from oidn_gpu.record.summary import describe, program_hdr, summarize
 
@@ -83,6 +84,21 @@ def add_record_parsers(sub: Any) -> None:
     rec.add_argument(
         "--features", default="", help="with --baseline: comma-separated shader-f16,subgroups"
     )
+    rec.add_argument(
+        "--accumulation",
+        choices=ACCUMULATION_CODES,
+        default=None,
+        help="how fp16 convolutions sum their products (default f32, the most accurate; "
+        "f16-partials: oidn-web's, the fastest)",
+    )
+    rec.add_argument(
+        "--format-version",
+        type=int,
+        choices=PROGRAM_VERSIONS,
+        default=PROGRAM_VERSION,
+        help="program file version: 3 (default, checksummed) or 2 (oidn-web's, for hosts "
+        "that read only version 2)",
+    )
     rec.add_argument("-o", "--output", required=True, type=Path, help="program file to write")
     rec.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
@@ -134,8 +150,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         options["features"] = [f.strip() for f in args.features.split(",") if f.strip()]
     else:
         options["device"] = recording_device()
+    recording = {"accumulation": args.accumulation, "format_version": args.format_version}
     if args.network:
-        data = record_network(tza, make_config(width, height, **options))
+        data = record_network(tza, make_config(width, height, **options), **recording)
     else:
         config = make_config(
             width,
@@ -147,7 +164,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             input_scale=args.input_scale,
             **options,
         )
-        data = record_denoise(tza, config)
+        data = record_denoise(tza, config, **recording)
     files.write_bytes_atomic(args.output, data)
     print(describe(read_program(data), file_bytes=len(data)), file=sys.stderr)
     return EXIT_OK

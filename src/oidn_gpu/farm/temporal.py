@@ -40,6 +40,7 @@ class ChunkJob(FrameJob):
     warmup: tuple[FrameJob, ...] = ()
     params: tuple[tuple[str, Any], ...] = ()  # TemporalDenoiser parameters
     motion_layer: str | None = None
+    motion_convention: str | None = None
     first_index: int = 0
 
 
@@ -54,7 +55,7 @@ class TemporalFrameWorker(FrameWorker):
         if len(skipped) == len(job.frames):
             frames = [{"status": "skipped", "elapsed_s": 0.0, "warnings": ()}] * len(skipped)
             return FrameOutcome("skipped", time.perf_counter() - start, layers={"frames": frames})
-        temporal = TemporalFrames(dict(job.params), job.motion_layer)
+        temporal = TemporalFrames(dict(job.params), job.motion_layer, job.motion_convention)
         try:
             for warm in job.warmup:
                 temporal.warm_up(warm, self._pool, self._options)
@@ -89,7 +90,7 @@ class TemporalFrameWorker(FrameWorker):
         """A complete frame before a missing one: denoised for the history only."""
         start = time.perf_counter()
         try:
-            temporal.warm_up(job, self._pool, self._options)
+            report = temporal.warm_up(job, self._pool, self._options)
         except Exception as err:
             return {
                 "status": "failed",
@@ -97,7 +98,12 @@ class TemporalFrameWorker(FrameWorker):
                 "error": f"history: {describe_error(err)}",
                 "warnings": (),
             }
-        return {"status": "skipped", "elapsed_s": time.perf_counter() - start, "warnings": ()}
+        return {
+            "status": "skipped",
+            "elapsed_s": time.perf_counter() - start,
+            "warnings": (),
+            "layers": {"temporal": report},
+        }
 
     def _frame(self, job: FrameJob, temporal: TemporalFrames) -> dict[str, Any]:
         start = time.perf_counter()
@@ -140,6 +146,7 @@ def chunk_jobs(
     warmup: int,
     params: Mapping[str, Any],
     motion_layer: str | None,
+    motion_convention: str | None = None,
 ) -> list[ChunkJob]:
     """The `ChunkJob` of each chunk of ``jobs`` (absolute paths)."""
     absolute = [driver._absolute(job) for job in jobs]
@@ -153,6 +160,7 @@ def chunk_jobs(
                 warmup=tuple(absolute[i] for i in chunk.warmup),
                 params=tuple(sorted(params.items())),
                 motion_layer=motion_layer,
+                motion_convention=motion_convention,
                 first_index=chunk.start,
             )
         )
@@ -185,7 +193,9 @@ def denoise_sequence_temporal(
     farm_options = farm_options or driver.FarmOptions()
     if chunks is None:
         chunks = CHUNKS_PER_WORKER * (farm_options.workers or 2)
-    units = chunk_jobs(jobs, chunks, warmup, temporal.params, temporal.motion_layer)
+    units = chunk_jobs(
+        jobs, chunks, warmup, temporal.params, temporal.motion_layer, temporal.motion_convention
+    )
     summary = driver.denoise_sequence(
         units, config, options, farm_options, worker_class=TemporalFrameWorker, **driver_options
     )

@@ -157,6 +157,10 @@ MOTION_LAYER_NAMES: tuple[str, ...] = _ordered(
     [name for r in RENDERER_AOVS for name in r.motion if name != "motionFore"]
 )
 
+# One-channel depth passes, in the order they are looked for (temporal mode; optional):
+# Blender's Depth (channel Z), Arnold's and Karma's Z, Mitsuba's depth.
+DEPTH_LAYER_NAMES: tuple[str, ...] = ("Depth", "Z", "depth")
+
 # Passes the albedo does not modulate: denoised with the colour-only weights by --aovs.
 COLOR_ONLY_AOV_NAMES: tuple[str, ...] = (
     "Shadow Catcher",

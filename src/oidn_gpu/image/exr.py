@@ -3,9 +3,11 @@
 `read_file` reads every part of a (multi-part, multi-layer) OpenEXR file with its
 OpenImageIO ``ImageSpec``: channel names and per-channel pixel types (half stays
 half, float stays float, uint stays uint), data window and display window, tiling,
-compression and every other attribute. Pixels are held as float32, which holds half
-and float values exactly (float64 in a part with 32-bit unsigned channels, such as
-object IDs), so channels that are not replaced are written back bit for bit.
+compression and every other attribute. The pixels stay in the file: `write_file` writes
+a band of rows at a time, each band's untouched channels decoded from the input file as
+float32, which holds half and float values exactly (float64 in a part with 32-bit
+unsigned channels, such as object IDs), so they are written back bit for bit while the
+whole file is never held in memory (the input must not change in between: it is checked).
 
 `ExrFile.replace_channels` puts new values into existing channels (the denoised
 beauty under the noisy one's names) and `ExrFile.add_channels` adds channels (a new
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ import numpy as np
 from oidn_gpu.errors import require
 from oidn_gpu.image.encoded import PartShape, write_encoded
 from oidn_gpu.image.image_types import readable_name
-from oidn_gpu.image.io import FLATTEN_ADVICE, ImageFileError, library_error
+from oidn_gpu.image.io import BAND_VALUES, FLATTEN_ADVICE, ImageFileError, library_error, read_rows
 
 EXR_FORMAT = "openexr"
 _FLOAT_TYPES = frozenset({"half", "float"})
@@ -53,22 +55,54 @@ def _oiio() -> Any:
     return require("OpenImageIO", "images")
 
 
+@dataclass(frozen=True)
+class _Source:
+    """Where a part's unchanged channels are read from when the file is written: the input
+    file as it was when read (its identity, checked again then)."""
+
+    path: Path
+    subimage: int
+    data_type: str  # 'float', or 'double' for a part with 32-bit unsigned channels
+    identity: tuple[int, int, int, int]  # device, inode, size, modification time (ns)
+
+
+# One channel of a part: its index in the source part, or new values (H x W).
+Column = int | np.ndarray
+
+
 @dataclass
 class ExrPart:
-    """One part (subimage) of a file: its header and its pixels.
+    """One part (subimage) of a file: its header and where each channel's pixels are.
+
+    Channels left as they are stay in the input file until the file is written, which
+    copies them a band of rows at a time (`write_file`); replaced and added channels are
+    held as arrays.
 
     Attributes:
         spec: the part's OpenImageIO ImageSpec (a private copy).
-        pixels: H x W x C over the data window, channels in ``spec.channelnames`` order;
-            float32, or float64 where a channel is a 32-bit unsigned integer.
+        source: the input part the unchanged channels are read from.
+        columns: for each channel in ``spec.channelnames`` order, its index in the source
+            part or its new H x W values.
     """
 
     spec: Any
-    pixels: np.ndarray
+    source: _Source
+    columns: list[Column]
 
     @property
     def channels(self) -> tuple[str, ...]:
         return tuple(self.spec.channelnames)
+
+    @property
+    def dtype(self) -> type:
+        return np.float64 if self.source.data_type == "double" else np.float32
+
+    @property
+    def pixels(self) -> np.ndarray:
+        """H x W x C over the data window, channels in ``spec.channelnames`` order; float32,
+        or float64 where a channel is a 32-bit unsigned integer (the whole part, read now)."""
+        with _open_source(self.source) as inp:
+            return _band(self, inp, self.spec.y, self.spec.y + self.spec.height)
 
     def channel_format(self, index: int) -> Any:
         formats = self.spec.channelformats
@@ -96,7 +130,7 @@ class ExrFile:
             raise ImageFileError(f"'{self.path}' has no channel '{missing[0]}'")
         values = _checked_values(part, names, values)
         for k, name in enumerate(names):
-            part.pixels[:, :, index[name]] = values[:, :, k]
+            part.columns[index[name]] = values[:, :, k]
 
     def add_channels(
         self,
@@ -125,7 +159,7 @@ class ExrFile:
         spec.channelnames = tuple(part.channels) + tuple(names)
         spec.channelformats = tuple(oiio.TypeDesc(str(f)) for f in formats + new_formats)
         part.spec = spec
-        part.pixels = np.concatenate([part.pixels, values.astype(part.pixels.dtype)], axis=2)
+        part.columns.extend(values[:, :, k] for k in range(len(names)))
 
     def keep_only(self, subimage: int, names: Sequence[str]) -> None:
         """Drop every part but ``subimage`` and every channel of it but ``names``."""
@@ -147,14 +181,14 @@ class ExrFile:
         spec.alpha_channel = alpha[0] if alpha else -1
         spec.z_channel = -1
         spec.erase_attribute("oiio:subimages")
-        self.parts = [ExrPart(spec, np.ascontiguousarray(part.pixels[:, :, picked]))]
+        self.parts = [ExrPart(spec, part.source, [part.columns[i] for i in picked])]
 
 
 def _checked_values(part: ExrPart, names: Sequence[str], values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values, dtype=part.pixels.dtype)
+    values = np.asarray(values, dtype=part.dtype)
     if values.ndim == 2:
         values = values[:, :, None]
-    expected = (part.pixels.shape[0], part.pixels.shape[1], len(names))
+    expected = (part.spec.height, part.spec.width, len(names))
     if values.shape != expected:
         raise ImageFileError(
             f"pixels of shape {values.shape} for {len(names)} channels "
@@ -169,7 +203,9 @@ def is_exr(path: str | os.PathLike[str]) -> bool:
 
 
 def read_file(path: str | os.PathLike[str]) -> ExrFile:
-    """Read every part of an OpenEXR file with its header.
+    """Read every part's header of an OpenEXR file; the pixels of the channels left as
+    they are stay in the file until `write_file` copies them (band by band), so the file
+    must not change in between.
 
     Raises:
         ImageFileError: the file is missing, unreadable, not OpenEXR, or deep.
@@ -184,6 +220,7 @@ def read_file(path: str | os.PathLike[str]) -> ExrFile:
     try:
         if inp.format_name() != EXR_FORMAT:
             raise ImageFileError(f"'{path}' is not an OpenEXR file ({inp.format_name()})")
+        identity = _identity(path)
         parts: list[ExrPart] = []
         subimage = 0
         while inp.seek_subimage(subimage, 0):
@@ -195,26 +232,99 @@ def read_file(path: str | os.PathLike[str]) -> ExrFile:
                 )
             formats = spec.channelformats or (spec.format,) * spec.nchannels
             exact = "double" if any(str(f) not in _FLOAT_TYPES for f in formats) else "float"
-            pixels = inp.read_image(subimage, 0, 0, spec.nchannels, exact)
-            if pixels is None or inp.has_error:
-                message = library_error(inp.geterror, "read failed")
-                raise ImageFileError(f"cannot read '{path}': {message}")
-            pixels = np.asarray(pixels)
-            if pixels.ndim == 2:
-                pixels = pixels[:, :, None]
             mipmapped = inp.seek_subimage(subimage, 1)
             for name in _READ_ONLY_ATTRIBUTES + (_MIPMAP_ATTRIBUTES if mipmapped else ()):
                 spec.erase_attribute(name)
             inp.seek_subimage(subimage, 0)
-            parts.append(ExrPart(spec, np.array(pixels)))
+            source = _Source(path, subimage, exact, identity)
+            parts.append(ExrPart(spec, source, list(range(spec.nchannels))))
             subimage += 1
         return ExrFile(path, parts)
     finally:
         inp.close()
 
 
+def _identity(path: Path) -> tuple[int, int, int, int]:
+    stat = path.stat()
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+@contextlib.contextmanager
+def _open_source(source: _Source) -> Iterator[Any]:
+    """The input file of ``source``, open and checked unchanged since `read_file`."""
+    oiio = _oiio()
+    try:
+        unchanged = _identity(source.path) == source.identity
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        raise ImageFileError(f"'{source.path}' changed or went away while it was being denoised")
+    with readable_name(source.path) as name:
+        inp = oiio.ImageInput.open(name)
+    if inp is None:
+        message = library_error(oiio.geterror, "unknown format or corrupt file")
+        raise ImageFileError(f"cannot read '{source.path}': {message}")
+    try:
+        yield inp
+    finally:
+        inp.close()
+
+
+def _band(part: ExrPart, inp: Any, top: int, stop: int) -> np.ndarray:
+    """Rows ``top:stop`` (file coordinates) of ``part``, every channel: those left as they
+    are decoded from the input file open in ``inp``, the others taken from their arrays."""
+    spec = part.spec
+    out = np.empty((stop - top, spec.width, len(part.columns)), part.dtype)
+    kept = [c for c in part.columns if isinstance(c, int)]
+    if kept:
+        first, end = min(kept), max(kept) + 1
+        source = part.source
+        inp_spec = _seek(inp, source)
+        band = read_rows(
+            inp, source.path, source.subimage, inp_spec, top, stop, first, end, source.data_type
+        )
+    row = top - spec.y
+    for k, column in enumerate(part.columns):
+        if isinstance(column, int):
+            out[:, :, k] = band[:, :, column - first]
+        else:
+            out[:, :, k] = column[row : row + stop - top]
+    return out
+
+
+def _seek(inp: Any, source: _Source) -> Any:
+    if not inp.seek_subimage(source.subimage, 0):
+        raise ImageFileError(f"cannot read '{source.path}': it has no part {source.subimage}")
+    return inp.spec()
+
+
+def _band_rows(spec: Any) -> int:
+    """Rows a band of ``spec`` written at a time: about `BAND_VALUES` values, whole tiles."""
+    rows = max(1, BAND_VALUES // max(1, spec.width * spec.nchannels))
+    if spec.tile_height:
+        rows = max(spec.tile_height, rows // spec.tile_height * spec.tile_height)
+    return rows
+
+
+def _write_part(out: Any, part: ExrPart, spec: Any, inp: Any, path: Path) -> None:
+    """Every row of ``part`` into ``out`` (opened on this part), a band at a time."""
+    rows = _band_rows(spec)
+    z0, z1 = spec.z, spec.z + max(1, spec.depth)
+    x0, x1 = spec.x, spec.x + spec.width
+    for top in range(spec.y, spec.y + spec.height, rows):
+        stop = min(spec.y + spec.height, top + rows)
+        band = _band(part, inp, top, stop)
+        if spec.tile_width:
+            done = out.write_tiles(x0, x1, top, stop, z0, z1, band)
+        else:
+            done = out.write_scanlines(top, stop, spec.z, band)
+        if not done:
+            raise ImageFileError(f"cannot write '{path}': {_error(_oiio(), out)}")
+
+
 def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | None = None) -> Path:
-    """Write every part of ``exr`` to ``path`` atomically (never a partial file).
+    """Write every part of ``exr`` to ``path`` atomically (never a partial file), a band
+    of rows at a time (the unchanged channels copied from the input file).
 
     Args:
         path: destination (``.exr``).
@@ -222,7 +332,8 @@ def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | No
         software: value for the ``Software`` attribute of every part.
 
     Raises:
-        ImageFileError: the file cannot be written.
+        ImageFileError: the file cannot be written, or the input file changed since
+            `read_file`.
         OutputFileError: its folder cannot be written.
     """
     oiio = _oiio()
@@ -245,11 +356,11 @@ def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | No
             opened = out.open(name, tuple(specs)) if len(specs) > 1 else out.open(name, specs[0])
             if not opened:
                 raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-            for index, (part, spec) in enumerate(zip(exr.parts, specs, strict=True)):
-                if index and not out.open(name, spec, "AppendSubimage"):
-                    raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-                if not out.write_image(np.ascontiguousarray(part.pixels)):
-                    raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+            with _open_source(exr.parts[0].source) as inp:
+                for index, (part, spec) in enumerate(zip(exr.parts, specs, strict=True)):
+                    if index and not out.open(name, spec, "AppendSubimage"):
+                        raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+                    _write_part(out, part, spec, inp, path)
             closing, out = out, None
             if not closing.close():
                 raise ImageFileError(f"cannot write '{path}': {_error(oiio, closing)}")

@@ -89,6 +89,11 @@ _SINGLE_CHANNEL_NAMES = ("y", "l", "lum", "luminance", "v", "value", "r", "x")
 # 32-bit integer channels (OpenEXR's UINT): object and material IDs, sample counts. They hold
 # neither linear light nor sRGB display values, and OpenImageIO reads them as value / (2^32 - 1).
 _INTEGER_DATA_TYPES = frozenset({"uint", "int", "uint32", "int32"})
+# A part `one_decode_per_file` keeps decoded (float32 bytes): larger ones (a 4096x4096 frame
+# with its AOVs) are read layer by layer, a band of rows at a time, so that reading a frame
+# holds little more than the images it returns.
+KEEP_PART_BYTES = 256 << 20
+BAND_VALUES = 1 << 22  # values decoded at a time by `read_bands`
 FLATTEN_ADVICE = "flatten it first, for example with 'oiiotool deep.exr --flatten -o flat.exr'"
 
 
@@ -181,18 +186,30 @@ def read_image(path: str | os.PathLike[str], subimage: int = 0) -> Image:
     return image
 
 
-def _read_part(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, ...]]:
-    """`_read_image`, served from the decoded parts of `one_decode_per_file` when active
-    (the caller copies what it returns)."""
+def _kept_part(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, ...]] | None:
+    """`_read_image` served from the decoded parts of `one_decode_per_file` when active and
+    the part is at most `KEEP_PART_BYTES` as float32 (the caller copies what it returns);
+    None where the part is not kept (no block, or a larger part)."""
     kept = _decoded.get()
     if kept is None:
-        return _read_image(path, subimage, what)
+        return None
     try:
         stat = path.stat()
     except OSError:
-        return _read_image(path, subimage, what)  # its message says what is wrong
+        return None  # the part's own read says what is wrong
     key = (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, subimage)
     if key not in kept:
+        inp = _open_input(path)
+        try:
+            if not inp.seek_subimage(subimage, 0):
+                return None
+            spec = inp.spec()
+            if spec.width * spec.height * max(1, spec.depth) * spec.nchannels * 4 > (
+                KEEP_PART_BYTES
+            ):
+                return None
+        finally:
+            inp.close()
         kept[key] = _read_image(path, subimage, what)
     return kept[key]
 
@@ -372,15 +389,13 @@ def _read_channels(path: Path, layers: Sequence[Layer], names: Sequence[str], wh
     subimages = {where[n] for n in names}
     if len(subimages) != 1:
         raise ImageFileError(f"channels {', '.join(names)} of '{path}' lie in different parts")
-    full, formats = _read_part(path, subimages.pop(), what)
+    subimage = subimages.pop()
+    kept = _kept_part(path, subimage, what)
+    if kept is None:
+        return _read_picked(path, subimage, names, what)
+    full, formats = kept
     index = {c: i for i, c in enumerate(full.channels)}
-    integer = [n for n in names if formats[index[n]] in _INTEGER_DATA_TYPES]
-    if integer:
-        raise ImageFileError(
-            f"cannot read {what}'{path}': channel '{integer[0]}' holds 32-bit integers "
-            f"({formats[index[integer[0]]]}), such as object IDs; expected half or float "
-            "channels (linear light) or an 8/16-bit image (sRGB)"
-        )
+    _refuse_integers(path, what, names, [formats[index[n]] for n in names])
     pixels = np.ascontiguousarray(full.pixels[:, :, [index[n] for n in names]])
     return Image(
         pixels=pixels,
@@ -391,6 +406,103 @@ def _read_channels(path: Path, layers: Sequence[Layer], names: Sequence[str], wh
         path=path,
         placement=full.placement,
     )
+
+
+def _refuse_integers(path: Path, what: str, names: Sequence[str], formats: Sequence[str]) -> None:
+    for name, fmt in zip(names, formats, strict=True):
+        if fmt in _INTEGER_DATA_TYPES:
+            raise ImageFileError(
+                f"cannot read {what}'{path}': channel '{name}' holds 32-bit integers "
+                f"({fmt}), such as object IDs; expected half or float "
+                "channels (linear light) or an 8/16-bit image (sRGB)"
+            )
+
+
+def _read_picked(path: Path, subimage: int, names: Sequence[str], what: str) -> Image:
+    """Only the channels ``names`` of one part, decoded a band of rows at a time straight
+    into the image returned (the rest of the part is never held as float32)."""
+    inp = _open_input(path)
+    try:
+        if not inp.seek_subimage(subimage, 0):
+            raise ImageFileError(f"cannot read '{path}': it has no part {subimage}")
+        spec = inp.spec()
+        if spec.deep:
+            raise ImageFileError(
+                f"cannot read {what}'{path}': it is a deep image (several samples per "
+                f"pixel); expected a flat image ({FLATTEN_ADVICE})"
+            )
+        channels = tuple(spec.channelnames)
+        formats = tuple(str(f) for f in spec.channelformats) or (str(spec.format),) * len(channels)
+        index = [channels.index(n) for n in names]
+        _refuse_integers(path, what, names, [formats[i] for i in index])
+        first, end = min(index), max(index) + 1
+        pixels = np.empty((spec.height, spec.width, len(names)), np.float32)
+        for top, band in read_bands(inp, path, subimage, first, end):
+            pixels[top : top + band.shape[0]] = band[:, :, [i - first for i in index]]
+        return Image(
+            pixels=pixels,
+            channels=tuple(names),
+            pixel_format=str(spec.format),
+            file_format=inp.format_name(),
+            attributes=_attributes(spec),
+            path=path,
+            placement=Placement(
+                Window(spec.x, spec.y, spec.width, spec.height),
+                Window(spec.full_x, spec.full_y, spec.full_width, spec.full_height),
+            ),
+        )
+    finally:
+        inp.close()
+
+
+def read_bands(
+    inp: Any, path: Path, subimage: int, first: int, end: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The channels ``first:end`` of part ``subimage`` of ``path``, open in ``inp`` (sought to
+    that part), as float32, a band of about `BAND_VALUES` values at a time (whole tiles of a
+    tiled part): ``(first row of the band in the data window, rows x width x channels)``.
+
+    Raises:
+        ImageFileError: a band does not decode.
+    """
+    spec = inp.spec()
+    rows = max(1, BAND_VALUES // max(1, spec.width * (end - first)))
+    if spec.tile_height:
+        rows = max(spec.tile_height, rows // spec.tile_height * spec.tile_height)
+    top, bottom = spec.y, spec.y + spec.height
+    for y in range(top, bottom, rows):
+        stop = min(bottom, y + rows)
+        yield y - top, read_rows(inp, path, subimage, spec, y, stop, first, end)
+
+
+def read_rows(
+    inp: Any,
+    path: Path,
+    subimage: int,
+    spec: Any,
+    top: int,
+    stop: int,
+    first: int,
+    end: int,
+    data_type: str = "float",
+) -> np.ndarray:
+    """Rows ``top:stop`` (file coordinates; whole tiles of a tiled part, or up to its last
+    row) of the channels ``first:end`` of an open part with header ``spec``:
+    ``rows x width x channels`` of ``data_type`` ('float' or 'double').
+
+    Raises:
+        ImageFileError: the rows do not decode.
+    """
+    if spec.tile_width:
+        z0, z1 = spec.z, spec.z + max(1, spec.depth)
+        x0, x1 = spec.x, spec.x + spec.width
+        band = inp.read_tiles(subimage, 0, x0, x1, top, stop, z0, z1, first, end, data_type)
+    else:
+        band = inp.read_scanlines(subimage, 0, top, stop, spec.z, first, end, data_type)
+    if band is None or inp.has_error:
+        message = library_error(inp.geterror, "read failed")
+        raise ImageFileError(f"cannot read '{path}': {message}")
+    return np.asarray(band).reshape(stop - top, spec.width, end - first)
 
 
 def describe_layers(layers: Sequence[Layer]) -> str:

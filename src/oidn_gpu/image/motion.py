@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from oidn_gpu.errors import did_you_mean, one_of
 from oidn_gpu.image import aovs
 from oidn_gpu.image.io import (
     ROOT_LAYER,
@@ -166,6 +167,79 @@ class Motion:
         return int(self.invalid.sum())
 
 
+def get_convention(name: str | MotionConvention) -> MotionConvention:
+    """The `MotionConvention` of a name (a key of `CONVENTIONS`).
+
+    Raises:
+        MotionPassError: an unknown name (the message names the closest one and all).
+    """
+    if isinstance(name, MotionConvention):
+        return name
+    if not isinstance(name, str) or name not in CONVENTIONS:
+        hint = did_you_mean(name, CONVENTIONS) if isinstance(name, str) else ""
+        raise MotionPassError(
+            f"unknown motion convention {name!r}{hint}; expected {one_of(CONVENTIONS)} "
+            "(docs/aovs.md, Motion vectors)"
+        )
+    return CONVENTIONS[name]
+
+
+def convention_of_layer_name(name: str) -> MotionConvention | None:
+    """The convention of a motion layer from its name alone (its full name or its last
+    component, as a renderer names the pass), or None when no renderer uses that name."""
+    last = name.rsplit(".", 1)[-1].casefold()
+    for conv in CONVENTIONS.values():
+        names = {n.casefold() for n in conv.layers}
+        if last in names or name.casefold() in names:
+            return conv
+    return None
+
+
+def parse_motion_layer(spec: str) -> tuple[str, str | None]:
+    """``(layer, convention)`` of ``NAME[:CONVENTION]`` (``--motion-layer mv:pixels``);
+    the convention is checked, None when not given.
+
+    Raises:
+        MotionPassError: an empty name or an unknown convention.
+    """
+    name, colon, conv = spec.rpartition(":")
+    if not colon:
+        name, conv = spec, ""
+    name = name.strip()
+    if not name:
+        raise MotionPassError(
+            f"motion layer {spec!r} names no layer; expected NAME or NAME:CONVENTION "
+            f"(CONVENTION one of {one_of(CONVENTIONS)})"
+        )
+    if not colon:
+        return name, None
+    return name, get_convention(conv.strip()).name
+
+
+def resolve_convention(layer: str | None, conv: str | None) -> MotionConvention | None:
+    """The convention a motion layer is read by, checked before any file is read: ``conv``
+    when given, else the one its name says (None for the renderers' names looked up per
+    file, where ``layer`` is None).
+
+    Raises:
+        MotionPassError: an unknown convention, or a layer whose name no renderer gives
+            its motion pass with no convention named.
+    """
+    if conv is not None:
+        return get_convention(conv)
+    if layer is None:
+        return None
+    found = convention_of_layer_name(layer)
+    if found is None:
+        raise MotionPassError(
+            f"motion layer '{layer}' is not a name a renderer gives its motion pass; name its "
+            f"convention: '{layer}:CONVENTION' (or with motion_convention), CONVENTION one of "
+            f"{one_of(CONVENTIONS)}: 'pixels' for backward motion in pixels, y down "
+            "(docs/aovs.md, Motion vectors)"
+        )
+    return found
+
+
 def _flip_y(xy: np.ndarray, y_up: bool) -> np.ndarray:
     out = np.array(xy[..., :2], dtype=np.float32, copy=True)
     if y_up:
@@ -185,7 +259,7 @@ def convert(
     Raises:
         MotionPassError: wrong shape or channel count (the message says which was expected).
     """
-    conv = CONVENTIONS[convention] if isinstance(convention, str) else convention
+    conv = get_convention(convention)
     values = np.asarray(values, dtype=np.float32)
     if values.ndim != 3 or values.shape[2] not in conv.channels:
         raise MotionPassError(
@@ -206,7 +280,7 @@ def convert(
             if forward_values.shape[:2] != values.shape[:2] or forward_values.shape[2] < 2:
                 raise MotionPassError(
                     f"forward motion pass has shape {forward_values.shape}; expected "
-                    f"{values.shape[:2] + (2,)} like the backward one"
+                    f"{(*values.shape[:2], 2)} like the backward one"
                 )
             forward = _flip_y(forward_values, conv.y_up)
     invalid = ~np.isfinite(backward).all(axis=-1)
@@ -254,11 +328,7 @@ def _ordered_channels(layer: Layer) -> tuple[str, ...]:
 
 
 def _convention_for(layer: Layer) -> MotionConvention | None:
-    last = layer.name.rsplit(".", 1)[-1].casefold()
-    for conv in CONVENTIONS.values():
-        if any(last == n.casefold() or layer.name.casefold() == n.casefold() for n in conv.layers):
-            return conv
-    return None
+    return convention_of_layer_name(layer.name)
 
 
 def _pass_for(
@@ -304,10 +374,7 @@ def find_motion_pass(
             says nothing of its convention with no ``convention``, or wrong channels.
     """
     path = Path(path)
-    if convention is not None and convention not in CONVENTIONS:
-        raise MotionPassError(
-            f"unknown motion convention '{convention}'; expected one of {', '.join(CONVENTIONS)}"
-        )
+    given = None if convention is None else get_convention(convention)
     layers = list_layers(path)
     if layer is not None:
         found = match_layer(layers, layer)
@@ -316,18 +383,15 @@ def find_motion_pass(
                 f"'{path}' has no layer '{layer}' (motion layer); its layers are "
                 f"{describe_layers(layers)}"
             )
-        conv = CONVENTIONS[convention] if convention else _convention_for(found)
+        conv = given or _convention_for(found)
         if conv is None:
-            raise MotionPassError(
-                f"motion layer '{found.name}' of '{path}' is not a name a renderer gives its "
-                f"motion pass; name its convention, one of {', '.join(CONVENTIONS)}"
-            )
+            resolve_convention(found.name, None)  # raises: the name says no convention
         return _pass_for(path, layers, found, conv)
     for name in aovs.MOTION_LAYER_NAMES:
         found = match_layer(layers, name)
         if found is None:
             continue
-        conv = CONVENTIONS[convention] if convention else _convention_for(found)
+        conv = given or _convention_for(found)
         assert conv is not None, name
         return _pass_for(path, layers, found, conv)
     return None

@@ -110,6 +110,15 @@ def is_integer_format(format_name: str) -> bool:
     return format_name in _INTEGER_ONLY_FORMATS
 
 
+def is_integer_output(path: str | os.PathLike[str]) -> bool:
+    """Whether an output file name's format stores integer (sRGB-encoded) pixels.
+
+    Raises:
+        InvalidArgumentError: the extension names no writable format.
+    """
+    return _is_integer_target(Path(path), output_format_name(path))
+
+
 def _is_integer_target(path: Path, format_name: str) -> bool:
     """Integer-only formats, and PPM/PGM (OpenImageIO's 'pnm' writer also does float PFM)."""
     pnm_integer = format_name == "pnm" and path.suffix.lower() != ".pfm"
@@ -159,6 +168,7 @@ def write_image_atomic(
     pixel_format: str | None = None,
     encoding: str = LINEAR_ENCODING,
     software: str | None = None,
+    colorspace: str | None = None,
 ) -> Path:
     """Write an image so that ``path`` is never left partial or corrupt.
 
@@ -176,6 +186,8 @@ def write_image_atomic(
         encoding: ``'linear'`` or ``'srgb'``: what the values are. They are converted
             to the file's convention (module doc) only when that differs.
         software: value for the ``Software`` attribute.
+        colorspace: the colour space the file is labelled with (``oiio:ColorSpace``; an
+            OpenEXR's ``colorInteropID``), or None for none.
 
     Returns:
         ``path`` as a Path.
@@ -209,6 +221,8 @@ def write_image_atomic(
     spec = oiio.ImageSpec(width, height, nchannels, kind)
     spec.channelnames = tuple(names)
     _describe(spec, oiio, format_name, _copied_attributes(like, format_name), software)
+    if colorspace:
+        spec.attribute("oiio:ColorSpace", colorspace)
     _write(oiio, path, spec, array, format_name)
     return path
 

@@ -4,9 +4,12 @@ Algorithm: invocation ``(x, y, ob)`` (``global_invocation_id``) starts from
 ``bias[ob]`` and, for each of the 9 taps inside the tensor (taps outside are
 skipped: zero padding 1), for each input block of each source, adds one input
 vec4 times 4 weight vec4s (`WeightLayout.OUTPUT_MAJOR`). fp32: FMAs into the
-f32 accumulator. fp16: the 4 products of one input vec4 are summed in an f16
-partial, folded into the f32 accumulator. Then ReLU (optional) and the store
-(``vec4<f16>`` saturated to +-65504, or ``vec4<f32>``).
+f32 accumulator. fp16 with ``f32_sum`` (the accumulation ``f32``, the default of
+every device's GEMM options for the convs this kernel runs): the f16 operands
+widened, FMAs into the f32 accumulator. fp16 without it (any f16 accumulation;
+oidn-web's direct kernel always sums so): the 4 products of one input vec4 are
+summed in an f16 partial, folded into the f32 accumulator. Then ReLU (optional)
+and the store (``vec4<f16>`` saturated to +-65504, or ``vec4<f32>``).
 
 Fusions (all in this one kernel):
 

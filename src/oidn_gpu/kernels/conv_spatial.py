@@ -3,11 +3,11 @@
 Invocation ``(lx, ly)`` of workgroup ``(wx, wy, ob)`` computes output pixel
 ``(8 P wx + lx + 8 p, 8 wy + ly)`` of output block ``ob`` for ``p < P``
 (``pixels``: 1, 2 or 4, along x): for each of its pixels, bias, then 9 taps x IB
-blocks read from the workgroup patch, accumulated as in `conv_direct` (fp16: 4-term
-f16 partial per input vec4, folded into f32). With several pixels, the 4 weight
-vec4s of one (tap, input block) are loaded once and feed every pixel; each pixel
-keeps its own accumulator and its summation order, so the bits do not depend on
-``pixels``. Decoder sources (upsampled or not) are gathered while the patch is
+blocks read from the workgroup patch, accumulated as in `conv_direct` (fp16: in f32
+with ``f32_sum``, else a 4-term f16 partial per input vec4, folded into f32). With
+several pixels, the 4 weight vec4s of one (tap, input block) are loaded once and feed
+every pixel; each pixel keeps its own accumulator and its summation order, so the bits
+do not depend on ``pixels``. Decoder sources (upsampled or not) are gathered while the patch is
 filled. With ``cache_weights`` the output block's ``9 * IB * 4`` weight vec4s are
 staged in workgroup memory too (used by `final_rgb`).
 

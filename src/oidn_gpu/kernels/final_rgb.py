@@ -6,8 +6,9 @@ spatial halo conv (`conv_spatial`) with one output block: a workgroup of 8x8
 invocations stages its input patch (all IB blocks) in workgroup memory and,
 for ``FinalLayer.SHARED_INPUT_WEIGHTS``, the ``9 * IB * 4`` weight vec4s as well.
 ``SHARED_AUTO`` caches the weights when both fit the device; ``SHARED_INPUT``
-never does; ``DIRECT`` is `conv_direct`. fp16 partials: 4 products per input
-vec4, as in every direct-family kernel. The output is fp32 whatever the
+never does; ``DIRECT`` is `conv_direct`. fp16 sums as in every direct-family
+kernel: in f32 with ``f32_sum`` (the accumulation ``f32``), else f16 partials of 4
+products per input vec4. The output is fp32 whatever the
 network precision (``spec.out_precision`` must be FP32).
 
 ``GemmOptions.final_pixels`` (1, 2 or 4) gives each invocation that many output

@@ -6,11 +6,13 @@ value raises `InvalidArgumentError` naming the option, the value and the
 allowed values. `GemmOptions.check_limits` / `fits` check a tile against a
 `DeviceLimits`.
 
-Results: every option but ``accumulation`` is a performance knob. By construction
+Results: every option but the accumulations (``accumulation``, ``input_accumulation``,
+``final_accumulation``) and ``decoder_form`` is a performance knob. By construction
 each output keeps one summation: the bias, then ``k = tap * IB + ib`` in increasing
 order, each input vec4's four lanes as four FMAs in lane order; fp16 sums as
-``accumulation`` says (``f32``: every product in f32; ``f16-chains``: 2 input blocks
-per f16 chain; ``f16-partials``: 8 blocks per f16 partial, whatever the K tile) and
+``accumulation`` says (``f32``, the default: every product in f32; ``f16-chains``: 2
+input blocks per f16 chain, the large-GPU default between the first and final layers;
+``f16-partials``: 8 blocks per f16 partial whatever the K tile, oidn-web's grouping) and
 folds the chains into the f32 accumulator in K order. No other option reorders that
 sequence: tiles, columns,
 K tiles and workgroup shapes only decide which invocation computes an output
@@ -72,8 +74,9 @@ Options (default first where it is fixed):
   of rows x cols named accumulators; the columns of one invocation are ``WG_X``
   blocks apart, so the workgroup tile is ``WG_X * cols`` blocks wide).
 - ``k_tile``: 8 | 16 vec4 input blocks per shared K tile (one barrier pair per K
-  tile). The f16 partial grouping stays 8 blocks (`F16_GROUP_BLOCKS`): a K tile of
-  16 folds its partials twice, so the bits do not change.
+  tile). Under ``f16-partials`` the partial grouping stays 8 blocks (`F16_GROUP_BLOCKS`,
+  oidn-web's fixed K tile): a K tile of 16 folds its partials twice, so the bits do not
+  change.
 - ``workgroup_size``: None = (8, 8); x in {4, 8, 16}, y in {4, 8, 16}. Given
   explicitly, it also makes FIXED the default tile policy.
 - ``shared_load``: BLOCK | PAIR. PAIR (fp16 only; no effect on fp32, whose vec4s are
@@ -85,10 +88,10 @@ Options (default first where it is fixed):
 - ``accumulation``: F32 | F16_CHAINS | F16_PARTIALS | F16_CHAINS16 | F16_PAIRS | F16_LANES
   (`Accumulation`; fp16 only). How the fp16 kernels sum their products: in f32 (the f16
   operands widened exactly; the most accurate), in f16 chains of 8 or 16 products added to
-  f32, in f16 partials of 32 products (the fastest, and the farthest from OIDN's CPU
-  output), or in partials of 32 made of 2 or 4 f16 chains added in f16. The final-layer and
-  direct kernels sum in f32 under F32, else in f16 partials of 4 products. Each value gives
-  its own bits, the same under every other option.
+  f32, in f16 partials of 32 products (oidn-web's arithmetic: the fastest, and the farthest
+  from OIDN's CPU output), or in partials of 32 made of 2 or 4 f16 chains added in f16.
+  The final-layer and direct kernels sum in f32 under F32, else in f16 partials of 4
+  products. Each value gives its own bits, the same under every other option.
 - ``input_accumulation``, ``final_accumulation``: None | an `Accumulation`. When set, the
   accumulation of the convs that read only the network input (the first) / of the final
   layer, the two layers where f16 rounding costs the most accuracy per multiply-add;
@@ -110,7 +113,8 @@ driver did not finish compiling one in 400 s. Likewise a tile over
 `MAX_TILE_STORAGE_BYTES` of workgroup memory is refused on every device.
 
 `default_options(limits)` is the default of a device: `GemmOptions()` (the
-WebGPU runtime's defaults, tuned on Apple GPUs, with f32 accumulation) unless
+WebGPU runtime's tile defaults, tuned on Apple GPUs; every fp16 product summed in f32,
+where the WebGPU runtime sums f16 partials of 32 products) unless
 ``limits.large_gpu`` (a discrete GPU with large limits), which gets `LARGE_GPU_OPTIONS`
 (tuned on an NVIDIA H200: the BALANCED tile policy; in fp16 the decoder convs' parity form,
 f16 chains of 8 products into f32, the first and final layers in f32; docs/benchmarks.md).

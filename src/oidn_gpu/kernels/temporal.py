@@ -98,6 +98,7 @@ def _layout_consts() -> dict[str, object]:
         "STATE_OUTPUT_COUNT": tp.STATE_OUTPUT_COUNT,
         "REPROJECTION_VALID": tp.REPROJECTION_VALID,
         "REPROJECTION_OUTPUT_COUNT": tp.REPROJECTION_OUTPUT_COUNT,
+        "REPROJECTION_INPUT_SCALE": tp.REPROJECTION_INPUT_SCALE,
         "GATHERED": tp.GATHERED,
         "UNKNOWN": tp.GUIDE_UNKNOWN,
         "STATE_VEC4S": tp.STATE_CHANNELS // 4,
@@ -201,11 +202,13 @@ def generate_changes(spec: TemporalSpec, *, luma: bool = False) -> Kernel:
         "INV_WINDOW": float(f32(1.0 / (2 * tp.CHANGE_RADIUS + 1) ** 2)),
         "SIDE": float(f32(2 * tp.CHANGE_RADIUS + 1)),
         "CHANGE_SIGMAS": float(f32(p.change_sigmas)),
+        "CHANGE_OUTPUT_HISTORY": float(f32(p.change_output_history)),
         "MAX_LUMINANCE": float(f32(tp.MAX_CHANGE_LUMINANCE)),
         **_luminance_consts(),
     }
     inputs = ("signal", "luma") if luma else ("signal", "gathered")
-    key = f"temporal-changes[{p.change_sigmas}]" + ("[luma]" if luma else "")
+    key = f"temporal-changes[{p.change_sigmas},{p.change_output_history}]" + (
+        "[luma]" if luma else "")
     return _kernel("changes", key, inputs, consts, luma=luma)
 
 

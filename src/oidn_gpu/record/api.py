@@ -23,6 +23,13 @@ What every program guarantees:
   initial data and bound by every tile's input and output pass, so a host sets
   another scale per run by rewriting it (`format.frame_data`, `Replayer.run`).
 
+Both take ``accumulation``, how an fp16 program's convolutions sum their products
+(the wgpu backend's names, `ACCUMULATIONS`: ``"f16-partials"`` is oidn-web's
+arithmetic and the fastest); None keeps the recorder's default, every product
+summed in f32, the most accurate. META (version 2) records the sums. And
+``format_version``: 3 (the default, checksummed sections) or 2, oidn-web's
+layout for hosts that read only that (its META, version 1, has no sums).
+
 `inspect_model_packet` and the ``*_packet`` variants return bytes, never raise:
 errors become the ``ERRO`` packet.
 """
@@ -33,6 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_denoise
+from oidn_gpu.backends.wgpu.backend import ACCUMULATIONS
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.runner import GpuDenoiser, GpuImage
@@ -41,7 +49,15 @@ from oidn_gpu.image.transfer import Transfer
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.record.config import RecordConfig, parse_config
 from oidn_gpu.record.device import RecordingDevice, recording_capabilities
-from oidn_gpu.record.format import KernelBit, MetaPrecision, ProgramMeta, frame_data
+from oidn_gpu.record.format import (
+    PROGRAM_VERSION,
+    PROGRAM_VERSIONS,
+    KernelBit,
+    MetaAccumulation,
+    MetaPrecision,
+    ProgramMeta,
+    frame_data,
+)
 from oidn_gpu.record.writer import error_packet, model_packet, write_program
 
 RGBA_F32_BYTES = 16
@@ -74,13 +90,30 @@ def _load_model(tza: bytes | bytearray | memoryview) -> Any:
     return load_model(bytes(tza))
 
 
-def _executor_options(config: RecordConfig) -> dict[str, Any]:
+def check_recording(accumulation: str | None, format_version: int) -> None:
+    """Refuse an unknown accumulation or format version before anything is recorded."""
+    if accumulation is not None and accumulation not in ACCUMULATIONS:
+        raise InvalidArgumentError(
+            f"unknown accumulation {accumulation!r}; expected one of {', '.join(ACCUMULATIONS)}"
+        )
+    if format_version not in PROGRAM_VERSIONS:
+        raise InvalidArgumentError(
+            f"unknown program format version {format_version!r}; expected one of "
+            f"{', '.join(map(str, PROGRAM_VERSIONS))}"
+        )
+
+
+def _executor_options(config: RecordConfig, accumulation: str | None) -> dict[str, Any]:
     if config.kernel == "subgroup-matrix":
         raise UnsupportedDeviceError(
             "kernel 3 (subgroup-matrix) is not implemented by oidn-gpu; use 0 (auto), "
             "1 (implicit-gemm), 2 (direct), 4 (spatial) or 5 (subgroup)"
         )
-    return {"precision": config.precision, "kernel": _KERNEL_SETTINGS[config.kernel]}
+    return {
+        "precision": config.precision,
+        "kernel": _KERNEL_SETTINGS[config.kernel],
+        "accumulation": accumulation,
+    }
 
 
 def kernels_bitmask(executor: Any) -> int:
@@ -92,6 +125,17 @@ def kernels_bitmask(executor: Any) -> int:
     return bits
 
 
+def program_accumulation(executor: Any) -> MetaAccumulation:
+    """How an executor's convolutions sum, as META records it (all f32 in fp32)."""
+    if executor.precision.value != "fp16":
+        return MetaAccumulation()
+    gemm = executor.gemm
+    layers = gemm.accumulation
+    first = gemm.input_accumulation or layers
+    final = gemm.final_accumulation or layers
+    return MetaAccumulation(layers.value, first.value, final.value)
+
+
 def _meta(executor: Any, tiles: int, weights: Sequence[Any], frame: Any = None) -> ProgramMeta:
     precision = MetaPrecision.FP16 if executor.precision.value == "fp16" else MetaPrecision.FP32
     return ProgramMeta(
@@ -100,6 +144,7 @@ def _meta(executor: Any, tiles: int, weights: Sequence[Any], frame: Any = None) 
         kernels_bitmask(executor),
         None if frame is None else frame.id,
         tuple(b.id for b in weights),
+        program_accumulation(executor),
     )
 
 
@@ -175,13 +220,16 @@ def submit_denoise(
 # --- recording ------------------------------------------------------------------------------
 
 
-def _recording(tza: bytes, config_bytes: bytes, *, denoise: bool) -> tuple[Any, ...]:
+def _recording(
+    tza: bytes, config_bytes: bytes, accumulation: str | None, *, denoise: bool
+) -> tuple[Any, ...]:
     config = parse_config(config_bytes, denoise=denoise)
     model = _load_model(tza)
     device = RecordingDevice(recording_capabilities(config))
     # No `prepare()`: a program holds the pipelines its operations use (prepare would add
     # the unused input-pack and output-unpack kernels); each compiles on first use.
-    executor = WgpuExecutor(model, device=device, prepare=False, **_executor_options(config))
+    options = _executor_options(config, accumulation)
+    executor = WgpuExecutor(model, device=device, prepare=False, **options)
     # the uploaded weights and biases, in upload order (the program's META lists them)
     weights = tuple(
         buffer
@@ -191,15 +239,22 @@ def _recording(tza: bytes, config_bytes: bytes, *, denoise: bool) -> tuple[Any, 
     return config, model, device, executor, weights
 
 
-def record_network(tza: bytes, config: bytes) -> bytes:
+def record_network(
+    tza: bytes,
+    config: bytes,
+    *,
+    accumulation: str | None = None,
+    format_version: int = PROGRAM_VERSION,
+) -> bytes:
     """Record one network execution at the config's size (see the module doc).
 
     Raises:
-        InvalidArgumentError: bad config or weights (`WeightsFormatError`), or a size
-            that is not a multiple of 16.
+        InvalidArgumentError: bad config or weights (`WeightsFormatError`), a size
+            that is not a multiple of 16, an unknown accumulation or format version.
         UnsupportedDeviceError: the config's device cannot run the requested precision.
     """
-    cfg, model, device, executor, weights = _recording(tza, config, denoise=False)
+    check_recording(accumulation, format_version)
+    cfg, model, device, executor, weights = _recording(tza, config, accumulation, denoise=False)
 
     try:
         w, h = cfg.width, cfg.height
@@ -217,7 +272,7 @@ def record_network(tza: bytes, config: bytes) -> bytes:
             output_channels=model.output_channels,
             meta=_meta(executor, 0, weights),
         )
-        return write_program(program)
+        return write_program(program, version=format_version)
     finally:
         _release(executor, device)
 
@@ -230,15 +285,22 @@ def _release(executor: Any, device: Any) -> None:
     device.close()
 
 
-def record_denoise(tza: bytes, config: bytes) -> bytes:
+def record_denoise(
+    tza: bytes,
+    config: bytes,
+    *,
+    accumulation: str | None = None,
+    format_version: int = PROGRAM_VERSION,
+) -> bytes:
     """Record one whole denoise of the config's image size (see the module doc).
 
     Raises:
-        InvalidArgumentError: bad config or weights, or a tile edge too small for the
-            model's overlap.
+        InvalidArgumentError: bad config or weights, a tile edge too small for the
+            model's overlap, an unknown accumulation or format version.
         UnsupportedDeviceError: the config's device cannot run the requested precision.
     """
-    cfg, model, device, executor, weights = _recording(tza, config, denoise=True)
+    check_recording(accumulation, format_version)
+    cfg, model, device, executor, weights = _recording(tza, config, accumulation, denoise=True)
     denoiser = GpuDenoiser(executor)
     try:
         w, h = cfg.width, cfg.height
@@ -266,7 +328,7 @@ def record_denoise(tza: bytes, config: bytes) -> bytes:
             output_channels=4,
             meta=_meta(executor, len(setup.tiles.tiles), weights, frame),
         )
-        return write_program(program)
+        return write_program(program, version=format_version)
     finally:
         denoiser.close()
         _release(executor, device)
@@ -281,27 +343,31 @@ def inspect_model_packet(tza: bytes) -> bytes:
         return error_packet(str(err))
 
 
-def record_network_packet(tza: bytes, config: bytes) -> bytes:
-    """`record_network`, with any error returned as the ``ERRO`` packet."""
+def record_network_packet(tza: bytes, config: bytes, **options: Any) -> bytes:
+    """`record_network` (and its ``accumulation`` and ``format_version``), with any error
+    returned as the ``ERRO`` packet."""
     try:
-        return record_network(tza, config)
+        return record_network(tza, config, **options)
     except Exception as err:
         return error_packet(str(err))
 
 
-def record_denoise_packet(tza: bytes, config: bytes) -> bytes:
-    """`record_denoise`, with any error returned as the ``ERRO`` packet."""
+def record_denoise_packet(tza: bytes, config: bytes, **options: Any) -> bytes:
+    """`record_denoise` (and its ``accumulation`` and ``format_version``), with any error
+    returned as the ``ERRO`` packet."""
     try:
-        return record_denoise(tza, config)
+        return record_denoise(tza, config, **options)
     except Exception as err:
         return error_packet(str(err))
 
 
 __all__ = [
     "DenoiseSetup",
+    "check_recording",
     "denoise_setup",
     "inspect_model_packet",
     "kernels_bitmask",
+    "program_accumulation",
     "record_denoise",
     "record_denoise_packet",
     "record_network",

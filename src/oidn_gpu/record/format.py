@@ -26,7 +26,10 @@ the bytes, and zero padding to a multiple of 4; a *string* is a UTF-8 blob)::
                  1 write: buffer id, offset, data blob
     optional META extension: "META" (0x4154454d), version 1, precision (1 fp32, 2 fp16),
                  tile count, kernels bitmask, frame buffer id (0xffffffff = none),
-                 weight buffer count, weight buffer ids
+                 weight buffer count, weight buffer ids;
+                 META version 2 (oidn-gpu, written in version 3 files only) adds the sums:
+                 accumulation of the other layers, of the first, of the final layer
+                 (`ACCUMULATION_CODES`)
     version 3 only: after each section (the header from the magic to the output
                  channels, buffers, shaders, pipelines, bind groups, operations, META)
                  a u32 CRC-32 of that section's bytes
@@ -55,7 +58,9 @@ PROGRAM_VERSION = 3  # what `write_program` writes: version 2 with section check
 OIDN_WEB_PROGRAM_VERSION = 2  # oidn-web's version: no checksums; read, and written on request
 PROGRAM_VERSIONS = (OIDN_WEB_PROGRAM_VERSION, PROGRAM_VERSION)
 META_MAGIC = 0x4154454D  # b"META"
-META_VERSION = 1
+META_VERSION = 2  # oidn-gpu's META: oidn-web's version 1 and the accumulation words
+OIDN_WEB_META_VERSION = 1  # oidn-web's META (the only one a version 2 file holds)
+META_VERSIONS = (OIDN_WEB_META_VERSION, META_VERSION)
 MODEL_MAGIC = 0x4C444F4D  # b"MODL": model inspection packet
 MODEL_PACKET_VERSION = 1
 ERROR_MAGIC = 0x4F525245  # b"ERRO": error packet
@@ -104,6 +109,44 @@ class CommandKind(enum.IntEnum):
 class MetaPrecision(enum.IntEnum):
     FP32 = 1
     FP16 = 2
+
+
+# META version 2's accumulation words: how an fp16 program's convolutions sum their products,
+# by the wgpu backend's names (`kernels.gemm.Accumulation`; code = index). fp32 programs: 0.
+ACCUMULATION_CODES = ("f32", "f16-chains", "f16-partials", "f16-chains16", "f16-pairs", "f16-lanes")
+
+
+@dataclass(frozen=True)
+class MetaAccumulation:
+    """How a program's fp16 convolutions sum (META version 2), by the wgpu backend's names.
+
+    Attributes:
+        layers: the accumulation of every convolution but the first and the final layer.
+        first: that of the convolutions that read only the network input.
+        final: that of the final layer.
+    """
+
+    layers: str = "f32"
+    first: str = "f32"
+    final: str = "f32"
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "first", "final"):
+            value = getattr(self, name)
+            if value not in ACCUMULATION_CODES:
+                raise InvalidArgumentError(
+                    f"unknown {name} accumulation {value!r}; expected one of {ACCUMULATION_CODES}"
+                )
+
+    def describe(self) -> str:
+        """``f16-partials``, or ``f16-chains (first layer f32, final layer f32)`` where the
+        first or final layer sums otherwise."""
+        others = [
+            f"{name} layer {value}"
+            for name, value in (("first", self.first), ("final", self.final))
+            if value != self.layers
+        ]
+        return self.layers + (f" ({', '.join(others)})" if others else "")
 
 
 class KernelBit(enum.IntFlag):
@@ -246,6 +289,8 @@ class ProgramMeta:
         kernels: `KernelBit` mask of the convolution families used.
         frame_buffer: id of a per-frame uniform the host may rewrite, or None.
         weight_buffers: ids of the buffers holding network weights and biases.
+        accumulation: how the convolutions sum (META version 2), or None when the
+            program does not say (META version 1, as every version 2 file).
     """
 
     precision: MetaPrecision = MetaPrecision.FP32
@@ -253,6 +298,7 @@ class ProgramMeta:
     kernels: int = 0
     frame_buffer: int | None = None
     weight_buffers: tuple[int, ...] = ()
+    accumulation: MetaAccumulation | None = None
 
 
 @dataclass(frozen=True)
@@ -307,22 +353,25 @@ class Program:
 
 
 __all__ = [
+    "ACCUMULATION_CODES",
+    "BOUND_BYTES_PER_WORKGROUP",
     "BUFFER_USAGE_MASK",
     "CONFIG_VERSION",
     "ERROR_MAGIC",
     "FRAME_BYTES",
+    "MAX_DISPATCH_WORKGROUPS",
+    "MAX_PROGRAM_WORKGROUPS",
     "META_MAGIC",
     "META_VERSION",
+    "META_VERSIONS",
     "MODEL_MAGIC",
     "NO_BUFFER",
+    "OIDN_WEB_META_VERSION",
+    "OIDN_WEB_PROGRAM_VERSION",
     "PROGRAM_MAGIC",
     "PROGRAM_VERSION",
     "PROGRAM_VERSIONS",
     "SECTIONS",
-    "OIDN_WEB_PROGRAM_VERSION",
-    "MAX_DISPATCH_WORKGROUPS",
-    "MAX_PROGRAM_WORKGROUPS",
-    "BOUND_BYTES_PER_WORKGROUP",
     "BindGroupDesc",
     "BindingDesc",
     "BufferDesc",
@@ -332,6 +381,7 @@ __all__ = [
     "Copy",
     "Dispatch",
     "KernelBit",
+    "MetaAccumulation",
     "MetaPrecision",
     "Operation",
     "OperationKind",

@@ -18,6 +18,7 @@ import struct
 import zlib
 
 from oidn_gpu.record.format import (
+    ACCUMULATION_CODES,
     BOUND_BYTES_PER_WORKGROUP,
     BUFFER_USAGE_MASK,
     ERROR_MAGIC,
@@ -28,6 +29,7 @@ from oidn_gpu.record.format import (
     MAX_PROGRAM_WORKGROUPS,
     META_MAGIC,
     META_VERSION,
+    META_VERSIONS,
     MODEL_MAGIC,
     MODEL_PACKET_VERSION,
     NO_BUFFER,
@@ -42,6 +44,7 @@ from oidn_gpu.record.format import (
     CommandKind,
     Copy,
     Dispatch,
+    MetaAccumulation,
     MetaPrecision,
     OperationKind,
     PipelineDesc,
@@ -302,8 +305,9 @@ def _read_meta(r: ByteReader) -> ProgramMeta:
         raise r.fail(f"unknown extension {magic:#010x} after the operations; expected META", at)
     at = r.offset
     version = r.u32("META version")
-    if version != META_VERSION:
-        raise r.fail(f"unsupported META version {version}; expected {META_VERSION}", at)
+    if version not in META_VERSIONS:
+        expected = " or ".join(str(v) for v in META_VERSIONS)
+        raise r.fail(f"unsupported META version {version}; expected {expected}", at)
     at = r.offset
     precision = r.u32("META precision")
     if precision not in (MetaPrecision.FP32, MetaPrecision.FP16):
@@ -314,9 +318,31 @@ def _read_meta(r: ByteReader) -> ProgramMeta:
     weights = tuple(
         r.u32(f"META weight buffer {i}") for i in range(r.count("META weight buffer", 4))
     )
+    accumulation = _read_accumulation(r) if version == META_VERSION else None
     return ProgramMeta(
-        MetaPrecision(precision), tiles, kernels, None if frame == NO_BUFFER else frame, weights
+        MetaPrecision(precision),
+        tiles,
+        kernels,
+        None if frame == NO_BUFFER else frame,
+        weights,
+        accumulation,
     )
+
+
+def _read_accumulation(r: ByteReader) -> MetaAccumulation:
+    """META version 2's accumulation words: the other layers', the first's, the final's."""
+    names = []
+    for what in ("layers", "first layer", "final layer"):
+        at = r.offset
+        code = r.u32(f"META {what} accumulation")
+        if code >= len(ACCUMULATION_CODES):
+            raise r.fail(
+                f"META {what} accumulation {code}; expected 0 to {len(ACCUMULATION_CODES) - 1} "
+                f"({', '.join(f'{i} {n}' for i, n in enumerate(ACCUMULATION_CODES))})",
+                at,
+            )
+        names.append(ACCUMULATION_CODES[code])
+    return MetaAccumulation(*names)
 
 
 def validate_program(p: Program) -> None:
@@ -357,9 +383,7 @@ def validate_program(p: Program) -> None:
 
 def _buffer_id(p: Program, value: int, what: str) -> int:
     if value >= len(p.buffers):
-        raise ProgramFormatError(
-            f"{what} refers to buffer {value} but there are {len(p.buffers)}"
-        )
+        raise ProgramFormatError(f"{what} refers to buffer {value} but there are {len(p.buffers)}")
     return value
 
 

@@ -42,6 +42,7 @@ class ProgramSummary:
     tiles: int | None
     kernels: tuple[str, ...]
     frame_buffer: int | None
+    accumulation: str | None  # how the convolutions sum (`MetaAccumulation.describe`)
 
 
 def shader_name(code: str) -> str:
@@ -106,6 +107,9 @@ def summarize(program: Program) -> ProgramSummary:
         tiles=None if meta is None else meta.tiles,
         kernels=() if meta is None else kernel_names(meta.kernels),
         frame_buffer=None if meta is None else meta.frame_buffer,
+        accumulation=None
+        if meta is None or meta.accumulation is None
+        else meta.accumulation.describe(),
     )
 
 
@@ -135,6 +139,7 @@ def describe(program: Program, *, file_bytes: int | None = None) -> str:
             frame += f", recorded input scale {frame_input_scale(program):.9g}"
             frame += " (replay: autoexposure per frame)" if hdr else ""
         lines.append(f"frame:       {frame}")
+        lines.append(f"accumulation: {s.accumulation or 'not recorded (META version 1)'}")
     else:
         lines.append("meta:        absent")
     lines += [

@@ -2,9 +2,11 @@
 
 Every integer is a little-endian u32; a blob is its byte length, the bytes and
 zero padding to a multiple of 4; a string is a UTF-8 blob. Version 3 (the
-default) follows each section with the CRC-32 of its bytes; version 2 is
-oidn-web's layout byte for byte, for hosts that read only that. The output is
-deterministic: the same `Program` value always gives the same bytes.
+default) follows each section with the CRC-32 of its bytes and writes META
+version 2 (with the accumulation) where the program has one; version 2 is
+oidn-web's layout byte for byte (META version 1, without the accumulation), for
+hosts that read only that. The output is deterministic: the same `Program`
+value always gives the same bytes.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import zlib
 
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.record.format import (
+    ACCUMULATION_CODES,
     ERROR_MAGIC,
     META_MAGIC,
     META_VERSION,
     MODEL_MAGIC,
     MODEL_PACKET_VERSION,
     NO_BUFFER,
+    OIDN_WEB_META_VERSION,
     PROGRAM_MAGIC,
     PROGRAM_VERSION,
     PROGRAM_VERSIONS,
@@ -29,6 +33,7 @@ from oidn_gpu.record.format import (
     Dispatch,
     OperationKind,
     Program,
+    ProgramMeta,
     Submit,
     Write,
 )
@@ -84,7 +89,8 @@ def write_program(program: Program, *, version: int = PROGRAM_VERSION) -> bytes:
     """Serialize ``program``, with the META extension when it has one.
 
     ``version`` 3 (the default) checksums every section; 2 is oidn-web's layout, for
-    hosts that read only version 2 (readers then cannot tell a corrupt file).
+    hosts that read only version 2 (readers then cannot tell a corrupt file), whose
+    META is oidn-web's version 1: the program's accumulation is not written there.
 
     Raises:
         InvalidArgumentError: an unknown version, or a value that does not fit the
@@ -107,18 +113,27 @@ def write_program(program: Program, *, version: int = PROGRAM_VERSION) -> bytes:
     w.end_section()
     _write_resources(w, program)
     _write_operations(w, program)
-    meta = program.meta
-    if meta is not None:
-        w.u32(META_MAGIC)
-        w.u32(META_VERSION)
-        w.u32(int(meta.precision))
-        w.u32(meta.tiles)
-        w.u32(int(meta.kernels))
-        w.u32(NO_BUFFER if meta.frame_buffer is None else meta.frame_buffer)
-        w.u32(len(meta.weight_buffers))
-        w.u32s(meta.weight_buffers)
-        w.end_section()
+    if program.meta is not None:
+        _write_meta(w, program.meta, sums=version == PROGRAM_VERSION)
     return w.finish()
+
+
+def _write_meta(w: ByteWriter, meta: ProgramMeta, *, sums: bool) -> None:
+    """META version 2 when ``sums`` and the program records its accumulation, else oidn-web's
+    version 1."""
+    accumulation = meta.accumulation if sums else None
+    w.u32(META_MAGIC)
+    w.u32(OIDN_WEB_META_VERSION if accumulation is None else META_VERSION)
+    w.u32(int(meta.precision))
+    w.u32(meta.tiles)
+    w.u32(int(meta.kernels))
+    w.u32(NO_BUFFER if meta.frame_buffer is None else meta.frame_buffer)
+    w.u32(len(meta.weight_buffers))
+    w.u32s(meta.weight_buffers)
+    if accumulation is not None:
+        for name in (accumulation.layers, accumulation.first, accumulation.final):
+            w.u32(ACCUMULATION_CODES.index(name))
+    w.end_section()
 
 
 def _write_resources(w: ByteWriter, program: Program) -> None:

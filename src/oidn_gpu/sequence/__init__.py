@@ -24,7 +24,7 @@ Modules: `options` (what a run is given), `load` (a frame's images from its file
 run did), `patterns` (frame numbers in file names).
 """
 
-from oidn_gpu.sequence.frame import DenoiserPool, FrameOutcome, denoise_frame
+from oidn_gpu.sequence.frame import DenoiserPool, FrameOutcome, denoise_frame, read_summed_passes
 from oidn_gpu.sequence.load import (
     NOTE_ALPHA_DROPPED,
     NOTE_NO_AUX,
@@ -79,6 +79,7 @@ __all__ = [
     "incomplete_reason",
     "load_frame",
     "output_is_complete",
+    "read_summed_passes",
     "resolve_mode",
     "run_sequence",
 ]

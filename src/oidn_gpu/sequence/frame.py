@@ -18,7 +18,7 @@ from oidn_gpu import filter as facade  # Denoiser looked up at call time: tests 
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError, NonFiniteInputWarning, NonFiniteOutputWarning
 from oidn_gpu.filter_aovs import alpha_config, denoise_alpha
-from oidn_gpu.image import aov_sum, aovs, exr, io, process
+from oidn_gpu.image import aov_sum, aovs, color, exr, io, process
 from oidn_gpu.image.preview import write_side_by_side
 from oidn_gpu.sequence.load import FrameNote, LoadedFrame, layer_label, load_frame, resolve_mode
 from oidn_gpu.sequence.options import FrameJob, OutputOptions, SequenceOptions
@@ -124,8 +124,13 @@ def denoise_frame(
     denoiser = pool.get(hdr, srgb)
     lossless = exr.is_exr(job.output) and frame.color.file_format == exr.EXR_FORMAT
     passes = _passes(job, frame, output, lossless)
-    if temporal is not None and passes:
-        raise InvalidArgumentError("--temporal denoises the beauty; it cannot be used with --aovs")
+    if temporal is not None and output.aovs:
+        raise InvalidArgumentError(
+            "--temporal carries only the passes of --aovs-sum; it cannot be used with --aovs"
+        )
+    pass_images = {}
+    if temporal is not None:
+        pass_images = read_summed_passes(job, frame, [name for name, _, _ in passes])
     share = 1.0 / (1 + len(passes))
     if warn is not None:
         inputs = [("color", frame.color.pixels), ("albedo", frame.albedo), ("normal", frame.normal)]
@@ -133,22 +138,22 @@ def denoise_frame(
     part = _scaled(progress, 0.0, share)
     ahead_s = 0.0
     if temporal is not None:
-        result, restarts = temporal.denoise(
-            job.color,
-            frame,
-            denoiser,
-            upcoming=upcoming,
-            inputs=options.inputs,
-            lightmap=pool.config.lightmap,
+        aovs = {name: image.pixels[:, :, :3] for name, image in pass_images.items()}
+        result, ahead_s = _denoise_temporal(
+            temporal, job, frame, denoiser, upcoming, options, pool, warn, aovs
         )
-        ahead_s = temporal.ahead_s
-        for text in restarts if warn is not None else ():
-            warn(text)
     else:
         color = frame.color.pixels
         result = _denoise_image(denoiser, color, frame.albedo, frame.normal, part, warn)
-    denoised = _denoise_passes(job, frame, passes, denoiser, progress, warn)
-    denoised = _reconcile(result, denoised, output.aovs_sum, passes)
+    if temporal is not None:  # the passes came with the beauty, adding up to it
+        results = temporal.aov_results
+        denoised = [
+            (layer, image, _with_rest(results[name], image), True)
+            for (name, layer, _), image in zip(passes, pass_images.values(), strict=True)
+        ]
+    else:
+        denoised = _denoise_passes(job, frame, passes, denoiser, progress, warn)
+        denoised = _reconcile(result, denoised, output.aovs_sum, passes)
     frame = _with_alpha(frame, pool, output)
     nonfinite = [("the color", _nonfinite_pixels(result))] + [
         (f"layer '{layer_label(layer.name)}'", _nonfinite_pixels(values))
@@ -156,15 +161,46 @@ def denoise_frame(
     ]
     _warn_nonfinite(nonfinite, result.shape, warn)
     denoised_at = time.perf_counter()
-    _write_outputs(job, frame, result, denoised, output, options.software, lossless)
+    _write_outputs(job, frame, result, denoised, options, lossless)
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
     outcome = _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
+    if temporal is not None:
+        outcome = _with_temporal(outcome, temporal.report, job)
     # "denoise" includes the AOV layers' reads (small beside their denoise)
     read_s = read - start if read_before is None else read_before
     outcome.stages.update(
         read=read_s, denoise=denoised_at - read - ahead_s, write=time.perf_counter() - denoised_at
     )
     return dataclasses.replace(outcome, others_s=(read - start) - read_s + ahead_s)
+
+
+def _denoise_temporal(
+    temporal: Any,
+    job: FrameJob,
+    frame: LoadedFrame,
+    denoiser: Any,
+    upcoming: FrameJob | None,
+    options: SequenceOptions,
+    pool: DenoiserPool,
+    warn: Warn | None,
+    aovs: dict[str, np.ndarray],
+) -> tuple[np.ndarray, float]:
+    """The temporal result of the frame's beauty (its ``--aovs-sum`` passes ``aovs``
+    carried through its history; its restarts said to ``warn``) and the
+    seconds of the call that were other frames' (the next frame read, and its GPU work
+    run ahead), less this frame's GPU work run ahead in the call before."""
+    result, restarts = temporal.denoise(
+        job.color,
+        frame,
+        denoiser,
+        upcoming=upcoming,
+        inputs=options.inputs,
+        lightmap=pool.config.lightmap,
+        aovs=aovs,
+    )
+    for text in restarts if warn is not None else ():
+        warn(text)
+    return result, temporal.ahead_s - temporal.carried_s
 
 
 def _passes(
@@ -218,6 +254,39 @@ def _denoise_passes(
         values = _denoise_image(denoiser, image.pixels, albedo, normal, part, warn)
         denoised.append((layer, image, values, guided))
     return denoised
+
+
+def read_summed_passes(
+    job: FrameJob, frame: LoadedFrame, names: Sequence[str]
+) -> dict[str, io.Image]:
+    """The ``--aovs-sum`` layers ``names`` of a ``--temporal`` frame, each of the beauty's
+    three colour channels (and maybe an alpha).
+
+    Raises:
+        io.ImageFileError: the beauty file has no such layer.
+        InvalidArgumentError: a layer without three colour channels.
+    """
+    images = {}
+    for name in names:
+        layer = io.match_layer(frame.layers, name)
+        if layer is None:
+            raise io.ImageFileError(
+                f"'{job.color}' has no layer '{name}' (--aovs-sum); its layers are "
+                f"{io.describe_layers(frame.layers)}"
+            )
+        image = io.read_layer(job.color, layer)
+        if image.pixels.shape[2] < 3 or frame.color.pixels.shape[2] < 3:
+            raise InvalidArgumentError(
+                f"layer '{layer_label(layer.name)}' (--aovs-sum) has {image.pixels.shape[2]} "
+                "channels; --temporal adds up passes of three colour channels"
+            )
+        images[name] = image
+    return images
+
+
+def _with_rest(values: np.ndarray, image: io.Image) -> np.ndarray:
+    """A pass's three denoised channels with its other channels (an alpha) as they were."""
+    return np.concatenate([values, image.pixels[:, :, 3:]], axis=2)
 
 
 def _with_alpha(frame: LoadedFrame, pool: DenoiserPool, output: OutputOptions) -> LoadedFrame:
@@ -296,14 +365,16 @@ def _write_outputs(
     frame: LoadedFrame,
     result: np.ndarray,
     denoised: Sequence[DenoisedPass],
-    output: OutputOptions,
-    software: str,
+    options: SequenceOptions,
     lossless: bool,
 ) -> None:
-    """Write the frame's output (an OpenEXR from an OpenEXR keeps the whole input) and its
-    noisy | denoised preview."""
+    """Write the frame's output (an OpenEXR from an OpenEXR keeps the whole input; an 8-bit
+    one through the display and view when asked for) and its noisy | denoised preview."""
+    colors = options.color
     if lossless:
-        _write_exr(job, frame, result, denoised, output, software)
+        _write_exr(job, frame, result, denoised, options.output, options.software, colors)
+    elif colors.shown and color.is_display_output(job.output):
+        _write_shown(job, frame, result, options)
     else:
         full = result if frame.alpha is None else np.concatenate([result, frame.alpha], axis=2)
         io.write_image_atomic(
@@ -312,12 +383,41 @@ def _write_outputs(
             channels=_output_channels(frame.color.pixels.shape[2], frame.alpha is not None),
             like=frame.color,
             encoding=frame.color.encoding,
-            software=software,
+            software=options.software,
+            colorspace=color.labelled_space(colors, frame.color, job.output),
         )
     if job.side_by_side is not None:
+        space = color.input_space(colors, frame.color) if colors.shown else None
         write_side_by_side(
-            job.side_by_side, frame.color.pixels, result, encoding=frame.color.encoding
+            job.side_by_side,
+            frame.color.pixels,
+            result,
+            encoding=frame.color.encoding,
+            color=colors,
+            space=space,
         )
+
+
+def _write_shown(
+    job: FrameJob, frame: LoadedFrame, result: np.ndarray, options: SequenceOptions
+) -> None:
+    """Write the denoised beauty through the display and view (`color.to_display`) as
+    display values (8-bit, or 16-bit where the input was)."""
+    colors = options.color
+    assert colors.display is not None and colors.view is not None  # colors.shown
+    space = color.input_space(colors, frame.color)
+    values = color.to_display(result, space, colors.display, colors.view)
+    if frame.alpha is not None:
+        values = np.concatenate([values, frame.alpha], axis=2)
+    io.write_image_atomic(
+        job.output,
+        values,
+        channels=_output_channels(3, frame.alpha is not None),
+        like=frame.color,
+        encoding=io.SRGB_ENCODING,
+        pixel_format="uint16" if frame.color.pixel_format == "uint16" else "uint8",
+        software=options.software,
+    )
 
 
 def _outcome(
@@ -333,6 +433,35 @@ def _outcome(
     layers["aovs"] = [{"layer": layer.name, "guided": guided} for layer, _, _, guided in denoised]
     layers["mode"] = mode
     return FrameOutcome(used, layers, frame.notes, nonfinite)
+
+
+# The note of a temporal run without a depth pass (said once per run).
+NOTE_NO_DEPTH = "temporal-no-depth"
+
+
+def _with_temporal(outcome: FrameOutcome, report: dict[str, Any], job: FrameJob) -> FrameOutcome:
+    """The outcome of a temporal frame: the motion and depth passes in its words and
+    ``layers['temporal']`` (`oidn_gpu.sequence.temporal_frames.TemporalFrames.report`), and a
+    note where the frame has no depth pass."""
+    if not report:
+        return outcome
+    depth = report.get("depth")
+    words = f"temporal: motion '{report.get('motion')}' ({report.get('motion_convention')}), " + (
+        f"depth '{depth}'" if depth else "no depth"
+    )
+    notes = outcome.notes
+    if not depth:
+        names = ", ".join(aovs.DEPTH_LAYER_NAMES)
+        notes += (
+            FrameNote(
+                NOTE_NO_DEPTH,
+                f"{job.color}: no depth pass (looked for {names}); depth is optional: the "
+                "albedo and normal tell where history was hidden before, which keeps less "
+                "of it (docs/aovs.md, Motion vectors)",
+            ),
+        )
+    layers = {**outcome.layers, "temporal": dict(report)}
+    return dataclasses.replace(outcome, used=f"{outcome.used}; {words}", layers=layers, notes=notes)
 
 
 def _nonfinite_pixels(result: np.ndarray) -> int:
@@ -386,10 +515,15 @@ def _write_exr(
     denoised_aovs: Sequence[DenoisedPass],
     output: OutputOptions,
     software: str,
+    colors: color.ColorOptions,
 ) -> None:
-    """Write the input file again with the denoised beauty (and passes) in it."""
+    """Write the input file again with the denoised beauty (and passes) in it, its colour
+    space the one named on the command line (else the input's, kept)."""
     contents = exr.read_file(job.color)
     sub = frame.color_subimage
+    if colors.input_space:
+        named = color.resolve_space(colors.input_space)
+        contents.parts[sub].spec.attribute(color.COLORSPACE_ATTRIBUTE, named)
     names = list(frame.color.channels)
     if output.only_beauty:
         contents.replace_channels(sub, names, result)

@@ -248,13 +248,20 @@ class _Run:
         if self.options.verbose:
             self.say(f"skipped {job.color}: '{job.output}' is complete (read for the history)")
         try:
-            self.temporal.warm_up(job, self.pool, self.options)
+            report = self.temporal.warm_up(job, self.pool, self.options)
         except Exception as err:
             self.say(f"error: {job.color}: history: {describe_error(err)}")
             return FrameResult(
                 job, "failed", time.perf_counter() - start, f"history: {describe_error(err)}"
             )
-        return FrameResult(job, "skipped", time.perf_counter() - start)
+        if self.log_frames:
+            self.say(
+                f"frame {index + 1}/{self.total} {job.color}: complete, denoised again for the "
+                f"history ({report['history']}); {time.perf_counter() - start:.2f} s"
+            )
+        return FrameResult(
+            job, "skipped", time.perf_counter() - start, layers={"temporal": report}
+        )
 
     def _report(self, index: int, job: FrameJob, outcome: FrameOutcome, elapsed: float) -> None:
         """A frame's notes (each kind once per run) and its log line."""

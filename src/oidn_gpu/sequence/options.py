@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.image.color import ColorOptions
 
 MODES = ("auto", "hdr", "ldr", "srgb")
 
@@ -109,6 +110,8 @@ class SequenceOptions:
         verbose: print each frame's inputs and tracebacks of failures.
         quiet: print only errors.
         software: the ``Software`` attribute written into outputs.
+        color: the inputs' colour space, and the display and view 8-bit outputs and
+            previews are shown through (`oidn_gpu.image.color`).
     """
 
     inputs: InputOptions = field(default_factory=InputOptions)
@@ -118,3 +121,4 @@ class SequenceOptions:
     verbose: bool = False
     quiet: bool = False
     software: str = "oidn-gpu"
+    color: ColorOptions = field(default_factory=ColorOptions)

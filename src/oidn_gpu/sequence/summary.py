@@ -97,9 +97,54 @@ class SequenceSummary:
         ]
         return "\n".join(lines)
 
-    def as_json(self, total: int) -> dict[str, Any]:
-        """The run as a JSON-ready dict: counts, time and every frame's inputs and output."""
+    def temporal(self) -> dict[str, Any] | None:
+        """A temporal run's history in brief (None for per-frame denoising): ``mode``,
+        ``restarts`` (each frame whose history restarted, other than the first, and why),
+        ``warmed_up`` (complete frames of a resumed run denoised again for the history)
+        and ``no_depth`` (frames without a depth pass)."""
+        reports = [
+            (r, r.layers["temporal"]) for r in self.results if (r.layers or {}).get("temporal")
+        ]
+        if not reports:
+            return None
+        restarts = [
+            {"input": str(r.job.color), "reason": t.get("restart")}
+            for r, t in reports
+            if t.get("history") in ("restarted", "warm-up restarted")
+        ]
         return {
+            "mode": "temporal",
+            "restarts": restarts,
+            "warmed_up": sum(1 for _, t in reports if str(t.get("history")).startswith("warm")),
+            "no_depth": sum(1 for r, t in reports if r.status == "done" and not t.get("depth")),
+        }
+
+    def temporal_line(self) -> str | None:
+        """``temporal: history restarted at 1 frame (f.0005.exr: ...); 2 frames warmed up``,
+        or None for per-frame denoising."""
+        brief = self.temporal()
+        if brief is None:
+            return None
+        restarts = brief["restarts"]
+        text = "temporal: history " + (
+            f"restarted at {len(restarts)} frame{'s' * (len(restarts) != 1)} ("
+            + "; ".join(f"{r['input']}: {r['reason']}" for r in restarts)
+            + ")"
+            if restarts
+            else "kept from the first frame to the last"
+        )
+        if brief["warmed_up"]:
+            text += f"; {brief['warmed_up']} complete frame(s) denoised again for the history"
+        if brief["no_depth"]:
+            text += f"; {brief['no_depth']} frame(s) without a depth pass (depth is optional)"
+        return text
+
+    def as_json(self, total: int) -> dict[str, Any]:
+        """The run as a JSON-ready dict: counts, time and every frame's inputs and output
+        (and ``temporal``, `temporal`, for a temporal run)."""
+        brief = self.temporal()
+        return {
+            **({} if brief is None else {"temporal": brief}),
             "frames": total,
             "denoised": self.count("done"),
             "skipped": self.count("skipped"),

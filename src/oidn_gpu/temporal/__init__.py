@@ -3,7 +3,8 @@ weights.
 
 `passes` holds the parameters (`TemporalParams`) and the NumPy passes that every backend's
 kernels are tested against. The loop that denoises an animation is
-`oidn_gpu.TemporalDenoiser` (`oidn_gpu.filter_temporal`).
+`oidn_gpu.TemporalDenoiser` (`oidn_gpu.filter_temporal`); `oidn_gpu.TemporalAovDenoiser`
+(`oidn_gpu.filter_temporal_aovs`) carries light-path passes through the beauty's history.
 """
 
 from oidn_gpu.temporal.passes import TemporalParams

@@ -24,22 +24,28 @@ input, and also normals within `~TemporalParams.normal_tolerance` of ``1 - cos``
 within `~TemporalParams.albedo_tolerance` for the output history; without depth, normal and
 albedo decide both); the bilinear weights of those that count are renormalized, per group
 of channels; when all four count, the sharper Catmull-Rom interpolation of the 4x4 taps
-around them is used instead, clamped to the four taps' range. Non-finite or huge motion, and a weight sum under `MIN_TAP_WEIGHT`,
-reject the history of the pixel (disocclusion, off screen). Where the motion is whole
-pixels (within `~TemporalParams.subpixel_tolerance`), the accumulated signal is
+around them is used instead, clamped to the four taps' range. Non-finite or huge motion,
+and a weight sum under `MIN_TAP_WEIGHT`, reject the history of the pixel (disocclusion,
+off screen). Where the motion is whole pixels (within
+`~TemporalParams.subpixel_tolerance`), the accumulated signal is
 ``lerp(history, signal, 1 / n)`` with ``n = min(history length + 1, history)``: a running
-mean over at most `TemporalParams.history` frames, exponential after that, the new color
-first limited to `~TemporalParams.firefly_ratio` times the history's luminance; elsewhere
-it is the frame's own signal (n = 1): resampled noise is spatially correlated, and the
-network would keep it as detail. Its output, ``[H, W, REPROJECTION_CHANNELS]``: the
+mean over at most `TemporalParams.history` frames, exponential after that; elsewhere it is
+the frame's own signal (n = 1): resampled noise is spatially correlated, and the network
+would keep it as detail. Wherever there is history the new color is first limited to
+`~TemporalParams.firefly_ratio` times its luminance (the accumulated input's where it holds
+2 frames or more, else the reprojected previous output's), so that a firefly of one frame
+does not reach the network whole. Its output, ``[H, W, REPROJECTION_CHANNELS]``: the
 accumulated signal (9), n (1), the previous temporal output reprojected (3), 1 where history
 was used else 0 (1), the output's history length ``min(previous + 1, 1 / output_blend)``
-(1; 1 where rejected), unused (1). `reproject` is `gather` followed by `reject_changes`,
-which drops the history (input and output) where the frame's local mean luminance
-departs from the reprojected output's by more than `~TemporalParams.change_sigmas`
-standard errors: light that changed on still geometry (a moving shadow), which depth
-cannot see, and then `drop_near_disocclusions`, which drops the noisy input's history
-within `~TemporalParams.disocclusion_margin` pixels of a pixel without history.
+(1; 1 where rejected), and the factor in (0, 1] by which the frame's color was limited as
+a firefly (1). `reproject` is `gather` followed by `reject_changes`,
+which drops the input history and cuts the output's to
+`~TemporalParams.change_output_history` frames where the frame's local mean luminance
+(fireflies limited) departs from the reprojected output's by more than
+`~TemporalParams.change_sigmas` standard errors: light that changed on still geometry (a
+moving shadow), which depth cannot see, and then `drop_near_disocclusions`, which drops
+the noisy input's history (fireflies limited) within `~TemporalParams.disocclusion_margin`
+pixels of a pixel without history.
 
 `stabilize` (pass 2) takes the frame denoised from the accumulated signal and blends the
 reprojected previous output into it, clamped to the neighbourhood of the pixel in the
@@ -74,6 +80,7 @@ STATE_OUTPUT = 10  # temporal output (state), reprojected previous output (repro
 REPROJECTION_VALID = 13
 STATE_OUTPUT_COUNT = 13  # output history length (state)
 REPROJECTION_OUTPUT_COUNT = 14  # its new value (reprojection)
+REPROJECTION_INPUT_SCALE = 15  # the factor the frame's color was limited by (reprojection)
 GATHERED = 14  # state channels reprojected
 GUIDE_UNKNOWN = 7  # 1: the guide had a NaN here
 # A pixel whose on-screen, agreeing taps weigh less than this has no history: half the
@@ -108,12 +115,17 @@ class TemporalParams:
         albedo_tolerance: largest albedo channel difference for which it is kept.
         cut_threshold: fraction of pixels rejected at which a frame counts as a camera
             cut and the history restarts.
-        change_sigmas: the history is dropped where the frame's local mean differs from
-            the reprojected output's by more than this many standard errors (lighting
-            changes; 0: off).
-        firefly_ratio: a new color brighter than this many times its pixel's accumulated
-            history (of 2 frames or more) is scaled down to it before it is accumulated,
-            so that a firefly is not averaged into a blob the network keeps (0: off).
+        change_sigmas: the noisy input's history is dropped where the frame's local mean
+            differs from the reprojected output's by more than this many standard errors
+            (lighting changes; 0: off).
+        change_output_history: where that test fires, the output blend's history is cut
+            to this many frames (the denoised frame weighs at least one over it) rather
+            than dropped, so that a false alarm of the test on noise does not flicker
+            (1: dropped).
+        firefly_ratio: a new color brighter than this many times its pixel's history is
+            scaled down to it before the network sees it, so that a firefly in one frame
+            does not become a blob: the accumulated input where it holds 2 frames or more,
+            else the previous temporal output reprojected (0: off).
         subpixel_tolerance: the noisy input is accumulated only where the motion is
             within this many pixels of whole pixels (0.5: everywhere); resampled noise is
             correlated, which the network keeps as detail.
@@ -136,7 +148,8 @@ class TemporalParams:
     albedo_tolerance: float = 0.1
     cut_threshold: float = 0.9
     change_sigmas: float = 2.0
-    firefly_ratio: float = 4.0
+    change_output_history: float = 1.5
+    firefly_ratio: float = 8.0
     subpixel_tolerance: float = 0.05
     disocclusion_margin: int = 16
     use_depth: bool = True
@@ -146,7 +159,7 @@ class TemporalParams:
     names: ClassVar[tuple[str, ...]] = (
         "history", "output_blend", "clamp", "clamp_radius", "clamp_gamma", "depth_tolerance",
         "normal_tolerance", "albedo_tolerance", "cut_threshold", "subpixel_tolerance",
-        "firefly_ratio", "change_sigmas", "disocclusion_margin",
+        "firefly_ratio", "change_sigmas", "change_output_history", "disocclusion_margin",
     )
 
     def __post_init__(self) -> None:
@@ -165,6 +178,7 @@ class TemporalParams:
             ("output_blend", 1.0), ("clamp_gamma", 100.0), ("depth_tolerance", 1e30),
             ("normal_tolerance", 2.0), ("albedo_tolerance", 1e30), ("cut_threshold", 1.0),
             ("change_sigmas", 100.0), ("firefly_ratio", 1e30), ("subpixel_tolerance", 0.5),
+            ("change_output_history", 1e6),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
@@ -173,6 +187,11 @@ class TemporalParams:
                 raise InvalidArgumentError(
                     f"temporal {name} is {value!r}; expected a number in [0, {top:g}]"
                 )
+        if self.change_output_history < 1:
+            raise InvalidArgumentError(
+                f"temporal change_output_history is {self.change_output_history!r}; expected "
+                "a number of frames >= 1"
+            )
 
     def with_guides(self, *, depth: bool, normal: bool, albedo: bool) -> TemporalParams:
         """These parameters with the guide channels that a sequence has."""
@@ -342,7 +361,8 @@ def reproject(
 
 def drop_near_disocclusions(signal: np.ndarray, reprojection: np.ndarray,
                             params: TemporalParams) -> np.ndarray:
-    """Pass 1c: the noisy input's history dropped (the frame's own signal, n = 1) within
+    """Pass 1c: the noisy input's history dropped (the frame's own signal with its fireflies
+    limited, `limited_signal`, n = 1) within
     `~TemporalParams.disocclusion_margin` pixels (Chebyshev distance) of a pixel without
     history; the output's history is kept. Measured on tests/data/sequences/moving: the
     newly visible pixels, denoised beside accumulated input, came out 0.58 dB below
@@ -352,8 +372,17 @@ def drop_near_disocclusions(signal: np.ndarray, reprojection: np.ndarray,
         return reprojection
     near = near_pixels(reprojection[:, :, REPROJECTION_VALID] < np.float32(0.5), margin)
     out = reprojection.copy()
-    out[:, :, :SIGNAL_CHANNELS] = np.where(near[:, :, None], signal, out[:, :, :SIGNAL_CHANNELS])
+    own = limited_signal(signal, reprojection)
+    out[:, :, :SIGNAL_CHANNELS] = np.where(near[:, :, None], own, out[:, :, :SIGNAL_CHANNELS])
     out[:, :, STATE_COUNT] = np.where(near, np.float32(1), out[:, :, STATE_COUNT])
+    return out
+
+
+def limited_signal(signal: np.ndarray, reprojection: np.ndarray) -> np.ndarray:
+    """The frame's signal with its color scaled by the reprojection's firefly factor."""
+    out = signal.copy()
+    scale = reprojection[:, :, REPROJECTION_INPUT_SCALE]
+    out[:, :, 0:3] = signal[:, :, 0:3] * scale[:, :, None]
     return out
 
 
@@ -374,9 +403,10 @@ def near_pixels(mask: np.ndarray, radius: int) -> np.ndarray:
 
 def reject_changes(signal: np.ndarray, reprojection: np.ndarray,
                    params: TemporalParams) -> np.ndarray:
-    """Pass 1b: the history dropped (input and output, n = 1) where the light changed:
-    where the mean luminance of the frame's noisy color over the `CHANGE_RADIUS` window
-    differs from that of the reprojected previous output by more than
+    """Pass 1b: the input history dropped (n = 1) and the output's cut to
+    `~TemporalParams.change_output_history` frames where the light changed: where the mean
+    luminance of the frame's noisy color (its fireflies limited) over the `CHANGE_RADIUS`
+    window differs from that of the reprojected previous output by more than
     `~TemporalParams.change_sigmas` standard errors of the noisy mean (a moving shadow, a
     light switched on: what depth and normals cannot see)."""
     if params.change_sigmas == 0:
@@ -384,7 +414,8 @@ def reject_changes(signal: np.ndarray, reprojection: np.ndarray,
     f32 = np.float32
     # bounded, so that squares and window sums stay finite in float32
     top = f32(MAX_CHANGE_LUMINANCE)
-    current = np.clip(luminance(signal[:, :, 0:3]), -top, top)
+    scale = reprojection[:, :, REPROJECTION_INPUT_SCALE]
+    current = np.clip(luminance(signal[:, :, 0:3]) * scale, -top, top)
     previous = np.clip(luminance(reprojection[:, :, STATE_OUTPUT : STATE_OUTPUT + 3]), -top, top)
     mean, squares = _box(current), _box(current * current)
     mean_previous = _box(previous)
@@ -395,8 +426,11 @@ def reject_changes(signal: np.ndarray, reprojection: np.ndarray,
     )
     out = reprojection.copy()
     out[:, :, :SIGNAL_CHANNELS] = np.where(changed[:, :, None], signal, out[:, :, :SIGNAL_CHANNELS])
-    for channel in (STATE_COUNT, REPROJECTION_OUTPUT_COUNT):
-        out[:, :, channel] = np.where(changed, f32(1), out[:, :, channel])
+    out[:, :, STATE_COUNT] = np.where(changed, f32(1), out[:, :, STATE_COUNT])
+    kept = np.minimum(out[:, :, REPROJECTION_OUTPUT_COUNT], f32(params.change_output_history))
+    out[:, :, REPROJECTION_OUTPUT_COUNT] = np.where(
+        changed, kept, out[:, :, REPROJECTION_OUTPUT_COUNT]
+    )
     return out
 
 
@@ -481,7 +515,9 @@ def _accumulate(signal, history, valid, valid_out, fx, fy, params) -> np.ndarray
     count = np.where(accumulates, count, f32(1))
     alpha = f32(1) / count
     acc = history[:, :, :SIGNAL_CHANNELS]
-    signal = _without_fireflies(signal, acc, history[:, :, STATE_COUNT], accumulates, params)
+    scale = _firefly_scale(signal, history, valid, valid_out, accumulates, params)
+    signal = signal.copy()
+    signal[:, :, 0:3] = signal[:, :, 0:3] * scale[:, :, None]
     acc = acc + (signal - acc) * alpha[:, :, None]
     acc = np.where((accumulates & (count > f32(1)))[:, :, None], acc, signal)
     out = np.zeros((height, width, REPROJECTION_CHANNELS), f32)
@@ -494,6 +530,7 @@ def _accumulate(signal, history, valid, valid_out, fx, fy, params) -> np.ndarray
     out_count = np.minimum(history[:, :, STATE_OUTPUT_COUNT] + f32(1),
                            f32(1) / f32(max(params.output_blend, 1e-6)))
     out[:, :, REPROJECTION_OUTPUT_COUNT] = np.where(valid_out, out_count, f32(1))
+    out[:, :, REPROJECTION_INPUT_SCALE] = scale
     return out
 
 
@@ -512,19 +549,23 @@ def luminance(rgb: np.ndarray) -> np.ndarray:
     return f32(r) * rgb[:, :, 0] + f32(g) * rgb[:, :, 1] + f32(b) * rgb[:, :, 2]
 
 
-def _without_fireflies(signal, acc, history_count, accumulates, params) -> np.ndarray:
-    """The signal with its color scaled down to ``firefly_ratio`` times the accumulated
-    history's luminance, where it accumulates over at least 2 frames of history."""
-    if params.firefly_ratio == 0:
-        return signal
+def _firefly_scale(signal, history, valid, valid_out, accumulates, params) -> np.ndarray:
+    """``[H, W]``: the factor that brings the frame's color down to ``firefly_ratio`` times
+    its history's luminance (1 where it is not brighter, or has no history): the
+    accumulated input where it accumulates over at least 2 frames of history, else the
+    reprojected previous output where the output's history is kept."""
     f32 = np.float32
+    if params.firefly_ratio == 0:
+        return np.ones(valid.shape, f32)
     l_in = luminance(signal[:, :, 0:3])
-    limit = f32(params.firefly_ratio) * luminance(acc[:, :, 0:3])
-    clip = accumulates & (history_count >= f32(2)) & (limit > f32(0)) & (l_in > limit)
-    scale = np.where(clip, limit / np.where(clip, l_in, f32(1)), f32(1))
-    out = signal.copy()
-    out[:, :, 0:3] = signal[:, :, 0:3] * scale[:, :, None]
-    return out
+    inputs = accumulates & (history[:, :, STATE_COUNT] >= f32(2))
+    guide = np.where(
+        inputs, luminance(history[:, :, 0:3]),
+        luminance(history[:, :, STATE_OUTPUT : STATE_OUTPUT + 3]),
+    )
+    limit = f32(params.firefly_ratio) * guide
+    clip = (inputs | valid_out) & (limit > f32(0)) & (l_in > limit)
+    return np.where(clip, limit / np.where(clip, l_in, f32(1)), f32(1)).astype(f32)
 
 
 def _catmull_rom(state, x0, y0, fx, fy) -> np.ndarray:

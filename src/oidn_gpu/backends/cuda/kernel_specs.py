@@ -119,13 +119,8 @@ def config_digest(parts: Iterable[Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-KERNEL_MODULES = (
-    "triton_kernels.py",
-    "io_kernels.py",
-    "row_kernels.py",
-    "fused_kernels.py",
-    "temporal_kernels.py",
-)
+# The modules of a frame's kernels (the temporal kernels compile on first use, never shipped).
+KERNEL_MODULES = ("triton_kernels.py", "io_kernels.py", "row_kernels.py", "fused_kernels.py")
 
 
 @functools.cache
@@ -647,4 +642,16 @@ def export(
     cache = cache_dir if cache_dir is not None else triton_cache_dir()
     entries = [p.name for p in cache.iterdir() if p.is_dir()] if cache.is_dir() else []
     packed = pack_cache_entries(cache, entries, folder / "cache.tar.xz")
+    (folder / SOURCES_FILE).write_text(source_fingerprint() + "\n", "utf-8")
     return [f"wrote {len(lists)} kernel lists and {packed} Triton cache entries to {folder}"]
+
+
+# The fingerprint of the kernel sources a shipped folder was compiled from: Triton's cache
+# keys and the kernel lists' digests both change with any edit of a kernel module (its
+# comments and docstrings included), so kernels compiled before an edit are never found.
+SOURCES_FILE = "sources"
+
+
+def shipped_folders(shipped: Path = SHIPPED) -> list[Path]:
+    """Every shipped ``triton-VERSION/smNN`` folder."""
+    return sorted(p for p in shipped.glob("triton-*/sm*") if p.is_dir())

@@ -149,10 +149,18 @@ def drop_near_disocclusions(signal, reprojection, params: tp.TemporalParams):
     near = pool(rows, (size, 1), stride=1, padding=(margin, 0))[0, 0] > 0.5
     out = reprojection.clone()
     out[..., : tp.SIGNAL_CHANNELS] = torch.where(
-        near[..., None], signal, out[..., : tp.SIGNAL_CHANNELS]
+        near[..., None], limited_signal(signal, reprojection), out[..., : tp.SIGNAL_CHANNELS]
     )
     one = torch.ones((), dtype=torch.float32, device=out.device)
     out[..., tp.STATE_COUNT] = torch.where(near, one, out[..., tp.STATE_COUNT])
+    return out
+
+
+def limited_signal(signal, reprojection):
+    """`oidn_gpu.temporal.passes.limited_signal` on tensors."""
+    out = signal.clone()
+    scale = reprojection[..., tp.REPROJECTION_INPUT_SCALE]
+    out[..., 0:3] = signal[..., 0:3] * scale[..., None]
     return out
 
 
@@ -176,7 +184,8 @@ def reject_changes(signal, reprojection, params: tp.TemporalParams):
     if params.change_sigmas == 0:
         return reprojection
     top = float(np.float32(tp.MAX_CHANGE_LUMINANCE))
-    current = _luminance(signal[..., 0:3]).clamp(-top, top)
+    scale = reprojection[..., tp.REPROJECTION_INPUT_SCALE]
+    current = (_luminance(signal[..., 0:3]) * scale).clamp(-top, top)
     previous = _luminance(reprojection[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]).clamp(-top, top)
     mean, squares = _box(current), _box(current * current)
     error = torch.sqrt(torch.clamp(squares - mean * mean, min=0.0)) / float(
@@ -190,8 +199,10 @@ def reject_changes(signal, reprojection, params: tp.TemporalParams):
         changed[..., None], signal, out[..., : tp.SIGNAL_CHANNELS]
     )
     one = torch.ones((), dtype=torch.float32, device=out.device)
-    for channel in (tp.STATE_COUNT, tp.REPROJECTION_OUTPUT_COUNT):
-        out[..., channel] = torch.where(changed, one, out[..., channel])
+    out[..., tp.STATE_COUNT] = torch.where(changed, one, out[..., tp.STATE_COUNT])
+    count = out[..., tp.REPROJECTION_OUTPUT_COUNT]
+    kept = torch.clamp(count, max=float(np.float32(params.change_output_history)))
+    out[..., tp.REPROJECTION_OUTPUT_COUNT] = torch.where(changed, kept, count)
     return out
 
 
@@ -265,7 +276,9 @@ def _accumulate(signal, history, valid, valid_out, fx, fy, params: tp.TemporalPa
     count = torch.where(accumulates, count, one)
     alpha = 1 / count
     acc = history[..., : tp.SIGNAL_CHANNELS]
-    signal = _without_fireflies(signal, acc, history[..., tp.STATE_COUNT], accumulates, params)
+    scale = _firefly_scale(signal, history, valid_out, accumulates, params)
+    signal = signal.clone()
+    signal[..., 0:3] = signal[..., 0:3] * scale[..., None]
     acc = acc + (signal - acc) * alpha[..., None]
     acc = torch.where((accumulates & (count > 1))[..., None], acc, signal)
     out = torch.zeros((height, width, tp.REPROJECTION_CHANNELS), dtype=torch.float32, device=dev)
@@ -279,22 +292,26 @@ def _accumulate(signal, history, valid, valid_out, fx, fy, params: tp.TemporalPa
     top = _f(1.0, fx) / _f(max(params.output_blend, 1e-6), fx)
     out_count = torch.minimum(history[..., tp.STATE_OUTPUT_COUNT] + 1, top)
     out[..., tp.REPROJECTION_OUTPUT_COUNT] = torch.where(valid_out, out_count, one)
+    out[..., tp.REPROJECTION_INPUT_SCALE] = scale
     return out
 
 
-def _without_fireflies(signal, acc, history_count, accumulates, params):
+def _firefly_scale(signal, history, valid_out, accumulates, params: tp.TemporalParams):
+    """`oidn_gpu.temporal.passes._firefly_scale` on tensors."""
     import torch
 
-    if params.firefly_ratio == 0:
-        return signal
-    l_in = _luminance(signal[..., 0:3])
-    limit = _f(params.firefly_ratio, signal) * _luminance(acc[..., 0:3])
-    clip = accumulates & (history_count >= 2) & (limit > 0) & (l_in > limit)
     one = torch.ones((), dtype=torch.float32, device=signal.device)
-    scale = torch.where(clip, limit / torch.where(clip, l_in, one), one)
-    out = signal.clone()
-    out[..., 0:3] = signal[..., 0:3] * scale[..., None]
-    return out
+    if params.firefly_ratio == 0:
+        return torch.ones_like(valid_out, dtype=torch.float32)
+    l_in = _luminance(signal[..., 0:3])
+    inputs = accumulates & (history[..., tp.STATE_COUNT] >= 2)
+    guide = torch.where(
+        inputs, _luminance(history[..., 0:3]),
+        _luminance(history[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]),
+    )
+    limit = _f(params.firefly_ratio, signal) * guide
+    clip = (inputs | valid_out) & (limit > 0) & (l_in > limit)
+    return torch.where(clip, limit / torch.where(clip, l_in, one), one)
 
 
 def _catmull_rom(state, x0, y0, fx, fy):

@@ -16,8 +16,8 @@ contiguous float32 images in its channel layouts, one program per `BLOCK` pixels
 * `near_rows_kernel`: pass 1c's row dilation (`passes.drop_near_disocclusions`): 1 where
   a pixel of the row within ``disocclusion_margin`` has no history.
 * `reject_kernel`: pass 1b (`passes.reject_changes`) and the column half of pass 1c in
-  place on the reprojection (it writes only the accumulated signal and the counts; both
-  put the frame's own signal and a count of 1, so their order does not matter), and the
+  place on the reprojection (it writes only the accumulated signal and the counts; 1b puts
+  the frame's own signal, 1c after it that signal with its fireflies limited), and the
   accumulated color, albedo and normal as three contiguous ``[H, W, 3]`` images for the
   denoiser.
 * `stabilize_kernel`: pass 2 (`passes.stabilize`) and the next state
@@ -269,7 +269,9 @@ def gather_kernel(
                     low, high = tl.minimum(low, prev), tl.maximum(high, prev)
     valid, valid_out = totals0 >= MIN_TAP_WEIGHT, totals1 >= MIN_TAP_WEIGHT
     divisor = tl.where(
-        c < 10, tl.where(valid, totals0, 1.0)[:, None], tl.where(valid_out, totals1, 1.0)[:, None]
+        c < 10,
+        tl.where(valid, totals0, 1.0)[:, None],
+        tl.where(valid_out, totals1, 1.0)[:, None],
     )
     hist = gathered / divisor
     cubic = tl.minimum(tl.maximum(cubic, low), high)
@@ -314,9 +316,9 @@ def _accumulate(
     firefly_ratio,
     pixels,
 ):
-    """`passes._accumulate` (with `passes._without_fireflies`), stored to ``out``; the
-    light-change test's two luminances (the frame's color, the reprojected output,
-    clamped) to the planes of ``lum``."""
+    """`passes._accumulate` (with `passes._firefly_scale`), stored to ``out``; the
+    light-change test's two luminances (the frame's color, its fireflies limited, and the
+    reprojected output, clamped) to the planes of ``lum``."""
     whole = (tl.minimum(fx, 1.0 - fx) <= subpixel_tolerance) & (
         tl.minimum(fy, 1.0 - fy) <= subpixel_tolerance
     )
@@ -327,21 +329,26 @@ def _accumulate(
     m = pm[:, None]
     sig = tl.load(signal + p[:, None] * 9 + c, mask=m & (c < 9), other=0.0)
     l_in = _lum(_col(sig, c, 0), _col(sig, c, 1), _col(sig, c, 2))
-    tl.store(lum + p, tl.minimum(tl.maximum(l_in, -MAX_LUM), MAX_LUM), mask=pm)
     l_out = _lum(
         tl.where(valid_out, _col(hist, c, 10), 0.0),
         tl.where(valid_out, _col(hist, c, 11), 0.0),
         tl.where(valid_out, _col(hist, c, 12), 0.0),
     )
     tl.store(lum + pixels + p, tl.minimum(tl.maximum(l_out, -MAX_LUM), MAX_LUM), mask=pm)
-    limit = firefly_ratio * _lum(_col(hist, c, 0), _col(hist, c, 1), _col(hist, c, 2))
-    clip = accumulates & (hcount >= 2.0) & (limit > 0.0) & (l_in > limit)
+    # `passes._firefly_scale`: the accumulated input's luminance as the guide where it
+    # holds 2 frames or more, else the reprojected output's (where its history is kept)
+    inputs = accumulates & (hcount >= 2.0)
+    guide = tl.where(inputs, _lum(_col(hist, c, 0), _col(hist, c, 1), _col(hist, c, 2)), l_out)
+    limit = firefly_ratio * guide
+    clip = (inputs | valid_out) & (limit > 0.0) & (l_in > limit)
     scale = tl.where(clip, limit / tl.where(clip, l_in, 1.0), 1.0)
+    tl.store(lum + p, tl.minimum(tl.maximum(l_in * scale, -MAX_LUM), MAX_LUM), mask=pm)
     sig = tl.where(c < 3, sig * scale[:, None], sig)
     acc = hist + (sig - hist) * alpha[:, None]
     acc = tl.where((accumulates & (count > 1.0))[:, None], acc, sig)
     out_count = tl.where(valid_out, tl.minimum(_col(hist, c, 13) + 1.0, output_top), 1.0)
-    result = tl.where(c == 14, out_count[:, None], 0.0)
+    result = tl.where(c == 15, scale[:, None], 0.0)
+    result = tl.where(c == 14, out_count[:, None], result)
     result = tl.where(c == 13, valid.to(tl.float32)[:, None], result)
     result = tl.where(c < 13, tl.where(valid_out[:, None], hist, 0.0), result)
     result = tl.where(c == 9, count[:, None], result)
@@ -376,6 +383,7 @@ def reject_kernel(
     height,
     width,
     change_sigmas,
+    change_output_history,
     ENABLED: tl.constexpr,
     MARGIN: tl.constexpr,
     BLOCK: tl.constexpr,
@@ -405,18 +413,22 @@ def reject_kernel(
         mean, mean_sq, mean_previous = total * inv, squares * inv, total_previous * inv
         error = tl.sqrt_rn(tl.maximum(mean_sq - mean * mean, 0.0)) / (2 * CHANGE_RADIUS + 1.0)
         changed = (tl.abs(mean - mean_previous) > change_sigmas * error) & (_col(tile, c, 13) > 0.5)
-    dropped = changed  # the input history: dropped where the light changed ...
-    if MARGIN > 0:  # ... and near a pixel without history (pass 1c, columns of `rows`)
+    near = p < 0  # the input history is also dropped near a pixel without history
+    if MARGIN > 0:  # (pass 1c, columns of `rows`)
         y, x = p // width, p % width
         for d in range(0, 2 * MARGIN + 1):
             ys = y + (d - MARGIN)
             inside = pm & (ys >= 0) & (ys < height)
-            dropped = dropped | (tl.load(rows + ys * width + x, mask=inside, other=0.0) > 0.5)
+            near = near | (tl.load(rows + ys * width + x, mask=inside, other=0.0) > 0.5)
     if ENABLED or MARGIN > 0:
         sig = tl.load(signal + p[:, None] * 9 + c, mask=m & (c < 9), other=0.0)
-        tile = tl.where(dropped[:, None] & (c < 9), sig, tile)
-        tile = tl.where(dropped[:, None] & (c == 9), 1.0, tile)
-        tile = tl.where(changed[:, None] & (c == 14), 1.0, tile)
+        # where the light changed the frame's own signal, near a pixel without history
+        # its color limited by the firefly factor (pass 1c runs after 1b)
+        own = tl.where(c < 3, sig * _col(tile, c, 15)[:, None], sig)
+        tile = tl.where(changed[:, None] & (c < 9), sig, tile)
+        tile = tl.where(near[:, None] & (c < 9), own, tile)
+        tile = tl.where((changed | near)[:, None] & (c == 9), 1.0, tile)
+        tile = tl.where(changed[:, None] & (c == 14), tl.minimum(tile, change_output_history), tile)
         tl.store(repro + p[:, None] * 16 + c, tile, mask=m & ((c < 10) | (c == 14)))
     tl.store(acc_color + p[:, None] * 3 + c, tile, mask=m & (c < 3))
     tl.store(acc_albedo + p[:, None] * 3 + (c - 3), tile, mask=m & (c >= 3) & (c < 6))
@@ -514,7 +526,17 @@ def pack(color, albedo, normal, depth, signal, guide) -> None:
 
 
 def gather(
-    motion, guide, prev_guide, signal, prev_state, out, lum, kept, params, *, has_history: bool
+    motion,
+    guide,
+    prev_guide,
+    signal,
+    prev_state,
+    out,
+    lum,
+    kept,
+    params,
+    *,
+    has_history: bool,
 ) -> None:
     """`gather_kernel` into ``out`` ``[H, W, 16]`` and ``lum`` ``[2, H, W]``; adds the
     pixels that kept their history to the int32 ``kept``."""
@@ -580,6 +602,7 @@ def reject(signal, repro, lum, acc_color, acc_albedo, acc_normal, params, rows=N
         height,
         width,
         float(params.change_sigmas),
+        float(np.float32(params.change_output_history)),
         ENABLED=params.change_sigmas != 0,
         MARGIN=margin,
         BLOCK=BLOCK,

@@ -13,8 +13,8 @@ options, bit for bit.
 It is an `AutoexposureRunner`: with HDR input and no ``input_scale`` OIDN computes the
 scale itself (``inputScale`` NaN); the scale reported beside the result is oidn-gpu's
 port of OIDN's CPU autoexposure (`image.autoexposure`, bit for bit the one OIDN's CPU
-device uses; OIDN's GPU devices may differ in the last bits), computed on a thread while
-OIDN runs.
+device uses; OIDN's GPU devices may differ in the last bits), computed only when
+`Denoiser.info` reads it (`DeferredScale`).
 
 Progress and cancel go through OIDN's progress monitor: ``progress`` hears OIDN's own
 fractions (every operation of every tile), and returning False cancels OIDN's run
@@ -29,7 +29,6 @@ or failed run leaves the caller's array untouched.
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,25 +138,12 @@ class OidnRunner:
     def run_autoexposed(
         self, images: DenoiseImages, plan: DenoisePlan, progress: Progress | None = None
     ) -> tuple[np.ndarray, float]:
-        """The image with OIDN's own autoexposure, and that scale (see the module
-        docstring)."""
-        scale: list[Any] = []
-
-        def compute() -> None:
-            try:
-                scale.append(autoexposure(images.main))
-            except BaseException as err:  # handed to the caller below
-                scale.append(err)
-
-        worker = threading.Thread(target=compute, name="oidn-autoexposure", daemon=True)
-        worker.start()
-        try:
-            result = self._run_host(images, plan, progress, autoexposed=True)
-        finally:
-            worker.join()
-        if isinstance(scale[0], BaseException):
-            raise scale[0]
-        return result, scale[0]
+        """The image with OIDN's own autoexposure, and that scale: a `DeferredScale`,
+        computed when `Denoiser.info` first reads it, not beside OIDN's run (the host's
+        autoexposure of a 1080p image takes longer than OIDN's whole denoise on its GPU
+        devices, and competes with it for the cores on its CPU device)."""
+        result = self._run_host(images, plan, progress, autoexposed=True)
+        return result, DeferredScale(images.main)
 
     def close(self) -> None:
         """Release the filter and the device buffers (idempotent)."""
@@ -295,6 +281,22 @@ class OidnRunner:
         flt, self._filter = self._filter, None
         if flt is not None and self.executor.device.handle is not None:
             self.oidn.lib.oidnReleaseFilter(flt.handle)
+
+
+class DeferredScale:
+    """The autoexposure of a color image, computed on the first ``float()`` and kept.
+
+    It reads the color as it is then: `Denoiser.info` reads it after the denoise that
+    used it (an image changed in place in between gives that image's scale)."""
+
+    def __init__(self, color: np.ndarray) -> None:
+        self._color: np.ndarray | None = color
+        self._scale = math.nan
+
+    def __float__(self) -> float:
+        if self._color is not None:
+            self._scale, self._color = float(autoexposure(self._color)), None
+        return self._scale
 
 
 class OidnTensorRunner(OidnRunner):

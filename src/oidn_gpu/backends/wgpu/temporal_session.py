@@ -99,6 +99,8 @@ class WgpuTemporalSession:
         prefetched: how many frames found their images staged by `prefetch`.
         ran_ahead: how many frames found their work submitted ahead (while the previous
             frame ran).
+        last_ahead_s: seconds of the last `frame` call spent on the next frame's work
+            (submitted ahead), for a run's per-frame times: that frame's, not this one's.
     """
 
     name = "wgpu-device"
@@ -113,6 +115,7 @@ class WgpuTemporalSession:
         self._kernel_stamps: list[str] | None = None  # kernels timed in this frame
         self.prefetched = 0
         self.ran_ahead = 0
+        self.last_ahead_s = 0.0
         self._runner: Any = None
         self._device: Any = None
         self._resources = ResourceTracker()
@@ -148,14 +151,30 @@ class WgpuTemporalSession:
             frames.check_open()
             images, planned = self._planned(frame)
             with planned.runner._device.queue_lock:
+                ran_ahead = self.ran_ahead
                 submitted = self._submitted(frame, params, restart, images, planned)
                 try:
+                    started = time.perf_counter()
                     self._run_ahead(submitted)
-                    return self._finish(submitted)
+                    ahead_s = time.perf_counter() - started
+                    result = self._finish(submitted)
+                    self.last_ahead_s = self._ahead_share(ahead_s, self.ran_ahead > ran_ahead)
+                    return result
                 except BaseException:
                     self._discard_ahead()
                     self._release_staging(submitted)
                     raise
+
+    def _ahead_share(self, ahead_s: float, own_ahead: bool) -> float:
+        """The seconds of a frame call that were the next frame's work, queued behind this
+        one's (`last_ahead_s`): submitting it (where the driver runs the work as it is
+        submitted, as CPU drivers do), and the wait for this frame's output, which covers
+        the work queued behind it too: all of that wait where this frame's work ran in
+        the call before (``own_ahead``), else half (two frames of one size and network)."""
+        if self._ahead is None:
+            return 0.0
+        wait = self.last_host_ms.get("wait", 0.0) / 1e3
+        return ahead_s + (wait if own_ahead else wait / 2)
 
     def prefetch(self, frame: TemporalFrame) -> None:
         """Start staging ``frame``'s images for a later `frame` call with the same object:

@@ -1,7 +1,8 @@
 {% include "bindings.wgsl" %}
 
 // Pass 1b of the temporal mode (oidn_gpu.temporal.passes.reject_changes, the same
-// arithmetic in the same order): the history dropped where the frame's mean luminance over
+// arithmetic in the same order): the input history dropped, and the output's cut to
+// CHANGE_OUTPUT_HISTORY frames, where the frame's mean luminance (fireflies limited) over
 // the window differs from the reprojected previous output's by more than CHANGE_SIGMAS
 // standard errors of the noisy mean. Inputs are finite.
 {% if luma %}
@@ -18,7 +19,9 @@ fn luminance_at(buffer_is_signal: bool, q: u32) -> f32 {
   if (buffer_is_signal) {
     let s = q * SIGNAL_CHANNELS;
     let l = LUMINANCE_R * signal[s] + LUMINANCE_G * signal[s + 1u] + LUMINANCE_B * signal[s + 2u];
-    return clamp(l, -MAX_LUMINANCE, MAX_LUMINANCE);
+    // its fireflies limited by the reprojection's factor
+    return clamp(l * gathered[q * REPROJECTION_CHANNELS + REPROJECTION_INPUT_SCALE],
+                 -MAX_LUMINANCE, MAX_LUMINANCE);
   }
   let g = q * REPROJECTION_CHANNELS + STATE_OUTPUT;
   let l = LUMINANCE_R * gathered[g] + LUMINANCE_G * gathered[g + 1u]
@@ -60,7 +63,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
       out[o + c] = signal[p * SIGNAL_CHANNELS + c];
     }
     out[o + STATE_COUNT] = 1.0;
-    out[o + REPROJECTION_OUTPUT_COUNT] = 1.0;
+    out[o + REPROJECTION_OUTPUT_COUNT] = min(out[o + REPROJECTION_OUTPUT_COUNT],
+                                             CHANGE_OUTPUT_HISTORY);
   }
 {% else %}
   let changed = abs(mean - total_previous * INV_WINDOW) > CHANGE_SIGMAS * error
@@ -70,8 +74,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if (changed) {
       if (c < SIGNAL_CHANNELS) {
         v = signal[p * SIGNAL_CHANNELS + c];
-      } else if (c == STATE_COUNT || c == REPROJECTION_OUTPUT_COUNT) {
+      } else if (c == STATE_COUNT) {
         v = 1.0;
+      } else if (c == REPROJECTION_OUTPUT_COUNT) {
+        v = min(v, CHANGE_OUTPUT_HISTORY);
       }
     }
     out[o + c] = v;

@@ -213,8 +213,16 @@ fn reproject_pixel(id: vec3<u32>) -> bool {
 {% if fireflies %}
   let s = p * SIGNAL_CHANNELS;
   let l_in = luminance(signal[s], signal[s + 1u], signal[s + 2u]);
-  let limit = FIREFLY_RATIO * luminance(history[0], history[1], history[2]);
-  if (accumulates && history[STATE_COUNT] >= 2.0 && limit > 0.0 && l_in > limit) {
+  // the accumulated input's luminance where it holds 2 frames or more, else the
+  // reprojected previous output's
+  let inputs = accumulates && history[STATE_COUNT] >= 2.0;
+  var guide = luminance(history[STATE_OUTPUT], history[STATE_OUTPUT + 1u],
+                        history[STATE_OUTPUT + 2u]);
+  if (inputs) {
+    guide = luminance(history[0], history[1], history[2]);
+  }
+  let limit = FIREFLY_RATIO * guide;
+  if ((inputs || valid_out) && limit > 0.0 && l_in > limit) {
     scale = limit / l_in;
   }
 {% endif %}
@@ -233,13 +241,13 @@ fn reproject_pixel(id: vec3<u32>) -> bool {
   r[REPROJECTION_VALID] = select(0.0, 1.0, valid);
   r[REPROJECTION_OUTPUT_COUNT] = select(
     1.0, min(history[STATE_OUTPUT_COUNT] + 1.0, OUTPUT_HISTORY), valid_out);
-  r[15u] = 0.0;
+  r[REPROJECTION_INPUT_SCALE] = scale;
   write_out(p, r);
 {% if luma %}
   // The light-change test's luminances of this pixel, for its windows (temporal_changes).
   let ls = p * SIGNAL_CHANNELS;
-  luma[p * 2u] = clamp(LUMINANCE_R * signal[ls] + LUMINANCE_G * signal[ls + 1u]
-    + LUMINANCE_B * signal[ls + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);
+  luma[p * 2u] = clamp((LUMINANCE_R * signal[ls] + LUMINANCE_G * signal[ls + 1u]
+    + LUMINANCE_B * signal[ls + 2u]) * scale, -MAX_LUMINANCE, MAX_LUMINANCE);
   let lo = STATE_OUTPUT;
   luma[p * 2u + 1u] = clamp(LUMINANCE_R * r[lo] + LUMINANCE_G * r[lo + 1u]
     + LUMINANCE_B * r[lo + 2u], -MAX_LUMINANCE, MAX_LUMINANCE);

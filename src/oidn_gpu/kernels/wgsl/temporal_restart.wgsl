@@ -27,5 +27,5 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
   }
   out[o + REPROJECTION_VALID] = 0.0;
   out[o + REPROJECTION_OUTPUT_COUNT] = 1.0;
-  out[o + 15u] = 0.0;
+  out[o + REPROJECTION_INPUT_SCALE] = 1.0;
 }

@@ -1,0 +1,163 @@
+"""How much denoising lowers an alpha channel's error, by weights, auxiliary images and kind
+of coverage noise.
+
+Each frame's noisy alpha (4 spp) is replicated to RGB, denoised as a linear LDR image and
+the channels' mean clipped to 0..1 (as `oidn_gpu.filter_aovs.denoise_alpha`); the score is
+the RMS error of the noisy alpha against the converged one divided by that of the
+denoised alpha (higher is better). Options: the fast (``rt_ldr_alb_nrm_small``) or high
+(``rt_ldr_alb_nrm``) weights; with the albedo and normal, ``clean_aux``, albedo only or no
+auxiliary image; HDR or sRGB instead of linear LDR.
+
+Frames: ``test`` is ``tests/data/aovs/alpha.exr`` (box pixel filter: coverage noise on
+one-pixel silhouettes). With ``--render`` (Mitsuba 3, ``scalar_rgb``) the same scene is
+rendered again at ``--size`` px with a Gaussian pixel filter (``gauss``), depth of field
+(``dof``: wide fractional coverage) and 40 thin blades in front (``grass``, box filter;
+``grass-gauss``), each with a 1024 spp reference.
+
+    python bench/alpha_quality.py [--render] [--size 64] [--backend reference|oidn]
+
+``--backend oidn`` scores with Intel OIDN 2.5.1 (pyoidn) through this project's ``oidn``
+backend; the results are in docs/benchmarks.md, "Alpha denoised: error by weights and
+kind of coverage noise".
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "aovs"
+OPTIONS = {
+    "fast, albedo+normal": dict(quality="fast", aux="an"),
+    "fast, albedo": dict(quality="fast", aux="a"),
+    "fast, no aux": dict(quality="fast", aux=""),
+    "fast, clean_aux": dict(quality="fast", aux="an", clean_aux=True),
+    "fast, hdr": dict(quality="fast", aux="an", hdr=True),
+    "high, albedo+normal": dict(quality="high", aux="an"),
+    "high, no aux": dict(quality="high", aux=""),
+    "high, clean_aux": dict(quality="high", aux="an", clean_aux=True),
+}
+
+
+def _read(path: Path) -> dict[str, np.ndarray]:
+    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's usual alias
+
+    inp = oiio.ImageInput.open(str(path))
+    spec = inp.spec()
+    pixels = inp.read_image(0, 0, 0, spec.nchannels, "float")
+    inp.close()
+    return {name: pixels[:, :, i] for i, name in enumerate(spec.channelnames)}
+
+
+def test_frame() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(noisy alpha, albedo, normal, converged alpha) of tests/data/aovs."""
+    noisy = _read(DATA / "alpha.exr")
+    albedo = np.stack([noisy[f"albedo.{c}"] for c in "RGB"], axis=2)
+    normal = np.stack([noisy[f"N.{c}"] for c in "XYZ"], axis=2)
+    return noisy["A"], albedo, normal, _read(DATA / "alpha_ref.exr")["A"]
+
+
+def rendered_frame(kind: str, size: int) -> tuple[np.ndarray, ...]:
+    """The test frame's scene rendered again with another pixel filter, lens or blades."""
+    import mitsuba as mi
+
+    mi.set_variant("scalar_rgb")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import render_aovs
+
+    render_aovs.SIZE = size
+    rfilter = "gaussian" if "gauss" in kind else "box"
+
+    def sensor(pixel_format: str) -> dict:
+        made = render_aovs._sensor(mi, pixel_format)
+        made["film"]["rfilter"] = {"type": rfilter}
+        if kind == "dof":
+            made.update(type="thinlens", aperture_radius=0.12, focus_distance=2.5)
+        return made
+
+    t = mi.ScalarTransform4f()
+    diffuse = render_aovs._diffuse
+    scene = {
+        "type": "scene",
+        "integrator": {"type": "path", "max_depth": 4, "hide_emitters": True},
+        "sensor": sensor("rgba"),
+        "light": {"type": "constant", "radiance": {"type": "rgb", "value": [1.0] * 3}},
+        "a": {
+            "type": "sphere",
+            "center": [-0.3, -0.1, 0],
+            "radius": 0.45,
+            "bsdf": diffuse([0.8, 0.3, 0.2]),
+        },
+        "b": {
+            "type": "sphere",
+            "center": [0.5, 0.3, -0.3],
+            "radius": 0.25,
+            "bsdf": diffuse([0.2, 0.6, 0.8]),
+        },
+        "plate": {
+            "type": "rectangle",
+            "bsdf": diffuse([0.9, 0.9, 0.3]),
+            "to_world": t.translate([0.2, -0.6, 0.3]).rotate([0, 0, 1], 25).scale([0.8, 0.04, 1]),
+        },
+    }
+    if "grass" in kind:
+        rng = np.random.default_rng(3)
+        for i in range(40):
+            x, z = float(rng.uniform(-1.2, 1.2)), float(rng.uniform(-0.5, 0.8))
+            blade = t.translate([x, -0.9, z]).rotate([0, 0, 1], float(rng.uniform(-20, 20)))
+            scene[f"blade{i}"] = {
+                "type": "rectangle",
+                "to_world": blade.scale([0.006, 0.5, 1]).translate([0, 1, 0]),
+                "bsdf": diffuse([0.3, 0.7, 0.2]),
+            }
+    noisy = render_aovs._render(mi, scene, 4, 44)[..., 3]
+    reference = render_aovs._render(mi, scene, 1024, 1_000_007)[..., 3]
+    albedo, normal = render_aovs._aux(mi, dict(scene, sensor=sensor("rgb")))
+    return noisy, albedo, normal, reference
+
+
+def score(frame: tuple[np.ndarray, ...], backend: str) -> dict[str, float]:
+    """The noisy alpha's RMS error over the denoised one's, for each of `OPTIONS`."""
+    import oidn_gpu
+
+    alpha, albedo, normal, reference = frame
+    rgb = np.repeat(np.clip(alpha, 0, 1)[:, :, None], 3, axis=2).astype(np.float32)
+    noisy_error = np.sqrt(np.mean((alpha - reference) ** 2))
+    scores = {}
+    for name, option in OPTIONS.items():
+        option = dict(option)
+        aux = option.pop("aux")
+        with oidn_gpu.Denoiser(backend=backend, **option) as den:
+            out = den.denoise(rgb, albedo if "a" in aux else None, normal if "n" in aux else None)
+        denoised = np.clip(np.asarray(out).mean(axis=2), 0, 1)
+        scores[name] = float(noisy_error / np.sqrt(np.mean((denoised - reference) ** 2)))
+    return scores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--render", action="store_true", help="also render the variants")
+    parser.add_argument("--size", type=int, default=64)
+    parser.add_argument("--backend", default="reference")
+    args = parser.parse_args()
+    frames = {"test": test_frame}
+    if args.render:
+        for kind in ("gauss", "dof", "grass", "grass-gauss"):
+            frames[kind] = lambda kind=kind: rendered_frame(kind, args.size)
+    print("| frame | fractional alpha | " + " | ".join(OPTIONS) + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in OPTIONS) + " |")
+    for kind, make in frames.items():
+        frame = make()
+        reference = frame[3]
+        fractional = np.mean((reference > 0.001) & (reference < 0.999))
+        scores = score(frame, args.backend)
+        cells = " | ".join(f"{scores[name]:.2f}x" for name in OPTIONS)
+        print(f"| {kind} | {100 * fractional:.1f}% | {cells} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
