@@ -231,7 +231,9 @@ def test_interrupt_while_writing_leaves_no_partial_output(
     out = tmp_path / "out"
     result = cli("denoise", frames, "-o", out, "--mkdir")
     assert result.rc == 130
-    assert result.err.strip().splitlines()[-1].startswith("error: interrupted")
+    last = result.err.strip().splitlines()[-1]
+    assert last.startswith("error: interrupted; 1 of 3 frames finished"), last
+    assert "--skip-existing" in last  # how to resume
     assert sorted(p.name for p in out.iterdir()) == ["f1.exr"]
     assert leftovers(tmp_path) == []
 

@@ -163,6 +163,42 @@ LAYOUTS = [
         "albedo",
         "nn",
     ),
+    Layout(
+        "Unreal Movie Render Queue",
+        (
+            _rgb("", "color", comps="RGBA")
+            + _rgb("BaseColor", "albedo", "half")
+            + _rgb("WorldNormal", "normal", "half")
+            + _rgb("SceneDepth", "extra", "float"),
+        ),
+        "",
+        "BaseColor",
+        "WorldNormal",
+    ),
+    Layout(
+        "LuxCore",
+        (
+            _rgb("RGB_IMAGEPIPELINE", "color")
+            + _rgb("ALBEDO", "albedo")
+            + _rgb("SHADING_NORMAL", "extra", "float", "XYZ")
+            + _rgb("AVG_SHADING_NORMAL", "normal", "float", "XYZ"),
+        ),
+        "RGB_IMAGEPIPELINE",
+        "ALBEDO",
+        "AVG_SHADING_NORMAL",  # LuxCore's OIDN plugin takes the averaged one
+    ),
+    Layout(
+        "Nuke",
+        (
+            _rgb("", "color", comps="RGBA")
+            + _rgb("diffuse_albedo", "albedo", "half")
+            + _rgb("Nworld", "normal", "half")
+            + _rgb("Pworld", "extra", "float"),
+        ),
+        "",
+        "diffuse_albedo",
+        "Nworld",
+    ),
 ]
 
 
