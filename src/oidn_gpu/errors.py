@@ -10,7 +10,7 @@ a verbatim message for the same condition, that message starts ours.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 class OIDNGPUError(Exception):
@@ -98,3 +98,15 @@ def one_of(values: Iterable[object]) -> str:
     if len(quoted) < 2:
         return "".join(quoted)
     return ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
+
+
+def channels_first_hint(shape: Sequence[int]) -> str:
+    """For an image shape that looks channels-first (``C x H x W``, C 1..4, the last axis
+    longer), how to pass it channels-last; otherwise ``''``."""
+    if len(shape) == 3 and 1 <= shape[0] <= 4 and shape[2] > 4:
+        return (
+            f" (it looks channels-first, {shape[0]} x {shape[1]} x {shape[2]}: pass "
+            "image.permute(1, 2, 0) for a torch tensor, image.transpose(1, 2, 0) for a "
+            "NumPy array)"
+        )
+    return ""
