@@ -30,6 +30,7 @@ from oidn_gpu.cli.usage import (
 from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.farm.temporal import denoise_sequence_temporal
+from oidn_gpu.image import aovs
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.temporal.frames import TemporalFrames
@@ -290,6 +291,14 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             )
         if args.temporal and given:
             raise UsageError(f"--temporal denoises the beauty; it cannot be used with {flag}")
+    for flag, given in (("--aovs", args.aovs), ("--aovs-sum", args.aovs_sum)):
+        motion = [name for name in _names(given) if aovs.is_motion_pass(name)]
+        if motion:
+            raise UsageError(
+                f"{flag} {motion[0]}: '{motion[0]}' is a motion-vector pass, whose values are "
+                "pixel offsets, not light: denoising it as a color would change the vectors; "
+                "leave it out (an EXR output keeps it as it is)"
+            )
     if args.lightmap and args.alpha == "denoise":
         raise UsageError("--alpha denoise cannot be used with --lightmap (lightmaps have no alpha)")
     if args.motion_layer is not None and not args.temporal:

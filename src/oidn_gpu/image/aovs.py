@@ -193,3 +193,11 @@ def is_color_only_aov(layer_name: str) -> bool:
     """Whether ``--aovs`` denoises this layer without the albedo and normal."""
     last = layer_name.rsplit(".", 1)[-1].casefold()
     return any(last == n.casefold() for n in COLOR_ONLY_AOV_NAMES)
+
+
+def is_motion_pass(layer_name: str) -> bool:
+    """Whether a layer is a motion-vector pass by its name (`MOTION_LAYER_NAMES` and
+    RenderMan's ``motionFore``): pixel offsets, not light, which ``--aovs`` refuses."""
+    last = layer_name.rsplit(".", 1)[-1].casefold()
+    names = (*MOTION_LAYER_NAMES, "motionFore")
+    return any(last == n.casefold() for n in names)

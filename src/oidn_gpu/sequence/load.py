@@ -17,6 +17,10 @@ from oidn_gpu.sequence.options import AuxSource, FrameJob, InputOptions
 NOTE_NORMAL_WITHOUT_ALBEDO = "normal-without-albedo"
 NOTE_NO_AUX = "no-aux"
 NOTE_ALBEDO_WITHOUT_NORMAL = "albedo-without-normal"
+NOTE_AUX_VALUES = "aux-values"
+# An albedo is a reflectance in [0, 1]; renderers' filtered albedos overshoot 1 a little,
+# so only values above this are noted (a colour pass given as the albedo, say).
+ALBEDO_NOTE_ABOVE = 1.1
 NOTE_ALPHA_DROPPED = "alpha-dropped"
 
 
@@ -133,6 +137,7 @@ def _load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool) -> Load
             elif normal is None:
                 text = _albedo_only_text(job, sources, layers)
                 notes.append(FrameNote(NOTE_ALBEDO_WITHOUT_NORMAL, text))
+        notes += _aux_value_notes(job, sources, albedo, normal)
         for kind, img in (("albedo", albedo), ("normal", normal)):
             if img is not None and img.shape[:2] != pixels.shape[:2]:
                 raise InvalidArgumentError(
@@ -212,6 +217,38 @@ def _root_alpha(
                 image = io.read_layer(path, f"{channel},")  # that one channel
                 return np.ascontiguousarray(image.pixels[:, :, :1]), channel
     return None, None
+
+
+def _aux_value_notes(
+    job: FrameJob,
+    sources: dict[str, str | None],
+    albedo: np.ndarray | None,
+    normal: np.ndarray | None,
+) -> list[FrameNote]:
+    """Notes on an albedo or normal that is accepted but probably not what was meant: a
+    one-channel normal (a depth or mask pass) and an albedo well above 1 (a colour pass)."""
+    notes = []
+    if normal is not None and normal.shape[2] == 1:
+        notes.append(
+            FrameNote(
+                NOTE_AUX_VALUES,
+                f"the normal '{sources['normal']}' of '{job.color}' has one channel: a normal "
+                "has three (X, Y, Z), so this looks like a depth or mask pass; it is used as "
+                "given, repeated on X, Y and Z. Name the normal with --normal-layer",
+            )
+        )
+    if albedo is not None and albedo.size:
+        peak = float(np.nanmax(albedo)) if np.isfinite(albedo).any() else 0.0
+        if peak > ALBEDO_NOTE_ABOVE:
+            notes.append(
+                FrameNote(
+                    NOTE_AUX_VALUES + "-albedo",
+                    f"the albedo '{sources['albedo']}' of '{job.color}' reaches {peak:.3g}: an "
+                    "albedo is a reflectance in [0, 1], so this looks like a colour or light "
+                    "pass; it is used as given. Name the albedo with --albedo-layer",
+                )
+            )
+    return notes
 
 
 def _normal_only_text(
@@ -317,8 +354,20 @@ def _load_aux(
 
 
 def resolve_mode(options: InputOptions, color: io.Image) -> tuple[bool, bool]:
-    """(hdr, srgb) for this frame: explicit, or HDR for float files and sRGB for integer ones."""
+    """(hdr, srgb) for this frame: explicit, or HDR for float files and sRGB for integer ones.
+
+    Raises:
+        InvalidArgumentError: ``--hdr`` for an integer file, whose values are LDR: the rule
+            of the API, which refuses integer arrays with ``hdr=True``.
+    """
     mode = options.mode
     if mode == "auto":
         mode = "hdr" if color.is_float else "srgb"
+    if mode == "hdr" and not color.is_float:
+        raise InvalidArgumentError(
+            f"--hdr cannot be used with '{color.path}': its {color.pixel_format} pixels hold "
+            "LDR values in [0, 1] (as the API refuses integer arrays with hdr=True); HDR "
+            "denoising needs a float file (EXR, PFM, HDR, float TIFF); use --srgb, the "
+            "default for integer files, or --ldr"
+        )
     return mode == "hdr", mode == "srgb"
