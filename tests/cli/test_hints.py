@@ -83,3 +83,13 @@ def test_inspect_takes_a_built_in_weights_name(cli) -> None:
     assert wrong.rc == 2
     assert "'rt_hdr_alb_nrn' is neither a file nor built-in weights" in wrong.err
     assert "'rt_hdr_alb_nrm'" in wrong.err  # the names it could be
+
+
+def test_info_in_python_is_what_the_command_prints(cli) -> None:
+    report = oidn_gpu.info(probe_devices=False)
+    assert report.version == oidn_gpu.__version__
+    assert "reference" in {backend.name for backend in report.backends}
+    assert next(b for b in report.backends if b.name == "reference").available
+    printed = cli("info", "--no-probe")
+    assert printed.rc == 0
+    assert printed.out.strip() == str(report).strip()
