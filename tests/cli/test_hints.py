@@ -93,3 +93,12 @@ def test_info_in_python_is_what_the_command_prints(cli) -> None:
     printed = cli("info", "--no-probe")
     assert printed.rc == 0
     assert printed.out.strip() == str(report).strip()
+
+
+def test_denoise_help_points_at_nothing_an_installed_package_lacks(cli) -> None:
+    result = cli("denoise", "--help")
+    assert result.rc == 0
+    assert "docs/" not in result.out  # the docs folder is not installed with the package
+    assert "Unreal's Movie Render Queue, LuxCore and Nuke's conventions" in " ".join(
+        result.out.split()
+    )

@@ -121,7 +121,7 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         metavar="LAYER,...",
         help="light-path layers of an EXR whose sum is the beauty (e.g. 'key,fill' light "
         "groups): each is denoised with the beauty's albedo and normal, then adjusted so "
-        "that the denoised layers add up to the denoised beauty (docs/aovs.md)",
+        "that the denoised layers add up to the denoised beauty",
     )
     aux.add_argument(
         "--alpha",
@@ -140,8 +140,9 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
     aux.add_argument(
         "--motion-layer",
         metavar="NAME",
-        help="layer of the motion pass for --temporal (default: the renderers' names, "
-        "docs/aovs.md)",
+        help="layer of the motion pass for --temporal (default: the renderers' names: "
+        + ", ".join(aovs.MOTION_LAYER_NAMES)
+        + ")",
     )
     aux.add_argument(
         "--list-layers",
