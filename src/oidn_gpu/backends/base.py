@@ -678,8 +678,7 @@ def _unknown_option(
         for option in get_backend(other).Options.option_names()
     }
     candidates = [*filter_options, *own, *(o for o in owners if o not in own)]
-    # case first (``HDR`` is ``hdr``), then spelling
-    same = [c for c in candidates if c.casefold() == key.casefold()]
+    same = [c for c in candidates if c.casefold() == key.casefold()]  # HDR is hdr
     close = same or difflib.get_close_matches(key.lower(), candidates, n=1, cutoff=0.6)
     hint = ""
     if close:
