@@ -115,10 +115,11 @@ class BenchResult(bench_result.BenchResult):
 
     def _rest(self) -> str:
         """What "rest" holds: the filter's own work (checks, planning, the tile loop); on a
-        CPU Vulkan driver the GPU work too, which that driver runs outside the GPU wait."""
+        CPU Vulkan driver (lavapipe) the GPU work too, which that driver runs while commands
+        are submitted and polled, not in the GPU wait."""
         if self.adapter_type.lower() != "cpu":
             return "; rest: checks, planning and the tile loop"
-        return "; rest: on this CPU Vulkan driver it holds the GPU work itself"
+        return "; on this CPU Vulkan driver the GPU work runs within submit and rest"
 
     def _tiled(self) -> str:
         if self.tile_size is None:
