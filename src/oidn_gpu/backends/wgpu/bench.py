@@ -302,15 +302,7 @@ def run_bench(
         net_h, net_w, edge = network_tile(executor, net_h, net_w, tile_size, ALIGNMENT)
         compile_s = time.perf_counter() - start
         rng = np.random.default_rng(random_seed)
-        x = rng.random((executor.input_channels, net_h, net_w), dtype=np.float32)
-        executor.run(x)  # upload once; later runs reuse the packed input in place
-        for _ in range(warmup):
-            _timed_run(executor, net_h, net_w)
-        wall: list[float] = []
-        with timer:
-            for _ in range(runs):  # wall clock and whole-submission GPU time (one pass)
-                wall.append(_timed_run(executor, net_h, net_w))
-        network_gpu = timer.elapsed_ms()
+        wall, network_gpu = _network_runs(executor, timer, (net_h, net_w), runs, warmup, rng)
         gpu_total, all_layers = _profiled_layers(executor, net_h, net_w, runs)
         e2e: dict[str, Any] = {}
         if end_to_end:
@@ -346,6 +338,28 @@ def run_bench(
         **_network_fields(wall, gpu_total, network_gpu, total_flops),
         **_summaries(e2e),
     )
+
+
+def _network_runs(
+    executor: WgpuExecutor,
+    timer: CommandTimer,
+    size: tuple[int, int],
+    runs: int,
+    warmup: int,
+    rng: np.random.Generator,
+) -> tuple[list[float], list[float]]:
+    """The network alone on one ``size`` input: each run's wall clock and whole-submission
+    GPU time (one pass; empty without timestamps), after ``warmup`` runs."""
+    net_h, net_w = size
+    x = rng.random((executor.input_channels, net_h, net_w), dtype=np.float32)
+    executor.run(x)  # upload once; later runs reuse the packed input in place
+    for _ in range(warmup):
+        _timed_run(executor, net_h, net_w)
+    wall: list[float] = []
+    with timer:
+        for _ in range(runs):
+            wall.append(_timed_run(executor, net_h, net_w))
+    return wall, timer.elapsed_ms()
 
 
 def _profiled_layers(
