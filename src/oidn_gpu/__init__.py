@@ -26,6 +26,7 @@ from oidn_gpu.filter import (
     denoise,
 )
 from oidn_gpu.filter_cache import clear_denoiser_cache
+from oidn_gpu.installation import info
 from oidn_gpu.temporal import TemporalDenoiser
 
 __version__ = "0.1.0"
@@ -51,4 +52,5 @@ __all__ = [
     "__version__",
     "clear_denoiser_cache",
     "denoise",
+    "info",
 ]

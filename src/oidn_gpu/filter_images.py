@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.base import DenoiseImages
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, channels_first_hint
 
 Progress = Callable[[float], Any]
 
@@ -62,7 +62,7 @@ def split_alpha(name: str, image: Any) -> tuple[Any, Any]:
     if image.ndim != 3 or not 1 <= image.shape[2] <= 4:
         raise InvalidOperationError(
             f"unsupported input image format: {name} has shape {image.shape}; "
-            "expected HxW or HxWxC with C from 1 to 4"
+            "expected HxW or HxWxC with C from 1 to 4" + channels_first_hint(tuple(image.shape))
         )
     h, w = image.shape[:2]
     if h > MAX_IMAGE_DIM or w > MAX_IMAGE_DIM:

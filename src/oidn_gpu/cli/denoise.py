@@ -20,6 +20,7 @@ from oidn_gpu.cli.layers import list_layers
 from oidn_gpu.cli.usage import (
     EXIT_FAILURE,
     EXIT_OK,
+    Interrupted,
     UsageError,
     add_verbose,
     choice,
@@ -32,6 +33,7 @@ from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.farm.temporal import denoise_sequence_temporal
 from oidn_gpu.image import motion as motion_passes
+from oidn_gpu.image import aovs
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.temporal.frames import TemporalFrames
@@ -50,8 +52,9 @@ def add_denoise_parser(sub: Any) -> None:
             "in it, in natural order). Float files (EXR, PFM, HDR) are HDR by default and "
             "8-bit files (PNG, JPEG) sRGB-encoded LDR. Auxiliary images come from --albedo/"
             "--normal files or from layers of a multi-layer EXR (the names Blender, Arnold, "
-            "V-Ray, Redshift, RenderMan, Karma, Octane and Mitsuba give them are found "
-            "automatically; see --list-layers). An EXR written from an EXR keeps every "
+            "V-Ray, Redshift, RenderMan, Karma, Octane, Mitsuba, Unreal's Movie Render Queue, "
+            "LuxCore and Nuke's conventions give them are found automatically; see "
+            "--list-layers). An EXR written from an EXR keeps every "
             "layer, channel and header field of the input; the denoised beauty replaces "
             "the noisy one (see --layer-name, --only-beauty, --aovs)."
         ),
@@ -310,6 +313,14 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             "--temporal carries only the passes of --aovs-sum (through the beauty's history); "
             "it cannot be used with --aovs"
         )
+    for flag, given in (("--aovs", args.aovs), ("--aovs-sum", args.aovs_sum)):
+        motion = [name for name in _names(given) if aovs.is_motion_pass(name)]
+        if motion:
+            raise UsageError(
+                f"{flag} {motion[0]}: '{motion[0]}' is a motion-vector pass, whose values are "
+                "pixel offsets, not light: denoising it as a color would change the vectors; "
+                "leave it out (an EXR output keeps it as it is)"
+            )
     if args.lightmap and args.alpha == "denoise":
         raise UsageError("--alpha denoise cannot be used with --lightmap (lightmaps have no alpha)")
     _check_motion_args(args)
@@ -497,6 +508,18 @@ def _check_first_motion(temporal: TemporalFrames, jobs: Any) -> None:
         pass  # an unreadable first file fails in its turn, as any frame's
 
 
+def _interrupted_text(finished: list[Any], total: int, counted: bool) -> str:
+    """What an interrupted run says: how many frames have their outputs and how to resume."""
+    resume = "run the same command with --skip-existing to denoise the rest"
+    if not counted:
+        return f"no partial outputs were left; {resume}"
+    complete = sum(1 for result in finished if result.status in ("done", "skipped"))
+    return (
+        f"{complete} of {total} frame{'s' if total != 1 else ''} finished (their outputs are "
+        f"complete) and no partial outputs were left; {resume}"
+    )
+
+
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
     _check_denoise_args(args)
@@ -526,10 +549,20 @@ def cmd_denoise(args: argparse.Namespace) -> int:
             motion_layer=args.motion_layer, motion_convention=args.motion_convention
         )
         _check_first_motion(temporal, jobs)
-    run = functools.partial(run_sequence, jobs, config, options, temporal=temporal)
+    finished: list[Any] = []  # each frame's result as it comes, for an interrupted run
+    run = functools.partial(
+        run_sequence, jobs, config, options, temporal=temporal, on_frame=finished.append
+    )
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
-        run = functools.partial(farm.denoise_sequence, jobs, config, options, farm_options(args))
+        run = functools.partial(
+            farm.denoise_sequence,
+            jobs,
+            config,
+            options,
+            farm_options(args),
+            on_frame=finished.append,
+        )
         if temporal is not None:
             run = functools.partial(
                 denoise_sequence_temporal,
@@ -543,6 +576,9 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         summary = run()
     except UnsupportedDeviceError as err:  # the up-front check (on a farm's node), no frame
         raise UsageError(f"{err}; pass --backend NAME with one of those") from None
+    except KeyboardInterrupt as err:
+        counted = not (args.ray is not None and temporal is not None)  # chunks, not frames
+        raise Interrupted(_interrupted_text(finished, len(jobs), counted)) from err
     finally:
         if temporal is not None:
             temporal.close()

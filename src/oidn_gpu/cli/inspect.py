@@ -1,4 +1,4 @@
-"""``oidn-gpu inspect WEIGHTS.tza``: what a weights file holds (official or not, the
+"""``oidn-gpu inspect WEIGHTS``: what a weights file holds (official or not, the
 network it makes, its tensors)."""
 
 from __future__ import annotations
@@ -9,15 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from oidn_gpu.cli.usage import EXIT_OK, UsageError, add_verbose
-from oidn_gpu.errors import OIDNGPUError
+from oidn_gpu.errors import OIDNGPUError, one_of
 from oidn_gpu.model.tza import parse_tza
 from oidn_gpu.model.unet import flops_per_pixel, load_model
-from oidn_gpu.model.weights import is_official
+from oidn_gpu.model.weights import is_official, official_sha256, weights_path
 
 
 def add_inspect_parser(sub: Any) -> None:
     inspect = sub.add_parser("inspect", help="describe a .tza weights file")
-    inspect.add_argument("weights", metavar="WEIGHTS.tza", help="the weights file to describe")
+    inspect.add_argument(
+        "weights",
+        metavar="WEIGHTS",
+        help="the weights to describe: a .tza file, or a built-in name such as rt_hdr_alb_nrm "
+        "(as 'oidn-gpu bench --weights' takes)",
+    )
     add_verbose(inspect)
 
 
@@ -52,12 +57,26 @@ def describe_inputs(name: str | None, channels: int) -> str:
     return _INPUT_MEANING.get(channels, f"{channels} channels")
 
 
-def cmd_inspect(args: argparse.Namespace) -> int:
-    """``oidn-gpu inspect WEIGHTS.tza``."""
+def _weights_file(given: str) -> Path:
+    """The file of ``given``: a path, else a built-in weights name (`weights_path`)."""
+    path = Path(given)
+    if path.is_file():
+        return path
+    if path.suffix != ".tza" and path.name == given:  # a plain name such as rt_hdr_alb_nrm
+        try:
+            return weights_path(given)
+        except OIDNGPUError as err:
+            raise UsageError(
+                f"'{given}' is neither a file nor built-in weights ({err}); the built-in "
+                f"names are {one_of(official_sha256())}"
+            ) from None
+    raise UsageError(f"weights file '{path}' does not exist")
 
-    path = Path(args.weights)
-    if not path.is_file():
-        raise UsageError(f"weights file '{path}' does not exist")
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """``oidn-gpu inspect WEIGHTS`` (a .tza file or a built-in weights name)."""
+
+    path = _weights_file(args.weights)
     blob = path.read_bytes()
     sha = hashlib.sha256(blob).hexdigest()
     official = is_official(sha)

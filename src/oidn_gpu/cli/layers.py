@@ -38,8 +38,13 @@ def list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
             ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
         ]
-        found: dict[str, bool] = {}
+        found: dict[str, bool] = {}  # whether each aux pass is there
         for kind, named, defaults in picks:
+            given = getattr(args, kind, None) if kind != "color" else None
+            if given is not None and not args.lightmap:
+                print(f"  -> {kind}: file '{given}' (--{kind})")
+                found[kind] = True
+                continue
             if named is not None:
                 print(f"  -> {kind}: '{named}' (--{kind}-layer)")
                 continue
@@ -53,6 +58,10 @@ def list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
         if getattr(args, "temporal", False):
             for line in _temporal_picks(path, img_layers, args):
                 print(line)
+        missing = [kind for kind in ("albedo", "normal") if found.get(kind) is False]
+        if missing:
+            flags = " and ".join(f"--{kind}-layer NAME or --{kind} FILE" for kind in missing)
+            print(f"  (name the {' and '.join(missing)} with {flags})")
     return status
 
 

@@ -28,6 +28,7 @@ from oidn_gpu.cli.usage import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     VERBOSE_HELP,
+    Interrupted,
     Parser,
     UsageError,
 )
@@ -138,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose:
             traceback.print_exc()
         return _fail(err, EXIT_USAGE, argv)
+    except Interrupted as err:  # a denoise run: what finished and how to resume
+        print(f"error: interrupted; {err}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("error: interrupted; no partial outputs were left", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -149,6 +149,15 @@ class WgpuBenchmark:
         parser.add_argument(
             "--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'"
         )
+        parser.add_argument(
+            "--tile-size",
+            type=int,
+            default=None,
+            metavar="PX",
+            help="denoise in tiles of at most PX a side and time the network on one, as "
+            "'oidn-gpu denoise --tile-size' (default: the whole image, or the largest tile "
+            "the device can bind)",
+        )
         parser.add_argument("--runs", type=int, default=20)
         parser.add_argument("--warmup", type=int, default=3)
         parser.add_argument("--top", type=int, default=8)
@@ -195,6 +204,7 @@ class WgpuBenchmark:
             end_to_end=args.end_to_end,
             host_dtype=args.host_dtype,
             facade=functools.partial(bench.time_denoiser, tools.denoiser) if args.facade else None,
+            tile_size=args.tile_size,
         )
         print(result.table())
         if args.json_path:
