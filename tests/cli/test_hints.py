@@ -92,7 +92,9 @@ def test_info_in_python_is_what_the_command_prints(cli) -> None:
     assert next(b for b in report.backends if b.name == "reference").available
     printed = cli("info", "--no-probe")
     assert printed.rc == 0
-    assert printed.out.strip() == str(report).strip()
+    # the report, then the command line's settings (the config file's and variables')
+    assert printed.out.startswith(str(report).strip() + "\n")
+    assert "settings" in printed.out[len(str(report)) :].lower()
 
 
 def test_denoise_help_points_at_nothing_an_installed_package_lacks(cli) -> None:

@@ -133,7 +133,7 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         help="light-path layers of an EXR whose sum is the beauty (e.g. 'key,fill' light "
         "groups): each is denoised with the beauty's albedo and normal, then adjusted so "
         "that the denoised layers add up to the denoised beauty; with --temporal, through "
-        "the beauty's history (docs/aovs.md)",
+        "the beauty's history",
     )
     aux.add_argument(
         "--alpha",
@@ -152,8 +152,9 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
     aux.add_argument(
         "--motion-layer",
         metavar="NAME[:CONVENTION]",
-        help="layer of the motion pass for --temporal (default: the renderers' names, "
-        "docs/aovs.md) and how to read it: 'mv:pixels' (backward motion in pixels, y down), "
+        help="layer of the motion pass for --temporal (default: the renderers' names: "
+        + ", ".join(aovs.MOTION_LAYER_NAMES)
+        + ") and how to read it: 'mv:pixels' (backward motion in pixels, y down), "
         f"or one of {', '.join(motion_passes.CONVENTIONS)}; a renderer's name needs none",
     )
     aux.add_argument(
@@ -401,7 +402,7 @@ def _check_motion_args(args: argparse.Namespace) -> None:
         motion_passes.resolve_convention(args.motion_layer, given)
     except motion_passes.MotionPassError as err:
         text = str(err).replace("(or with motion_convention)", "(or --motion-convention)")
-        raise UsageError(text.replace("(docs/aovs.md", "(--motion-layer; docs/aovs.md")) from None
+        raise UsageError(text) from None
     args.motion_convention = given
 
 
