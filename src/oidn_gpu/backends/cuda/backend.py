@@ -231,7 +231,7 @@ class CudaBenchmark:
             action="store_true",
             help="time the tile candidates of every layer at --size on this GPU and keep the "
             "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
-            "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read",
+            "cuda-tuning.json in the per-user cache folder), which later processes read",
         )
         add("--json", dest="json_path", default=None, help="write the result as JSON")
 
