@@ -11,7 +11,6 @@ command line (`oidn_gpu.cli.bench`) makes the parser, lets the benchmark add its
 from __future__ import annotations
 
 import importlib
-import json
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -19,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from oidn_gpu.backends.base import REGISTRY, get_backend
-from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.bench_result import parse_size, write_bench_json
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, one_of
-from oidn_gpu.files import write_bytes_atomic
 
 EXIT_FAILURE = 1  # what ``--cold`` returns when a fresh process fails
 
@@ -159,7 +157,7 @@ def run_cold_start(backend: str, args: Any, tools: BenchTools, **script: Any) ->
         document["sequences"] = sequences.to_dict()
         print(sequences.table(), flush=True)
     if getattr(args, "json_path", None):
-        write_bytes_atomic(args.json_path, json.dumps(document).encode("utf-8"))
+        write_bench_json(args.json_path, backend, "cold", document)
     return 0
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-import sys
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,9 @@ from oidn_gpu import __version__, farm
 from oidn_gpu.backends.base import AUTO, check_backend, resolve_backend
 from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
 from oidn_gpu.cli.inputs import expand_inputs, plan_jobs
+from oidn_gpu.cli.json_output import document, write_document
 from oidn_gpu.cli.layers import list_layers
+from oidn_gpu.cli.logs import progress_safe
 from oidn_gpu.cli.usage import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -32,6 +33,8 @@ from oidn_gpu.farm.temporal import denoise_sequence_temporal
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.temporal.frames import TemporalFrames
+
+_LOG = logging.getLogger("oidn_gpu.cli")
 
 QUALITIES = ("fast", "balanced", "high")
 PREFILTERS = ("none", "fast", "accurate")
@@ -425,7 +428,7 @@ def _check_backend_here(args: argparse.Namespace) -> None:
         message = str(err).replace("backend='auto'", "--backend auto")
         raise UsageError(f"{message}; pass --backend NAME with one of those") from None
     if availability.warning and not args.quiet:
-        print(f"note: {availability.warning}", file=sys.stderr)
+        _LOG.info("note: %s", availability.warning)
 
 
 def cmd_denoise(args: argparse.Namespace) -> int:
@@ -456,21 +459,21 @@ def cmd_denoise(args: argparse.Namespace) -> int:
                 temporal=temporal,
             )
     try:
-        summary = run()
+        with progress_safe():  # log lines above the progress bar, never through it
+            summary = run()
     except UnsupportedDeviceError as err:  # the up-front check (on a farm's node), no frame
         raise UsageError(f"{err}; pass --backend NAME with one of those") from None
     finally:
         if temporal is not None:
             temporal.close()
-    if not args.quiet:
-        print(summary.line(len(jobs)), file=sys.stderr)
-        layers = summary.layers_line()
-        if layers:
-            print(layers, file=sys.stderr)
-        if len(jobs) == 1 and summary.count("done"):
-            written = [jobs[0].output, jobs[0].side_by_side]
-            print("wrote " + " and ".join(str(p) for p in written if p), file=sys.stderr)
+    _LOG.info("%s", summary.line(len(jobs)))
+    layers = summary.layers_line()
+    if layers:
+        _LOG.info("%s", layers)
+    if len(jobs) == 1 and summary.count("done"):
+        written = [jobs[0].output, jobs[0].side_by_side]
+        _LOG.info("wrote %s", " and ".join(str(p) for p in written if p))
     if args.json:
-        print(json.dumps(summary.as_json(len(jobs)), indent=2))
+        write_document(document("oidn-gpu.denoise", summary.as_json(len(jobs))))
     failed = summary.count("failed") + (len(jobs) - len(summary.results))
     return EXIT_FAILURE if failed else EXIT_OK

@@ -17,6 +17,7 @@ from typing import Any
 
 from oidn_gpu import __version__
 from oidn_gpu.backends.base import auto_choice, backend_names, get_backend, probe
+from oidn_gpu.cli.json_output import STDOUT, document, write_document
 from oidn_gpu.cli.usage import EXIT_OK, add_verbose
 from oidn_gpu.fetch import LARGE_WEIGHTS
 from oidn_gpu.model.weights import user_weights_dir
@@ -138,11 +139,47 @@ def format_report(report: SystemInfo) -> str:
 def add_info_parser(sub: Any) -> None:
     info = sub.add_parser("info", help="version, backends and adapters, what 'auto' picks")
     info.add_argument("--no-probe", action="store_true", help="do not create a Denoiser")
+    info.add_argument(
+        "--json",
+        nargs="?",
+        const=STDOUT,
+        default=None,
+        metavar="PATH",
+        help="the report as JSON (schema oidn-gpu.info, docs/json.md) on stdout, or in PATH",
+    )
     add_verbose(info)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     """``oidn-gpu info``."""
 
-    print(format_report(collect(probe_auto=not args.no_probe)))
+    report = collect(probe_auto=not args.no_probe)
+    if args.json is not None:
+        write_document(document("oidn-gpu.info", report_json(report)), args.json)
+    else:
+        print(format_report(report))
     return EXIT_OK
+
+
+def report_json(report: SystemInfo) -> dict[str, Any]:
+    """The ``oidn-gpu.info`` document's fields (docs/json.md)."""
+    return {
+        "version": report.version,
+        "oidn_version": "2.5.1",
+        "python": report.python,
+        "platform": report.platform,
+        "modules": {name: version for name, version in report.modules},
+        "backends": [
+            {
+                "name": b.name,
+                "available": b.available,
+                "note": b.note,
+                "details": list(b.details),
+            }
+            for b in report.backends
+        ],
+        "auto_backend": report.auto_backend,
+        "auto_note": report.auto_note,
+        "weights_dir": report.weights_dir,
+        "large_weights": {name: present for name, present in report.large_weights},
+    }

@@ -3,26 +3,37 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from oidn_gpu.cli.json_output import document, write_document
 from oidn_gpu.errors import OIDNGPUError
 from oidn_gpu.image import io
+
+_LOG = logging.getLogger("oidn_gpu.cli")
 
 
 def list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
     """``oidn-gpu denoise --list-layers``: each file's parts and layers, and the layers a
-    denoise would use; returns the exit code (1 when a file cannot be read)."""
+    denoise would use (with ``--json``, the ``oidn-gpu.layers`` document on stdout);
+    returns the exit code (1 when a file cannot be read)."""
 
     status = 0
+    described: list[dict[str, Any]] = []
     for path in files:
         try:
             img_layers = io.list_layers(path)
             parts = io.describe_parts(path)
         except OIDNGPUError as err:
-            print(f"error: {err}", file=sys.stderr)
+            _LOG.error("%s", err)
+            described.append({"file": str(path), "error": str(err)})
             status = 1
+            continue
+        picks = _picks(img_layers, args)
+        if args.json:
+            described.append(_file_json(path, img_layers, parts, picks))
             continue
         for line in _describe_file(path, parts):
             print(line)
@@ -31,24 +42,79 @@ def list_layers(files: Sequence[Path], args: argparse.Namespace) -> int:
             formats = parts[layer.subimage].formats
             channels = _with_formats(layer.components, [formats[c] for c in layer.channels])
             print(f"  {io.layer_label(layer)}: {channels}{part}")
-        picks = [
-            ("color", args.color_layer, io.COLOR_LAYER_NAMES),
-            ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
-            ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
-        ]
-        found: dict[str, bool] = {}
-        for kind, named, defaults in picks:
-            if named is not None:
-                print(f"  -> {kind}: '{named}' (--{kind}-layer)")
-                continue
-            if kind != "color" and (args.no_aux or args.lightmap):
-                continue
-            layer = io.find_layer(img_layers, defaults)
-            found[kind] = layer is not None
-            print(f"  -> {kind}: " + (f"'{io.layer_label(layer)}'" if layer else "none found"))
-        if found.get("normal") and found.get("albedo") is False:
-            print("  (a normal is used only with an albedo: the color would be denoised alone)")
+        for kind, (name, flag) in picks.items():
+            if flag:
+                print(f"  -> {kind}: '{name}' (--{kind}-layer)")
+            else:
+                print(f"  -> {kind}: " + (f"'{name}'" if name is not None else "none found"))
+        if _normal_alone(picks):
+            print(f"  ({NORMAL_ALONE})")
+    if args.json:
+        write_document(document("oidn-gpu.layers", {"files": described}))
     return status
+
+
+NORMAL_ALONE = "a normal is used only with an albedo: the color would be denoised alone"
+
+
+def _picks(
+    img_layers: Sequence[Any], args: argparse.Namespace
+) -> dict[str, tuple[str | None, bool]]:
+    """The layer a denoise would use per input: ``{kind: (label or None, named by a flag)}``."""
+    picks = [
+        ("color", args.color_layer, io.COLOR_LAYER_NAMES),
+        ("albedo", args.albedo_layer, io.ALBEDO_LAYER_NAMES),
+        ("normal", args.normal_layer, io.NORMAL_LAYER_NAMES),
+    ]
+    out: dict[str, tuple[str | None, bool]] = {}
+    for kind, named, defaults in picks:
+        if named is not None:
+            out[kind] = (named, True)
+        elif kind == "color" or not (args.no_aux or args.lightmap):
+            layer = io.find_layer(img_layers, defaults)
+            out[kind] = (io.layer_label(layer) if layer else None, False)
+    return out
+
+
+def _normal_alone(picks: dict[str, tuple[str | None, bool]]) -> bool:
+    found = {k: name is not None for k, (name, flag) in picks.items() if not flag}
+    return bool(found.get("normal")) and found.get("albedo") is False
+
+
+def _file_json(
+    path: Path,
+    img_layers: Sequence[Any],
+    parts: Sequence[io.PartInfo],
+    picks: dict[str, tuple[str | None, bool]],
+) -> dict[str, Any]:
+    """One file of the ``oidn-gpu.layers`` document (docs/json.md)."""
+    return {
+        "file": str(path),
+        "format": parts[0].file_format if parts else None,
+        "parts": [
+            {
+                "data_window": list(p.window),
+                "display_window": list(p.display),
+                "tiles": list(p.tiles) if p.tiles else None,
+                "compression": p.compression or None,
+                "channels": dict(p.formats),
+            }
+            for p in parts
+        ],
+        "layers": [
+            {
+                "name": io.layer_label(layer),
+                "part": layer.subimage,
+                "channels": list(layer.channels),
+                "components": list(layer.components),
+            }
+            for layer in img_layers
+        ],
+        "denoise_uses": {
+            kind: {"layer": name, "named_by_flag": flag} for kind, (name, flag) in picks.items()
+        },
+        "normal_ignored": _normal_alone(picks),
+    }
 
 
 def _window(window: tuple[int, int, int, int]) -> str:

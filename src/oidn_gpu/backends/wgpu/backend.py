@@ -29,11 +29,10 @@ from oidn_gpu.backends.base import (
     check_precision,
     precision_choices,
 )
-from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.bench_result import parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.wgpu import icd, kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, one_of
-from oidn_gpu.files import write_bytes_atomic
 from oidn_gpu.kernels.gemm import Accumulation, GemmOptions
 
 # What it computes in (``precision="auto"``: fp16 where the device has shader-f16).
@@ -198,7 +197,7 @@ class WgpuBenchmark:
         )
         print(result.table())
         if args.json_path:
-            write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
+            write_bench_json(args.json_path, "wgpu", "denoise", result.to_dict())
         return 0
 
 
