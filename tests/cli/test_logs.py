@@ -138,3 +138,24 @@ def test_the_library_adds_no_handler_but_a_null_handler_and_the_tool_removes_its
     assert cli("info", "--no-probe").rc == 0
     handlers = logging.getLogger("oidn_gpu").handlers
     assert handlers and all(isinstance(h, logging.NullHandler) for h in handlers)
+
+
+def test_while_a_bar_is_drawn_log_lines_go_through_tqdm_with_the_same_level(capsys):
+    from tqdm import tqdm
+
+    from oidn_gpu.cli.logs import close_logging, configure_logging, progress_safe
+
+    configure_logging("warning")
+    logger = logging.getLogger("oidn_gpu.sequence")
+    try:
+        with progress_safe():
+            handlers = logging.getLogger("oidn_gpu").handlers
+            assert any(type(h).__name__ == "_TqdmLoggingHandler" for h in handlers)
+            with tqdm(total=2, file=__import__("sys").stderr, disable=False) as bar:
+                logger.info("below the level")
+                logger.warning("above the bar")
+                bar.update(1)
+    finally:
+        close_logging()
+    err = capsys.readouterr().err
+    assert "warning: above the bar\n" in err and "below the level" not in err

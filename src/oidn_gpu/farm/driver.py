@@ -131,6 +131,8 @@ def _start_ray(ray: Any, address: str | None) -> bool:
         return False
     os.environ.setdefault(RAY_USAGE_STATS_ENV, "0")
     with _keeping_sigterm_handler():
+        # Workers' raw stdout/stderr stay on their nodes; their log records come back with
+        # each frame's outcome and are logged here naming worker and frame (`farm.logs`).
         ray.init(address=address, log_to_driver=False)
     return True
 
