@@ -146,6 +146,7 @@ def e2e_summaries(e2e: dict[str, Any]) -> dict[str, Any]:
 # of rows (one per size) under ``rows``.
 BENCH_SCHEMA = "oidn-gpu.bench"
 BENCH_SCHEMA_VERSION = 1
+JSON_HELP = "write the result as JSON to PATH (docs/json.md); - prints it on stdout"
 
 
 def bench_document(backend: str, kind: str, result: dict[str, Any] | list[Any]) -> dict[str, Any]:

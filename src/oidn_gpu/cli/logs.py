@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from oidn_gpu.cli.usage import UsageError
 from oidn_gpu.sequence.logs import REPORTED
 
 LOGGER_NAME = "oidn_gpu"
@@ -61,13 +62,12 @@ def add_log_arguments(parser: argparse.ArgumentParser, *, top_level: bool = Fals
 def split_log_arguments(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """``--log-level``/``--log-file`` taken out of a command line whose other flags another
     parser reads (``bench``); returns them and the rest."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     add_log_arguments(parser, top_level=True)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    known, rest = parser.parse_known_args(list(argv))
-    if known.verbose:
-        rest.insert(0, "--verbose")
-    return known, rest
+    try:
+        return parser.parse_known_args(list(argv))
+    except argparse.ArgumentError as err:
+        raise UsageError(f"{err} (see 'oidn-gpu bench --help')") from None
 
 
 class _ConsoleFormatter(logging.Formatter):

@@ -146,7 +146,7 @@ def _run(argv: list[str]) -> int:
         if argv[:1] == ["bench"]:
             # The benchmark parses its own flags (different per backend).
             flags, rest = split_log_arguments(argv[1:])
-            configure_logging(flags.log_level, flags.log_file, verbose=flags.verbose)
+            configure_logging(flags.log_level, flags.log_file, verbose=verbose)
             return cmd_bench(argparse.Namespace(bench_args=rest))
         try:
             args = parser.parse_args(argv)

@@ -33,7 +33,7 @@ from oidn_gpu.backends.base import (
     check_precision,
     precision_choices,
 )
-from oidn_gpu.backends.bench_result import parse_size, write_bench_json
+from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.cuda import available, kernel_specs
 from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
@@ -231,7 +231,7 @@ class CudaBenchmark:
             "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
             "cuda-tuning.json in the per-user cache folder), which later processes read",
         )
-        add("--json", dest="json_path", default=None, help="write the result as JSON")
+        add("--json", dest="json_path", default=None, help=JSON_HELP)
 
     def run(self, args: Any, tools: Any) -> int:
         if args.cold:

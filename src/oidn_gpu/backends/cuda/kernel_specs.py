@@ -522,7 +522,7 @@ def install_shipped(
                 names = json.loads(stamp.read_text("utf-8"))
                 if names and all((target / _safe_name(n)).is_dir() for n in names):
                     return 0
-            with locked(target / f"{STAMP_PREFIX}install"):  # one installer per cache
+            with locked(target / INSTALL_LOCK):  # one installer per cache at a time
                 copied, names = _unpack_missing(archive, target)
                 write_bytes_atomic(stamp, json.dumps(sorted(names)).encode("utf-8"))
         except (OSError, tarfile.TarError) as err:
@@ -532,6 +532,7 @@ def install_shipped(
 
 
 STAMP_PREFIX = ".oidn-gpu-shipped-"  # + the archive's digest: the entries it installed
+INSTALL_LOCK = ".oidn-gpu-install"  # (+ ".lock") held while shipped entries are unpacked
 
 
 def _archive_digest(archive: Path) -> str:

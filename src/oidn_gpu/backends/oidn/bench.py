@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.bench_result import parse_size, write_bench_json
+from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import BenchTools
 from oidn_gpu.backends.oidn.devices import DEVICE_TYPES, device_kind, parse_device
 from oidn_gpu.errors import require
@@ -182,7 +182,7 @@ class OidnBenchmark:
             "--device", default=None, help="Intel OIDN's device (auto, cpu, cuda, hip, sycl)"
         )
         parser.add_argument(
-            "--json", dest="json_path", default=None, help="write the result as JSON"
+            "--json", dest="json_path", default=None, help=JSON_HELP
         )
 
     def run(self, args: Any, tools: BenchTools) -> int:

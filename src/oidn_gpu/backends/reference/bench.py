@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.bench_result import parse_size, write_bench_json
+from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import BenchTools
 from oidn_gpu.backends.plan import DenoiseOptions, model_alignment, plan_tiles
 from oidn_gpu.backends.reference.executor import ReferenceExecutor
@@ -212,7 +212,7 @@ class ReferenceBenchmark:
                             help="OIDN's maxMemoryMB for the denoise (the network alone then "
                             "runs on one tile)")
         parser.add_argument("--json", dest="json_path", default=None,
-                            help="write the result as JSON")
+                            help=JSON_HELP)
 
     def run(self, args: Any, tools: BenchTools) -> int:
         result = run_reference_bench(

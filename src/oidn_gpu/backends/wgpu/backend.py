@@ -29,7 +29,7 @@ from oidn_gpu.backends.base import (
     check_precision,
     precision_choices,
 )
-from oidn_gpu.backends.bench_result import parse_size, write_bench_json
+from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.wgpu import icd, kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, one_of
@@ -152,7 +152,7 @@ class WgpuBenchmark:
         parser.add_argument("--warmup", type=int, default=3)
         parser.add_argument("--top", type=int, default=8)
         parser.add_argument(
-            "--json", dest="json_path", default=None, help="write the result as JSON"
+            "--json", dest="json_path", default=None, help=JSON_HELP
         )
         parser.add_argument(
             "--no-end-to-end", dest="end_to_end", action="store_false",
