@@ -159,3 +159,23 @@ def test_while_a_bar_is_drawn_log_lines_go_through_tqdm_with_the_same_level(caps
         close_logging()
     err = capsys.readouterr().err
     assert "warning: above the bar\n" in err and "below the level" not in err
+
+
+def test_backend_info_shows_on_stderr_only_when_asked_but_always_in_the_log_file(capsys, tmp_path):
+    from oidn_gpu.cli.logs import close_logging, configure_logging
+
+    backend = logging.getLogger("oidn_gpu.backends.cuda.bridge")
+    tool = logging.getLogger("oidn_gpu.cli")
+    log = tmp_path / "run.log"
+    for level, shown in ((None, False), ("info", True)):
+        configure_logging(level, str(log))
+        try:
+            backend.info("kernels loaded (%s)", level)
+            tool.info("summary (%s)", level)
+        finally:
+            close_logging()
+        err = capsys.readouterr().err
+        assert f"summary ({level})" in err
+        assert (f"kernels loaded ({level})" in err) is shown
+    text = log.read_text()
+    assert "kernels loaded (None)" in text and "kernels loaded (info)" in text

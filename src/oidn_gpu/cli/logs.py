@@ -6,9 +6,10 @@ hierarchy (``oidn_gpu.cli``, ``oidn_gpu.sequence``, ``oidn_gpu.farm``, ``oidn_gp
 configures two here:
 
 * stderr: the message alone, after ``warning:`` or ``error:`` for those levels (as the
-  tool always printed them), at ``--log-level`` (default ``info``; ``debug`` with
-  ``--verbose``, ``error`` with ``--quiet``). While a progress bar is drawn, lines are
-  written above it (`progress_safe`: `tqdm.contrib.logging.logging_redirect_tqdm`);
+  tool always printed them), at ``--log-level`` (default ``info`` for the tool's own
+  loggers, `TOOL_LOGGERS`, and ``warning`` for the library's backends; ``debug`` for all
+  with ``--verbose``, ``error`` with ``--quiet``). While a progress bar is drawn, lines
+  are written above it (`progress_safe`: `tqdm.contrib.logging.logging_redirect_tqdm`);
 * ``--log-file PATH`` (appended to): every record at ``--log-level`` (default ``info``, or
   ``debug`` with ``--verbose``) as ``2026-12-05T23:10:42.117+0000 INFO oidn_gpu.sequence:
   frame 2/3 ...``: a timestamp with its UTC offset, the level and the logger.
@@ -37,6 +38,9 @@ LEVELS = ("debug", "info", "warning", "error")
 FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _PREFIXES = {logging.DEBUG: "debug: ", logging.WARNING: "warning: ", logging.ERROR: "error: "}
 _HANDLER_NAME = "oidn-gpu-cli"
+# What the tool says on stderr at info by default: its runs' reports; the backends' info
+# records (kernels loaded, a temporal history restarted) only with --log-level info/debug.
+TOOL_LOGGERS = ("oidn_gpu.cli", "oidn_gpu.sequence", "oidn_gpu.farm", "oidn_gpu.bench")
 
 
 def add_log_arguments(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
@@ -81,12 +85,16 @@ class _ConsoleFilter(logging.Filter):
     """The stderr handler's level and the run's own report lines skipped (a filter, so
     that `logging_redirect_tqdm`, which copies a handler's filters, keeps both)."""
 
-    def __init__(self, level: int) -> None:
+    def __init__(self, level: int, library_level: int) -> None:
         super().__init__()
         self.level = level
+        self.library_level = library_level
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= self.level and not getattr(record, REPORTED, False)
+        if getattr(record, REPORTED, False) or record.levelno < self.level:
+            return False
+        tool = record.name.startswith(TOOL_LOGGERS)
+        return tool or record.levelno >= self.library_level
 
 
 class _FileFormatter(logging.Formatter):
@@ -127,7 +135,9 @@ def configure_logging(
         handlers.append(handler)
     console = logging.StreamHandler(sys.stderr)
     console.setFormatter(_ConsoleFormatter("%(message)s"))
-    console.addFilter(_ConsoleFilter(console_level))
+    explicit = log_level is not None or verbose
+    library_level = console_level if explicit else max(console_level, logging.WARNING)
+    console.addFilter(_ConsoleFilter(console_level, library_level))
     handlers.append(console)
     close_logging()
     logger = logging.getLogger(LOGGER_NAME)
