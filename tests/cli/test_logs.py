@@ -135,9 +135,10 @@ def test_log_level_warning_leaves_info_out_of_both(cli, tmp_path, scene):
 
 
 def test_the_library_adds_no_handler_but_a_null_handler_and_the_tool_removes_its_own(cli):
-    assert cli("info", "--no-probe").rc == 0
+    assert cli("info", "--no-probe", "-v").rc == 0
     handlers = logging.getLogger("oidn_gpu").handlers
     assert handlers and all(isinstance(h, logging.NullHandler) for h in handlers)
+    assert logging.getLogger("oidn_gpu").level == logging.NOTSET  # its level put back
 
 
 def test_while_a_bar_is_drawn_log_lines_go_through_tqdm_with_the_same_level(capsys):

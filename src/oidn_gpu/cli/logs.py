@@ -38,6 +38,7 @@ LEVELS = ("debug", "info", "warning", "error")
 FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _PREFIXES = {logging.DEBUG: "debug: ", logging.WARNING: "warning: ", logging.ERROR: "error: "}
 _HANDLER_NAME = "oidn-gpu-cli"
+_saved_levels: list[int] = []  # the logger's level before `configure_logging`
 # What the tool says on stderr at info by default: its runs' reports; the backends' info
 # records (kernels loaded, a temporal history restarted) only with --log-level info/debug.
 TOOL_LOGGERS = ("oidn_gpu.cli", "oidn_gpu.sequence", "oidn_gpu.farm", "oidn_gpu.bench")
@@ -98,7 +99,9 @@ class _ConsoleFilter(logging.Filter):
 
 
 class _FileFormatter(logging.Formatter):
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
+    # logging's method name
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        """ISO 8601 local time with milliseconds and the UTC offset."""
         local = time.localtime(record.created)
         millis = int(record.msecs)
         return (
@@ -141,6 +144,7 @@ def configure_logging(
     handlers.append(console)
     close_logging()
     logger = logging.getLogger(LOGGER_NAME)
+    _saved_levels.append(logger.level)
     for handler in handlers:
         handler.set_name(_HANDLER_NAME)
         logger.addHandler(handler)
@@ -148,11 +152,14 @@ def configure_logging(
 
 
 def close_logging() -> None:
-    """Remove (and close) the handlers `configure` added."""
+    """Remove (and close) the handlers `configure_logging` added; the ``oidn_gpu`` logger's
+    level back to what it was."""
     logger = logging.getLogger(LOGGER_NAME)
     for handler in [h for h in logger.handlers if h.get_name() == _HANDLER_NAME]:
         logger.removeHandler(handler)
         handler.close()
+    if _saved_levels:
+        logger.setLevel(_saved_levels.pop())
 
 
 @contextlib.contextmanager
