@@ -301,7 +301,9 @@ def test_bench_times_the_backend_against_a_direct_pyoidn_call(tmp_path, capsys) 
     assert main([*args, "--device", "cpu", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "Denoiser(backend='oidn')" in printed and "direct pyoidn" in printed
-    (row,) = json.loads(out.read_text())
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "oidn-gpu.bench" and doc["backend"] == "oidn"
+    (row,) = doc["rows"]
     assert row["identical"] and row["width"] == 32 and len(row["denoiser_ms"]) == 2
 
 

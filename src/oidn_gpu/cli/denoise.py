@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-import sys
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,9 @@ from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
 from oidn_gpu.cli.color_flags import add_color_flags, color_options, unused_display_note
 from oidn_gpu.cli.frames import missing_report, parse_frames, select_frames
 from oidn_gpu.cli.inputs import expand_inputs, plan_jobs
+from oidn_gpu.cli.json_output import document, write_document
 from oidn_gpu.cli.layers import list_layers
+from oidn_gpu.cli.logs import progress_safe
 from oidn_gpu.cli.usage import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -37,6 +38,8 @@ from oidn_gpu.image import aovs
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.temporal.frames import TemporalFrames
+
+_LOG = logging.getLogger("oidn_gpu.cli")
 
 QUALITIES = ("fast", "balanced", "high")
 PREFILTERS = ("none", "fast", "accurate")
@@ -493,7 +496,7 @@ def _check_backend_here(args: argparse.Namespace) -> None:
         message = str(err).replace("backend='auto'", "--backend auto")
         raise UsageError(f"{message}; pass --backend NAME with one of those") from None
     if availability.warning and not args.quiet:
-        print(f"note: {availability.warning}", file=sys.stderr)
+        _LOG.info("note: %s", availability.warning)
 
 
 def _check_first_motion(temporal: TemporalFrames, jobs: Any) -> None:
@@ -534,7 +537,7 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         files, many = selection.files, selection.many
         asked = len(parse_frames(args.frames))
         for line in missing_report(selection, asked):
-            print(line, file=sys.stderr)
+            _LOG.warning("%s", line.removeprefix("warning: "))
     else:
         files, many = expand_inputs(args.inputs)
     if args.list_layers:
@@ -542,8 +545,8 @@ def cmd_denoise(args: argparse.Namespace) -> int:
     jobs = plan_jobs(args, files, many)
     options = sequence_options(args)
     note = unused_display_note(options.color, jobs)
-    if note and not args.quiet:
-        print(note, file=sys.stderr)
+    if note:
+        _LOG.info("%s", note)
     temporal = None
     if args.temporal:
         temporal = TemporalFrames(
@@ -574,7 +577,8 @@ def cmd_denoise(args: argparse.Namespace) -> int:
                 temporal=temporal,
             )
     try:
-        summary = run()
+        with progress_safe():  # log lines above the progress bar, never through it
+            summary = run()
     except UnsupportedDeviceError as err:  # the up-front check (on a farm's node), no frame
         raise UsageError(f"{err}; pass --backend NAME with one of those") from None
     except KeyboardInterrupt as err:
@@ -583,22 +587,17 @@ def cmd_denoise(args: argparse.Namespace) -> int:
     finally:
         if temporal is not None:
             temporal.close()
-    if not args.quiet:
-        print(summary.line(len(jobs)), file=sys.stderr)
-        layers = summary.layers_line()
-        if layers:
-            print(layers, file=sys.stderr)
-        temporal_line = summary.temporal_line()
-        if temporal_line:
-            print(temporal_line, file=sys.stderr)
-        if len(jobs) == 1 and summary.count("done"):
-            written = [jobs[0].output, jobs[0].side_by_side]
-            print("wrote " + " and ".join(str(p) for p in written if p), file=sys.stderr)
-    missing = {} if selection is None else selection.missing
+    _LOG.info("%s", summary.line(len(jobs)))
+    for line in (summary.layers_line(), summary.temporal_line()):
+        if line:
+            _LOG.info("%s", line)
+    if len(jobs) == 1 and summary.count("done"):
+        written = [jobs[0].output, jobs[0].side_by_side]
+        _LOG.info("wrote %s", " and ".join(str(p) for p in written if p))
     if args.json:
-        document = summary.as_json(len(jobs))
+        fields = summary.as_json(len(jobs))
         if selection is not None:
-            document["missing_frames"] = {spec: list(f) for spec, f in missing.items()}
-        print(json.dumps(document, indent=2))
+            fields["missing_frames"] = {spec: list(f) for spec, f in missing.items()}
+        write_document(document("oidn-gpu.denoise", fields))
     failed = summary.count("failed") + (len(jobs) - len(summary.results))
     return EXIT_FAILURE if failed or missing else EXIT_OK

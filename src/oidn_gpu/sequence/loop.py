@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 import traceback
@@ -13,8 +14,11 @@ from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import MissingDependencyError, OIDNGPUError
 from oidn_gpu.image import complete
 from oidn_gpu.sequence.frame import DenoiserPool, FrameOutcome, denoise_frame
+from oidn_gpu.sequence.logs import report
 from oidn_gpu.sequence.options import FrameJob, SequenceOptions
 from oidn_gpu.sequence.summary import FrameResult, SequenceSummary
+
+_LOG = logging.getLogger("oidn_gpu.sequence")
 
 
 class ProgressBar:
@@ -61,6 +65,7 @@ class ProgressBar:
             self._bar.refresh()
 
     def write(self, text: str, stream: TextIO) -> None:
+        report(_LOG, text)
         if self._bar is not None:
             self._bar.write(text, file=stream)
         else:

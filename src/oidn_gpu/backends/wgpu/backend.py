@@ -29,11 +29,10 @@ from oidn_gpu.backends.base import (
     check_precision,
     precision_choices,
 )
-from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.wgpu import icd, kernel_choice
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError, one_of
-from oidn_gpu.files import write_bytes_atomic
 from oidn_gpu.kernels.gemm import Accumulation, GemmOptions
 
 # What it computes in (``precision="auto"``: fp16 where the device has shader-f16).
@@ -162,7 +161,7 @@ class WgpuBenchmark:
         parser.add_argument("--warmup", type=int, default=3)
         parser.add_argument("--top", type=int, default=8)
         parser.add_argument(
-            "--json", dest="json_path", default=None, help="write the result as JSON"
+            "--json", dest="json_path", default=None, help=JSON_HELP
         )
         parser.add_argument(
             "--no-end-to-end", dest="end_to_end", action="store_false",
@@ -208,7 +207,7 @@ class WgpuBenchmark:
         )
         print(result.table())
         if args.json_path:
-            write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
+            write_bench_json(args.json_path, "wgpu", "denoise", result.to_dict())
         return 0
 
 
