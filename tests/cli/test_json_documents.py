@@ -76,7 +76,11 @@ def test_list_layers_json_names_what_a_denoise_would_use(cli, tmp_path, scene):
     assert result.rc == 1, result.err  # the broken file
     doc = _parsed(result.out, "oidn-gpu.layers")
     first, unreadable = doc["files"]
-    assert first["denoise_uses"]["color"] == {"layer": "(root)", "named_by_flag": False}
+    assert first["denoise_uses"]["color"] == {
+        "layer": "(root)",
+        "file": None,
+        "named_by_flag": False,
+    }
     assert first["parts"][0]["data_window"] == [0, 0, 16, 16]
     assert "broken.exr" in unreadable["error"]
 

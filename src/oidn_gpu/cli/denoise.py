@@ -536,8 +536,8 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         selection = select_frames(args.inputs, args.frames)
         files, many = selection.files, selection.many
         asked = len(parse_frames(args.frames))
-        for line in missing_report(selection, asked):
-            _LOG.warning("%s", line.removeprefix("warning: "))
+        for line in missing_report(selection, asked):  # the run then fails: said as errors
+            _LOG.error("%s", line)
     else:
         files, many = expand_inputs(args.inputs)
     if args.list_layers:
@@ -587,6 +587,7 @@ def cmd_denoise(args: argparse.Namespace) -> int:
     finally:
         if temporal is not None:
             temporal.close()
+    missing = {} if selection is None else selection.missing
     _LOG.info("%s", summary.line(len(jobs)))
     for line in (summary.layers_line(), summary.temporal_line()):
         if line:
