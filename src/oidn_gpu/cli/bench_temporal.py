@@ -37,9 +37,11 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.cli.json_output import document, write_document
+from oidn_gpu.filter import Denoiser
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.image import temporal_metric as tm
+from oidn_gpu.temporal import TemporalDenoiser
 from oidn_gpu.temporal.frames import read_depth
 
 FLICKER_BAR = 2.0  # temporal flicker at least this many times lower
@@ -93,13 +95,16 @@ def _rgb(path: Path, layers: Any, names: Sequence[str]) -> np.ndarray | None:
     return np.ascontiguousarray(io.read_layer(path, layer).pixels[..., :3], np.float32)
 
 
+REFERENCE_FOLDER = "reference"  # a sequence's converged images, beside its frames
+
+
 def load_frame(path: Path, motion_layer: str | None = None) -> SequenceFrame:
     """A frame file and its reference (``reference/<same name>``)."""
     layers = io.list_layers(path)
     color = _rgb(path, layers, [*io.COLOR_LAYER_NAMES, ""])
     if color is None:
         raise io.ImageFileError(f"'{path}' has no beauty (looked for docs/aovs.md's names)")
-    reference_path = path.parent / "reference" / path.name
+    reference_path = path.parent / REFERENCE_FOLDER / path.name
     if not reference_path.is_file():
         raise io.ImageFileError(f"no reference for '{path}': expected '{reference_path}'")
     reference = io.read_layer(reference_path, "").pixels[..., :3].astype(np.float32)
@@ -148,8 +153,6 @@ def revealed_masks(frames: Sequence[SequenceFrame]) -> list[np.ndarray | None]:
 
 def per_frame(frames: Sequence[SequenceFrame], backend: str, options: dict) -> list[np.ndarray]:
     """Each frame denoised alone."""
-    from oidn_gpu import Denoiser
-
     with Denoiser(hdr=True, backend=backend, **options) as den:
         items = ((f.color, f.albedo, f.normal) for f in frames)
         return [np.asarray(out, np.float32)[..., :3] for out in den.denoise_many(items)]
@@ -159,8 +162,6 @@ def temporal(
     frames: Sequence[SequenceFrame], backend: str, options: dict, params: dict
 ) -> list[np.ndarray]:
     """The frames in temporal mode, in order."""
-    from oidn_gpu.temporal import TemporalDenoiser
-
     with TemporalDenoiser(hdr=True, backend=backend, **params, **options) as td:
         items = (
             {
@@ -295,8 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--backend",
-        default="reference",
-        help="comma-separated backends (reference, wgpu, cuda; default reference)",
+        default="auto",
+        help="comma-separated backends (as --backend names them; default auto)",
     )
     parser.add_argument("--precision", default=None, help="the backends' precision option")
     parser.add_argument(
