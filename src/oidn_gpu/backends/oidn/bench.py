@@ -28,7 +28,7 @@ from oidn_gpu.errors import require
 
 BACKEND = "oidn"
 DEFAULT_SIZES = "512x512,1080p"
-SEED = 2024
+SEED = 7  # the random images' seed: both paths denoise the same images
 
 
 @dataclass(frozen=True)
