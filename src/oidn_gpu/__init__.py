@@ -2,7 +2,13 @@
 
 The public face of the package; it defines nothing itself. Importing it needs
 only NumPy: wgpu, OpenImageIO and pyoidn are imported lazily where used.
+
+oidn-gpu logs through the standard `logging` module on the ``oidn_gpu`` logger and its
+children; it adds no handler but a `logging.NullHandler` (an application configures its
+own: the ``oidn-gpu`` tool's ``--log-level`` and ``--log-file``).
 """
+
+import logging
 
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import (
@@ -28,8 +34,11 @@ from oidn_gpu.filter import (
 )
 from oidn_gpu.filter_cache import clear_denoiser_cache
 from oidn_gpu.filter_temporal_aovs import TemporalAovDenoiser
+from oidn_gpu.installation import info
 
 __version__ = "0.1.0"
+
+logging.getLogger("oidn_gpu").addHandler(logging.NullHandler())
 
 __all__ = [
     "CancelledError",
@@ -53,4 +62,5 @@ __all__ = [
     "__version__",
     "clear_denoiser_cache",
     "denoise",
+    "info",
 ]

@@ -10,7 +10,7 @@ a verbatim message for the same condition, that message starts ours.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -108,3 +108,15 @@ def did_you_mean(given: str, candidates: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(given, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def channels_first_hint(shape: Sequence[int]) -> str:
+    """For an image shape that looks channels-first (``C x H x W``, C 1..4, the last axis
+    longer), how to pass it channels-last; otherwise ``''``."""
+    if len(shape) == 3 and 1 <= shape[0] <= 4 and shape[2] > 4:
+        return (
+            f" (it looks channels-first, {shape[0]} x {shape[1]} x {shape[2]}: pass "
+            "image.permute(1, 2, 0) for a torch tensor, image.transpose(1, 2, 0) for a "
+            "NumPy array)"
+        )
+    return ""

@@ -34,6 +34,7 @@ from oidn_gpu.backends.base import (
     BackendOptions,
     NetworkExecutor,
     TileRunner,
+    check_backend,
     get_backend,
     tile_limits,
 )
@@ -176,9 +177,16 @@ class FramePath:
         return self.models.get(images, self.clean_aux(images))
 
     def engine(self, key: str, model: ValidatedModel) -> Engine:
-        """The engine of ``model``, built once."""
+        """The engine of ``model``, built once.
+
+        Raises:
+            UnsupportedDeviceError: the backend cannot run on this machine (the reason,
+                and the backends that can: `backends.check_backend`).
+        """
         engine = self.engines.get(key)
         if engine is None:
+            # a backend named that cannot run here: why, and the backends that can
+            check_backend(self.backend, {"device": getattr(self.backend_options, "device", None)})
             backend = get_backend(self.backend)
             executor = backend.create_executor(model, self.backend_options)
             try:

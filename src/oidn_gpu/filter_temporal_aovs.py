@@ -8,10 +8,11 @@ history decisions as the beauty:
    `oidn_gpu.backends.host_temporal.HostTemporalSession` (the camera-cut test included);
 2. each pass's history is reprojected with the same motion and guide (so the same taps,
    weights and Catmull-Rom choice, `oidn_gpu.temporal.passes.gather`), and takes the
-   beauty's decisions where they differ: the pixels where the beauty drops its history
-   (a disocclusion, changed light, the margin around disocclusions) use the pass's own
-   noisy value, and the history lengths (input and output) are the beauty's. The firefly
-   limit is applied to each pass against its own history (a pass's firefly is its own);
+   beauty's decisions: the firefly limit is applied to each pass against its own history
+   (a pass's firefly is its own); where the beauty's light changed, the pass takes its own
+   noisy value and the output history is cut as the beauty's is; in the margin around
+   disocclusions it takes its own noisy value (its fireflies limited); the history
+   lengths (input and output) are the beauty's;
 3. the accumulated beauty and passes are denoised in one `Denoiser.denoise_many` sequence
    with the beauty's accumulated albedo and normal;
 4. each result is blended with its own reprojected previous output (clamped to its own
@@ -49,16 +50,22 @@ def pass_reprojection(
     prev_guide: np.ndarray,
     signal: np.ndarray,
     prev_state: np.ndarray,
+    beauty_signal: np.ndarray,
     beauty: np.ndarray,
     params: tp.TemporalParams,
 ) -> np.ndarray:
     """A pass's reprojection (`oidn_gpu.temporal.passes` layout) under the beauty's
-    decisions: ``beauty`` is the beauty's reprojection of this frame, ``prev_state`` the
-    pass's state after the previous frame (whose history lengths are the beauty's)."""
+    decisions: ``beauty`` is the beauty's reprojection of this frame and ``beauty_signal``
+    its signal, ``prev_state`` the pass's state after the previous frame (whose history
+    lengths are the beauty's). The pass's history is gathered and its fireflies limited
+    against it (`~oidn_gpu.temporal.passes.gather`); then, where the beauty's light changed
+    (`~oidn_gpu.temporal.passes.light_changed`) or it is near a disocclusion
+    (`~oidn_gpu.temporal.passes.near_disocclusions`), the pass drops its input history as
+    the beauty does, and its history lengths and validity are the beauty's."""
     gathered = tp.gather(motion, guide, prev_guide, signal, prev_state, params)
-    own = beauty[:, :, tp.STATE_COUNT] < np.float32(1.5)  # the beauty took its own value
-    out = gathered.copy()
-    out[:, :, :3] = np.where(own[:, :, None], signal[:, :, :3], gathered[:, :, :3])
+    changed = tp.light_changed(beauty_signal, beauty, params)
+    out = tp.cut_changes(signal, gathered, changed, params)
+    out = tp.drop_input_history(signal, out, tp.near_disocclusions(beauty, params))
     out[:, :, 3 : tp.SIGNAL_CHANNELS] = beauty[:, :, 3 : tp.SIGNAL_CHANNELS]
     for channel in _DECISIONS:
         out[:, :, channel] = beauty[:, :, channel]
@@ -110,6 +117,7 @@ class AovTemporalSession:
                 prev_guide,
                 values,
                 self._pass_states[name] if continued else empty,
+                signal,
                 reprojection,
                 params,
             )

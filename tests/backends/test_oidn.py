@@ -210,13 +210,16 @@ def fresh_probes(monkeypatch):
     base._probe.cache_clear()
 
 
-def _cpu_only() -> bool:
-    return not probe("cuda").auto and not probe("wgpu").auto
+@pytest.fixture
+def cpu_only(fresh_probes, monkeypatch):
+    """This machine as one with no GPU: the GPU backends' probes say they cannot run."""
+    for name in ("cuda", "wgpu"):
+        unavailable = base.Availability(False, f"{name}: no GPU on this machine (a test)")
+        monkeypatch.setattr(base.get_backend(name), "probe", lambda a=unavailable: a)
+    base._probe.cache_clear()
 
 
-def test_auto_picks_oidn_on_a_cpu_only_machine_and_says_why(fresh_probes, capsys) -> None:
-    if not _cpu_only():
-        pytest.skip("this machine has a GPU that auto may pick")
+def test_auto_picks_oidn_on_a_cpu_only_machine_and_says_why(cpu_only, capsys) -> None:
     assert probe("oidn").rank == oidn_backend.CPU_RANK
     choice = auto_choice()
     assert choice.name == "oidn" and "faster than the reference backend" in choice.reason
@@ -227,9 +230,7 @@ def test_auto_picks_oidn_on_a_cpu_only_machine_and_says_why(fresh_probes, capsys
     assert f"auto backend: oidn: {choice.reason}" in capsys.readouterr().out
 
 
-def test_auto_picks_the_reference_where_pyoidn_is_missing(fresh_probes, monkeypatch) -> None:
-    if not _cpu_only():
-        pytest.skip("this machine has a GPU that auto may pick")
+def test_auto_picks_the_reference_where_pyoidn_is_missing(cpu_only, monkeypatch) -> None:
 
     def missing():
         raise MissingDependencyError("pip install 'oidn-gpu[oidn]'")
@@ -301,7 +302,9 @@ def test_bench_times_the_backend_against_a_direct_pyoidn_call(tmp_path, capsys) 
     assert main([*args, "--device", "cpu", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "Denoiser(backend='oidn')" in printed and "direct pyoidn" in printed
-    (row,) = json.loads(out.read_text())
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "oidn-gpu.bench" and doc["backend"] == "oidn"
+    (row,) = doc["rows"]
     assert row["identical"] and row["width"] == 32 and len(row["denoiser_ms"]) == 2
 
 

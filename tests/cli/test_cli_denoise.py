@@ -231,7 +231,9 @@ def test_interrupt_while_writing_leaves_no_partial_output(
     out = tmp_path / "out"
     result = cli("denoise", frames, "-o", out, "--mkdir")
     assert result.rc == 130
-    assert result.err.strip().splitlines()[-1].startswith("error: interrupted")
+    last = result.err.strip().splitlines()[-1]
+    assert last.startswith("error: interrupted; 1 of 3 frames finished"), last
+    assert "--skip-existing" in last  # how to resume
     assert sorted(p.name for p in out.iterdir()) == ["f1.exr"]
     assert leftovers(tmp_path) == []
 
@@ -416,11 +418,14 @@ def test_example_main_job_command(cli, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     example = Path(cli("example").out.strip())
     args = _readme_first_command()
-    out, preview = tmp_path / "denoised.exr", tmp_path / "side_by_side.png"
+    out, preview = tmp_path / "out" / "denoised.exr", tmp_path / "out" / "side_by_side.png"
     for _ in range(2):
         result = cli("denoise", example, *args)
         assert result.rc == 0, result.err
-        assert result.err.splitlines()[-1] == "wrote denoised.exr and side_by_side.png"
+        assert result.err.splitlines()[-1] == "wrote out/denoised.exr and out/side_by_side.png"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing in the checkout's root
+    gitignore = (Path(__file__).resolve().parents[2] / ".gitignore").read_text().split()
+    assert "/out/" in gitignore  # and its folder is not left untracked there
     assert io.read_layer(out, "").pixels.shape == (256, 256, 3)
     assert [lay.name for lay in io.list_layers(out)] == ["", "albedo", "nn"]
     assert io.read_image(preview).pixels.shape == (256, 2 * 256 + 4, 3)

@@ -163,6 +163,42 @@ LAYOUTS = [
         "albedo",
         "nn",
     ),
+    Layout(
+        "Unreal Movie Render Queue",
+        (
+            _rgb("", "color", comps="RGBA")
+            + _rgb("BaseColor", "albedo", "half")
+            + _rgb("WorldNormal", "normal", "half")
+            + _rgb("SceneDepth", "extra", "float"),
+        ),
+        "",
+        "BaseColor",
+        "WorldNormal",
+    ),
+    Layout(
+        "LuxCore",
+        (
+            _rgb("RGB_IMAGEPIPELINE", "color")
+            + _rgb("ALBEDO", "albedo")
+            + _rgb("SHADING_NORMAL", "extra", "float", "XYZ")
+            + _rgb("AVG_SHADING_NORMAL", "normal", "float", "XYZ"),
+        ),
+        "RGB_IMAGEPIPELINE",
+        "ALBEDO",
+        "AVG_SHADING_NORMAL",  # LuxCore's OIDN plugin takes the averaged one
+    ),
+    Layout(
+        "Nuke",
+        (
+            _rgb("", "color", comps="RGBA")
+            + _rgb("diffuse_albedo", "albedo", "half")
+            + _rgb("Nworld", "normal", "half")
+            + _rgb("Pworld", "extra", "float"),
+        ),
+        "",
+        "diffuse_albedo",
+        "Nworld",
+    ),
 ]
 
 
@@ -423,7 +459,9 @@ def test_no_aux_at_all_warns_once_and_says_how_to_name_them(cli, sources, tmp_pa
     result = cli("denoise", frames, "-o", tmp_path / "out", "--mkdir", "--quality", "fast")
     assert result.rc == 0, result.err
     assert result.err.count("warning:") == 1
-    assert "has no albedo or normal layer" in result.err and "--normal-layer" in result.err
+    assert "has no albedo or normal layer" in result.err
+    # a file of one image has no layer to name: the albedo and normal come as files
+    assert "with --albedo FILE and --normal FILE" in result.err
     quiet = cli(
         "denoise", frames, "-o", tmp_path / "out", "--overwrite", "--no-aux", "--quality", "fast"
     )

@@ -76,7 +76,10 @@ def test_an_unavailable_backend_is_one_usage_error_before_any_frame(
         r"sees\); pass --backend NAME with one of those",
         lines[0],
     ), lines[0]
-    assert json.loads(done.stdout) == {"error": lines[0][len("error: "):], "exit_code": 2}
+    assert json.loads(done.stdout) == {
+        "schema": "oidn-gpu.denoise", "schema_version": 1,
+        "error": lines[0][len("error: "):], "exit_code": 2,
+    }
     assert not out.exists()  # not even the folder --mkdir would make
 
 

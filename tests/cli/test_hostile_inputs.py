@@ -206,6 +206,7 @@ def test_rgba_to_a_format_without_alpha_drops_it_with_one_warning(
     )
     assert result.rc == 0, result.err
     warned = [line for line in result.err.splitlines() if line.startswith("warning:")]
+    warned = [line for line in warned if "were clipped" not in line]  # HDR to 8-bit: its own
     assert warned == [
         f"warning: '{out / ('f1' + suffix)}' cannot hold an alpha channel: writing the "
         f"denoised color of '{frames / 'f1.exr'}' without its alpha; write .exr, .tif or .png "

@@ -12,6 +12,7 @@ by ``ray up`` has) stops the probing.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +28,20 @@ from oidn_gpu.image import io
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
+FARM_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Shut Ray down after the last farm test. This folder is no Python package, so the
+    "package" of its fixtures is the whole test suite: without this, `ray_instance` (half a
+    gigabyte of Ray processes) would stay up until every other test has run."""
+    if nextitem is not None and FARM_TESTS in Path(str(nextitem.path)).resolve().parents:
+        return
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+
+
 @pytest.fixture(scope="package")
 def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local Ray with two CPUs, started once for the farm tests and shut down after."""
@@ -41,7 +56,7 @@ def ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         # the worker classes that tests define are sent to the workers by value
         ray.cloudpickle.register_pickle_by_value(farm_workers)
         yield ray
-        ray.shutdown()
+        ray.shutdown()  # where the last farm test has not done it (pytest_runtest_teardown)
     finally:
         if saved_home is None:
             del os.environ["HOME"]

@@ -68,3 +68,16 @@ class UnstartableWorker(FrameWorker):
             "the optional dependency 'OpenImageIO' is not installed; "
             "install it with: pip install 'oidn-gpu[images]'"
         )
+
+
+class LoggingWorker(FrameWorker):
+    """A worker that logs a warning on the ``oidn_gpu.sequence`` logger for every frame (and
+    a debug record below the driver's level)."""
+
+    def denoise(self, job: FrameJob, skip_existing: bool = False) -> FrameOutcome:
+        import logging
+
+        logger = logging.getLogger("oidn_gpu.sequence")
+        logger.debug("below the driver's level")
+        logger.warning("worker saw %s in pid %d", job.color.name, os.getpid())
+        return super().denoise(job, skip_existing)

@@ -8,13 +8,21 @@ frame: both run `sequence.denoise_frame` on the reference backend with one BLAS 
 from __future__ import annotations
 
 import io as stdio
+import logging
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from farm_support import CONFIG, FRAME_COUNT, jobs_for, write_frames
-from farm_workers import UnstartableWorker, crashing_worker, flaky_worker, leaving_worker
+from farm_workers import (
+    LoggingWorker,
+    UnstartableWorker,
+    crashing_worker,
+    flaky_worker,
+    leaving_worker,
+)
 
 from oidn_gpu import DenoiserConfig, FilterOptions, farm, sequence
 from oidn_gpu.cli import main
@@ -243,3 +251,23 @@ def test_cli_ray_takes_a_frame_range_and_shows_outputs_through_the_view(
             io.read_image(tmp_path / "farm" / name).pixels,
             io.read_image(tmp_path / "one" / name).pixels,
         )
+
+
+def test_a_worker_s_log_records_reach_the_driver_naming_worker_and_frame(
+    frames: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="oidn_gpu"):
+        summary, _ = _run(jobs_for(frames, tmp_path / "out"), worker_class=LoggingWorker)
+    assert summary.count("done") == FRAME_COUNT
+    seen = [r for r in caplog.records if r.getMessage().startswith("worker saw ")]
+    assert len(seen) == FRAME_COUNT
+    for record in seen:
+        match = re.fullmatch(
+            r"worker saw (\S+) in pid (\d+) \[worker \d \((.+)\), frame (\S+)\]",
+            record.getMessage(),
+        )
+        assert match, record.getMessage()
+        assert match[1] == match[4]  # the frame named is the frame it logged about
+        assert f"pid {match[2]}" in match[3] and int(match[2]) != os.getpid()
+        assert record.levelno == logging.WARNING and record.name == "oidn_gpu.sequence"
+    assert not [r for r in caplog.records if "below the driver's level" in r.getMessage()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io as stdio
 import itertools
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,6 +13,7 @@ from typing import Any
 
 from oidn_gpu import farm, sequence
 from oidn_gpu.farm import scheduler
+from oidn_gpu.farm.logs import ForwardedRecord
 
 
 class ActorError(Exception):
@@ -52,7 +54,7 @@ class ScriptedRay:
 
 
 class Worker:
-    """A stand-in actor handle: ``denoise.remote`` and ``ready.remote`` give `Ref`s.
+    """A stand-in actor handle: ``denoise_logged.remote`` and ``ready.remote`` give `Ref`s.
 
     ``script(frame_name, attempt)`` returns the status of an attempt, or raises.
     """
@@ -79,6 +81,9 @@ class Worker:
                         raise ActorError(f"worker {outer.number} died")
                     if status == "done-nonfinite":  # written with 7 NaN/Inf pixels
                         return farm.FrameOutcome("done", nonfinite_pixels=7)
+                    if status == "logged":  # done, with a record the worker logged
+                        record = ForwardedRecord("oidn_gpu.wgpu", logging.WARNING, "slow", 5.0)
+                        return farm.FrameOutcome("done", records=(record,))
                     if status == "warned":  # done, with a NaN count as a worker reports it
                         return farm.FrameOutcome("done", warnings=(f"{name}: 3 NaN pixels",))
                     return farm.FrameOutcome(status, error=None if status != "failed" else "bad")
@@ -98,7 +103,7 @@ class Worker:
 
                 return Ref(answer, frame=False, never=not starts)
 
-        self.denoise = Denoise
+        self.denoise_logged = Denoise
         self.ready = Ready
 
 
@@ -216,3 +221,13 @@ def test_a_frame_s_warnings_reach_its_result_and_the_json_summary():
     assert [r.warnings for r in summary.results] == [(), ("f001.exr: 3 NaN pixels",), ()]
     frames = summary.as_json(3)["results"]
     assert [f["warnings"] for f in frames] == [[], ["f001.exr: 3 NaN pixels"], []]
+
+
+def test_a_worker_s_log_records_reach_the_driver_s_loggers_naming_worker_and_frame(caplog):
+    with caplog.at_level(logging.INFO, logger="oidn_gpu"):
+        _schedule(3, 1, lambda name, worker: "logged" if name == "f001.exr" else "done")
+    forwarded = [r for r in caplog.records if r.name == "oidn_gpu.wgpu"]
+    assert len(forwarded) == 1
+    assert forwarded[0].levelno == logging.WARNING
+    assert forwarded[0].getMessage() == "slow [worker 1 (host0), frame f001.exr]"
+    assert forwarded[0].created == 5.0  # when the worker logged it

@@ -187,3 +187,47 @@ def test_ray_missing_says_how_to_install_it(
     err = capsys.readouterr().err
     assert "install it with: pip install 'oidn-gpu[ray]'" in err
     assert not out.exists()
+
+
+def test_a_worker_limits_openimageio_and_host_copy_threads_to_its_cpus_until_closed(
+    tmp_path: Path,
+):
+    import OpenImageIO
+
+    from oidn_gpu.image import host_copy
+
+    names = farm.worker.OIIO_THREAD_ATTRIBUTES
+    before = {name: OpenImageIO.get_int_attribute(name) for name in names}
+    worker = farm.FrameWorker(CONFIG, sequence.SequenceOptions(), blas_threads=3)
+    try:
+        assert OpenImageIO.get_int_attribute("threads") == 3
+        assert OpenImageIO.get_int_attribute("exr_threads") == 3
+        assert host_copy.copy_threads() <= 3
+    finally:
+        worker.close()
+    assert {name: OpenImageIO.get_int_attribute(name) for name in before} == before
+    assert host_copy.limit_copy_threads(None) is None  # the cap was lifted on close
+
+
+def test_the_worker_hands_back_what_it_logged_during_a_frame(tmp_path: Path):
+    import logging
+
+    inputs = write_frames(tmp_path / "in", 1)
+    jobs = jobs_for(inputs, tmp_path / "out")
+
+    class Chatty(farm.FrameWorker):
+        def denoise(self, job, skip_existing=False):
+            logging.getLogger("oidn_gpu.sequence").debug("not at the driver's level")
+            logging.getLogger("oidn_gpu.sequence").warning("slow frame %s", job.color.name)
+            return super().denoise(job, skip_existing)
+
+    logging.getLogger("oidn_gpu.farm").info("before any frame: not the frame's")
+    worker = Chatty(CONFIG, sequence.SequenceOptions(), blas_threads=1, log_level=logging.INFO)
+    try:
+        outcome = worker.denoise_logged(jobs[0])
+    finally:
+        worker.close()
+    assert outcome.status == "done"
+    messages = [(r.name, r.levelno, r.message) for r in outcome.records]
+    assert ("oidn_gpu.sequence", logging.WARNING, f"slow frame {inputs[0].name}") in messages
+    assert all(level >= logging.INFO for _, level, _ in messages)

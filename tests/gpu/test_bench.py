@@ -105,7 +105,12 @@ def test_cli_times_the_denoiser_on_half_host_images(tmp_path, capsys) -> None:
     assert data["facade_output_wall_median_ms"] > 0
     parts = [data[f"facade_{p}_median_ms"] for p in ("upload", "submit", "wait", "readback")]
     assert all(p >= 0 for p in parts) and sum(parts) <= data["facade_wall_median_ms"] * 1.5
-    assert "Denoiser.denoise on NumPy arrays" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "Denoiser.denoise on NumPy arrays" in text
+    # what "rest" holds, said where it is: the GPU work itself on a CPU Vulkan driver
+    cpu = data["adapter_type"].lower() == "cpu"
+    assert ("on this CPU Vulkan driver the GPU work runs within submit and rest" in text) == cpu
+    assert ("rest: checks, planning and the tile loop" in text) == (not cpu)
 
 
 @pytest.mark.slow
@@ -132,3 +137,34 @@ def test_cli_cold_start_times_fresh_processes_to_the_first_image(tmp_path, capsy
     if data["runs"].get("intel_oidn"):  # pyoidn installed: its default device (here the CPU)
         assert data["medians"]["intel_oidn"]["first_image_s"] > 0
         assert "Intel OIDN" in table
+
+
+def test_cli_tile_size_tiles_the_frame_and_times_one_tile(tmp_path, capsys) -> None:
+    out = tmp_path / "t.json"
+    args = ["--size", "256x256", "--weights", TINY, "--precision", "fp32", "--runs", "1"]
+    code = wgpu_main([*args, "--warmup", "0", "--tile-size", "208", "--json", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["tile_size"] == 208
+    assert (data["network_height"], data["network_width"]) == (208, 208)
+    assert data["e2e_tiles"] > 1 and data["facade_tiles"] == data["e2e_tiles"]
+    assert "one tile; denoised in tiles of at most 208 px" in capsys.readouterr().out
+
+
+def test_a_frame_larger_than_the_device_binds_is_tiled() -> None:
+    """A device that binds less than the whole frame's activations (lavapipe's 128 MiB
+    against a 1080p frame; here a device opened with a 3 MiB limit against 320x320) gets
+    the largest tile that fits instead of an error."""
+    import wgpu
+
+    adapter = wgpu.gpu.request_adapter_sync()
+    limit = 3 << 20
+    device = adapter.request_device_sync(
+        required_limits={"max-storage-buffer-binding-size": limit}
+    )
+    result = bench.run_bench(
+        size=(320, 320), weights=TINY, precision="fp32", runs=1, warmup=0, top=1, device=device
+    )
+    assert result.tile_size is not None and result.tile_size < 320
+    assert result.network_height == result.network_width == result.tile_size
+    assert result.e2e_tiles > 1

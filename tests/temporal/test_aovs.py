@@ -12,6 +12,7 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu import TemporalDenoiser
 from oidn_gpu.temporal import passes as tp
 from oidn_gpu import TemporalAovDenoiser
+from oidn_gpu.filter_temporal_aovs import pass_reprojection
 from tests.temporal import synthetic
 
 FRAMES = 4
@@ -94,3 +95,65 @@ def test_bad_passes_are_clear_errors(denoiser, frames):
             td.denoise(f.color, {"key": f.color[:8]}, motion=f.motion)
         with pytest.raises(InvalidArgumentError, match="summed names"):
             td.denoise(f.color, {"key": f.color}, motion=f.motion, summed=["fill"])
+
+
+def _beauty_and_pass_reprojections(frames, make_pass, params):
+    """Each frame's beauty reprojection (`passes.reproject`) and a pass's under its
+    decisions, the pass's history kept as `AovTemporalSession` keeps it (0.9 times the
+    accumulated color standing in for the denoiser): ``[(beauty, pass)]``."""
+    state = pass_state = prev_guide = None
+    out = []
+    for f in frames:
+        guide = tp.pack_guide(f.depth, f.albedo, f.normal)
+        signal = tp.pack_signal(f.color, f.albedo, f.normal)
+        values = tp.pack_signal(make_pass(f.color), f.albedo, f.normal)
+        if state is None:
+            state = pass_state = tp.empty_state(*f.color.shape[:2])
+            prev_guide = guide
+        beauty = tp.reproject(f.motion, guide, prev_guide, signal, state, params)
+        own = pass_reprojection(
+            f.motion, guide, prev_guide, values, pass_state, signal, beauty, params
+        )
+        state = tp.next_state(
+            beauty, tp.stabilize(beauty[..., :3] * np.float32(0.9), beauty, params)
+        )
+        pass_state = tp.next_state(own, tp.stabilize(own[..., :3] * np.float32(0.9), own, params))
+        prev_guide = guide
+        out.append((beauty, own, signal))
+    return out
+
+
+def test_a_pass_equal_to_the_beauty_takes_every_decision_of_the_beauty(frames):
+    """Fireflies limited, light changes (the output history cut) and the margin around
+    disocclusions all happen in this sequence, and a pass holding the beauty is reprojected
+    as the beauty, bit for bit."""
+    params = tp.TemporalParams(firefly_ratio=2.0)
+    fired = {"firefly": False, "change": False, "near": False}
+    for beauty, own, signal in _beauty_and_pass_reprojections(frames, lambda c: c, params):
+        np.testing.assert_array_equal(own, beauty)
+        fired["firefly"] |= bool((beauty[:, :, tp.REPROJECTION_INPUT_SCALE] < 1).any())
+        fired["change"] |= bool(tp.light_changed(signal, beauty, params).any())
+        near = tp.near_disocclusions(beauty, params)
+        fired["near"] |= bool((near & (beauty[:, :, tp.REPROJECTION_VALID] > 0.5)).any())
+    assert all(fired.values()), fired
+
+
+def test_a_pass_limits_its_own_fireflies_against_its_own_history(frames):
+    """A firefly only in a pass (last frame) is limited against the pass's history, where
+    the beauty's color is left alone; the history lengths stay the beauty's."""
+    params = tp.TemporalParams()
+    pixel = (4, 4)  # background, history kept from the second frame on
+    last = frames[-1].color
+
+    def half(color):
+        out = (color * np.float32(0.5)).astype(np.float32)
+        if color is last:
+            out[pixel] *= np.float32(1000)
+        return out
+
+    beauty, own, _ = _beauty_and_pass_reprojections(frames, half, params)[-1]
+    assert beauty[(*pixel, tp.REPROJECTION_VALID)] == 1
+    assert beauty[(*pixel, tp.REPROJECTION_INPUT_SCALE)] == 1
+    assert own[(*pixel, tp.REPROJECTION_INPUT_SCALE)] < 0.1
+    for channel in (tp.STATE_COUNT, tp.REPROJECTION_VALID, tp.REPROJECTION_OUTPUT_COUNT):
+        np.testing.assert_array_equal(own[:, :, channel], beauty[:, :, channel])

@@ -32,7 +32,9 @@ def _first_frames(tmp_path: Path, name: str, count: int) -> Path:
 def test_the_json_report_is_the_metric_of_both_methods(tmp_path, capsys):
     sequence = _first_frames(tmp_path, "objects", 4)
     assert main(["bench", "--temporal", str(sequence), "--backend", "reference", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out)
+    assert (report["schema"], report["schema_version"]) == ("oidn-gpu.bench-temporal", 1)
+    rows = report["rows"]
     assert [(r["sequence"], r["backend"], r["method"]) for r in rows] == [
         ("objects", "reference", "per-frame"),
         ("objects", "reference", "temporal"),
@@ -89,7 +91,7 @@ def test_the_table_names_the_backend_and_the_parameters_change_the_result(tmp_pa
         )
         == 0
     )
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["rows"]
     # without history temporal mode is per-frame denoising
     assert rows[1]["flicker"] == pytest.approx(rows[0]["flicker"], rel=1e-6)
     assert rows[1]["psnr_db"] == pytest.approx(rows[0]["psnr_db"], rel=1e-6)

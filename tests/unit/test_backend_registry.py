@@ -18,8 +18,8 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.backends.reference.backend import ReferenceOptions
 from oidn_gpu.backends.wgpu.backend import WgpuOptions
-from oidn_gpu.cli.info import collect, format_report
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.installation import collect, format_report
 from oidn_gpu.kernels.gemm import GemmOptions
 
 

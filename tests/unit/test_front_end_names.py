@@ -17,8 +17,9 @@ FRONT_ENDS = [
     *sorted(SRC.glob("filter*.py")),
     SRC / "config.py",
 ]
-# Python packages of `oidn-gpu info`'s list of optional modules, not backends.
-PACKAGE_LISTS = ("OPTIONAL_MODULES",)
+# Names that are not backends': Python packages of `oidn-gpu info`'s list of optional
+# modules, and the folder of a sequence's converged reference images.
+PACKAGE_LISTS = ("OPTIONAL_MODULES", "REFERENCE_FOLDER")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -565,7 +565,8 @@ def _unknown_option(
         for option in get_backend(other).Options.option_names()
     }
     candidates = [*filter_options, *own, *(o for o in owners if o not in own)]
-    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    same = [c for c in candidates if c.casefold() == key.casefold()]  # HDR is hdr
+    close = same or difflib.get_close_matches(key.lower(), candidates, n=1, cutoff=0.6)
     hint = ""
     if close:
         match = close[0]

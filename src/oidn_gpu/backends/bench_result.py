@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.files import write_bytes_atomic
 
 # (height, width) of the named sizes the benchmarks take.
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4k": (2160, 3840)}
@@ -138,3 +139,35 @@ def e2e_summaries(e2e: dict[str, Any]) -> dict[str, Any]:
         out[f"{key}_median_ms"] = statistics.median(values) if values else None
         out[f"{key}_p95_ms"] = percentile(values, 95) if values else None
     return out
+
+
+# The JSON document every ``oidn-gpu bench ... --json PATH`` writes (docs/json.md): the
+# result's fields at the top level beside the schema, its version and the backend; a list
+# of rows (one per size) under ``rows``.
+BENCH_SCHEMA = "oidn-gpu.bench"
+BENCH_SCHEMA_VERSION = 1
+JSON_HELP = "write the result as JSON to PATH (docs/json.md); - prints it on stdout"
+
+
+def bench_document(backend: str, kind: str, result: dict[str, Any] | list[Any]) -> dict[str, Any]:
+    """A benchmark's result as the ``oidn-gpu.bench`` JSON document.
+
+    Args:
+        backend: the benchmarked backend's name.
+        kind: what was timed: ``"denoise"`` (a network and end-to-end run), ``"sizes"``
+            (rows per size), ``"cold"`` (fresh processes), ``"configurations"`` (one
+            result per configuration name).
+        result: the result's fields, or its rows.
+    """
+    head = {"schema": BENCH_SCHEMA, "schema_version": BENCH_SCHEMA_VERSION}
+    head.update(backend=backend, kind=kind)
+    return {**head, "rows": result} if isinstance(result, list) else {**head, **result}
+
+
+def write_bench_json(
+    path: str, backend: str, kind: str, result: dict[str, Any] | list[Any]
+) -> None:
+    """Write `bench_document` to ``path`` atomically."""
+
+    text = json.dumps(bench_document(backend, kind, result), indent=2) + "\n"
+    write_bytes_atomic(path, text.encode("utf-8"))

@@ -11,17 +11,17 @@ command line (`oidn_gpu.cli.bench`) makes the parser, lets the benchmark add its
 from __future__ import annotations
 
 import importlib
-import json
+import logging
 import subprocess
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from oidn_gpu.backends.base import REGISTRY, get_backend
-from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.bench_result import parse_size, write_bench_json
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, one_of
-from oidn_gpu.files import write_bytes_atomic
+
+_LOG = logging.getLogger("oidn_gpu.bench")
 
 EXIT_FAILURE = 1  # what ``--cold`` returns when a fresh process fails
 
@@ -136,10 +136,10 @@ def run_cold_start(backend: str, args: Any, tools: BenchTools, **script: Any) ->
             parse_size(args.second_size),
             runs=args.cold_runs,
             **script,
-            progress=lambda text: print(text, file=sys.stderr, flush=True),
+            progress=lambda text: _LOG.info("%s", text),
         )
     except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
-        print(f"error: {err}", file=sys.stderr)
+        _LOG.error("%s", err)
         return EXIT_FAILURE
     document = {"cold": result.to_dict()}
     print(result.table(), flush=True)
@@ -151,15 +151,15 @@ def run_cold_start(backend: str, args: Any, tools: BenchTools, **script: Any) ->
                 parse_size(args.size),
                 counts,
                 runs=max(1, args.cold_runs // 3),
-                progress=lambda text: print(text, file=sys.stderr, flush=True),
+                progress=lambda text: _LOG.info("%s", text),
             )
         except (OIDNGPUError, RuntimeError, subprocess.TimeoutExpired) as err:
-            print(f"error: {err}", file=sys.stderr)
+            _LOG.error("%s", err)
             return EXIT_FAILURE
         document["sequences"] = sequences.to_dict()
         print(sequences.table(), flush=True)
     if getattr(args, "json_path", None):
-        write_bytes_atomic(args.json_path, json.dumps(document).encode("utf-8"))
+        write_bench_json(args.json_path, backend, "cold", document)
     return 0
 
 

@@ -9,13 +9,20 @@ public API it lends (`BenchTools`: `Denoiser`, `bench_api.api_rows` and
 `backends.wgpu.backend.WgpuBenchmark` (GPU timestamps, per-layer times, end to end),
 `backends.reference.bench` (NumPy on the CPU, beside Intel OIDN with ``--oidn``) and
 `backends.cuda.backend.CudaBenchmark` (CUDA events, ``--cold``, ``--tune``).
+
+``--json PATH`` writes the ``oidn-gpu.bench`` document (docs/json.md); ``--json -``
+prints it on stdout alone (the tables then go to stderr).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from oidn_gpu.backends.base import AUTO
@@ -26,9 +33,11 @@ from oidn_gpu.backends.benchmark import (
     load_benchmark,
 )
 from oidn_gpu.cli import bench_api, bench_cold, bench_sequence, bench_temporal
+from oidn_gpu.cli.json_output import STDOUT
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.filter import Denoiser
 
+_LOG = logging.getLogger("oidn_gpu.cli")
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
@@ -67,6 +76,19 @@ def parser_for(name: str, benchmark: Any, *, named: bool = True) -> argparse.Arg
     return parser
 
 
+def _run_to_stdout(benchmark: Any, args: argparse.Namespace) -> int:
+    """``--json -``: the JSON document alone on stdout, the tables on stderr."""
+    with tempfile.TemporaryDirectory(prefix="oidn-gpu-bench-") as folder:
+        args.json_path = str(Path(folder) / "bench.json")
+        with contextlib.redirect_stdout(sys.stderr):
+            code = int(benchmark.run(args, tools()) or 0)
+        path = Path(args.json_path)
+        if path.is_file():
+            sys.stdout.write(path.read_text("utf-8"))
+            sys.stdout.flush()
+    return code
+
+
 def main(argv: Sequence[str]) -> int:
     """``oidn-gpu bench [--backend NAME] ...``: the named backend's benchmark (default: the
     one `default_benchmark` names); with ``--temporal SEQUENCE ...`` temporal mode's
@@ -75,7 +97,7 @@ def main(argv: Sequence[str]) -> int:
         try:
             return bench_temporal.main(argv)
         except (OIDNGPUError, OSError) as err:  # bad sequences and options are usage errors
-            print(f"error: {err}", file=sys.stderr)
+            _LOG.error("%s", err)
             return EXIT_USAGE if isinstance(err, (InvalidArgumentError, OSError)) else (
                 EXIT_FAILURE)
     name, rest = _split_backend(argv)
@@ -84,11 +106,13 @@ def main(argv: Sequence[str]) -> int:
         name = name if named else default_benchmark()
         benchmark = load_benchmark(name)
     except InvalidArgumentError as err:
-        print(f"error: {err}", file=sys.stderr)
+        _LOG.error("%s", err)
         return EXIT_USAGE
     args = parser_for(name, benchmark, named=named).parse_args(rest)
     try:
+        if getattr(args, "json_path", None) == STDOUT:
+            return _run_to_stdout(benchmark, args)
         return int(benchmark.run(args, tools()) or 0)
     except OIDNGPUError as err:
-        print(f"error: {err}", file=sys.stderr)
+        _LOG.error("%s", err)
         return EXIT_USAGE if isinstance(err, InvalidArgumentError) else EXIT_FAILURE

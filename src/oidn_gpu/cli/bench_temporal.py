@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import itertools
-import json
 import math
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -38,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.cli.json_output import document, write_document
 from oidn_gpu.filter import Denoiser, TemporalDenoiser
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
@@ -95,13 +94,16 @@ def _rgb(path: Path, layers: Any, names: Sequence[str]) -> np.ndarray | None:
     return np.ascontiguousarray(io.read_layer(path, layer).pixels[..., :3], np.float32)
 
 
+REFERENCE_FOLDER = "reference"  # a sequence's converged images, beside its frames
+
+
 def load_frame(path: Path, motion_layer: str | None = None) -> SequenceFrame:
     """A frame file and its reference (``reference/<same name>``)."""
     layers = io.list_layers(path)
     color = _rgb(path, layers, [*io.COLOR_LAYER_NAMES, ""])
     if color is None:
         raise io.ImageFileError(f"'{path}' has no beauty (looked for docs/aovs.md's names)")
-    reference_path = path.parent / "reference" / path.name
+    reference_path = path.parent / REFERENCE_FOLDER / path.name
     if not reference_path.is_file():
         raise io.ImageFileError(f"no reference for '{path}': expected '{reference_path}'")
     reference = io.read_layer(reference_path, "").pixels[..., :3].astype(np.float32)
@@ -293,8 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--backend",
-        default="reference",
-        help="comma-separated backends (reference, wgpu, cuda; default reference)",
+        default="auto",
+        help="comma-separated backends (as --backend names them; default auto)",
     )
     parser.add_argument("--precision", default=None, help="the backends' precision option")
     parser.add_argument(
@@ -309,8 +311,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the motion pass's layer (default: found by the renderers' names)",
     )
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the rows as JSON on stdout (schema oidn-gpu.bench-temporal, docs/json.md)",
+    )
     return parser
+
+
+def _finite_or_none(value: Any) -> Any:
+    """A JSON value: a float that is not finite (a ratio per-frame rows lack) as null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def main(argv: Sequence[str]) -> int:
@@ -325,8 +336,8 @@ def main(argv: Sequence[str]) -> int:
         for backend in backends:
             rows += measure(Path(directory).name, frames, backend, options, params)
     if args.json:
-        json.dump([asdict(r) for r in rows], sys.stdout, indent=2)
-        print()
+        rows_json = [{k: _finite_or_none(v) for k, v in asdict(r).items()} for r in rows]
+        write_document(document("oidn-gpu.bench-temporal", {"rows": rows_json}))
     else:
         print(format_rows(rows))
     return 0

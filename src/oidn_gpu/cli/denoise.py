@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-import sys
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +15,13 @@ from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
 from oidn_gpu.cli.color_flags import add_color_flags, color_options, unused_display_note
 from oidn_gpu.cli.frames import missing_report, parse_frames, select_frames
 from oidn_gpu.cli.inputs import expand_inputs, plan_jobs
+from oidn_gpu.cli.json_output import document, write_document
 from oidn_gpu.cli.layers import list_layers
+from oidn_gpu.cli.logs import progress_safe
 from oidn_gpu.cli.usage import (
     EXIT_FAILURE,
     EXIT_OK,
+    Interrupted,
     UsageError,
     add_verbose,
     choice,
@@ -32,9 +34,12 @@ from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.farm.temporal import denoise_sequence_temporal
 from oidn_gpu.image import motion as motion_passes
+from oidn_gpu.image import aovs
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.sequence.temporal_frames import TemporalFrames
+
+_LOG = logging.getLogger("oidn_gpu.cli")
 
 QUALITIES = ("fast", "balanced", "high")
 PREFILTERS = ("none", "fast", "accurate")
@@ -50,8 +55,9 @@ def add_denoise_parser(sub: Any) -> None:
             "in it, in natural order). Float files (EXR, PFM, HDR) are HDR by default and "
             "8-bit files (PNG, JPEG) sRGB-encoded LDR. Auxiliary images come from --albedo/"
             "--normal files or from layers of a multi-layer EXR (the names Blender, Arnold, "
-            "V-Ray, Redshift, RenderMan, Karma, Octane and Mitsuba give them are found "
-            "automatically; see --list-layers). An EXR written from an EXR keeps every "
+            "V-Ray, Redshift, RenderMan, Karma, Octane, Mitsuba, Unreal's Movie Render Queue, "
+            "LuxCore and Nuke's conventions give them are found automatically; see "
+            "--list-layers). An EXR written from an EXR keeps every "
             "layer, channel and header field of the input; the denoised beauty replaces "
             "the noisy one (see --layer-name, --only-beauty, --aovs)."
         ),
@@ -130,7 +136,7 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         help="light-path layers of an EXR whose sum is the beauty (e.g. 'key,fill' light "
         "groups): each is denoised with the beauty's albedo and normal, then adjusted so "
         "that the denoised layers add up to the denoised beauty; with --temporal, through "
-        "the beauty's history (docs/aovs.md)",
+        "the beauty's history",
     )
     aux.add_argument(
         "--alpha",
@@ -149,8 +155,9 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
     aux.add_argument(
         "--motion-layer",
         metavar="NAME[:CONVENTION]",
-        help="layer of the motion pass for --temporal (default: the renderers' names, "
-        "docs/aovs.md) and how to read it: 'mv:pixels' (backward motion in pixels, y down), "
+        help="layer of the motion pass for --temporal (default: the renderers' names: "
+        + ", ".join(aovs.MOTION_LAYER_NAMES)
+        + ") and how to read it: 'mv:pixels' (backward motion in pixels, y down), "
         f"or one of {', '.join(motion_passes.CONVENTIONS)}; a renderer's name needs none",
     )
     aux.add_argument(
@@ -310,6 +317,14 @@ def _check_denoise_args(args: argparse.Namespace) -> None:
             "--temporal carries only the passes of --aovs-sum (through the beauty's history); "
             "it cannot be used with --aovs"
         )
+    for flag, given in (("--aovs", args.aovs), ("--aovs-sum", args.aovs_sum)):
+        motion = [name for name in _names(given) if aovs.is_motion_pass(name)]
+        if motion:
+            raise UsageError(
+                f"{flag} {motion[0]}: '{motion[0]}' is a motion-vector pass, whose values are "
+                "pixel offsets, not light: denoising it as a color would change the vectors; "
+                "leave it out (an EXR output keeps it as it is)"
+            )
     if args.lightmap and args.alpha == "denoise":
         raise UsageError("--alpha denoise cannot be used with --lightmap (lightmaps have no alpha)")
     _check_motion_args(args)
@@ -390,7 +405,7 @@ def _check_motion_args(args: argparse.Namespace) -> None:
         motion_passes.resolve_convention(args.motion_layer, given)
     except motion_passes.MotionPassError as err:
         text = str(err).replace("(or with motion_convention)", "(or --motion-convention)")
-        raise UsageError(text.replace("(docs/aovs.md", "(--motion-layer; docs/aovs.md")) from None
+        raise UsageError(text) from None
     args.motion_convention = given
 
 
@@ -481,7 +496,7 @@ def _check_backend_here(args: argparse.Namespace) -> None:
         message = str(err).replace("backend='auto'", "--backend auto")
         raise UsageError(f"{message}; pass --backend NAME with one of those") from None
     if availability.warning and not args.quiet:
-        print(f"note: {availability.warning}", file=sys.stderr)
+        _LOG.info("note: %s", availability.warning)
 
 
 def _check_first_motion(temporal: TemporalFrames, jobs: Any) -> None:
@@ -497,6 +512,18 @@ def _check_first_motion(temporal: TemporalFrames, jobs: Any) -> None:
         pass  # an unreadable first file fails in its turn, as any frame's
 
 
+def _interrupted_text(finished: list[Any], total: int, counted: bool) -> str:
+    """What an interrupted run says: how many frames have their outputs and how to resume."""
+    resume = "run the same command with --skip-existing to denoise the rest"
+    if not counted:
+        return f"no partial outputs were left; {resume}"
+    complete = sum(1 for result in finished if result.status in ("done", "skipped"))
+    return (
+        f"{complete} of {total} frame{'s' if total != 1 else ''} finished (their outputs are "
+        f"complete) and no partial outputs were left; {resume}"
+    )
+
+
 def cmd_denoise(args: argparse.Namespace) -> int:
     """``oidn-gpu denoise``."""
     _check_denoise_args(args)
@@ -509,8 +536,8 @@ def cmd_denoise(args: argparse.Namespace) -> int:
         selection = select_frames(args.inputs, args.frames)
         files, many = selection.files, selection.many
         asked = len(parse_frames(args.frames))
-        for line in missing_report(selection, asked):
-            print(line, file=sys.stderr)
+        for line in missing_report(selection, asked):  # the run then fails: said as errors
+            _LOG.error("%s", line)
     else:
         files, many = expand_inputs(args.inputs)
     if args.list_layers:
@@ -518,18 +545,28 @@ def cmd_denoise(args: argparse.Namespace) -> int:
     jobs = plan_jobs(args, files, many)
     options = sequence_options(args)
     note = unused_display_note(options.color, jobs)
-    if note and not args.quiet:
-        print(note, file=sys.stderr)
+    if note:
+        _LOG.info("%s", note)
     temporal = None
     if args.temporal:
         temporal = TemporalFrames(
             motion_layer=args.motion_layer, motion_convention=args.motion_convention
         )
         _check_first_motion(temporal, jobs)
-    run = functools.partial(run_sequence, jobs, config, options, temporal=temporal)
+    finished: list[Any] = []  # each frame's result as it comes, for an interrupted run
+    run = functools.partial(
+        run_sequence, jobs, config, options, temporal=temporal, on_frame=finished.append
+    )
     if args.ray is not None:
         farm.import_ray()  # says how to install Ray before any work
-        run = functools.partial(farm.denoise_sequence, jobs, config, options, farm_options(args))
+        run = functools.partial(
+            farm.denoise_sequence,
+            jobs,
+            config,
+            options,
+            farm_options(args),
+            on_frame=finished.append,
+        )
         if temporal is not None:
             run = functools.partial(
                 denoise_sequence_temporal,
@@ -540,28 +577,28 @@ def cmd_denoise(args: argparse.Namespace) -> int:
                 temporal=temporal,
             )
     try:
-        summary = run()
+        with progress_safe():  # log lines above the progress bar, never through it
+            summary = run()
     except UnsupportedDeviceError as err:  # the up-front check (on a farm's node), no frame
         raise UsageError(f"{err}; pass --backend NAME with one of those") from None
+    except KeyboardInterrupt as err:
+        counted = not (args.ray is not None and temporal is not None)  # chunks, not frames
+        raise Interrupted(_interrupted_text(finished, len(jobs), counted)) from err
     finally:
         if temporal is not None:
             temporal.close()
-    if not args.quiet:
-        print(summary.line(len(jobs)), file=sys.stderr)
-        layers = summary.layers_line()
-        if layers:
-            print(layers, file=sys.stderr)
-        temporal_line = summary.temporal_line()
-        if temporal_line:
-            print(temporal_line, file=sys.stderr)
-        if len(jobs) == 1 and summary.count("done"):
-            written = [jobs[0].output, jobs[0].side_by_side]
-            print("wrote " + " and ".join(str(p) for p in written if p), file=sys.stderr)
     missing = {} if selection is None else selection.missing
+    _LOG.info("%s", summary.line(len(jobs)))
+    for line in (summary.layers_line(), summary.temporal_line()):
+        if line:
+            _LOG.info("%s", line)
+    if len(jobs) == 1 and summary.count("done"):
+        written = [jobs[0].output, jobs[0].side_by_side]
+        _LOG.info("wrote %s", " and ".join(str(p) for p in written if p))
     if args.json:
-        document = summary.as_json(len(jobs))
+        fields = summary.as_json(len(jobs))
         if selection is not None:
-            document["missing_frames"] = {spec: list(f) for spec, f in missing.items()}
-        print(json.dumps(document, indent=2))
+            fields["missing_frames"] = {spec: list(f) for spec, f in missing.items()}
+        write_document(document("oidn-gpu.denoise", fields))
     failed = summary.count("failed") + (len(jobs) - len(summary.results))
     return EXIT_FAILURE if failed or missing else EXIT_OK

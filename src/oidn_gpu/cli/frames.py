@@ -121,6 +121,6 @@ def select_frames(specs: Sequence[str], text: str) -> FrameSelection:
 def missing_report(selection: FrameSelection, asked: int) -> list[str]:
     """One line per input that lacks frames: how many of the range, and which."""
     return [
-        f"warning: {len(frames)} of {asked} frames missing from '{spec}': {compact(frames)}"
+        f"{len(frames)} of {asked} frames missing from '{spec}': {compact(frames)}"
         for spec, frames in selection.missing.items()
     ]

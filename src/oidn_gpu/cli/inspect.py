@@ -1,4 +1,4 @@
-"""``oidn-gpu inspect WEIGHTS.tza``: what a weights file holds (official or not, the
+"""``oidn-gpu inspect WEIGHTS``: what a weights file holds (official or not, the
 network it makes, its tensors)."""
 
 from __future__ import annotations
@@ -8,16 +8,27 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from oidn_gpu.cli.json_output import document, write_document
 from oidn_gpu.cli.usage import EXIT_OK, UsageError, add_verbose
-from oidn_gpu.errors import OIDNGPUError
+from oidn_gpu.errors import OIDNGPUError, one_of
 from oidn_gpu.model.tza import parse_tza
 from oidn_gpu.model.unet import flops_per_pixel, load_model
-from oidn_gpu.model.weights import is_official
+from oidn_gpu.model.weights import is_official, official_sha256, weights_path
 
 
 def add_inspect_parser(sub: Any) -> None:
     inspect = sub.add_parser("inspect", help="describe a .tza weights file")
-    inspect.add_argument("weights", metavar="WEIGHTS.tza", help="the weights file to describe")
+    inspect.add_argument(
+        "weights",
+        metavar="WEIGHTS",
+        help="the weights to describe: a .tza file, or a built-in name such as rt_hdr_alb_nrm "
+        "(as 'oidn-gpu bench --weights' takes)",
+    )
+    inspect.add_argument(
+        "--json",
+        action="store_true",
+        help="print it as JSON on stdout (schema oidn-gpu.inspect, docs/json.md)",
+    )
     add_verbose(inspect)
 
 
@@ -52,43 +63,95 @@ def describe_inputs(name: str | None, channels: int) -> str:
     return _INPUT_MEANING.get(channels, f"{channels} channels")
 
 
-def cmd_inspect(args: argparse.Namespace) -> int:
-    """``oidn-gpu inspect WEIGHTS.tza``."""
+def _weights_file(given: str) -> Path:
+    """The file of ``given``: a path, else a built-in weights name (`weights_path`)."""
+    path = Path(given)
+    if path.is_file():
+        return path
+    if path.suffix != ".tza" and path.name == given:  # a plain name such as rt_hdr_alb_nrm
+        try:
+            return weights_path(given)
+        except OIDNGPUError as err:
+            raise UsageError(
+                f"'{given}' is neither a file nor built-in weights ({err}); the built-in "
+                f"names are {one_of(official_sha256())}"
+            ) from None
+    raise UsageError(f"weights file '{path}' does not exist")
 
-    path = Path(args.weights)
-    if not path.is_file():
-        raise UsageError(f"weights file '{path}' does not exist")
+
+def describe_weights(path: Path) -> dict[str, Any]:
+    """What the weights file at ``path`` holds: the fields of the ``oidn-gpu.inspect``
+    document (docs/json.md)."""
     blob = path.read_bytes()
     sha = hashlib.sha256(blob).hexdigest()
     official = is_official(sha)
     tensors = parse_tza(blob)
-    print(f"file:            {path} ({len(blob):,} bytes)")
-    print(f"sha-256:         {sha}")
-    print("official:        " + (f"yes, {official}.tza (OIDN 2.5.1)" if official else "no"))
+    doc: dict[str, Any] = {
+        "file": str(path),
+        "byte_size": len(blob),
+        "sha256": sha,
+        "official": f"{official}.tza" if official else None,
+        "network": None,
+        "unrecognised": None,
+        "tensor_values": sum(int(t.size) for t in tensors.values()),
+        "tensors": [
+            {"name": name, "shape": list(t.shape), "dtype": str(t.dtype)}
+            for name, t in tensors.items()
+        ],
+    }
     try:
-
         model = load_model(blob, name=official or path.stem)
     except OIDNGPUError as err:
-        print(f"topology:        not recognised ({err})")
-        model = None
-    if model is not None:
-        flops = flops_per_pixel(model)
-        print(f"topology:        {model.topology.value} U-Net ({len(model.convs)} convolutions)")
-        print(
-            f"input:           {model.input_channels} channels: "
-            f"{describe_inputs(official, model.input_channels)}"
-        )
-        print(f"output:          {model.output_channels} channels")
-        print(f"receptive field: {model.receptive_field} px")
-        print(
-            f"flops per pixel: {flops / 1e6:.2f} M ({flops * 1920 * 1080 / 1e12:.2f} TFLOP "
-            "per 1920x1080 frame)"
-        )
-    total = sum(int(t.size) for t in tensors.values())
-    print(f"tensors:         {len(tensors)} ({total:,} values)")
-    width = max((len(n) for n in tensors), default=4)
-    for name, tensor in tensors.items():
-        shape = "x".join(str(d) for d in tensor.shape)
-        print(f"  {name:<{width}}  {shape:<16} {tensor.dtype}")
-    return EXIT_OK
+        doc["unrecognised"] = str(err)
+        return doc
+    flops = flops_per_pixel(model)
+    doc["network"] = {
+        "topology": model.topology.value,
+        "convolutions": len(model.convs),
+        "input_channels": model.input_channels,
+        "inputs": describe_inputs(official, model.input_channels),
+        "output_channels": model.output_channels,
+        "receptive_field_px": model.receptive_field,
+        "flops_per_pixel": flops,
+    }
+    return doc
 
+
+def format_weights(doc: dict[str, Any]) -> list[str]:
+    """``oidn-gpu inspect``'s lines of a `describe_weights` document."""
+    official = doc["official"]
+    lines = [
+        f"file:            {doc['file']} ({doc['byte_size']:,} bytes)",
+        f"sha-256:         {doc['sha256']}",
+        "official:        " + (f"yes, {official} (OIDN 2.5.1)" if official else "no"),
+    ]
+    net = doc["network"]
+    if net is None:
+        lines.append(f"topology:        not recognised ({doc['unrecognised']})")
+    else:
+        flops = net["flops_per_pixel"]
+        lines += [
+            f"topology:        {net['topology']} U-Net ({net['convolutions']} convolutions)",
+            f"input:           {net['input_channels']} channels: {net['inputs']}",
+            f"output:          {net['output_channels']} channels",
+            f"receptive field: {net['receptive_field_px']} px",
+            f"flops per pixel: {flops / 1e6:.2f} M ({flops * 1920 * 1080 / 1e12:.2f} TFLOP "
+            "per 1920x1080 frame)",
+        ]
+    tensors = doc["tensors"]
+    lines.append(f"tensors:         {len(tensors)} ({doc['tensor_values']:,} values)")
+    width = max((len(t["name"]) for t in tensors), default=4)
+    for t in tensors:
+        shape = "x".join(str(d) for d in t["shape"])
+        lines.append(f"  {t['name']:<{width}}  {shape:<16} {t['dtype']}")
+    return lines
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """``oidn-gpu inspect WEIGHTS`` (a .tza file or a built-in weights name)."""
+    doc = describe_weights(_weights_file(args.weights))
+    if args.json:
+        write_document(document("oidn-gpu.inspect", doc))
+    else:
+        print("\n".join(format_weights(doc)))
+    return EXIT_OK

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
-import json
+import logging
 import os
 import sys
 import traceback
@@ -21,6 +21,13 @@ from oidn_gpu.cli.denoise import add_denoise_parser, cmd_denoise
 from oidn_gpu.cli.example import add_example_parser, cmd_example
 from oidn_gpu.cli.info import add_info_parser, cmd_info
 from oidn_gpu.cli.inspect import add_inspect_parser, cmd_inspect
+from oidn_gpu.cli.json_output import document, write_document
+from oidn_gpu.cli.logs import (
+    add_log_arguments,
+    close_logging,
+    configure_logging,
+    split_log_arguments,
+)
 from oidn_gpu.cli.prepare import add_prepare_parser, cmd_prepare
 from oidn_gpu.cli.settings import applied_settings
 from oidn_gpu.cli.usage import (
@@ -28,6 +35,7 @@ from oidn_gpu.cli.usage import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     VERBOSE_HELP,
+    Interrupted,
     Parser,
     UsageError,
 )
@@ -36,6 +44,7 @@ from oidn_gpu.errors import OIDNGPUError
 from oidn_gpu.files import OutputFileError, install_signal_cleanup
 
 NAME_ESCAPES = "oidn_gpu.name_escapes"
+_LOG = logging.getLogger("oidn_gpu.cli")
 
 
 def _escape_name_bytes(err: UnicodeError) -> tuple[str, int]:
@@ -87,7 +96,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "bench_args", nargs=argparse.REMAINDER, help="the benchmark's flags (see bench --help)"
     )
+    add_log_arguments(parser, top_level=True)
+    _add_log_arguments_to_commands(parser)
     return parser
+
+
+def _add_log_arguments_to_commands(parser: argparse.ArgumentParser) -> None:
+    """``--log-level``/``--log-file`` on every (sub)command but ``bench`` (which reads
+    them before its own flags)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                if name != "bench":
+                    add_log_arguments(command)
+                    _add_log_arguments_to_commands(command)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -109,21 +131,35 @@ COMMANDS.update(record_cli.COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the tool; returns the exit code (see the module doc)."""
+    """Run the tool; returns the exit code (see the module doc). Its log handlers
+    (`cli.logs`) are in place for the run only."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _escape_names_in_output()
+    configure_logging(verbose="-v" in argv or "--verbose" in argv)  # errors show until
+    try:  # the flags are read
+        return _run(argv)
+    finally:
+        close_logging()
+
+
+def _run(argv: list[str]) -> int:
     verbose = "-v" in argv or "--verbose" in argv
     try:
         parser = build_parser()
         if argv[:1] == ["bench"]:
             # The benchmark parses its own flags (different per backend).
+            flags, rest = split_log_arguments(argv[1:])
+            configure_logging(flags.log_level, flags.log_file, verbose=verbose)
             with applied_settings():
-                return cmd_bench(argparse.Namespace(bench_args=argv[1:]))
+                return cmd_bench(argparse.Namespace(bench_args=rest))
         try:
             args = parser.parse_args(argv)
         except SystemExit as exit_:  # --help and --version
             return int(exit_.code or 0)
         verbose = bool(getattr(args, "verbose", False))
+        configure_logging(
+            args.log_level, args.log_file, verbose=verbose, quiet=getattr(args, "quiet", False)
+        )
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
@@ -136,8 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose:
             traceback.print_exc()
         return _fail(err, EXIT_USAGE, argv)
+    except Interrupted as err:  # a denoise run: what finished and how to resume
+        _LOG.error("interrupted; %s", err)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        print("error: interrupted; no partial outputs were left", file=sys.stderr)
+        _LOG.error("interrupted; no partial outputs were left")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout was closed early (``| head``): stop quietly, as Unix tools do
@@ -151,10 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if verbose:
             traceback.print_exc()
-        print(
-            f"error: internal error: {type(err).__name__}: {err} (run with --verbose for "
-            "the traceback)",
-            file=sys.stderr,
+        _LOG.error(
+            "internal error: %s: %s (run with --verbose for the traceback)",
+            type(err).__name__,
+            err,
         )
         return EXIT_FAILURE
 
@@ -162,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _fail(err: BaseException, code: int, argv: Sequence[str]) -> int:
     """Print ``error: ...`` on stderr and, for ``denoise --json``, the same as JSON on
     stdout (``{"error": ..., "exit_code": ...}``), so a script reading stdout sees it."""
-    print(f"error: {err}", file=sys.stderr)
+    _LOG.error("%s", err)
     if "denoise" in argv and "--json" in argv:
-        print(json.dumps({"error": str(err), "exit_code": code}, indent=2))
+        write_document(document("oidn-gpu.denoise", {"error": str(err), "exit_code": code}))
     return code

@@ -14,7 +14,8 @@ and `record.summary`. wgpu is imported only when a command needs a device.
 from __future__ import annotations
 
 import argparse
-import sys
+import dataclasses
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu import files
+from oidn_gpu.cli.json_output import document, write_document
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import io
 from oidn_gpu.image.autoexposure import autoexposure
@@ -30,6 +32,8 @@ from oidn_gpu.record.config import KERNELS, PRECISIONS, TRANSFERS, make_config
 from oidn_gpu.record.format import ACCUMULATION_CODES, PROGRAM_VERSION, PROGRAM_VERSIONS
 from oidn_gpu.record.reader import read_program
 from oidn_gpu.record.summary import describe, program_hdr, summarize
+
+_LOG = logging.getLogger("oidn_gpu.cli")
 
 EXIT_OK = 0
 
@@ -126,6 +130,11 @@ def add_record_parsers(sub: Any) -> None:
     prog_sub.required = True
     info = prog_sub.add_parser("info", help="what a program contains: sizes, kernels, memory")
     info.add_argument("program", type=Path, help="the .oidnp file")
+    info.add_argument(
+        "--json",
+        action="store_true",
+        help="print it as JSON on stdout (schema oidn-gpu.program-info, docs/json.md)",
+    )
 
 
 def _weights_bytes(text: str) -> bytes:
@@ -166,7 +175,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         )
         data = record_denoise(tza, config, **recording)
     files.write_bytes_atomic(args.output, data)
-    print(describe(read_program(data), file_bytes=len(data)), file=sys.stderr)
+    _LOG.info("%s", describe(read_program(data), file_bytes=len(data)))
     return EXIT_OK
 
 
@@ -229,15 +238,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
     has_alpha = "A" in [n.split(".")[-1].upper() for n in color.channels]
     pixels = out if (kind == "denoise" and has_alpha) else out[:, :, :3]
     io.write_image_atomic(args.output, pixels, like=color)
-    print(f"{args.output}: {w}x{h} replayed in {elapsed_ms:.1f} ms", file=sys.stderr)
+    _LOG.info("%s: %dx%d replayed in %.1f ms", args.output, w, h, elapsed_ms)
     return EXIT_OK
 
 
 def cmd_program(args: argparse.Namespace) -> int:
     """``oidn-gpu program info``: print what a program contains."""
     data = args.program.read_bytes()
-    print(describe(read_program(data), file_bytes=len(data)))
+    program = read_program(data)
+    if args.json:
+        body = {"file": str(args.program), "byte_size": len(data), **program_json(program)}
+        write_document(document("oidn-gpu.program-info", body))
+    else:
+        print(describe(program, file_bytes=len(data)))
     return EXIT_OK
+
+
+def program_json(program: Any) -> dict[str, Any]:
+    """The fields of a program's summary (`record.summary.ProgramSummary`) as JSON values."""
+    summary = dataclasses.asdict(summarize(program))
+    summary["inputs"] = [{"label": label, "byte_size": size} for label, size in summary["inputs"]]
+    summary["shader_names"] = dict(summary["shader_names"])
+    summary["kernels"] = list(summary["kernels"])
+    return summary
 
 
 COMMANDS = {"record": cmd_record, "replay": cmd_replay, "program": cmd_program}

@@ -22,6 +22,11 @@ class UsageError(Exception):
     """Bad command-line usage: printed as ``error: <message>``, exit code 2."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a run; the message says what was finished and how to go on.
+    Printed as ``error: interrupted; <message>``, exit code 130."""
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that raises `UsageError` instead of printing usage and exiting."""
 

@@ -4,12 +4,15 @@ progress bar per file)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from oidn_gpu.cli.usage import EXIT_OK, Parser, UsageError, add_verbose, finite_float
 from oidn_gpu.fetch import base_url, fetch_weights
+
+_LOG = logging.getLogger("oidn_gpu.cli")
 
 
 def add_weights_parser(sub: Any) -> None:
@@ -70,8 +73,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
 
         return report
 
-    if not args.quiet:
-        print(f"downloading from {base_url(args.url)}", file=sys.stderr)
+    _LOG.info("downloading from %s", base_url(args.url))
     try:
         results = fetch_weights(
             directory=args.dir,
@@ -84,8 +86,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
     finally:
         for bar in bars:
             bar.close()
-    if not args.quiet:
-        for r in results:
-            verb = "downloaded" if r.status == "downloaded" else "already present"
-            print(f"{r.path}: {verb}, {r.byte_size:,} bytes, sha-256 verified", file=sys.stderr)
+    for r in results:
+        verb = "downloaded" if r.status == "downloaded" else "already present"
+        _LOG.info("%s: %s, %s bytes, sha-256 verified", r.path, verb, f"{r.byte_size:,}")
     return EXIT_OK

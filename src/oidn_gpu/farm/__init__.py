@@ -26,7 +26,8 @@ the summary of `sequence.SequenceSummary`. Ray is optional (``pip install
 'oidn-gpu[ray]'``) and imported only when a farm runs.
 
 Modules: `driver` (`denoise_sequence`, the worker plan), `scheduler` (the driver loop and
-its progress report), `worker` (the actor).
+its progress report), `worker` (the actor, its thread limits), `logs` (the workers' log
+records forwarded to the driver).
 """
 
 from oidn_gpu.farm.driver import (

@@ -7,6 +7,7 @@ resources (`plan_workers`), starts them as actors and runs the `scheduler.Schedu
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -21,6 +22,7 @@ from typing import Any, TextIO
 from oidn_gpu.backends.base import AUTO, get_backend
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
+from oidn_gpu.farm.logs import LOGGER_NAME
 from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary, Report, Scheduler
 from oidn_gpu.farm.worker import FrameWorker, import_ray
 from oidn_gpu.sequence import AuxSource, FrameJob, SequenceOptions
@@ -129,6 +131,8 @@ def _start_ray(ray: Any, address: str | None) -> bool:
         return False
     os.environ.setdefault(RAY_USAGE_STATS_ENV, "0")
     with _keeping_sigterm_handler():
+        # Workers' raw stdout/stderr stay on their nodes; their log records come back with
+        # each frame's outcome and are logged here naming worker and frame (`farm.logs`).
         ray.init(address=address, log_to_driver=False)
     return True
 
@@ -278,6 +282,7 @@ def _start_workers(
 ) -> list[Any]:
     """Start ``plan.count`` actors of ``worker_class`` (Ray schedules them as resources allow)."""
     actor = ray.remote(worker_class)
+    log_level = logging.getLogger(LOGGER_NAME).getEffectiveLevel()  # what the driver shows
     run_id = uuid.uuid4().hex[:8]
     return [
         actor.options(
@@ -286,7 +291,7 @@ def _start_workers(
             num_gpus=plan.num_gpus,
             max_restarts=retries + 1,
             max_task_retries=0,  # the driver retries, on another worker
-        ).remote(*args, blas_threads=plan.num_cpus)
+        ).remote(*args, blas_threads=plan.num_cpus, log_level=log_level)
         for i in range(plan.count)
     ]
 

@@ -9,17 +9,22 @@ a bar on a terminal, one line per frame otherwise.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from oidn_gpu.farm.logs import forward
 from oidn_gpu.farm.worker import FrameOutcome
 from oidn_gpu.sequence import FrameJob, FrameResult, SequenceSummary
+from oidn_gpu.sequence.logs import report
 
 # One frame denoising and one queued per worker: the worker never waits for the driver
 # between frames, and the in-flight work stays bounded at twice the number of workers.
 FRAMES_IN_FLIGHT_PER_WORKER = 2
+
+_LOG = logging.getLogger("oidn_gpu.farm")
 
 
 @dataclass
@@ -82,6 +87,7 @@ class Report:
     def message(self, text: str, *, error: bool = False) -> None:
         if self._quiet and not error:
             return
+        report(_LOG, text)
         if self._bar is not None:
             self._bar.write(text, file=self._stream)
         else:
@@ -214,7 +220,7 @@ class Scheduler:
         return min(free, key=self._load.__getitem__)
 
     def _submit(self, frame: _Frame, worker: int) -> None:
-        ref = self._handles[worker].denoise.remote(frame.job, self._skip_existing)
+        ref = self._handles[worker].denoise_logged.remote(frame.job, self._skip_existing)
         self._in_flight[ref] = (frame, worker)
         self._load[worker] += 1
 
@@ -259,6 +265,7 @@ class Scheduler:
             return
         except self._ray.exceptions.RayError as err:  # the task itself broke
             outcome = FrameOutcome("failed", error=ray_error_message(err))
+        forward(outcome.records, where, frame.job.color.name)
         if outcome.status != "failed":
             self._finish(frame, outcome.status, where, outcome=outcome)
             return

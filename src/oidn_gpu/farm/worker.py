@@ -5,10 +5,18 @@ for its lifetime and runs `sequence.denoise_frame`, the single-process code, on 
 errors come back as a `FrameOutcome` so that the driver can retry the frame elsewhere.
 On a node with GPUs its backend is placed on the GPU that Ray assigned to it
 (`config.DenoiserConfig.on_gpu`).
+
+A worker given ``threads`` CPU slots limits every thread pool of its process to them
+(`limit_threads`: BLAS through threadpoolctl, OpenImageIO's ``threads`` and
+``exr_threads``, the host-copy pool of `image.host_copy`), so that several workers on
+one node do not oversubscribe its cores. Its log records come back with each frame's
+outcome (`farm.logs`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import socket
 import time
@@ -18,6 +26,8 @@ from typing import Any
 
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import require
+from oidn_gpu.farm.logs import ForwardedRecord, WorkerLogCapture
+from oidn_gpu.image.host_copy import limit_copy_threads
 from oidn_gpu.sequence import (
     DenoiserPool,
     FrameJob,
@@ -48,6 +58,8 @@ class FrameOutcome:
         nonfinite_pixels: denoised pixels with a NaN or infinite channel.
         details: the traceback of a failure.
         stages: seconds of the frame's stages (`sequence.FrameOutcome.stages`).
+        records: what the worker logged during the frame (`farm.logs.forward` logs them
+            on the driver).
     """
 
     status: str  # 'done', 'skipped' or 'failed'
@@ -60,6 +72,30 @@ class FrameOutcome:
     details: str | None = None
     nonfinite_pixels: int = 0
     stages: dict[str, float] = field(default_factory=dict)
+    records: tuple[ForwardedRecord, ...] = ()
+
+
+OIIO_THREAD_ATTRIBUTES = ("threads", "exr_threads")
+
+
+def limit_threads(threads: int) -> Any:
+    """Limit this process's thread pools to ``threads`` (BLAS, OpenImageIO's, the host
+    copies'); returns a function that restores them."""
+    threadpoolctl = require("threadpoolctl", RAY_EXTRA)
+    oiio = require("OpenImageIO", "images")
+    blas = threadpoolctl.threadpool_limits(limits=threads)
+    before = {name: oiio.get_int_attribute(name) for name in OIIO_THREAD_ATTRIBUTES}
+    for name in OIIO_THREAD_ATTRIBUTES:
+        oiio.attribute(name, threads)
+    copies = limit_copy_threads(threads)
+
+    def restore() -> None:
+        blas.restore_original_limits()
+        for name, value in before.items():
+            oiio.attribute(name, value)
+        limit_copy_threads(copies)
+
+    return restore
 
 
 class FrameWorker:
@@ -71,8 +107,10 @@ class FrameWorker:
     Args:
         config: the denoiser's options (hdr/srgb are set per frame).
         options: how frames are read and written (``inputs``, ``output``, ``software``).
-        blas_threads: BLAS threads of this worker (its CPU slots), so that CPU
-            backends of several workers on one node do not oversubscribe its cores.
+        blas_threads: threads of this worker's pools (its CPU slots: BLAS, OpenImageIO,
+            host copies), so that several workers on one node do not oversubscribe its
+            cores (`limit_threads`).
+        log_level: the driver's level: records from it on come back with each outcome.
     """
 
     def __init__(
@@ -81,10 +119,10 @@ class FrameWorker:
         options: SequenceOptions,
         *,
         blas_threads: int = 1,
+        log_level: int = logging.INFO,
     ) -> None:
-        threadpoolctl = require("threadpoolctl", RAY_EXTRA)
-        require("OpenImageIO", "images")  # fail at start, not on every frame
-        self._blas_limits = threadpoolctl.threadpool_limits(limits=blas_threads)
+        self._restore_threads = limit_threads(blas_threads)  # fails at start without OIIO
+        self._logs = WorkerLogCapture(log_level)
         self._options = options
         self._where = f"{socket.gethostname()} pid {os.getpid()}"
         gpu_ids = _assigned_gpu_ids()
@@ -100,6 +138,13 @@ class FrameWorker:
     def ready(self) -> str:
         """Where this worker runs (host, process, GPU or CPUs); answers once it started."""
         return self._where
+
+    def denoise_logged(self, job: FrameJob, skip_existing: bool = False) -> FrameOutcome:
+        """`denoise` with the records logged meanwhile in the outcome (what the driver
+        calls)."""
+        self._logs.take()  # whatever came before this frame is not its own
+        outcome = self.denoise(job, skip_existing)
+        return dataclasses.replace(outcome, records=self._logs.take())
 
     def denoise(self, job: FrameJob, skip_existing: bool = False) -> FrameOutcome:
         """Denoise one frame and write its outputs atomically; errors are returned."""
@@ -130,9 +175,10 @@ class FrameWorker:
         )
 
     def close(self) -> None:
-        """Release the Denoisers (and their GPU resources) and the BLAS thread limit."""
+        """Release the Denoisers (and their GPU resources) and the thread limits."""
         self._pool.close()
-        self._blas_limits.restore_original_limits()
+        self._logs.close()
+        self._restore_threads()
 
 
 def _assigned_gpu_ids() -> list[int]:

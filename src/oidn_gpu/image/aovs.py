@@ -28,6 +28,13 @@ Sources (each renderer's manual and the files it writes):
   their units and signs are in `oidn_gpu.image.motion`.
 * Mitsuba 3 ``aov`` integrator: beauty in the root R, G, B, A; AOVs named by the user,
   conventionally ``albedo:albedo`` and ``nn:sh_normal`` (``albedo.R``, ``nn.X``).
+* Unreal Engine Movie Render Queue, multi-layer EXR: the final image in the root R, G, B, A
+  (``FinalImage``); its buffer-visualisation passes ``BaseColor`` and ``WorldNormal``.
+* LuxCore film outputs: ``RGB_IMAGEPIPELINE`` / ``RGBA_IMAGEPIPELINE``, ``ALBEDO``, and
+  ``AVG_SHADING_NORMAL`` (the one LuxCore's own OIDN pipeline plugin takes) or
+  ``SHADING_NORMAL``.
+* Nuke's compositing conventions: the beauty in ``rgba`` (root R, G, B, A), the albedo as
+  ``diffuse_albedo`` or ``albedo``, world-space normals as ``Nworld`` or ``N_world``.
 
 Passes denoised with ``--aovs`` use the beauty's albedo and normal, except passes the
 albedo does not modulate (`COLOR_ONLY_AOV_NAMES`), which get the colour-only weights,
@@ -94,6 +101,16 @@ RENDERER_AOVS: tuple[RendererAovs, ...] = (
         ("Denoise Normal", "DenoiseNormal", "Normal", "Shading normal"),
     ),
     RendererAovs("Mitsuba", (ROOT,), ("albedo",), ("nn", "sh_normal")),
+    RendererAovs(
+        "Unreal Movie Render Queue", (ROOT, "FinalImage"), ("BaseColor",), ("WorldNormal",)
+    ),
+    RendererAovs(
+        "LuxCore",
+        (ROOT, "RGB_IMAGEPIPELINE", "RGBA_IMAGEPIPELINE"),
+        ("ALBEDO",),
+        ("AVG_SHADING_NORMAL", "SHADING_NORMAL"),
+    ),
+    RendererAovs("Nuke", (ROOT, "rgba"), ("diffuse_albedo", "albedo"), ("Nworld", "N_world")),
 )
 
 # Generic names tried after the renderers' own ones.
@@ -126,6 +143,7 @@ ALBEDO_LAYER_NAMES: tuple[str, ...] = _ordered(
         "DiffuseFilter",
         "Denoise Albedo",
         "DenoiseAlbedo",
+        "BaseColor",
         "albedo",
         "denoise_albedo",
         "diffuse_albedo",
@@ -141,6 +159,10 @@ NORMAL_LAYER_NAMES: tuple[str, ...] = _ordered(
         "BumpNormals",
         "Denoise Normal",
         "DenoiseNormal",
+        "WorldNormal",
+        "AVG_SHADING_NORMAL",
+        "Nworld",
+        "N_world",
         "normal",
         "nn",
         "sh_normal",
@@ -175,3 +197,11 @@ def is_color_only_aov(layer_name: str) -> bool:
     """Whether ``--aovs`` denoises this layer without the albedo and normal."""
     last = layer_name.rsplit(".", 1)[-1].casefold()
     return any(last == n.casefold() for n in COLOR_ONLY_AOV_NAMES)
+
+
+def is_motion_pass(layer_name: str) -> bool:
+    """Whether a layer is a motion-vector pass by its name (`MOTION_LAYER_NAMES` and
+    RenderMan's ``motionFore``): pixel offsets, not light, which ``--aovs`` refuses."""
+    last = layer_name.rsplit(".", 1)[-1].casefold()
+    names = (*MOTION_LAYER_NAMES, "motionFore")
+    return any(last == n.casefold() for n in names)

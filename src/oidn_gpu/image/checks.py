@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, channels_first_hint
 
 # OIDN rejects images wider or taller than this (api/api.cpp, "image size is too large").
 MAX_IMAGE_DIM = 65536
@@ -51,7 +51,7 @@ def split_alpha(name: str, image: Any) -> tuple[Any, Any]:
     if image.ndim != 3 or not 1 <= image.shape[2] <= 4:
         raise InvalidOperationError(
             f"unsupported input image format: {name} has shape {image.shape}; "
-            "expected HxW or HxWxC with C from 1 to 4"
+            "expected HxW or HxWxC with C from 1 to 4" + channels_first_hint(tuple(image.shape))
         )
     h, w = image.shape[:2]
     if h > MAX_IMAGE_DIM or w > MAX_IMAGE_DIM:

@@ -8,7 +8,8 @@ Copies below `PARALLEL_MIN_BYTES` run on the calling thread.
 
 The number of threads is the usable cores (the process's CPU affinity), at most
 `MAX_THREADS`; `OIDN_GPU_COPY_THREADS` overrides it (1: always on the calling
-thread).
+thread). `limit_copy_threads` caps it for the whole process (a render farm's worker
+given a few of a node's cores).
 """
 
 from __future__ import annotations
@@ -30,10 +31,30 @@ THREADS_VARIABLE = "OIDN_GPU_COPY_THREADS"
 _pool: ThreadPoolExecutor | None = None
 _pool_pid = 0  # the process that made _pool: a forked child has none of its threads
 _pool_lock = threading.Lock()
+_limit: int | None = None  # `limit_copy_threads`
+
+
+def limit_copy_threads(threads: int | None) -> int | None:
+    """Cap the threads of every later copy in this process at ``threads`` (None: no cap);
+    returns the previous cap.
+
+    Raises:
+        InvalidArgumentError: ``threads`` is below 1.
+    """
+    global _limit
+    if threads is not None and threads < 1:
+        raise InvalidArgumentError(f"copy threads must be at least 1, got {threads}")
+    previous, _limit = _limit, threads
+    return previous
 
 
 def copy_threads() -> int:
     """How many threads a large copy uses (see the module docstring)."""
+    threads = _unlimited_copy_threads()
+    return threads if _limit is None else min(threads, _limit)
+
+
+def _unlimited_copy_threads() -> int:
     value = os.environ.get(THREADS_VARIABLE)
     if value:
         try:

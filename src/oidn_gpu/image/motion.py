@@ -179,7 +179,7 @@ def get_convention(name: str | MotionConvention) -> MotionConvention:
         hint = did_you_mean(name, CONVENTIONS) if isinstance(name, str) else ""
         raise MotionPassError(
             f"unknown motion convention {name!r}{hint}; expected {one_of(CONVENTIONS)} "
-            "(docs/aovs.md, Motion vectors)"
+            "('pixels': backward motion in pixels, y down)"
         )
     return CONVENTIONS[name]
 
@@ -234,8 +234,7 @@ def resolve_convention(layer: str | None, conv: str | None) -> MotionConvention 
         raise MotionPassError(
             f"motion layer '{layer}' is not a name a renderer gives its motion pass; name its "
             f"convention: '{layer}:CONVENTION' (or with motion_convention), CONVENTION one of "
-            f"{one_of(CONVENTIONS)}: 'pixels' for backward motion in pixels, y down "
-            "(docs/aovs.md, Motion vectors)"
+            f"{one_of(CONVENTIONS)}: 'pixels' for backward motion in pixels, y down"
         )
     return found
 

@@ -28,6 +28,7 @@ Warn = Callable[[str], None]
 # A pass of ``--aovs`` denoised: its layer, its image, the result and whether the albedo
 # and normal guided it.
 DenoisedPass = tuple[io.Layer, io.Image, np.ndarray, bool]
+NOTE_HDR_CLIPPED = "hdr-clipped"  # a run says it once (`load.FrameNote`)
 
 
 class DenoiserPool:
@@ -160,6 +161,8 @@ def denoise_frame(
         for layer, _, values, _ in denoised
     ]
     _warn_nonfinite(nonfinite, result.shape, warn)
+    if not options.color.shown:  # a display's view maps the HDR values itself
+        frame = _note_clipped(job, frame, result, hdr)
     denoised_at = time.perf_counter()
     _write_outputs(job, frame, result, denoised, options, lossless)
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
@@ -418,6 +421,24 @@ def _write_shown(
         pixel_format="uint16" if frame.color.pixel_format == "uint16" else "uint8",
         software=options.software,
     )
+
+
+def _note_clipped(job: FrameJob, frame: LoadedFrame, result: np.ndarray, hdr: bool) -> LoadedFrame:
+    """The frame with a note when an HDR result goes to a format of display values in
+    [0, 1] (PNG, JPEG, ...), which clips what lies above 1."""
+    name = io.output_format_name(job.output)
+    integer = io.is_integer_format(name) or (name == "pnm" and job.output.suffix != ".pfm")
+    if not (hdr and integer):
+        return frame
+    above = int(np.count_nonzero((result > 1.0).any(axis=2)))
+    if not above:
+        return frame
+    text = (
+        f"'{job.output}' holds display values in [0, 1]: {above} of "
+        f"{result.shape[0] * result.shape[1]} pixels of the HDR result of '{job.color}' are "
+        "brighter and were clipped; write .exr, .pfm or .hdr to keep them"
+    )
+    return dataclasses.replace(frame, notes=(*frame.notes, FrameNote(NOTE_HDR_CLIPPED, text)))
 
 
 def _outcome(

@@ -16,6 +16,11 @@ from oidn_gpu.sequence.options import AuxSource, FrameJob, InputOptions
 # Notes a run gives once (the first frame they apply to), not for every frame.
 NOTE_NORMAL_WITHOUT_ALBEDO = "normal-without-albedo"
 NOTE_NO_AUX = "no-aux"
+NOTE_ALBEDO_WITHOUT_NORMAL = "albedo-without-normal"
+NOTE_AUX_VALUES = "aux-values"
+# An albedo is a reflectance in [0, 1]; renderers' filtered albedos overshoot 1 a little,
+# so only values above this are noted (a colour pass given as the albedo, say).
+ALBEDO_NOTE_ABOVE = 1.1
 NOTE_ALPHA_DROPPED = "alpha-dropped"
 
 
@@ -106,18 +111,15 @@ def _load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool) -> Load
     else:
         layer = io.find_layer(layers, io.COLOR_LAYER_NAMES)
         if layer is None:
-            raise io.ImageFileError(
-                f"cannot find the beauty in '{job.color}'; its layers are "
-                f"{io.describe_layers(layers)}; name it with --color-layer"
-            )
+            raise io.ImageFileError(_no_beauty_text(job, options, layers))
         color = io.read_layer(job.color, layer, with_alpha=True)
         color_label = layer_label(layer.name)
     color, alpha, alpha_channel, alpha_note = _split_alpha(job, color)
     pixels = color.pixels
-    if alpha is None and alpha_note is None and "." in color.channels[0]:
-        # a RenderMan-style root alpha beside the beauty layer, where the output holds it
-        if pixels.shape[2] + 1 in io.writable_channel_counts(job.output):
-            alpha, alpha_channel = _root_alpha(job.color, layers, color.channels[0])
+    # a RenderMan-style root alpha beside the beauty layer, where the output holds it
+    root_alpha = alpha is None and alpha_note is None and "." in color.channels[0]
+    if root_alpha and pixels.shape[2] + 1 in io.writable_channel_counts(job.output):
+        alpha, alpha_channel = _root_alpha(job.color, layers, color.channels[0])
     sources: dict[str, str | None] = {"color": color_label, "albedo": None, "normal": None}
     albedo = normal = None
     notes: list[FrameNote] = [alpha_note] if alpha_note is not None else []
@@ -127,10 +129,15 @@ def _load_frame(job: FrameJob, options: InputOptions, *, lightmap: bool) -> Load
         discovered = options.auto_aux and job.albedo is None and job.normal is None
         if discovered and options.albedo_layer is None and options.normal_layer is None:
             if normal is not None and albedo is None:
-                notes.append(FrameNote(NOTE_NORMAL_WITHOUT_ALBEDO, _normal_only_text(job, sources)))
+                text = _normal_only_text(job, sources, layers)
+                notes.append(FrameNote(NOTE_NORMAL_WITHOUT_ALBEDO, text))
                 normal, sources["normal"] = None, None
             elif normal is None and albedo is None:
-                notes.append(FrameNote(NOTE_NO_AUX, _no_aux_text(job)))
+                notes.append(FrameNote(NOTE_NO_AUX, _no_aux_text(job, layers)))
+            elif normal is None:
+                text = _albedo_only_text(job, sources, layers)
+                notes.append(FrameNote(NOTE_ALBEDO_WITHOUT_NORMAL, text))
+        notes += _aux_value_notes(job, sources, albedo, normal)
         for kind, img in (("albedo", albedo), ("normal", normal)):
             if img is not None and img.shape[:2] != pixels.shape[:2]:
                 raise InvalidArgumentError(
@@ -212,30 +219,109 @@ def _root_alpha(
     return None, None
 
 
-def _normal_only_text(job: FrameJob, sources: dict[str, str | None]) -> str:
+def _aux_value_notes(
+    job: FrameJob,
+    sources: dict[str, str | None],
+    albedo: np.ndarray | None,
+    normal: np.ndarray | None,
+) -> list[FrameNote]:
+    """Notes on an albedo or normal that is accepted but probably not what was meant: a
+    one-channel normal (a depth or mask pass) and an albedo well above 1 (a colour pass)."""
+    notes = []
+    if normal is not None and normal.shape[2] == 1:
+        notes.append(
+            FrameNote(
+                NOTE_AUX_VALUES,
+                f"the normal '{sources['normal']}' of '{job.color}' has one channel: a normal "
+                "has three (X, Y, Z), so this looks like a depth or mask pass; it is used as "
+                "given, repeated on X, Y and Z. Name the normal with --normal-layer",
+            )
+        )
+    if albedo is not None and albedo.size:
+        peak = float(np.nanmax(albedo)) if np.isfinite(albedo).any() else 0.0
+        if peak > ALBEDO_NOTE_ABOVE:
+            notes.append(
+                FrameNote(
+                    NOTE_AUX_VALUES + "-albedo",
+                    f"the albedo '{sources['albedo']}' of '{job.color}' reaches {peak:.3g}: an "
+                    "albedo is a reflectance in [0, 1], so this looks like a colour or light "
+                    "pass; it is used as given. Name the albedo with --albedo-layer",
+                )
+            )
+    return notes
+
+
+def _normal_only_text(
+    job: FrameJob, sources: dict[str, str | None], layers: Sequence[io.Layer]
+) -> str:
     return (
         f"'{job.color}' has a normal ('{sources['normal']}') but no albedo, and a normal is "
-        "used only with an albedo: denoising with the color alone. Name the albedo layer "
-        "with --albedo-layer, or name it as renderers do ("
-        + _examples(io.ALBEDO_LAYER_NAMES)
-        + "; see docs/aovs.md)"
+        "used only with an albedo: denoising with the color alone. "
+        + _how_to_name(layers, ["albedo"])
     )
 
 
-def _no_aux_text(job: FrameJob) -> str:
+def _albedo_only_text(
+    job: FrameJob, sources: dict[str, str | None], layers: Sequence[io.Layer]
+) -> str:
+    return (
+        f"'{job.color}' has an albedo ('{sources['albedo']}') but no layer is named as a "
+        "normal: denoising with the color and albedo, which keeps less detail than with a "
+        "normal too. "
+        + _how_to_name(layers, ["normal"])
+        + "; naming the albedo with --albedo-layer says it is meant alone"
+    )
+
+
+def _no_aux_text(job: FrameJob, layers: Sequence[io.Layer]) -> str:
     return (
         f"'{job.color}' has no albedo or normal layer: denoising with the color alone, which "
-        "keeps less detail. Name them with --albedo-layer and --normal-layer, or as renderers "
-        "do (albedo: "
-        + _examples(io.ALBEDO_LAYER_NAMES)
-        + "; normal: "
-        + _examples(io.NORMAL_LAYER_NAMES)
-        + "; see docs/aovs.md); --no-aux silences this"
+        "keeps less detail. "
+        + _how_to_name(layers, ["albedo", "normal"])
+        + "; --no-aux says the color alone is meant"
     )
+
+
+def _no_beauty_text(job: FrameJob, options: InputOptions, layers: Sequence[io.Layer]) -> str:
+    """The error for a file whose beauty is not found under any known name: its layers and
+    every pass still to name (the albedo and normal too, where they are not found either)."""
+    missing = ["color"]
+    for kind, named, given in (
+        ("albedo", options.albedo_layer, job.albedo),
+        ("normal", options.normal_layer, job.normal),
+    ):
+        looked_for = options.auto_aux and named is None and given is None
+        if looked_for and io.find_layer(layers, _NAMES[kind]) is None:
+            missing.append(kind)
+    return f"cannot find the beauty in '{job.color}'. " + _how_to_name(layers, missing)
+
+
+_NAMES = {"albedo": io.ALBEDO_LAYER_NAMES, "normal": io.NORMAL_LAYER_NAMES}
+_WORDS = {"color": "beauty", "albedo": "albedo", "normal": "normal"}
+
+
+def _how_to_name(layers: Sequence[io.Layer], kinds: Sequence[str]) -> str:
+    """How to name each pass of ``kinds`` (``color``, ``albedo``, ``normal``) that was not
+    found: the file's layers, the flags, and some of the names looked for."""
+    files = [f"--{kind} FILE" for kind in kinds if kind != "color"]
+    if len(layers) > 1 or any(layer.name for layer in layers):
+        named = [f"the {_WORDS[kind]} with --{kind}-layer NAME" for kind in kinds]
+        text = f"Its layers are {io.describe_layers(layers)}; name " + " and ".join(named)
+        text += f" (or give {' and '.join(files)})" if files else ""
+    else:
+        text = f"It holds one image ({io.describe_layers(layers)})"
+        if files:
+            text += f"; give the {' and '.join(kinds)} as files with {' and '.join(files)}"
+        return text
+    aux = [kind for kind in kinds if kind != "color"]
+    if aux:
+        found = [f"{kind}: {_examples(_NAMES[kind])}" for kind in aux]
+        text += "; layer names found without flags: " + "; ".join(found)
+    return text
 
 
 def _examples(names: Sequence[str]) -> str:
-    return ", ".join(f"'{n}'" for n in names[:5]) + ", ..."
+    return ", ".join(f"'{n}'" for n in names[:8]) + ", ..."
 
 
 def _load_aux(
@@ -268,8 +354,20 @@ def _load_aux(
 
 
 def resolve_mode(options: InputOptions, color: io.Image) -> tuple[bool, bool]:
-    """(hdr, srgb) for this frame: explicit, or HDR for float files and sRGB for integer ones."""
+    """(hdr, srgb) for this frame: explicit, or HDR for float files and sRGB for integer ones.
+
+    Raises:
+        InvalidArgumentError: ``--hdr`` for an integer file, whose values are LDR: the rule
+            of the API, which refuses integer arrays with ``hdr=True``.
+    """
     mode = options.mode
     if mode == "auto":
         mode = "hdr" if color.is_float else "srgb"
+    if mode == "hdr" and not color.is_float:
+        raise InvalidArgumentError(
+            f"--hdr cannot be used with '{color.path}': its {color.pixel_format} pixels hold "
+            "LDR values in [0, 1] (as the API refuses integer arrays with hdr=True); HDR "
+            "denoising needs a float file (EXR, PFM, HDR, float TIFF); use --srgb, the "
+            "default for integer files, or --ldr"
+        )
     return mode == "hdr", mode == "srgb"

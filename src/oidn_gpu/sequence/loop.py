@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 import traceback
@@ -13,8 +14,11 @@ from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import MissingDependencyError, OIDNGPUError
 from oidn_gpu.image import complete
 from oidn_gpu.sequence.frame import DenoiserPool, FrameOutcome, denoise_frame
+from oidn_gpu.sequence.logs import report
 from oidn_gpu.sequence.options import FrameJob, SequenceOptions
 from oidn_gpu.sequence.summary import FrameResult, SequenceSummary
+
+_LOG = logging.getLogger("oidn_gpu.sequence")
 
 
 class ProgressBar:
@@ -28,13 +32,13 @@ class ProgressBar:
             from tqdm import tqdm
         except ImportError:
             return
-        self._bar = tqdm(
+        self._bar = _whole_frames_bar(tqdm)(
             total=total,
             unit="frame",
             file=stream,
             disable=None if enabled is None else not enabled,
             dynamic_ncols=True,
-            bar_format="{l_bar}{bar}| {n:.2f}/{total} frames [{elapsed}<{remaining}]",
+            bar_format="{l_bar}{bar}| {frames_done}/{total} frames [{elapsed}<{remaining}]",
         )
         self._base = 0
 
@@ -61,6 +65,7 @@ class ProgressBar:
             self._bar.refresh()
 
     def write(self, text: str, stream: TextIO) -> None:
+        report(_LOG, text)
         if self._bar is not None:
             self._bar.write(text, file=stream)
         else:
@@ -71,6 +76,20 @@ class ProgressBar:
             self._bar.close()
 
 
+def _whole_frames_bar(tqdm: type) -> type:
+    """A tqdm bar whose count is whole frames finished (``3/8 frames``) while the bar
+    itself also moves within a frame, tile by tile."""
+
+    class WholeFramesBar(tqdm):  # type: ignore[misc, valid-type]
+        @property
+        def format_dict(self) -> dict[str, Any]:
+            values = super().format_dict
+            values["frames_done"] = int(values["n"])
+            return values
+
+    return WholeFramesBar
+
+
 def run_sequence(
     jobs: Sequence[FrameJob],
     config: DenoiserConfig,
@@ -78,6 +97,7 @@ def run_sequence(
     *,
     stream: TextIO | None = None,
     temporal: Any = None,
+    on_frame: Callable[[FrameResult], None] | None = None,
 ) -> SequenceSummary:
     """Denoise every job; one failing frame does not stop the others.
 
@@ -89,6 +109,7 @@ def run_sequence(
         stream: where messages go (stderr).
         temporal: an `oidn_gpu.sequence.temporal_frames.TemporalFrames`: temporal mode (see
             `denoise_frame`); the caller closes it.
+        on_frame: called with each frame's result as it comes (done, skipped or failed).
 
     Where no progress bar is drawn (``show_progress`` False, or None and stderr not a
     terminal) and not ``quiet``, every frame gets one line: ``frame 2/3 in.exr: color
@@ -124,6 +145,8 @@ def run_sequence(
                 summary.interrupted = True
                 raise
             summary.results.append(result)
+            if on_frame is not None:
+                on_frame(result)
             if result.status == "failed" and run.fatal:
                 break  # every other frame would fail the same way
             progress.finish_frame(index)

@@ -367,10 +367,24 @@ def drop_near_disocclusions(signal: np.ndarray, reprojection: np.ndarray,
     history; the output's history is kept. Measured on tests/data/sequences/moving: the
     newly visible pixels, denoised beside accumulated input, came out 0.58 dB below
     per-frame denoising; with a 16-pixel margin 0.08 dB (docs/benchmarks.md)."""
-    margin = params.disocclusion_margin
-    if margin == 0:
+    if params.disocclusion_margin == 0:
         return reprojection
-    near = near_pixels(reprojection[:, :, REPROJECTION_VALID] < np.float32(0.5), margin)
+    return drop_input_history(signal, reprojection, near_disocclusions(reprojection, params))
+
+
+def near_disocclusions(reprojection: np.ndarray, params: TemporalParams) -> np.ndarray:
+    """``[H, W]`` bool: the pixels `drop_near_disocclusions` drops the input history of
+    (none where `~TemporalParams.disocclusion_margin` is 0)."""
+    rejected = reprojection[:, :, REPROJECTION_VALID] < np.float32(0.5)
+    if params.disocclusion_margin == 0:
+        return np.zeros_like(rejected)
+    return near_pixels(rejected, params.disocclusion_margin)
+
+
+def drop_input_history(signal: np.ndarray, reprojection: np.ndarray,
+                       near: np.ndarray) -> np.ndarray:
+    """The reprojection with the frame's own signal (fireflies limited) and n = 1 where
+    ``near`` (`near_disocclusions`)."""
     out = reprojection.copy()
     own = limited_signal(signal, reprojection)
     out[:, :, :SIGNAL_CHANNELS] = np.where(near[:, :, None], own, out[:, :, :SIGNAL_CHANNELS])
@@ -411,7 +425,18 @@ def reject_changes(signal: np.ndarray, reprojection: np.ndarray,
     light switched on: what depth and normals cannot see)."""
     if params.change_sigmas == 0:
         return reprojection
+    return cut_changes(signal, reprojection, light_changed(signal, reprojection, params), params)
+
+
+def light_changed(signal: np.ndarray, reprojection: np.ndarray,
+                  params: TemporalParams) -> np.ndarray:
+    """``[H, W]`` bool: the pixels whose light changed (`reject_changes`' test; none where
+    `~TemporalParams.change_sigmas` is 0). It reads only the reprojection's channels that
+    `reject_changes` and `drop_near_disocclusions` keep, so it holds after them too."""
     f32 = np.float32
+    valid = reprojection[:, :, REPROJECTION_VALID] > f32(0.5)
+    if params.change_sigmas == 0:
+        return np.zeros_like(valid)
     # bounded, so that squares and window sums stay finite in float32
     top = f32(MAX_CHANGE_LUMINANCE)
     scale = reprojection[:, :, REPROJECTION_INPUT_SCALE]
@@ -421,9 +446,14 @@ def reject_changes(signal: np.ndarray, reprojection: np.ndarray,
     mean_previous = _box(previous)
     side = f32(2 * CHANGE_RADIUS + 1)
     error = np.sqrt(np.maximum(squares - mean * mean, f32(0))) / side
-    changed = (np.abs(mean - mean_previous) > f32(params.change_sigmas) * error) & (
-        reprojection[:, :, REPROJECTION_VALID] > f32(0.5)
-    )
+    return (np.abs(mean - mean_previous) > f32(params.change_sigmas) * error) & valid
+
+
+def cut_changes(signal: np.ndarray, reprojection: np.ndarray, changed: np.ndarray,
+                params: TemporalParams) -> np.ndarray:
+    """The reprojection with the frame's own signal, n = 1 and the output's history cut to
+    `~TemporalParams.change_output_history` frames where ``changed`` (`light_changed`)."""
+    f32 = np.float32
     out = reprojection.copy()
     out[:, :, :SIGNAL_CHANNELS] = np.where(changed[:, :, None], signal, out[:, :, :SIGNAL_CHANNELS])
     out[:, :, STATE_COUNT] = np.where(changed, f32(1), out[:, :, STATE_COUNT])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import logging
 import os
 import time
@@ -28,7 +27,7 @@ from oidn_gpu.backends.base import (
     Progress,
     TileRunner,
 )
-from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.cuda import available, kernel_specs
 from oidn_gpu.backends.cuda.options import ENGINES, PRECISIONS, TILE_LIMITS, CudaOptions
@@ -37,7 +36,6 @@ from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.backends.phases import log_phase
 from oidn_gpu.backends.plan import DenoisePlan
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
-from oidn_gpu.files import write_bytes_atomic
 
 _LOG = logging.getLogger(__name__)
 
@@ -165,9 +163,9 @@ class CudaBenchmark:
             action="store_true",
             help="time the tile candidates of every layer at --size on this GPU and keep the "
             "fastest in the tuning cache (OIDN_GPU_CUDA_TUNING names it; default "
-            "~/.cache/oidn-gpu/cuda-tuning.json), which later processes read",
+            "cuda-tuning.json in the per-user cache folder), which later processes read",
         )
-        add("--json", dest="json_path", default=None, help="write the result as JSON")
+        add("--json", dest="json_path", default=None, help=JSON_HELP)
 
     def run(self, args: Any, tools: Any) -> int:
         if args.cold:
@@ -204,7 +202,7 @@ class CudaBenchmark:
                 results[name] = replace(results[name], api_ms=rows)
             if args.json_path:
                 data = {key: r.to_dict() for key, r in results.items()}
-                write_bytes_atomic(args.json_path, json.dumps(data).encode("utf-8"))
+                write_bench_json(args.json_path, "cuda", "configurations", data)
             print(f"== {name} ({args.size}, {args.weights})")
             print(results[name].table(), flush=True)
             for row, value in results[name].api_ms.items():

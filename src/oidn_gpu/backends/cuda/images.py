@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.cuda import torch_ops
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.errors import InvalidArgumentError, channels_first_hint
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ def describe(tensor: Any, name: str, *, max_channels: int = 3) -> DeviceImage:
     if tensor.dim() != 3 or not 1 <= tensor.shape[2] <= 4:
         raise InvalidArgumentError(
             f"{name} image has shape {tuple(tensor.shape)}; expected HxW or HxWxC with C 1..4"
+            + channels_first_hint(tuple(tensor.shape))
         )
     if tensor.shape[2] > 1 and tensor.stride(2) != 1:
         raise InvalidArgumentError(f"{name} image: channels must be contiguous (stride 1)")

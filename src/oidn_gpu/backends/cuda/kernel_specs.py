@@ -11,8 +11,8 @@ never the image size) in a spec file, one text per line:
 
 - `recording` collects the texts of the kernels a thread compiles or loads (through
   Triton's ``jit_post_compile_hook``), and `save` adds them to the spec file of
-  their configuration in the per-user cache (``$XDG_CACHE_HOME/oidn-gpu`` or
-  ``~/.cache/oidn-gpu``, ``cuda-kernels/triton-VERSION/smNN/DIGEST.jsonl``), which
+  their configuration in the per-user cache (`user_cache.cache_root`,
+  ``cuda-kernels/triton-VERSION/smNN/DIGEST.jsonl``; updated under a file lock), which
   every process of the user shares;
 - `compile_parallel` compiles a spec file's kernels into Triton's disk cache in
   child processes (`compile_shard`: no torch, no GPU), each a share of the list,
@@ -52,25 +52,14 @@ from pathlib import Path
 from typing import Any
 
 from oidn_gpu.files import write_bytes_atomic
+from oidn_gpu.user_cache import cache_root, locked, update_bytes
 
 _LOG = logging.getLogger(__name__)
 
-CACHE_ENV_VAR = "OIDN_GPU_CACHE_DIR"  # the folder of oidn-gpu's per-user caches
 PROCESSES_ENV_VAR = "OIDN_GPU_CUDA_COMPILE_PROCESSES"  # compile processes (default: cores - 1)
 SHIPPED = Path(__file__).resolve().parent / "shipped"
 PACKAGE = "oidn_gpu."  # only this package's kernels are recorded
 MAX_PROCESSES = 16
-
-
-def cache_root() -> Path:
-    """oidn-gpu's per-user cache folder: ``$OIDN_GPU_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/oidn-gpu``, else ``~/.cache/oidn-gpu``."""
-    named = os.environ.get(CACHE_ENV_VAR)
-    if named:
-        return Path(named).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path("~").expanduser() / ".cache"
-    return base / "oidn-gpu"
 
 
 @functools.cache
@@ -164,22 +153,36 @@ def load_related(key: SpecKey, *, root: Path | None = None, shipped: Path = SHIP
     return _unique(texts)
 
 
-def save(key: SpecKey, texts: Iterable[str], *, root: Path | None = None) -> Path | None:
-    """Add ``texts`` to this user's spec file of ``key`` (written whole, atomically: two
-    processes saving at once each leave a complete file). None when nothing is new or
-    the cache folder cannot be written (the next process records them again)."""
+def _lines(data: bytes | None) -> list[str]:
+    return [t for t in (data or b"").decode("utf-8", "replace").splitlines() if _valid(t)]
+
+
+def save(
+    key: SpecKey, texts: Iterable[str], *, root: Path | None = None, shipped: Path = SHIPPED
+) -> Path | None:
+    """Add ``texts`` to this user's spec file of ``key`` under the file's lock (the file is
+    read again there and written whole, atomically: two processes saving at once keep
+    each other's texts). None when nothing is new or the cache folder cannot be written
+    (the next process records them again)."""
     path = key.user_path(root)
-    known = load(key, root=root)
-    merged = _unique([*known, *texts])
-    if len(merged) == len(known):
-        return None
+    texts = list(texts)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(path, ("\n".join(merged) + "\n").encode("utf-8"))
+        shipped_texts = _lines(key.shipped_path(shipped).read_bytes())
+    except OSError:
+        shipped_texts = []
+
+    def merge(old: bytes | None) -> bytes | None:
+        known = _unique([*shipped_texts, *_lines(old)])
+        merged = _unique([*known, *texts])
+        if len(merged) == len(known):
+            return None
+        return ("\n".join(merged) + "\n").encode("utf-8")
+
+    try:
+        return path if update_bytes(path, merge) else None
     except OSError as err:
         _LOG.info("cuda: kernel specs not saved to %s (%s)", path, err)
         return None
-    return path
 
 
 def _unique(texts: Iterable[str]) -> list[str]:
@@ -520,8 +523,9 @@ def install_shipped(
                 names = json.loads(stamp.read_text("utf-8"))
                 if names and all((target / _safe_name(n)).is_dir() for n in names):
                     return 0
-            copied, names = _unpack_missing(archive, target)
-            write_bytes_atomic(stamp, json.dumps(sorted(names)).encode("utf-8"))
+            with locked(target / INSTALL_LOCK):  # one installer per cache at a time
+                copied, names = _unpack_missing(archive, target)
+                write_bytes_atomic(stamp, json.dumps(sorted(names)).encode("utf-8"))
         except (OSError, tarfile.TarError) as err:
             _LOG.info("cuda: shipped kernels not installed into %s (%s)", target, err)
             return 0
@@ -529,6 +533,7 @@ def install_shipped(
 
 
 STAMP_PREFIX = ".oidn-gpu-shipped-"  # + the archive's digest: the entries it installed
+INSTALL_LOCK = ".oidn-gpu-install"  # (+ ".lock") held while shipped entries are unpacked
 
 
 def _archive_digest(archive: Path) -> str:

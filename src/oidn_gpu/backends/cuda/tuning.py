@@ -10,7 +10,9 @@ Where a tile comes from, first match wins:
 
 1. a tuning cache written by an earlier tuning run on this GPU (``oidn-gpu tune``,
    or ``OIDN_GPU_CUDA_TUNING=on``/a path): a JSON file keyed by GPU name, Triton
-   version and precision (default ``~/.cache/oidn-gpu/cuda-tuning.json``);
+   version and precision (default ``cuda-tuning.json`` in oidn-gpu's per-user cache
+   folder, `user_cache.cache_root`; updated under a file lock, so processes tuning at
+   once keep each other's entries);
 2. `SHIPPED_TILES`, measured on the GPUs named there (by compute capability);
 3. `default_config`.
 
@@ -31,13 +33,16 @@ the fastest; ``OIDN_GPU_CUDA_TUNING=off`` ignores the cache file too.
 from __future__ import annotations
 
 import json
+import logging
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from oidn_gpu.backends.cuda.layout import ConvLaunch
+from oidn_gpu.user_cache import cache_root, update_json
+
+_LOG = logging.getLogger(__name__)
 
 TUNING_ENV_VAR = "OIDN_GPU_CUDA_TUNING"
 
@@ -296,7 +301,7 @@ def _config_type(key: str) -> type:
     return RowsConfig if key.startswith("rows:") else TileConfig
 
 
-DEFAULT_CACHE = Path("~") / ".cache" / "oidn-gpu" / "cuda-tuning.json"
+CACHE_NAME = "cuda-tuning.json"  # in `user_cache.cache_root`
 
 
 def cache_path() -> Path | None:
@@ -310,7 +315,7 @@ def _cache_path() -> Path | None:
         return None
     if value and value != "on":
         return Path(value)
-    return DEFAULT_CACHE.expanduser()
+    return cache_root() / CACHE_NAME
 
 
 def tuning_enabled() -> bool:
@@ -343,21 +348,23 @@ class Tuner:
             self._choices = {}  # an unreadable cache is retuned, never trusted
 
     def _save(self) -> None:
+        """Merge this tuner's choices into the file's section under the file's lock: entries
+        another process wrote since `_load` are kept (and adopted)."""
         if self.path is None:
             return
+        ours = {key: asdict(value) for key, value in self._choices.items()}
+
+        def merge(data: dict) -> dict:
+            section = data.get(self.device_key)
+            section = dict(section) if isinstance(section, dict) else {}
+            section.update(ours)
+            data[self.device_key] = section
+            return data
+
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            data = json.loads(self.path.read_text()) if self.path.is_file() else {}
-        except (OSError, ValueError):
-            data = {}
-        data[self.device_key] = {key: asdict(value) for key, value in self._choices.items()}
-        try:
-            handle, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(handle, "w") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass  # a read-only home only costs retuning next time
+            update_json(self.path, merge)
+        except OSError as err:  # a read-only home only costs retuning next time
+            _LOG.info("cuda: tuning cache not saved to %s (%s)", self.path, err)
 
     def cached(self, key: str) -> TileConfig | None:
         return self._choices.get(key)

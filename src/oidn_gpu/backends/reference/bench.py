@@ -15,7 +15,6 @@ denoise's, so that both see the same load on a shared machine.
 
 from __future__ import annotations
 
-import json
 import resource
 import statistics
 import time
@@ -26,12 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import BenchTools
 from oidn_gpu.backends.plan import DenoiseOptions, model_alignment, plan_tiles
 from oidn_gpu.backends.reference.executor import ReferenceExecutor
 from oidn_gpu.errors import InvalidArgumentError, require
-from oidn_gpu.files import write_bytes_atomic
 from oidn_gpu.model import weights as builtin
 
 BACKEND = "reference"
@@ -214,7 +212,7 @@ class ReferenceBenchmark:
                             help="OIDN's maxMemoryMB for the denoise (the network alone then "
                             "runs on one tile)")
         parser.add_argument("--json", dest="json_path", default=None,
-                            help="write the result as JSON")
+                            help=JSON_HELP)
 
     def run(self, args: Any, tools: BenchTools) -> int:
         result = run_reference_bench(
@@ -224,8 +222,7 @@ class ReferenceBenchmark:
         )
         print(result.table())
         if args.json_path:
-            data = json.dumps(asdict(result), indent=2).encode("utf-8")
-            write_bytes_atomic(args.json_path, data)
+            write_bench_json(args.json_path, "reference", "denoise", asdict(result))
         return 0
 
 

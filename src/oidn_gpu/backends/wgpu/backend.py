@@ -23,12 +23,11 @@ from oidn_gpu.backends.base import (
     TileRunner,
     precision_choices,
 )
-from oidn_gpu.backends.bench_result import parse_size
+from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
 from oidn_gpu.backends.wgpu import icd
 from oidn_gpu.backends.wgpu.options import KERNELS, PRECISIONS, WgpuOptions
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
-from oidn_gpu.files import write_bytes_atomic
 
 # Adapter features worth naming in `oidn-gpu info`.
 REPORTED_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
@@ -50,11 +49,20 @@ class WgpuBenchmark:
         parser.add_argument(
             "--gemm", default=None, help="GEMM options as JSON, e.g. '{\"rows_per_thread\": 4}'"
         )
+        parser.add_argument(
+            "--tile-size",
+            type=int,
+            default=None,
+            metavar="PX",
+            help="denoise in tiles of at most PX a side and time the network on one, as "
+            "'oidn-gpu denoise --tile-size' (default: the whole image, or the largest tile "
+            "the device can bind)",
+        )
         parser.add_argument("--runs", type=int, default=20)
         parser.add_argument("--warmup", type=int, default=3)
         parser.add_argument("--top", type=int, default=8)
         parser.add_argument(
-            "--json", dest="json_path", default=None, help="write the result as JSON"
+            "--json", dest="json_path", default=None, help=JSON_HELP
         )
         parser.add_argument(
             "--no-end-to-end",
@@ -102,10 +110,11 @@ class WgpuBenchmark:
             end_to_end=args.end_to_end,
             host_dtype=args.host_dtype,
             facade=functools.partial(bench.time_denoiser, tools.denoiser) if args.facade else None,
+            tile_size=args.tile_size,
         )
         print(result.table())
         if args.json_path:
-            write_bytes_atomic(args.json_path, (result.to_json() + "\n").encode("utf-8"))
+            write_bench_json(args.json_path, "wgpu", "denoise", result.to_dict())
         return 0
 
 

@@ -70,6 +70,7 @@ from oidn_gpu.backends.bench_result import LayerStat, check_size, e2e_summaries,
 from oidn_gpu.backends.gpu_device import BufferUsage, PassTimestamps
 from oidn_gpu.backends.plan import DenoiseOptions, plan_denoise
 from oidn_gpu.backends.wgpu import kernel_choice
+from oidn_gpu.backends.wgpu.bench_tile import network_tile
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, WgpuDevice, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.runner import GpuDenoiser, GpuImage
@@ -109,6 +110,21 @@ class BenchResult(bench_result.BenchResult):
     facade_overhead_median_ms: float | None = None
     gemm: str = ""
     layers: tuple[LayerStat, ...] = field(default=())
+    tile_size: int | None = None  # the tiles' edge; None: the whole image at once
+    adapter_type: str = ""  # "CPU" for a CPU Vulkan driver such as lavapipe
+
+    def _rest(self) -> str:
+        """What "rest" holds: the filter's own work (checks, planning, the tile loop); on a
+        CPU Vulkan driver (lavapipe) the GPU work too, which that driver runs while commands
+        are submitted and polled, not in the GPU wait."""
+        if self.adapter_type.lower() != "cpu":
+            return "; rest: checks, planning and the tile loop"
+        return "; on this CPU Vulkan driver the GPU work runs within submit and rest"
+
+    def _tiled(self) -> str:
+        if self.tile_size is None:
+            return ""
+        return f": one tile; denoised in tiles of at most {self.tile_size} px"
 
     def table(self) -> str:
         """A human-readable summary."""
@@ -121,7 +137,8 @@ class BenchResult(bench_result.BenchResult):
             f"device     {self.device} ({self.backend_type})",
             f"weights    {self.weights}  precision {self.precision}  kernel {self.kernel}",
             f"size       {self.width}x{self.height} (network {self.network_width}x"
-            f"{self.network_height}), {self.runs} runs after {self.warmup} warm-up",
+            f"{self.network_height}{self._tiled()}), {self.runs} runs after {self.warmup} "
+            "warm-up",
             f"compile    {self.compile_s:.2f} s",
             f"wall       {self.wall_median_ms:.2f} ms median, {self.wall_p95_ms:.2f} ms p95",
             f"gpu        {gpu} (sum of per-layer passes)",
@@ -166,7 +183,7 @@ class BenchResult(bench_result.BenchResult):
                     f"{self.facade_submit_median_ms:.2f} ms, GPU wait (autoexposure + passes + "
                     f"network) {self.facade_wait_median_ms:.2f} ms, readback "
                     f"{self.facade_readback_median_ms:.2f} ms, rest "
-                    f"{self.facade_overhead_median_ms:.2f} ms (medians)",
+                    f"{self.facade_overhead_median_ms:.2f} ms (medians){self._rest()}",
                 ]
             if self.host_autoexposure_cpu_ms is not None:
                 lines.append(
@@ -200,6 +217,7 @@ def time_denoiser(
     arrays: list[np.ndarray],
     runs: int,
     warmup: int,
+    tile_size: int | None = None,
 ) -> dict[str, Any]:
     """Time ``denoiser`` (`oidn_gpu.Denoiser`, lent by the command line) on host arrays on
     the wgpu executor's device (its compiled pipelines are reused): the ``facade_*``
@@ -215,6 +233,7 @@ def time_denoiser(
         backend="wgpu",
         precision=info.precision,
         device=executor.device.handle,
+        tile_size=tile_size,
     )
     walls: list[float] = []
     output_walls: list[float] = []
@@ -263,17 +282,20 @@ def run_bench(
     executor: Any = None,
     host_dtype: str = "float32",
     facade: Callable[..., dict[str, Any]] | None = None,
+    tile_size: int | None = None,
 ) -> BenchResult:
     """Benchmark the network (and, with ``end_to_end``, the whole GPU denoise) at one size.
 
     See the module docstring. ``size`` is ``(height, width)`` of the image. ``host_dtype``:
-    ``"float32"`` or ``"float16"`` host images for the end-to-end runs; ``facade``: called as
-    ``facade(executor, model, weights, arrays, runs, warmup)`` after the end-to-end runs, it
-    times the public ``Denoiser.denoise`` on those host arrays and returns its ``facade_*``
-    timings (`backend.WgpuBenchmark` passes `time_denoiser` with the command line's
-    `Denoiser`; this layer cannot import the filter).
+    ``"float32"`` or ``"float16"`` host images for the end-to-end runs; ``facade``: called
+    as ``facade(executor, model, weights, arrays, runs, warmup, tile_size)`` after the
+    end-to-end runs, it times the public ``Denoiser.denoise`` on those host arrays and
+    returns its ``facade_*`` timings (`backend.WgpuBenchmark` passes `time_denoiser` with
+    the command line's `Denoiser`; this layer cannot import the filter).
     ``executor``: an open `WgpuExecutor` of ``weights`` to reuse (sweeps), left open;
     ``device``/``precision``/``kernel``/``gemm`` are then ignored (its settings are reported).
+    ``tile_size``: the tile edge (`bench_tile.network_tile`: by default the whole image, or
+    the largest tile the device can bind); the network is timed on one tile.
 
     Raises:
         InvalidArgumentError: bad size, runs or options.
@@ -283,26 +305,19 @@ def run_bench(
     start = time.perf_counter()
     with _bench_executor(executor, model, device, precision, kernel, gemm) as executor:
         timer = CommandTimer(executor.device)
-        executor.prewarm([(net_h, net_w)])
+        net_h, net_w, edge = network_tile(executor, net_h, net_w, tile_size, ALIGNMENT)
         compile_s = time.perf_counter() - start
         rng = np.random.default_rng(random_seed)
-        x = rng.random((executor.input_channels, net_h, net_w), dtype=np.float32)
-        executor.run(x)  # upload once; later runs reuse the packed input in place
-        for _ in range(warmup):
-            _timed_run(executor, net_h, net_w)
-        wall: list[float] = []
-        with timer:
-            for _ in range(runs):  # wall clock and whole-submission GPU time (one pass)
-                wall.append(_timed_run(executor, net_h, net_w))
-        network_gpu = timer.elapsed_ms()
+        wall, network_gpu = _network_runs(executor, timer, (net_h, net_w), runs, warmup, rng)
         gpu_total, all_layers = _profiled_layers(executor, net_h, net_w, runs)
         e2e: dict[str, Any] = {}
         if end_to_end:
             e2e = _end_to_end(
-                executor, timer, model, height, width, runs, warmup, rng, np.dtype(host_dtype)
+                executor, timer, model, (height, width, edge), runs, warmup, rng, host_dtype
             )
             if facade:
-                e2e.update(facade(executor, model, weights, e2e["arrays"], runs, warmup))
+                times = facade(executor, model, weights, e2e["arrays"], runs, warmup, edge)
+                e2e.update(times)
             e2e.pop("arrays", None)
         info = executor.info()
         total_flops = executor.network_flops(net_h, net_w)
@@ -324,9 +339,33 @@ def run_bench(
         compile_s=compile_s,
         gemm=gemm_text,
         layers=tuple(all_layers),
+        tile_size=edge,
+        adapter_type=caps.adapter.adapter_type,
         **_network_fields(wall, gpu_total, network_gpu, total_flops),
         **_summaries(e2e),
     )
+
+
+def _network_runs(
+    executor: WgpuExecutor,
+    timer: CommandTimer,
+    size: tuple[int, int],
+    runs: int,
+    warmup: int,
+    rng: np.random.Generator,
+) -> tuple[list[float], list[float]]:
+    """The network alone on one ``size`` input: each run's wall clock and whole-submission
+    GPU time (one pass; empty without timestamps), after ``warmup`` runs."""
+    net_h, net_w = size
+    x = rng.random((executor.input_channels, net_h, net_w), dtype=np.float32)
+    executor.run(x)  # upload once; later runs reuse the packed input in place
+    for _ in range(warmup):
+        _timed_run(executor, net_h, net_w)
+    wall: list[float] = []
+    with timer:
+        for _ in range(runs):
+            wall.append(_timed_run(executor, net_h, net_w))
+    return wall, timer.elapsed_ms()
 
 
 def _profiled_layers(
@@ -477,18 +516,20 @@ def _end_to_end(
     executor: Any,
     timer: CommandTimer,
     model: Any,
-    height: int,
-    width: int,
+    size: tuple[int, int, int | None],
     runs: int,
     warmup: int,
     rng: np.random.Generator,
     host_dtype: Any = np.float32,
 ) -> dict[str, Any]:
-    """Time `GpuDenoiser` on GPU buffers (GPU + wall) and on host arrays (wall)."""
+    """Time `GpuDenoiser` on GPU buffers (GPU + wall) and on host arrays (wall); ``size``:
+    height, width and the tile edge (None: the whole image as one tile)."""
+    height, width, edge = size
     device = executor.device
     count = executor.input_channels // 3
     hdr = "ldr" not in str(getattr(model, "name", "") or "").lower()
-    denoise_plan = plan_denoise(model, height, width, DenoiseOptions(hdr=hdr, whole_image=True))
+    options = DenoiseOptions(hdr=hdr, whole_image=edge is None, tile_size=edge)
+    denoise_plan = plan_denoise(model, height, width, options)
     mode, plan = denoise_plan.mode, denoise_plan.tiles
     arrays = [rng.random((height, width, 3), dtype=np.float32) * (4.0 if hdr else 1.0)]
     arrays += [rng.random((height, width, 3), dtype=np.float32) for _ in range(count - 1)]
