@@ -103,8 +103,11 @@ def main() -> None:
             cells.append(float(torch.linalg.norm(out - exact) / torch.linalg.norm(exact)))
             img = process.finish_output(out[0].float().numpy(), mode, 3)
             images_out.append(float(np.linalg.norm(img - exact_img) / np.linalg.norm(exact_img)))
-        print(f"{'+'.join(sources):<28} {cells[0]:>18.2e} {cells[1]:>10.2e} "
-              f"{images_out[0]:>13.2e} {images_out[1]:>10.2e}", flush=True)
+        print(
+            f"{'+'.join(sources):<28} {cells[0]:>18.2e} {cells[1]:>10.2e} "
+            f"{images_out[0]:>13.2e} {images_out[1]:>10.2e}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -58,18 +58,27 @@ def wgpu_probe(report: dict[str, Any]) -> None:
     report["wgpu_py"] = wgpu.__version__
     report["wgpu_native"] = native.__version__
     report["native_feature_enum"] = enum_str2int["NativeFeature"].get(FEATURE)
-    print(f"wgpu-py {wgpu.__version__}, wgpu-native {native.__version__}, "
-          f"'{FEATURE}' -> WGPUNativeFeature {report['native_feature_enum']:#x}")
+    print(
+        f"wgpu-py {wgpu.__version__}, wgpu-native {native.__version__}, "
+        f"'{FEATURE}' -> WGPUNativeFeature {report['native_feature_enum']:#x}"
+    )
     adapters = []
     for adapter in wgpu.gpu.enumerate_adapters_sync():
         info = dict(adapter.info)
         features = sorted(str(f) for f in adapter.features)
-        entry = {"device": info.get("device"), "backend": info.get("backend_type"),
-                 "adapter_type": info.get("adapter_type"), "driver": info.get("description"),
-                 "features": features, "has_feature": FEATURE in features}
+        entry = {
+            "device": info.get("device"),
+            "backend": info.get("backend_type"),
+            "adapter_type": info.get("adapter_type"),
+            "driver": info.get("description"),
+            "features": features,
+            "has_feature": FEATURE in features,
+        }
         adapters.append(entry)
-        print(f"adapter {entry['device']} ({entry['backend']}, {entry['adapter_type']}), "
-              f"driver {entry['driver']}: {FEATURE} {'YES' if entry['has_feature'] else 'no'}")
+        print(
+            f"adapter {entry['device']} ({entry['backend']}, {entry['adapter_type']}), "
+            f"driver {entry['driver']}: {FEATURE} {'YES' if entry['has_feature'] else 'no'}"
+        )
         print("  features:", " ".join(features))
     report["adapters"] = adapters
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
@@ -82,14 +91,14 @@ def wgpu_probe(report: dict[str, Any]) -> None:
             report["requests"][key] = "granted"
             granted = granted or device
             print(f"request_device({wanted}): granted")
-        except Exception as error:  # noqa: BLE001 - the error is the finding
+        except Exception as error:
             report["requests"][key] = first_error_line(error)
             print(f"request_device({wanted}): {type(error).__name__}: {first_error_line(error)}")
     plain = adapter.request_device_sync(required_features=["shader-f16"])
     try:
         plain.create_shader_module(code=MMA_SHADER)
         report["shader_without_feature"] = "compiled"
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         report["shader_without_feature"] = first_error_line(error)
     print("shader on a device without the feature:", report["shader_without_feature"])
     if granted is not None:
@@ -109,12 +118,17 @@ def run_mma(device: Any) -> str:
     try:
         module = device.create_shader_module(code=MMA_SHADER)
         pipeline = device.create_compute_pipeline(
-            layout="auto", compute={"module": module, "entry_point": "main"})
+            layout="auto", compute={"module": module, "entry_point": "main"}
+        )
         ab_buf = device.create_buffer_with_data(data=np.concatenate([a, b]).tobytes(), usage=usage)
         c_buf = device.create_buffer_with_data(data=c.tobytes(), usage=usage)
-        group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
-            {"binding": 0, "resource": {"buffer": ab_buf}},
-            {"binding": 1, "resource": {"buffer": c_buf}}])
+        group = device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": ab_buf}},
+                {"binding": 1, "resource": {"buffer": c_buf}},
+            ],
+        )
         encoder = device.create_command_encoder()
         compute = encoder.begin_compute_pass()
         compute.set_pipeline(pipeline)
@@ -123,13 +137,15 @@ def run_mma(device: Any) -> str:
         compute.end()
         device.queue.submit([encoder.finish()])
         out = np.frombuffer(device.queue.read_buffer(c_buf), np.float32).reshape(16, 16)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         return f"failed: {first_error_line(error)}"
     # naga's coopLoad reads column-major by default: compare both layouts
     row = a.astype(np.float32) @ b.astype(np.float32) + c
     col = (a.T.astype(np.float32) @ b.T.astype(np.float32)).T + c
-    return (f"max |err| row-major {np.abs(out - row).max():.3g}, "
-            f"column-major {np.abs(out - col).max():.3g}")
+    return (
+        f"max |err| row-major {np.abs(out - row).max():.3g}, "
+        f"column-major {np.abs(out - col).max():.3g}"
+    )
 
 
 # --- Vulkan loader, through ctypes -------------------------------------------------------
@@ -137,9 +153,22 @@ def run_mma(device: Any) -> str:
 VK_API_1_3 = (1 << 22) | (3 << 12)
 ST_APP_INFO, ST_INSTANCE_INFO, ST_FEATURES2 = 0, 1, 1000059000
 ST_MEMORY_MODEL, ST_COOP_FEATURES, ST_COOP_PROPS = 1000211000, 1000506000, 1000506001
-COMPONENT = {0: "f16", 1: "f32", 2: "f64", 3: "s8", 4: "s16", 5: "s32", 6: "s64", 7: "u8",
-             8: "u16", 9: "u32", 10: "u64", 1000141000: "bf16", 1000491002: "e4m3",
-             1000491003: "e5m2"}
+COMPONENT = {
+    0: "f16",
+    1: "f32",
+    2: "f64",
+    3: "s8",
+    4: "s16",
+    5: "s32",
+    6: "s64",
+    7: "u8",
+    8: "u16",
+    9: "u32",
+    10: "u64",
+    1000141000: "bf16",
+    1000491002: "e4m3",
+    1000491003: "e5m2",
+}
 SCOPE = {1: "device", 2: "workgroup", 3: "subgroup", 5: "queue-family"}
 
 
@@ -171,8 +200,9 @@ def vulkan_probe(report: dict[str, Any]) -> None:
     proc = vk.vkGetInstanceProcAddr(instance, b"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
     query = None
     if proc:
-        query = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32),
-                                 ctypes.c_void_p)(proc)
+        query = ctypes.CFUNCTYPE(
+            ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_void_p
+        )(proc)
     report["vulkan"] = [vulkan_device(vk, device, query) for device in physical]
     vk.vkDestroyInstance(instance, None)
 
@@ -183,25 +213,36 @@ def vulkan_device(vk: Any, device: int, query: Any) -> dict[str, Any]:
     api, driver = np.frombuffer(props.raw[:8], np.uint32)
     name = props.raw[20:276].split(b"\0")[0].decode()
     count = ctypes.c_uint32()
-    vk.vkEnumerateDeviceExtensionProperties(ctypes.c_void_p(device), None, ctypes.byref(count),
-                                            None)
+    vk.vkEnumerateDeviceExtensionProperties(
+        ctypes.c_void_p(device), None, ctypes.byref(count), None
+    )
     ext = ctypes.create_string_buffer(260 * count.value)
-    vk.vkEnumerateDeviceExtensionProperties(ctypes.c_void_p(device), None, ctypes.byref(count),
-                                            ext)
-    extensions = sorted(ext.raw[i * 260:i * 260 + 256].split(b"\0")[0].decode()
-                        for i in range(count.value))
+    vk.vkEnumerateDeviceExtensionProperties(ctypes.c_void_p(device), None, ctypes.byref(count), ext)
+    extensions = sorted(
+        ext.raw[i * 260 : i * 260 + 256].split(b"\0")[0].decode() for i in range(count.value)
+    )
     entry: dict[str, Any] = {
-        "device": name, "api": f"{api >> 22}.{(api >> 12) & 1023}.{api & 4095}",
-        "driver_version": int(driver), "extension_count": len(extensions),
+        "device": name,
+        "api": f"{api >> 22}.{(api >> 12) & 1023}.{api & 4095}",
+        "driver_version": int(driver),
+        "extension_count": len(extensions),
         "coop_extensions": [e for e in extensions if "cooperative" in e],
-        "extensions": extensions}
+        "extensions": extensions,
+    }
     entry.update(vulkan_features(vk, device))
     if query is not None and "VK_KHR_cooperative_matrix" in extensions:
         entry["configurations"] = vulkan_configurations(device, query)
-    print(f"Vulkan {name} (API {entry['api']}): {len(extensions)} extensions, "
-          f"{entry['coop_extensions']}")
-    print("  features:", {k: entry[k] for k in ("cooperativeMatrix", "vulkanMemoryModel",
-                                                "vulkanMemoryModelDeviceScope")})
+    print(
+        f"Vulkan {name} (API {entry['api']}): {len(extensions)} extensions, "
+        f"{entry['coop_extensions']}"
+    )
+    print(
+        "  features:",
+        {
+            k: entry[k]
+            for k in ("cooperativeMatrix", "vulkanMemoryModel", "vulkanMemoryModelDeviceScope")
+        },
+    )
     for config in entry.get("configurations", []):
         print("  config", config)
     return entry
@@ -217,8 +258,11 @@ def vulkan_features(vk: Any, device: int) -> dict[str, int]:
     features2[0] = ST_FEATURES2
     ctypes.c_uint64.from_address(ctypes.addressof(features2) + 8).value = ctypes.addressof(memory)
     vk.vkGetPhysicalDeviceFeatures2(ctypes.c_void_p(device), features2)
-    return {"vulkanMemoryModel": memory[4], "vulkanMemoryModelDeviceScope": memory[5],
-            "cooperativeMatrix": coop[4]}
+    return {
+        "vulkanMemoryModel": memory[4],
+        "vulkanMemoryModelDeviceScope": memory[5],
+        "cooperativeMatrix": coop[4],
+    }
 
 
 def vulkan_configurations(device: int, query: Any) -> list[str]:
@@ -231,10 +275,12 @@ def vulkan_configurations(device: int, query: Any) -> list[str]:
     query(device, ctypes.byref(count), table)
     configs = []
     for i in range(count.value):
-        m, n, k, a, b, c, r, sat, scope = table[i * 14 + 4:i * 14 + 13]
-        configs.append(f"M{m} N{n} K{k} A {COMPONENT.get(a, a)} B {COMPONENT.get(b, b)} "
-                       f"C {COMPONENT.get(c, c)} result {COMPONENT.get(r, r)}"
-                       f"{' saturating' if sat else ''} scope {SCOPE.get(scope, scope)}")
+        m, n, k, a, b, c, r, sat, scope = table[i * 14 + 4 : i * 14 + 13]
+        configs.append(
+            f"M{m} N{n} K{k} A {COMPONENT.get(a, a)} B {COMPONENT.get(b, b)} "
+            f"C {COMPONENT.get(c, c)} result {COMPONENT.get(r, r)}"
+            f"{' saturating' if sat else ''} scope {SCOPE.get(scope, scope)}"
+        )
     return configs
 
 

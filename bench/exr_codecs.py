@@ -110,7 +110,8 @@ def measure(height: int, width: int, runs: int, threads: int, folder: Path) -> l
             "read_ms": 1e3 * _median_s(lambda src=src: _read_layers(src), runs),
             "read_shared_ms": 1e3 * _median_s(lambda src=src: _read_layers_shared(src), runs),
             "read_once_ms": 1e3 * _median_s(lambda src=src: _read_once(src), runs),
-            "write_ms": 1e3 * _median_s(
+            "write_ms": 1e3
+            * _median_s(
                 lambda dst=dst, b=beauty, c=codec: write_half_exr(dst, b, ["R", "G", "B"], c), runs
             ),
         }
@@ -131,8 +132,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"OpenImageIO {oiio.__version__}, {width}x{height}, medians of {args.runs}")
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"OpenImageIO {oiio.__version__}, {width}x{height}, medians of {args.runs}"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for threads in (0, 1):  # 0: OpenImageIO's default, one per core

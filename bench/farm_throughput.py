@@ -155,9 +155,16 @@ class GpuBusy:
             listing = subprocess.run([exe, "-L"], capture_output=True, text=True, check=False)
             self._gpus = sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
             self._process = subprocess.Popen(
-                [exe, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                 "-lms", "200"],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                [
+                    exe,
+                    "--query-gpu=utilization.gpu",
+                    "--format=csv,noheader,nounits",
+                    "-lms",
+                    "200",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
             )
             self._reader = threading.Thread(target=self._read, daemon=True)
             self._reader.start()
@@ -183,8 +190,10 @@ class GpuBusy:
         if self._gpus == 0 or len(self._samples) < self._gpus:
             return None
         whole = len(self._samples) - len(self._samples) % self._gpus
-        return [statistics.fmean(self._samples[g:whole:self._gpus]) / 100.0
-                for g in range(self._gpus)]
+        return [
+            statistics.fmean(self._samples[g : whole : self._gpus]) / 100.0
+            for g in range(self._gpus)
+        ]
 
 
 def stage_medians(results: list[Any], skip: int) -> dict[str, float]:
@@ -194,8 +203,7 @@ def stage_medians(results: list[Any], skip: int) -> dict[str, float]:
     done = done[skip:] if len(done) > skip else done
     if not done:
         return {}
-    return {stage: statistics.median(r.stages[stage] for r in done) * 1e3
-            for stage in STAGES}
+    return {stage: statistics.median(r.stages[stage] for r in done) * 1e3 for stage in STAGES}
 
 
 def run_layout(
@@ -221,8 +229,13 @@ def run_layout(
     skip = len(summary.workers)
     span = finished[-1] - finished[skip - 1] if len(finished) > skip else 0.0
     steady = (len(finished) - skip) * 60.0 / span if span > 0 else None
-    return {"wall_s": wall, "steady_frames_per_min": steady, "workers": summary.workers,
-            "stages_ms": stage_medians(summary.results, skip), "gpu_busy": busy.share()}
+    return {
+        "wall_s": wall,
+        "steady_frames_per_min": steady,
+        "workers": summary.workers,
+        "stages_ms": stage_medians(summary.results, skip),
+        "gpu_busy": busy.share(),
+    }
 
 
 def run_single(
@@ -241,8 +254,12 @@ def run_single(
         raise RuntimeError(f"single process: {summary.line(len(jobs))}; first error: {first}")
     rest = sum(r.elapsed_s for r in summary.results[1:])  # after the first (model load)
     steady = (len(jobs) - 1) * 60.0 / rest if rest > 0 else None
-    return {"wall_s": wall, "steady_frames_per_min": steady,
-            "stages_ms": stage_medians(summary.results, 1), "gpu_busy": busy.share()}
+    return {
+        "wall_s": wall,
+        "steady_frames_per_min": steady,
+        "stages_ms": stage_medians(summary.results, 1),
+        "gpu_busy": busy.share(),
+    }
 
 
 def cpu_model() -> str:
@@ -287,7 +304,9 @@ def main(argv: list[str] | None = None) -> None:
         "--target-seconds", type=float, default=0.0, help="size the sequence to this"
     )
     parser.add_argument(
-        "--aux", default="", metavar="COMPRESSION",
+        "--aux",
+        default="",
+        metavar="COMPRESSION",
         help="half EXRs with albedo and normal layers in this compression (zip, piz, "
         "dwaa, none, ...); default: float color-only frames",
     )
@@ -320,8 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     ray_start_s = float("nan")
     frames = args.frames
     try:
-        distinct = write_frames(work / "in", args.distinct or args.frames, args.size,
-                                aux=args.aux)
+        distinct = write_frames(work / "in", args.distinct or args.frames, args.size, aux=args.aux)
         if args.target_seconds > 0:
             per_frame, fitting = calibrate(distinct, work, kwargs, None, args.target_seconds)
             frames = int(min(args.frames, max(len(distinct), round(fitting))))

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-import numpy as np  # noqa: E402
+import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
@@ -100,9 +100,8 @@ class Frame(Crop):
     """A full-size frame of an inputs .npz (`bench/fp16_frames.py export`), as a `Crop`."""
 
     def __init__(self, name: str, model, inputs: Path) -> None:
-        from tests.oracle import oidn_denoise
-
         from oidn_gpu.image.autoexposure import autoexposure
+        from tests.oracle import oidn_denoise
 
         data = np.load(inputs)
         self.name = name

@@ -442,10 +442,7 @@ def run_graph(
 
     def conv(node: ir.Conv, value: np.ndarray) -> np.ndarray:
         params = weights[node.name]
-        if (
-            not (sources.partials and sources.applies(node.name))
-            or node.name in sources.f32_layers
-        ):
+        if not (sources.partials and sources.applies(node.name)) or node.name in sources.f32_layers:
             return reference.conv3x3(value, params.weight, params.bias, node.activation)
         group, chains = _layer_sum(sources, node.name, node.name == graph.output)
         return conv3x3_fp16_partials(

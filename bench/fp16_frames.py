@@ -78,7 +78,9 @@ def _parity(accumulation: str) -> tuple[str, dict]:
         "final_pixels": 2,
     }
     return f"wgpu_fp16_parity_{accumulation}_f32-ends", {
-        "backend": "wgpu", "precision": "fp16", "gemm": gemm
+        "backend": "wgpu",
+        "precision": "fp16",
+        "gemm": gemm,
     }
 
 

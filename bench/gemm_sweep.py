@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from oidn_gpu.cli.sizes import parse_size
 
 from oidn_gpu.backends.wgpu import bench
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
-from oidn_gpu.cli.sizes import parse_size
 from oidn_gpu.errors import OIDNGPUError
 from oidn_gpu.kernels.gemm import GemmOptions
 
@@ -275,8 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     _print_layer_table(results)
     if best_layers:
         print()
-        print("fastest configuration per layer (sum of bests "
-              f"{sum(b['median_ms'] for b in best_layers.values()):.3f} ms):")
+        print(
+            "fastest configuration per layer (sum of bests "
+            f"{sum(b['median_ms'] for b in best_layers.values()):.3f} ms):"
+        )
         for name, b in sorted(best_layers.items(), key=lambda kv: -kv[1]["median_ms"]):
             print(
                 f"  {name:<12} {b['median_ms']:7.3f} ms {b['tflops']:6.1f} TFLOP/s  {b['config']}"

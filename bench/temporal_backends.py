@@ -72,8 +72,10 @@ def score(sequences: list[Path], outputs_path: Path) -> None:
     import temporal_stability as ts
 
     outputs = dict(np.load(outputs_path))
-    print("| sequence | method | instability | rel. L2 | PSNR dB | disocc. PSNR dB | "
-          "rel. L2 to the reference backend (max over frames) |")
+    print(
+        "| sequence | method | instability | rel. L2 | PSNR dB | disocc. PSNR dB | "
+        "rel. L2 to the reference backend (max over frames) |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for directory in sequences:
         frames = ts.load_sequence(directory)

@@ -22,7 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import temporal_stability as ts  # noqa: E402
+import temporal_stability as ts
+
 
 def temporal(backend: str, params: dict, **options) -> ts.Method:
     """Each frame through `TemporalDenoiser` (HDR, with albedo, normal, motion and depth)."""
@@ -34,8 +35,7 @@ def temporal(backend: str, params: dict, **options) -> ts.Method:
             outputs = []
             for f in frames:
                 motion = np.where(f.motion.invalid[..., None], np.nan, f.motion.backward)
-                out = td.denoise(f.color, f.albedo, f.normal, motion=motion,
-                                 depth=f.depth)
+                out = td.denoise(f.color, f.albedo, f.normal, motion=motion, depth=f.depth)
                 outputs.append(np.asarray(out, np.float32)[..., :3])
             return outputs
 
@@ -55,8 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sequences", nargs="+", type=Path, help="sequence folders")
     parser.add_argument("--backend", default="reference")
-    parser.add_argument("--param", action="append", default=[], type=_param,
-                        help="a TemporalDenoiser parameter, name=value (repeatable)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        type=_param,
+        help="a TemporalDenoiser parameter, name=value (repeatable)",
+    )
     parser.add_argument("--motion-layer", default=None)
     parser.add_argument("--no-per-frame", action="store_true", help="only the temporal rows")
     args = parser.parse_args(argv)

@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from temporal_cli import write_frames  # noqa: E402
+from temporal_cli import write_frames
 
-from oidn_gpu import sequence  # noqa: E402
-from oidn_gpu.sequence.options import FrameJob, InputOptions  # noqa: E402
-from oidn_gpu.sequence.temporal_frames import TemporalFrames  # noqa: E402
+from oidn_gpu import sequence
+from oidn_gpu.sequence.options import FrameJob, InputOptions
+from oidn_gpu.sequence.temporal_frames import TemporalFrames
 
 
 def median_ms(fn, jobs) -> float:
@@ -44,8 +44,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_frames(folder, width, height, args.frames)
-        jobs = [FrameJob(color=p, output=folder / "out" / p.name)
-                for p in sorted(folder.glob("*.exr"))]
+        jobs = [
+            FrameJob(color=p, output=folder / "out" / p.name) for p in sorted(folder.glob("*.exr"))
+        ]
         temporal = TemporalFrames()
 
         def separately(job):
@@ -55,9 +56,11 @@ def main() -> None:
         def together(job):
             temporal.load(job, inputs)
 
-        rows = {"images (per-frame denoising)": lambda job: sequence.load_frame(job, inputs),
-                "images, then motion and depth each read": separately,
-                "images, motion and depth from one decode": together}
+        rows = {
+            "images (per-frame denoising)": lambda job: sequence.load_frame(job, inputs),
+            "images, then motion and depth each read": separately,
+            "images, motion and depth from one decode": together,
+        }
         for name, fn in rows.items():
             print(f"{name:42s} {median_ms(fn, jobs):8.1f} ms a frame", flush=True)
 

@@ -13,11 +13,13 @@ import numpy as np
 
 import oidn_gpu
 
+
 def _session_frame(frame: dict):
     from oidn_gpu.backends.base import TemporalFrame
 
-    return TemporalFrame(frame["color"], frame["albedo"], frame["normal"], frame["motion"],
-                         frame["depth"])
+    return TemporalFrame(
+        frame["color"], frame["albedo"], frame["normal"], frame["motion"], frame["depth"]
+    )
 
 
 def host_path(den, passes, frames: list[dict], params) -> list[np.ndarray]:
@@ -32,8 +34,9 @@ def host_path(den, passes, frames: list[dict], params) -> list[np.ndarray]:
         prev_state, prev_guide = state or (tp.empty_state(*f["color"].shape[:2]), guide)
         rep = passes.reproject(f["motion"], guide, prev_guide, signal, prev_state, params)
         if state is not None and 1.0 - tp.history_fraction(rep) > params.cut_threshold:
-            rep = passes.reproject(f["motion"], guide, guide, signal,
-                                   tp.empty_state(*f["color"].shape[:2]), params)
+            rep = passes.reproject(
+                f["motion"], guide, guide, signal, tp.empty_state(*f["color"].shape[:2]), params
+            )
         denoised = den.denoise(*(np.ascontiguousarray(rep[:, :, c : c + 3]) for c in (0, 3, 6)))
         out = passes.stabilize(np.asarray(denoised, np.float32), rep, params)
         state = (tp.next_state(rep, out), guide)
@@ -41,8 +44,14 @@ def host_path(den, passes, frames: list[dict], params) -> list[np.ndarray]:
     return outputs
 
 
-def measure_session(backend: str, frames: list[dict], warmup: int, options: dict,
-                    compare: int, median_ms: Callable[..., float]) -> dict | None:
+def measure_session(
+    backend: str,
+    frames: list[dict],
+    warmup: int,
+    options: dict,
+    compare: int,
+    median_ms: Callable[..., float],
+) -> dict | None:
     """The backend's device session on ``frames`` (None where it has none for HDR):
     the per-frame denoise and the session timed by ``median_ms(fn, frames, warmup)``, the
     split of profiled frames, and ``compare`` frames against `host_path`."""
@@ -62,8 +71,7 @@ def measure_session(backend: str, frames: list[dict], warmup: int, options: dict
         restart = [True]
 
         def step(f: dict):
-            return session.frame(_session_frame(f), params, restart=bool(restart and
-                                                                         restart.pop()))
+            return session.frame(_session_frame(f), params, restart=bool(restart and restart.pop()))
 
         session_ms = median_ms(step, frames, warmup)
         session.profile = True
@@ -71,8 +79,10 @@ def measure_session(backend: str, frames: list[dict], warmup: int, options: dict
         for index, f in enumerate(frames):
             step(f)
             if index >= warmup:
-                for key, ms in [*(("gpu_" + k, v) for k, v in session.last_gpu_ms.items()),
-                                *(("host_" + k, v) for k, v in session.last_host_ms.items())]:
+                for key, ms in [
+                    *(("gpu_" + k, v) for k, v in session.last_gpu_ms.items()),
+                    *(("host_" + k, v) for k, v in session.last_host_ms.items()),
+                ]:
                     split.setdefault(key, []).append(ms)
         session.profile = False
         passes = impl.temporal_passes(den.backend_options)
@@ -82,13 +92,21 @@ def measure_session(backend: str, frames: list[dict], warmup: int, options: dict
         passes.close()
         session.close()
     diffs = [float(np.max(np.abs(g - e))) for g, e in zip(got, expected, strict=True)]
-    rel = [float(np.linalg.norm(g - e) / max(np.linalg.norm(e), 1e-30))
-           for g, e in zip(got, expected, strict=True)]
-    return {"backend": backend, "per_frame_ms": per_frame, "session_ms": session_ms,
-            "session_overhead": session_ms / per_frame - 1,
-            "split_ms": {k: statistics.median(v) for k, v in split.items()},
-            "compare_frames": compare, "max_abs_diff": max(diffs), "max_rel_l2": max(rel),
-            "bit_equal_frames": sum(np.array_equal(g, e) for g, e in zip(got, expected))}
+    rel = [
+        float(np.linalg.norm(g - e) / max(np.linalg.norm(e), 1e-30))
+        for g, e in zip(got, expected, strict=True)
+    ]
+    return {
+        "backend": backend,
+        "per_frame_ms": per_frame,
+        "session_ms": session_ms,
+        "session_overhead": session_ms / per_frame - 1,
+        "split_ms": {k: statistics.median(v) for k, v in split.items()},
+        "compare_frames": compare,
+        "max_abs_diff": max(diffs),
+        "max_rel_l2": max(rel),
+        "bit_equal_frames": sum(np.array_equal(g, e) for g, e in zip(got, expected)),
+    }
 
 
 def describe(backend: str, row: dict | None, width: int, height: int) -> str:
@@ -96,9 +114,11 @@ def describe(backend: str, row: dict | None, width: int, height: int) -> str:
     if row is None:
         return f"{backend:9s}: no device session"
     split = ", ".join(f"{k} {v:.2f}" for k, v in row["split_ms"].items())
-    return (f"{backend:9s} (device session) {width}x{height}: per-frame "
-            f"{row['per_frame_ms']:.2f} ms, session {row['session_ms']:.2f} ms, overhead "
-            f"{100 * row['session_overhead']:.1f}%; split (ms, medians): {split}; against "
-            f"the host path over {row['compare_frames']} frames: max |diff| "
-            f"{row['max_abs_diff']:.3g}, max rel L2 {row['max_rel_l2']:.3g}, "
-            f"{row['bit_equal_frames']} bit-equal")
+    return (
+        f"{backend:9s} (device session) {width}x{height}: per-frame "
+        f"{row['per_frame_ms']:.2f} ms, session {row['session_ms']:.2f} ms, overhead "
+        f"{100 * row['session_overhead']:.1f}%; split (ms, medians): {split}; against "
+        f"the host path over {row['compare_frames']} frames: max |diff| "
+        f"{row['max_abs_diff']:.3g}, max rel L2 {row['max_rel_l2']:.3g}, "
+        f"{row['bit_equal_frames']} bit-equal"
+    )

@@ -159,8 +159,9 @@ class Row:
     seconds: float
 
 
-def compare(directory: str | Path, methods: dict[str, Method],
-            motion_layer: str | None = None) -> list[Row]:
+def compare(
+    directory: str | Path, methods: dict[str, Method], motion_layer: str | None = None
+) -> list[Row]:
     """Every method's metrics on one sequence."""
     frames = load_sequence(directory, motion_layer)
     rows = []
@@ -169,23 +170,27 @@ def compare(directory: str | Path, methods: dict[str, Method],
         outputs = method(frames)
         seconds = time.perf_counter() - started
         metrics = evaluate(frames, outputs)
-        rows.append(Row(
-            sequence=Path(directory).name,
-            method=name,
-            frames=len(frames),
-            instability=metrics.instability,
-            relative_l2=metrics.mean_relative_l2,
-            psnr_db=metrics.mean_psnr_db,
-            disoccluded_psnr_db=metrics.disoccluded_psnr_db,
-            disoccluded_pixels=sum(metrics.disoccluded_pixels),
-            seconds=seconds,
-        ))
+        rows.append(
+            Row(
+                sequence=Path(directory).name,
+                method=name,
+                frames=len(frames),
+                instability=metrics.instability,
+                relative_l2=metrics.mean_relative_l2,
+                psnr_db=metrics.mean_psnr_db,
+                disoccluded_psnr_db=metrics.disoccluded_psnr_db,
+                disoccluded_pixels=sum(metrics.disoccluded_pixels),
+                seconds=seconds,
+            )
+        )
     return rows
 
 
 def format_rows(rows: Sequence[Row]) -> str:
-    header = (f"{'sequence':<10} {'method':<22} {'instability':>11} {'rel. L2':>8} "
-              f"{'PSNR dB':>8} {'disocc. PSNR':>12} {'disocc. px':>10} {'time s':>7}")
+    header = (
+        f"{'sequence':<10} {'method':<22} {'instability':>11} {'rel. L2':>8} "
+        f"{'PSNR dB':>8} {'disocc. PSNR':>12} {'disocc. px':>10} {'time s':>7}"
+    )
     lines = [header]
     for r in rows:
         dis = "-" if math.isnan(r.disoccluded_psnr_db) else f"{r.disoccluded_psnr_db:.2f}"
@@ -212,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("sequences", nargs="+", type=Path, help="sequence folders")
     parser.add_argument("--backend", default="reference")
     parser.add_argument("--precision", default=None, help="the backend's precision option")
-    parser.add_argument("--methods", default=",".join(METHODS),
-                        help="comma-separated, of: " + ", ".join(METHODS))
+    parser.add_argument(
+        "--methods", default=",".join(METHODS), help="comma-separated, of: " + ", ".join(METHODS)
+    )
     parser.add_argument("--motion-layer", default=None)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args(argv)

@@ -84,9 +84,7 @@ def animation(name: str, frames: int) -> Animation:
         return Animation(lambda t: _orbit_origin(-step * (t - frames / 2.0)), None)
     if name == "moving":
         speed, middle = 0.2, (frames - 1) / 2.0  # scene units a frame: about 3 px at 64 px
-        return Animation(
-            lambda t: _orbit_origin(0.0), lambda t: (speed * (t - middle), 0.42, 0.9)
-        )
+        return Animation(lambda t: _orbit_origin(0.0), lambda t: (speed * (t - middle), 0.42, 0.9))
     raise ValueError(f"unknown sequence {name!r}; expected one of {', '.join(SEQUENCE_NAMES)}")
 
 
@@ -117,15 +115,23 @@ def static_shapes(mi) -> dict:
             "to_world": T().translate([0, 3.0, -2.5]).scale(6.0),
             "bsdf": _diffuse((0.55, 0.6, 0.7)),
         },
-        "red": {"type": "sphere", "center": [-0.9, 0.5, -0.6], "radius": 0.5,
-                "bsdf": _diffuse((0.8, 0.15, 0.1))},
+        "red": {
+            "type": "sphere",
+            "center": [-0.9, 0.5, -0.6],
+            "radius": 0.5,
+            "bsdf": _diffuse((0.8, 0.15, 0.1)),
+        },
         "box": {
             "type": "cube",
             "to_world": T().translate([0.9, 0.4, -0.7]).rotate([0, 1, 0], 30).scale(0.4),
             "bsdf": _diffuse((0.2, 0.3, 0.8)),
         },
-        "small": {"type": "sphere", "center": [0.1, 0.25, 0.2], "radius": 0.25,
-                  "bsdf": _diffuse((0.9, 0.85, 0.2))},
+        "small": {
+            "type": "sphere",
+            "center": [0.1, 0.25, 0.2],
+            "radius": 0.25,
+            "bsdf": _diffuse((0.9, 0.85, 0.2)),
+        },
         "light": {
             "type": "rectangle",
             "to_world": T().translate([0.5, 3.2, 1.0]).rotate([1, 0, 0], 90).scale(0.8),
@@ -135,16 +141,21 @@ def static_shapes(mi) -> dict:
 
 
 def mover_shape(mi, center: tuple[float, float, float]) -> dict:
-    return {"type": "sphere", "center": list(center), "radius": 0.42,
-            "bsdf": _diffuse((0.2, 0.75, 0.3))}
+    return {
+        "type": "sphere",
+        "center": list(center),
+        "radius": 0.42,
+        "bsdf": _diffuse((0.2, 0.75, 0.3)),
+    }
 
 
 def camera_transform(mi, origin):
     return mi.ScalarTransform4f().look_at(origin=list(origin), target=list(TARGET), up=[0, 1, 0])
 
 
-def scene_dict(mi, anim: Animation, t: float, size: int, integrator: dict, *,
-               with_static: bool = True) -> dict:
+def scene_dict(
+    mi, anim: Animation, t: float, size: int, integrator: dict, *, with_static: bool = True
+) -> dict:
     d: dict = {
         "type": "scene",
         "integrator": integrator,
@@ -153,8 +164,13 @@ def scene_dict(mi, anim: Animation, t: float, size: int, integrator: dict, *,
             "fov": FIELD_OF_VIEW_DEG,
             "to_world": camera_transform(mi, anim.camera_origin(t)),
             "sampler": {"type": "independent", "sample_count": 1},
-            "film": {"type": "hdrfilm", "width": size, "height": size,
-                     "rfilter": {"type": "box"}, "pixel_format": "rgb"},
+            "film": {
+                "type": "hdrfilm",
+                "width": size,
+                "height": size,
+                "rfilter": {"type": "box"},
+                "pixel_format": "rgb",
+            },
         },
     }
     if with_static:
@@ -176,9 +192,12 @@ def primary_hits(mi, scene, size: int) -> tuple[np.ndarray, np.ndarray]:
     dist = np.full((size, size), np.inf)
     for y in range(size):
         for x in range(size):
-            ray, _ = sensor.sample_ray(0.0, 0.5, mi.ScalarPoint2f((x + 0.5) / size,
-                                                                 (y + 0.5) / size),
-                                       mi.ScalarPoint2f(0.5, 0.5))
+            ray, _ = sensor.sample_ray(
+                0.0,
+                0.5,
+                mi.ScalarPoint2f((x + 0.5) / size, (y + 0.5) / size),
+                mi.ScalarPoint2f(0.5, 0.5),
+            )
             si = scene.ray_intersect(ray)
             if si.is_valid():
                 points[y, x] = si.p
@@ -207,7 +226,7 @@ def exact_motion(mi, anim: Animation, t: int, size: int) -> dict[str, np.ndarray
     """Backward and forward motion (H, W, 2, pixels, EXR coordinates) and depth of frame t."""
     scene = mi.load_dict(scene_dict(mi, anim, t, size, {"type": "path"}))
     points, dist = primary_hits(mi, scene, size)
-    centres = (np.stack(np.meshgrid(np.arange(size), np.arange(size)), axis=-1) + 0.5)
+    centres = np.stack(np.meshgrid(np.arange(size), np.arange(size)), axis=-1) + 0.5
     here, depth = project(mi, anim.camera_origin(t), points, size)
     hit = np.isfinite(dist)
     error = float(np.abs(here - centres)[hit].max()) if hit.any() else 0.0
@@ -247,8 +266,12 @@ def render_frame(mi, anim: Animation, t: int, size: int, spp: int, seed: int) ->
     if values.shape[-1] != 9:
         raise RuntimeError(f"Mitsuba rendered {values.shape[-1]} channels; expected 9")
     # Every pixel sees a surface or the environment: the alpha is 1, as Cycles writes it.
-    return {"color": values[..., 0:3], "alpha": np.ones(values.shape[:2], np.float32),
-            "albedo": values[..., 3:6], "normal": values[..., 6:9]}
+    return {
+        "color": values[..., 0:3],
+        "alpha": np.ones(values.shape[:2], np.float32),
+        "albedo": values[..., 3:6],
+        "normal": values[..., 6:9],
+    }
 
 
 def render_reference(mi, anim: Animation, t: int, size: int, spp: int, seed: int) -> np.ndarray:
@@ -308,12 +331,17 @@ def render_sequence(mi, name: str, out: Path, args: argparse.Namespace) -> dict:
         frame = render_frame(mi, anim, i, args.size, args.spp, seed=offset + i)
         motion = exact_motion(mi, anim, i, args.size)
         write_exr(out / name / f"frame.{number:04d}.exr", frame_planes(frame, motion))
-        reference = render_reference(mi, anim, i, args.size, args.reference_spp,
-                                     seed=100000 + offset + i)
-        write_exr(out / name / "reference" / f"frame.{number:04d}.exr",
-                  [("", ("R", "G", "B"), reference, "half")])
-        print(f"{name} frame {number}/{args.frames}: {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)
+        reference = render_reference(
+            mi, anim, i, args.size, args.reference_spp, seed=100000 + offset + i
+        )
+        write_exr(
+            out / name / "reference" / f"frame.{number:04d}.exr",
+            [("", ("R", "G", "B"), reference, "half")],
+        )
+        print(
+            f"{name} frame {number}/{args.frames}: {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
     meta = {
         "sequence": name,
         "renderer": f"Mitsuba {mi.__version__} {mi.variant()}",
@@ -323,11 +351,15 @@ def render_sequence(mi, name: str, out: Path, args: argparse.Namespace) -> dict:
         "spp": args.spp,
         "reference_spp": args.reference_spp,
         "seeds": {"color": f"{offset} + frame index", "reference": f"{100000 + offset} + index"},
-        "layers": {"color": f"{VIEW_LAYER}.Combined", "albedo": f"{VIEW_LAYER}.Denoising Albedo",
-                   "normal": f"{VIEW_LAYER}.Denoising Normal", "motion": f"{VIEW_LAYER}.Vector",
-                   "depth": f"{VIEW_LAYER}.Depth"},
+        "layers": {
+            "color": f"{VIEW_LAYER}.Combined",
+            "albedo": f"{VIEW_LAYER}.Denoising Albedo",
+            "normal": f"{VIEW_LAYER}.Denoising Normal",
+            "motion": f"{VIEW_LAYER}.Vector",
+            "depth": f"{VIEW_LAYER}.Depth",
+        },
         "motion_convention": "Blender Cycles Vector: pixels, y up; X,Y = previous - here, "
-                             "Z,W = here - next",
+        "Z,W = here - next",
         "reference": "reference/frame.NNNN.exr (R, G, B)",
     }
     (out / name / "sequence.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -341,8 +373,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=12)
     parser.add_argument("--spp", type=int, default=4, help="samples per pixel of the noisy frames")
     parser.add_argument("--reference-spp", type=int, default=2048)
-    parser.add_argument("--sequences", default=",".join(SEQUENCE_NAMES),
-                        help="comma-separated: " + ", ".join(SEQUENCE_NAMES))
+    parser.add_argument(
+        "--sequences",
+        default=",".join(SEQUENCE_NAMES),
+        help="comma-separated: " + ", ".join(SEQUENCE_NAMES),
+    )
     args = parser.parse_args(argv)
     import mitsuba as mi
 

@@ -32,8 +32,16 @@ DEFAULT_TIMEOUT_S = 10.0
 def local_cpu_wheel(requirement: str) -> bool:
     """Whether pip finds ``requirement`` without any index (find-links and local folders)."""
     cmd = [
-        sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index",
-        "--ignore-installed", "-q", requirement,
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--no-deps",
+        "--no-index",
+        "--ignore-installed",
+        "-q",
+        requirement,
     ]
     done = subprocess.run(cmd, capture_output=True, timeout=120, check=False)
     return done.returncode == 0
@@ -44,7 +52,7 @@ def index_offers(index: str, version: str, timeout_s: float) -> bool | str:
     Python; else the reason it does not (a string)."""
     url = index.rstrip("/") + "/torch/"
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as page:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=timeout_s) as page:
             text = page.read().decode("utf-8", "replace")
     except (OSError, urllib.error.URLError, ValueError) as err:
         return f"{url} could not be read ({err}; timeout {timeout_s:g} s)"

@@ -15,7 +15,7 @@ import numpy as np
 
 def oiio() -> Any:
     """The OpenImageIO module."""
-    import OpenImageIO  # noqa: N813 - imported where used: the images extra
+    import OpenImageIO
 
     return OpenImageIO
 

@@ -21,6 +21,7 @@ from oidn_gpu.image.checks import Images
 
 Progress = Callable[[float], Any]
 
+
 def check_output(output: Any, images: Images) -> np.ndarray | None:
     if output is None:
         return None

@@ -34,7 +34,6 @@ def _load_custom_weights(source: Any) -> ValidatedModel:
     )
 
 
-
 CUSTOM_WEIGHTS = "custom"
 
 

@@ -292,7 +292,13 @@ class TemporalDenoiser:
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
         images = _FrameImages.of(
-            color, albedo, normal, motion, depth, frame, hdr=self._hdr,
+            color,
+            albedo,
+            normal,
+            motion,
+            depth,
+            frame,
+            hdr=self._hdr,
             convention=self.motion_convention,
         )
         return self._denoise_images(images, images.temporal_frame())
@@ -315,7 +321,13 @@ class TemporalDenoiser:
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
         images = _FrameImages.of(
-            color, albedo, normal, motion, depth, frame, hdr=self._hdr,
+            color,
+            albedo,
+            normal,
+            motion,
+            depth,
+            frame,
+            hdr=self._hdr,
             convention=self.motion_convention,
         )
         prepared = PreparedFrame(images, images.temporal_frame())
@@ -365,8 +377,10 @@ class TemporalDenoiser:
         history = self._history
         if history is None:
             reason, self._reset_reason = self._reset_reason, None
-            self._restart(images.frame, reason or ("the first frame" if not self._index else
-                                                   "reset() was called"))
+            self._restart(
+                images.frame,
+                reason or ("the first frame" if not self._index else "reset() was called"),
+            )
             return None
         if history.signature != images.signature:
             before, now = history.signature, images.signature

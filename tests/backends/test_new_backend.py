@@ -43,11 +43,7 @@ def test_the_toy_backend_touches_its_folder_and_the_registry_line_only() -> None
         "__init__.py",
         "backend.py",
     ]
-    naming = {
-        path
-        for path in _code_files()
-        if NAMES_TOY.search(path.read_text(encoding="utf-8"))
-    }
+    naming = {path for path in _code_files() if NAMES_TOY.search(path.read_text(encoding="utf-8"))}
     outside = {p for p in naming if FOLDER not in p.parents} - {REGISTRY_LINE, Path(__file__)}
     assert not outside, f"files outside {FOLDER.name}/ name the toy backend: {sorted(outside)}"
     assert REGISTRY_LINE in naming

@@ -90,9 +90,7 @@ def test_blender_style_layers_alpha_and_side_by_side(cli, scene, tmp_path: Path)
     result = cli("denoise", path, "-o", out, "--side-by-side", preview)
     assert result.rc == 0, result.err
     # The denoised beauty replaces the noisy one; every other layer is kept as it was
-    assert {lay.name for lay in io.list_layers(out)} == {
-        lay.name for lay in io.list_layers(path)
-    }
+    assert {lay.name for lay in io.list_layers(out)} == {lay.name for lay in io.list_layers(path)}
     image = io.read_layer(out, "ViewLayer.Noisy Image", with_alpha=True)
     np.testing.assert_array_equal(image.pixels[:, :, 3], alpha[:, :, 0])
     expected = oidn(crop["color_4spp"], crop["albedo"], crop["normal"], hdr=True)
@@ -275,8 +273,16 @@ def test_signal_to_a_running_sequence_leaves_only_complete_outputs(
         write_exr(frames / f"f{i:02d}.exr", scene(64, offset=i)["color_4spp"])
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD_AT_SECOND_WRITE, "denoise", str(frames), "-o", str(out),
-         "--mkdir"],
+        [
+            sys.executable,
+            "-c",
+            HOLD_AT_SECOND_WRITE,
+            "denoise",
+            str(frames),
+            "-o",
+            str(out),
+            "--mkdir",
+        ],
         env=pythonpath_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -406,7 +412,7 @@ def test_full_shared_scene_equals_stored_oidn_output(
 def _readme_first_command() -> list[str]:
     """The arguments of ``oidn-gpu denoise`` in the README's first command."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    line = next(line for line in readme.splitlines() if "oidn-gpu denoise \"$(" in line)
+    line = next(line for line in readme.splitlines() if 'oidn-gpu denoise "$(' in line)
     words = shlex.split(line.split("oidn-gpu denoise ", 1)[1])
     assert words[0] == "$(.venv/bin/oidn-gpu example)", words
     return words[1:]
@@ -451,7 +457,7 @@ def test_infinite_pixels_that_blacken_a_frame_are_warned_about(cli, scene, tmp_p
         "render",
         f"warning: {frames / 'f2.exr'}: autoexposure is 0 because 2 pixels of the color are "
         "not finite (Inf or NaN): the output is black; set input_scale (--input-scale on the "
-        "command line) or replace those pixels"
+        "command line) or replace those pixels",
     ]
     black = io.read_image(tmp_path / "out" / "f2.exr").pixels
     expected = oidn(bad, hdr=True)  # OIDN gives the same black image

@@ -291,8 +291,19 @@ def test_bench_rejects_an_unknown_backend(cli) -> None:
 
 def test_bench_runs_the_reference_backend(cli, tmp_path) -> None:
     out = tmp_path / "bench.json"
-    result = cli("bench", "--backend", "reference", "--size", "64x48", "--runs", "2",
-                 "--weights", "rt_hdr_alb_nrm_small", "--json", str(out))
+    result = cli(
+        "bench",
+        "--backend",
+        "reference",
+        "--size",
+        "64x48",
+        "--runs",
+        "2",
+        "--weights",
+        "rt_hdr_alb_nrm_small",
+        "--json",
+        str(out),
+    )
     assert result.rc == 0, result.err
     assert "network" in result.out and "denoise" in result.out
     import json
@@ -351,12 +362,38 @@ def test_wgpu_options_reach_the_backend(cli, tmp_path) -> None:
     source = tmp_path / "in.exr"
     write_exr(source, rng.random((24, 40, 3), dtype=np.float32))
     gpu_out, ref_out = tmp_path / "gpu.exr", tmp_path / "ref.exr"
-    result = cli("denoise", str(source), "-o", str(gpu_out), "--backend", "wgpu",
-                 "--precision", "fp32", "--kernel", "direct", "--gemm", '{"rows_per_thread": 4}',
-                 "--quality", "fast", "-q")
+    result = cli(
+        "denoise",
+        str(source),
+        "-o",
+        str(gpu_out),
+        "--backend",
+        "wgpu",
+        "--precision",
+        "fp32",
+        "--kernel",
+        "direct",
+        "--gemm",
+        '{"rows_per_thread": 4}',
+        "--quality",
+        "fast",
+        "-q",
+    )
     assert result.rc == 0, result.err
-    assert cli("denoise", str(source), "-o", str(ref_out), "--backend", "reference",
-               "--quality", "fast", "-q").rc == 0
+    assert (
+        cli(
+            "denoise",
+            str(source),
+            "-o",
+            str(ref_out),
+            "--backend",
+            "reference",
+            "--quality",
+            "fast",
+            "-q",
+        ).rc
+        == 0
+    )
     got = io.read_image(gpu_out).pixels
     want = io.read_image(ref_out).pixels
     assert np.linalg.norm(got - want) / np.linalg.norm(want) <= 1e-5

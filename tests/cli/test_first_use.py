@@ -63,9 +63,24 @@ def test_an_unavailable_backend_is_one_usage_error_before_any_frame(
     frames = _frames(tmp_path / "in", 3)
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "oidn_gpu", "denoise", *map(str, frames), "-o", str(out),
-         "--mkdir", "--backend", backend, "--json"],
-        env=_env(backend), capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "oidn_gpu",
+            "denoise",
+            *map(str, frames),
+            "-o",
+            str(out),
+            "--mkdir",
+            "--backend",
+            backend,
+            "--json",
+        ],
+        env=_env(backend),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.splitlines()
@@ -77,8 +92,10 @@ def test_an_unavailable_backend_is_one_usage_error_before_any_frame(
         lines[0],
     ), lines[0]
     assert json.loads(done.stdout) == {
-        "schema": "oidn-gpu.denoise", "schema_version": 1,
-        "error": lines[0][len("error: "):], "exit_code": 2,
+        "schema": "oidn-gpu.denoise",
+        "schema_version": 1,
+        "error": lines[0][len("error: ") :],
+        "exit_code": 2,
     }
     assert not out.exists()  # not even the folder --mkdir would make
 
@@ -99,7 +116,11 @@ def test_run_sequence_checks_the_backend_before_any_frame(tmp_path: Path) -> Non
     )
     done = subprocess.run(
         [sys.executable, "-c", code, *map(str, frames)],
-        env=_env("cuda"), capture_output=True, text=True, timeout=120, check=False,
+        env=_env("cuda"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("the cuda backend cannot run on this machine: "), done.stdout
@@ -143,8 +164,7 @@ def test_a_misspelt_flag_names_the_closest(
     result = cli("denoise", frames[0], "-o", tmp_path / "o.exr", flag, "x")
     assert result.rc == 2
     assert result.err == (
-        f"error: unrecognized arguments: {flag} x (did you mean {closest}?) "
-        f"(see '{prog} --help')\n"
+        f"error: unrecognized arguments: {flag} x (did you mean {closest}?) (see '{prog} --help')\n"
     )
 
 
@@ -229,18 +249,24 @@ def test_frame_patterns_name_inputs_too(cli, tmp_path: Path, pattern: str) -> No
     for name in ("r.0001.exr", "r.0002.exr", "r.0010.exr", "r.x.exr", "s.0003.exr"):
         write_exr(folder / name, rng.random((16, 16, 3), dtype=np.float32))
     result = cli(
-        "denoise", folder / pattern, "-o", tmp_path / "out" / "dn.####.exr", "--mkdir",
-        "--no-aux", "--quality", "fast",
+        "denoise",
+        folder / pattern,
+        "-o",
+        tmp_path / "out" / "dn.####.exr",
+        "--mkdir",
+        "--no-aux",
+        "--quality",
+        "fast",
     )
     assert result.rc == 0, result.err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "dn.0001.exr", "dn.0002.exr", "dn.0010.exr"
+        "dn.0001.exr",
+        "dn.0002.exr",
+        "dn.0010.exr",
     ]
     missing = cli("denoise", folder / "q.####.exr", "-o", tmp_path / "out2", "--mkdir")
     assert missing.rc == 2
-    assert missing.err == (
-        f"error: no files match the frame pattern '{folder / 'q.####.exr'}'\n"
-    )
+    assert missing.err == (f"error: no files match the frame pattern '{folder / 'q.####.exr'}'\n")
 
 
 @pytest.mark.parametrize("flag", ["-o", "--side-by-side"])

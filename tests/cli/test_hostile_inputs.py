@@ -117,9 +117,7 @@ def test_a_uint32_beauty_is_refused_not_taken_as_srgb(cli, tmp_path: Path) -> No
     assert not out.exists()
 
 
-def test_a_uint32_id_channel_beside_a_half_beauty_is_kept_bit_for_bit(
-    cli, tmp_path: Path
-) -> None:
+def test_a_uint32_id_channel_beside_a_half_beauty_is_kept_bit_for_bit(cli, tmp_path: Path) -> None:
     oiio = _oiio()
     pixels = np.concatenate([_color(16), np.full((16, 16, 1), 7.0, np.float32)], axis=2)
 
@@ -178,7 +176,13 @@ def test_an_albedo_of_another_display_window_is_refused(cli, tmp_path: Path) -> 
     color = _write_with_spec(tmp_path / "crop.exr", _color(16), lambda s: _placed(s, 0, 0, 32))
     albedo = write_exr(tmp_path / "albedo.exr", _color(64, seed=1))
     result = cli(
-        "denoise", color, "--albedo", albedo, "-o", tmp_path / "o.exr", "--weights",
+        "denoise",
+        color,
+        "--albedo",
+        albedo,
+        "-o",
+        tmp_path / "o.exr",
+        "--weights",
         ALBEDO_WEIGHTS,
     )
     _frame_fails(
@@ -201,8 +205,14 @@ def test_rgba_to_a_format_without_alpha_drops_it_with_one_warning(
         write_exr(frames / f"f{i}.exr", _color(16, channels=4, seed=i))
     out = tmp_path / "out"
     result = cli(
-        "denoise", frames, "-o", f"{out}/{{stem}}{suffix}", "--mkdir", "--no-aux",
-        "--weights", COLOR_WEIGHTS,
+        "denoise",
+        frames,
+        "-o",
+        f"{out}/{{stem}}{suffix}",
+        "--mkdir",
+        "--no-aux",
+        "--weights",
+        COLOR_WEIGHTS,
     )
     assert result.rc == 0, result.err
     warned = [line for line in result.err.splitlines() if line.startswith("warning:")]
@@ -215,17 +225,22 @@ def test_rgba_to_a_format_without_alpha_drops_it_with_one_warning(
     for i in (1, 2):
         assert io.read_image(out / f"f{i}{suffix}").pixels.shape == (16, 16, 3)
     if suffix == ".pfm":  # float, lossless: the same colour as an RGBA EXR output
-        rgba = cli("denoise", frames / "f1.exr", "-o", tmp_path / "f1.exr", "--no-aux",
-                   "--weights", COLOR_WEIGHTS)
+        rgba = cli(
+            "denoise",
+            frames / "f1.exr",
+            "-o",
+            tmp_path / "f1.exr",
+            "--no-aux",
+            "--weights",
+            COLOR_WEIGHTS,
+        )
         assert rgba.rc == 0, rgba.err
         np.testing.assert_array_equal(
             io.read_image(out / "f1.pfm").pixels, io.read_image(tmp_path / "f1.exr").pixels[..., :3]
         )
 
 
-def test_a_grey_beauty_to_radiance_hdr_is_refused_before_denoising(
-    cli, tmp_path: Path
-) -> None:
+def test_a_grey_beauty_to_radiance_hdr_is_refused_before_denoising(cli, tmp_path: Path) -> None:
     grey = _write_with_spec(
         tmp_path / "grey.exr", _color(16, channels=1), lambda s: setattr(s, "channelnames", ("Y",))
     )
@@ -314,4 +329,3 @@ def test_frames_with_non_finite_output_pixels_are_warned_about_and_counted(
     summary = json.loads(result.out)
     assert summary["nonfinite"] == 1
     assert [r["nonfinite_pixels"] for r in summary["results"]] == [0, bad]
-

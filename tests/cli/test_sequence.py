@@ -133,7 +133,9 @@ def test_without_a_bar_each_frame_gets_one_log_line(fake, tmp_path: Path) -> Non
 def test_quiet_runs_print_no_frame_lines(fake, tmp_path: Path) -> None:
     stream = stdio.StringIO()
     sequence.run_sequence(
-        _jobs(tmp_path, [1.0]), DenoiserConfig(), sequence.SequenceOptions(quiet=True),
+        _jobs(tmp_path, [1.0]),
+        DenoiserConfig(),
+        sequence.SequenceOptions(quiet=True),
         stream=stream,
     )
     assert stream.getvalue() == ""

@@ -238,9 +238,13 @@ def test_a_tensor_without_data_is_an_error_naming_the_image(rng):
     inputs = [torch.from_numpy(a).float() for a in (color, albedo, normal)]
     elsewhere = torch.empty((16, 16, 3), device="meta")
     with _denoiser(hdr=True) as den:
-        with pytest.raises(InvalidArgumentError, match="albedo image is a torch tensor on device 'meta'"):
+        with pytest.raises(
+            InvalidArgumentError, match="albedo image is a torch tensor on device 'meta'"
+        ):
             den.denoise(inputs[0], elsewhere, inputs[2])
-        with pytest.raises(InvalidArgumentError, match="output image is a torch tensor on device 'meta'"):
+        with pytest.raises(
+            InvalidArgumentError, match="output image is a torch tensor on device 'meta'"
+        ):
             den.denoise(*inputs, output=elsewhere)
 
 

@@ -130,8 +130,9 @@ def test_fused_tail_through_the_output_pass_and_tiles(fused, rng, device):
         if option == "tail":
             _force(executor, plan.tile_h, plan.tile_w, TailConfig(8, 16, 64, 32, 32, 4, 2, 1))
         with CudaDenoiser(executor) as denoiser:
-            outs.append(denoiser.denoise(color, albedo, normal, mode=mode, plan=plan,
-                                        out_channels=1))
+            outs.append(
+                denoiser.denoise(color, albedo, normal, mode=mode, plan=plan, out_channels=1)
+            )
     assert outs[1].shape == (12, 20, 1) and np.isfinite(outs[1]).all()
     bound = PROJECT_VS_LAYERS if fused == "project" else FUSED_VS_LAYERS
     assert rel_l2(outs[1], outs[0]) <= bound
@@ -206,7 +207,8 @@ def test_prepared_shapes_are_kept(rng, device):
         if option == "project":  # the partial sums live in the hidden value's memory
             hidden = first.views[executor.tail.hidden.value]
             assert first.scratch.untyped_storage().data_ptr() == (
-                hidden.untyped_storage().data_ptr())
+                hidden.untyped_storage().data_ptr()
+            )
             assert first.byte_size == sum(int(s.numel()) for s in first.slots)
 
 

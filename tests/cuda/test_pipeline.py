@@ -115,7 +115,6 @@ def test_autoexposure_on_the_device_matches_host(denoiser, small_model, rng):
     assert abs(device_scale - scale) <= 1e-6 * scale
 
 
-
 def test_runner_autoexposes_on_the_device(denoiser, small_model, rng):
     """The facade's path: the runner computes the scale and reports it with the image."""
     runner = CudaTileRunner(denoiser)
@@ -129,6 +128,7 @@ def test_runner_autoexposes_on_the_device(denoiser, small_model, rng):
     mode = process.mode_for("RT", hdr=True, input_scale=scale)
     expected = host_denoise(small_model, [color, albedo, normal], mode, plan.tiles, 3)
     assert rel_l2(result, expected) <= IMAGE_REL_L2
+
 
 @pytest.mark.parametrize("shape", [(16, 16, 3), (37, 53, 3), (100, 21, 1), (33, 70, 2)])
 def test_autoexposure_scale_within_1e6(shape, denoiser, rng, device):

@@ -15,8 +15,10 @@ from oidn_gpu.backends.cuda import temporal_kernels as tk
 from oidn_gpu.temporal import passes as tp
 from tests.temporal import synthetic
 
-GUIDES = {"depth": dict(depth=True, normal=False, albedo=False),
-          "aux": dict(depth=False, normal=True, albedo=True)}
+GUIDES = {
+    "depth": dict(depth=True, normal=False, albedo=False),
+    "aux": dict(depth=False, normal=True, albedo=True),
+}
 
 
 class TritonPasses:
@@ -34,8 +36,18 @@ class TritonPasses:
         self.kept = torch.zeros(1, dtype=torch.int32, device=self.device)
         signal_t = self._t(signal)
         lum = torch.empty((2, height, width), dtype=torch.float32, device=self.device)
-        tk.gather(self._t(motion), self._t(guide), self._t(prev_guide), signal_t,
-                  self._t(prev_state), repro, lum, self.kept, params, has_history=True)
+        tk.gather(
+            self._t(motion),
+            self._t(guide),
+            self._t(prev_guide),
+            signal_t,
+            self._t(prev_state),
+            repro,
+            lum,
+            self.kept,
+            params,
+            has_history=True,
+        )
         acc = [torch.empty((height, width, 3), device=self.device) for _ in range(3)]
         tk.reject(signal_t, repro, lum, *acc, params)
         for index, image in enumerate(acc):  # the denoiser's inputs are the signal channels
@@ -87,12 +99,15 @@ def test_kernels_agree_with_numpy(device, kind, guides, options, size):
         assert np.isfinite(rep_g).all() and np.isfinite(out_g).all()
 
 
-@pytest.mark.parametrize("albedo, normal, depth", [(True, True, True), (False, False, True),
-                                                    (True, False, False)])
+@pytest.mark.parametrize(
+    "albedo, normal, depth", [(True, True, True), (False, False, True), (True, False, False)]
+)
 def test_pack_is_the_numpy_packing(device, albedo, normal, depth):
     rng = np.random.default_rng(3)
-    images = {name: rng.normal(0, 2, (8, 12, 3)).astype(np.float32)
-              for name in ("color", "albedo", "normal")}
+    images = {
+        name: rng.normal(0, 2, (8, 12, 3)).astype(np.float32)
+        for name in ("color", "albedo", "normal")
+    }
     images["depth"] = rng.random((8, 12)).astype(np.float32)
     images["color"][0, 0] = [np.nan, np.inf, -np.inf]
     images["albedo"][1, 1, 2] = np.nan
@@ -100,12 +115,10 @@ def test_pack_is_the_numpy_packing(device, albedo, normal, depth):
     images["depth"][2, 4] = np.nan
     given = {"color": True, "albedo": albedo, "normal": normal, "depth": depth}
     arrays = {k: (v if given[k] else None) for k, v in images.items()}
-    tensors = {k: None if v is None else torch.from_numpy(v).to(device)
-               for k, v in arrays.items()}
+    tensors = {k: None if v is None else torch.from_numpy(v).to(device) for k, v in arrays.items()}
     signal = torch.empty((8, 12, 9), device=device)
     guide = torch.empty((8, 12, 8), device=device)
-    tk.pack(tensors["color"], tensors["albedo"], tensors["normal"], tensors["depth"], signal,
-            guide)
+    tk.pack(tensors["color"], tensors["albedo"], tensors["normal"], tensors["depth"], signal, guide)
     expected_signal = tp.pack_signal(arrays["color"], arrays["albedo"], arrays["normal"])
     expected_guide = tp.pack_guide(arrays["depth"], arrays["albedo"], arrays["normal"])
     np.testing.assert_array_equal(signal.cpu().numpy(), expected_signal)

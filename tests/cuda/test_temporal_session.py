@@ -15,12 +15,12 @@ import pytest
 import torch
 
 import oidn_gpu
+from oidn_gpu import TemporalDenoiser
 from oidn_gpu.backends.base import TemporalFrame
 from oidn_gpu.backends.cuda.temporal_session import CudaTemporalSession
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu import TemporalDenoiser
-from oidn_gpu.temporal import passes as tp
 from oidn_gpu.backends.host_temporal import HostTemporalSession
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
+from oidn_gpu.temporal import passes as tp
 from tests.cuda.conftest import HAS_CUDA, rel_l2
 from tests.temporal import synthetic
 
@@ -46,8 +46,15 @@ def _agree(actual, expected):
 
 
 def _frame(f, number=None, **change):
-    return {"color": f.color, "albedo": f.albedo, "normal": f.normal, "motion": f.motion,
-            "depth": f.depth, "frame": number, **change}
+    return {
+        "color": f.color,
+        "albedo": f.albedo,
+        "normal": f.normal,
+        "motion": f.motion,
+        "depth": f.depth,
+        "frame": number,
+        **change,
+    }
 
 
 def _host(denoiser):
@@ -67,8 +74,9 @@ def _both(denoiser, items):
             for item in items:
                 outputs.append(td.denoise(**item))
                 fractions.append(td.history_fraction)
-            runs.append((outputs, [(r.frame, r.reason) for r in td.restarts], fractions,
-                         td.session.name))
+            runs.append(
+                (outputs, [(r.frame, r.reason) for r in td.restarts], fractions, td.session.name)
+            )
     return runs
 
 
@@ -82,7 +90,8 @@ def test_the_cuda_backend_has_a_device_session(denoiser):
 def test_session_agrees_with_the_host_passes(denoiser, kind):
     frames = synthetic.sequence(kind, frames=3, size=SIZE)
     (device, restarts_d, fractions_d, name), (host, restarts_h, fractions_h, _) = _both(
-        denoiser, [_frame(f, i + 1) for i, f in enumerate(frames)])
+        denoiser, [_frame(f, i + 1) for i, f in enumerate(frames)]
+    )
     assert name == "cuda"
     assert restarts_d == restarts_h
     assert fractions_d == fractions_h and fractions_d[-1] > 0.5
@@ -94,9 +103,14 @@ def test_session_agrees_with_the_host_passes(denoiser, kind):
 def test_restarts_and_cuts_as_on_the_host(denoiser):
     frames = synthetic.sequence("static", frames=4, size=SIZE)
     small = synthetic.sequence("static", frames=1, size=16)[0]
-    items = [_frame(frames[0], 1), _frame(frames[1], 2), _frame(frames[2], 4),
-             _frame(small, 5), _frame(frames[3], 6, depth=frames[3].depth * 2),
-             _frame(frames[0], 7, depth=frames[0].depth * 8)]  # 7: another shot again
+    items = [
+        _frame(frames[0], 1),
+        _frame(frames[1], 2),
+        _frame(frames[2], 4),
+        _frame(small, 5),
+        _frame(frames[3], 6, depth=frames[3].depth * 2),
+        _frame(frames[0], 7, depth=frames[0].depth * 8),
+    ]  # 7: another shot again
     (device, restarts_d, _, _), (host, restarts_h, _, _) = _both(denoiser, items)
     assert [frame for frame, _ in restarts_d] == [1, 4, 5, 6, 7]
     assert "camera cut" in restarts_d[-1][1]
@@ -123,8 +137,7 @@ def test_alpha_and_one_channel_images_go_through(denoiser):
     with TemporalDenoiser(denoiser) as td:
         out = td.denoise(rgba, f.albedo[..., :1], f.normal, motion=f.motion, depth=f.depth)
     with _host(denoiser) as td:
-        expected = td.denoise(rgba, f.albedo[..., :1], f.normal, motion=f.motion,
-                              depth=f.depth)
+        expected = td.denoise(rgba, f.albedo[..., :1], f.normal, motion=f.motion, depth=f.depth)
     assert out.shape == (16, 16, 4) and (out[..., 3] == 0.25).all()
     _agree(out, expected)
 
@@ -137,15 +150,16 @@ def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
     session = CudaTemporalSession(denoiser.frames, td.session.device)
     dev = session.device
     for index, f in enumerate(frames):
-        images = [torch.from_numpy(np.ascontiguousarray(a)).to(dev)
-                  for a in (f.color, f.albedo, f.normal, f.motion, f.depth)]
+        images = [
+            torch.from_numpy(np.ascontiguousarray(a)).to(dev)
+            for a in (f.color, f.albedo, f.normal, f.motion, f.depth)
+        ]
         images[0] = images[0].double()  # converted on the device
         out, fraction, cut = session.frame_on_device(*images, params, restart=index == 0)
         assert isinstance(out, torch.Tensor) and out.device == dev and not cut
         _agree(out.cpu().numpy(), expected[index])
     with pytest.raises(InvalidArgumentError, match="temporal motion image is on ndarray"):
-        session.frame_on_device(images[0], None, None, f.motion, images[4], params,
-                                restart=False)
+        session.frame_on_device(images[0], None, None, f.motion, images[4], params, restart=False)
     session.close()
     session.close()
     with pytest.raises(InvalidOperationError, match="closed"):

@@ -77,7 +77,10 @@ def test_half_gpu_workers_pair_up_on_each_gpu_with_its_cuda_device(tmp_path: Pat
     io.write_image_atomic(src, np.ones((16, 16, 3), np.float32), pixel_format="float")
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(src)],
-        env=env, capture_output=True, text=True, timeout=240,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])

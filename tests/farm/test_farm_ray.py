@@ -32,7 +32,11 @@ pytestmark = pytest.mark.usefixtures("ray_instance")
 
 
 def _run(
-    jobs, *, retries: int = farm.DEFAULT_RETRIES, worker_class=farm.FrameWorker, on_frame=None,
+    jobs,
+    *,
+    retries: int = farm.DEFAULT_RETRIES,
+    worker_class=farm.FrameWorker,
+    on_frame=None,
     **options,
 ) -> tuple[farm.FarmSummary, str]:
     stream = stdio.StringIO()

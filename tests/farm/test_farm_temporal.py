@@ -13,10 +13,10 @@ from threadpoolctl import threadpool_limits
 
 from oidn_gpu import sequence
 from oidn_gpu.config import DenoiserConfig, FilterOptions
+from oidn_gpu.farm import temporal_chunks as chunks
 from oidn_gpu.farm.driver import FarmOptions
 from oidn_gpu.farm.temporal import chunk_jobs, denoise_sequence_temporal
 from oidn_gpu.image import io
-from oidn_gpu.farm import temporal_chunks as chunks
 from oidn_gpu.sequence.temporal_frames import TemporalFrames
 
 pytestmark = pytest.mark.usefixtures("ray_instance")

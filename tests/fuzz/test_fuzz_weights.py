@@ -15,9 +15,7 @@ PEAK_RSS_MB = 1024
 
 
 def test_mutated_weights_load_or_are_refused_with_project_errors(tmp_path: Path) -> None:
-    cases = list(
-        harness.mutations(checks.base_weights(), WEIGHT_CASES, SEED, header_byte_size=256)
-    )
+    cases = list(harness.mutations(checks.base_weights(), WEIGHT_CASES, SEED, header_byte_size=256))
     report = harness.run_cases("tests.fuzz.checks:check_weights", cases, tmp_path)
     assert report.problems() == ""
     assert report.cases == WEIGHT_CASES

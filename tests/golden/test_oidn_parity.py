@@ -80,18 +80,33 @@ def _cases(rng: np.random.Generator) -> list[tuple[str, dict, dict]]:
         ("ldr alb", {"color": ldr, "albedo": alb}, {}),
         ("ldr alb fast", {"color": ldr, "albedo": alb}, {"quality": "fast"}),
         ("hdr alb nrm", {"color": hdr, "albedo": alb, "normal": nrm}, {"hdr": True}),
-        ("hdr alb nrm fast", {"color": hdr, "albedo": alb, "normal": nrm},
-         {"hdr": True, "quality": "fast"}),
+        (
+            "hdr alb nrm fast",
+            {"color": hdr, "albedo": alb, "normal": nrm},
+            {"hdr": True, "quality": "fast"},
+        ),
         ("ldr alb nrm", {"color": ldr, "albedo": alb, "normal": nrm}, {}),
-        ("hdr clean aux high (large)", {"color": hdr, "albedo": alb, "normal": nrm},
-         {"hdr": True, "clean_aux": True}),
-        ("hdr clean aux balanced", {"color": hdr, "albedo": alb, "normal": nrm},
-         {"hdr": True, "clean_aux": True, "quality": "balanced"}),
-        ("hdr clean aux fast", {"color": hdr, "albedo": alb, "normal": nrm},
-         {"hdr": True, "clean_aux": True, "quality": "fast"}),
+        (
+            "hdr clean aux high (large)",
+            {"color": hdr, "albedo": alb, "normal": nrm},
+            {"hdr": True, "clean_aux": True},
+        ),
+        (
+            "hdr clean aux balanced",
+            {"color": hdr, "albedo": alb, "normal": nrm},
+            {"hdr": True, "clean_aux": True, "quality": "balanced"},
+        ),
+        (
+            "hdr clean aux fast",
+            {"color": hdr, "albedo": alb, "normal": nrm},
+            {"hdr": True, "clean_aux": True, "quality": "fast"},
+        ),
         ("ldr clean aux", {"color": ldr, "albedo": alb, "normal": nrm}, {"clean_aux": True}),
-        ("ldr srgb clean aux fast", {"color": ldr, "albedo": alb, "normal": nrm},
-         {"srgb": True, "clean_aux": True, "quality": "fast"}),
+        (
+            "ldr srgb clean aux fast",
+            {"color": ldr, "albedo": alb, "normal": nrm},
+            {"srgb": True, "clean_aux": True, "quality": "fast"},
+        ),
         ("albedo only high (large)", {"albedo": alb}, {}),
         ("albedo only balanced", {"albedo": alb}, {"quality": "balanced"}),
         ("albedo only srgb", {"albedo": alb}, {"srgb": True, "quality": "balanced"}),
@@ -99,12 +114,21 @@ def _cases(rng: np.random.Generator) -> list[tuple[str, dict, dict]]:
         ("normal only fast, input scale", {"normal": nrm}, {"quality": "fast", "input_scale": 0.7}),
         ("hdr input scale", {"color": hdr}, {"hdr": True, "input_scale": 0.37}),
         ("lightmap hdr", {"color": hdr}, {"filter_type": "RTLightmap"}),
-        ("lightmap hdr input scale", {"color": hdr},
-         {"filter_type": "RTLightmap", "input_scale": 2.0}),
-        ("lightmap directional", {"color": nrm},
-         {"filter_type": "RTLightmap", "directional": True}),
-        ("lightmap directional scale", {"color": nrm},
-         {"filter_type": "RTLightmap", "directional": True, "input_scale": 0.5}),
+        (
+            "lightmap hdr input scale",
+            {"color": hdr},
+            {"filter_type": "RTLightmap", "input_scale": 2.0},
+        ),
+        (
+            "lightmap directional",
+            {"color": nrm},
+            {"filter_type": "RTLightmap", "directional": True},
+        ),
+        (
+            "lightmap directional scale",
+            {"color": nrm},
+            {"filter_type": "RTLightmap", "directional": True, "input_scale": 0.5},
+        ),
     ]
 
 
@@ -135,9 +159,7 @@ def test_every_selection_row_matches_oidn(
     theirs = oidn_denoise(
         images.get("color"), images.get("albedo"), images.get("normal"), **options
     )
-    ours = oidn_gpu.denoise(
-        **images, **options, backend="reference", weights_dir=weights_dir
-    )
+    ours = oidn_gpu.denoise(**images, **options, backend="reference", weights_dir=weights_dir)
     _compare(ours, theirs, label)
 
 

@@ -52,8 +52,14 @@ def test_gemm_options_that_cannot_run_still_match_oidn() -> None:
     that fell back to the direct conv, and the image is still OIDN's."""
     color = _crop("textured_checker", (slice(32, 64), slice(50, 98)))[0]
     theirs = oidn_denoise(color, hdr=True)
-    spilled = {"tile_policy": "fixed", "address_mode": "base-offset", "rows_per_thread": 8,
-               "workgroup_size": (4, 16), "cols_per_thread": 4, "k_tile": 16}
+    spilled = {
+        "tile_policy": "fixed",
+        "address_mode": "base-offset",
+        "rows_per_thread": 8,
+        "workgroup_size": (4, 16),
+        "cols_per_thread": 4,
+        "k_tile": 16,
+    }
     with oidn_gpu.Denoiser(hdr=True, backend="wgpu", precision="fp32", gemm=spilled) as den:
         with pytest.warns(RuntimeWarning, match="registers per invocation"):
             ours = den.denoise(color)

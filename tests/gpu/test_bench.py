@@ -159,9 +159,7 @@ def test_a_frame_larger_than_the_device_binds_is_tiled() -> None:
 
     adapter = wgpu.gpu.request_adapter_sync()
     limit = 3 << 20
-    device = adapter.request_device_sync(
-        required_limits={"max-storage-buffer-binding-size": limit}
-    )
+    device = adapter.request_device_sync(required_limits={"max-storage-buffer-binding-size": limit})
     result = bench.run_bench(
         size=(320, 320), weights=TINY, precision="fp32", runs=1, warmup=0, top=1, device=device
     )

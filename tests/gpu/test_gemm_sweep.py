@@ -153,9 +153,10 @@ def test_option_value_gives_the_default_image(
 ):
     x, reference = sweep_input
     options = GemmOptions(**{name: value})
-    with own_device() as device, WgpuExecutor(
-        model, device=device, precision=precision, gemm=options
-    ) as executor:
+    with (
+        own_device() as device,
+        WgpuExecutor(model, device=device, precision=precision, gemm=options) as executor,
+    ):
         assert executor.gemm == options.resolved(Precision(precision))  # its shared_layout
         # every layer runs the kernel the options ask for (nothing fell back), except the
         # seeds' rule for a final layer whose weights do not fit the shared tile: the direct

@@ -70,10 +70,19 @@ def test_each_layer_sums_as_its_accumulation_says(gpu, tiny_models, gemm) -> Non
         layer_groups=tuple(layer_groups),
     )
     emulated = emu.run_graph(model.graph, model.convs, x, sources)
-    uniform = emu.run_graph(model.graph, model.convs, x, emu.Fp16Sources(
-        input=True, weights=True, storage=True, partials=True,
-        gemm_group=sources.gemm_group, chains=chains,
-    ))
+    uniform = emu.run_graph(
+        model.graph,
+        model.convs,
+        x,
+        emu.Fp16Sources(
+            input=True,
+            weights=True,
+            storage=True,
+            partials=True,
+            gemm_group=sources.gemm_group,
+            chains=chains,
+        ),
+    )
     if layer_groups:  # the per-layer choice changes the image
         assert not np.array_equal(emulated, uniform)
     if gpu_runner.is_cpu_adapter():

@@ -12,8 +12,8 @@ import pytest
 
 import oidn_gpu
 from oidn_gpu.backends.wgpu import staging
-from oidn_gpu.backends.wgpu.runner import GpuDenoiser
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.runner import GpuDenoiser
 from oidn_gpu.image import tiling
 from oidn_gpu.image.process import Mode
 from oidn_gpu.image.transfer import Transfer

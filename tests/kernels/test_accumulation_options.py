@@ -39,9 +39,9 @@ def test_first_and_final_layer_accumulations() -> None:
     }
     for o in resolved.values():
         assert o.input_accumulation is None and o.final_accumulation is None
-        assert replace(o, accumulation=acc.F32) == replace(mixed, input_accumulation=None,
-                                                           final_accumulation=None,
-                                                           accumulation=acc.F32)
+        assert replace(o, accumulation=acc.F32) == replace(
+            mixed, input_accumulation=None, final_accumulation=None, accumulation=acc.F32
+        )
     only_final = GemmOptions(final_accumulation="f32")
     assert only_final.for_layer(True, False).accumulation is acc.F32  # the default's
     plain = GemmOptions(accumulation="f16-pairs")
@@ -84,8 +84,6 @@ def test_f16_chains_count_in_the_register_estimate() -> None:
     one = tile.register_estimate(Precision.FP16, mode)
     assert tile.register_estimate(Precision.FP16, mode, chains=4) == one + 16 * 3 * 2
     lanes = GemmOptions(rows_per_thread=8, cols_per_thread=4, accumulation="f16-lanes")
-    assert GemmOptions(rows_per_thread=8, cols_per_thread=4).within_register_budget(
-        Precision.FP16
-    )
+    assert GemmOptions(rows_per_thread=8, cols_per_thread=4).within_register_budget(Precision.FP16)
     assert not lanes.within_register_budget(Precision.FP16)
     assert lanes.within_register_budget(Precision.FP32)  # fp32 kernels have no f16 chains

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.graph import ir
 from oidn_gpu.kernels import conv_igemm, decoder, weights
 from oidn_gpu.kernels.gemm import Accumulation, GemmOptions
-from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.kernels.spec import ConvSpec, DecoderForm, Precision
 from tests import bench_scripts
 

@@ -100,7 +100,11 @@ CASES = {
     "igemm-paired": (ConvSpec.simple(13, 32, FP16, relu=False), _igemm_paired, 9, 13, False),
     "igemm-rows": (decoder.decoder_spec(5, 3, 13, FP16), _igemm_rows, 12, 10, False),
     "igemm-rows-paired": (
-        ConvSpec.simple(9, 13, FP16, pool=True), _igemm_rows_paired, 12, 10, False
+        ConvSpec.simple(9, 13, FP16, pool=True),
+        _igemm_rows_paired,
+        12,
+        10,
+        False,
     ),
     "final-rgb": (
         ConvSpec.simple(32, 3, FP16, relu=True, out_precision=Precision.FP32),

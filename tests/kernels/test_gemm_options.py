@@ -128,7 +128,12 @@ def test_wgpu_accumulation_option_is_validated_and_reaches_the_gemm_options() ->
     from oidn_gpu.backends.wgpu.options import ACCUMULATIONS, WgpuOptions
 
     assert ACCUMULATIONS == (
-        "f32", "f16-chains", "f16-partials", "f16-chains16", "f16-pairs", "f16-lanes"
+        "f32",
+        "f16-chains",
+        "f16-partials",
+        "f16-chains16",
+        "f16-pairs",
+        "f16-lanes",
     )
     assert GemmOptions().accumulation is gemm.Accumulation.F32
     assert WgpuOptions(accumulation="f16-partials").accumulation == "f16-partials"

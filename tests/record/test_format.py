@@ -22,10 +22,10 @@ from oidn_gpu.record.config import (
 from oidn_gpu.record.format import (
     ERROR_MAGIC,
     META_MAGIC,
+    OIDN_WEB_PROGRAM_VERSION,
     PROGRAM_MAGIC,
     PROGRAM_VERSION,
     SECTIONS,
-    OIDN_WEB_PROGRAM_VERSION,
     BindGroupDesc,
     BindingDesc,
     Copy,

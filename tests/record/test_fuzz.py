@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oidn_gpu.record.format import (
+    OIDN_WEB_PROGRAM_VERSION,
     PROGRAM_MAGIC,
     PROGRAM_VERSION,
     PROGRAM_VERSIONS,
-    OIDN_WEB_PROGRAM_VERSION,
     Program,
     ProgramFormatError,
 )

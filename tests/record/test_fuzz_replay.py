@@ -122,9 +122,7 @@ def mutate_value(program: Program, rng: random.Random) -> Program:
 
 
 def _inputs(program: Program) -> list[np.ndarray]:
-    return [
-        np.full(program.buffers[i].byte_size // 4, 0.5, np.float32) for i in program.inputs
-    ]
+    return [np.full(program.buffers[i].byte_size // 4, 0.5, np.float32) for i in program.inputs]
 
 
 def fuzz_one(data: bytes, gpu) -> str:
@@ -158,9 +156,7 @@ PLAN = ((0, 120), (1, 24))
 
 
 @pytest.mark.parametrize(("index", "count"), PLAN)
-def test_mutated_programs_are_refused_or_replay_with_only_project_errors(
-    corpus, gpu, index, count
-):
+def test_mutated_programs_are_refused_or_replay_with_only_project_errors(corpus, gpu, index, count):
     base = corpus[index]
     rng = random.Random(SEED + index)
     seed_bytes = write_program(base, version=OIDN_WEB_PROGRAM_VERSION)

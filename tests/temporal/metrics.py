@@ -22,8 +22,12 @@ def warp(image: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     x0 = np.minimum(np.floor(px).astype(int), width - 2)
     y0 = np.minimum(np.floor(py).astype(int), height - 2)
     fx, fy = (px - x0)[..., None], (py - y0)[..., None]
-    out = (image[y0, x0] * (1 - fx) * (1 - fy) + image[y0, x0 + 1] * fx * (1 - fy)
-           + image[y0 + 1, x0] * (1 - fx) * fy + image[y0 + 1, x0 + 1] * fx * fy)
+    out = (
+        image[y0, x0] * (1 - fx) * (1 - fy)
+        + image[y0, x0 + 1] * fx * (1 - fy)
+        + image[y0 + 1, x0] * (1 - fx) * fy
+        + image[y0 + 1, x0 + 1] * fx * fy
+    )
     return out, inside
 
 
@@ -55,4 +59,3 @@ def psnr(outputs, frames, mask_of=None) -> float:
         errors += float(diff.sum())
         count += diff.size
     return float(10 * np.log10(1.0 / max(errors / max(count, 1), 1e-20)))
-

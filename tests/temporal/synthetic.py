@@ -65,8 +65,9 @@ def _scene(x: np.ndarray, y: np.ndarray, t: int, kind: str, size: int):
 def _render(t: int, kind: str, size: int):
     """Pixel averages over 2x2 points (albedo, radiance, normal), the centre's depth and
     coverage."""
-    rows, cols = np.meshgrid(np.arange(size, dtype=np.float64), np.arange(size,
-                             dtype=np.float64), indexing="ij")
+    rows, cols = np.meshgrid(
+        np.arange(size, dtype=np.float64), np.arange(size, dtype=np.float64), indexing="ij"
+    )
     radiance = np.zeros((size, size, 3))
     albedo = np.zeros((size, size, 3))
     normal = np.zeros((size, size, 3))
@@ -90,7 +91,11 @@ def _motion(t: int, kind: str, size: int, covered: np.ndarray) -> np.ndarray:
 
 
 def sequence(
-    kind: str, frames: int = 8, size: int = 64, spp: int = 4, seed: int = 0,
+    kind: str,
+    frames: int = 8,
+    size: int = 64,
+    spp: int = 4,
+    seed: int = 0,
     firefly_rate: float = 0.003,
 ):
     """The frames of one synthetic sequence (see the module docstring)."""
@@ -110,16 +115,18 @@ def sequence(
         if previous_cover is not None:
             disoccluded = previous_cover & ~covered
         previous_cover = covered
-        out.append(Frame(
-            color=color.astype(np.float32),
-            albedo=noisy_albedo.astype(np.float32),
-            normal=normal.astype(np.float32),
-            depth=depth.astype(np.float32),
-            motion=_motion(t, kind, size, covered).astype(np.float32),
-            reference=radiance.astype(np.float32),
-            object_mask=covered,
-            disoccluded=disoccluded,
-        ))
+        out.append(
+            Frame(
+                color=color.astype(np.float32),
+                albedo=noisy_albedo.astype(np.float32),
+                normal=normal.astype(np.float32),
+                depth=depth.astype(np.float32),
+                motion=_motion(t, kind, size, covered).astype(np.float32),
+                reference=radiance.astype(np.float32),
+                object_mask=covered,
+                disoccluded=disoccluded,
+            )
+        )
     return out
 
 

@@ -7,12 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oidn_gpu import Denoiser
+from oidn_gpu import Denoiser, TemporalAovDenoiser, TemporalDenoiser
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu import TemporalDenoiser
-from oidn_gpu.temporal import passes as tp
-from oidn_gpu import TemporalAovDenoiser
 from oidn_gpu.filter_temporal_aovs import pass_reprojection
+from oidn_gpu.temporal import passes as tp
 from tests.temporal import synthetic
 
 FRAMES = 4

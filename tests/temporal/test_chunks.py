@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oidn_gpu import Denoiser
+from oidn_gpu import Denoiser, TemporalDenoiser
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu import TemporalDenoiser
 from oidn_gpu.farm import temporal_chunks as chunks
 from tests.temporal import synthetic
 
@@ -36,8 +35,10 @@ def test_default_warmup_is_within_the_farm_tolerance(kind):
 
         def run(fs):
             with TemporalDenoiser(den) as td:
-                return [td.denoise(f.color, f.albedo, f.normal, motion=f.motion, depth=f.depth)
-                        for f in fs]
+                return [
+                    td.denoise(f.color, f.albedo, f.normal, motion=f.motion, depth=f.depth)
+                    for f in fs
+                ]
 
         full = run(frames)[start:]
         chunk = run(frames[start - chunks.DEFAULT_WARMUP :])[chunks.DEFAULT_WARMUP :]

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from oidn_gpu import TemporalDenoiser
 from oidn_gpu.cli import main
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
-from oidn_gpu import TemporalDenoiser
 from oidn_gpu.sequence.temporal_frames import frame_number, read_depth
 
 SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "static"
@@ -38,15 +38,22 @@ def _expected(folder: Path) -> list[np.ndarray]:
             normal = io.read_layer(path, io.find_layer(layers, io.NORMAL_LAYER_NAMES)).pixels
             motion = motion_passes.read_motion(path)
             vectors = np.where(motion.invalid[..., None], np.nan, motion.backward)
-            outputs.append(td.denoise(color[..., :3], albedo, normal, motion=vectors,
-                                      depth=read_depth(path), frame=frame_number(path)))
+            outputs.append(
+                td.denoise(
+                    color[..., :3],
+                    albedo,
+                    normal,
+                    motion=vectors,
+                    depth=read_depth(path),
+                    frame=frame_number(path),
+                )
+            )
     return outputs
 
 
 def test_cli_temporal_denoises_in_order_and_says_where_it_restarts(frames, tmp_path, capsys):
     out = tmp_path / "out"
-    rc = main(["denoise", str(frames), "-o", f"{out}/", "--temporal", "--mkdir",
-               "--no-progress"])
+    rc = main(["denoise", str(frames), "-o", f"{out}/", "--temporal", "--mkdir", "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 0, err
     assert "frame 5 follows frame 3 (a gap in the numbering)" in err
@@ -58,14 +65,26 @@ def test_cli_temporal_denoises_in_order_and_says_where_it_restarts(frames, tmp_p
     per_frame = tmp_path / "per_frame"
     assert main(["denoise", str(frames), "-o", f"{per_frame}/", "--mkdir", "--no-progress"]) == 0
     second = sorted(per_frame.glob("*.exr"))[1]
-    plain = io.read_layer(second, io.find_layer(io.list_layers(second),
-                                                io.COLOR_LAYER_NAMES)).pixels[..., :3]
+    plain = io.read_layer(
+        second, io.find_layer(io.list_layers(second), io.COLOR_LAYER_NAMES)
+    ).pixels[..., :3]
     assert not np.allclose(plain, expected[1], rtol=1e-2)  # the history changed frame 2
 
 
 def test_cli_temporal_names_a_missing_motion_layer(frames, tmp_path, capsys):
-    rc = main(["denoise", str(frames), "-o", f"{tmp_path / 'out'}/", "--temporal", "--mkdir",
-               "--no-progress", "--motion-layer", "ViewLayer.Nope"])
+    rc = main(
+        [
+            "denoise",
+            str(frames),
+            "-o",
+            f"{tmp_path / 'out'}/",
+            "--temporal",
+            "--mkdir",
+            "--no-progress",
+            "--motion-layer",
+            "ViewLayer.Nope",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc != 0
     assert "ViewLayer.Nope" in err

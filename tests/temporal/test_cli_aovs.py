@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from oidn_gpu import TemporalAovDenoiser, TemporalDenoiser
 from oidn_gpu.cli import main
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
-from oidn_gpu import TemporalAovDenoiser, TemporalDenoiser
 from oidn_gpu.sequence.temporal_frames import frame_number, read_depth
 
 oiio = pytest.importorskip("OpenImageIO")

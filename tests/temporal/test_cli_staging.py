@@ -42,8 +42,18 @@ def _run(args: list[str], capsys, monkeypatch, *, read_ahead: bool) -> tuple[int
     with monkeypatch.context() as patch:
         if not read_ahead:
             patch.setattr(loop, "_upcoming", lambda *_: None)
-        rc = main(["denoise", *args, "--temporal", "--json", "--no-progress", "--mkdir",
-                   "--weights", str(TINY)])
+        rc = main(
+            [
+                "denoise",
+                *args,
+                "--temporal",
+                "--json",
+                "--no-progress",
+                "--mkdir",
+                "--weights",
+                str(TINY),
+            ]
+        )
     captured = capsys.readouterr()
     return rc, captured.err, json.loads(captured.out)
 
@@ -63,8 +73,13 @@ def _same_files(first: Path, second: Path) -> None:
 
 def _without_times(summary: dict) -> dict:
     """The JSON summary but its times (and the output folder's name)."""
-    results = [{**{k: v for k, v in frame.items() if k not in ("elapsed_s", "stages_s")},
-                "output": Path(frame["output"]).name} for frame in summary["results"]]
+    results = [
+        {
+            **{k: v for k, v in frame.items() if k not in ("elapsed_s", "stages_s")},
+            "output": Path(frame["output"]).name,
+        }
+        for frame in summary["results"]
+    ]
     return {**{k: v for k, v in summary.items() if k != "elapsed_s"}, "results": results}
 
 
@@ -97,21 +112,22 @@ def _staging_calls(monkeypatch) -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-def test_read_ahead_writes_the_files_of_one_frame_at_a_time(backend, tmp_path, capsys,
-                                                            monkeypatch):
+def test_read_ahead_writes_the_files_of_one_frame_at_a_time(backend, tmp_path, capsys, monkeypatch):
     frames = _folder(tmp_path, "orbit", (1, 2, 4))  # 3 is missing: a restart
     calls = _staging_calls(monkeypatch)
     args = [str(frames), *BACKENDS[backend]]
-    rc, err, summary = _run([*args, "-o", f"{tmp_path / 'ahead'}/"], capsys, monkeypatch,
-                            read_ahead=True)
+    rc, err, summary = _run(
+        [*args, "-o", f"{tmp_path / 'ahead'}/"], capsys, monkeypatch, read_ahead=True
+    )
     assert rc == 0, err
     if backend == "cuda":  # frame k+1 handed to the staging before frame k is denoised
         assert [kind for kind, _ in calls] == ["prefetch", "frame"] * 2 + ["frame"]
         staged = [key for kind, key in calls if kind == "prefetch"]
         assert staged == [key for kind, key in calls if kind == "frame"][1:]
     calls.clear()
-    rc_one, err_one, one = _run([*args, "-o", f"{tmp_path / 'one'}/"], capsys, monkeypatch,
-                                read_ahead=False)
+    rc_one, err_one, one = _run(
+        [*args, "-o", f"{tmp_path / 'one'}/"], capsys, monkeypatch, read_ahead=False
+    )
     assert rc_one == 0, err_one
     if backend == "cuda":
         assert [kind for kind, _ in calls] == ["frame"] * 3
@@ -135,20 +151,24 @@ def test_a_bad_frame_read_ahead_fails_in_its_turn(tmp_path, capsys, monkeypatch)
     (frames / "frame.0002.exr").write_bytes(b"not an EXR file")  # unreadable
     _without_motion(SEQUENCES / "moving" / "frame.0004.exr", frames / "frame.0004.exr")
     args = [str(frames), "--backend", "reference"]
-    rc, err, summary = _run([*args, "-o", f"{tmp_path / 'ahead'}/"], capsys, monkeypatch,
-                            read_ahead=True)
-    rc_one, err_one, one = _run([*args, "-o", f"{tmp_path / 'one'}/"], capsys, monkeypatch,
-                                read_ahead=False)
+    rc, err, summary = _run(
+        [*args, "-o", f"{tmp_path / 'ahead'}/"], capsys, monkeypatch, read_ahead=True
+    )
+    rc_one, err_one, one = _run(
+        [*args, "-o", f"{tmp_path / 'one'}/"], capsys, monkeypatch, read_ahead=False
+    )
     assert rc == rc_one != 0
-    assert [r["status"] for r in summary["results"]] == ["done", "failed", "done", "failed",
-                                                         "done"]
+    assert [r["status"] for r in summary["results"]] == ["done", "failed", "done", "failed", "done"]
     assert "frame.0002.exr" in summary["results"][1]["error"]
     assert "motion" in summary["results"][3]["error"]
     assert _lines(err, "ahead") == _lines(err_one, "one")
     assert _without_times(summary) == _without_times(one)
     _same_files(tmp_path / "ahead", tmp_path / "one")  # nothing of the failed frames
     assert sorted(p.name for p in (tmp_path / "ahead").iterdir()) == [
-        "frame.0001.exr", "frame.0003.exr", "frame.0005.exr"]
+        "frame.0001.exr",
+        "frame.0003.exr",
+        "frame.0005.exr",
+    ]
 
 
 def test_resume_reads_ahead_only_frames_it_denoises(tmp_path, capsys, monkeypatch):
@@ -160,18 +180,22 @@ def test_resume_reads_ahead_only_frames_it_denoises(tmp_path, capsys, monkeypatc
             shutil.copy(frames / f"frame.{number:04d}.exr", tmp_path / name)
     read = []
     load_frame = sequence_frame.load_frame
-    monkeypatch.setattr("oidn_gpu.sequence.load_frame",
-                        lambda job, *a, **k: read.append(job.color.name) or load_frame(job, *a,
-                                                                                      **k))
-    rc, err, summary = _run([*args, "-o", f"{tmp_path / 'ahead'}/"], capsys, monkeypatch,
-                            read_ahead=True)
+    monkeypatch.setattr(
+        "oidn_gpu.sequence.load_frame",
+        lambda job, *a, **k: read.append(job.color.name) or load_frame(job, *a, **k),
+    )
+    rc, err, summary = _run(
+        [*args, "-o", f"{tmp_path / 'ahead'}/"], capsys, monkeypatch, read_ahead=True
+    )
     assert rc == 0, err
     # 2 is complete: read once, for the history of 3 and 4, and not written
     assert read == ["frame.0001.exr", "frame.0002.exr", "frame.0003.exr", "frame.0004.exr"]
     assert (tmp_path / "ahead" / "frame.0002.exr").read_bytes() == (
-        frames / "frame.0002.exr").read_bytes()
-    rc_one, err_one, one = _run([*args, "-o", f"{tmp_path / 'one'}/"], capsys, monkeypatch,
-                                read_ahead=False)
+        frames / "frame.0002.exr"
+    ).read_bytes()
+    rc_one, err_one, one = _run(
+        [*args, "-o", f"{tmp_path / 'one'}/"], capsys, monkeypatch, read_ahead=False
+    )
     assert rc_one == 0, err_one
     assert [r["status"] for r in summary["results"]] == ["done", "skipped", "done", "done"]
     assert _without_times(summary) == _without_times(one)
@@ -190,12 +214,23 @@ def test_the_passes_add_no_decode_of_a_frame_file(tmp_path, capsys, monkeypatch)
         return read_image(path, *args)
 
     monkeypatch.setattr(io, "_read_image", counted)
-    args = [str(frames), "--backend", "reference", "--weights", str(TINY), "--no-progress",
-            "--mkdir"]
+    args = [
+        str(frames),
+        "--backend",
+        "reference",
+        "--weights",
+        str(TINY),
+        "--no-progress",
+        "--mkdir",
+    ]
     assert main(["denoise", *args, "-o", f"{tmp_path / 'plain'}/"]) == 0
     per_frame, decoded[:] = list(decoded), []
-    rc, err, _ = _run([str(frames), "--backend", "reference", "-o", f"{tmp_path / 'out'}/"],
-                      capsys, monkeypatch, read_ahead=True)
+    rc, err, _ = _run(
+        [str(frames), "--backend", "reference", "-o", f"{tmp_path / 'out'}/"],
+        capsys,
+        monkeypatch,
+        read_ahead=True,
+    )
     assert rc == 0, err
     inputs = sorted(name for name in decoded if name.startswith("in/"))
     assert inputs == sorted(name for name in per_frame if name.startswith("in/"))

@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oidn_gpu import Denoiser
+from oidn_gpu import Denoiser, TemporalDenoiser
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
-from oidn_gpu import TemporalDenoiser
 from tests.bench_scripts import load
 from tests.temporal import synthetic
 

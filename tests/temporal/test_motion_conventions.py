@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import oidn_gpu
+from oidn_gpu import TemporalDenoiser
 from oidn_gpu.cli import main
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import exr, io
 from oidn_gpu.image import motion as motion_passes
-from oidn_gpu import TemporalDenoiser
 
 SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "moving"
 TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic9.tza"

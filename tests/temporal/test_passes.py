@@ -22,8 +22,9 @@ def _inputs(frames, t, state=None):
     signal = tp.pack_signal(f.color, f.albedo, f.normal)
     if state is None:
         psignal = tp.pack_signal(p.color, p.albedo, p.normal)
-        first = tp.reproject(p.motion, prev_guide, prev_guide, psignal, tp.empty_state(
-            *p.color.shape[:2]), PARAMS)
+        first = tp.reproject(
+            p.motion, prev_guide, prev_guide, psignal, tp.empty_state(*p.color.shape[:2]), PARAMS
+        )
         state = tp.next_state(first, p.reference)
     return f.motion, guide, prev_guide, signal, state
 
@@ -31,13 +32,13 @@ def _inputs(frames, t, state=None):
 def _accumulate(colors, motion) -> np.ndarray:
     """The last reprojection of noise frames under one albedo, no light-change test."""
     params = tp.TemporalParams(firefly_ratio=0, change_sigmas=0).with_guides(
-        depth=False, normal=False, albedo=True)
+        depth=False, normal=False, albedo=True
+    )
     albedo = np.full(colors[0].shape, 0.5, np.float32)
     guide = tp.pack_guide(None, albedo, None)
     state = tp.empty_state(*colors[0].shape[:2])
     for color in colors:
-        rep = tp.reproject(motion, guide, guide, tp.pack_signal(color, albedo, None), state,
-                           params)
+        rep = tp.reproject(motion, guide, guide, tp.pack_signal(color, albedo, None), state, params)
         state = tp.next_state(rep, rep[..., :3])
     return rep
 
@@ -63,8 +64,9 @@ def test_whole_pixel_motion_follows_the_content():
 def test_subpixel_motion_does_not_accumulate_noise():
     frames = synthetic.sequence("pan", frames=2, size=32)
     rep = tp.reproject(*_inputs(frames, 1), dataclasses.replace(PARAMS, firefly_ratio=0))
-    np.testing.assert_array_equal(rep[..., :3], tp.pack_signal(
-        frames[1].color, frames[1].albedo, frames[1].normal)[..., :3])
+    np.testing.assert_array_equal(
+        rep[..., :3], tp.pack_signal(frames[1].color, frames[1].albedo, frames[1].normal)[..., :3]
+    )
     assert rep[..., tp.REPROJECTION_VALID].mean() > 0.8  # the output history is kept
 
 
@@ -116,9 +118,17 @@ def test_clamp_bounds_the_history():
 
 @pytest.mark.parametrize(
     "name, value",
-    [("history", 0), ("history", 2.5), ("output_blend", 0), ("output_blend", 1.5),
-     ("clamp", "box"), ("clamp_radius", -1), ("cut_threshold", 2.0), ("depth_tolerance", -1),
-     ("firefly_ratio", "x")],
+    [
+        ("history", 0),
+        ("history", 2.5),
+        ("output_blend", 0),
+        ("output_blend", 1.5),
+        ("clamp", "box"),
+        ("clamp_radius", -1),
+        ("cut_threshold", 2.0),
+        ("depth_tolerance", -1),
+        ("firefly_ratio", "x"),
+    ],
 )
 def test_params_are_checked(name, value):
     with pytest.raises(InvalidArgumentError, match=name):
@@ -152,14 +162,25 @@ def test_a_light_change_drops_the_history_there():
     # the output's history is cut to change_output_history frames, not dropped
     assert (rep[10:14, 10:14, tp.REPROJECTION_OUTPUT_COUNT] == 1.5).all()
     np.testing.assert_array_equal(rep[10:14, 10:14, :9], signal[10:14, 10:14])
-    dropped = tp.reproject(motion, guide, prev_guide, signal, state,
-                           dataclasses.replace(PARAMS, change_output_history=1.0))
+    dropped = tp.reproject(
+        motion,
+        guide,
+        prev_guide,
+        signal,
+        state,
+        dataclasses.replace(PARAMS, change_output_history=1.0),
+    )
     assert (dropped[10:14, 10:14, tp.REPROJECTION_OUTPUT_COUNT] == 1).all()
     # elsewhere most of the history stays (noise alone passes 2 sigmas in some windows)
     assert (rep[24:, 24:, tp.STATE_COUNT] == 2).mean() > 0.7
-    off = tp.reproject(motion, guide, prev_guide, signal, state,
-                       tp.TemporalParams(change_sigmas=0).with_guides(depth=True, normal=True,
-                                                                      albedo=True))
+    off = tp.reproject(
+        motion,
+        guide,
+        prev_guide,
+        signal,
+        state,
+        tp.TemporalParams(change_sigmas=0).with_guides(depth=True, normal=True, albedo=True),
+    )
     assert (off[10:14, 10:14, tp.STATE_COUNT] == 2).all()
 
 
@@ -169,8 +190,13 @@ def _firefly_inputs(kind: str):
     motion, guide, prev_guide, _, state = _inputs(frames, 1)
     color = frames[1].color.copy()
     color[12, 20] *= 1000.0
-    return motion, guide, prev_guide, tp.pack_signal(color, frames[1].albedo,
-                                                     frames[1].normal), state
+    return (
+        motion,
+        guide,
+        prev_guide,
+        tp.pack_signal(color, frames[1].albedo, frames[1].normal),
+        state,
+    )
 
 
 @pytest.mark.parametrize("kind", ["static", "pan"])
@@ -188,8 +214,9 @@ def test_a_firefly_is_limited_by_the_history_before_the_network(kind):
         np.testing.assert_allclose(rep[12, 20, :3], signal[12, 20, :3] * scale, rtol=1e-6)
         assert tp.luminance(rep[12:13, 20:21, :3])[0, 0] == pytest.approx(limit, rel=1e-5)
     assert rep[12, 20, tp.REPROJECTION_OUTPUT_COUNT] > 1.5  # not taken for a light change
-    off = tp.reproject(motion, guide, prev_guide, signal, state,
-                       dataclasses.replace(PARAMS, firefly_ratio=0))
+    off = tp.reproject(
+        motion, guide, prev_guide, signal, state, dataclasses.replace(PARAMS, firefly_ratio=0)
+    )
     assert off[12, 20, tp.REPROJECTION_INPUT_SCALE] == 1
     assert off[12, 20, 0] > 20 * rep[12, 20, 0]
 

@@ -6,21 +6,30 @@ import numpy as np
 import pytest
 
 import oidn_gpu
-from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu import TemporalDenoiser
+from oidn_gpu.errors import InvalidArgumentError
 from tests.temporal import synthetic
 
 
 def _frames():
-    return [{"color": f.color, "albedo": f.albedo, "normal": f.normal, "motion": f.motion,
-             "depth": f.depth, "frame": i + 1}
-            for i, f in enumerate(synthetic.sequence("pan", frames=3, size=16))]
+    return [
+        {
+            "color": f.color,
+            "albedo": f.albedo,
+            "normal": f.normal,
+            "motion": f.motion,
+            "depth": f.depth,
+            "frame": i + 1,
+        }
+        for i, f in enumerate(synthetic.sequence("pan", frames=3, size=16))
+    ]
 
 
 def test_temporal_true_is_a_temporal_denoiser_of_the_same_options():
     frames = _frames()
-    with oidn_gpu.Denoiser(temporal=True, backend="reference", hdr=True, history=4,
-                           clamp="minmax") as td:
+    with oidn_gpu.Denoiser(
+        temporal=True, backend="reference", hdr=True, history=4, clamp="minmax"
+    ) as td:
         assert isinstance(td, TemporalDenoiser)
         assert td.params.history == 4 and td.params.clamp == "minmax"
         assert td.denoiser.hdr and td.denoiser.backend == "reference"
@@ -41,14 +50,20 @@ def test_without_temporal_it_is_the_per_frame_denoiser():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: oidn_gpu.Denoiser(backend="reference", history=4),
-         "history is a temporal mode parameter: add temporal=True"),
-        (lambda: oidn_gpu.Denoiser(backend="reference", clamp="none", output_blend=0.5),
-         "clamp, output_blend are temporal mode parameters: add temporal=True"),
+        (
+            lambda: oidn_gpu.Denoiser(backend="reference", history=4),
+            "history is a temporal mode parameter: add temporal=True",
+        ),
+        (
+            lambda: oidn_gpu.Denoiser(backend="reference", clamp="none", output_blend=0.5),
+            "clamp, output_blend are temporal mode parameters: add temporal=True",
+        ),
         (lambda: oidn_gpu.Denoiser(temporal="yes"), "temporal is 'yes'; expected True or False"),
         (lambda: oidn_gpu.RTLightmapFilter(temporal=True), "option of oidn_gpu.Denoiser"),
-        (lambda: oidn_gpu.Denoiser(temporal=True, backend="reference", history=0),
-         "temporal history is 0"),
+        (
+            lambda: oidn_gpu.Denoiser(temporal=True, backend="reference", history=0),
+            "temporal history is 0",
+        ),
     ],
 )
 def test_temporal_options_are_checked(make, message):

@@ -28,12 +28,24 @@ def wgpu_passes():
     "kind, params",
     [
         ("pan", PARAMS),
-        ("object", tp.TemporalParams(clamp="minmax", clamp_radius=1).with_guides(
-            depth=True, normal=False, albedo=True)),
-        ("static", tp.TemporalParams(clamp="none", firefly_ratio=0).with_guides(
-            depth=False, normal=True, albedo=True)),
-        ("object", tp.TemporalParams(disocclusion_margin=2, change_sigmas=0).with_guides(
-            depth=True, normal=False, albedo=False)),
+        (
+            "object",
+            tp.TemporalParams(clamp="minmax", clamp_radius=1).with_guides(
+                depth=True, normal=False, albedo=True
+            ),
+        ),
+        (
+            "static",
+            tp.TemporalParams(clamp="none", firefly_ratio=0).with_guides(
+                depth=False, normal=True, albedo=True
+            ),
+        ),
+        (
+            "object",
+            tp.TemporalParams(disocclusion_margin=2, change_sigmas=0).with_guides(
+                depth=True, normal=False, albedo=False
+            ),
+        ),
     ],
 )
 def test_wgsl_passes_agree_with_numpy(wgpu_passes, kind, params):

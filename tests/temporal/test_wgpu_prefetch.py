@@ -26,13 +26,24 @@ def denoiser():
 
 
 def _frames(kind: str = "pan", count: int = 5, size: int = 24) -> list[TemporalFrame]:
-    return [TemporalFrame(f.color, f.albedo, f.normal, f.motion, f.depth)
-            for f in synthetic.sequence(kind, frames=count, size=size)]
+    return [
+        TemporalFrame(f.color, f.albedo, f.normal, f.motion, f.depth)
+        for f in synthetic.sequence(kind, frames=count, size=size)
+    ]
 
 
 def _items(frames: list[TemporalFrame], numbers: list[int]) -> list[dict]:
-    return [{"color": f.color, "albedo": f.albedo, "normal": f.normal, "motion": f.motion,
-             "depth": f.depth, "frame": n} for f, n in zip(frames, numbers, strict=True)]
+    return [
+        {
+            "color": f.color,
+            "albedo": f.albedo,
+            "normal": f.normal,
+            "motion": f.motion,
+            "depth": f.depth,
+            "frame": n,
+        }
+        for f, n in zip(frames, numbers, strict=True)
+    ]
 
 
 def _run(den, calls) -> list:
@@ -87,13 +98,25 @@ def test_denoise_many_stages_the_next_frame_and_gives_denoise_s_images():
 
 def test_a_staging_that_fails_raises_at_its_frame_and_spares_the_others(denoiser):
     f0, f1, f2, f3 = _frames(count=4)
-    bad = TemporalFrame(f1.color, f1.albedo, f1.normal, np.zeros((24, 24, 3), np.float32),
-                        f1.depth)  # motion of 3 channels: refused when it is staged
-    plain = _run(denoiser, [("frame", f0, True), ("frame", bad, False), ("frame", f2, False),
-                            ("frame", f3, False)])
-    staged = _run(denoiser, [("prefetch", bad), ("frame", f0, True), ("prefetch", f2),
-                             ("frame", bad, False), ("prefetch", f3), ("frame", f2, False),
-                             ("frame", f3, False)])
+    bad = TemporalFrame(
+        f1.color, f1.albedo, f1.normal, np.zeros((24, 24, 3), np.float32), f1.depth
+    )  # motion of 3 channels: refused when it is staged
+    plain = _run(
+        denoiser,
+        [("frame", f0, True), ("frame", bad, False), ("frame", f2, False), ("frame", f3, False)],
+    )
+    staged = _run(
+        denoiser,
+        [
+            ("prefetch", bad),
+            ("frame", f0, True),
+            ("prefetch", f2),
+            ("frame", bad, False),
+            ("prefetch", f3),
+            ("frame", f2, False),
+            ("frame", f3, False),
+        ],
+    )
     assert "motion image has shape (24, 24, 3)" in plain[1]
     assert plain[-1] == 0 and staged[-1] == 2  # f2 and f3 came staged, the bad frame not
     _assert_same(staged[:-1], plain[:-1])
@@ -106,11 +129,20 @@ def test_dropped_and_overtaken_stagings_are_uploaded_again(denoiser):
     f0, f1, f2, f3, f4 = _frames(count=5)
     order = [(f0, True), (f2, False), (f4, False), (f1, False), (f3, False)]
     plain = _run(denoiser, [("frame", f, restart) for f, restart in order])
-    staged = _run(denoiser, [
-        ("prefetch", f1), ("prefetch", f3), ("prefetch", f4), ("wait",),  # f1 dropped
-        ("frame", f0, True),  # runs f3 ahead, and queues f4's copies behind it
-        ("frame", f2, False),  # not f3: f3 is run again; f2's upload overwrites f4's images
-        ("frame", f4, False), ("frame", f1, False), ("frame", f3, False)])
+    staged = _run(
+        denoiser,
+        [
+            ("prefetch", f1),
+            ("prefetch", f3),
+            ("prefetch", f4),
+            ("wait",),  # f1 dropped
+            ("frame", f0, True),  # runs f3 ahead, and queues f4's copies behind it
+            ("frame", f2, False),  # not f3: f3 is run again; f2's upload overwrites f4's images
+            ("frame", f4, False),
+            ("frame", f1, False),
+            ("frame", f3, False),
+        ],
+    )
     assert staged[-1] == 0
     _assert_same(staged[:-1], plain[:-1])
 
@@ -121,10 +153,20 @@ def test_a_staging_beside_a_frame_run_ahead_drops_the_older_one(denoiser):
     f2 and f3 are uploaded again, and every result is the plain calls'."""
     f0, f1, f2, f3 = _frames(count=4)
     plain = _run(denoiser, [("frame", f, i == 0) for i, f in enumerate((f0, f1, f2, f3))])
-    staged = _run(denoiser, [
-        ("prefetch", f1), ("wait",), ("frame", f0, True),
-        ("prefetch", f2), ("prefetch", f3), ("wait",),
-        ("frame", f1, False), ("frame", f2, False), ("frame", f3, False)])
+    staged = _run(
+        denoiser,
+        [
+            ("prefetch", f1),
+            ("wait",),
+            ("frame", f0, True),
+            ("prefetch", f2),
+            ("prefetch", f3),
+            ("wait",),
+            ("frame", f1, False),
+            ("frame", f2, False),
+            ("frame", f3, False),
+        ],
+    )
     assert staged[-1] == 1  # f1
     _assert_same(staged[:-1], plain[:-1])
 
@@ -156,6 +198,13 @@ def test_the_benchmark_times_denoise_many_and_checks_it_against_denoise():
     assert {"upload", "wait"} <= set(row["host_ms"])
     if row["gpu_ms"]:  # the device has timestamp queries
         assert set(row["gpu_ms"]) == {"upload", "passes", "network", "stabilize", "readback"}
-        assert {"gather", "accumulate", "changes", "near_rows", "near", "restart",
-                "stabilize"} <= set(row["kernel_ms"])
+        assert {
+            "gather",
+            "accumulate",
+            "changes",
+            "near_rows",
+            "near",
+            "restart",
+            "stabilize",
+        } <= set(row["kernel_ms"])
     assert "bit-equal to denoise: 4 of 4" in overhead.describe(row, 32, 16)

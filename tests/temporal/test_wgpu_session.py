@@ -51,8 +51,10 @@ def _params(frame: TemporalFrame, **values) -> tp.TemporalParams:
     """The guides `TemporalDenoiser` chooses: depth alone where there is depth."""
     with_depth = frame.depth is not None
     return tp.TemporalParams(**values).with_guides(
-        depth=with_depth, normal=frame.normal is not None and not with_depth,
-        albedo=frame.albedo is not None and not with_depth)
+        depth=with_depth,
+        normal=frame.normal is not None and not with_depth,
+        albedo=frame.albedo is not None and not with_depth,
+    )
 
 
 def host_path(den, passes, steps, params):
@@ -71,8 +73,12 @@ def host_path(den, passes, steps, params):
         if not fresh and 1.0 - fraction > params.cut_threshold:
             rep = passes.reproject(f.motion, guide, guide, signal, tp.empty_state(*size), params)
             fraction, cut = 0.0, True
-        denoised = den.denoise(*(None if image is None else np.ascontiguousarray(rep[..., c:c + 3])
-                                 for c, image in ((0, f.color), (3, f.albedo), (6, f.normal))))
+        denoised = den.denoise(
+            *(
+                None if image is None else np.ascontiguousarray(rep[..., c : c + 3])
+                for c, image in ((0, f.color), (3, f.albedo), (6, f.normal))
+            )
+        )
         out = passes.stabilize(np.asarray(denoised, np.float32), rep, params)
         state = (tp.next_state(rep, out), guide)
         results.append((out, fraction, cut))
@@ -100,14 +106,24 @@ def _sequence_steps(name: str) -> list[Step]:
     for f in frames:
         motion = np.where(f.motion.invalid[..., None], np.float32(np.nan), f.motion.backward)
         crop = (slice(0, CROP), slice(0, CROP))
-        steps.append(Step(TemporalFrame(*(np.ascontiguousarray(a[crop], np.float32) for a in (
-            f.color, f.albedo, f.normal, motion, f.depth)))))
+        steps.append(
+            Step(
+                TemporalFrame(
+                    *(
+                        np.ascontiguousarray(a[crop], np.float32)
+                        for a in (f.color, f.albedo, f.normal, motion, f.depth)
+                    )
+                )
+            )
+        )
     return steps
 
 
 def _synthetic_steps(kind: str, frames: int = FRAMES, size: int = 24) -> list[Step]:
-    return [Step(TemporalFrame(f.color, f.albedo, f.normal, f.motion, f.depth))
-            for f in synthetic.sequence(kind, frames=frames, size=size)]
+    return [
+        Step(TemporalFrame(f.color, f.albedo, f.normal, f.motion, f.depth))
+        for f in synthetic.sequence(kind, frames=frames, size=size)
+    ]
 
 
 def _assert_same(got, expected, exact: bool) -> None:
@@ -170,8 +186,15 @@ def test_other_parameters_are_the_host_path(denoiser, wgsl_passes):
     """No light-change test (the accumulation writes the reprojection), no firefly limit,
     no disocclusion margin, a short history and the min-max clamp."""
     steps = _synthetic_steps("object", frames=5)
-    params = _params(steps[0].frame, history=3, change_sigmas=0, firefly_ratio=0,
-                     disocclusion_margin=0, clamp="minmax", clamp_radius=1)
+    params = _params(
+        steps[0].frame,
+        history=3,
+        change_sigmas=0,
+        firefly_ratio=0,
+        disocclusion_margin=0,
+        clamp="minmax",
+        clamp_radius=1,
+    )
     with _session(denoiser) as session:
         got = session_path(session, steps, params)
     _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)
@@ -195,11 +218,26 @@ def test_without_depth_the_albedo_and_normal_decide(denoiser, wgsl_passes):
 def test_a_tiled_frame_is_tiled_as_a_host_denoise_is(wgsl_passes):
     """A strip wider than the least tile (its overlap is 96 px each side), over two tiles,
     with a small network."""
-    steps = [Step(TemporalFrame(*(np.ascontiguousarray(a[20:36]) for a in (
-        s.frame.color, s.frame.albedo, s.frame.normal, s.frame.motion, s.frame.depth))))
-        for s in _synthetic_steps("object", frames=3, size=224)]
-    with Denoiser(backend="wgpu", hdr=True, precision="fp32", weights=TINY_WEIGHTS,
-                  tile_size=208) as den:
+    steps = [
+        Step(
+            TemporalFrame(
+                *(
+                    np.ascontiguousarray(a[20:36])
+                    for a in (
+                        s.frame.color,
+                        s.frame.albedo,
+                        s.frame.normal,
+                        s.frame.motion,
+                        s.frame.depth,
+                    )
+                )
+            )
+        )
+        for s in _synthetic_steps("object", frames=3, size=224)
+    ]
+    with Denoiser(
+        backend="wgpu", hdr=True, precision="fp32", weights=TINY_WEIGHTS, tile_size=208
+    ) as den:
         params = _params(steps[0].frame)
         with _session(den) as session:
             got = session_path(session, steps, params)
@@ -246,9 +284,12 @@ def test_mismatched_images_are_refused(denoiser):
 
 def test_the_session_serves_rt_without_accurate_prefiltering():
     backend = get_backend("wgpu")
-    for options, served in (({}, True), ({"prefilter": "fast"}, True),
-                            ({"prefilter": "accurate"}, False),
-                            ({"filter_type": "RTLightmap"}, False)):
+    for options, served in (
+        ({}, True),
+        ({"prefilter": "fast"}, True),
+        ({"prefilter": "accurate"}, False),
+        ({"filter_type": "RTLightmap"}, False),
+    ):
         with Denoiser(backend="wgpu", **options) as den:
             session = backend.temporal_session(den.frames)
             assert (session is not None) is served
@@ -256,8 +297,7 @@ def test_the_session_serves_rt_without_accurate_prefiltering():
                 session.close()
 
 
-def test_the_session_stabilize_passes_nonfinite_denoised_pixels_and_writes_the_state(
-        wgsl_passes):
+def test_the_session_stabilize_passes_nonfinite_denoised_pixels_and_writes_the_state(wgsl_passes):
     """Pass 2 of the session on a denoised frame with NaN and infinities: those pixels
     pass through (bits), the windows count them as 0, the next state is `next_state`'s."""
     from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage
@@ -274,21 +314,30 @@ def test_the_session_stabilize_passes_nonfinite_denoised_pixels_and_writes_the_s
     kernel = kt.generate_stabilize(kt.TemporalSpec(params), session=True)
     module = device.create_shader_module(kernel.key, kernel.source, trusted=False)
     pipeline = device.create_compute_pipeline(kernel.key, module, kernel.entry_point)
-    arrays = {"denoised": den, "reprojection": rep,
-              "out": np.zeros_like(den), "state": np.zeros((height, width, tp.STATE_CHANNELS),
-                                                          np.float32)}
-    buffers = {name: device.create_buffer(name, a.nbytes, STORAGE_USAGE)
-               for name, a in arrays.items()}
+    arrays = {
+        "denoised": den,
+        "reprojection": rep,
+        "out": np.zeros_like(den),
+        "state": np.zeros((height, width, tp.STATE_CHANNELS), np.float32),
+    }
+    buffers = {
+        name: device.create_buffer(name, a.nbytes, STORAGE_USAGE) for name, a in arrays.items()
+    }
     for name in ("denoised", "reprojection"):
         device.write_buffer(buffers[name], 0, arrays[name])
-    uniform = device.create_buffer_with_data("params", kt.SESSION_PARAMS.pack(
-        width=width, height=height, keep_min=0, restart=0), BufferUsage.UNIFORM)
+    uniform = device.create_buffer_with_data(
+        "params",
+        kt.SESSION_PARAMS.pack(width=width, height=height, keep_min=0, restart=0),
+        BufferUsage.UNIFORM,
+    )
     group = device.create_bind_group("stabilize", pipeline, [*buffers.values(), uniform])
     encoder = device.create_command_encoder("stabilize")
     encoder.dispatch(pipeline, group, kernel.grid(0, height, width))
     device.submit([encoder.finish()])
-    out, state = (np.frombuffer(device.read_buffer(buffers[n]), np.float32).reshape(
-        arrays[n].shape) for n in ("out", "state"))
+    out, state = (
+        np.frombuffer(device.read_buffer(buffers[n]), np.float32).reshape(arrays[n].shape)
+        for n in ("out", "state")
+    )
     expected = tp.stabilize(den, rep, params)
     np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-6)
     np.testing.assert_array_equal(np.isnan(out), np.isnan(den))
@@ -300,8 +349,9 @@ def test_the_session_stabilize_passes_nonfinite_denoised_pixels_and_writes_the_s
 def test_the_benchmark_row_of_the_session_checks_it_against_the_host_path():
     overhead, row_of = load("temporal_overhead"), load("temporal_session_overhead")
     frames = overhead.sequence(16, 32, 3)
-    row = row_of.measure_session("wgpu", frames, 1, {"precision": "fp32", "quality": "fast"},
-                                 2, overhead._median_ms)
+    row = row_of.measure_session(
+        "wgpu", frames, 1, {"precision": "fp32", "quality": "fast"}, 2, overhead._median_ms
+    )
     assert row["bit_equal_frames"] == 2 and row["max_abs_diff"] == 0.0
     assert row["session_ms"] > 0 and {"host_upload", "host_wait"} <= set(row["split_ms"])
     assert "2 bit-equal" in row_of.describe("wgpu", row, 32, 16)
@@ -324,9 +374,17 @@ def test_denoiser_temporal_true_runs_the_device_session_with_the_host_paths_imag
                 td.session = HostTemporalSession(td.denoiser.frames, wgsl_passes)
             else:
                 assert td.session.name == "wgpu-device"
-            return [td.denoise(s.frame.color, s.frame.albedo, s.frame.normal,
-                               motion=s.frame.motion, depth=s.frame.depth, frame=i)
-                    for i, s in enumerate(steps)]
+            return [
+                td.denoise(
+                    s.frame.color,
+                    s.frame.albedo,
+                    s.frame.normal,
+                    motion=s.frame.motion,
+                    depth=s.frame.depth,
+                    frame=i,
+                )
+                for i, s in enumerate(steps)
+            ]
 
     for got, expected in zip(run(host=False), run(host=True), strict=True):
         np.testing.assert_array_equal(got, expected)

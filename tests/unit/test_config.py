@@ -26,9 +26,10 @@ def test_a_config_pickles_and_denoises_as_the_keywords_do() -> None:
     assert config.backend_options == get_backend("reference").Options(threads=1)
     copy = pickle.loads(pickle.dumps(config))
     assert copy == config
-    with Denoiser.from_config(copy) as den, Denoiser(
-        hdr=True, weights=str(TINY), backend="reference", threads=1
-    ) as keywords:
+    with (
+        Denoiser.from_config(copy) as den,
+        Denoiser(hdr=True, weights=str(TINY), backend="reference", threads=1) as keywords,
+    ):
         assert den.config == keywords.config == config
         assert den.hdr and den.options == config.filter
         assert np.array_equal(den.denoise(_color()), keywords.denoise(_color()))

@@ -54,8 +54,12 @@ def test_size_mismatch_and_channel_mismatch() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [np.zeros((4, 4, 3), np.int32), np.zeros((4, 4, 5), np.float32), np.zeros(4, np.float32),
-     [[0.0]]],
+    [
+        np.zeros((4, 4, 3), np.int32),
+        np.zeros((4, 4, 5), np.float32),
+        np.zeros(4, np.float32),
+        [[0.0]],
+    ],
 )
 def test_unsupported_image_formats(bad: object) -> None:
     with pytest.raises(InvalidOperationError, match=r"^unsupported input image format"):
@@ -116,8 +120,9 @@ def test_cancel_between_tiles() -> None:
 
     output = np.full((32, 480, 3), -1.0, np.float32)
     with pytest.raises(CancelledError):
-        oidn_gpu.denoise(color, backend="reference", tile_size=224, output=output,
-                         progress=stop_after_first_tile)
+        oidn_gpu.denoise(
+            color, backend="reference", tile_size=224, output=output, progress=stop_after_first_tile
+        )
     assert len(calls) == 2
     assert 0.0 < calls[1] < 1.0
     assert (output == -1.0).all()
@@ -171,10 +176,12 @@ def test_custom_weights_replace_the_builtin_choice() -> None:
 
 def test_prefilter_fast_equals_clean_aux() -> None:
     color, alb, nrm = _img(seed=4), _img(seed=5), _img(seed=6) * 2 - 1
-    fast = oidn_gpu.denoise(color, alb, nrm, prefilter="fast", quality="balanced",
-                            backend="reference")
-    clean = oidn_gpu.denoise(color, alb, nrm, clean_aux=True, quality="balanced",
-                             backend="reference")
+    fast = oidn_gpu.denoise(
+        color, alb, nrm, prefilter="fast", quality="balanced", backend="reference"
+    )
+    clean = oidn_gpu.denoise(
+        color, alb, nrm, clean_aux=True, quality="balanced", backend="reference"
+    )
     np.testing.assert_array_equal(fast, clean)
 
 
@@ -182,10 +189,12 @@ def test_prefilter_accurate_denoises_aux_first() -> None:
     color, alb, nrm = _img(seed=4), _img(seed=5), _img(seed=6) * 2 - 1
     clean_alb = oidn_gpu.denoise(albedo=alb, quality="balanced", backend="reference")
     clean_nrm = oidn_gpu.denoise(normal=nrm, quality="balanced", backend="reference")
-    expected = oidn_gpu.denoise(color, clean_alb, clean_nrm, clean_aux=True, quality="balanced",
-                                backend="reference")
-    got = oidn_gpu.denoise(color, alb, nrm, prefilter="accurate", quality="balanced",
-                           backend="reference")
+    expected = oidn_gpu.denoise(
+        color, clean_alb, clean_nrm, clean_aux=True, quality="balanced", backend="reference"
+    )
+    got = oidn_gpu.denoise(
+        color, alb, nrm, prefilter="accurate", quality="balanced", backend="reference"
+    )
     np.testing.assert_array_equal(got, expected)
 
 
@@ -255,8 +264,12 @@ def test_input_scale_nan_means_auto_and_zero_gives_zero_as_in_oidn() -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [{"kernel": "bogus"}, {"kernel": "subgroup"}, {"gemm": {"rows_per_thread": 4}},
-     {"precision": "fp16"}],
+    [
+        {"kernel": "bogus"},
+        {"kernel": "subgroup"},
+        {"gemm": {"rows_per_thread": 4}},
+        {"precision": "fp16"},
+    ],
 )
 def test_gpu_options_are_refused_by_the_reference_backend(options: dict) -> None:
     with pytest.raises(InvalidArgumentError, match=r"reference backend"):
@@ -278,16 +291,22 @@ def test_a_misspelled_option_names_every_valid_one_and_the_closest(monkeypatch) 
 
 
 def test_a_misspelled_option_of_another_backend_names_that_backend() -> None:
-    with pytest.raises(InvalidArgumentError, match=r"^unknown option 'kernal' \(did you mean "
-                       r"'kernel', an option of the wgpu backend\?\)"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"^unknown option 'kernal' \(did you mean "
+        r"'kernel', an option of the wgpu backend\?\)",
+    ):
         Denoiser(backend="reference", kernal="direct")
     with pytest.raises(InvalidArgumentError, match=r"^unknown option 'zzz': the filter"):
         Denoiser(backend="reference", zzz=1)  # nothing close: no guess
 
 
 def test_normal_without_albedo_says_why() -> None:
-    with pytest.raises(InvalidOperationError, match=r"^unsupported combination of input "
-                       r"features: color and normal without an albedo .*pass the albedo too"):
+    with pytest.raises(
+        InvalidOperationError,
+        match=r"^unsupported combination of input "
+        r"features: color and normal without an albedo .*pass the albedo too",
+    ):
         oidn_gpu.denoise(_img(), normal=_img(seed=1), backend="reference")
 
 

@@ -109,8 +109,10 @@ def test_the_bench_compares_methods_on_a_sequence() -> None:
 
     def tiny(frames):
         with Denoiser(hdr=True, backend="reference", weights=TINY_WEIGHTS) as den:
-            return [np.asarray(o)[..., :3] for o in
-                    den.denoise_many((f.color, f.albedo, f.normal) for f in frames)]
+            return [
+                np.asarray(o)[..., :3]
+                for o in den.denoise_many((f.color, f.albedo, f.normal) for f in frames)
+            ]
 
     methods = {
         "noisy input": bench.noisy_input,

@@ -33,9 +33,7 @@ def index(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A PEP 503 index served from ``tmp_path/index`` on localhost: (url, its torch page)."""
     root = tmp_path / "index"
     (root / "torch").mkdir(parents=True)
-    handler = functools.partial(
-        http.server.SimpleHTTPRequestHandler, directory=str(root)
-    )
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *args: None  # type: ignore[attr-defined]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -61,7 +59,11 @@ def run_script(
     )
     return subprocess.run(
         [sys.executable, str(SCRIPT), "2.13.0"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
 
 

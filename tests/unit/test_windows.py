@@ -65,4 +65,3 @@ def test_an_aux_that_does_not_cover_the_beauty_in_its_frame_is_refused(
         f"(0, 0)-(63, 47) (64x48), {why}; expected the albedo to cover the color's data "
         "window in the same display window (pixels are matched by their coordinates)"
     )
-

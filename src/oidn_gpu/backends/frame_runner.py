@@ -134,8 +134,10 @@ def host_frame(
 
 def check_out_channels(channels: int) -> None:
     """``channels`` is a result's channel count: 1, 2 or 3."""
-    if isinstance(channels, bool) or not isinstance(channels, (int, np.integer)) or not (
-        1 <= channels <= 3
+    if (
+        isinstance(channels, bool)
+        or not isinstance(channels, (int, np.integer))
+        or not (1 <= channels <= 3)
     ):
         raise InvalidArgumentError(f"out_channels is {channels}; expected 1, 2 or 3")
 
@@ -272,16 +274,14 @@ class FrameRunner(ABC, Generic[ImageT, FrameT, PendingT]):
         """The device image of ``slot`` the frame's result is written into."""
 
     @abstractmethod
-    def _frame_entry(
-        self, request: FrameRequest[ImageT]
-    ) -> tuple[Hashable, Callable[[], FrameT]]:
+    def _frame_entry(self, request: FrameRequest[ImageT]) -> tuple[Hashable, Callable[[], FrameT]]:
         """``(key, build)`` of the device frame of this configuration; also sets the
         frame's fixed input scale on the device (unless ``request.autoexposure``)."""
 
-    def _reuse_frame(self, frame: FrameT) -> None:  # noqa: B027 - optional: most do nothing
+    def _reuse_frame(self, frame: FrameT) -> None:
         """A cached frame is used again (before `_launch`)."""
 
-    def _release_frame(self, frame: FrameT) -> None:  # noqa: B027 - optional
+    def _release_frame(self, frame: FrameT) -> None:
         """The LRU evicted ``frame`` (release what it holds once the device is done)."""
 
     @abstractmethod
@@ -364,10 +364,10 @@ class FrameRunner(ABC, Generic[ImageT, FrameT, PendingT]):
         self._frames.clear()
         self._release()
 
-    def _drain(self) -> None:  # noqa: B027 - optional
+    def _drain(self) -> None:
         """Stop or wait for the work in flight before `close` drops the frames."""
 
-    def _release(self) -> None:  # noqa: B027 - optional
+    def _release(self) -> None:
         """Release the runner's own buffers at `close` (after the frames)."""
 
     def __enter__(self: RunnerT) -> RunnerT:

@@ -58,13 +58,14 @@ def backend_flags() -> dict[str, BackendFlag]:
             helps.append(text)
     return {
         option: BackendFlag(
-            option, tuple(backends), tuple(choices) if choices is not None else None,
+            option,
+            tuple(backends),
+            tuple(choices) if choices is not None else None,
             "; ".join(helps),
             metavars[option],
         )
         for option, (backends, choices, helps) in merged.items()
     }
-
 
 
 def add_backend_flags(group: Any) -> None:
@@ -94,4 +95,3 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         for name in backend_flags()
         if getattr(args, name, None) is not None
     }
-

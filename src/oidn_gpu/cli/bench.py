@@ -98,8 +98,9 @@ def main(argv: Sequence[str]) -> int:
             return bench_temporal.main(argv)
         except (OIDNGPUError, OSError) as err:  # bad sequences and options are usage errors
             _LOG.error("%s", err)
-            return EXIT_USAGE if isinstance(err, (InvalidArgumentError, OSError)) else (
-                EXIT_FAILURE)
+            return (
+                EXIT_USAGE if isinstance(err, (InvalidArgumentError, OSError)) else (EXIT_FAILURE)
+            )
     name, rest = _split_backend(argv)
     named = name is not None and name != AUTO
     try:

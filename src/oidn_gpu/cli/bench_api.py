@@ -100,6 +100,7 @@ def api_rows(
     ``backend`` (one that takes torch tensors), on the current CUDA device (on the CPU
     where there is none: tests)."""
     import torch  # the tensor rows' dependency: only when such a benchmark runs
+
     path = Path(weights)
     if not (path.suffix == ".tza" or path.exists()):
         path = weights_path(str(weights))

@@ -33,8 +33,8 @@ from oidn_gpu.cli.usage import (
 from oidn_gpu.config import DenoiserConfig, FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError, UnsupportedDeviceError
 from oidn_gpu.farm.temporal import denoise_sequence_temporal
-from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.image import aovs
+from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.model.unet import load_model
 from oidn_gpu.sequence import InputOptions, OutputOptions, SequenceOptions, run_sequence
 from oidn_gpu.sequence.temporal_frames import TemporalFrames

@@ -61,8 +61,6 @@ def _subcommand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argpars
     return parser
 
 
-
-
 def add_verbose(parser: argparse.ArgumentParser) -> None:
     """``-v``/``--verbose`` on a subcommand (the top-level flag's value when not given)."""
     parser.add_argument(
@@ -124,4 +122,3 @@ def choice(choices: Sequence[str], what: str):
         return text
 
     return parse
-

@@ -97,7 +97,6 @@ class Image:
         return int(self.pixels.shape[1])
 
 
-
 def oiio() -> Any:
     """The OpenImageIO module (`MissingDependencyError` naming the extra when absent)."""
     return require("OpenImageIO", "images")

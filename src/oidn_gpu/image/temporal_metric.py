@@ -168,7 +168,8 @@ def frame_instability(
 
 
 def temporal_instability(
-    outputs: Sequence[np.ndarray], references: Sequence[np.ndarray],
+    outputs: Sequence[np.ndarray],
+    references: Sequence[np.ndarray],
     motions: Sequence[np.ndarray],
 ) -> float:
     """Mean of `frame_instability` over frames 1..N-1 (``motions[t]`` is frame t's
@@ -181,8 +182,7 @@ def temporal_instability(
     if len(outputs) < 2:
         raise ValueError(f"temporal instability needs at least 2 frames, got {len(outputs)}")
     values = [
-        frame_instability(outputs[t], outputs[t - 1], references[t], references[t - 1],
-                          motions[t])
+        frame_instability(outputs[t], outputs[t - 1], references[t], references[t - 1], motions[t])
         for t in range(1, len(outputs))
     ]
     return float(np.mean(values))

@@ -209,8 +209,7 @@ def _k_group(g: int, tks: range, rpt: int, kt: int, row_targets: list) -> dict[s
                     {"tk": tk, "offset": r * kt + tk, "cols": step_cols(r, tk)} for tk in tks
                 ],
                 "spairs": [
-                    {"tk0": tk, "tk1": tk + 1, "poffset": (r * kt + tk) // 2}
-                    for tk in tks[::2]
+                    {"tk0": tk, "tk1": tk + 1, "poffset": (r * kt + tk) // 2} for tk in tks[::2]
                 ],
                 "cols": row_targets[r],
             }
@@ -232,8 +231,7 @@ def _k_group(g: int, tks: range, rpt: int, kt: int, row_targets: list) -> dict[s
             {
                 "tk": tk,
                 "rows": [
-                    {"r": r, "offset": r * kt + tk, "cols": step_cols(r, tk)}
-                    for r in range(rpt)
+                    {"r": r, "offset": r * kt + tk, "cols": step_cols(r, tk)} for r in range(rpt)
                 ],
             }
             for tk in tks
@@ -293,9 +291,9 @@ def plan_tile(
             "name": f"{r}_{c}",
             "col_offset": c * tile.workgroup_x,
             "parts": (
-                (f"part{r}_{c}",) if chains == 1 else tuple(
-                    f"part{r}_{c}_{i}" for i in range(chains)
-                )
+                (f"part{r}_{c}",)
+                if chains == 1
+                else tuple(f"part{r}_{c}_{i}" for i in range(chains))
             ),
             "partial_sum": chain_sum(f"part{r}_{c}", chains),
         }

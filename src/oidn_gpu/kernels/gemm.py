@@ -380,11 +380,7 @@ class GemmTile:
         if self.prefetch:
             prefetched = (self.input_slots + self.weight_slots) * _VEC4_REGISTERS[precision.value]
         per_accumulator = _ACCUMULATOR_REGISTERS[precision.value] + (chains - 1) * _CHAIN_REGISTERS
-        return (
-            accumulators * per_accumulator
-            + self.input_slots * per_slot
-            + prefetched
-        )
+        return accumulators * per_accumulator + self.input_slots * per_slot + prefetched
 
 
 @dataclass(frozen=True)

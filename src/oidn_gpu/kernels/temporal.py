@@ -81,8 +81,9 @@ class TemporalSpec:
 
     def describe(self) -> str:
         p = self.params
-        guides = "".join(k for k, on in (("d", p.use_depth), ("n", p.use_normal),
-                                          ("a", p.use_albedo)) if on)
+        guides = "".join(
+            k for k, on in (("d", p.use_depth), ("n", p.use_normal), ("a", p.use_albedo)) if on
+        )
         values = ",".join(f"{name}={getattr(p, name)}" for name in p.names)
         return f"{guides or '-'},{values}"
 
@@ -111,17 +112,25 @@ def _grid(_channels: int, height: int, width: int) -> tuple[int, int, int]:
     return (-(-width // WG), -(-height // WG), 1)
 
 
-def _kernel(family: str, key: str, inputs: tuple[str, ...], consts: dict[str, object],
-            **context: object) -> Kernel:
+def _kernel(
+    family: str, key: str, inputs: tuple[str, ...], consts: dict[str, object], **context: object
+) -> Kernel:
     """The kernel ``temporal_<family>.wgsl``: float buffers ``inputs`` (read), ``out``
     (read-write) and the ``params`` uniform, one invocation per pixel."""
-    return _typed_kernel(family, key, [(name, "f32") for name in inputs], [("out", "f32")],
-                         consts, **context)
+    return _typed_kernel(
+        family, key, [(name, "f32") for name in inputs], [("out", "f32")], consts, **context
+    )
 
 
-def _typed_kernel(family: str, key: str, reads: list[tuple[str, str]],
-                  writes: list[tuple[str, str]], consts: dict[str, object],
-                  params: ParamsLayout = TEMPORAL_PARAMS, **context: object) -> Kernel:
+def _typed_kernel(
+    family: str,
+    key: str,
+    reads: list[tuple[str, str]],
+    writes: list[tuple[str, str]],
+    consts: dict[str, object],
+    params: ParamsLayout = TEMPORAL_PARAMS,
+    **context: object,
+) -> Kernel:
     """The kernel ``temporal_<family>.wgsl``: buffers ``reads`` (read) and ``writes``
     (read-write) of the given WGSL element types, then the ``params`` uniform."""
     bindings, decls = _common.make_bindings(
@@ -137,8 +146,17 @@ def _typed_kernel(family: str, key: str, reads: list[tuple[str, str]],
         bindings=decls,
         **context,
     )
-    return Kernel(f"temporal-{family}", key, source, "main", (WG, WG, 1), bindings, _grid,
-                  trusted=True, params=params)
+    return Kernel(
+        f"temporal-{family}",
+        key,
+        source,
+        "main",
+        (WG, WG, 1),
+        bindings,
+        _grid,
+        trusted=True,
+        params=params,
+    )
 
 
 def _luminance_consts() -> dict[str, object]:
@@ -146,8 +164,9 @@ def _luminance_consts() -> dict[str, object]:
     return {f"LUMINANCE_{c}": float(f32(w)) for c, w in zip("RGB", tp.LUMINANCE, strict=True)}
 
 
-def generate_reproject(spec: TemporalSpec, part: str = "all", *, count: bool = False,
-                       missing: bool = False) -> Kernel:
+def generate_reproject(
+    spec: TemporalSpec, part: str = "all", *, count: bool = False, missing: bool = False
+) -> Kernel:
     """Pass 1 (see the module docstring); ``part`` ``"gather"`` or ``"accumulate"``: its
     two halves, as the device session runs them (`REPROJECT_PARTS`); the accumulation
     with ``count`` and ``missing`` also counts and marks the pixels that kept their
@@ -170,8 +189,10 @@ def generate_reproject(spec: TemporalSpec, part: str = "all", *, count: bool = F
     if inputs is None:
         raise InvalidArgumentError(f"unknown reprojection part {part!r}")
     if (count or missing) and part != "accumulate":
-        raise InvalidArgumentError(f"the reprojection part {part!r} counts nothing; "
-                                   "expected part='accumulate' with count or missing")
+        raise InvalidArgumentError(
+            f"the reprojection part {part!r} counts nothing; "
+            "expected part='accumulate' with count or missing"
+        )
     # STATE_VEC4S vec4s per pixel of the state and of the gathered history
     assert tp.STATE_CHANNELS == tp.REPROJECTION_CHANNELS and tp.STATE_CHANNELS % 4 == 0
     # The halves' accumulation also writes the light-change test's luminances ("luma").
@@ -182,12 +203,21 @@ def generate_reproject(spec: TemporalSpec, part: str = "all", *, count: bool = F
     consts["MAX_LUMINANCE"] = float(f32(tp.MAX_CHANGE_LUMINANCE))
     suffix = "" if part == "all" else f"[{part}]"
     suffix += "[count]" * count + "[missing]" * missing
-    reads = [(name, "vec4<f32>" if name in ("prev_state", "hist") else "f32")
-             for name in inputs]
+    reads = [(name, "vec4<f32>" if name in ("prev_state", "hist") else "f32") for name in inputs]
     return _typed_kernel(
-        "reproject", f"temporal-reproject[{spec.describe()}]{suffix}", reads, writes, consts,
-        use_depth=p.use_depth, use_normal=p.use_normal, use_albedo=p.use_albedo,
-        fireflies=p.firefly_ratio > 0, part=part, luma=luma, count=count, missing=missing,
+        "reproject",
+        f"temporal-reproject[{spec.describe()}]{suffix}",
+        reads,
+        writes,
+        consts,
+        use_depth=p.use_depth,
+        use_normal=p.use_normal,
+        use_albedo=p.use_albedo,
+        fireflies=p.firefly_ratio > 0,
+        part=part,
+        luma=luma,
+        count=count,
+        missing=missing,
     )
 
 
@@ -208,7 +238,8 @@ def generate_changes(spec: TemporalSpec, *, luma: bool = False) -> Kernel:
     }
     inputs = ("signal", "luma") if luma else ("signal", "gathered")
     key = f"temporal-changes[{p.change_sigmas},{p.change_output_history}]" + (
-        "[luma]" if luma else "")
+        "[luma]" if luma else ""
+    )
     return _kernel("changes", key, inputs, consts, luma=luma)
 
 
@@ -217,15 +248,19 @@ def generate_near_rows(spec: TemporalSpec, *, compact: bool = False) -> Kernel:
     history read from ``missing`` (1 float per pixel) instead of the reprojection."""
     margin = spec.params.disocclusion_margin
     key = f"temporal-near-rows[{margin}]" + ("[compact]" if compact else "")
-    return _kernel("near_rows", key, ("missing",) if compact else ("reprojection",),
-                   {"MARGIN": I32(margin)}, compact=compact)
+    return _kernel(
+        "near_rows",
+        key,
+        ("missing",) if compact else ("reprojection",),
+        {"MARGIN": I32(margin)},
+        compact=compact,
+    )
 
 
 def generate_near(spec: TemporalSpec) -> Kernel:
     """Pass 1c's column dilation and the input history dropped (see the module docstring)."""
     margin = spec.params.disocclusion_margin
-    return _kernel("near", f"temporal-near[{margin}]", ("signal", "rows"),
-                   {"MARGIN": I32(margin)})
+    return _kernel("near", f"temporal-near[{margin}]", ("signal", "rows"), {"MARGIN": I32(margin)})
 
 
 def generate_stabilize(spec: TemporalSpec, *, session: bool = False) -> Kernel:
@@ -240,12 +275,24 @@ def generate_stabilize(spec: TemporalSpec, *, session: bool = False) -> Kernel:
     }
     key = f"temporal-stabilize[{p.clamp},r{p.clamp_radius},g{p.clamp_gamma}]"
     if not session:
-        return _typed_kernel("stabilize", key, [("denoised", "f32"), ("reprojection", "vec4<f32>")],
-                             [("out", "f32")], consts, clamp=p.clamp, session=False)
+        return _typed_kernel(
+            "stabilize",
+            key,
+            [("denoised", "f32"), ("reprojection", "vec4<f32>")],
+            [("out", "f32")],
+            consts,
+            clamp=p.clamp,
+            session=False,
+        )
     consts["MAX_SIGNAL"] = float(f32(tp.MAX_SIGNAL))
     return _typed_kernel(
-        "stabilize", f"{key}[session]", [("denoised", "u32"), ("reprojection", "vec4<f32>")],
-        [("out", "u32"), ("state", "vec4<f32>")], consts, SESSION_PARAMS, clamp=p.clamp,
+        "stabilize",
+        f"{key}[session]",
+        [("denoised", "u32"), ("reprojection", "vec4<f32>")],
+        [("out", "u32"), ("state", "vec4<f32>")],
+        consts,
+        SESSION_PARAMS,
+        clamp=p.clamp,
         session=True,
     )
 
@@ -253,28 +300,57 @@ def generate_stabilize(spec: TemporalSpec, *, session: bool = False) -> Kernel:
 # --- the device session's kernels (`oidn_gpu.backends.wgpu.temporal_session`) -------------
 
 
-def generate_pack(albedo: bool, normal: bool, depth: bool, *, signal: bool = True,
-                  motion: bool = True) -> Kernel:
+def generate_pack(
+    albedo: bool, normal: bool, depth: bool, *, signal: bool = True, motion: bool = True
+) -> Kernel:
     """The frame's images packed into ``signal`` (with ``signal``; the color is bound
     then) and ``guide``, its motion made finite (with ``motion``) (``temporal_pack.wgsl``;
     the images named are bound as bits, ``guide`` as vec4s)."""
     assert tp.GUIDE_CHANNELS == 8  # two vec4s per pixel
-    reads = [(name, "u32") for name, bound in (
-        ("color", signal), ("albedo", albedo), ("normal", normal), ("depth", depth),
-        ("motion", motion)) if bound]
+    reads = [
+        (name, "u32")
+        for name, bound in (
+            ("color", signal),
+            ("albedo", albedo),
+            ("normal", normal),
+            ("depth", depth),
+            ("motion", motion),
+        )
+        if bound
+    ]
     writes = [("signal", "f32")] if signal else []
     writes += [("guide", "vec4<f32>")] + ([("motion_out", "f32")] if motion else [])
-    consts = {"MAX_SIGNAL": float(np.float32(tp.MAX_SIGNAL)),
-              "FAR_MOTION": float(np.float32(FAR_MOTION))}
-    given = "".join(k for k, on in (("c", signal), ("a", albedo), ("n", normal), ("d", depth),
-                                    ("m", motion)) if on)
+    consts = {
+        "MAX_SIGNAL": float(np.float32(tp.MAX_SIGNAL)),
+        "FAR_MOTION": float(np.float32(FAR_MOTION)),
+    }
+    given = "".join(
+        k
+        for k, on in (("c", signal), ("a", albedo), ("n", normal), ("d", depth), ("m", motion))
+        if on
+    )
     return _typed_kernel(
-        "pack", f"temporal-pack[{given}]", reads, writes, consts, SESSION_PARAMS,
-        albedo=albedo, normal=normal, depth=depth, signal=signal, motion=motion,
+        "pack",
+        f"temporal-pack[{given}]",
+        reads,
+        writes,
+        consts,
+        SESSION_PARAMS,
+        albedo=albedo,
+        normal=normal,
+        depth=depth,
+        signal=signal,
+        motion=motion,
     )
 
 
 def generate_restart() -> Kernel:
     """The reprojection of a restart written over ``out`` where the frame restarts."""
-    return _typed_kernel("restart", "temporal-restart", [("signal", "f32"), ("counter", "u32")],
-                         [("out", "f32")], {}, SESSION_PARAMS)
+    return _typed_kernel(
+        "restart",
+        "temporal-restart",
+        [("signal", "f32"), ("counter", "u32")],
+        [("out", "f32")],
+        {},
+        SESSION_PARAMS,
+    )

@@ -279,8 +279,7 @@ def parse_config(data: bytes | bytearray | memoryview, *, denoise: bool) -> Reco
 
     if len(words) < 3:
         raise InvalidArgumentError(
-            f"config has {len(words)} whole word(s); expected at least 3 (version, width, "
-            "height)"
+            f"config has {len(words)} whole word(s); expected at least 3 (version, width, height)"
         )
     if words[0] != CONFIG_VERSION:
         raise InvalidArgumentError(

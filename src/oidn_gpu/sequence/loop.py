@@ -282,9 +282,7 @@ class _Run:
                 f"frame {index + 1}/{self.total} {job.color}: complete, denoised again for the "
                 f"history ({report['history']}); {time.perf_counter() - start:.2f} s"
             )
-        return FrameResult(
-            job, "skipped", time.perf_counter() - start, layers={"temporal": report}
-        )
+        return FrameResult(job, "skipped", time.perf_counter() - start, layers={"temporal": report})
 
     def _report(self, index: int, job: FrameJob, outcome: FrameOutcome, elapsed: float) -> None:
         """A frame's notes (each kind once per run) and its log line."""

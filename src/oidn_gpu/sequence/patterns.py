@@ -25,6 +25,7 @@ def expand_frame_patterns(spec: str, frame: int | None, source: str = "") -> str
         InvalidArgumentError: ``spec`` has a pattern but ``frame`` is None (the input
             ``source`` has no frame number).
     """
+
     def number(match: re.Match[str]) -> str:
         if frame is None:
             raise InvalidArgumentError(

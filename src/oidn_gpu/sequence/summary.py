@@ -155,4 +155,3 @@ class SequenceSummary:
             "elapsed_s": round(self.elapsed_s, 4),
             "results": [r.as_json() for r in self.results],
         }
-

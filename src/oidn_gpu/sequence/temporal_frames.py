@@ -139,9 +139,17 @@ class TemporalFrames:
         self._read = read
         return read.frame, read.read_s if ahead else None
 
-    def denoise(self, path: Path, frame: Any, denoiser: Any, *, upcoming: Any = None,
-                inputs: Any = None, lightmap: bool = False,
-                aovs: Any = None) -> tuple[np.ndarray, list[str]]:
+    def denoise(
+        self,
+        path: Path,
+        frame: Any,
+        denoiser: Any,
+        *,
+        upcoming: Any = None,
+        inputs: Any = None,
+        lightmap: bool = False,
+        aovs: Any = None,
+    ) -> tuple[np.ndarray, list[str]]:
         """The temporal result of one loaded frame (`sequence.LoadedFrame`) of ``path``:
         ``(H x W x C float32, messages)``; the messages say where the history restarted
         (other than at the first frame).
@@ -171,8 +179,11 @@ class TemporalFrames:
                 raise passes
             if passes is None:
                 passes, facts = self._passes(path, frame)
-            prepared = passes if isinstance(passes, PreparedFrame) else temporal.prepare(
-                **passes, prefetch=False)
+            prepared = (
+                passes
+                if isinstance(passes, PreparedFrame)
+                else temporal.prepare(**passes, prefetch=False)
+            )
         except motion_passes.MotionPassError:
             self._skipped(path, "has no usable motion pass")
             raise
@@ -236,14 +247,16 @@ class TemporalFrames:
                 passes = err
         return _Read(job, frame, None, time.perf_counter() - started, passes, facts)
 
-    def _read_ahead(self, job: Any, inputs: Any, lightmap: bool, current: Any,
-                    temporal: TemporalDenoiser) -> _Read:
+    def _read_ahead(
+        self, job: Any, inputs: Any, lightmap: bool, current: Any, temporal: TemporalDenoiser
+    ) -> _Read:
         """The next frame read, and prepared and staged where it has the current frame's
         mode (the same denoiser)."""
         started = time.perf_counter()
         read = self._read_files(job, inputs, lightmap)
         same_mode = read.error is None and sequence.resolve_mode(
-            inputs, read.frame.color) == sequence.resolve_mode(inputs, current.color)
+            inputs, read.frame.color
+        ) == sequence.resolve_mode(inputs, current.color)
         setup_s = 0.0
         if same_mode and isinstance(read.passes, dict):
             first = not temporal.restarts  # staging plans the network the current frame uses
@@ -278,8 +291,14 @@ class TemporalFrames:
             "motion_convention": motion.convention.name,
             "depth": None if depth_layer is None else depth_layer.name,
         }
-        return {"color": rgb, "albedo": frame.albedo, "normal": frame.normal,
-                "motion": vectors, "depth": depth, "frame": frame_number(path)}, facts
+        return {
+            "color": rgb,
+            "albedo": frame.albedo,
+            "normal": frame.normal,
+            "motion": vectors,
+            "depth": depth,
+            "frame": frame_number(path),
+        }, facts
 
     def warm_up(self, job: Any, pool: Any, options: Any) -> dict[str, Any]:
         """Denoise one frame (a `sequence.FrameJob`, with `sequence.SequenceOptions`) for

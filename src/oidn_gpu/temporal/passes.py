@@ -157,9 +157,20 @@ class TemporalParams:
     use_albedo: bool = True
 
     names: ClassVar[tuple[str, ...]] = (
-        "history", "output_blend", "clamp", "clamp_radius", "clamp_gamma", "depth_tolerance",
-        "normal_tolerance", "albedo_tolerance", "cut_threshold", "subpixel_tolerance",
-        "firefly_ratio", "change_sigmas", "change_output_history", "disocclusion_margin",
+        "history",
+        "output_blend",
+        "clamp",
+        "clamp_radius",
+        "clamp_gamma",
+        "depth_tolerance",
+        "normal_tolerance",
+        "albedo_tolerance",
+        "cut_threshold",
+        "subpixel_tolerance",
+        "firefly_ratio",
+        "change_sigmas",
+        "change_output_history",
+        "disocclusion_margin",
     )
 
     def __post_init__(self) -> None:
@@ -175,9 +186,15 @@ class TemporalParams:
                 f"temporal clamp {self.clamp!r} is not one of {', '.join(map(repr, CLAMPS))}"
             )
         for name, top in (
-            ("output_blend", 1.0), ("clamp_gamma", 100.0), ("depth_tolerance", 1e30),
-            ("normal_tolerance", 2.0), ("albedo_tolerance", 1e30), ("cut_threshold", 1.0),
-            ("change_sigmas", 100.0), ("firefly_ratio", 1e30), ("subpixel_tolerance", 0.5),
+            ("output_blend", 1.0),
+            ("clamp_gamma", 100.0),
+            ("depth_tolerance", 1e30),
+            ("normal_tolerance", 2.0),
+            ("albedo_tolerance", 1e30),
+            ("cut_threshold", 1.0),
+            ("change_sigmas", 100.0),
+            ("firefly_ratio", 1e30),
+            ("subpixel_tolerance", 0.5),
             ("change_output_history", 1e6),
         ):
             value = getattr(self, name)
@@ -199,8 +216,10 @@ class TemporalParams:
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not (
-        low <= value <= high
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not (low <= value <= high)
     ):
         raise InvalidArgumentError(
             f"temporal {name} is {value!r}; expected an integer in [{low}, {high}]"
@@ -225,9 +244,11 @@ def pack_signal(color: np.ndarray, albedo: np.ndarray | None, normal: np.ndarray
 
 def pack_guide(depth: np.ndarray | None, albedo: np.ndarray | None, normal: np.ndarray | None):
     """The ``guide`` layout of one frame (zeros for what is not given)."""
-    source = next(a for a in (depth, albedo, normal) if a is not None) if any(
-        a is not None for a in (depth, albedo, normal)
-    ) else None
+    source = (
+        next(a for a in (depth, albedo, normal) if a is not None)
+        if any(a is not None for a in (depth, albedo, normal))
+        else None
+    )
     if source is None:
         raise InvalidArgumentError("a temporal guide needs depth, albedo or normal")
     height, width = np.asarray(source).shape[:2]
@@ -299,9 +320,10 @@ def _aux_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> 
         ok &= aligned & ((ln > f32(MIN_NORMAL_LENGTH)) == (lp > f32(MIN_NORMAL_LENGTH)))
     if params.use_albedo:
         a, p = guide[:, :, 4:7], prev[:, :, 4:7]
-        diff = np.maximum(np.maximum(np.abs(a[:, :, 0] - p[:, :, 0]),
-                                     np.abs(a[:, :, 1] - p[:, :, 1])),
-                          np.abs(a[:, :, 2] - p[:, :, 2]))
+        diff = np.maximum(
+            np.maximum(np.abs(a[:, :, 0] - p[:, :, 0]), np.abs(a[:, :, 1] - p[:, :, 1])),
+            np.abs(a[:, :, 2] - p[:, :, 2]),
+        )
         ok &= diff <= f32(params.albedo_tolerance)
     return ok
 
@@ -359,8 +381,9 @@ def reproject(
     return drop_near_disocclusions(signal, reject_changes(signal, gathered, params), params)
 
 
-def drop_near_disocclusions(signal: np.ndarray, reprojection: np.ndarray,
-                            params: TemporalParams) -> np.ndarray:
+def drop_near_disocclusions(
+    signal: np.ndarray, reprojection: np.ndarray, params: TemporalParams
+) -> np.ndarray:
     """Pass 1c: the noisy input's history dropped (the frame's own signal with its fireflies
     limited, `limited_signal`, n = 1) within
     `~TemporalParams.disocclusion_margin` pixels (Chebyshev distance) of a pixel without
@@ -381,8 +404,9 @@ def near_disocclusions(reprojection: np.ndarray, params: TemporalParams) -> np.n
     return near_pixels(rejected, params.disocclusion_margin)
 
 
-def drop_input_history(signal: np.ndarray, reprojection: np.ndarray,
-                       near: np.ndarray) -> np.ndarray:
+def drop_input_history(
+    signal: np.ndarray, reprojection: np.ndarray, near: np.ndarray
+) -> np.ndarray:
     """The reprojection with the frame's own signal (fireflies limited) and n = 1 where
     ``near`` (`near_disocclusions`)."""
     out = reprojection.copy()
@@ -415,8 +439,9 @@ def near_pixels(mask: np.ndarray, radius: int) -> np.ndarray:
     return out
 
 
-def reject_changes(signal: np.ndarray, reprojection: np.ndarray,
-                   params: TemporalParams) -> np.ndarray:
+def reject_changes(
+    signal: np.ndarray, reprojection: np.ndarray, params: TemporalParams
+) -> np.ndarray:
     """Pass 1b: the input history dropped (n = 1) and the output's cut to
     `~TemporalParams.change_output_history` frames where the light changed: where the mean
     luminance of the frame's noisy color (its fireflies limited) over the `CHANGE_RADIUS`
@@ -428,8 +453,9 @@ def reject_changes(signal: np.ndarray, reprojection: np.ndarray,
     return cut_changes(signal, reprojection, light_changed(signal, reprojection, params), params)
 
 
-def light_changed(signal: np.ndarray, reprojection: np.ndarray,
-                  params: TemporalParams) -> np.ndarray:
+def light_changed(
+    signal: np.ndarray, reprojection: np.ndarray, params: TemporalParams
+) -> np.ndarray:
     """``[H, W]`` bool: the pixels whose light changed (`reject_changes`' test; none where
     `~TemporalParams.change_sigmas` is 0). It reads only the reprojection's channels that
     `reject_changes` and `drop_near_disocclusions` keep, so it holds after them too."""
@@ -449,8 +475,9 @@ def light_changed(signal: np.ndarray, reprojection: np.ndarray,
     return (np.abs(mean - mean_previous) > f32(params.change_sigmas) * error) & valid
 
 
-def cut_changes(signal: np.ndarray, reprojection: np.ndarray, changed: np.ndarray,
-                params: TemporalParams) -> np.ndarray:
+def cut_changes(
+    signal: np.ndarray, reprojection: np.ndarray, changed: np.ndarray, params: TemporalParams
+) -> np.ndarray:
     """The reprojection with the frame's own signal, n = 1 and the output's history cut to
     `~TemporalParams.change_output_history` frames where ``changed`` (`light_changed`)."""
     f32 = np.float32
@@ -489,8 +516,9 @@ def gather(
     height, width = motion.shape[:2]
     f32 = np.float32
     usable = motion_is_usable(motion)
-    rows, cols = np.meshgrid(np.arange(height, dtype=f32), np.arange(width, dtype=f32),
-                             indexing="ij")
+    rows, cols = np.meshgrid(
+        np.arange(height, dtype=f32), np.arange(width, dtype=f32), indexing="ij"
+    )
     px = cols + np.where(usable, motion[:, :, 0], f32(0))
     py = rows + np.where(usable, motion[:, :, 1], f32(0))
     x0, y0 = np.floor(px), np.floor(py)
@@ -557,8 +585,9 @@ def _accumulate(signal, history, valid, valid_out, fx, fy, params) -> np.ndarray
         valid_out[:, :, None], history[:, :, STATE_OUTPUT : STATE_OUTPUT + 3], f32(0)
     )
     out[:, :, REPROJECTION_VALID] = valid.astype(f32)
-    out_count = np.minimum(history[:, :, STATE_OUTPUT_COUNT] + f32(1),
-                           f32(1) / f32(max(params.output_blend, 1e-6)))
+    out_count = np.minimum(
+        history[:, :, STATE_OUTPUT_COUNT] + f32(1), f32(1) / f32(max(params.output_blend, 1e-6))
+    )
     out[:, :, REPROJECTION_OUTPUT_COUNT] = np.where(valid_out, out_count, f32(1))
     out[:, :, REPROJECTION_INPUT_SCALE] = scale
     return out
@@ -568,8 +597,12 @@ def _by_group(signal_part: np.ndarray, output_part: np.ndarray) -> np.ndarray:
     """``[H, W, GATHERED]``: the first per signal channel and its count, the second per
     output channel and its count."""
     return np.concatenate(
-        [np.repeat(signal_part[:, :, None], STATE_OUTPUT, axis=2),
-         np.repeat(output_part[:, :, None], GATHERED - STATE_OUTPUT, axis=2)], axis=2)
+        [
+            np.repeat(signal_part[:, :, None], STATE_OUTPUT, axis=2),
+            np.repeat(output_part[:, :, None], GATHERED - STATE_OUTPUT, axis=2),
+        ],
+        axis=2,
+    )
 
 
 def luminance(rgb: np.ndarray) -> np.ndarray:
@@ -590,7 +623,8 @@ def _firefly_scale(signal, history, valid, valid_out, accumulates, params) -> np
     l_in = luminance(signal[:, :, 0:3])
     inputs = accumulates & (history[:, :, STATE_COUNT] >= f32(2))
     guide = np.where(
-        inputs, luminance(history[:, :, 0:3]),
+        inputs,
+        luminance(history[:, :, 0:3]),
         luminance(history[:, :, STATE_OUTPUT : STATE_OUTPUT + 3]),
     )
     limit = f32(params.firefly_ratio) * guide
@@ -621,7 +655,8 @@ def neighbourhood_bounds(
     height, width = denoised.shape[:2]
     padded = np.pad(denoised, ((r, r), (r, r), (0, 0)), mode="edge")
     windows = [
-        padded[dy : dy + height, dx : dx + width] for dy in range(2 * r + 1)
+        padded[dy : dy + height, dx : dx + width]
+        for dy in range(2 * r + 1)
         for dx in range(2 * r + 1)
     ]
     if params.clamp == "variance":
@@ -642,9 +677,7 @@ def neighbourhood_bounds(
     return low, high
 
 
-def stabilize(
-    denoised: np.ndarray, reprojection: np.ndarray, params: TemporalParams
-) -> np.ndarray:
+def stabilize(denoised: np.ndarray, reprojection: np.ndarray, params: TemporalParams) -> np.ndarray:
     """Pass 2 (see the module docstring): the temporal output ``[H, W, 3]`` float32."""
     f32 = np.float32
     den = np.ascontiguousarray(denoised[:, :, :3], dtype=f32)

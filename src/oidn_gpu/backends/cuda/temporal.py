@@ -306,7 +306,8 @@ def _firefly_scale(signal, history, valid_out, accumulates, params: tp.TemporalP
     l_in = _luminance(signal[..., 0:3])
     inputs = accumulates & (history[..., tp.STATE_COUNT] >= 2)
     guide = torch.where(
-        inputs, _luminance(history[..., 0:3]),
+        inputs,
+        _luminance(history[..., 0:3]),
         _luminance(history[..., tp.STATE_OUTPUT : tp.STATE_OUTPUT + 3]),
     )
     limit = _f(params.firefly_ratio, signal) * guide

@@ -181,9 +181,7 @@ class OidnBenchmark:
         parser.add_argument(
             "--device", default=None, help="Intel OIDN's device (auto, cpu, cuda, hip, sycl)"
         )
-        parser.add_argument(
-            "--json", dest="json_path", default=None, help=JSON_HELP
-        )
+        parser.add_argument("--json", dest="json_path", default=None, help=JSON_HELP)
 
     def run(self, args: Any, tools: BenchTools) -> int:
         device = parse_device(args.device)

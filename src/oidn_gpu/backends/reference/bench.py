@@ -96,8 +96,14 @@ def _p95(values: Sequence[float]) -> float:
 
 
 def run_reference_bench(
-    *, denoiser: Callable[..., Any], size: str = "1080p", weights: str = "rt_hdr_alb_nrm",
-    runs: int = 5, warmup: int = 1, oidn: bool = False, threads: int | None = None,
+    *,
+    denoiser: Callable[..., Any],
+    size: str = "1080p",
+    weights: str = "rt_hdr_alb_nrm",
+    runs: int = 5,
+    warmup: int = 1,
+    oidn: bool = False,
+    threads: int | None = None,
     max_memory_mb: int | None = None,
 ) -> ReferenceBench:
     """Benchmark the reference backend; see the module docstring. ``denoiser``:
@@ -117,7 +123,10 @@ def run_reference_bench(
     normal = rng.random((height, width, 3), np.float32) * 2 - 1
     oidn_times: list[float] = []
     with denoiser(
-        hdr=True, weights=builtin.weights_path(weights), backend=BACKEND, threads=threads,
+        hdr=True,
+        weights=builtin.weights_path(weights),
+        backend=BACKEND,
+        threads=threads,
         max_memory_mb=max_memory_mb,
     ) as den:
         first = _times(lambda: den.denoise(color, albedo, normal), 1, 0)
@@ -180,8 +189,9 @@ def _oidn_filter(
     flt = pyoidn.Filter(device, pyoidn.OIDN_FILTER_TYPE_RT)
     output = np.empty_like(color)  # pyoidn keeps raw pointers: every array lives until here
     for name, image in (("color", color), ("albedo", albedo), ("normal", normal)):
-        flt.set_image(getattr(pyoidn, f"OIDN_IMAGE_{name.upper()}"), image,
-                      pyoidn.OIDN_FORMAT_FLOAT3)
+        flt.set_image(
+            getattr(pyoidn, f"OIDN_IMAGE_{name.upper()}"), image, pyoidn.OIDN_FORMAT_FLOAT3
+        )
     flt.set_image(pyoidn.OIDN_IMAGE_OUTPUT, output, pyoidn.OIDN_FORMAT_FLOAT3)
     flt.set_bool("hdr", True)
     flt.set_int("quality", 5 if weights == "rt_hdr_alb_nrm" else 4)  # balanced / fast
@@ -201,23 +211,36 @@ class ReferenceBenchmark:
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--size", default="1080p", help="720p, 1080p, 4k or WIDTHxHEIGHT")
-        parser.add_argument("--weights", default="rt_hdr_alb_nrm",
-                            help="built-in color+albedo+normal weights name")
+        parser.add_argument(
+            "--weights", default="rt_hdr_alb_nrm", help="built-in color+albedo+normal weights name"
+        )
         parser.add_argument("--runs", type=int, default=5)
         parser.add_argument("--warmup", type=int, default=1)
         parser.add_argument("--oidn", action="store_true", help="also time Intel OIDN (pyoidn)")
-        parser.add_argument("--threads", type=int, default=None,
-                            help="reference backend threads (default: the usable cores, 1 to 8)")
-        parser.add_argument("--max-memory-mb", type=int, default=None, metavar="MB",
-                            help="OIDN's maxMemoryMB for the denoise (the network alone then "
-                            "runs on one tile)")
-        parser.add_argument("--json", dest="json_path", default=None,
-                            help=JSON_HELP)
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=None,
+            help="reference backend threads (default: the usable cores, 1 to 8)",
+        )
+        parser.add_argument(
+            "--max-memory-mb",
+            type=int,
+            default=None,
+            metavar="MB",
+            help="OIDN's maxMemoryMB for the denoise (the network alone then runs on one tile)",
+        )
+        parser.add_argument("--json", dest="json_path", default=None, help=JSON_HELP)
 
     def run(self, args: Any, tools: BenchTools) -> int:
         result = run_reference_bench(
-            denoiser=tools.denoiser, size=args.size, weights=args.weights, runs=args.runs,
-            warmup=args.warmup, oidn=args.oidn, threads=args.threads,
+            denoiser=tools.denoiser,
+            size=args.size,
+            weights=args.weights,
+            runs=args.runs,
+            warmup=args.warmup,
+            oidn=args.oidn,
+            threads=args.threads,
             max_memory_mb=args.max_memory_mb,
         )
         print(result.table())

@@ -261,8 +261,6 @@ def default_threads() -> int:
     return max(1, min(MAX_DEFAULT_THREADS, usable_cores()))
 
 
-
-
 def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 

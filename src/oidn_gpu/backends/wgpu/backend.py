@@ -61,9 +61,7 @@ class WgpuBenchmark:
         parser.add_argument("--runs", type=int, default=20)
         parser.add_argument("--warmup", type=int, default=3)
         parser.add_argument("--top", type=int, default=8)
-        parser.add_argument(
-            "--json", dest="json_path", default=None, help=JSON_HELP
-        )
+        parser.add_argument("--json", dest="json_path", default=None, help=JSON_HELP)
         parser.add_argument(
             "--no-end-to-end",
             dest="end_to_end",

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-
 from oidn_gpu.backends.frame_runner import HostFrame
 from oidn_gpu.backends.gpu_device import BufferUsage
 from oidn_gpu.backends.wgpu.resources import BUFFER

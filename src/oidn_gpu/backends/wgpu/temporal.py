@@ -40,9 +40,13 @@ class WgpuTemporalPasses:
         spec = kt.TemporalSpec(params)
         kernel = self._kernels.get((which, spec))
         if kernel is None:
-            generate = {"reproject": kt.generate_reproject, "changes": kt.generate_changes,
-                        "near_rows": kt.generate_near_rows, "near": kt.generate_near,
-                        "stabilize": kt.generate_stabilize}[which]
+            generate = {
+                "reproject": kt.generate_reproject,
+                "changes": kt.generate_changes,
+                "near_rows": kt.generate_near_rows,
+                "near": kt.generate_near,
+                "stabilize": kt.generate_stabilize,
+            }[which]
             kernel = self._kernels[which, spec] = generate(spec)
         return kernel
 
@@ -59,17 +63,24 @@ class WgpuTemporalPasses:
             self._buffers.clear()
             pixels = height * width
             channels = {
-                "motion": 2, "guide": tp.GUIDE_CHANNELS, "prev_guide": tp.GUIDE_CHANNELS,
-                "signal": tp.SIGNAL_CHANNELS, "prev_state": tp.STATE_CHANNELS,
-                "reprojection": tp.REPROJECTION_CHANNELS, "denoised": 3, "output": 3,
-                "gathered": tp.REPROJECTION_CHANNELS, "rows": 1,
+                "motion": 2,
+                "guide": tp.GUIDE_CHANNELS,
+                "prev_guide": tp.GUIDE_CHANNELS,
+                "signal": tp.SIGNAL_CHANNELS,
+                "prev_state": tp.STATE_CHANNELS,
+                "reprojection": tp.REPROJECTION_CHANNELS,
+                "denoised": 3,
+                "output": 3,
+                "gathered": tp.REPROJECTION_CHANNELS,
+                "rows": 1,
             }
             for name, count in channels.items():
                 self._buffers[name] = self._device.create_buffer(
                     f"oidn/temporal/{name}", 4 * pixels * count, STORAGE_USAGE
                 )
             self._buffers["params"] = self._device.create_buffer(
-                "oidn/temporal/params", kt.TEMPORAL_PARAMS.size,
+                "oidn/temporal/params",
+                kt.TEMPORAL_PARAMS.size,
                 BufferUsage.UNIFORM | BufferUsage.COPY_DST,
             )
             self._device.write_buffer(
@@ -78,8 +89,13 @@ class WgpuTemporalPasses:
             self._size = (height, width)
         return self._buffers
 
-    def _run(self, kernels: list[tuple[Any, tuple[str, ...]]], result: str,
-             shape: tuple[int, ...], uploads: dict[str, np.ndarray]) -> np.ndarray:
+    def _run(
+        self,
+        kernels: list[tuple[Any, tuple[str, ...]]],
+        result: str,
+        shape: tuple[int, ...],
+        uploads: dict[str, np.ndarray],
+    ) -> np.ndarray:
         """Upload, dispatch the kernels in order (each with its buffers), read back."""
         height, width = shape[:2]
         buffers = self._buffers_for(height, width)
@@ -102,11 +118,18 @@ class WgpuTemporalPasses:
         kernel = self._kernel("reproject", params)
         height, width = motion.shape[:2]
         finite_motion = np.nan_to_num(
-            np.asarray(motion, np.float32), nan=FAR_MOTION, posinf=FAR_MOTION,
+            np.asarray(motion, np.float32),
+            nan=FAR_MOTION,
+            posinf=FAR_MOTION,
             neginf=-FAR_MOTION,
         )
-        uploads = {"motion": finite_motion, "guide": guide, "prev_guide": prev_guide,
-                   "signal": signal, "prev_state": prev_state}
+        uploads = {
+            "motion": finite_motion,
+            "guide": guide,
+            "prev_guide": prev_guide,
+            "signal": signal,
+            "prev_state": prev_state,
+        }
         shape = (height, width, tp.REPROJECTION_CHANNELS)
         if params.change_sigmas == 0:
             names = ("motion", "guide", "prev_guide", "signal", "prev_state", "reprojection")
@@ -116,18 +139,20 @@ class WgpuTemporalPasses:
             changes = (self._kernel("changes", params), ("signal", "gathered", "reprojection"))
             kernels = [(kernel, names), changes]
         if params.disocclusion_margin > 0:
-            kernels += [(self._kernel("near_rows", params), ("reprojection", "rows")),
-                        (self._kernel("near", params), ("signal", "rows", "reprojection"))]
+            kernels += [
+                (self._kernel("near_rows", params), ("reprojection", "rows")),
+                (self._kernel("near", params), ("signal", "rows", "reprojection")),
+            ]
         return self._run(kernels, "reprojection", shape, uploads)
 
     def stabilize(self, denoised, reprojection, params) -> np.ndarray:
         kernel = self._kernel("stabilize", params)
         den = np.asarray(denoised[:, :, :3], np.float32)
         finite = np.isfinite(den)
-        uploads = {"denoised": np.where(finite, den, np.float32(0)),
-                   "reprojection": reprojection}
-        out = self._run([(kernel, ("denoised", "reprojection", "output"))], "output",
-                        den.shape, uploads)
+        uploads = {"denoised": np.where(finite, den, np.float32(0)), "reprojection": reprojection}
+        out = self._run(
+            [(kernel, ("denoised", "reprojection", "output"))], "output", den.shape, uploads
+        )
         return np.where(finite, out, den)
 
     def close(self) -> None:

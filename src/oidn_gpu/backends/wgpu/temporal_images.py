@@ -13,8 +13,11 @@ from oidn_gpu.image.checks import validate_images
 
 def signature(frame: TemporalFrame, images: Any) -> tuple[Any, ...]:
     """What a frame continuing the history shares with the previous one."""
-    return (images.height, images.width,
-            *(a is not None for a in (frame.albedo, frame.normal, frame.depth)))
+    return (
+        images.height,
+        images.width,
+        *(a is not None for a in (frame.albedo, frame.normal, frame.depth)),
+    )
 
 
 def network_images(frame: TemporalFrame) -> Any:
@@ -25,9 +28,14 @@ def network_images(frame: TemporalFrame) -> Any:
         if image is not None and np.shape(image)[:2] != np.shape(frame.color)[:2]:
             raise InvalidArgumentError(
                 f"the {name} image is {np.shape(image)[1]}x{np.shape(image)[0]}; expected the "
-                f"color's size {np.shape(frame.color)[1]}x{np.shape(frame.color)[0]}")
-    return validate_images(*(None if a is None else dense(n, a) for n, a in (
-        ("color", frame.color), ("albedo", frame.albedo), ("normal", frame.normal))))
+                f"color's size {np.shape(frame.color)[1]}x{np.shape(frame.color)[0]}"
+            )
+    return validate_images(
+        *(
+            None if a is None else dense(n, a)
+            for n, a in (("color", frame.color), ("albedo", frame.albedo), ("normal", frame.normal))
+        )
+    )
 
 
 def dense(name: str, array: np.ndarray) -> np.ndarray:
@@ -39,7 +47,8 @@ def dense(name: str, array: np.ndarray) -> np.ndarray:
     want = {"motion": 2, "depth": 1}.get(name, 3)
     if arr.ndim != 3 or arr.shape[2] not in (1, want):
         raise InvalidArgumentError(
-            f"the {name} image has shape {np.shape(array)}; expected HxWx{want}")
+            f"the {name} image has shape {np.shape(array)}; expected HxWx{want}"
+        )
     if arr.shape[2] != want:
         arr = np.broadcast_to(arr, (*arr.shape[:2], want))
     return np.ascontiguousarray(arr)
@@ -48,6 +57,7 @@ def dense(name: str, array: np.ndarray) -> np.ndarray:
 def keep_min(pixels: int, cut_threshold: float) -> int:
     """The least count of pixels with history for which a frame is no camera cut: the
     host test ``1 - count / pixels > cut_threshold`` (float64) holds exactly below it."""
+
     def cut(count: int) -> bool:
         return 1.0 - count / float(pixels) > cut_threshold
 

@@ -118,9 +118,7 @@ class Prefetcher:
             return None
         self._pending.remove(staged)
         self._taken.append(staged)
-        if staged.future.exception() is not None or (
-            staged.inputs and self.resident is not staged
-        ):
+        if staged.future.exception() is not None or (staged.inputs and self.resident is not staged):
             self.done_with(staged)
             self._drop(device, staged)
             return None

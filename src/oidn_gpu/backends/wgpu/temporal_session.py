@@ -56,8 +56,8 @@ from oidn_gpu.backends.gpu_device import (
     DeferredRelease,
     PassTimestamps,
 )
-from oidn_gpu.backends.wgpu.frames import F32_BYTES, GpuImage
 from oidn_gpu.backends.wgpu import temporal_images as ti
+from oidn_gpu.backends.wgpu.frames import F32_BYTES, GpuImage
 from oidn_gpu.backends.wgpu.resources import BUFFER, QUERY_SET, ResourceTracker
 from oidn_gpu.backends.wgpu.staging import StagingBuffers
 from oidn_gpu.backends.wgpu.temporal_prefetch import Prefetcher
@@ -135,8 +135,9 @@ class WgpuTemporalSession:
 
     # ------------------------------------------------------------------ the frame
 
-    def frame(self, frame: TemporalFrame, params: tp.TemporalParams, *,
-              restart: bool) -> TemporalResult:
+    def frame(
+        self, frame: TemporalFrame, params: tp.TemporalParams, *, restart: bool
+    ) -> TemporalResult:
         """`TemporalSession.frame`: the next frame, its history kept on the device.
 
         Raises:
@@ -208,12 +209,22 @@ class WgpuTemporalSession:
         images = ti.network_images(frame)
         return images, self.frames.plan(images, on_device=True)
 
-    def _submitted(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-                   images: Any, planned: NetworkFrame) -> _Submitted:
+    def _submitted(
+        self,
+        frame: TemporalFrame,
+        params: tp.TemporalParams,
+        restart: bool,
+        images: Any,
+        planned: NetworkFrame,
+    ) -> _Submitted:
         """The frame's GPU work: the one submitted ahead for it, else submitted now."""
         ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead.frame is frame and ahead.params == params and (
-                not restart and self._signature == ahead.signature):
+        if (
+            ahead is not None
+            and ahead.frame is frame
+            and ahead.params == params
+            and (not restart and self._signature == ahead.signature)
+        ):
             self.ran_ahead += 1
             return ahead
         staged = None
@@ -227,9 +238,16 @@ class WgpuTemporalSession:
         self._signature = None  # set again once the frame has finished
         return self._submit(frame, params, restart, images, planned, signature, staged)
 
-    def _submit(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-                images: Any, planned: NetworkFrame, signature: tuple[Any, ...],
-                staged: Any = None) -> _Submitted:
+    def _submit(
+        self,
+        frame: TemporalFrame,
+        params: tp.TemporalParams,
+        restart: bool,
+        images: Any,
+        planned: NetworkFrame,
+        signature: tuple[Any, ...],
+        staged: Any = None,
+    ) -> _Submitted:
         """Queue the frame's passes, network, pass 2 and readback (its images staged by
         `prefetch`: ``staged``, else taken from the prefetcher or uploaded now)."""
         runner = planned.runner
@@ -258,16 +276,30 @@ class WgpuTemporalSession:
             encoder.write_timestamps(PassTimestamps(timestamps, 5))
             encoder.resolve_timestamps(timestamps, len(PHASES) + 1, self._buffers["resolve"])
             if self._kernel_stamps:
-                encoder.resolve_timestamps(self._buffers["kernel_timestamps"],
-                                           2 * len(self._kernel_stamps),
-                                           self._buffers["kernel_resolve"])
+                encoder.resolve_timestamps(
+                    self._buffers["kernel_timestamps"],
+                    2 * len(self._kernel_stamps),
+                    self._buffers["kernel_resolve"],
+                )
         self._device.submit([encoder.finish()])
         self._prefetcher.submit_ready(self._device, self._staging)
-        host_ms = {"upload": (uploaded - start) * 1e3,
-                   "submit": (time.perf_counter() - uploaded) * 1e3}
-        return _Submitted(frame, params, restart, signature, keep_min, readback, staging,
-                          staged, planned, host_ms,
-                          timestamps is not None)
+        host_ms = {
+            "upload": (uploaded - start) * 1e3,
+            "submit": (time.perf_counter() - uploaded) * 1e3,
+        }
+        return _Submitted(
+            frame,
+            params,
+            restart,
+            signature,
+            keep_min,
+            readback,
+            staging,
+            staged,
+            planned,
+            host_ms,
+            timestamps is not None,
+        )
 
     def _run_ahead(self, current: _Submitted) -> None:
         """Submit the oldest staged frame's work behind ``current``'s, as its own call
@@ -282,7 +314,8 @@ class WgpuTemporalSession:
         except OIDNGPUError:
             return  # its own call raises it
         if planned.runner is not self._runner or (
-                ti.signature(staged.frame, images) != current.signature):
+            ti.signature(staged.frame, images) != current.signature
+        ):
             return
         staged.future.exception()  # its images are in the upload buffers
         taken = self._prefetcher.take(self._device, self._staging, staged.frame)
@@ -290,9 +323,10 @@ class WgpuTemporalSession:
             return
         self._current = 1 - self._current  # its history: the state current writes
         try:
-            self._ahead = self._submit(staged.frame, current.params, False, images, planned,
-                                       current.signature, taken)
-        except Exception:  # noqa: BLE001 - the frame's own call runs it again and raises
+            self._ahead = self._submit(
+                staged.frame, current.params, False, images, planned, current.signature, taken
+            )
+        except Exception:
             self._prefetcher.done_with(taken)
         finally:
             self._current = 1 - self._current
@@ -316,7 +350,8 @@ class WgpuTemporalSession:
             input_scale = scale
             if scale == 0.0:
                 process.warn_if_autoexposure_blackens(
-                    tp.pack_signal(frame.color, None, None)[:, :, :3], scale)
+                    tp.pack_signal(frame.color, None, None)[:, :, :3], scale
+                )
         self.frames.record(planned, input_scale)
         cut = not restart and count < sub.keep_min
         fraction = 0.0 if restart or cut else count / float(height * width)
@@ -343,18 +378,27 @@ class WgpuTemporalSession:
         height, width = images.height, images.width
         plan = planned.plan
         reprojection = self._buffers["reprojection"]
-        given = [0] + [3 * (i + 1) for i, image in enumerate((images.albedo, images.normal))
-                       if image is not None]
-        inputs = [GpuImage(reprojection, height, width, 3, pixel_stride=tp.REPROJECTION_CHANNELS,
-                           offset=offset) for offset in given]
+        given = [0] + [
+            3 * (i + 1)
+            for i, image in enumerate((images.albedo, images.normal))
+            if image is not None
+        ]
+        inputs = [
+            GpuImage(
+                reprojection, height, width, 3, pixel_stride=tp.REPROJECTION_CHANNELS, offset=offset
+            )
+            for offset in given
+        ]
         denoised = GpuImage(self._buffers["denoised"], height, width, 3)
-        runner.denoise_buffers(inputs, denoised, mode=plan.mode, plan=plan.tiles,
-                               autoexposure=planned.autoexposes)
+        runner.denoise_buffers(
+            inputs, denoised, mode=plan.mode, plan=plan.tiles, autoexposure=planned.autoexposes
+        )
 
     # ------------------------------------------------------------------ passes
 
-    def _kernel(self, which: str, params: tp.TemporalParams | None = None,
-                given: tuple[bool, ...] = ()) -> tuple[Any, Any, str]:
+    def _kernel(
+        self, which: str, params: tp.TemporalParams | None = None, given: tuple[bool, ...] = ()
+    ) -> tuple[Any, Any, str]:
         """``(kernel, pipeline, name)`` of one of the session's kernels, generated once
         (``name``: ``which``, ``"pack-guide"`` for the pack of the gather's images)."""
         key = (which, None if params is None else kt.TemporalSpec(params), given)
@@ -362,11 +406,11 @@ class WgpuTemporalSession:
         if entry is None:
             spec = key[1]
             kernel = {
-                "pack": lambda: kt.generate_pack(*given[:3], signal=given[3],
-                                                 motion=not given[3]),
+                "pack": lambda: kt.generate_pack(*given[:3], signal=given[3], motion=not given[3]),
                 "gather": lambda: kt.generate_reproject(spec, "gather"),
                 "accumulate": lambda: kt.generate_reproject(
-                    spec, "accumulate", count=True, missing=spec.params.disocclusion_margin > 0),
+                    spec, "accumulate", count=True, missing=spec.params.disocclusion_margin > 0
+                ),
                 "changes": lambda: kt.generate_changes(spec, luma=True),
                 "near_rows": lambda: kt.generate_near_rows(spec, compact=True),
                 "near": lambda: kt.generate_near(spec),
@@ -379,8 +423,7 @@ class WgpuTemporalSession:
             entry = self._kernels[key] = (kernel, pipeline, name)
         return entry
 
-    def _dispatch(self, encoder: Any, entry: tuple[Any, Any, str],
-                  names: tuple[str, ...]) -> None:
+    def _dispatch(self, encoder: Any, entry: tuple[Any, Any, str], names: tuple[str, ...]) -> None:
         """Dispatch a kernel over the frame, its buffers bound by name (``prev_*`` and
         ``next_*``: the history buffers of this frame's turn)."""
         kernel, pipeline, which = entry
@@ -389,16 +432,19 @@ class WgpuTemporalSession:
         group = self._groups.get(group_key)
         if group is None:
             group = self._groups[group_key] = self._device.create_bind_group(
-                kernel.key, pipeline, buffers)
+                kernel.key, pipeline, buffers
+            )
         height, width = self._size
         stamps = self._kernel_stamps
         timed = None
         if stamps is not None and len(stamps) < KERNEL_STAMPS // 2:
-            timed = PassTimestamps(self._buffers["kernel_timestamps"], 2 * len(stamps),
-                                   2 * len(stamps) + 1)
+            timed = PassTimestamps(
+                self._buffers["kernel_timestamps"], 2 * len(stamps), 2 * len(stamps) + 1
+            )
             stamps.append(which)
-        encoder.dispatch(pipeline, group, kernel.grid(0, height, width), label=kernel.name,
-                         timestamps=timed)
+        encoder.dispatch(
+            pipeline, group, kernel.grid(0, height, width), label=kernel.name, timestamps=timed
+        )
 
     def _named(self, name: str) -> Any:
         turn = {"prev": self._current, "next": 1 - self._current}
@@ -407,8 +453,14 @@ class WgpuTemporalSession:
             return self._buffers[f"{rest}{turn[prefix]}"]
         return self._buffers[name]
 
-    def _queue_passes(self, frame: TemporalFrame, params: tp.TemporalParams, restart: bool,
-                      timestamps: Any, staged: Any) -> list[Any]:
+    def _queue_passes(
+        self,
+        frame: TemporalFrame,
+        params: tp.TemporalParams,
+        restart: bool,
+        timestamps: Any,
+        staged: Any,
+    ) -> list[Any]:
         """Upload the frame and queue pass 1, the count and the restart or cut test: the
         images the gather needs first (motion and the guides the tap tests use), the
         gather submitted at once so that it runs while the rest is uploaded, then the
@@ -420,39 +472,75 @@ class WgpuTemporalSession:
                 self._buffers[f"in_{name}"] = buffer
             staging.extend(buffer for buffer, _ in staged.uploads.values())
         given = [n for n in ("color", "albedo", "normal", "depth") if getattr(frame, n) is not None]
-        early = [] if restart else ["motion"] + [n for n, used in (
-            ("depth", params.use_depth), ("albedo", params.use_albedo),
-            ("normal", params.use_normal)) if used and n in given]
+        early = (
+            []
+            if restart
+            else ["motion"]
+            + [
+                n
+                for n, used in (
+                    ("depth", params.use_depth),
+                    ("albedo", params.use_albedo),
+                    ("normal", params.use_normal),
+                )
+                if used and n in given
+            ]
+        )
         if early:
             if staged is None:
                 self._upload(frame, early, staging)
             encoder = self._device.create_command_encoder("oidn/temporal/gather")
-            self._dispatch(encoder, self._kernel("pack", given=self._bound(early, False)),
-                           (*(f"in_{n}" for n in ("albedo", "normal", "depth", "motion")
-                              if n in early), "next_guide", "motion_finite"))
-            self._dispatch(encoder, self._kernel("gather", params),
-                           ("motion_finite", "next_guide", "prev_guide", "prev_state", "hist"))
+            self._dispatch(
+                encoder,
+                self._kernel("pack", given=self._bound(early, False)),
+                (
+                    *(f"in_{n}" for n in ("albedo", "normal", "depth", "motion") if n in early),
+                    "next_guide",
+                    "motion_finite",
+                ),
+            )
+            self._dispatch(
+                encoder,
+                self._kernel("gather", params),
+                ("motion_finite", "next_guide", "prev_guide", "prev_state", "hist"),
+            )
             self._device.submit([encoder.finish()])
         if staged is None:
             self._upload(frame, [n for n in given if n not in early], staging)
         encoder = self._device.create_command_encoder("oidn/temporal/passes")
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 1))
-        self._dispatch(encoder, self._kernel("pack", given=self._bound(given, True)),
-                       (*(f"in_{n}" for n in given), "signal", "next_guide"))
+        self._dispatch(
+            encoder,
+            self._kernel("pack", given=self._bound(given, True)),
+            (*(f"in_{n}" for n in given), "signal", "next_guide"),
+        )
         if not restart:
             # the accumulation also counts the pixels with history and marks the others
             changes, near = params.change_sigmas != 0, params.disocclusion_margin > 0
-            self._dispatch(encoder, self._kernel("accumulate", params), (
-                "motion_finite", "next_guide", "signal", "hist", "reprojection",
-                *(["luma"] if changes else []), *(["missing"] if near else []), "counter"))
+            self._dispatch(
+                encoder,
+                self._kernel("accumulate", params),
+                (
+                    "motion_finite",
+                    "next_guide",
+                    "signal",
+                    "hist",
+                    "reprojection",
+                    *(["luma"] if changes else []),
+                    *(["missing"] if near else []),
+                    "counter",
+                ),
+            )
             if changes:  # in place
-                self._dispatch(encoder, self._kernel("changes", params),
-                               ("signal", "luma", "reprojection"))
+                self._dispatch(
+                    encoder, self._kernel("changes", params), ("signal", "luma", "reprojection")
+                )
             if near:
                 self._dispatch(encoder, self._kernel("near_rows", params), ("missing", "rows"))
-                self._dispatch(encoder, self._kernel("near", params),
-                               ("signal", "rows", "reprojection"))
+                self._dispatch(
+                    encoder, self._kernel("near", params), ("signal", "rows", "reprojection")
+                )
         self._dispatch(encoder, self._kernel("restart"), ("signal", "counter", "reprojection"))
         if timestamps is not None:
             encoder.write_timestamps(PassTimestamps(timestamps, 2))
@@ -466,8 +554,11 @@ class WgpuTemporalSession:
         return (*(n in names for n in ("albedo", "normal", "depth")), signal)
 
     def _encode_stabilize(self, encoder: Any, params: tp.TemporalParams) -> None:
-        self._dispatch(encoder, self._kernel("stabilize", params),
-                       ("denoised", "reprojection", "output", "next_state"))
+        self._dispatch(
+            encoder,
+            self._kernel("stabilize", params),
+            ("denoised", "reprojection", "output", "next_state"),
+        )
 
     def _encode_readback(self, encoder: Any, height: int, width: int, frame_uniform: Any) -> Any:
         """Copy the output, the count and the input scale into the readback buffer."""
@@ -488,12 +579,15 @@ class WgpuTemporalSession:
         def copy_out(mapped: np.ndarray) -> None:
             parallel_copyto(output.reshape(-1).view(np.uint8), mapped[: pixels * F32_BYTES])
             rest = mapped[pixels * F32_BYTES :]
-            tail.append((int(rest[:F32_BYTES].view(np.uint32)[0]),
-                         float(rest[F32_BYTES:].view(np.float32)[0])))
+            tail.append(
+                (
+                    int(rest[:F32_BYTES].view(np.uint32)[0]),
+                    float(rest[F32_BYTES:].view(np.float32)[0]),
+                )
+            )
 
         start = time.perf_counter()
-        waited = self._device.read_mapped_with(readback, pixels * F32_BYTES + TAIL_BYTES,
-                                               copy_out)
+        waited = self._device.read_mapped_with(readback, pixels * F32_BYTES + TAIL_BYTES, copy_out)
         copied = time.perf_counter() - start
         self.last_host_ms = {"wait": waited * 1e3, "readback": (copied - waited) * 1e3}
         return output, tail[0][0], tail[0][1]
@@ -513,21 +607,32 @@ class WgpuTemporalSession:
             self._attach(runner)
         pixels = height * width
         channels = {
-            "signal": tp.SIGNAL_CHANNELS, "guide0": tp.GUIDE_CHANNELS,
-            "guide1": tp.GUIDE_CHANNELS, "state0": tp.STATE_CHANNELS,
-            "state1": tp.STATE_CHANNELS, "motion_finite": 2,
-            "hist": tp.REPROJECTION_CHANNELS, "reprojection": tp.REPROJECTION_CHANNELS,
-            "luma": 2, "missing": 1, "rows": 1, "denoised": 3, "output": 3,
+            "signal": tp.SIGNAL_CHANNELS,
+            "guide0": tp.GUIDE_CHANNELS,
+            "guide1": tp.GUIDE_CHANNELS,
+            "state0": tp.STATE_CHANNELS,
+            "state1": tp.STATE_CHANNELS,
+            "motion_finite": 2,
+            "hist": tp.REPROJECTION_CHANNELS,
+            "reprojection": tp.REPROJECTION_CHANNELS,
+            "luma": 2,
+            "missing": 1,
+            "rows": 1,
+            "denoised": 3,
+            "output": 3,
         }
         for name, count in channels.items():
             self._buffers[name] = self._make(name, pixels * count * F32_BYTES, STORAGE_USAGE)
         self._buffers["counter"] = self._make("counter", 16, STORAGE_USAGE)
         self._buffers["params"] = self._make(
-            "params", kt.SESSION_PARAMS.size, BufferUsage.UNIFORM | BufferUsage.COPY_DST)
+            "params", kt.SESSION_PARAMS.size, BufferUsage.UNIFORM | BufferUsage.COPY_DST
+        )
         for turn in (0, 1):
             self._buffers[f"readback{turn}"] = self._make(
-                f"readback{turn}", pixels * 3 * F32_BYTES + TAIL_BYTES,
-                BufferUsage.MAP_READ | BufferUsage.COPY_DST)
+                f"readback{turn}",
+                pixels * 3 * F32_BYTES + TAIL_BYTES,
+                BufferUsage.MAP_READ | BufferUsage.COPY_DST,
+            )
         self._uniform_data = b""
         self._size = (height, width)
         self._signature = None
@@ -544,7 +649,8 @@ class WgpuTemporalSession:
 
     def _make(self, name: str, byte_size: int, usage: int) -> Any:
         return self._resources.track(
-            BUFFER, self._device.create_buffer(f"oidn/temporal/{name}", byte_size, usage))
+            BUFFER, self._device.create_buffer(f"oidn/temporal/{name}", byte_size, usage)
+        )
 
     def _upload(self, frame: TemporalFrame, names: list[str], staging: list[Any]) -> None:
         """Upload the frame's images ``names`` (dense float32) into the session's input
@@ -552,14 +658,15 @@ class WgpuTemporalSession:
         assert self._staging is not None
         self._prefetcher.overwritten()
         for name in names:
-            image = self._staging.upload(f"temporal-{name}",
-                                         ti.dense(name, getattr(frame, name)),
-                                         staging)
+            image = self._staging.upload(
+                f"temporal-{name}", ti.dense(name, getattr(frame, name)), staging
+            )
             self._buffers[f"in_{name}"] = image.buffer
 
     def _write_uniform(self, height: int, width: int, keep_min: int, restart: bool) -> None:
-        data = kt.SESSION_PARAMS.pack(width=width, height=height, keep_min=keep_min,
-                                      restart=int(restart))
+        data = kt.SESSION_PARAMS.pack(
+            width=width, height=height, keep_min=keep_min, restart=int(restart)
+        )
         if data != self._uniform_data:
             self._device.write_buffer(self._buffers["params"], 0, data)
             self._uniform_data = data
@@ -572,15 +679,20 @@ class WgpuTemporalSession:
         if query is None:
             count = len(PHASES) + 1
             query = self._resources.track(
-                QUERY_SET, self._device.create_query_set("oidn/temporal/timestamps", count))
+                QUERY_SET, self._device.create_query_set("oidn/temporal/timestamps", count)
+            )
             self._buffers["timestamps"] = query
             self._buffers["resolve"] = self._make(
-                "resolve", 8 * count, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC)
-            self._buffers["kernel_timestamps"] = self._resources.track(QUERY_SET, (
-                self._device.create_query_set("oidn/temporal/kernels", KERNEL_STAMPS)))
+                "resolve", 8 * count, BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC
+            )
+            self._buffers["kernel_timestamps"] = self._resources.track(
+                QUERY_SET, (self._device.create_query_set("oidn/temporal/kernels", KERNEL_STAMPS))
+            )
             self._buffers["kernel_resolve"] = self._make(
-                "kernel_resolve", 8 * KERNEL_STAMPS,
-                BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC)
+                "kernel_resolve",
+                8 * KERNEL_STAMPS,
+                BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC,
+            )
         return query
 
     def _stamp(self, query: Any, index: int) -> None:
@@ -592,15 +704,18 @@ class WgpuTemporalSession:
         raw = self._device.read_buffer(self._buffers["resolve"], 0, 8 * (len(PHASES) + 1))
         ticks = np.frombuffer(raw, np.uint64).astype(np.int64)
         period = self._device.timestamp_period_ns
-        self.last_gpu_ms = {phase: max(0, int(ticks[i + 1] - ticks[i])) * period / 1e6
-                            for i, phase in enumerate(PHASES)}
+        self.last_gpu_ms = {
+            phase: max(0, int(ticks[i + 1] - ticks[i])) * period / 1e6
+            for i, phase in enumerate(PHASES)
+        }
         names, self._kernel_stamps = self._kernel_stamps or [], None
         if names:
             raw = self._device.read_buffer(self._buffers["kernel_resolve"], 0, 16 * len(names))
             ticks = np.frombuffer(raw, np.uint64).astype(np.int64)
             self.last_kernel_ms = {
                 name: max(0, int(ticks[2 * i + 1] - ticks[2 * i])) * period / 1e6
-                for i, name in enumerate(names)}
+                for i, name in enumerate(names)
+            }
 
     # ------------------------------------------------------------------ lifetime
 
