@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_denoise
-from oidn_gpu.backends.wgpu.backend import ACCUMULATIONS
+from oidn_gpu.backends.wgpu.options import ACCUMULATIONS
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.runner import GpuDenoiser, GpuImage
