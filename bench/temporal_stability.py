@@ -21,6 +21,7 @@ to the denoised colours, one H x W x 3 array per frame, in order.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -111,7 +112,7 @@ def load_sequence(directory: str | Path, motion_layer: str | None = None) -> lis
 def disocclusions(frames: Sequence[Frame]) -> list[np.ndarray | None]:
     """Per frame, the pixels the previous frame did not show (None for the first frame)."""
     masks: list[np.ndarray | None] = [None]
-    for previous, frame in zip(frames, frames[1:], strict=False):
+    for previous, frame in itertools.pairwise(frames):
         hidden = tm.disocclusion_mask(
             frame.motion.backward, previous_forward=previous.motion.forward
         )

@@ -97,7 +97,7 @@ def _diffuse(rgb: tuple[float, float, float]) -> dict:
 
 def static_shapes(mi) -> dict:
     """Every shape that never moves."""
-    T = mi.ScalarTransform4f
+    transform = mi.ScalarTransform4f
     checker = {
         "type": "checkerboard",
         "color0": {"type": "rgb", "value": [0.15, 0.15, 0.17]},
@@ -107,12 +107,12 @@ def static_shapes(mi) -> dict:
     return {
         "floor": {
             "type": "rectangle",
-            "to_world": T().rotate([1, 0, 0], -90).scale(6.0),
+            "to_world": transform().rotate([1, 0, 0], -90).scale(6.0),
             "bsdf": {"type": "diffuse", "reflectance": checker},
         },
         "wall": {
             "type": "rectangle",
-            "to_world": T().translate([0, 3.0, -2.5]).scale(6.0),
+            "to_world": transform().translate([0, 3.0, -2.5]).scale(6.0),
             "bsdf": _diffuse((0.55, 0.6, 0.7)),
         },
         "red": {
@@ -123,7 +123,7 @@ def static_shapes(mi) -> dict:
         },
         "box": {
             "type": "cube",
-            "to_world": T().translate([0.9, 0.4, -0.7]).rotate([0, 1, 0], 30).scale(0.4),
+            "to_world": transform().translate([0.9, 0.4, -0.7]).rotate([0, 1, 0], 30).scale(0.4),
             "bsdf": _diffuse((0.2, 0.3, 0.8)),
         },
         "small": {
@@ -134,7 +134,7 @@ def static_shapes(mi) -> dict:
         },
         "light": {
             "type": "rectangle",
-            "to_world": T().translate([0.5, 3.2, 1.0]).rotate([1, 0, 0], 90).scale(0.8),
+            "to_world": transform().translate([0.5, 3.2, 1.0]).rotate([1, 0, 0], 90).scale(0.8),
             "emitter": {"type": "area", "radiance": {"type": "rgb", "value": [18.0, 17.0, 15.0]}},
         },
     }
@@ -211,7 +211,7 @@ def project(mi, origin, points: np.ndarray, size: int) -> tuple[np.ndarray, np.n
     """Pixel coordinates (x right, y down, pixel centres at +0.5) of world points seen by the
     camera at ``origin``, and their depth along its view axis."""
     world_to_camera = np.array(camera_transform(mi, origin).inverse().matrix, np.float64)
-    homogeneous = np.concatenate([points, np.ones(points.shape[:-1] + (1,))], axis=-1)
+    homogeneous = np.concatenate([points, np.ones((*points.shape[:-1], 1))], axis=-1)
     cam = homogeneous @ world_to_camera.T
     z = cam[..., 2]
     tan_half = math.tan(math.radians(FIELD_OF_VIEW_DEG) / 2.0)
@@ -282,7 +282,7 @@ def render_reference(mi, anim: Animation, t: int, size: int, spp: int, seed: int
 def write_exr(path: Path, planes: list[tuple[str, tuple[str, ...], np.ndarray, str]]) -> None:
     """A scanline EXR, ZIP compressed, from (layer, channel names, H x W x C values, pixel
     type) planes; the layer name prefixes each channel (``ViewLayer.Vector.X``)."""
-    import OpenImageIO as oiio
+    import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's own alias
 
     names: list[str] = []
     formats: list[str] = []

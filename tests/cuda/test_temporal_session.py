@@ -155,7 +155,7 @@ def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
             for a in (f.color, f.albedo, f.normal, f.motion, f.depth)
         ]
         images[0] = images[0].double()  # converted on the device
-        out, fraction, cut = session.frame_on_device(*images, params, restart=index == 0)
+        out, _fraction, cut = session.frame_on_device(*images, params, restart=index == 0)
         assert isinstance(out, torch.Tensor) and out.device == dev and not cut
         _agree(out.cpu().numpy(), expected[index])
     with pytest.raises(InvalidArgumentError, match="temporal motion image is on ndarray"):

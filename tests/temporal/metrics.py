@@ -52,7 +52,7 @@ def _tonemap(x):
 def psnr(outputs, frames, mask_of=None) -> float:
     """Mean squared error over all frames (or the masked pixels) as PSNR in dB."""
     errors, count = 0.0, 0
-    for out, frame in zip(outputs, frames):
+    for out, frame in zip(outputs, frames, strict=True):
         diff = (_tonemap(out[..., :3]) - _tonemap(frame.reference)) ** 2
         if mask_of is not None:
             diff = diff[mask_of(frame)]

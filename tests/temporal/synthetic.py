@@ -44,7 +44,7 @@ def _scene(x: np.ndarray, y: np.ndarray, t: int, kind: str, size: int):
     base = 0.35 + 0.2 * np.sin(u * 0.31) * np.cos(v * 0.23) + checker
     albedo = np.stack([base, base * 0.8 + 0.1, base * 0.6 + 0.05], axis=-1)
     shading = 1.2 + 0.6 * np.sin(u * 0.05 + v * 0.04)
-    normal = np.zeros(x.shape + (3,))
+    normal = np.zeros((*x.shape, 3))
     normal[..., 2] = 1.0
     depth = BACKGROUND_DEPTH + 0.01 * v
     covered = np.zeros(x.shape, bool)
@@ -137,7 +137,7 @@ def shifted_noise_sequence(frames: int, size: int, motion_px: tuple[float, float
     base = rng.random((size + frames * 8, size + frames * 8, 3)).astype(np.float32)
     colors = []
     for t in range(frames):
-        x0, y0 = int(round(motion_px[0] * t)), int(round(motion_px[1] * t))
+        x0, y0 = round(motion_px[0] * t), round(motion_px[1] * t)
         colors.append(np.ascontiguousarray(base[y0 : y0 + size, x0 : x0 + size]))
     motion = np.empty((size, size, 2), np.float32)
     motion[..., 0], motion[..., 1] = motion_px

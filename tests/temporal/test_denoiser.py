@@ -58,7 +58,7 @@ def test_no_history_is_the_per_frame_result(denoiser):
     single = [denoiser.denoise(f.color, f.albedo, f.normal) for f in frames]
     # (the firefly limit is guided by the previous output even without input history)
     temporal = _temporal(denoiser, frames, history=1, output_blend=1.0, firefly_ratio=0)
-    for a, b in zip(single, temporal):
+    for a, b in zip(single, temporal, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
