@@ -14,6 +14,7 @@ disocclusion).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,20 @@ class Frame:
     reference: np.ndarray
     object_mask: np.ndarray  # pixels of the moving object (object sequences)
     disoccluded: np.ndarray  # background pixels that the object covered in the previous frame
+
+
+def item(frame: Any, number: int | None = None, **change: Any) -> dict[str, Any]:
+    """A frame (a `Frame` or a `TemporalFrame`) as `TemporalDenoiser.denoise` keywords and a
+    `denoise_many` item: its images, motion, depth and ``number``; ``change`` replaces some."""
+    return {
+        "color": frame.color,
+        "albedo": frame.albedo,
+        "normal": frame.normal,
+        "motion": frame.motion,
+        "depth": frame.depth,
+        "frame": number,
+        **change,
+    }
 
 
 def _scene(x: np.ndarray, y: np.ndarray, t: int, kind: str, size: int):
