@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: N812 - torch's own alias
 
 from oidn_gpu.backends.cuda import layout
 from oidn_gpu.graph.passes import optimize

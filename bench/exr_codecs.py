@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import OpenImageIO as oiio
+import OpenImageIO as oiio  # noqa: N813 - OpenImageIO's own alias
 
 from oidn_gpu.image import io
 
@@ -118,8 +118,8 @@ def measure(height: int, width: int, runs: int, threads: int, folder: Path) -> l
         rows.append(row)
         print(
             f"{codec:6s} threads {row['threads']:2d}  file {row['file_mb']:6.2f} MB  "
-            f"read 3 layers {row['read_ms']:7.1f} ms  shared {row['read_shared_ms']:7.1f} ms  once {row['read_once_ms']:7.1f} "
-            f"ms  write RGB {row['write_ms']:7.1f} ms",
+            f"read 3 layers {row['read_ms']:7.1f} ms  shared {row['read_shared_ms']:7.1f} ms  "
+            f"once {row['read_once_ms']:7.1f} ms  write RGB {row['write_ms']:7.1f} ms",
             flush=True,
         )
     return rows

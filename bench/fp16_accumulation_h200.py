@@ -202,7 +202,8 @@ def run(
     first: int,
     candidates: tuple = CANDIDATES,
 ) -> None:
-    from oidn_gpu.backends.wgpu.bench import open_timed_device, run_bench
+    from oidn_gpu.backends.wgpu.bench import run_bench
+    from oidn_gpu.backends.wgpu.command_timer import open_timed_device
     from oidn_gpu.backends.wgpu.executor import WgpuExecutor
     from oidn_gpu.kernels.gemm import GemmOptions
     from oidn_gpu.model.weights import load_builtin

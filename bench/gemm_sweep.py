@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from oidn_gpu.cli.sizes import parse_size
 
-from oidn_gpu.backends.wgpu import bench
+from oidn_gpu.backends.wgpu import bench, command_timer
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.errors import OIDNGPUError
 from oidn_gpu.kernels.gemm import GemmOptions
@@ -131,7 +131,7 @@ def run_config(
         for _ in range(warmup):
             executor.execute_packed(net_h, net_w)
             device.wait_idle()
-        timer = bench.CommandTimer(device)
+        timer = command_timer.CommandTimer(device)
         with timer:
             for _ in range(runs):
                 executor.execute_packed(net_h, net_w)
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     net_h = -(-height // bench.ALIGNMENT) * bench.ALIGNMENT
     net_w = -(-width // bench.ALIGNMENT) * bench.ALIGNMENT
     model = bench._load(args.weights)
-    device = bench.open_timed_device()
+    device = command_timer.open_timed_device()
     caps = device.capabilities
     adapter = caps.adapter
     print(f"device {adapter.device} ({adapter.backend_type}, {adapter.adapter_type})")

@@ -2,7 +2,7 @@
 
 Writes ``--frames`` multi-layer EXRs of ``--size`` as Blender writes them (half
 ``ViewLayer.Combined`` RGBA, ``Denoising Albedo``, ``Denoising Normal``, ``Vector``, and a
-float ``Depth``; ZIP, `scripts/render_sequences.py`'s writer) of `temporal_overhead`'s
+float ``Depth``; ZIP, `scripts/sequence_render.py`'s writer) of `temporal_overhead`'s
 one-pixel pan, then runs the command line on them in this process (``oidn_gpu.cli.main``):
 per-frame denoising, ``--temporal`` reading each frame in its turn (the next frame not
 read ahead: `oidn_gpu.sequence.loop._upcoming` gives none), and ``--temporal`` as
@@ -31,7 +31,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "scripts")]
 
-from render_sequences import write_exr  # noqa: E402
+from sequence_render import write_exr  # noqa: E402
 from temporal_overhead import sequence  # noqa: E402
 
 from oidn_gpu.cli import main as cli_main  # noqa: E402

@@ -28,7 +28,7 @@ import temporal_stability as ts
 def temporal(backend: str, params: dict, **options) -> ts.Method:
     """Each frame through `TemporalDenoiser` (HDR, with albedo, normal, motion and depth)."""
 
-    def run(frames: Sequence[ts.Frame]) -> list[np.ndarray]:
+    def run(frames: Sequence[ts.SequenceFrame]) -> list[np.ndarray]:
         from oidn_gpu import TemporalDenoiser
 
         with TemporalDenoiser(hdr=True, backend=backend, **params, **options) as td:

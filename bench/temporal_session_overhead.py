@@ -105,7 +105,7 @@ def measure_session(
         "compare_frames": compare,
         "max_abs_diff": max(diffs),
         "max_rel_l2": max(rel),
-        "bit_equal_frames": sum(np.array_equal(g, e) for g, e in zip(got, expected)),
+        "bit_equal_frames": sum(np.array_equal(g, e) for g, e in zip(got, expected, strict=True)),
     }
 
 

@@ -14,13 +14,15 @@ relative to the reference; 0 is perfectly stable), per-frame relative L2 and PSN
 reference (means over frames), and the PSNR on the disoccluded pixels (those the previous
 frame did not show: where history cannot help and ghosts would appear).
 
-A method is a function from the sequence's frames (`Frame`: color, albedo, normal, motion)
-to the denoised colours, one H x W x 3 array per frame, in order.
+A method is a function from the sequence's frames (`SequenceFrame`, as `oidn-gpu bench
+--temporal` reads them: color, albedo, normal, motion, depth, reference) to the denoised
+colours, one H x W x 3 array per frame, in order.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -31,87 +33,18 @@ from pathlib import Path
 
 import numpy as np
 
-from oidn_gpu.image import io
-from oidn_gpu.image import motion as motion_passes
+from oidn_gpu.cli import bench_temporal
+from oidn_gpu.cli.bench_temporal import SequenceFrame, load_sequence
 from oidn_gpu.image import temporal_metric as tm
 
-
-@dataclass(frozen=True, eq=False)
-class Frame:
-    """One frame of a sequence, as read from its files (float32, H x W x 3 images)."""
-
-    path: Path
-    color: np.ndarray
-    albedo: np.ndarray | None
-    normal: np.ndarray | None
-    motion: motion_passes.Motion
-    reference: np.ndarray
-    depth: np.ndarray | None = None  # H x W, from a one-channel Depth or Z layer
+Method = Callable[[Sequence[SequenceFrame]], list[np.ndarray]]
 
 
-# One-channel depth layers: Blender's Depth (channel Z), Arnold's and Karma's Z.
-DEPTH_LAYER_NAMES = ("Depth", "Z", "depth")
-
-
-Method = Callable[[Sequence[Frame]], list[np.ndarray]]
-
-
-def _rgb(path: Path, names: Sequence[str]) -> np.ndarray | None:
-    layer = io.find_layer(io.list_layers(path), names)
-    if layer is None:
-        return None
-    pixels = io.read_layer(path, layer).pixels[..., :3]
-    return np.ascontiguousarray(pixels, dtype=np.float32)
-
-
-def _depth(path: Path) -> np.ndarray | None:
-    layers = io.list_layers(path)
-    for name in DEPTH_LAYER_NAMES:
-        layer = io.match_layer(layers, name)
-        if layer is not None and len(layer.channels) == 1:
-            return io.read_layer(path, layer.channels[0]).pixels[..., 0].astype(np.float32)
-    return None
-
-
-def load_frame(path: Path, reference_dir: Path, motion_layer: str | None = None) -> Frame:
-    color = _rgb(path, [*io.COLOR_LAYER_NAMES, ""])
-    if color is None:
-        raise io.ImageFileError(f"'{path}' has no beauty (looked for docs/aovs.md's names)")
-    reference_path = reference_dir / path.name
-    if not reference_path.is_file():
-        raise io.ImageFileError(f"no reference for '{path}': expected '{reference_path}'")
-    reference = io.read_layer(reference_path, "").pixels[..., :3].astype(np.float32)
-    if reference.shape != color.shape:
-        raise io.ImageFileError(
-            f"reference '{reference_path}' is {reference.shape[1]}x{reference.shape[0]} but "
-            f"'{path}' is {color.shape[1]}x{color.shape[0]}; expected the same size"
-        )
-    return Frame(
-        path=path,
-        color=color,
-        albedo=_rgb(path, io.ALBEDO_LAYER_NAMES),
-        normal=_rgb(path, io.NORMAL_LAYER_NAMES),
-        motion=motion_passes.read_motion(path, motion_layer, size=color.shape[:2]),
-        reference=reference,
-        depth=_depth(path),
-    )
-
-
-def load_sequence(directory: str | Path, motion_layer: str | None = None) -> list[Frame]:
-    """The frames of a sequence folder in file-name order, with their references."""
-    directory = Path(directory)
-    paths = sorted(p for p in directory.glob("*.exr") if p.is_file())
-    if len(paths) < 2:
-        raise io.ImageFileError(
-            f"'{directory}' holds {len(paths)} frames (*.exr); expected at least 2"
-        )
-    return [load_frame(p, directory / "reference", motion_layer) for p in paths]
-
-
-def disocclusions(frames: Sequence[Frame]) -> list[np.ndarray | None]:
-    """Per frame, the pixels the previous frame did not show (None for the first frame)."""
+def disocclusions(frames: Sequence[SequenceFrame]) -> list[np.ndarray | None]:
+    """Per frame, the pixels the previous frame did not show (None for the first frame),
+    from the motion alone (`bench_temporal.revealed_masks` also compares depths)."""
     masks: list[np.ndarray | None] = [None]
-    for previous, frame in zip(frames, frames[1:], strict=False):
+    for previous, frame in itertools.pairwise(frames):
         hidden = tm.disocclusion_mask(
             frame.motion.backward, previous_forward=previous.motion.forward
         )
@@ -119,31 +52,23 @@ def disocclusions(frames: Sequence[Frame]) -> list[np.ndarray | None]:
     return masks
 
 
-def evaluate(frames: Sequence[Frame], outputs: Sequence[np.ndarray]) -> tm.SequenceMetrics:
+def evaluate(frames: Sequence[SequenceFrame], outputs: Sequence[np.ndarray]) -> tm.SequenceMetrics:
     """The temporal metrics of one method's outputs."""
     # NaN where the pass had no valid vector: warp() then leaves those pixels out.
-    motions = [np.where(f.motion.invalid[..., None], np.nan, f.motion.backward) for f in frames]
+    motions = [f.vectors for f in frames]
     return tm.sequence_metrics(
         outputs, [f.reference for f in frames], motions, disocclusions(frames)
     )
 
 
-def noisy_input(frames: Sequence[Frame]) -> list[np.ndarray]:
+def noisy_input(frames: Sequence[SequenceFrame]) -> list[np.ndarray]:
     """The noisy colour itself, for scale."""
     return [f.color for f in frames]
 
 
 def per_frame(backend: str, **options) -> Method:
     """Each frame denoised alone (`Denoiser.denoise_many`, HDR, with albedo and normal)."""
-
-    def run(frames: Sequence[Frame]) -> list[np.ndarray]:
-        from oidn_gpu import Denoiser
-
-        with Denoiser(hdr=True, backend=backend, **options) as den:
-            items = ((f.color, f.albedo, f.normal) for f in frames)
-            return [np.asarray(out, np.float32)[..., :3] for out in den.denoise_many(items)]
-
-    return run
+    return lambda frames: bench_temporal.per_frame(frames, backend, options)
 
 
 @dataclass(frozen=True)

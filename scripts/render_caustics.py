@@ -164,7 +164,9 @@ def render_frame(variant: str, out: Path, ref_seconds: float) -> dict:
     started = time.perf_counter()
     ref, ref_spp = render_reference(mi, scene, ref_seconds)
     timings["ref_s"] = round(time.perf_counter() - started, 2)
-    images = dict(zip(IMAGES, (color[..., :3], aux[..., :3], aux[..., 3:6], ref[..., :3])))
+    images = dict(
+        zip(IMAGES, (color[..., :3], aux[..., :3], aux[..., 3:6], ref[..., :3]), strict=True)
+    )
     for name, pixels in images.items():
         pixels = np.ascontiguousarray(pixels, np.float32)
         write_crop(out / f"{name}.exr", pixels, f"caustics {name} ({SIZE}x{SIZE})")

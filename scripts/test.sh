@@ -59,5 +59,9 @@ if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
 fi
 .venv/bin/python -m pip install -q -e '.[dev]'
 .venv/bin/lint-imports  # the import contracts of pyproject.toml
+# The formatter and the lint rules of [tool.ruff], on the Python folders alone (ruff also
+# formats the code blocks of Markdown files, which stay as written).
+.venv/bin/ruff format --check src tests bench scripts
+.venv/bin/ruff check src tests bench scripts
 .venv/bin/python -m mypy  # the public API and the backend seam ([tool.mypy] in pyproject.toml)
 exec .venv/bin/python -m pytest "$@"

@@ -49,7 +49,7 @@ def test_the_wgpu_executor_is_built_from_the_typed_options() -> None:
     from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 
     model = builtin.load_builtin("rt_hdr_small")
-    with pytest.raises(InvalidArgumentError, match="^unknown kernel 'bogus'"):
+    with pytest.raises(InvalidArgumentError, match=r"^unknown kernel 'bogus'"):
         WgpuExecutor(model, kernel="bogus")  # refused by the options, before any device
     with pytest.raises(InvalidArgumentError, match="options= or the keywords"):
         WgpuExecutor(model, options=WgpuOptions(), precision="fp32")

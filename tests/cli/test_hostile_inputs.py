@@ -10,6 +10,7 @@ work), or handled as docs/aovs.md says. Tiny weights (tests/data) keep them fast
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -93,11 +94,12 @@ def test_every_reader_refuses_a_deep_file(tmp_path: Path) -> None:
     from oidn_gpu.image import exr
 
     deep = _write_deep(tmp_path / "deep.exr")
-    with pytest.raises(io.ImageFileError, match=f"^cannot read '{deep}': it is a deep image"):
+    name = re.escape(str(deep))
+    with pytest.raises(io.ImageFileError, match=f"^cannot read '{name}': it is a deep image"):
         io.read_image(deep)
-    with pytest.raises(io.ImageFileError, match=f"^cannot read part 0 of '{deep}': it is a deep"):
+    with pytest.raises(io.ImageFileError, match=f"^cannot read part 0 of '{name}': it is a deep"):
         exr.read_file(deep)
-    with pytest.raises(io.ImageFileError, match="^cannot read channels R, G of '"):
+    with pytest.raises(io.ImageFileError, match=r"^cannot read channels R, G of '"):
         io.read_layer(deep, "R,G")
 
 

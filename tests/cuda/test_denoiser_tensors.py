@@ -12,6 +12,7 @@ equal means bit for bit.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -283,7 +284,11 @@ def test_the_triton_kernels_take_tensors_too(rng):
 class _CudaInterface:
     """Stands for a CUDA array of another library (only its attribute is looked at)."""
 
-    __cuda_array_interface__ = {"shape": (2, 2), "typestr": "<f4", "data": (0, False)}
+    __cuda_array_interface__: ClassVar[dict] = {
+        "shape": (2, 2),
+        "typestr": "<f4",
+        "data": (0, False),
+    }
 
 
 class _Namespace:

@@ -146,8 +146,11 @@ def test_cupy_arrays_come_back_as_cupy(rng):
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_a_tensor_on_another_gpu_is_an_error_or_served_there(rng):
     images = _cuda(rng, "cuda:1")
-    with oidn_gpu.Denoiser(hdr=True, backend="cuda", device=0) as den, pytest.raises(
-        oidn_gpu.InvalidArgumentError, match="on cuda:1 but the denoiser runs on cuda:0"
+    with (
+        oidn_gpu.Denoiser(hdr=True, backend="cuda", device=0) as den,
+        pytest.raises(
+            oidn_gpu.InvalidArgumentError, match="on cuda:1 but the denoiser runs on cuda:0"
+        ),
     ):
         den.denoise(*images)
     result = oidn_gpu.denoise(*images, hdr=True)  # the one-call form runs where they are

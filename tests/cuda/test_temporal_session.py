@@ -45,18 +45,6 @@ def _agree(actual, expected):
         np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
 
 
-def _frame(f, number=None, **change):
-    return {
-        "color": f.color,
-        "albedo": f.albedo,
-        "normal": f.normal,
-        "motion": f.motion,
-        "depth": f.depth,
-        "frame": number,
-        **change,
-    }
-
-
 def _host(denoiser):
     """A temporal denoiser of ``denoiser`` on the host session with the NumPy passes."""
     td = TemporalDenoiser(denoiser)
@@ -90,7 +78,7 @@ def test_the_cuda_backend_has_a_device_session(denoiser):
 def test_session_agrees_with_the_host_passes(denoiser, kind):
     frames = synthetic.sequence(kind, frames=3, size=SIZE)
     (device, restarts_d, fractions_d, name), (host, restarts_h, fractions_h, _) = _both(
-        denoiser, [_frame(f, i + 1) for i, f in enumerate(frames)]
+        denoiser, [synthetic.item(f, i + 1) for i, f in enumerate(frames)]
     )
     assert name == "cuda"
     assert restarts_d == restarts_h
@@ -104,12 +92,12 @@ def test_restarts_and_cuts_as_on_the_host(denoiser):
     frames = synthetic.sequence("static", frames=4, size=SIZE)
     small = synthetic.sequence("static", frames=1, size=16)[0]
     items = [
-        _frame(frames[0], 1),
-        _frame(frames[1], 2),
-        _frame(frames[2], 4),
-        _frame(small, 5),
-        _frame(frames[3], 6, depth=frames[3].depth * 2),
-        _frame(frames[0], 7, depth=frames[0].depth * 8),
+        synthetic.item(frames[0], 1),
+        synthetic.item(frames[1], 2),
+        synthetic.item(frames[2], 4),
+        synthetic.item(small, 5),
+        synthetic.item(frames[3], 6, depth=frames[3].depth * 2),
+        synthetic.item(frames[0], 7, depth=frames[0].depth * 8),
     ]  # 7: another shot again
     (device, restarts_d, _, _), (host, restarts_h, _, _) = _both(denoiser, items)
     assert [frame for frame, _ in restarts_d] == [1, 4, 5, 6, 7]
@@ -125,7 +113,7 @@ def test_bad_motion_rejects_history_and_never_gives_nan(denoiser, bad):
     frames[1].motion[:, : SIZE // 2] = bad
     frames[2].motion[8:12] = bad
     frames[2].color[0, 0] = np.nan
-    (device, _, _, _), (host, _, _, _) = _both(denoiser, [_frame(f) for f in frames])
+    (device, _, _, _), (host, _, _, _) = _both(denoiser, [synthetic.item(f) for f in frames])
     for a, b in zip(device, host, strict=True):
         assert np.isfinite(a).all()
         _agree(a, b)
@@ -145,7 +133,7 @@ def test_alpha_and_one_channel_images_go_through(denoiser):
 def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
     frames = synthetic.sequence("pan", frames=2, size=16)
     with TemporalDenoiser(denoiser) as td:
-        expected = [td.denoise(**_frame(f)) for f in frames]
+        expected = [td.denoise(**synthetic.item(f)) for f in frames]
         params = td.params.with_guides(depth=True, normal=False, albedo=False)
     session = CudaTemporalSession(denoiser.frames, td.session.device)
     dev = session.device
@@ -155,7 +143,7 @@ def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
             for a in (f.color, f.albedo, f.normal, f.motion, f.depth)
         ]
         images[0] = images[0].double()  # converted on the device
-        out, fraction, cut = session.frame_on_device(*images, params, restart=index == 0)
+        out, _fraction, cut = session.frame_on_device(*images, params, restart=index == 0)
         assert isinstance(out, torch.Tensor) and out.device == dev and not cut
         _agree(out.cpu().numpy(), expected[index])
     with pytest.raises(InvalidArgumentError, match="temporal motion image is on ndarray"):
@@ -168,7 +156,7 @@ def test_frame_on_device_takes_and_gives_device_tensors(denoiser):
 
 def test_denoise_many_stages_the_next_frame_ahead(denoiser):
     frames = synthetic.sequence("pan", frames=3, size=16)
-    items = [_frame(f, i + 1) for i, f in enumerate(frames)]
+    items = [synthetic.item(f, i + 1) for i, f in enumerate(frames)]
     with TemporalDenoiser(denoiser) as td:
         expected = [td.denoise(**item) for item in items]
     with TemporalDenoiser(denoiser) as td:
@@ -182,7 +170,11 @@ def test_denoise_many_stages_the_next_frame_ahead(denoiser):
 
 def test_denoise_many_reports_a_bad_frame_in_its_turn(denoiser):
     frames = synthetic.sequence("static", frames=2, size=16)
-    items = [_frame(frames[0], 1), _frame(frames[1], 2), {**_frame(frames[1], 3), "motion": None}]
+    items = [
+        synthetic.item(frames[0], 1),
+        synthetic.item(frames[1], 2),
+        {**synthetic.item(frames[1], 3), "motion": None},
+    ]
     with TemporalDenoiser(denoiser) as td:
         outputs = td.denoise_many(items)
         assert next(outputs).shape == (16, 16, 3)
@@ -194,11 +186,11 @@ def test_denoise_many_reports_a_bad_frame_in_its_turn(denoiser):
 def test_a_prefetched_frame_not_given_is_dropped(denoiser):
     frames = synthetic.sequence("pan", frames=4, size=16)
     with TemporalDenoiser(denoiser) as td:
-        expected = td.denoise(**_frame(frames[3]))
+        expected = td.denoise(**synthetic.item(frames[3]))
     with TemporalDenoiser(denoiser) as td:
         session = td.session
         for f in frames[:3]:  # three prefetches: the oldest is dropped
             session.prefetch(TemporalFrame(f.color, f.albedo, f.normal, f.motion, f.depth))
         assert all(pending is not None for pending in session._pending)
-        got = td.denoise(**_frame(frames[3]))  # none of them: staged now
+        got = td.denoise(**synthetic.item(frames[3]))  # none of them: staged now
     _agree(got, expected)

@@ -294,12 +294,12 @@ def test_resolved_gemm_options_and_device_facts(gpu, tiny_models):
     from oidn_gpu.backends.wgpu import kernel_choice
     from oidn_gpu.kernels import conv_spatial
     from oidn_gpu.kernels.gemm import (
-        MAX_TILE_STORAGE_BYTES,
         GemmOptions,
         SharedLayout,
         TilePolicy,
         default_options,
     )
+    from oidn_gpu.kernels.gemm_tile import MAX_TILE_STORAGE_BYTES
 
     model = tiny_models["tiny_base_ic3"]
     limits = kernel_choice.device_limits(gpu.capabilities)

@@ -91,7 +91,7 @@ def test_parity_weights_pack_per_parity_and_k() -> None:
 def test_the_option_is_validated() -> None:
     assert GemmOptions(decoder_form="parity").decoder_form is DecoderForm.PARITY
     assert "decoder_form" not in GemmOptions().describe()  # the full form's keys stay
-    with pytest.raises(InvalidArgumentError, match="decoder_form='half'.*'full', 'parity'"):
+    with pytest.raises(InvalidArgumentError, match=r"decoder_form='half'.*'full', 'parity'"):
         GemmOptions(decoder_form="half")
 
 

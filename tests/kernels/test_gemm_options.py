@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
-from oidn_gpu.kernels import conv_igemm, conv_spatial, final_rgb, gemm, select
+from oidn_gpu.kernels import conv_igemm, conv_spatial, final_rgb, gemm, gemm_tile, select
 from oidn_gpu.kernels.final_rgb import FinalVariant
 from oidn_gpu.kernels.gemm import FinalLayer, GemmOptions
 from oidn_gpu.kernels.spec import ConvSpec, DeviceLimits, Precision, WeightLayout
@@ -231,7 +231,7 @@ def test_prefetch_registers_and_paired_storage() -> None:
         workgroup_size=(16, 16), cols_per_thread=4, k_tile=16, address_mode="analytic"
     )
     need = big.base_tile(Precision.FP32).storage_bytes(Precision.FP32)
-    assert need > gemm.MAX_TILE_STORAGE_BYTES
+    assert need > gemm_tile.MAX_TILE_STORAGE_BYTES
     with pytest.raises(UnsupportedDeviceError, match="> max 49152"):
         big.check_limits(Precision.FP32, huge)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -144,7 +145,7 @@ def test_zeroed_buffer_data_is_refused_as_corrupt():
         if not refused:
             assert read_program(zeroed).buffers[2].data == bytes(16)
             continue
-        with pytest.raises(ProgramFormatError, match="the buffers section .* corrupt"):
+        with pytest.raises(ProgramFormatError, match=r"the buffers section .* corrupt"):
             read_program(zeroed)
 
 
@@ -402,7 +403,7 @@ def test_config_length_must_hold_version_width_and_height():
 def test_an_input_scale_that_is_not_finite_and_positive_is_refused(bits):
     w = list(words(make_config(16, 16, denoise=True, hdr=True), 0, 21))
     w[20] = bits
-    with pytest.raises(InvalidArgumentError, match="0 means 1 .oidn-webgpu's rule"):
+    with pytest.raises(InvalidArgumentError, match=re.escape("0 means 1 (oidn-webgpu's rule)")):
         parse_config(struct.pack("<21I", *w), denoise=True)
 
 

@@ -49,5 +49,5 @@ def test_mutated_config_words_record_or_are_refused_with_project_errors(tiny_tza
 def test_zero_workgroups_per_dimension_is_refused(tiny_tza):
     words = list(struct.unpack("<21I", make_config(16, 16, denoise=True)))
     words[10] = 0
-    with pytest.raises(InvalidArgumentError, match="word 10 .* is 0; expected at least 1"):
+    with pytest.raises(InvalidArgumentError, match=r"word 10 .* is 0; expected at least 1"):
         record_denoise(tiny_tza["tiny_base_ic3"], struct.pack("<21I", *words))

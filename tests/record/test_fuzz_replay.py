@@ -91,12 +91,16 @@ def mutate_value(program: Program, rng: random.Random) -> Program:
         i, j = rng.choice(_dispatches(program))
         op = program.operations[i]
         size = rng.choice(
-            [(65535, 65535, 65535), (0, 1, 1), (MAX_DISPATCH_WORKGROUPS, 1, 1)]
-            + [tuple(rng.choice((1, 2, 7, 64, 4096, 65535)) for _ in range(3))]
+            [
+                (65535, 65535, 65535),
+                (0, 1, 1),
+                (MAX_DISPATCH_WORKGROUPS, 1, 1),
+                tuple(rng.choice((1, 2, 7, 64, 4096, 65535)) for _ in range(3)),
+            ]
         )
         command = dataclasses.replace(op.commands[j], x=size[0], y=size[1], z=size[2])
-        commands = op.commands[:j] + (command,) + op.commands[j + 1 :]
-        ops = program.operations[:i] + (Submit(commands),) + program.operations[i + 1 :]
+        commands = (*op.commands[:j], command, *op.commands[j + 1 :])
+        ops = (*program.operations[:i], Submit(commands), *program.operations[i + 1 :])
         return dataclasses.replace(program, operations=ops)
     if kind == "binding":
         g = rng.randrange(len(program.bind_groups))
@@ -117,7 +121,7 @@ def mutate_value(program: Program, rng: random.Random) -> Program:
     else:
         size = max(len(buffer.data), 4 * rng.randint(1, max(1, buffer.byte_size // 2)))
         buffer = dataclasses.replace(buffer, byte_size=(size + 3) // 4 * 4)
-    buffers = program.buffers[:b] + (buffer,) + program.buffers[b + 1 :]
+    buffers = (*program.buffers[:b], buffer, *program.buffers[b + 1 :])
     return dataclasses.replace(program, buffers=buffers)
 
 
@@ -230,9 +234,11 @@ def test_the_program_wide_workgroup_bound_is_enforced():
 
 
 def test_a_run_past_its_deadline_raises_a_clear_error(corpus, gpu):
-    with Replayer(corpus[0], gpu, deadline_s=0) as replayer:
-        with pytest.raises(DeadlineExceededError, match="longer than its deadline of 0 s"):
-            replayer.run(_inputs(corpus[0]))
+    with (
+        Replayer(corpus[0], gpu, deadline_s=0) as replayer,
+        pytest.raises(DeadlineExceededError, match="longer than its deadline of 0 s"),
+    ):
+        replayer.run(_inputs(corpus[0]))
     with Replayer(corpus[0], gpu, deadline_s=None) as replayer:  # no limit
         out = replayer.run(_inputs(corpus[0]))
     assert out.shape == (4, 4, 4)

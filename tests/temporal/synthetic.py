@@ -14,6 +14,7 @@ disocclusion).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,20 @@ class Frame:
     disoccluded: np.ndarray  # background pixels that the object covered in the previous frame
 
 
+def item(frame: Any, number: int | None = None, **change: Any) -> dict[str, Any]:
+    """A frame (a `Frame` or a `TemporalFrame`) as `TemporalDenoiser.denoise` keywords and a
+    `denoise_many` item: its images, motion, depth and ``number``; ``change`` replaces some."""
+    return {
+        "color": frame.color,
+        "albedo": frame.albedo,
+        "normal": frame.normal,
+        "motion": frame.motion,
+        "depth": frame.depth,
+        "frame": number,
+        **change,
+    }
+
+
 def _scene(x: np.ndarray, y: np.ndarray, t: int, kind: str, size: int):
     """Albedo, shading, normal, depth and object coverage at screen points (x, y)."""
     ox, oy = (PAN_PX[0] * t, PAN_PX[1] * t) if kind == "pan" else (0.0, 0.0)
@@ -44,7 +59,7 @@ def _scene(x: np.ndarray, y: np.ndarray, t: int, kind: str, size: int):
     base = 0.35 + 0.2 * np.sin(u * 0.31) * np.cos(v * 0.23) + checker
     albedo = np.stack([base, base * 0.8 + 0.1, base * 0.6 + 0.05], axis=-1)
     shading = 1.2 + 0.6 * np.sin(u * 0.05 + v * 0.04)
-    normal = np.zeros(x.shape + (3,))
+    normal = np.zeros((*x.shape, 3))
     normal[..., 2] = 1.0
     depth = BACKGROUND_DEPTH + 0.01 * v
     covered = np.zeros(x.shape, bool)
@@ -137,7 +152,7 @@ def shifted_noise_sequence(frames: int, size: int, motion_px: tuple[float, float
     base = rng.random((size + frames * 8, size + frames * 8, 3)).astype(np.float32)
     colors = []
     for t in range(frames):
-        x0, y0 = int(round(motion_px[0] * t)), int(round(motion_px[1] * t))
+        x0, y0 = round(motion_px[0] * t), round(motion_px[1] * t)
         colors.append(np.ascontiguousarray(base[y0 : y0 + size, x0 : x0 + size]))
     motion = np.empty((size, size, 2), np.float32)
     motion[..., 0], motion[..., 1] = motion_px

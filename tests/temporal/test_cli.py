@@ -3,7 +3,6 @@ order, the same images as `TemporalDenoiser`, restarts said, bad motion layers r
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,18 +13,15 @@ from oidn_gpu.cli import main
 from oidn_gpu.image import io
 from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.sequence.temporal_frames import frame_number, read_depth
+from tests.temporal.cli_runs import SEQUENCES, copy_frames
 
-SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "static"
+SEQUENCE = SEQUENCES / "static"
 
 
 @pytest.fixture
 def frames(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("OIDN_GPU_BACKEND", "reference")
-    folder = tmp_path / "in"
-    folder.mkdir()
-    for number in (1, 2, 3, 5):  # 4 is missing: a gap
-        shutil.copy(SEQUENCE / f"frame.{number:04d}.exr", folder)
-    return folder
+    return copy_frames(tmp_path / "in", "static", (1, 2, 3, 5))  # 4 is missing: a gap
 
 
 def _expected(folder: Path) -> list[np.ndarray]:

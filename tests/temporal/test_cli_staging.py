@@ -18,22 +18,13 @@ from oidn_gpu.cli import main
 from oidn_gpu.image import exr, io
 from oidn_gpu.sequence import frame as sequence_frame
 from oidn_gpu.sequence import loop
+from tests.temporal.cli_runs import SEQUENCES, TINY, copy_frames
 
-SEQUENCES = Path(__file__).resolve().parents[1] / "data" / "sequences"
-TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic9.tza"
 BACKENDS = {
     "reference": ["--backend", "reference"],
     "wgpu": ["--backend", "wgpu"],
     "cuda": ["--backend", "cuda", "--engine", "cudnn"],
 }
-
-
-def _folder(tmp_path: Path, sequence: str, numbers, name: str = "in") -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    for number in numbers:
-        shutil.copy(SEQUENCES / sequence / f"frame.{number:04d}.exr", folder)
-    return folder
 
 
 def _run(args: list[str], capsys, monkeypatch, *, read_ahead: bool) -> tuple[int, str, dict]:
@@ -113,7 +104,7 @@ def _staging_calls(monkeypatch) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_read_ahead_writes_the_files_of_one_frame_at_a_time(backend, tmp_path, capsys, monkeypatch):
-    frames = _folder(tmp_path, "orbit", (1, 2, 4))  # 3 is missing: a restart
+    frames = copy_frames(tmp_path / "in", "orbit", (1, 2, 4))  # 3 is missing: a restart
     calls = _staging_calls(monkeypatch)
     args = [str(frames), *BACKENDS[backend]]
     rc, err, summary = _run(
@@ -147,7 +138,7 @@ def _without_motion(source: Path, target: Path) -> None:
 
 
 def test_a_bad_frame_read_ahead_fails_in_its_turn(tmp_path, capsys, monkeypatch):
-    frames = _folder(tmp_path, "moving", (1, 3, 5))
+    frames = copy_frames(tmp_path / "in", "moving", (1, 3, 5))
     (frames / "frame.0002.exr").write_bytes(b"not an EXR file")  # unreadable
     _without_motion(SEQUENCES / "moving" / "frame.0004.exr", frames / "frame.0004.exr")
     args = [str(frames), "--backend", "reference"]
@@ -172,7 +163,7 @@ def test_a_bad_frame_read_ahead_fails_in_its_turn(tmp_path, capsys, monkeypatch)
 
 
 def test_resume_reads_ahead_only_frames_it_denoises(tmp_path, capsys, monkeypatch):
-    frames = _folder(tmp_path, "static", (1, 2, 3, 4))
+    frames = copy_frames(tmp_path / "in", "static", (1, 2, 3, 4))
     args = [str(frames), "--backend", "reference", "--skip-existing"]
     for name in ("ahead", "one"):
         (tmp_path / name).mkdir()
@@ -205,7 +196,7 @@ def test_resume_reads_ahead_only_frames_it_denoises(tmp_path, capsys, monkeypatc
 def test_the_passes_add_no_decode_of_a_frame_file(tmp_path, capsys, monkeypatch):
     """The motion and depth passes come from the decode that gives the images: a
     temporal run decodes each file as often as per-frame denoising does."""
-    frames = _folder(tmp_path, "moving", (1, 2, 3))
+    frames = copy_frames(tmp_path / "in", "moving", (1, 2, 3))
     decoded: list[str] = []
     read_image = io._read_image
 

@@ -58,19 +58,8 @@ def test_no_history_is_the_per_frame_result(denoiser):
     single = [denoiser.denoise(f.color, f.albedo, f.normal) for f in frames]
     # (the firefly limit is guided by the previous output even without input history)
     temporal = _temporal(denoiser, frames, history=1, output_blend=1.0, firefly_ratio=0)
-    for a, b in zip(single, temporal):
+    for a, b in zip(single, temporal, strict=True):
         np.testing.assert_array_equal(a, b)
-
-
-def _frame(f, number=None):
-    return {
-        "color": f.color,
-        "albedo": f.albedo,
-        "normal": f.normal,
-        "motion": f.motion,
-        "depth": f.depth,
-        "frame": number,
-    }
 
 
 def test_gap_size_change_and_cut_restart_the_history(denoiser, caplog):
@@ -79,13 +68,13 @@ def test_gap_size_change_and_cut_restart_the_history(denoiser, caplog):
     cut = frames[5]
     cut = synthetic.Frame(**{**cut.__dict__, "depth": cut.depth * 2})  # another shot
     items = [
-        _frame(frames[0], 1),
-        _frame(frames[1], 2),
-        _frame(frames[2], 4),
-        _frame(small, 5),
-        _frame(frames[3], 6),
-        _frame(frames[4], 7),
-        _frame(cut, 8),
+        synthetic.item(frames[0], 1),
+        synthetic.item(frames[1], 2),
+        synthetic.item(frames[2], 4),
+        synthetic.item(small, 5),
+        synthetic.item(frames[3], 6),
+        synthetic.item(frames[4], 7),
+        synthetic.item(cut, 8),
     ]
     with (
         caplog.at_level(logging.INFO, logger="oidn_gpu.temporal"),
@@ -104,10 +93,10 @@ def test_gap_size_change_and_cut_restart_the_history(denoiser, caplog):
 def test_restart_gives_the_first_frame_result(denoiser):
     frames = synthetic.sequence("pan", frames=3, size=32)
     with TemporalDenoiser(denoiser) as td:
-        first = td.denoise(**_frame(frames[2]))
+        first = td.denoise(**synthetic.item(frames[2]))
     with TemporalDenoiser(denoiser) as td:
-        td.denoise(**_frame(frames[0], 1))
-        again = td.denoise(**_frame(frames[2], 3))  # a gap: the history restarts
+        td.denoise(**synthetic.item(frames[0], 1))
+        again = td.denoise(**synthetic.item(frames[2], 3))  # a gap: the history restarts
     np.testing.assert_array_equal(first, again)
 
 
@@ -144,7 +133,7 @@ def test_alpha_is_passed_through(denoiser):
 def test_bad_input_is_a_clear_error(denoiser, change, message):
     f = synthetic.sequence("static", frames=1, size=32)[0]
     with TemporalDenoiser(denoiser) as td, pytest.raises(InvalidArgumentError, match=message):
-        td.denoise(**{**_frame(f), **change})
+        td.denoise(**{**synthetic.item(f), **change})
 
 
 def test_frames_are_mappings_with_known_keys(denoiser):
@@ -153,15 +142,15 @@ def test_frames_are_mappings_with_known_keys(denoiser):
         with pytest.raises(InvalidArgumentError, match="expected a mapping"):
             list(td.denoise_many([f.color]))
         with pytest.raises(InvalidArgumentError, match="unknown key"):
-            list(td.denoise_many([{**_frame(f), "vector": f.motion}]))
+            list(td.denoise_many([{**synthetic.item(f), "vector": f.motion}]))
     with pytest.raises(InvalidOperationError, match="closed"):
-        td.denoise(**_frame(f))
+        td.denoise(**synthetic.item(f))
 
 
 def test_denoiser_options_make_and_close_their_own():
     td = TemporalDenoiser(backend="reference", history=4)
     f = synthetic.sequence("static", frames=1, size=16)[0]
-    assert td.denoise(**_frame(f)).shape == (16, 16, 3)
+    assert td.denoise(**synthetic.item(f)).shape == (16, 16, 3)
     td.close()
     with pytest.raises(InvalidOperationError):
         td.denoiser.denoise(f.color)
@@ -197,6 +186,6 @@ def test_integer_colors_follow_the_denoisers_rules():
         with pytest.raises(InvalidOperationError, match=r"dtype uint8.*HDR denoising"):
             td.denoise(color, motion=f.motion, depth=f.depth)
         with pytest.raises(InvalidOperationError, match=r"dtype uint8.*HDR denoising"):
-            list(td.denoise_many([{**_frame(f), "color": color}]))
+            list(td.denoise_many([{**synthetic.item(f), "color": color}]))
         with pytest.raises(InvalidOperationError, match="dtype int32"):
             td.denoise(f.color.astype(np.int32), motion=f.motion, depth=f.depth)

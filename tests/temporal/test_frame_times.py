@@ -4,26 +4,16 @@ the run's and the last frame is not reported as nearly free (lavapipe, 64 px fra
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
-
 import pytest
 
 from oidn_gpu.backends.wgpu.temporal_session import WgpuTemporalSession
-from oidn_gpu.cli import main
+from tests.temporal.cli_runs import copy_frames, run_temporal
 
 pytestmark = pytest.mark.gpu
 
-SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "moving"
-TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic9.tza"
-
 
 def test_frames_run_ahead_are_timed_to_their_own_frame(tmp_path, capsys, monkeypatch):
-    inputs = tmp_path / "in"
-    inputs.mkdir()
-    for number in range(1, 5):
-        shutil.copy(SEQUENCE / f"frame.{number:04d}.exr", inputs)
+    inputs = copy_frames(tmp_path / "in", "moving", range(1, 5))
     ahead: list[float] = []  # each call's seconds spent on the next frame
     frame = WgpuTemporalSession.frame
 
@@ -33,27 +23,9 @@ def test_frames_run_ahead_are_timed_to_their_own_frame(tmp_path, capsys, monkeyp
         return result
 
     monkeypatch.setattr(WgpuTemporalSession, "frame", recorded)
-    rc = main(
-        [
-            "denoise",
-            str(inputs),
-            "-o",
-            f"{tmp_path / 'out'}/",
-            "--temporal",
-            "--mkdir",
-            "--no-progress",
-            "--json",
-            "--backend",
-            "wgpu",
-            "--precision",
-            "fp32",
-            "--weights",
-            str(TINY),
-        ]
-    )
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err
-    summary = json.loads(captured.out)
+    wgpu = ("--backend", "wgpu", "--precision", "fp32")
+    rc, err, summary = run_temporal(capsys, inputs, tmp_path / "out", backend=wgpu)
+    assert rc == 0 and summary is not None, err
     results = summary["results"]
     assert len(ahead) == len(results) == 4
     # frames 2-4 ran ahead in the call before theirs, the last one queued nothing
@@ -75,17 +47,7 @@ def test_info_of_a_wgpu_temporal_denoiser_says_its_history_is_on_the_device():
 
     frames = synthetic.sequence("pan", frames=3, size=24)
     with TemporalDenoiser(backend="wgpu", hdr=True, precision="fp32", quality="fast") as td:
-        items = [
-            {
-                "color": f.color,
-                "albedo": f.albedo,
-                "normal": f.normal,
-                "motion": f.motion,
-                "depth": f.depth,
-                "frame": n,
-            }
-            for n, f in enumerate(frames, start=1)
-        ]
+        items = [synthetic.item(f, n) for n, f in enumerate(frames, start=1)]
         outputs = list(td.denoise_many(items))
         info = td.info()
     assert len(outputs) == 3

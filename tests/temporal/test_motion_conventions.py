@@ -5,7 +5,6 @@ the first frame."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -18,9 +17,9 @@ from oidn_gpu.cli import main
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import exr, io
 from oidn_gpu.image import motion as motion_passes
+from tests.temporal.cli_runs import SEQUENCES, TINY, copy_frames, run_temporal
 
-SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "moving"
-TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic9.tza"
+SEQUENCE = SEQUENCES / "moving"
 NUMBERS = (1, 2, 3)
 
 
@@ -59,35 +58,6 @@ def _renamed(folder: Path, convention: str, name: str = "mv") -> Path:
     return folder
 
 
-def _copied(folder: Path) -> Path:
-    folder.mkdir()
-    for number in NUMBERS:
-        shutil.copy(SEQUENCE / f"frame.{number:04d}.exr", folder)
-    return folder
-
-
-def _run(capsys, inputs: Path, out: Path, *flags: str) -> tuple[int, str, dict | None]:
-    rc = main(
-        [
-            "denoise",
-            str(inputs),
-            "-o",
-            f"{out}/",
-            "--temporal",
-            "--mkdir",
-            "--no-progress",
-            "--json",
-            "--backend",
-            "reference",
-            "--weights",
-            str(TINY),
-            *flags,
-        ]
-    )
-    captured = capsys.readouterr()
-    return rc, captured.err, json.loads(captured.out) if captured.out.strip() else None
-
-
 def _beauties(folder: Path) -> list[np.ndarray]:
     out = []
     for path in sorted(folder.glob("*.exr")):
@@ -100,7 +70,7 @@ def _beauties(folder: Path) -> list[np.ndarray]:
 def renderer_run(tmp_path_factory) -> list[np.ndarray]:
     """The sequence denoised with its own Cycles Vector pass."""
     root = tmp_path_factory.mktemp("renderer")
-    inputs = _copied(root / "in")
+    inputs = copy_frames(root / "in", "moving", NUMBERS)
     assert (
         main(
             [
@@ -128,7 +98,9 @@ def test_every_convention_is_read_from_a_named_layer_on_the_command_line(
     convention, renderer_run, tmp_path, capsys
 ):
     inputs = _renamed(tmp_path / "in", convention)
-    rc, err, summary = _run(capsys, inputs, tmp_path / "out", "--motion-layer", f"mv:{convention}")
+    rc, err, summary = run_temporal(
+        capsys, inputs, tmp_path / "out", "--motion-layer", f"mv:{convention}"
+    )
     assert rc == 0, err
     for got, want in zip(_beauties(tmp_path / "out"), renderer_run, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -136,7 +108,7 @@ def test_every_convention_is_read_from_a_named_layer_on_the_command_line(
     assert (frame["motion"], frame["motion_convention"]) == ("mv", convention)
     assert f"temporal: motion 'mv' ({convention})" in err
     # the same with the convention as its own flag
-    rc, err, _ = _run(
+    rc, err, _ = run_temporal(
         capsys, inputs, tmp_path / "flag", "--motion-layer", "mv", "--motion-convention", convention
     )
     assert rc == 0, err
@@ -145,11 +117,13 @@ def test_every_convention_is_read_from_a_named_layer_on_the_command_line(
 
 
 def test_a_renderers_layer_name_needs_no_convention_and_can_be_given_one(tmp_path, capsys):
-    inputs = _copied(tmp_path / "in")
-    rc, err, summary = _run(capsys, inputs, tmp_path / "out", "--motion-layer", "Vector")
+    inputs = copy_frames(tmp_path / "in", "moving", NUMBERS)
+    rc, err, summary = run_temporal(capsys, inputs, tmp_path / "out", "--motion-layer", "Vector")
     assert rc == 0, err
     assert summary["results"][0]["layers"]["temporal"]["motion_convention"] == "cycles"
-    rc, err, summary = _run(capsys, inputs, tmp_path / "conv", "--motion-convention", "cycles")
+    rc, err, summary = run_temporal(
+        capsys, inputs, tmp_path / "conv", "--motion-convention", "cycles"
+    )
     assert rc == 0, err
 
 
@@ -176,7 +150,7 @@ def test_a_renderers_layer_name_needs_no_convention_and_can_be_given_one(tmp_pat
 )
 def test_bad_motion_flags_are_one_usage_error_before_any_frame(flags, message, tmp_path, capsys):
     inputs = _renamed(tmp_path / "in", "pixels")
-    rc, err, summary = _run(capsys, inputs, tmp_path / "out", *flags)
+    rc, err, summary = run_temporal(capsys, inputs, tmp_path / "out", *flags)
     assert rc == 2, err
     assert message in err, err
     assert err.count("error") == 1, err  # once, not per frame
@@ -186,14 +160,14 @@ def test_bad_motion_flags_are_one_usage_error_before_any_frame(flags, message, t
 
 def test_a_sequence_without_motion_fails_once_naming_what_it_has(tmp_path, capsys):
     inputs = _renamed(tmp_path / "in", "pixels", name="velocity_not_known")
-    rc, err, _ = _run(capsys, inputs, tmp_path / "out")
+    rc, err, _ = run_temporal(capsys, inputs, tmp_path / "out")
     assert rc == 2
     assert err.count("has no motion pass") == 1, err
     assert "velocity_not_known" in err and "--motion-layer" in err
 
 
 def test_motion_flags_need_temporal(tmp_path, capsys):
-    inputs = _copied(tmp_path / "in")
+    inputs = copy_frames(tmp_path / "in", "moving", NUMBERS)
     rc = main(
         ["denoise", str(inputs), "-o", f"{tmp_path}/o/", "--mkdir", "--motion-convention", "pixels"]
     )
@@ -261,7 +235,7 @@ def test_the_api_refuses_an_unknown_convention_and_a_pass_of_another_layout():
 def test_a_later_frame_without_motion_fails_alone_and_the_next_restarts_saying_why(
     tmp_path, capsys
 ):
-    inputs = _copied(tmp_path / "in")
+    inputs = copy_frames(tmp_path / "in", "moving", NUMBERS)
     shutil.copy(SEQUENCE / "frame.0004.exr", inputs)
     second = inputs / "frame.0002.exr"
     contents = exr.read_file(second)
@@ -270,7 +244,7 @@ def test_a_later_frame_without_motion_fails_alone_and_the_next_restarts_saying_w
     ]
     contents.keep_only(0, keep)
     exr.write_file(second, contents)
-    rc, err, summary = _run(capsys, inputs, tmp_path / "out")
+    rc, err, summary = run_temporal(capsys, inputs, tmp_path / "out")
     assert rc == 1
     assert [r["status"] for r in summary["results"]] == ["done", "failed", "done", "done"]
     assert "has no motion pass" in summary["results"][1]["error"]

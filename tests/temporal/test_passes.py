@@ -146,7 +146,7 @@ def test_torch_passes_agree_with_numpy():
         frames[2].motion[3, 3] = np.nan
         expected = synthetic.run_passes(tp.NumpyTemporalPasses(), frames, PARAMS)
         got = synthetic.run_passes(passes, frames, PARAMS)
-        for (rep_e, out_e), (rep_g, out_g) in zip(expected, got):
+        for (rep_e, out_e), (rep_g, out_g) in zip(expected, got, strict=True):
             np.testing.assert_allclose(rep_g, rep_e, rtol=2e-5, atol=2e-6)
             np.testing.assert_allclose(out_g, out_e, rtol=2e-5, atol=2e-6)
 
@@ -228,7 +228,7 @@ def test_near_pixels_is_the_chebyshev_dilation(radius):
     ys, xs = np.nonzero(mask)
     rows, cols = np.mgrid[0:13, 0:17]
     expected = np.zeros_like(mask)
-    for y, x in zip(ys, xs):
+    for y, x in zip(ys, xs, strict=True):
         expected |= np.maximum(np.abs(rows - y), np.abs(cols - x)) <= radius
     np.testing.assert_array_equal(tp.near_pixels(mask, radius), expected)
 

@@ -10,18 +10,13 @@ from pathlib import Path
 import pytest
 
 from oidn_gpu.cli import main
-
-SEQUENCE = Path(__file__).resolve().parents[1] / "data" / "sequences" / "static"
+from tests.temporal.cli_runs import copy_frames
 
 
 @pytest.fixture
 def frames(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("OIDN_GPU_BACKEND", "reference")
-    folder = tmp_path / "in"
-    folder.mkdir()
-    for number in range(1, 6):
-        shutil.copy(SEQUENCE / f"frame.{number:04d}.exr", folder)
-    return folder
+    return copy_frames(tmp_path / "in", "static", range(1, 6))
 
 
 def _denoise(frames: Path, out: Path, *extra: str) -> None:

@@ -5,8 +5,6 @@ keyword options get the closest valid name."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,19 +17,16 @@ from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image import exr, io
 from oidn_gpu.image import motion as motion_passes
 from oidn_gpu.sequence.temporal_frames import read_depth
-
-SEQUENCES = Path(__file__).resolve().parents[1] / "data" / "sequences"
-TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_base_ic9.tza"
+from tests.temporal.cli_runs import SEQUENCES, TINY, copy_frames, run_temporal
 
 
 def _folder(tmp_path: Path, numbers, *, depth: bool = True, name: str = "in") -> Path:
+    if depth:
+        return copy_frames(tmp_path / name, "static", numbers)
     folder = tmp_path / name
     folder.mkdir()
     for number in numbers:
         source = SEQUENCES / "static" / f"frame.{number:04d}.exr"
-        if depth:
-            shutil.copy(source, folder)
-            continue
         contents = exr.read_file(source)
         keep = [
             c
@@ -44,31 +39,9 @@ def _folder(tmp_path: Path, numbers, *, depth: bool = True, name: str = "in") ->
     return folder
 
 
-def _run(capsys, inputs: Path, out: Path, *flags: str) -> tuple[int, str, dict]:
-    rc = main(
-        [
-            "denoise",
-            str(inputs),
-            "-o",
-            f"{out}/",
-            "--temporal",
-            "--mkdir",
-            "--no-progress",
-            "--json",
-            "--backend",
-            "reference",
-            "--weights",
-            str(TINY),
-            *flags,
-        ]
-    )
-    captured = capsys.readouterr()
-    return rc, captured.err, json.loads(captured.out)
-
-
 def test_the_log_and_json_name_the_mode_the_passes_and_each_restart(tmp_path, capsys):
     inputs = _folder(tmp_path, (1, 2, 3, 5))  # 4 is missing: a gap
-    rc, err, summary = _run(capsys, inputs, tmp_path / "out")
+    rc, err, summary = run_temporal(capsys, inputs, tmp_path / "out")
     assert rc == 0, err
     words = "temporal: motion 'ViewLayer.Vector' (cycles), depth 'ViewLayer.Depth'"
     assert err.count(words) == 5  # each frame's line and the summary's layers line
@@ -105,7 +78,7 @@ def test_the_log_and_json_name_the_mode_the_passes_and_each_restart(tmp_path, ca
 
 def test_a_missing_depth_pass_is_said_once_and_is_optional(tmp_path, capsys):
     inputs = _folder(tmp_path, (1, 2, 3), depth=False)
-    rc, err, summary = _run(capsys, inputs, tmp_path / "out")
+    rc, err, summary = run_temporal(capsys, inputs, tmp_path / "out")
     assert rc == 0, err
     assert err.count("no depth pass (looked for Depth, Z, depth); depth is optional") == 1
     assert "temporal: motion 'ViewLayer.Vector' (cycles), no depth" in err
@@ -117,11 +90,11 @@ def test_a_missing_depth_pass_is_said_once_and_is_optional(tmp_path, capsys):
 def test_a_resume_says_which_frames_warmed_the_history(tmp_path, capsys):
     inputs = _folder(tmp_path, (1, 2, 3, 4, 5))
     out = tmp_path / "out"
-    rc, err, _ = _run(capsys, inputs, out)
+    rc, err, _ = run_temporal(capsys, inputs, out)
     assert rc == 0, err
     for number in (4, 5):
         (out / f"frame.{number:04d}.exr").unlink()
-    rc, err, summary = _run(capsys, inputs, out, "--skip-existing")
+    rc, err, summary = run_temporal(capsys, inputs, out, "--skip-existing")
     assert rc == 0, err
     history = [r["layers"]["temporal"]["history"] for r in summary["results"]]
     assert history == ["warm-up started", "warmed up", "warmed up", "continued", "continued"]

@@ -12,17 +12,8 @@ from tests.temporal import synthetic
 
 
 def _frames():
-    return [
-        {
-            "color": f.color,
-            "albedo": f.albedo,
-            "normal": f.normal,
-            "motion": f.motion,
-            "depth": f.depth,
-            "frame": i + 1,
-        }
-        for i, f in enumerate(synthetic.sequence("pan", frames=3, size=16))
-    ]
+    frames = synthetic.sequence("pan", frames=3, size=16)
+    return [synthetic.item(f, i + 1) for i, f in enumerate(frames)]
 
 
 def test_temporal_true_is_a_temporal_denoiser_of_the_same_options():

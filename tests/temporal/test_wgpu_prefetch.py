@@ -33,17 +33,7 @@ def _frames(kind: str = "pan", count: int = 5, size: int = 24) -> list[TemporalF
 
 
 def _items(frames: list[TemporalFrame], numbers: list[int]) -> list[dict]:
-    return [
-        {
-            "color": f.color,
-            "albedo": f.albedo,
-            "normal": f.normal,
-            "motion": f.motion,
-            "depth": f.depth,
-            "frame": n,
-        }
-        for f, n in zip(frames, numbers, strict=True)
-    ]
+    return [synthetic.item(f, n) for f, n in zip(frames, numbers, strict=True)]
 
 
 def _run(den, calls) -> list:

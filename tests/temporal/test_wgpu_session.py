@@ -128,7 +128,7 @@ def _synthetic_steps(kind: str, frames: int = FRAMES, size: int = 24) -> list[St
 
 def _assert_same(got, expected, exact: bool) -> None:
     assert len(got) == len(expected)
-    for (out_g, fraction_g, cut_g), (out_e, fraction_e, cut_e) in zip(got, expected):
+    for (out_g, fraction_g, cut_g), (out_e, fraction_e, cut_e) in zip(got, expected, strict=True):
         assert (fraction_g, cut_g) == (fraction_e, cut_e)
         if exact:
             np.testing.assert_array_equal(out_g, out_e)
@@ -277,9 +277,11 @@ def test_a_session_outliving_its_denoiser_refuses_frames_and_closes():
 
 def test_mismatched_images_are_refused(denoiser):
     f = _synthetic_steps("static", 1, 16)[0].frame
-    with _session(denoiser) as session:
-        with pytest.raises(InvalidArgumentError, match="motion image is 8x16"):
-            session.frame(replace(f, motion=f.motion[:, :8]), _params(f), restart=True)
+    with (
+        _session(denoiser) as session,
+        pytest.raises(InvalidArgumentError, match="motion image is 8x16"),
+    ):
+        session.frame(replace(f, motion=f.motion[:, :8]), _params(f), restart=True)
 
 
 def test_the_session_serves_rt_without_accurate_prefiltering():

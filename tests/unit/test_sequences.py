@@ -4,6 +4,7 @@ files, and their motion vectors carry each converged frame onto the next."""
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 
 import numpy as np
@@ -45,7 +46,7 @@ def test_each_sequence_loads_as_written(sequence) -> None:
         assert frame.motion.convention.name == "cycles"
         assert frame.motion.forward is not None and frame.motion.invalid_count == 0
     colors = [f.color for f in frames]
-    assert not any(np.array_equal(a, b) for a, b in zip(colors, colors[1:], strict=False)), (
+    assert not any(np.array_equal(a, b) for a, b in itertools.pairwise(colors)), (
         "the seed must change every frame"
     )
 

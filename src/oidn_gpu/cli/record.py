@@ -52,6 +52,13 @@ def _size(text: str) -> tuple[int, int]:
 
 def add_record_parsers(sub: Any) -> None:
     """Add ``record``, ``replay`` and ``program`` to the tool's subparsers."""
+    _add_record(sub)
+    _add_replay(sub)
+    _add_program(sub)
+
+
+def _add_record(sub: Any) -> None:
+    """``oidn-gpu record``: what to record, for which device, and the program file."""
     rec = sub.add_parser(
         "record", help="record a whole denoise (or the network) as a replayable GPU program"
     )
@@ -106,6 +113,9 @@ def add_record_parsers(sub: Any) -> None:
     rec.add_argument("-o", "--output", required=True, type=Path, help="program file to write")
     rec.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
+
+def _add_replay(sub: Any) -> None:
+    """``oidn-gpu replay``: a program run on image files."""
     rep = sub.add_parser("replay", help="run a recorded program on image files")
     rep.add_argument("program", type=Path, help="the .oidnp file (oidn-gpu record -o)")
     rep.add_argument(
@@ -123,6 +133,9 @@ def add_record_parsers(sub: Any) -> None:
     rep.add_argument("-o", "--output", required=True, type=Path, help="image file to write")
     rep.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
+
+def _add_program(sub: Any) -> None:
+    """``oidn-gpu program info``: what a program file holds."""
     prog = sub.add_parser("program", help="inspect recorded programs")
     prog_sub = prog.add_subparsers(
         dest="program_command", metavar="COMMAND", parser_class=type(prog)

@@ -14,6 +14,7 @@ sequence for identical output.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +59,7 @@ def plan_chunks(count: int, chunks: int, warmup: int = DEFAULT_WARMUP) -> list[T
     bounds = [count * i // chunks for i in range(chunks + 1)]
     return [
         TemporalChunk(max(0, start - warmup), start, stop)
-        for start, stop in zip(bounds, bounds[1:])
+        for start, stop in itertools.pairwise(bounds)
         if stop > start
     ]
 

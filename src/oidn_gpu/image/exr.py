@@ -33,6 +33,7 @@ from oidn_gpu.errors import require
 from oidn_gpu.image.encoded import PartShape, write_encoded
 from oidn_gpu.image.image_types import readable_name
 from oidn_gpu.image.io import BAND_VALUES, FLATTEN_ADVICE, ImageFileError, library_error, read_rows
+from oidn_gpu.image.writer import created_output, output_error
 
 EXR_FORMAT = "openexr"
 _FLOAT_TYPES = frozenset({"half", "float"})
@@ -319,7 +320,7 @@ def _write_part(out: Any, part: ExrPart, spec: Any, inp: Any, path: Path) -> Non
         else:
             done = out.write_scanlines(top, stop, spec.z, band)
         if not done:
-            raise ImageFileError(f"cannot write '{path}': {_error(_oiio(), out)}")
+            raise ImageFileError(f"cannot write '{path}': {output_error(_oiio(), out)}")
 
 
 def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | None = None) -> Path:
@@ -346,34 +347,18 @@ def write_file(path: str | os.PathLike[str], exr: ExrFile, *, software: str | No
         specs.append(spec)
 
     def encode(name: str) -> None:
-        out = oiio.ImageOutput.create("openexr")
-        try:
-            if out is None:
-                message = library_error(oiio.geterror, "unknown error")
-                raise ImageFileError(f"cannot write '{path}': {message}")
+        with created_output(oiio, "openexr", path) as out:
             if len(specs) > 1 and not out.supports("multiimage"):
                 raise ImageFileError(f"cannot write '{path}': no multi-part support")
             opened = out.open(name, tuple(specs)) if len(specs) > 1 else out.open(name, specs[0])
             if not opened:
-                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+                raise ImageFileError(f"cannot write '{path}': {output_error(oiio, out)}")
             with _open_source(exr.parts[0].source) as inp:
                 for index, (part, spec) in enumerate(zip(exr.parts, specs, strict=True)):
                     if index and not out.open(name, spec, "AppendSubimage"):
-                        raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+                        raise ImageFileError(f"cannot write '{path}': {output_error(oiio, out)}")
                     _write_part(out, part, spec, inp, path)
-            closing, out = out, None
-            if not closing.close():
-                raise ImageFileError(f"cannot write '{path}': {_error(oiio, closing)}")
-        finally:
-            if out is not None:
-                with contextlib.suppress(Exception):
-                    out.close()
 
     shapes = [PartShape(spec.width, spec.height, spec.nchannels) for spec in specs]
     write_encoded(path, "openexr", encode, shapes, value_bytes=4)
     return path
-
-
-def _error(oiio: Any, out: Any) -> str:
-    message = library_error(out.geterror, "") if out is not None else ""
-    return message or library_error(oiio.geterror, "unknown error")

@@ -146,7 +146,31 @@ def _open_input(path: str | os.PathLike[str]) -> Any:
     return inp
 
 
-def _read_subimage(inp: Any, path: Path, subimage: int, what: str) -> tuple[Any, np.ndarray]:
+@contextlib.contextmanager
+def _opened(path: str | os.PathLike[str]) -> Iterator[Any]:
+    """The file open for reading (`_open_input`), closed after the block."""
+    inp = _open_input(path)
+    try:
+        yield inp
+    finally:
+        inp.close()
+
+
+def _part_headers(inp: Any) -> Iterator[tuple[int, Any]]:
+    """``(index, header)`` of every part of an open file, in file order."""
+    subimage = 0
+    while inp.seek_subimage(subimage, 0):
+        yield subimage, inp.spec()
+        subimage += 1
+
+
+def _flat_part(inp: Any, path: Path, subimage: int, what: str) -> Any:
+    """The header of part ``subimage``, sought to; ``what`` (``"layer 'x' of "``) starts the
+    file's name in messages.
+
+    Raises:
+        ImageFileError: the file has no such part, or it is deep.
+    """
     if not inp.seek_subimage(subimage, 0):
         raise ImageFileError(f"cannot read '{path}': it has no part {subimage}")
     spec = inp.spec()
@@ -156,6 +180,35 @@ def _read_subimage(inp: Any, path: Path, subimage: int, what: str) -> tuple[Any,
             f"cannot read {what}'{path}': it is a deep image (several samples per pixel); "
             f"expected a flat image ({FLATTEN_ADVICE})"
         )
+    return spec
+
+
+def _channel_formats(spec: Any) -> tuple[str, ...]:
+    """Each channel's pixel type (``'half'``, ``'float'``, ``'uint'``, ...)."""
+    formats = tuple(str(f) for f in spec.channelformats)
+    return formats or (str(spec.format),) * len(spec.channelnames)
+
+
+def _part_image(
+    inp: Any, spec: Any, path: Path, pixels: np.ndarray, channels: tuple[str, ...]
+) -> Image:
+    """The `Image` of ``pixels`` (``channels`` of the part with header ``spec``)."""
+    return Image(
+        pixels=pixels,
+        channels=channels,
+        pixel_format=str(spec.format),
+        file_format=inp.format_name(),
+        attributes=_attributes(spec),
+        path=path,
+        placement=Placement(
+            Window(spec.x, spec.y, spec.width, spec.height),
+            Window(spec.full_x, spec.full_y, spec.full_width, spec.full_height),
+        ),
+    )
+
+
+def _read_subimage(inp: Any, path: Path, subimage: int, what: str) -> tuple[Any, np.ndarray]:
+    spec = _flat_part(inp, path, subimage, what)
     pixels = inp.read_image(subimage, 0, 0, spec.nchannels, "float")
     if pixels is None or inp.has_error:
         message = library_error(inp.geterror, "read failed")
@@ -199,8 +252,7 @@ def _kept_part(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, 
         return None  # the part's own read says what is wrong
     key = (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, subimage)
     if key not in kept:
-        inp = _open_input(path)
-        try:
+        with _opened(path) as inp:
             if not inp.seek_subimage(subimage, 0):
                 return None
             spec = inp.spec()
@@ -208,8 +260,6 @@ def _kept_part(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, 
                 KEEP_PART_BYTES
             ):
                 return None
-        finally:
-            inp.close()
         kept[key] = _read_image(path, subimage, what)
     return kept[key]
 
@@ -217,27 +267,11 @@ def _kept_part(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, 
 def _read_image(path: Path, subimage: int, what: str) -> tuple[Image, tuple[str, ...]]:
     """The image of one part and each channel's pixel type; ``what`` (``"layer 'x' of "``)
     starts the file's name in messages."""
-    inp = _open_input(path)
-    try:
+    with _opened(path) as inp:
         spec, pixels = _read_subimage(inp, path, subimage, what)
-        formats = tuple(str(f) for f in spec.channelformats) or (str(spec.format),) * len(
-            spec.channelnames
-        )
-        image = Image(
-            pixels=np.ascontiguousarray(pixels),
-            channels=tuple(spec.channelnames),
-            pixel_format=str(spec.format),
-            file_format=inp.format_name(),
-            attributes=_attributes(spec),
-            path=path,
-            placement=Placement(
-                Window(spec.x, spec.y, spec.width, spec.height),
-                Window(spec.full_x, spec.full_y, spec.full_width, spec.full_height),
-            ),
-        )
-        return image, formats
-    finally:
-        inp.close()
+        channels = tuple(spec.channelnames)
+        image = _part_image(inp, spec, path, np.ascontiguousarray(pixels), channels)
+        return image, _channel_formats(spec)
 
 
 def list_layers(path: str | os.PathLike[str]) -> list[Layer]:
@@ -246,13 +280,9 @@ def list_layers(path: str | os.PathLike[str]) -> list[Layer]:
     Raises:
         ImageFileError: the file is missing, unreadable or corrupt.
     """
-    path = Path(path)
-    inp = _open_input(path)
-    try:
-        layers: list[Layer] = []
-        subimage = 0
-        while inp.seek_subimage(subimage, 0):
-            spec = inp.spec()
+    layers: list[Layer] = []
+    with _opened(path) as inp:
+        for subimage, spec in _part_headers(inp):
             part = str(spec.getattribute("name") or "") if subimage > 0 or _nparts(inp) > 1 else ""
             groups: dict[str, list[str]] = {}
             for channel in spec.channelnames:
@@ -261,10 +291,7 @@ def list_layers(path: str | os.PathLike[str]) -> list[Layer]:
                     prefix = f"{part}.{prefix}" if prefix else part
                 groups.setdefault(prefix, []).append(channel)
             layers.extend(Layer(name, tuple(chs), subimage) for name, chs in groups.items())
-            subimage += 1
-        return layers
-    finally:
-        inp.close()
+    return layers
 
 
 def _nparts(inp: Any) -> int:
@@ -421,38 +448,17 @@ def _refuse_integers(path: Path, what: str, names: Sequence[str], formats: Seque
 def _read_picked(path: Path, subimage: int, names: Sequence[str], what: str) -> Image:
     """Only the channels ``names`` of one part, decoded a band of rows at a time straight
     into the image returned (the rest of the part is never held as float32)."""
-    inp = _open_input(path)
-    try:
-        if not inp.seek_subimage(subimage, 0):
-            raise ImageFileError(f"cannot read '{path}': it has no part {subimage}")
-        spec = inp.spec()
-        if spec.deep:
-            raise ImageFileError(
-                f"cannot read {what}'{path}': it is a deep image (several samples per "
-                f"pixel); expected a flat image ({FLATTEN_ADVICE})"
-            )
+    with _opened(path) as inp:
+        spec = _flat_part(inp, path, subimage, what)
         channels = tuple(spec.channelnames)
-        formats = tuple(str(f) for f in spec.channelformats) or (str(spec.format),) * len(channels)
+        formats = _channel_formats(spec)
         index = [channels.index(n) for n in names]
         _refuse_integers(path, what, names, [formats[i] for i in index])
         first, end = min(index), max(index) + 1
         pixels = np.empty((spec.height, spec.width, len(names)), np.float32)
         for top, band in read_bands(inp, path, subimage, first, end):
             pixels[top : top + band.shape[0]] = band[:, :, [i - first for i in index]]
-        return Image(
-            pixels=pixels,
-            channels=tuple(names),
-            pixel_format=str(spec.format),
-            file_format=inp.format_name(),
-            attributes=_attributes(spec),
-            path=path,
-            placement=Placement(
-                Window(spec.x, spec.y, spec.width, spec.height),
-                Window(spec.full_x, spec.full_y, spec.full_width, spec.full_height),
-            ),
-        )
-    finally:
-        inp.close()
+        return _part_image(inp, spec, path, pixels, tuple(names))
 
 
 def read_bands(
@@ -538,25 +544,15 @@ def describe_parts(path: str | os.PathLike[str]) -> list[PartInfo]:
     Raises:
         ImageFileError: the file is missing, unreadable or corrupt.
     """
-    path = Path(path)
-    inp = _open_input(path)
-    try:
-        parts: list[PartInfo] = []
-        subimage = 0
-        while inp.seek_subimage(subimage, 0):
-            spec = inp.spec()
-            formats = spec.channelformats or (spec.format,) * spec.nchannels
-            parts.append(
-                PartInfo(
-                    (spec.x, spec.y, spec.width, spec.height),
-                    (spec.full_x, spec.full_y, spec.full_width, spec.full_height),
-                    (spec.tile_width, spec.tile_height) if spec.tile_width else None,
-                    str(spec.getattribute("compression") or ""),
-                    dict(zip(spec.channelnames, (str(f) for f in formats), strict=True)),
-                    inp.format_name(),
-                )
+    with _opened(path) as inp:
+        return [
+            PartInfo(
+                (spec.x, spec.y, spec.width, spec.height),
+                (spec.full_x, spec.full_y, spec.full_width, spec.full_height),
+                (spec.tile_width, spec.tile_height) if spec.tile_width else None,
+                str(spec.getattribute("compression") or ""),
+                dict(zip(spec.channelnames, _channel_formats(spec), strict=True)),
+                inp.format_name(),
             )
-            subimage += 1
-        return parts
-    finally:
-        inp.close()
+            for _, spec in _part_headers(inp)
+        ]

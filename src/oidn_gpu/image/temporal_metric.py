@@ -37,7 +37,7 @@ DEPTH_TOLERANCE = 0.05
 def _check_motion(image: np.ndarray, motion: np.ndarray) -> None:
     if motion.ndim != 3 or motion.shape[2] != 2 or motion.shape[:2] != image.shape[:2]:
         raise ValueError(
-            f"motion has shape {motion.shape}; expected {image.shape[:2] + (2,)} "
+            f"motion has shape {motion.shape}; expected {(*image.shape[:2], 2)} "
             "(H x W x 2, backward motion in pixels) to match the image"
         )
 

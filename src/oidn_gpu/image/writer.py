@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -254,29 +254,45 @@ def _write(oiio: Any, path: Path, spec: Any, array: np.ndarray, format_name: str
     with it (`oidn_gpu.image.encoded`)."""
 
     def encode(name: str) -> None:
-        out = oiio.ImageOutput.create(format_name)  # ``name`` may have no extension
-        try:
-            if out is None or not out.open(name, spec):
-                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
+        # by format name: ``name`` may have no extension
+        with created_output(oiio, format_name, path) as out:
+            if not out.open(name, spec):
+                raise ImageFileError(f"cannot write '{path}': {output_error(oiio, out)}")
             if not out.write_image(np.ascontiguousarray(array)):
-                raise ImageFileError(f"cannot write '{path}': {_error(oiio, out)}")
-            closing, out = out, None
-            if not closing.close():
-                raise ImageFileError(f"cannot write '{path}': {_error(oiio, closing)}")
-        finally:
-            if out is not None:
-                # already failing: the original error matters, not one from closing
-                with contextlib.suppress(Exception):
-                    out.close()
+                raise ImageFileError(f"cannot write '{path}': {output_error(oiio, out)}")
 
     shape = PartShape(spec.width, spec.height, spec.nchannels)
     value_bytes = oiio.TypeDesc(spec.format).size()
     write_encoded(path, format_name, encode, [shape], value_bytes)
 
 
-def _error(oiio: Any, out: Any) -> str:
+def output_error(oiio: Any, out: Any) -> str:
+    """Why a write failed: the output's own message, else OpenImageIO's (``out`` may be
+    None)."""
     message = library_error(out.geterror, "") if out is not None else ""
     return message or library_error(oiio.geterror, "unknown error")
+
+
+@contextlib.contextmanager
+def created_output(oiio: Any, format_name: str, path: Path) -> Iterator[Any]:
+    """An OpenImageIO output of ``format_name`` for the block to open and write (``path``
+    names the file in messages), closed after it, a failed close raising `ImageFileError`;
+    when the block raises, closed quietly (its error is the one that matters).
+
+    Raises:
+        ImageFileError: OpenImageIO has no such output, or closing it failed.
+    """
+    out = oiio.ImageOutput.create(format_name)
+    if out is None:
+        raise ImageFileError(f"cannot write '{path}': {output_error(oiio, None)}")
+    try:
+        yield out
+    except BaseException:
+        with contextlib.suppress(Exception):
+            out.close()
+        raise
+    if not out.close():
+        raise ImageFileError(f"cannot write '{path}': {output_error(oiio, out)}")
 
 
 def _default_channels(nchannels: int) -> list[str]:

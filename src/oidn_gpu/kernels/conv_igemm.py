@@ -74,18 +74,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
-from oidn_gpu.kernels import _common, conv_parity, gemm
+from oidn_gpu.kernels import _common, conv_parity, gemm, gemm_tile
 from oidn_gpu.kernels.gemm import (
     F16_GROUP_BLOCKS,
     Accumulation,
     AccumulationOrder,
-    AddressMode,
     DecoderLoad,
     GemmOptions,
-    GemmTile,
     LoadMode,
     PoolLayout,
 )
+from oidn_gpu.kernels.gemm_tile import AddressMode, GemmTile
 from oidn_gpu.kernels.spec import (
     SHAPE_PARAMS,
     BindingKind,
@@ -134,7 +133,7 @@ def validate(spec: ConvSpec, options: GemmOptions, limits: DeviceLimits) -> Gemm
             registers than allowed.
     """
     tile = resolve_tile(spec, options, limits)
-    problems = gemm.tile_problems(
+    problems = gemm_tile.tile_problems(
         tile,
         spec.precision,
         limits,
@@ -609,7 +608,7 @@ def generate(
     Raises:
         UnsupportedDeviceError: the resolved tile needs more workgroup storage or
             invocations than ``limits`` allow, or more registers than
-            `gemm.REGISTER_BUDGET` (such a shader is not valid on the device, or spills).
+            `gemm_tile.REGISTER_BUDGET` (such a shader is not valid on the device, or spills).
     """
     options = conv_parity.effective(spec, options or GemmOptions())
     limits = limits or DeviceLimits()

@@ -28,7 +28,8 @@ from dataclasses import replace
 from typing import Any
 
 from oidn_gpu.kernels import _common, weights
-from oidn_gpu.kernels.gemm import GemmOptions, GemmTile
+from oidn_gpu.kernels.gemm import GemmOptions
+from oidn_gpu.kernels.gemm_tile import GemmTile
 from oidn_gpu.kernels.spec import ConvSpec, DecoderForm, DeviceLimits, ceil_div
 
 PARITIES = weights.PARITIES

@@ -15,7 +15,7 @@ Shared memory: the ``(8 P + 2) x 10`` patch of ``IB`` vec4s per pixel (`PatchLay
 dense, or with ``padded`` at an odd pixel stride (``IB + 1`` when ``IB`` is even), so the
 8 invocations of a workgroup row read 8 different banks, and in fp16 at a row stride of
 8 modulo 16 vec4s, so the next row reads the other 8 (see `patch_layout`); + ``36 * IB``
-vec4s with cached weights. `generate` refuses a patch over `gemm.MAX_TILE_STORAGE_BYTES` (and
+vec4s with cached weights. `generate` refuses a patch over `gemm_tile.MAX_TILE_STORAGE_BYTES` (and
 over ``limits`` when given); callers choose a variant that fits (`storage_bytes`,
 `max_input_blocks`). No fused pool. Weights: output-major. Grid
 ``(ceil(W / (8 P)), ceil(H / 8), OB)``; params ``{height, width}`` (output = conv
@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.kernels import _common
-from oidn_gpu.kernels.gemm import FINAL_PIXELS, MAX_TILE_STORAGE_BYTES
+from oidn_gpu.kernels.gemm import FINAL_PIXELS
+from oidn_gpu.kernels.gemm_tile import MAX_TILE_STORAGE_BYTES
 from oidn_gpu.kernels.spec import (
     SHAPE_PARAMS,
     ConvSpec,

@@ -7,10 +7,10 @@ vec4 blocks; the packed weights use the same concatenated block order, see
 `kernels.weights`). Forms: direct (`conv_direct`), tiled implicit GEMM
 (`conv_igemm`, ``GemmOptions.decoder_load`` chooses per-load or source-first
 source selection; ``decoder_form="parity"``: one output parity per workgroup, the
-upsampled source through 2x2 low-resolution taps, `conv_parity`), spatial halo (`conv_spatial`) and subgroup
-(`conv_subgroup`). The conv resolution (= output, params ``{height, width}``)
-is even when a source is upsampled. Unlike OIDN's HWC GPU backends, the
-concat is not split into two convs, so no intermediate fp16 rounding happens.
+upsampled source through 2x2 low-resolution taps, `conv_parity`), spatial halo
+(`conv_spatial`) and subgroup (`conv_subgroup`). The conv resolution (= output,
+params ``{height, width}``) is even when a source is upsampled. Unlike OIDN's HWC GPU
+backends, the concat is not split into two convs, so no intermediate fp16 rounding happens.
 """
 
 from __future__ import annotations

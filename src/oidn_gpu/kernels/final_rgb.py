@@ -18,7 +18,7 @@ pixels, 8 apart along x, so the workgroup covers ``8 P x 8`` pixels and stages a
 banks (`conv_spatial.patch_layout`). Neither
 changes any pixel's summation (see `conv_spatial`), so every variant gives the
 same bits. `resolve` picks the variant that fits the device's workgroup storage
-(at most `gemm.MAX_TILE_STORAGE_BYTES`): the asked pixels with cached weights,
+(at most `gemm_tile.MAX_TILE_STORAGE_BYTES`): the asked pixels with cached weights,
 then without them (``SHARED_AUTO`` only), then half the pixels, down to one pixel;
 ``DIRECT`` when not even that fits. ``SHARED_INPUT_WEIGHTS`` never drops the cached
 weights: it falls back to ``DIRECT``, as oidn-webgpu's ``finalLayer``

@@ -40,9 +40,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_denoise
-from oidn_gpu.backends.wgpu.options import ACCUMULATIONS
 from oidn_gpu.backends.wgpu.device import STORAGE_USAGE, BufferUsage, open_device
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
+from oidn_gpu.backends.wgpu.options import ACCUMULATIONS
 from oidn_gpu.backends.wgpu.runner import GpuDenoiser, GpuImage
 from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.image.transfer import Transfer

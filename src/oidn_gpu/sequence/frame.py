@@ -125,48 +125,19 @@ def denoise_frame(
     denoiser = pool.get(hdr, srgb)
     lossless = exr.is_exr(job.output) and frame.color.file_format == exr.EXR_FORMAT
     passes = _passes(job, frame, output, lossless)
-    if temporal is not None and output.aovs:
-        raise InvalidArgumentError(
-            "--temporal carries only the passes of --aovs-sum; it cannot be used with --aovs"
-        )
-    pass_images = {}
-    if temporal is not None:
-        pass_images = read_summed_passes(job, frame, [name for name, _, _ in passes])
-    share = 1.0 / (1 + len(passes))
-    if warn is not None:
-        inputs = [("color", frame.color.pixels), ("albedo", frame.albedo), ("normal", frame.normal)]
-        _warn_nonfinite_inputs(inputs, warn)
-    part = _scaled(progress, 0.0, share)
     ahead_s = 0.0
     if temporal is not None:
-        aovs = {name: image.pixels[:, :, :3] for name, image in pass_images.items()}
-        result, ahead_s = _denoise_temporal(
-            temporal, job, frame, denoiser, upcoming, options, pool, warn, aovs
+        result, denoised, ahead_s = _denoise_temporal(
+            temporal, job, frame, passes, denoiser, upcoming, options, pool, warn
         )
     else:
-        color = frame.color.pixels
-        result = _denoise_image(denoiser, color, frame.albedo, frame.normal, part, warn)
-    if temporal is not None:  # the passes came with the beauty, adding up to it
-        results = temporal.aov_results
-        denoised = [
-            (layer, image, _with_rest(results[name], image), True)
-            for (name, layer, _), image in zip(passes, pass_images.values(), strict=True)
-        ]
-    else:
-        denoised = _denoise_passes(job, frame, passes, denoiser, progress, warn)
-        denoised = _reconcile(result, denoised, output.aovs_sum, passes)
+        result, denoised = _denoise_alone(job, frame, passes, denoiser, output, progress, warn)
     frame = _with_alpha(frame, pool, output)
-    nonfinite = [("the color", _nonfinite_pixels(result))] + [
-        (f"layer '{layer_label(layer.name)}'", _nonfinite_pixels(values))
-        for layer, _, values, _ in denoised
-    ]
-    _warn_nonfinite(nonfinite, result.shape, warn)
-    if not options.color.shown:  # a display's view maps the HDR values itself
-        frame = _note_clipped(job, frame, result, hdr)
+    frame, nonfinite = _check_output(job, frame, result, denoised, options, hdr, warn)
     denoised_at = time.perf_counter()
     _write_outputs(job, frame, result, denoised, options, lossless)
     mode = "hdr" if hdr else ("srgb" if srgb else "ldr")
-    outcome = _outcome(frame, denoised, mode, sum(n for _, n in nonfinite))
+    outcome = _outcome(frame, denoised, mode, nonfinite)
     if temporal is not None:
         outcome = _with_temporal(outcome, temporal.report, job)
     # "denoise" includes the AOV layers' reads (small beside their denoise)
@@ -177,21 +148,56 @@ def denoise_frame(
     return dataclasses.replace(outcome, others_s=(read - start) - read_s + ahead_s)
 
 
+def _warn_beauty_inputs(frame: LoadedFrame, warn: Warn | None) -> None:
+    """The non-finite pixels of the colour, albedo and normal images said to ``warn``."""
+    if warn is not None:
+        inputs = [("color", frame.color.pixels), ("albedo", frame.albedo), ("normal", frame.normal)]
+        _warn_nonfinite_inputs(inputs, warn)
+
+
+def _denoise_alone(
+    job: FrameJob,
+    frame: LoadedFrame,
+    passes: Sequence[tuple[str, io.Layer, bool]],
+    denoiser: Any,
+    output: OutputOptions,
+    progress: Progress | None,
+    warn: Warn | None,
+) -> tuple[np.ndarray, list[DenoisedPass]]:
+    """The beauty denoised on its own, then the ``--aovs`` and ``--aovs-sum`` passes one by
+    one, those of ``--aovs-sum`` adjusted to add up to the beauty (`_reconcile`)."""
+    _warn_beauty_inputs(frame, warn)
+    part = _scaled(progress, 0.0, 1.0 / (1 + len(passes)))
+    result = _denoise_image(denoiser, frame.color.pixels, frame.albedo, frame.normal, part, warn)
+    denoised = _denoise_passes(job, frame, passes, denoiser, progress, warn)
+    return result, _reconcile(result, denoised, output.aovs_sum, passes)
+
+
 def _denoise_temporal(
     temporal: Any,
     job: FrameJob,
     frame: LoadedFrame,
+    passes: Sequence[tuple[str, io.Layer, bool]],
     denoiser: Any,
     upcoming: FrameJob | None,
     options: SequenceOptions,
     pool: DenoiserPool,
     warn: Warn | None,
-    aovs: dict[str, np.ndarray],
-) -> tuple[np.ndarray, float]:
-    """The temporal result of the frame's beauty (its ``--aovs-sum`` passes ``aovs``
-    carried through its history; its restarts said to ``warn``) and the
-    seconds of the call that were other frames' (the next frame read, and its GPU work
-    run ahead), less this frame's GPU work run ahead in the call before."""
+) -> tuple[np.ndarray, list[DenoisedPass], float]:
+    """The beauty denoised with the history of the frames before, its ``--aovs-sum``
+    passes carried through that history (so they add up to it; its restarts said to
+    ``warn``), and the seconds of the call that were other frames' (the next frame read,
+    and its GPU work run ahead), less this frame's GPU work run ahead in the call before.
+
+    Raises:
+        InvalidArgumentError: ``--aovs`` asked for (only ``--aovs-sum`` is carried).
+    """
+    if options.output.aovs:
+        raise InvalidArgumentError(
+            "--temporal carries only the passes of --aovs-sum; it cannot be used with --aovs"
+        )
+    pass_images = read_summed_passes(job, frame, [name for name, _, _ in passes])
+    _warn_beauty_inputs(frame, warn)
     result, restarts = temporal.denoise(
         job.color,
         frame,
@@ -199,11 +205,38 @@ def _denoise_temporal(
         upcoming=upcoming,
         inputs=options.inputs,
         lightmap=pool.config.lightmap,
-        aovs=aovs,
+        aovs={name: image.pixels[:, :, :3] for name, image in pass_images.items()},
     )
     for text in restarts if warn is not None else ():
         warn(text)
-    return result, temporal.ahead_s - temporal.carried_s
+    results = temporal.aov_results
+    denoised = [
+        (layer, image, _with_rest(results[name], image), True)
+        for (name, layer, _), image in zip(passes, pass_images.values(), strict=True)
+    ]
+    return result, denoised, temporal.ahead_s - temporal.carried_s
+
+
+def _check_output(
+    job: FrameJob,
+    frame: LoadedFrame,
+    result: np.ndarray,
+    denoised: Sequence[DenoisedPass],
+    options: SequenceOptions,
+    hdr: bool,
+    warn: Warn | None,
+) -> tuple[LoadedFrame, int]:
+    """The denoised images' non-finite pixels said (`_warn_nonfinite`) and counted, and the
+    frame with a note when its HDR result goes to a format that clips it (`_note_clipped`;
+    not when a display's view maps the HDR values itself)."""
+    nonfinite = [("the color", _nonfinite_pixels(result))] + [
+        (f"layer '{layer_label(layer.name)}'", _nonfinite_pixels(values))
+        for layer, _, values, _ in denoised
+    ]
+    _warn_nonfinite(nonfinite, result.shape, warn)
+    if not options.color.shown:
+        frame = _note_clipped(job, frame, result, hdr)
+    return frame, sum(n for _, n in nonfinite)
 
 
 def _passes(
