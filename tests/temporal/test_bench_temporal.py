@@ -166,10 +166,13 @@ def test_a_one_frame_firefly_does_not_become_a_blob(name):
 @pytest.mark.parametrize(("name", "lower"), [("objects", 1.5), ("objects_pan", 1.2)])
 def test_temporal_mode_on_moving_objects(name, lower):
     """docs/benchmarks.md's table on the moving-object sequences (reference backend): less
-    flicker (measured 1.61x and 1.33x lower: the flicker bar of 2x is not met there), a
-    higher mean PSNR, and the revealed pixels within 10% of per-frame denoising's error
-    (measured 7.7% and 5.8% higher)."""
+    flicker (measured 1.62x and 1.34x lower: the flicker bar of 2x is not met there), a
+    higher mean PSNR, no frame's error above per-frame denoising's (the glass sphere's
+    silhouette over the floor under the pan made frame 9 4.8% worse before the normals
+    decided the output history there), and the revealed pixels within 10% of per-frame
+    denoising's error (measured 1.1% higher and 1.2% lower)."""
     per_frame, temporal = bt.measure(name, bt.load_sequence(SEQUENCES / name), "reference", {}, {})
     assert temporal.flicker_lower >= lower
     assert temporal.psnr_db >= per_frame.psnr_db
-    assert temporal.revealed_error_ratio <= bt.REVEALED_BAR
+    assert temporal.worst_frame_error_ratio <= bt.FRAME_ERROR_SLACK
+    assert temporal.revealed_error_ratio <= 1.05

@@ -46,6 +46,10 @@ def wgpu_passes():
                 depth=True, normal=False, albedo=False
             ),
         ),
+        (  # silhouettes within the depth tolerance
+            "contact",
+            tp.TemporalParams().with_guides(depth=True, normal=False, albedo=False),
+        ),
     ],
 )
 def test_wgsl_passes_agree_with_numpy(wgpu_passes, kind, params):
@@ -55,7 +59,7 @@ def test_wgsl_passes_agree_with_numpy(wgpu_passes, kind, params):
     frames[3].depth[7, 7] = np.nan
     expected = synthetic.run_passes(tp.NumpyTemporalPasses(), frames, params)
     got = synthetic.run_passes(wgpu_passes, frames, params)
-    for (rep_e, out_e), (rep_g, out_g) in zip(expected, got):
+    for (rep_e, out_e), (rep_g, out_g) in zip(expected, got, strict=True):
         np.testing.assert_allclose(rep_g, rep_e, rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(out_g, out_e, rtol=RTOL, atol=ATOL)
 

@@ -128,7 +128,7 @@ def _synthetic_steps(kind: str, frames: int = FRAMES, size: int = 24) -> list[St
 
 def _assert_same(got, expected, exact: bool) -> None:
     assert len(got) == len(expected)
-    for (out_g, fraction_g, cut_g), (out_e, fraction_e, cut_e) in zip(got, expected):
+    for (out_g, fraction_g, cut_g), (out_e, fraction_e, cut_e) in zip(got, expected, strict=True):
         assert (fraction_g, cut_g) == (fraction_e, cut_e)
         if exact:
             np.testing.assert_array_equal(out_g, out_e)
@@ -195,6 +195,18 @@ def test_other_parameters_are_the_host_path(denoiser, wgsl_passes):
         clamp="minmax",
         clamp_radius=1,
     )
+    with _session(denoiser) as session:
+        got = session_path(session, steps, params)
+    _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)
+    _assert_same(got, host_path(denoiser, tp.NumpyTemporalPasses(), steps, params), exact=False)
+
+
+def test_a_silhouette_within_the_depth_tolerance_is_the_host_path(denoiser, wgsl_passes):
+    """The gather, submitted before the other images are uploaded, has the normals that
+    decide the output history where the depth moved (the "contact" sphere's rim)."""
+    steps = _synthetic_steps("contact")
+    params = _params(steps[0].frame)
+    assert params.use_depth and not params.use_normal
     with _session(denoiser) as session:
         got = session_path(session, steps, params)
     _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)
@@ -277,9 +289,11 @@ def test_a_session_outliving_its_denoiser_refuses_frames_and_closes():
 
 def test_mismatched_images_are_refused(denoiser):
     f = _synthetic_steps("static", 1, 16)[0].frame
-    with _session(denoiser) as session:
-        with pytest.raises(InvalidArgumentError, match="motion image is 8x16"):
-            session.frame(replace(f, motion=f.motion[:, :8]), _params(f), restart=True)
+    with (
+        _session(denoiser) as session,
+        pytest.raises(InvalidArgumentError, match="motion image is 8x16"),
+    ):
+        session.frame(replace(f, motion=f.motion[:, :8]), _params(f), restart=True)
 
 
 def test_the_session_serves_rt_without_accurate_prefiltering():

@@ -12,8 +12,10 @@ the same way. This module is the temporal mode's face for the backends (imported
 bilinear taps, each counts only when it lies on screen and its guide agrees with the pixel's
 (`tap_tests`: depth within `TemporalParams.depth_tolerance` relative for the accumulated
 input, and also normals within `~TemporalParams.normal_tolerance` of ``1 - cos`` and albedo
-within `~TemporalParams.albedo_tolerance` for the output history; without depth, normal and
-albedo decide both); the bilinear weights of those that count are renormalized, per group
+within `~TemporalParams.albedo_tolerance` for the output history, and with depth, where
+the tap's depth moved by more than `SURFACE_DEPTH`, normals within `SILHOUETTE_NORMAL_COS`
+for it (a silhouette just in front of a surface); without depth, normal and albedo decide
+both); the bilinear weights of those that count are renormalized, per group
 of channels; when all four count, the sharper Catmull-Rom interpolation of the 4x4 taps
 around them is used instead, clamped to the four taps' range. Non-finite or huge motion,
 and a weight sum under `MIN_TAP_WEIGHT`, reject the history of the pixel (disocclusion,
@@ -108,10 +110,12 @@ __all__ = [
     "REPROJECTION_OUTPUT_COUNT",
     "REPROJECTION_VALID",
     "SIGNAL_CHANNELS",
+    "SILHOUETTE_NORMAL_COS",
     "STATE_CHANNELS",
     "STATE_COUNT",
     "STATE_OUTPUT",
     "STATE_OUTPUT_COUNT",
+    "SURFACE_DEPTH",
     "NumpyTemporalPasses",
     "TemporalParams",
     "catmull_rom_weights",
@@ -143,14 +147,34 @@ __all__ = [
 MIN_TAP_WEIGHT = 0.5
 # Zero normals (background, no geometry) are told apart from real ones by this length.
 MIN_NORMAL_LENGTH = 1.0e-3
+# With depth, a tap whose depth is within SURFACE_DEPTH (relative) of the pixel's is its own
+# surface; one farther away (yet within `TemporalParams.depth_tolerance`) serves the output
+# history only where the normals are within SILHOUETTE_NORMAL_COS (60 degrees): a silhouette
+# in front of a surface just behind it, which the depth tolerance cannot tell apart (the
+# glass sphere's edge over the floor under a pan, tests/data/sequences/objects_pan,
+# docs/benchmarks.md). The renderers' noisy normals never drop the history of a surface
+# whose depth stays put.
+SURFACE_DEPTH = 0.005
+SILHOUETTE_NORMAL_COS = 0.5
 
 
-def _depth_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> np.ndarray:
-    """Whether each pixel's depth and the tap's previous depth agree (``[H, W]`` bool)."""
-    f32 = np.float32
+def _depth_agrees(guide: np.ndarray, prev: np.ndarray, tolerance: np.float32) -> np.ndarray:
+    """Whether each pixel's depth and the tap's previous depth are within ``tolerance``
+    relative (``[H, W]`` bool)."""
     d, p = guide[:, :, 0], prev[:, :, 0]
-    near = np.abs(d - p) <= f32(params.depth_tolerance) * np.maximum(np.abs(d), np.abs(p))
+    near = np.abs(d - p) <= tolerance * np.maximum(np.abs(d), np.abs(p))
     return near | (d == p)
+
+
+def _normals_agree(guide: np.ndarray, prev: np.ndarray, cos_min: np.float32) -> np.ndarray:
+    """Whether each pixel's normal and the tap's previous one are within the angle whose
+    cosine is ``cos_min``, and both or neither are zero (``[H, W]`` bool)."""
+    n, p = guide[:, :, 1:4], prev[:, :, 1:4]
+    ln = np.sqrt(_dot3(n, n))
+    lp = np.sqrt(_dot3(p, p))
+    aligned = _dot3(n, p) >= cos_min * (ln * lp)
+    small = np.float32(MIN_NORMAL_LENGTH)
+    return aligned & ((ln > small) == (lp > small))
 
 
 def _aux_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> np.ndarray:
@@ -159,11 +183,7 @@ def _aux_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> 
     f32 = np.float32
     ok = np.ones(guide.shape[:2], bool)
     if params.use_normal:
-        n, p = guide[:, :, 1:4], prev[:, :, 1:4]
-        ln = np.sqrt(_dot3(n, n))
-        lp = np.sqrt(_dot3(p, p))
-        aligned = _dot3(n, p) >= f32(1.0 - params.normal_tolerance) * (ln * lp)
-        ok &= aligned & ((ln > f32(MIN_NORMAL_LENGTH)) == (lp > f32(MIN_NORMAL_LENGTH)))
+        ok &= _normals_agree(guide, prev, f32(1.0 - params.normal_tolerance))
     if params.use_albedo:
         a, p = guide[:, :, 4:7], prev[:, :, 4:7]
         diff = np.maximum(
@@ -177,16 +197,20 @@ def _aux_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> 
 def tap_tests(guide: np.ndarray, prev: np.ndarray, params: TemporalParams):
     """``(geometry, output)`` ``[H, W]`` bool: whether a tap's history may be used for the
     accumulated input (depth where given, else normal and albedo) and for the output
-    (that and normal and albedo). Renderers' albedo and normal are as noisy as the color:
-    with depth, they only decide the output history, whose loss costs little."""
+    (that and normal and albedo; with depth, also the normals where the depth moved by
+    more than `SURFACE_DEPTH`: `SILHOUETTE_NORMAL_COS`). Renderers' albedo and normal are
+    as noisy as the color: with depth, they only decide the output history, whose loss
+    costs little."""
     f32 = np.float32
     known = (guide[:, :, GUIDE_UNKNOWN] == f32(0)) & (prev[:, :, GUIDE_UNKNOWN] == f32(0))
     aux = _aux_agrees(guide, prev, params)
     if not params.use_depth:
         geometry = known & aux
         return geometry, geometry
-    geometry = known & _depth_agrees(guide, prev, params)
-    return geometry, geometry & aux
+    geometry = known & _depth_agrees(guide, prev, f32(params.depth_tolerance))
+    surface = _depth_agrees(guide, prev, f32(SURFACE_DEPTH))
+    facing = _normals_agree(guide, prev, f32(SILHOUETTE_NORMAL_COS))
+    return geometry, geometry & aux & (surface | facing)
 
 
 def _dot3(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -36,11 +36,12 @@ KERNEL_STAMPS = 32  # the beginning and end of up to 16 kernels of a frame (prof
 
 
 def _tap_images(params: tp.TemporalParams, given: list[str]) -> list[str]:
-    """The frame's images that the gather's tap tests use (depth, albedo, normal)."""
+    """The frame's images that the gather's tap tests use: depth, albedo and normal where
+    they decide, and with depth the normals also (silhouettes, `passes.tap_tests`)."""
     used = (
         ("depth", params.use_depth),
         ("albedo", params.use_albedo),
-        ("normal", params.use_normal),
+        ("normal", params.use_normal or params.use_depth),
     )
     return [name for name, use in used if use and name in given]
 
