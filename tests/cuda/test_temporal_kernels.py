@@ -83,6 +83,7 @@ def _run(passes, frames, params):
         ("pan", "aux", {"clamp": "none", "output_blend": 1.0}, 30),
         ("object", "depth", {"disocclusion_margin": 2, "change_sigmas": 0.0}, 30),
         ("object", "depth", {"disocclusion_margin": 0}, 30),
+        ("contact", "depth", {}, 30),  # silhouettes within the depth tolerance
     ],
 )
 def test_kernels_agree_with_numpy(device, kind, guides, options, size):

@@ -7,8 +7,9 @@ noise (a gamma-distributed sample mean of ``spp`` samples, a few fireflies), see
 frame; the albedo gets a little noise, the normal and depth none.
 
 Kinds: ``"static"`` (only the noise changes), ``"pan"`` (the camera moves by a fractional
-number of pixels per frame) and ``"object"`` (a sphere crosses a static background:
-disocclusion).
+number of pixels per frame), ``"object"`` (a sphere crosses a static background:
+disocclusion) and ``"contact"`` (the same sphere just in front of the background, 2-5%
+nearer: a silhouette that the depth tolerance cannot tell from the surface behind it).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ OBJECT_DEPTH = 3.0
 PAN_PX = (0.7, 0.3)  # camera motion per frame (the background moves by minus this)
 OBJECT_PX = (2.5, 0.5)  # the sphere's motion per frame on screen
 OBJECT_RADIUS = 11.0
+CONTACT_DEPTH = 9.8  # the "contact" sphere's depth, just in front of the background
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def _scene(x: np.ndarray, y: np.ndarray, t: int, kind: str, size: int):
     normal[..., 2] = 1.0
     depth = BACKGROUND_DEPTH + 0.01 * v
     covered = np.zeros(x.shape, bool)
-    if kind == "object":
+    if kind in ("object", "contact"):
         cx, cy = 8.0 + OBJECT_PX[0] * t, size * 0.45 + OBJECT_PX[1] * t
         dx, dy = (x - cx) / OBJECT_RADIUS, (y - cy) / OBJECT_RADIUS
         r2 = dx * dx + dy * dy
@@ -73,7 +75,10 @@ def _scene(x: np.ndarray, y: np.ndarray, t: int, kind: str, size: int):
         normal = np.where(covered[..., None], sphere_normal, normal)
         albedo = np.where(covered[..., None], np.array([0.8, 0.25, 0.1]), albedo)
         shading = np.where(covered, 0.4 + 1.6 * np.clip(nz - 0.3 * dx, 0, None), shading)
-        depth = np.where(covered, OBJECT_DEPTH - OBJECT_RADIUS * 0.05 * nz, depth)
+        bulge = OBJECT_RADIUS * (0.05 if kind == "object" else 0.005) * nz
+        depth = np.where(
+            covered, (OBJECT_DEPTH if kind == "object" else CONTACT_DEPTH) - bulge, depth
+        )
     return albedo, shading, normal, depth, covered
 
 
@@ -100,7 +105,7 @@ def _motion(t: int, kind: str, size: int, covered: np.ndarray) -> np.ndarray:
     motion = np.zeros((size, size, 2))
     if kind == "pan":
         motion[..., 0], motion[..., 1] = PAN_PX
-    elif kind == "object":
+    elif kind in ("object", "contact"):
         motion[covered] = (-OBJECT_PX[0], -OBJECT_PX[1])
     return motion
 

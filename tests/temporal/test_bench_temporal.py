@@ -15,6 +15,7 @@ from oidn_gpu.cli import bench_temporal as bt
 from oidn_gpu.cli.main import main
 from oidn_gpu.image import io
 from oidn_gpu.image import temporal_metric as tm
+from tests.bench_scripts import load
 
 SEQUENCES = Path(__file__).resolve().parents[1] / "data" / "sequences"
 
@@ -166,10 +167,29 @@ def test_a_one_frame_firefly_does_not_become_a_blob(name):
 @pytest.mark.parametrize(("name", "lower"), [("objects", 1.5), ("objects_pan", 1.2)])
 def test_temporal_mode_on_moving_objects(name, lower):
     """docs/benchmarks.md's table on the moving-object sequences (reference backend): less
-    flicker (measured 1.61x and 1.33x lower: the flicker bar of 2x is not met there), a
-    higher mean PSNR, and the revealed pixels within 10% of per-frame denoising's error
-    (measured 7.7% and 5.8% higher)."""
+    flicker (measured 1.62x and 1.34x lower: the flicker bar of 2x is not met there), a
+    higher mean PSNR, no frame's error above per-frame denoising's (the glass sphere's
+    silhouette over the floor under the pan made frame 9 4.8% worse before the normals
+    decided the output history there), and the revealed pixels within 10% of per-frame
+    denoising's error (measured 1.1% higher and 1.2% lower)."""
     per_frame, temporal = bt.measure(name, bt.load_sequence(SEQUENCES / name), "reference", {}, {})
     assert temporal.flicker_lower >= lower
     assert temporal.psnr_db >= per_frame.psnr_db
-    assert temporal.revealed_error_ratio <= bt.REVEALED_BAR
+    assert temporal.worst_frame_error_ratio <= bt.FRAME_ERROR_SLACK
+    assert temporal.revealed_error_ratio <= 1.05
+
+
+@pytest.mark.parametrize(("name", "floor"), [("objects", 2.6), ("objects_pan", 2.1)])
+def test_a_stable_output_without_the_detail_of_what_moves_flickers_by_the_metric(name, floor):
+    """docs/benchmarks.md: the converged reference blurred by 0.7 px, noise-free and
+    perfectly stable in time, scores only 2.50x and 2.03x lower flicker than per-frame
+    denoising on the moving-object sequences (7.58x on the still ``static``): the metric
+    counts detail lost on what moves as flicker (``bench/temporal_mode.py --sources``)."""
+    sources = load("temporal_mode")
+    frames = bt.load_sequence(SEQUENCES / name)
+    references = [f.reference for f in frames]
+    motions = [f.vectors for f in frames]
+    base = tm.temporal_instability(bt.per_frame(frames, "reference", {}), references, motions)
+    stable = [sources.blurred(r, 0.7) for r in references]
+    assert 1.5 < base / tm.temporal_instability(stable, references, motions) < floor
+    assert tm.temporal_instability(references, references, motions) == 0.0

@@ -78,6 +78,54 @@ def test_disocclusion_rejects_history():
     assert valid[~frames[2].object_mask & ~frames[2].disoccluded].mean() > 0.99
 
 
+DEPTH_ONLY = tp.TemporalParams().with_guides(depth=True, normal=False, albedo=False)
+
+
+def _cosine(guide: np.ndarray, prev_guide: np.ndarray) -> np.ndarray:
+    n, p = guide[..., 1:4], prev_guide[..., 1:4]
+    return (n * p).sum(-1) / (np.linalg.norm(n, axis=-1) * np.linalg.norm(p, axis=-1))
+
+
+def test_a_silhouette_just_in_front_of_a_surface_keeps_no_output_history():
+    """The "contact" sphere is 2-5% nearer than the background it uncovers, within the
+    depth tolerance: the noisy input's history stays (depth alone decides it), and the
+    output history goes where the normals are more than 60 degrees apart (its rim), not
+    where they agree."""
+    frames = synthetic.sequence("contact", frames=3, size=32)
+    motion, guide, prev_guide, signal, state = _inputs(frames, 2)
+    rep = tp.reproject(motion, guide, prev_guide, signal, state, DEPTH_ONLY)
+    d, e = guide[..., 0], prev_guide[..., 0]
+    moved = np.abs(d - e) / np.maximum(d, e)
+    # the background the sphere covered in frame 1: motion 0, so its one tap is itself
+    band = frames[2].disoccluded & (moved > 2 * tp.SURFACE_DEPTH) & (moved < 0.045)
+    rim = band & (_cosine(guide, prev_guide) < tp.SILHOUETTE_NORMAL_COS - 0.05)
+    facing = band & (_cosine(guide, prev_guide) > tp.SILHOUETTE_NORMAL_COS + 0.05)
+    assert rim.sum() >= 5 and facing.sum() >= 5
+    assert (rep[..., tp.REPROJECTION_VALID][band] == 1).all()
+    assert (rep[..., tp.REPROJECTION_OUTPUT_COUNT][rim] == 1).all()
+    assert (rep[..., tp.REPROJECTION_OUTPUT_COUNT][facing] > 1).all()
+
+
+def test_noisy_normals_on_a_surface_that_stays_keep_the_output_history():
+    """With depth, normals decide nothing where the depth moved by less than
+    `SURFACE_DEPTH`: random normals (renderers' are noisy) and depth jittered by 0.2%
+    keep every pixel's output history; without depth the same normals reject it."""
+    rng = np.random.default_rng(5)
+    frames = [
+        dataclasses.replace(
+            f,
+            normal=rng.normal(size=f.normal.shape).astype(np.float32),
+            depth=(f.depth * (1 + 0.002 * rng.random(f.depth.shape))).astype(np.float32),
+        )
+        for f in synthetic.sequence("static", frames=3, size=24)
+    ]
+    rep = tp.reproject(*_inputs(frames, 2), DEPTH_ONLY)
+    assert (rep[..., tp.REPROJECTION_OUTPUT_COUNT] > 1).all()
+    normals = tp.TemporalParams().with_guides(depth=False, normal=True, albedo=False)
+    rep = tp.reproject(*_inputs(frames, 2), normals)
+    assert (rep[..., tp.REPROJECTION_OUTPUT_COUNT] == 1).mean() > 0.5
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 1e6, -3e4])
 def test_bad_motion_rejects_and_stays_finite(bad):
     frames = synthetic.sequence("static", frames=2, size=32)
@@ -141,11 +189,11 @@ def test_torch_passes_agree_with_numpy():
     from oidn_gpu.backends.cuda.temporal import TorchTemporalPasses
 
     passes = TorchTemporalPasses(torch.device("cpu"))
-    for kind in ("pan", "object"):
+    for kind, params in (("pan", PARAMS), ("object", PARAMS), ("contact", DEPTH_ONLY)):
         frames = synthetic.sequence(kind, frames=4, size=32)
         frames[2].motion[3, 3] = np.nan
-        expected = synthetic.run_passes(tp.NumpyTemporalPasses(), frames, PARAMS)
-        got = synthetic.run_passes(passes, frames, PARAMS)
+        expected = synthetic.run_passes(tp.NumpyTemporalPasses(), frames, params)
+        got = synthetic.run_passes(passes, frames, params)
         for (rep_e, out_e), (rep_g, out_g) in zip(expected, got, strict=True):
             np.testing.assert_allclose(rep_g, rep_e, rtol=2e-5, atol=2e-6)
             np.testing.assert_allclose(out_g, out_e, rtol=2e-5, atol=2e-6)

@@ -46,6 +46,10 @@ def wgpu_passes():
                 depth=True, normal=False, albedo=False
             ),
         ),
+        (  # silhouettes within the depth tolerance
+            "contact",
+            tp.TemporalParams().with_guides(depth=True, normal=False, albedo=False),
+        ),
     ],
 )
 def test_wgsl_passes_agree_with_numpy(wgpu_passes, kind, params):

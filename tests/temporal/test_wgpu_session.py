@@ -201,6 +201,18 @@ def test_other_parameters_are_the_host_path(denoiser, wgsl_passes):
     _assert_same(got, host_path(denoiser, tp.NumpyTemporalPasses(), steps, params), exact=False)
 
 
+def test_a_silhouette_within_the_depth_tolerance_is_the_host_path(denoiser, wgsl_passes):
+    """The gather, submitted before the other images are uploaded, has the normals that
+    decide the output history where the depth moved (the "contact" sphere's rim)."""
+    steps = _synthetic_steps("contact")
+    params = _params(steps[0].frame)
+    assert params.use_depth and not params.use_normal
+    with _session(denoiser) as session:
+        got = session_path(session, steps, params)
+    _assert_same(got, host_path(denoiser, wgsl_passes, steps, params), exact=True)
+    _assert_same(got, host_path(denoiser, tp.NumpyTemporalPasses(), steps, params), exact=False)
+
+
 def test_without_depth_the_albedo_and_normal_decide(denoiser, wgsl_passes):
     steps = [Step(replace(s.frame, depth=None)) for s in _synthetic_steps("object")]
     f = steps[2].frame

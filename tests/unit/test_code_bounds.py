@@ -19,14 +19,6 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 80
 
-# Modules being split on a branch of their own: they may exceed the bounds until that lands.
-# Empty this set when it does (`test_the_allow_list_holds_only_modules_over_a_bound` fails
-# for an entry that no longer needs it).
-BEING_SPLIT = {
-    "oidn_gpu/temporal/passes.py",
-    "oidn_gpu/backends/wgpu/temporal_session.py",
-}
-
 # The only places the formatter is switched off, with why: (module, number of markers).
 FORMATTER_OFF = {
     # BASE_SPEC and LARGE_SPEC: the encoder's convs and pools one resolution level per line,
@@ -84,17 +76,8 @@ def _formatter_markers(path: Path) -> int:
 
 
 def test_modules_and_functions_stay_within_their_bounds() -> None:
-    problems = [
-        p for path in _modules() if _name(path) not in BEING_SPLIT for p in _module_problems(path)
-    ]
+    problems = [p for path in _modules() for p in _module_problems(path)]
     assert not problems, "split these by meaning:\n" + "\n".join(problems)
-
-
-def test_the_allow_list_holds_only_modules_over_a_bound() -> None:
-    for name in sorted(BEING_SPLIT):
-        path = SRC / name
-        assert path.is_file(), f"{name} (BEING_SPLIT) is not a module under {SRC}; drop it"
-        assert _module_problems(path), f"{name} meets the bounds now; drop it from BEING_SPLIT"
 
 
 def test_the_formatter_is_off_only_in_the_listed_tables() -> None:

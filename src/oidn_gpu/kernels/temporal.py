@@ -177,6 +177,8 @@ def generate_reproject(
         "DEPTH_TOLERANCE": float(f32(p.depth_tolerance)),
         "NORMAL_COS": float(f32(1.0 - p.normal_tolerance)),
         "MIN_NORMAL_LENGTH": float(f32(tp.MIN_NORMAL_LENGTH)),
+        "SURFACE_DEPTH": float(f32(tp.SURFACE_DEPTH)),
+        "SILHOUETTE_NORMAL_COS": float(f32(tp.SILHOUETTE_NORMAL_COS)),
         "ALBEDO_TOLERANCE": float(f32(p.albedo_tolerance)),
         "MIN_TAP_WEIGHT": float(f32(tp.MIN_TAP_WEIGHT)),
         "SUBPIXEL_TOLERANCE": float(f32(p.subpixel_tolerance)),

@@ -1,28 +1,21 @@
 """The temporal passes: reprojection with history rejection, accumulation, and the clamped
-output blend; `TemporalParams` and the NumPy implementation every backend is tested against.
+output blend: the NumPy implementation every backend is tested against.
 
 Two passes run per frame around the usual denoise (`oidn_gpu.TemporalDenoiser` runs the
-loop). Images are host float32 arrays in fixed channel layouts, so a backend's kernels
-(WGSL, torch) index them the same way:
-
-* ``motion`` ``[H, W, 2]``: backward motion in pixels: pixel ``(x, y)`` of frame t was at
-  ``(x + mx, y + my)`` in frame t-1 (pixel centres at integer coordinates here).
-* ``guide`` ``[H, W, GUIDE_CHANNELS]``: depth, normal (3), albedo (3), and 1 where any of
-  them was NaN (which never agrees) else 0: what decides whether history may be used
-  (`TemporalParams.use_depth` and friends say which parts exist). Infinite values are
-  clamped to +-`MAX_SIGNAL`, so a background at infinite depth agrees with itself.
-* ``signal`` ``[H, W, SIGNAL_CHANNELS]``: the frame's noisy color, albedo, normal (zeros for
-  an image not given): what is accumulated.
-* ``state`` ``[H, W, STATE_CHANNELS]``: the history after a frame: accumulated signal (9),
-  its history length (1; 0 = no history), the temporal output (3), its history length (1),
-  unused (2).
+loop) on host float32 arrays in the channel layouts of `oidn_gpu.temporal.layout` (motion,
+guide, signal, state, reprojection), which a backend's kernels (WGSL, Triton, torch) index
+the same way. This module is the temporal mode's face for the backends (imported as
+``tp``): it also re-exports the layouts and their packing (`layout`), `TemporalParams`
+(`params`) and the rejection steps of pass 1 (`rejection`).
 
 `reproject` (pass 1) reads the previous state at ``(x + mx, y + my)``: of the four
 bilinear taps, each counts only when it lies on screen and its guide agrees with the pixel's
 (`tap_tests`: depth within `TemporalParams.depth_tolerance` relative for the accumulated
 input, and also normals within `~TemporalParams.normal_tolerance` of ``1 - cos`` and albedo
-within `~TemporalParams.albedo_tolerance` for the output history; without depth, normal and
-albedo decide both); the bilinear weights of those that count are renormalized, per group
+within `~TemporalParams.albedo_tolerance` for the output history, and with depth, where
+the tap's depth moved by more than `SURFACE_DEPTH`, normals within `SILHOUETTE_NORMAL_COS`
+for it (a silhouette just in front of a surface); without depth, normal and albedo decide
+both); the bilinear weights of those that count are renormalized, per group
 of channels; when all four count, the sharper Catmull-Rom interpolation of the 4x4 taps
 around them is used instead, clamped to the four taps' range. Non-finite or huge motion,
 and a weight sum under `MIN_TAP_WEIGHT`, reject the history of the pixel (disocclusion,
@@ -62,249 +55,126 @@ with no history mixed in.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import ClassVar
-
 import numpy as np
 
-from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.temporal.layout import (
+    GATHERED,
+    GUIDE_CHANNELS,
+    GUIDE_UNKNOWN,
+    LUMINANCE,
+    MAX_SIGNAL,
+    REPROJECTION_CHANNELS,
+    REPROJECTION_INPUT_SCALE,
+    REPROJECTION_OUTPUT_COUNT,
+    REPROJECTION_VALID,
+    SIGNAL_CHANNELS,
+    STATE_CHANNELS,
+    STATE_COUNT,
+    STATE_OUTPUT,
+    STATE_OUTPUT_COUNT,
+    empty_state,
+    history_fraction,
+    luminance,
+    next_state,
+    pack_guide,
+    pack_signal,
+)
+from oidn_gpu.temporal.params import CLAMPS, MAX_DISOCCLUSION_MARGIN, TemporalParams
+from oidn_gpu.temporal.rejection import (
+    CHANGE_RADIUS,
+    MAX_CHANGE_LUMINANCE,
+    cut_changes,
+    drop_input_history,
+    drop_near_disocclusions,
+    light_changed,
+    limited_signal,
+    near_disocclusions,
+    near_pixels,
+    reject_changes,
+)
 
-GUIDE_CHANNELS = 8
-SIGNAL_CHANNELS = 9
-STATE_CHANNELS = 16
-REPROJECTION_CHANNELS = 16
-# Channel offsets, shared by the kernels (WGSL constants, torch slices).
-STATE_COUNT = 9  # history length in the state, n in the reprojection
-STATE_OUTPUT = 10  # temporal output (state), reprojected previous output (reprojection)
-REPROJECTION_VALID = 13
-STATE_OUTPUT_COUNT = 13  # output history length (state)
-REPROJECTION_OUTPUT_COUNT = 14  # its new value (reprojection)
-REPROJECTION_INPUT_SCALE = 15  # the factor the frame's color was limited by (reprojection)
-GATHERED = 14  # state channels reprojected
-GUIDE_UNKNOWN = 7  # 1: the guide had a NaN here
+__all__ = [
+    "CHANGE_RADIUS",
+    "CLAMPS",
+    "GATHERED",
+    "GUIDE_CHANNELS",
+    "GUIDE_UNKNOWN",
+    "LUMINANCE",
+    "MAX_CHANGE_LUMINANCE",
+    "MAX_DISOCCLUSION_MARGIN",
+    "MAX_SIGNAL",
+    "MIN_NORMAL_LENGTH",
+    "MIN_TAP_WEIGHT",
+    "REPROJECTION_CHANNELS",
+    "REPROJECTION_INPUT_SCALE",
+    "REPROJECTION_OUTPUT_COUNT",
+    "REPROJECTION_VALID",
+    "SIGNAL_CHANNELS",
+    "SILHOUETTE_NORMAL_COS",
+    "STATE_CHANNELS",
+    "STATE_COUNT",
+    "STATE_OUTPUT",
+    "STATE_OUTPUT_COUNT",
+    "SURFACE_DEPTH",
+    "NumpyTemporalPasses",
+    "TemporalParams",
+    "catmull_rom_weights",
+    "cut_changes",
+    "drop_input_history",
+    "drop_near_disocclusions",
+    "empty_state",
+    "gather",
+    "history_fraction",
+    "light_changed",
+    "limited_signal",
+    "luminance",
+    "motion_is_usable",
+    "near_disocclusions",
+    "near_pixels",
+    "neighbourhood_bounds",
+    "next_state",
+    "pack_guide",
+    "pack_signal",
+    "reject_changes",
+    "reproject",
+    "stabilize",
+    "tap_tests",
+]
+
 # A pixel whose on-screen, agreeing taps weigh less than this has no history: half the
 # bilinear footprint, so that a pixel on a disocclusion's edge does not take its history
 # from one far tap (measured: tests/data/sequences/orbit, docs/benchmarks.md).
 MIN_TAP_WEIGHT = 0.5
-# Input values are clamped to +-MAX_SIGNAL, so sums of four taps stay finite in float32.
-MAX_SIGNAL = 1.0e30
 # Zero normals (background, no geometry) are told apart from real ones by this length.
 MIN_NORMAL_LENGTH = 1.0e-3
-CLAMPS = ("minmax", "variance", "none")
-CHANGE_RADIUS = 2  # the light-change test's window is 5x5
-MAX_CHANGE_LUMINANCE = 1.0e18  # its luminances are clamped to +-this
-MAX_DISOCCLUSION_MARGIN = 64  # pixels
-LUMINANCE = (0.212671, 0.715160, 0.072169)  # OIDN's (core/color.h), as image.autoexposure
+# With depth, a tap whose depth is within SURFACE_DEPTH (relative) of the pixel's is its own
+# surface; one farther away (yet within `TemporalParams.depth_tolerance`) serves the output
+# history only where the normals are within SILHOUETTE_NORMAL_COS (60 degrees): a silhouette
+# in front of a surface just behind it, which the depth tolerance cannot tell apart (the
+# glass sphere's edge over the floor under a pan, tests/data/sequences/objects_pan,
+# docs/benchmarks.md). The renderers' noisy normals never drop the history of a surface
+# whose depth stays put.
+SURFACE_DEPTH = 0.005
+SILHOUETTE_NORMAL_COS = 0.5
 
 
-@dataclass(frozen=True)
-class TemporalParams:
-    """The temporal mode's parameters (OIDN-style names).
-
-    Attributes:
-        history: frames of noisy input averaged at most (1: none, per-frame input).
-        output_blend: the least weight of the current denoised frame in the output blend,
-            in (0, 1] (1: no output blend).
-        clamp: ``"minmax"``, ``"variance"`` or ``"none"``: how the reprojected output is
-            clamped to the current denoised frame's neighbourhood.
-        clamp_radius: the neighbourhood is ``(2 r + 1)^2`` pixels (1: 3x3).
-        clamp_gamma: standard deviations of the ``"variance"`` clamp.
-        depth_tolerance: relative depth difference beyond which history is rejected.
-        normal_tolerance: ``1 - cos`` of the normals' angle beyond which it is rejected.
-        albedo_tolerance: largest albedo channel difference for which it is kept.
-        cut_threshold: fraction of pixels rejected at which a frame counts as a camera
-            cut and the history restarts.
-        change_sigmas: the noisy input's history is dropped where the frame's local mean
-            differs from the reprojected output's by more than this many standard errors
-            (lighting changes; 0: off).
-        change_output_history: where that test fires, the output blend's history is cut
-            to this many frames (the denoised frame weighs at least one over it) rather
-            than dropped, so that a false alarm of the test on noise does not flicker
-            (1: dropped).
-        firefly_ratio: a new color brighter than this many times its pixel's history is
-            scaled down to it before the network sees it, so that a firefly in one frame
-            does not become a blob: the accumulated input where it holds 2 frames or more,
-            else the previous temporal output reprojected (0: off).
-        subpixel_tolerance: the noisy input is accumulated only where the motion is
-            within this many pixels of whole pixels (0.5: everywhere); resampled noise is
-            correlated, which the network keeps as detail.
-        disocclusion_margin: the noisy input's history is also dropped within this many
-            pixels of a pixel whose history was rejected (a disocclusion, an edge coming
-            on screen), so that the network sees a newly visible surface beside input of
-            the same noise level rather than much cleaner accumulated surroundings (it
-            then denoises it less); the output blend keeps its history there (0: off).
-        use_depth, use_normal, use_albedo: which guide channels exist (set per sequence
-            from the images given).
-    """
-
-    history: int = 8
-    output_blend: float = 0.3
-    clamp: str = "variance"
-    clamp_radius: int = 2
-    clamp_gamma: float = 3.0
-    depth_tolerance: float = 0.05
-    normal_tolerance: float = 0.1
-    albedo_tolerance: float = 0.1
-    cut_threshold: float = 0.9
-    change_sigmas: float = 2.0
-    change_output_history: float = 1.5
-    firefly_ratio: float = 8.0
-    subpixel_tolerance: float = 0.05
-    disocclusion_margin: int = 16
-    use_depth: bool = True
-    use_normal: bool = True
-    use_albedo: bool = True
-
-    names: ClassVar[tuple[str, ...]] = (
-        "history",
-        "output_blend",
-        "clamp",
-        "clamp_radius",
-        "clamp_gamma",
-        "depth_tolerance",
-        "normal_tolerance",
-        "albedo_tolerance",
-        "cut_threshold",
-        "subpixel_tolerance",
-        "firefly_ratio",
-        "change_sigmas",
-        "change_output_history",
-        "disocclusion_margin",
-    )
-
-    def __post_init__(self) -> None:
-        _check_int("history", self.history, 1, 1 << 20)
-        _check_int("clamp_radius", self.clamp_radius, 0, 8)
-        _check_int("disocclusion_margin", self.disocclusion_margin, 0, MAX_DISOCCLUSION_MARGIN)
-        if not (isinstance(self.output_blend, (int, float)) and self.output_blend > 0):
-            raise InvalidArgumentError(
-                f"temporal output_blend is {self.output_blend!r}; expected a number in (0, 1]"
-            )
-        if self.clamp not in CLAMPS:
-            raise InvalidArgumentError(
-                f"temporal clamp {self.clamp!r} is not one of {', '.join(map(repr, CLAMPS))}"
-            )
-        for name, top in (
-            ("output_blend", 1.0),
-            ("clamp_gamma", 100.0),
-            ("depth_tolerance", 1e30),
-            ("normal_tolerance", 2.0),
-            ("albedo_tolerance", 1e30),
-            ("cut_threshold", 1.0),
-            ("change_sigmas", 100.0),
-            ("firefly_ratio", 1e30),
-            ("subpixel_tolerance", 0.5),
-            ("change_output_history", 1e6),
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
-                raise InvalidArgumentError(f"temporal {name} is {value!r}; expected a number")
-            if not 0.0 <= float(value) <= top:
-                raise InvalidArgumentError(
-                    f"temporal {name} is {value!r}; expected a number in [0, {top:g}]"
-                )
-        if self.change_output_history < 1:
-            raise InvalidArgumentError(
-                f"temporal change_output_history is {self.change_output_history!r}; expected "
-                "a number of frames >= 1"
-            )
-
-    def with_guides(self, *, depth: bool, normal: bool, albedo: bool) -> TemporalParams:
-        """These parameters with the guide channels that a sequence has."""
-        return dataclasses.replace(self, use_depth=depth, use_normal=normal, use_albedo=albedo)
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or not (low <= value <= high)
-    ):
-        raise InvalidArgumentError(
-            f"temporal {name} is {value!r}; expected an integer in [{low}, {high}]"
-        )
-
-
-# --- packing (host, shared by every backend) ------------------------------------------------
-
-
-def pack_signal(color: np.ndarray, albedo: np.ndarray | None, normal: np.ndarray | None):
-    """The ``signal`` layout of one frame: color, albedo, normal, each broadcast to 3
-    channels, NaN -> 0 and clamped to +-`MAX_SIGNAL`."""
-    height, width = color.shape[:2]
-    signal = np.zeros((height, width, SIGNAL_CHANNELS), np.float32)
-    for offset, image in ((0, color), (3, albedo), (6, normal)):
-        if image is not None:
-            signal[:, :, offset : offset + 3] = _rgb(image)
-    np.nan_to_num(signal, copy=False, nan=0.0, posinf=MAX_SIGNAL, neginf=-MAX_SIGNAL)
-    np.clip(signal, -MAX_SIGNAL, MAX_SIGNAL, out=signal)
-    return signal
-
-
-def pack_guide(depth: np.ndarray | None, albedo: np.ndarray | None, normal: np.ndarray | None):
-    """The ``guide`` layout of one frame (zeros for what is not given)."""
-    source = (
-        next(a for a in (depth, albedo, normal) if a is not None)
-        if any(a is not None for a in (depth, albedo, normal))
-        else None
-    )
-    if source is None:
-        raise InvalidArgumentError("a temporal guide needs depth, albedo or normal")
-    height, width = np.asarray(source).shape[:2]
-    guide = np.zeros((height, width, GUIDE_CHANNELS), np.float32)
-    if depth is not None:
-        d = np.asarray(depth, np.float32)
-        guide[:, :, 0] = d if d.ndim == 2 else d[:, :, 0]
-    if normal is not None:
-        guide[:, :, 1:4] = _rgb(normal)
-    if albedo is not None:
-        guide[:, :, 4:7] = _rgb(albedo)
-    values = guide[:, :, :GUIDE_UNKNOWN]
-    guide[:, :, GUIDE_UNKNOWN] = np.isnan(values).any(axis=2)
-    np.nan_to_num(values, copy=False, nan=0.0, posinf=MAX_SIGNAL, neginf=-MAX_SIGNAL)
-    np.clip(values, -MAX_SIGNAL, MAX_SIGNAL, out=values)
-    return guide
-
-
-def _rgb(image: np.ndarray) -> np.ndarray:
-    arr = np.asarray(image, np.float32)
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
-    arr = arr[:, :, :3]
-    return np.broadcast_to(arr, (*arr.shape[:2], 3)) if arr.shape[2] == 1 else arr
-
-
-def empty_state(height: int, width: int) -> np.ndarray:
-    """The state before the first frame: no history anywhere."""
-    return np.zeros((height, width, STATE_CHANNELS), np.float32)
-
-
-def next_state(reprojection: np.ndarray, output: np.ndarray) -> np.ndarray:
-    """The state after a frame: its accumulated signal and n, and its temporal output."""
-    state = np.zeros(reprojection.shape[:2] + (STATE_CHANNELS,), np.float32)
-    state[:, :, : STATE_COUNT + 1] = reprojection[:, :, : STATE_COUNT + 1]
-    state[:, :, STATE_OUTPUT_COUNT] = reprojection[:, :, REPROJECTION_OUTPUT_COUNT]
-    state[:, :, STATE_OUTPUT : STATE_OUTPUT + 3] = np.nan_to_num(
-        output[:, :, :3], nan=0.0, posinf=MAX_SIGNAL, neginf=-MAX_SIGNAL
-    )
-    return state
-
-
-def history_fraction(reprojection: np.ndarray) -> float:
-    """Fraction of pixels that kept their history in a `reproject` result."""
-    return float(np.mean(reprojection[:, :, REPROJECTION_VALID] > 0.5))
-
-
-# --- the NumPy passes (the oracle) ----------------------------------------------------------
-
-
-def _depth_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> np.ndarray:
-    """Whether each pixel's depth and the tap's previous depth agree (``[H, W]`` bool)."""
-    f32 = np.float32
+def _depth_agrees(guide: np.ndarray, prev: np.ndarray, tolerance: np.float32) -> np.ndarray:
+    """Whether each pixel's depth and the tap's previous depth are within ``tolerance``
+    relative (``[H, W]`` bool)."""
     d, p = guide[:, :, 0], prev[:, :, 0]
-    near = np.abs(d - p) <= f32(params.depth_tolerance) * np.maximum(np.abs(d), np.abs(p))
+    near = np.abs(d - p) <= tolerance * np.maximum(np.abs(d), np.abs(p))
     return near | (d == p)
+
+
+def _normals_agree(guide: np.ndarray, prev: np.ndarray, cos_min: np.float32) -> np.ndarray:
+    """Whether each pixel's normal and the tap's previous one are within the angle whose
+    cosine is ``cos_min``, and both or neither are zero (``[H, W]`` bool)."""
+    n, p = guide[:, :, 1:4], prev[:, :, 1:4]
+    ln = np.sqrt(_dot3(n, n))
+    lp = np.sqrt(_dot3(p, p))
+    aligned = _dot3(n, p) >= cos_min * (ln * lp)
+    small = np.float32(MIN_NORMAL_LENGTH)
+    return aligned & ((ln > small) == (lp > small))
 
 
 def _aux_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> np.ndarray:
@@ -313,11 +183,7 @@ def _aux_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> 
     f32 = np.float32
     ok = np.ones(guide.shape[:2], bool)
     if params.use_normal:
-        n, p = guide[:, :, 1:4], prev[:, :, 1:4]
-        ln = np.sqrt(_dot3(n, n))
-        lp = np.sqrt(_dot3(p, p))
-        aligned = _dot3(n, p) >= f32(1.0 - params.normal_tolerance) * (ln * lp)
-        ok &= aligned & ((ln > f32(MIN_NORMAL_LENGTH)) == (lp > f32(MIN_NORMAL_LENGTH)))
+        ok &= _normals_agree(guide, prev, f32(1.0 - params.normal_tolerance))
     if params.use_albedo:
         a, p = guide[:, :, 4:7], prev[:, :, 4:7]
         diff = np.maximum(
@@ -331,16 +197,20 @@ def _aux_agrees(guide: np.ndarray, prev: np.ndarray, params: TemporalParams) -> 
 def tap_tests(guide: np.ndarray, prev: np.ndarray, params: TemporalParams):
     """``(geometry, output)`` ``[H, W]`` bool: whether a tap's history may be used for the
     accumulated input (depth where given, else normal and albedo) and for the output
-    (that and normal and albedo). Renderers' albedo and normal are as noisy as the color:
-    with depth, they only decide the output history, whose loss costs little."""
+    (that and normal and albedo; with depth, also the normals where the depth moved by
+    more than `SURFACE_DEPTH`: `SILHOUETTE_NORMAL_COS`). Renderers' albedo and normal are
+    as noisy as the color: with depth, they only decide the output history, whose loss
+    costs little."""
     f32 = np.float32
     known = (guide[:, :, GUIDE_UNKNOWN] == f32(0)) & (prev[:, :, GUIDE_UNKNOWN] == f32(0))
     aux = _aux_agrees(guide, prev, params)
     if not params.use_depth:
         geometry = known & aux
         return geometry, geometry
-    geometry = known & _depth_agrees(guide, prev, params)
-    return geometry, geometry & aux
+    geometry = known & _depth_agrees(guide, prev, f32(params.depth_tolerance))
+    surface = _depth_agrees(guide, prev, f32(SURFACE_DEPTH))
+    facing = _normals_agree(guide, prev, f32(SILHOUETTE_NORMAL_COS))
+    return geometry, geometry & aux & (surface | facing)
 
 
 def _dot3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -379,129 +249,6 @@ def reproject(
     (`gather`, then `reject_changes`, then `drop_near_disocclusions`)."""
     gathered = gather(motion, guide, prev_guide, signal, prev_state, params)
     return drop_near_disocclusions(signal, reject_changes(signal, gathered, params), params)
-
-
-def drop_near_disocclusions(
-    signal: np.ndarray, reprojection: np.ndarray, params: TemporalParams
-) -> np.ndarray:
-    """Pass 1c: the noisy input's history dropped (the frame's own signal with its fireflies
-    limited, `limited_signal`, n = 1) within
-    `~TemporalParams.disocclusion_margin` pixels (Chebyshev distance) of a pixel without
-    history; the output's history is kept. Measured on tests/data/sequences/moving: the
-    newly visible pixels, denoised beside accumulated input, came out 0.58 dB below
-    per-frame denoising; with a 16-pixel margin 0.08 dB (docs/benchmarks.md)."""
-    if params.disocclusion_margin == 0:
-        return reprojection
-    return drop_input_history(signal, reprojection, near_disocclusions(reprojection, params))
-
-
-def near_disocclusions(reprojection: np.ndarray, params: TemporalParams) -> np.ndarray:
-    """``[H, W]`` bool: the pixels `drop_near_disocclusions` drops the input history of
-    (none where `~TemporalParams.disocclusion_margin` is 0)."""
-    rejected = reprojection[:, :, REPROJECTION_VALID] < np.float32(0.5)
-    if params.disocclusion_margin == 0:
-        return np.zeros_like(rejected)
-    return near_pixels(rejected, params.disocclusion_margin)
-
-
-def drop_input_history(
-    signal: np.ndarray, reprojection: np.ndarray, near: np.ndarray
-) -> np.ndarray:
-    """The reprojection with the frame's own signal (fireflies limited) and n = 1 where
-    ``near`` (`near_disocclusions`)."""
-    out = reprojection.copy()
-    own = limited_signal(signal, reprojection)
-    out[:, :, :SIGNAL_CHANNELS] = np.where(near[:, :, None], own, out[:, :, :SIGNAL_CHANNELS])
-    out[:, :, STATE_COUNT] = np.where(near, np.float32(1), out[:, :, STATE_COUNT])
-    return out
-
-
-def limited_signal(signal: np.ndarray, reprojection: np.ndarray) -> np.ndarray:
-    """The frame's signal with its color scaled by the reprojection's firefly factor."""
-    out = signal.copy()
-    scale = reprojection[:, :, REPROJECTION_INPUT_SCALE]
-    out[:, :, 0:3] = signal[:, :, 0:3] * scale[:, :, None]
-    return out
-
-
-def near_pixels(mask: np.ndarray, radius: int) -> np.ndarray:
-    """``[H, W]`` bool: within ``radius`` pixels (Chebyshev distance) of a True of ``mask``
-    (a square dilation, rows then columns)."""
-    height, width = mask.shape
-    rows = np.zeros_like(mask)
-    padded = np.pad(mask, ((0, 0), (radius, radius)))
-    for d in range(2 * radius + 1):
-        rows |= padded[:, d : d + width]
-    out = np.zeros_like(mask)
-    padded = np.pad(rows, ((radius, radius), (0, 0)))
-    for d in range(2 * radius + 1):
-        out |= padded[d : d + height, :]
-    return out
-
-
-def reject_changes(
-    signal: np.ndarray, reprojection: np.ndarray, params: TemporalParams
-) -> np.ndarray:
-    """Pass 1b: the input history dropped (n = 1) and the output's cut to
-    `~TemporalParams.change_output_history` frames where the light changed: where the mean
-    luminance of the frame's noisy color (its fireflies limited) over the `CHANGE_RADIUS`
-    window differs from that of the reprojected previous output by more than
-    `~TemporalParams.change_sigmas` standard errors of the noisy mean (a moving shadow, a
-    light switched on: what depth and normals cannot see)."""
-    if params.change_sigmas == 0:
-        return reprojection
-    return cut_changes(signal, reprojection, light_changed(signal, reprojection, params), params)
-
-
-def light_changed(
-    signal: np.ndarray, reprojection: np.ndarray, params: TemporalParams
-) -> np.ndarray:
-    """``[H, W]`` bool: the pixels whose light changed (`reject_changes`' test; none where
-    `~TemporalParams.change_sigmas` is 0). It reads only the reprojection's channels that
-    `reject_changes` and `drop_near_disocclusions` keep, so it holds after them too."""
-    f32 = np.float32
-    valid = reprojection[:, :, REPROJECTION_VALID] > f32(0.5)
-    if params.change_sigmas == 0:
-        return np.zeros_like(valid)
-    # bounded, so that squares and window sums stay finite in float32
-    top = f32(MAX_CHANGE_LUMINANCE)
-    scale = reprojection[:, :, REPROJECTION_INPUT_SCALE]
-    current = np.clip(luminance(signal[:, :, 0:3]) * scale, -top, top)
-    previous = np.clip(luminance(reprojection[:, :, STATE_OUTPUT : STATE_OUTPUT + 3]), -top, top)
-    mean, squares = _box(current), _box(current * current)
-    mean_previous = _box(previous)
-    side = f32(2 * CHANGE_RADIUS + 1)
-    error = np.sqrt(np.maximum(squares - mean * mean, f32(0))) / side
-    return (np.abs(mean - mean_previous) > f32(params.change_sigmas) * error) & valid
-
-
-def cut_changes(
-    signal: np.ndarray, reprojection: np.ndarray, changed: np.ndarray, params: TemporalParams
-) -> np.ndarray:
-    """The reprojection with the frame's own signal, n = 1 and the output's history cut to
-    `~TemporalParams.change_output_history` frames where ``changed`` (`light_changed`)."""
-    f32 = np.float32
-    out = reprojection.copy()
-    out[:, :, :SIGNAL_CHANNELS] = np.where(changed[:, :, None], signal, out[:, :, :SIGNAL_CHANNELS])
-    out[:, :, STATE_COUNT] = np.where(changed, f32(1), out[:, :, STATE_COUNT])
-    kept = np.minimum(out[:, :, REPROJECTION_OUTPUT_COUNT], f32(params.change_output_history))
-    out[:, :, REPROJECTION_OUTPUT_COUNT] = np.where(
-        changed, kept, out[:, :, REPROJECTION_OUTPUT_COUNT]
-    )
-    return out
-
-
-def _box(image: np.ndarray) -> np.ndarray:
-    """The mean of ``[H, W]`` over the `CHANGE_RADIUS` window (edges repeated; sums in
-    row-major order, times the reciprocal of the count)."""
-    r = CHANGE_RADIUS
-    height, width = image.shape
-    padded = np.pad(image, ((r, r), (r, r)), mode="edge")
-    total = np.zeros_like(image)
-    for dy in range(2 * r + 1):
-        for dx in range(2 * r + 1):
-            total = total + padded[dy : dy + height, dx : dx + width]
-    return total * np.float32(1.0 / (2 * r + 1) ** 2)
 
 
 def gather(
@@ -549,7 +296,9 @@ def gather(
         gathered = gathered + _by_group(ws[0], ws[1]) * prev
         low, high = np.minimum(low, prev), np.maximum(high, prev)
     valid, valid_out = (t >= f32(MIN_TAP_WEIGHT) for t in totals)
-    divisor = _by_group(*(np.where(v, t, f32(1)) for v, t in zip((valid, valid_out), totals)))
+    divisor = _by_group(
+        *(np.where(v, t, f32(1)) for v, t in zip((valid, valid_out), totals, strict=True))
+    )
     history = gathered / divisor
     # All four taps agree: the sharper Catmull-Rom of the 4x4 taps around them, clamped to
     # the four taps' range (so its negative lobes cannot ring).
@@ -605,13 +354,6 @@ def _by_group(signal_part: np.ndarray, output_part: np.ndarray) -> np.ndarray:
     )
 
 
-def luminance(rgb: np.ndarray) -> np.ndarray:
-    """OIDN's luminance of ``[H, W, 3]`` (``image.autoexposure``'s weights)."""
-    f32 = np.float32
-    r, g, b = LUMINANCE
-    return f32(r) * rgb[:, :, 0] + f32(g) * rgb[:, :, 1] + f32(b) * rgb[:, :, 2]
-
-
 def _firefly_scale(signal, history, valid, valid_out, accumulates, params) -> np.ndarray:
     """``[H, W]``: the factor that brings the frame's color down to ``firefly_ratio`` times
     its history's luminance (1 where it is not brighter, or has no history): the
@@ -637,7 +379,7 @@ def _catmull_rom(state, x0, y0, fx, fy) -> np.ndarray:
     y0 + fy)``, coordinates clamped to the image (rows outer, columns inner)."""
     height, width = state.shape[:2]
     wx, wy = catmull_rom_weights(fx), catmull_rom_weights(fy)
-    out = np.zeros(fx.shape + (GATHERED,), np.float32)
+    out = np.zeros((*fx.shape, GATHERED), np.float32)
     for j in range(4):
         yc = np.clip(y0 + (j - 1), 0, height - 1)
         for i in range(4):

@@ -72,6 +72,26 @@ def _dot3(a: Any, b: Any) -> Any:
     return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
+def _normals_agree(guide: Any, prev: Any, cos_min: float) -> Any:
+    """`oidn_gpu.temporal.passes._normals_agree` on tensors."""
+    import torch
+
+    n, p = guide[..., 1:4], prev[..., 1:4]
+    ln, lp = torch.sqrt(_dot3(n, n)), torch.sqrt(_dot3(p, p))
+    aligned = _dot3(n, p) >= _f(cos_min, n) * (ln * lp)
+    small = _f(tp.MIN_NORMAL_LENGTH, n)
+    return aligned & ((ln > small) == (lp > small))
+
+
+def _depth_agrees(guide: Any, prev: Any, tolerance: float) -> Any:
+    """`oidn_gpu.temporal.passes._depth_agrees` on tensors."""
+    import torch
+
+    d, p = guide[..., 0], prev[..., 0]
+    near = (d - p).abs() <= _f(tolerance, d) * torch.maximum(d.abs(), p.abs())
+    return near | (d == p)
+
+
 def _tap_tests(guide: Any, prev: Any, params: tp.TemporalParams) -> tuple[Any, Any]:
     """`oidn_gpu.temporal.passes.tap_tests` on tensors."""
     import torch
@@ -79,11 +99,7 @@ def _tap_tests(guide: Any, prev: Any, params: tp.TemporalParams) -> tuple[Any, A
     known = (guide[..., tp.GUIDE_UNKNOWN] == 0) & (prev[..., tp.GUIDE_UNKNOWN] == 0)
     aux = torch.ones(guide.shape[:2], dtype=torch.bool, device=guide.device)
     if params.use_normal:
-        n, p = guide[..., 1:4], prev[..., 1:4]
-        ln, lp = torch.sqrt(_dot3(n, n)), torch.sqrt(_dot3(p, p))
-        aligned = _dot3(n, p) >= _f(1.0 - params.normal_tolerance, n) * (ln * lp)
-        small = _f(tp.MIN_NORMAL_LENGTH, n)
-        aux &= aligned & ((ln > small) == (lp > small))
+        aux &= _normals_agree(guide, prev, 1.0 - params.normal_tolerance)
     if params.use_albedo:
         a, p = guide[..., 4:7], prev[..., 4:7]
         diff = torch.maximum(
@@ -94,10 +110,10 @@ def _tap_tests(guide: Any, prev: Any, params: tp.TemporalParams) -> tuple[Any, A
     if not params.use_depth:
         geometry = known & aux
         return geometry, geometry
-    d, p = guide[..., 0], prev[..., 0]
-    near = (d - p).abs() <= _f(params.depth_tolerance, d) * torch.maximum(d.abs(), p.abs())
-    geometry = known & (near | (d == p))
-    return geometry, geometry & aux
+    geometry = known & _depth_agrees(guide, prev, params.depth_tolerance)
+    surface = _depth_agrees(guide, prev, tp.SURFACE_DEPTH)
+    facing = _normals_agree(guide, prev, tp.SILHOUETTE_NORMAL_COS)
+    return geometry, geometry & aux & (surface | facing)
 
 
 def _by_group(signal_part: Any, output_part: Any) -> Any:

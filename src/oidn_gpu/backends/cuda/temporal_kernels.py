@@ -48,6 +48,8 @@ LUM_G = tl.constexpr(tp.LUMINANCE[1])
 LUM_B = tl.constexpr(tp.LUMINANCE[2])
 MIN_TAP_WEIGHT = tl.constexpr(tp.MIN_TAP_WEIGHT)
 MIN_NORMAL_LENGTH = tl.constexpr(tp.MIN_NORMAL_LENGTH)
+SURFACE_DEPTH = tl.constexpr(tp.SURFACE_DEPTH)
+SILHOUETTE_NORMAL_COS = tl.constexpr(tp.SILHOUETTE_NORMAL_COS)
 CHANGE_RADIUS = tl.constexpr(tp.CHANGE_RADIUS)
 _jit = triton.jit(do_not_specialize=["height", "width"])
 
@@ -130,6 +132,22 @@ def _guide(ptr, q, mask):
 
 
 @triton.jit
+def _normals_agree(g, q, cos_min):
+    """`passes._normals_agree` of one tap."""
+    ln = tl.sqrt_rn(g[1] * g[1] + g[2] * g[2] + g[3] * g[3])
+    lp = tl.sqrt_rn(q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    aligned = (g[1] * q[1] + g[2] * q[2] + g[3] * q[3]) >= cos_min * (ln * lp)
+    return aligned & ((ln > MIN_NORMAL_LENGTH) == (lp > MIN_NORMAL_LENGTH))
+
+
+@triton.jit
+def _depth_agrees(g, q, tolerance):
+    """`passes._depth_agrees` of one tap."""
+    near = tl.abs(g[0] - q[0]) <= tolerance * tl.maximum(tl.abs(g[0]), tl.abs(q[0]))
+    return near | (g[0] == q[0])
+
+
+@triton.jit
 def _tap_tests(
     g,
     q,
@@ -144,17 +162,15 @@ def _tap_tests(
     known = (g[7] == 0.0) & (q[7] == 0.0)
     aux = g[7] == g[7]  # all true (the flag is 0 or 1)
     if USE_NORMAL:
-        ln = tl.sqrt_rn(g[1] * g[1] + g[2] * g[2] + g[3] * g[3])
-        lp = tl.sqrt_rn(q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-        aligned = (g[1] * q[1] + g[2] * q[2] + g[3] * q[3]) >= cos_min * (ln * lp)
-        aux = aux & aligned & ((ln > MIN_NORMAL_LENGTH) == (lp > MIN_NORMAL_LENGTH))
+        aux = aux & _normals_agree(g, q, cos_min)
     if USE_ALBEDO:
         diff = tl.maximum(tl.maximum(tl.abs(g[4] - q[4]), tl.abs(g[5] - q[5])), tl.abs(g[6] - q[6]))
         aux = aux & (diff <= albedo_tolerance)
     if USE_DEPTH:
-        near = tl.abs(g[0] - q[0]) <= depth_tolerance * tl.maximum(tl.abs(g[0]), tl.abs(q[0]))
-        geometry = known & (near | (g[0] == q[0]))
-        output = geometry & aux
+        geometry = known & _depth_agrees(g, q, depth_tolerance)
+        surface = _depth_agrees(g, q, SURFACE_DEPTH)
+        facing = _normals_agree(g, q, SILHOUETTE_NORMAL_COS)
+        output = geometry & aux & (surface | facing)
     else:
         geometry = known & aux
         output = geometry

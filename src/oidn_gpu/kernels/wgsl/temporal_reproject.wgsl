@@ -31,16 +31,29 @@ fn state_of(p: u32, c: u32) -> f32 {
   return prev_state[p * STATE_VEC4S + c / 4u][c % 4u];
 }
 
-// Whether the normal and albedo of pixel p and the previous ones at q agree (those given).
-fn aux_agrees(p: u32, q: u32) -> bool {
-  var ok = true;
-{% if use_normal %}
+// Whether the normals of pixel p and the previous one at q are within the angle whose
+// cosine is cos_min, and both or neither are zero.
+fn normals_agree(p: u32, q: u32, cos_min: f32) -> bool {
   let n = vec3<f32>(guide_of(p, 1u), guide_of(p, 2u), guide_of(p, 3u));
   let m = vec3<f32>(prev_guide_of(q, 1u), prev_guide_of(q, 2u), prev_guide_of(q, 3u));
   let ln = sqrt(n.x * n.x + n.y * n.y + n.z * n.z);
   let lm = sqrt(m.x * m.x + m.y * m.y + m.z * m.z);
-  let aligned = n.x * m.x + n.y * m.y + n.z * m.z >= NORMAL_COS * (ln * lm);
-  ok = ok && aligned && ((ln > MIN_NORMAL_LENGTH) == (lm > MIN_NORMAL_LENGTH));
+  let aligned = n.x * m.x + n.y * m.y + n.z * m.z >= cos_min * (ln * lm);
+  return aligned && ((ln > MIN_NORMAL_LENGTH) == (lm > MIN_NORMAL_LENGTH));
+}
+
+// Whether the depths of pixel p and the previous one at q are within `tolerance` relative.
+fn depth_agrees(p: u32, q: u32, tolerance: f32) -> bool {
+  let d = guide_of(p, 0u);
+  let e = prev_guide_of(q, 0u);
+  return abs(d - e) <= tolerance * max(abs(d), abs(e)) || d == e;
+}
+
+// Whether the normal and albedo of pixel p and the previous ones at q agree (those given).
+fn aux_agrees(p: u32, q: u32) -> bool {
+  var ok = true;
+{% if use_normal %}
+  ok = ok && normals_agree(p, q, NORMAL_COS);
 {% endif %}
 {% if use_albedo %}
   let a = vec3<f32>(guide_of(p, 4u), guide_of(p, 5u), guide_of(p, 6u));
@@ -52,15 +65,16 @@ fn aux_agrees(p: u32, q: u32) -> bool {
 }
 
 // (geometry, output): whether the tap q may serve pixel p's accumulated input (depth where
-// given, else normal and albedo) and its output history (that and normal and albedo).
+// given, else normal and albedo) and its output history (that and normal and albedo; with
+// depth, also the normals where the depth moved by more than SURFACE_DEPTH).
 fn tap_tests(p: u32, q: u32) -> vec2<bool> {
   let known = guide_of(p, UNKNOWN) == 0.0 && prev_guide_of(q, UNKNOWN) == 0.0;
   let aux = aux_agrees(p, q);
 {% if use_depth %}
-  let d = guide_of(p, 0u);
-  let e = prev_guide_of(q, 0u);
-  let geometry = known && (abs(d - e) <= DEPTH_TOLERANCE * max(abs(d), abs(e)) || d == e);
-  return vec2<bool>(geometry, geometry && aux);
+  let geometry = known && depth_agrees(p, q, DEPTH_TOLERANCE);
+  let surface = depth_agrees(p, q, SURFACE_DEPTH);
+  let facing = normals_agree(p, q, SILHOUETTE_NORMAL_COS);
+  return vec2<bool>(geometry, geometry && aux && (surface || facing));
 {% else %}
   let geometry = known && aux;
   return vec2<bool>(geometry, geometry);
