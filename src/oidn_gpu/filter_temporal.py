@@ -289,18 +289,7 @@ class TemporalDenoiser:
             InvalidArgumentError: no motion, or images of different sizes or shapes.
             The errors of `oidn_gpu.Denoiser.denoise`.
         """
-        if self._closed:
-            raise InvalidOperationError("the temporal denoiser is closed")
-        images = _FrameImages.of(
-            color,
-            albedo,
-            normal,
-            motion,
-            depth,
-            frame,
-            hdr=self._hdr,
-            convention=self.motion_convention,
-        )
+        images = self._checked(color, albedo, normal, motion, depth, frame)
         return self._denoise_images(images, images.temporal_frame())
 
     def prepare(
@@ -318,9 +307,20 @@ class TemporalDenoiser:
         with ``prefetch`` where the session stages frames ahead (the cuda backend's),
         handed to the session to stage while the current frame is denoised; pass the
         result to `denoise_prepared` in its turn (the same result as `denoise`)."""
+        images = self._checked(color, albedo, normal, motion, depth, frame)
+        prepared = PreparedFrame(images, images.temporal_frame())
+        stage = getattr(self.session, "prefetch", None)
+        if prefetch and stage is not None:
+            stage(prepared.session_frame)
+        return prepared
+
+    def _checked(
+        self, color: Any, albedo: Any, normal: Any, motion: Any, depth: Any, frame: Any
+    ) -> _FrameImages:
+        """One frame's images checked for this (open) denoiser."""
         if self._closed:
             raise InvalidOperationError("the temporal denoiser is closed")
-        images = _FrameImages.of(
+        return _FrameImages.of(
             color,
             albedo,
             normal,
@@ -330,11 +330,6 @@ class TemporalDenoiser:
             hdr=self._hdr,
             convention=self.motion_convention,
         )
-        prepared = PreparedFrame(images, images.temporal_frame())
-        stage = getattr(self.session, "prefetch", None)
-        if prefetch and stage is not None:
-            stage(prepared.session_frame)
-        return prepared
 
     def denoise_prepared(self, prepared: PreparedFrame) -> np.ndarray:
         """`denoise` of a frame from `prepare`: its images, staged already where the
