@@ -29,6 +29,15 @@ def _commands(
     return found
 
 
+def _denoise_fast(cli, tmp_path, scene, *flags):
+    """``oidn-gpu denoise`` of a small frame at quality fast with ``flags``; its result and
+    the log file it was given."""
+    color = write_exr(tmp_path / "c.exr", scene(16)["color_4spp"])
+    log = tmp_path / "run.log"
+    out = tmp_path / "out.exr"
+    return cli("denoise", color, "-o", out, "--quality", "fast", *flags, "--log-file", log), log
+
+
 def _flags(parser: argparse.ArgumentParser) -> set[str]:
     return {o for a in parser._actions for o in a.option_strings}
 
@@ -69,19 +78,7 @@ def test_bench_takes_the_log_flags_before_its_own(cli, tmp_path):
 
 
 def test_log_file_lines_carry_a_timestamp_a_level_and_the_logger(cli, tmp_path, scene):
-    color = write_exr(tmp_path / "c.exr", scene(16)["color_4spp"])
-    log = tmp_path / "run.log"
-    result = cli(
-        "denoise",
-        color,
-        "-o",
-        tmp_path / "out.exr",
-        "--quality",
-        "fast",
-        "--no-progress",
-        "--log-file",
-        log,
-    )
+    result, log = _denoise_fast(cli, tmp_path, scene, "--no-progress")
     assert result.rc == 0, result.err
     lines = log.read_text().splitlines()
     assert lines and all(LINE.match(line) for line in lines), lines
@@ -105,31 +102,13 @@ def test_an_error_reaches_stderr_once_and_the_log_file_at_error_level(cli, tmp_p
 
 
 def test_quiet_keeps_stderr_to_errors_while_the_log_file_keeps_the_summary(cli, tmp_path, scene):
-    color = write_exr(tmp_path / "c.exr", scene(16)["color_4spp"])
-    log = tmp_path / "run.log"
-    result = cli(
-        "denoise", color, "-o", tmp_path / "out.exr", "--quality", "fast", "-q", "--log-file", log
-    )
+    result, log = _denoise_fast(cli, tmp_path, scene, "-q")
     assert result.rc == 0 and result.err == ""
     assert " INFO oidn_gpu.cli: 1 frame" in log.read_text()
 
 
 def test_log_level_warning_leaves_info_out_of_both(cli, tmp_path, scene):
-    color = write_exr(tmp_path / "c.exr", scene(16)["color_4spp"])
-    log = tmp_path / "run.log"
-    result = cli(
-        "denoise",
-        color,
-        "-o",
-        tmp_path / "out.exr",
-        "--quality",
-        "fast",
-        "--no-progress",
-        "--log-level",
-        "warning",
-        "--log-file",
-        log,
-    )
+    result, log = _denoise_fast(cli, tmp_path, scene, "--no-progress", "--log-level", "warning")
     assert result.rc == 0
     assert "1 frame" not in result.err and " INFO " not in log.read_text()
 

@@ -24,7 +24,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 def test_sigterm_to_the_ray_driver_exits_130_with_complete_outputs(tmp_path):
     frames = write_frames(tmp_path / "in", 150)
     out = tmp_path / "out"
-    home = tmp_path / "user"  # its HOME: no cloud probing (tests/farm/conftest.py)
+    home = tmp_path / "driver-home"  # the driver's HOME, empty: Ray probes no cloud there
     home.mkdir()
     (home / "ray_bootstrap_config.yaml").write_text("")
     env = dict(

@@ -28,7 +28,7 @@ from oidn_gpu.errors import require
 
 BACKEND = "oidn"
 DEFAULT_SIZES = "512x512,1080p"
-SEED = 7  # the random images' seed: both paths denoise the same images
+IMAGES_RNG_STATE = 7  # where the images' random generator starts: both paths get the same images
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class OidnBenchRow:
 
 
 def _images(height: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(IMAGES_RNG_STATE)
     color = (rng.random((height, width, 3), np.float32) ** 3 * 8).astype(np.float32)
     albedo = rng.random((height, width, 3), np.float32)
     normal = (rng.random((height, width, 3), np.float32) * 2 - 1).astype(np.float32)
