@@ -142,7 +142,7 @@ def _shipped(tmp_path: Path, version: str, capability: int) -> Path:
     for entry in ("ENTRYA", "ENTRYB"):
         (source / entry).mkdir(parents=True)
         (source / entry / "k.cubin").write_bytes(entry.encode())
-    with tarfile.open(folder / "cache.tar.xz", "w:xz") as tar:
+    with tarfile.open(folder / kernel_specs.ARCHIVE_NAME, "w:gz") as tar:
         tar.add(source / "ENTRYA", arcname="ENTRYA")
         tar.add(source / "ENTRYB", arcname="ENTRYB")
         evil = tmp_path / "evil"

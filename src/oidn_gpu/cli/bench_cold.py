@@ -45,7 +45,7 @@ ROWS = (
     ("kernels_s", "  choose and generate the kernels"),
     ("weights_s", "  pack and upload the weights"),
     ("network_s", "  in it: build the network"),
-    ("preload_s", "  import Triton, shipped kernels (thread)"),
+    ("triton_import_s", "  import Triton and the kernel modules"),
     ("loaded_s", "  load the compiled kernels"),
     ("launches_s", "  prepare the frame's launches"),
     ("pipelines", "  pipelines compiled (count)"),
@@ -62,7 +62,7 @@ PHASE_ROWS = {
     "choose and generate the kernels": "kernels_s",
     "pack and upload the weights": "weights_s",
     "build the network": "network_s",
-    "import Triton and install the shipped kernels": "preload_s",
+    "import Triton and the kernel modules": "triton_import_s",
     "load the compiled kernels": "loaded_s",
     "prepare the frame's launches": "launches_s",
 }
@@ -78,6 +78,7 @@ OIDN_DEVICE_TYPES = {1: "CPU", 2: "SYCL", 3: "CUDA", 4: "HIP", 5: "Metal"}  # oi
 # What a fresh process runs: this file as __main__ (not ``-m``, which would import the
 # oidn_gpu package before the child could time it).
 CHILD_BOOT = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
+NAMED_PACKAGES = 8  # how many packages without bytecode a note names (then a count)
 
 
 @dataclass
@@ -222,13 +223,32 @@ def run_cold(
                     result.notes.append(f"Intel OIDN not run: {missing}")
                     kinds.remove(kind)
                     continue
+                _note_bytecode(result, times)
                 result.runs.setdefault(kind, []).append(times)
                 if kind == "ours" and warm:
                     again = _spawn(kind, script, home, cache)
+                    _note_bytecode(result, again)
                     result.runs.setdefault("ours_warm", []).append(again)
             if progress is not None:
                 progress(f"run {index + 1}/{runs} {kind} done")
     return result
+
+
+def _note_bytecode(result: ColdResult, times: dict[str, Any]) -> None:
+    """Move a child's ``no_bytecode`` list into one note of the result."""
+    missing = times.pop("no_bytecode", None)
+    if not missing:
+        return
+    named = ", ".join(missing[:NAMED_PACKAGES])
+    more = len(missing) - NAMED_PACKAGES
+    named += f" and {more} more" if more > 0 else ""
+    note = (
+        f"note: no compiled bytecode for {named} in this Python environment: "
+        "each fresh process compiled their sources as it imported them (a pip install "
+        "writes the bytecode; `python -m compileall` on site-packages does too)"
+    )
+    if note not in result.notes:
+        result.notes.append(note)
 
 
 # ----------------------------------------------------------------------------- the child
@@ -393,7 +413,24 @@ def child_main(argv: list[str]) -> None:
         _oidn(np, script, times)
     else:
         _ours(np, script, times)
+    times["no_bytecode"] = without_bytecode(sys.modules)  # type: ignore[assignment]
     print(json.dumps(times), flush=True)
+
+
+def without_bytecode(modules: dict[str, Any]) -> list[str]:
+    """The top-level packages and modules among ``modules`` (a process's `sys.modules`)
+    loaded from a source file with no cached bytecode beside it (``__pycache__``): what a
+    fresh process compiled as it imported them (a pip install writes the bytecode)."""
+    import importlib.util
+
+    missing = []
+    for name in sorted(n for n in modules if "." not in n):
+        origin = getattr(modules.get(name), "__file__", None)
+        if not origin or not origin.endswith(".py"):
+            continue
+        if not os.path.exists(importlib.util.cache_from_source(origin)):
+            missing.append(name)
+    return missing
 
 
 if __name__ == "__main__":

@@ -275,14 +275,12 @@ class CudaBackend:
 
     def create_executor(self, model: Any, options: CudaOptions) -> NetworkExecutor:
         # The engine imports torch (and Triton): only when asked for.
-        from oidn_gpu.backends.cuda import preload
         from oidn_gpu.backends.cuda.executor import CudaExecutor
         from oidn_gpu.backends.cuda.torch_cache import ensure_torch_kernel_cache
         from oidn_gpu.backends.cuda.torch_ops import torch
 
         started = time.perf_counter()
         ensure_torch_kernel_cache()  # before PyTorch's first run-time compiled kernel
-        preload.start(torch, options.device, options.engine)  # beside the network's build
         with torch.inference_mode(False):  # its buffers are written in place (see the runner)
             executor = CudaExecutor(model, options=options)
         log_phase(_LOG, "build the network", started)

@@ -5,9 +5,15 @@ CPU interpreter runs them (``TRITON_INTERPRET=1``, tests without a GPU)."""
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import threading
+import time
 from typing import Any
+
+from oidn_gpu.backends.phases import log_phase
+
+_LOG = logging.getLogger(__name__)
 
 INTERPRET_ENV_VAR = "TRITON_INTERPRET"
 
@@ -24,6 +30,7 @@ def kernels() -> Any:
     global _KERNELS
     with _KERNELS_LOCK:
         if _KERNELS is None:
+            started = time.perf_counter()
             import oidn_gpu.backends.cuda.fused_kernels as fused_kernels
             import oidn_gpu.backends.cuda.io_kernels as io_kernels
             import oidn_gpu.backends.cuda.row_kernels as row_kernels
@@ -31,6 +38,7 @@ def kernels() -> Any:
 
             _MORE_KERNELS.update(fused=fused_kernels, rows=row_kernels, io=io_kernels)
             _KERNELS = triton_kernels
+            log_phase(_LOG, "import Triton and the kernel modules", started)
         return _KERNELS
 
 
