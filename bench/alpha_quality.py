@@ -2,7 +2,7 @@
 of coverage noise.
 
 Each frame's noisy alpha (4 spp) is replicated to RGB, denoised as a linear LDR image and
-the channels' mean clipped to 0..1 (as `oidn_gpu.filter_aovs.denoise_alpha`); the score is
+the channels' mean clipped to 0..1 (as `oidn_gpu.filter_alpha.denoise_alpha`); the score is
 the RMS error of the noisy alpha against the converged one divided by that of the
 denoised alpha (higher is better). Options: the fast (``rt_ldr_alb_nrm_small``) or high
 (``rt_ldr_alb_nrm``) weights; with the albedo and normal, ``clean_aux``, albedo only or no

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu import filter_aovs, filter_device, filter_temporal
+from oidn_gpu import filter_alpha, filter_aovs, filter_device, filter_temporal
 from oidn_gpu.backends.base import (
     AUTO,
     BackendOptions,
@@ -201,6 +201,8 @@ class Denoiser:
         self._lock = self._frames.lock
         self._models: ModelCache = self._frames.models
         self._engines: dict[str, Engine] = self._frames.engines
+        # Sub-denoisers, closed with this one: the aux prefilters by image name, and
+        # "alpha" (`filter_alpha.alpha_denoiser`).
         self._prefilters: dict[str, Denoiser] = {}
         self._running = False
 
@@ -294,6 +296,7 @@ class Denoiser:
         *,
         output: Any = None,
         progress: Progress | None = None,
+        alpha: str = "copy",
     ) -> Any:
         """Denoise one image; see the class docstring for the options.
 
@@ -314,6 +317,9 @@ class Denoiser:
             progress: called with the finished fraction (0..1) before the first and after
                 every tile; returning ``False`` cancels with `CancelledError` and leaves
                 ``output`` untouched.
+            alpha: what becomes of the color's alpha (a 4th channel): ``"copy"`` passes
+                it through, as Intel OIDN does; ``"denoise"`` denoises it once more with
+                the fast LDR weights and the same albedo and normal (`oidn_gpu.filter_alpha`).
 
         Returns:
             The denoised image: ``output`` if given, else of the main input's type, shape
@@ -327,11 +333,12 @@ class Denoiser:
             WeightsNotFoundError: a large weights file is not installed.
             CancelledError: ``progress`` returned False.
         """
+        alpha = filter_alpha.check_alpha_mode(alpha)
         lightmap = self.options.filter_type == "RTLightmap"
         hdr = self.options.hdr or lightmap
         device_call = tensors.as_device_call(color, albedo, normal, output, hdr=hdr)
         if device_call is not None:
-            answer = self._denoise_device(device_call, progress)
+            answer = self._denoise_device(device_call, progress, alpha)
             if answer is not None:
                 return answer
         call = arrays.as_call(color, albedo, normal, output, hdr=hdr)
@@ -339,20 +346,22 @@ class Denoiser:
             self._check_not_running("denoise")
             self._running = True
             try:
-                result = self._denoise(call.color, call.albedo, call.normal, call.output, progress)
+                result = self._denoise(
+                    call.color, call.albedo, call.normal, call.output, progress, alpha
+                )
             finally:
                 self._running = False
         return call.finish(result)
 
     denoise_aovs = filter_aovs.denoise_aovs  # light-path passes that sum to the beauty
 
-    def _denoise_device(self, call: Any, progress: Progress | None) -> Any:
+    def _denoise_device(self, call: Any, progress: Progress | None, alpha: str) -> Any:
         """The call on the backend's device (`filter_device`), or None: the host path."""
         with self._lock:
             self._check_not_running("denoise")
             self._running = True
             try:
-                return filter_device.denoise(self, call, progress)
+                return filter_device.denoise(self, call, progress, alpha)
             finally:
                 self._running = False
 
@@ -363,6 +372,7 @@ class Denoiser:
         normal: Any,
         output: Any,
         progress: Progress | None,
+        alpha: str = "copy",
     ) -> np.ndarray:
         self._frames.check_open()
         options = self.options
@@ -374,6 +384,12 @@ class Denoiser:
             albedo = normal = None
         images = validate_images(color, albedo, normal)
         out = check_output(output, images)
+        if alpha == "denoise" and images.alpha is not None:
+            # the same checked host arrays: the albedo and normal are read once for both
+            denoised = filter_alpha.denoise_alpha(
+                self._alpha_denoiser(), images.alpha, images.albedo, images.normal
+            )
+            images = dataclasses.replace(images, alpha=denoised)
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
             return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
         destination = output_destination(images, out)
@@ -409,6 +425,10 @@ class Denoiser:
         # `FramePath.clean_aux`.
         result = self._frames.run(clean_images, progress)
         return store_result(result, images, out)
+
+    def _alpha_denoiser(self) -> Denoiser:
+        """The denoiser of this one's alpha channels (`filter_alpha.alpha_config`)."""
+        return filter_alpha.alpha_denoiser(self._prefilters, self)
 
     def _prefilter_denoiser(self, name: str) -> Denoiser:
         if name not in self._prefilters:
@@ -546,6 +566,7 @@ def denoise(
     *,
     output: Any = None,
     progress: Progress | None = None,
+    alpha: str = "copy",
     **options: Any,
 ) -> Any:
     """Denoise one image in one call; options as for `Denoiser`, images as `Denoiser.denoise`.
@@ -564,5 +585,7 @@ def denoise(
     return CACHE.run(
         options,
         lambda: Denoiser(**options),
-        lambda den: den.denoise(color, albedo, normal, output=output, progress=progress),
+        lambda den: den.denoise(
+            color, albedo, normal, output=output, progress=progress, alpha=alpha
+        ),
     )

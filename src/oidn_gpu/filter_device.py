@@ -16,12 +16,14 @@ A CUDA tensor on another device than the runner's is an error, never copied.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from oidn_gpu.backends.base import DeviceRunner
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.filter_alpha import denoise_alpha_tensor
 from oidn_gpu.filter_frame import FramePath
 from oidn_gpu.filter_images import (
     Progress,
@@ -55,9 +57,10 @@ class _LazyScale:
         return value
 
 
-def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
+def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None, alpha: str) -> Any:
     """Denoise ``call`` on ``den``'s device (holding its lock): the caller's answer, or
-    None when the call takes the NumPy path."""
+    None when the call takes the NumPy path. ``alpha="denoise"`` denoises the color's
+    alpha there too, from the decoded albedo and normal (`filter_alpha`)."""
     frames = den.frames
     frames.check_open()
     options = den.options
@@ -87,6 +90,11 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
     )
     decoded = validate_images(color_d, albedo_d, normal_d, check=split_alpha)
     result = _prefiltered(den, decoded, progress) if prefilter else _run(frames, decoded, progress)
+    if alpha == "denoise" and decoded.alpha is not None:
+        denoised = denoise_alpha_tensor(
+            den._alpha_denoiser(), decoded.alpha, decoded.albedo, decoded.normal
+        )
+        decoded = dataclasses.replace(decoded, alpha=denoised)
     return call.finish(_with_alpha(result, decoded))
 
 

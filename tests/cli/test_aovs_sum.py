@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 import oidn_gpu
-from oidn_gpu.filter_aovs import alpha_config, denoise_alpha
+from oidn_gpu.filter_alpha import alpha_config, denoise_alpha
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "aovs"
 

@@ -15,7 +15,7 @@ import pytest
 
 import oidn_gpu
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.filter_aovs import alpha_config, denoise_alpha
+from oidn_gpu.filter_alpha import alpha_config, denoise_alpha
 from oidn_gpu.image.aov_sum import reconcile
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "aovs"

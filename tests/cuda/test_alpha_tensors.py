@@ -1,0 +1,43 @@
+"""`Denoiser.denoise(..., alpha="denoise")` on tensors of the cuda backend's device.
+
+Without a GPU the cuda backend runs on the CPU (tests/cuda/conftest.py), so CPU torch
+tensors take the device path: the alpha is replicated and denoised there from the decoded
+albedo and normal, and neither denoiser stages a host buffer. The NumPy path of the same
+denoiser is the reference (the colour bit for bit, the alpha to float32 rounding of the
+channels' mean).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.cuda.conftest import HAS_CUDA
+from tests.cuda.test_denoiser_tensors import _as, _denoiser, _host, _images, _stayed_on_device
+
+pytestmark = pytest.mark.skipif(
+    HAS_CUDA, reason="CPU tensors are host arrays to a GPU denoiser; see test_device_tensors.py"
+)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.uint8], ids=str)
+def test_the_alpha_is_denoised_on_the_device_as_on_the_numpy_path(dtype, rng):
+    hdr = dtype != torch.uint8
+    color, albedo, normal = _images(rng, 24, 32, dtype, channels=4)
+    inputs = [_as(color, dtype), _as(albedo, dtype), _as(normal, dtype, signed=True)]
+    with _denoiser(hdr=hdr) as den:
+        actual = den.denoise(*inputs, alpha="denoise")
+        copied = den.denoise(*inputs)
+        _stayed_on_device(den)
+        _stayed_on_device(den._alpha_denoiser())
+        expected = den.denoise(*[_host(t) for t in inputs], alpha="denoise")
+    assert isinstance(actual, torch.Tensor)
+    assert actual.dtype == dtype and actual.shape == inputs[0].shape
+    assert torch.equal(actual[:, :, :3], copied[:, :, :3])
+    assert not torch.equal(actual[:, :, 3], copied[:, :, 3])  # the alpha changed
+    tolerance = 1 if dtype == torch.uint8 else 1e-3 if dtype == torch.float16 else 1e-6
+    np.testing.assert_allclose(
+        actual[:, :, 3].double().numpy(), expected[:, :, 3].astype(np.float64), atol=tolerance
+    )
+    np.testing.assert_array_equal(actual[:, :, :3].numpy(), expected[:, :, :3])
