@@ -1,15 +1,17 @@
 """An alpha channel denoised beside the colour (``alpha="denoise"``).
 
 Intel OIDN passes a colour's alpha through with its noise (``alpha="copy"``, the default).
-With ``alpha="denoise"`` the alpha is denoised as a one-channel LDR image: replicated to
-RGB and denoised once with the fast LDR weights (`alpha_config`: ``rt_ldr_alb_nrm_small``
-with an albedo and a normal), the frame's albedo and normal as its auxiliary images; the
-mean of the three channels, clipped to 0..1, is the denoised alpha.
+With ``alpha="denoise"`` the alpha is denoised once as a one-channel linear LDR image with
+the fast LDR weights (`alpha_config`: ``rt_ldr_alb_nrm_small`` with an albedo and a
+normal), the frame's albedo and normal as its auxiliary images, and clipped to 0..1. A
+one-channel image is OIDN's own case: the filter reads it as RGB (the value three times)
+and writes the mean of the three channels it computes, so only one channel moves in and
+out of a GPU.
 
 `Denoiser.denoise` denoises a frame's alpha from the images it denoised the colour from:
 on the host path from the decoded host arrays (read and checked once for both), on the
 device path (`filter_device`) from the decoded tensors where they are, so the albedo and
-normal never leave the device and only the alpha plane is replicated there. The alpha's
+normal never leave the device. The alpha's
 denoiser is a second `Denoiser` of the same backend and device, made on first use and
 closed with the first (`alpha_denoiser`).
 """
@@ -67,8 +69,8 @@ def alpha_denoiser(helpers: dict[str, Any], denoiser: Any) -> Any:
 
 def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None, normal: Any = None) -> np.ndarray:
     """``alpha`` (``H x W`` or ``H x W x 1``) denoised by ``denoiser`` (one made from
-    `alpha_config`): replicated to RGB, denoised once, the mean of the channels clipped to
-    0..1; returned float32 in the shape given."""
+    `alpha_config`): clipped to 0..1, denoised once as a one-channel image and clipped to
+    0..1 again; returned float32 in the shape given."""
     values = np.asarray(alpha, dtype=np.float32)
     if values.ndim == 3 and values.shape[2] == 1:
         plane = values[:, :, 0]
@@ -78,15 +80,14 @@ def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None, normal: Any = N
         raise InvalidArgumentError(
             f"the alpha image is {values.shape}; expected H x W or H x W x 1"
         )
-    rgb = np.repeat(np.clip(plane, 0.0, 1.0)[:, :, None], 3, axis=2)
-    denoised = np.asarray(denoiser.denoise(rgb, albedo, normal), dtype=np.float32)
-    result = np.clip(denoised.mean(axis=2), 0.0, 1.0).astype(np.float32)
-    return result.reshape(values.shape)
+    one = np.clip(plane, 0.0, 1.0)[:, :, None]
+    denoised = np.asarray(denoiser.denoise(one, albedo, normal), dtype=np.float32)
+    return np.clip(denoised[:, :, 0], 0.0, 1.0).reshape(values.shape)
 
 
 def denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any, normal: Any) -> Any:
     """`denoise_alpha` of an ``H x W`` torch tensor with the frame's (decoded) albedo and
     normal tensors, on their device: the float32 ``H x W`` denoised alpha, a tensor there."""
-    rgb = alpha.float().clamp(0.0, 1.0).unsqueeze(2).expand(-1, -1, 3).contiguous()
-    denoised = denoiser.denoise(rgb, albedo, normal)
-    return denoised.float().mean(dim=2).clamp(0.0, 1.0)
+    one = alpha.float().clamp(0.0, 1.0).unsqueeze(2)
+    denoised = denoiser.denoise(one, albedo, normal)
+    return denoised[:, :, 0].float().clamp(0.0, 1.0)

@@ -212,8 +212,16 @@ def test_alpha_is_denoised_once_with_the_fast_ldr_weights(alpha_frame) -> None:
             den, alpha_frame["rgba"][:, :, 3:], alpha_frame["albedo"], alpha_frame["normal"]
         )
         assert "rt_ldr_alb_nrm_small" in den.info().weights
-    rgb = np.repeat(alpha_frame["rgba"][:, :, 3:], 3, axis=2)
+    one = np.clip(alpha_frame["rgba"][:, :, 3:], 0, 1)
     with oidn_gpu.Denoiser(backend="reference", quality="fast") as direct:
-        expected = direct.denoise(rgb, alpha_frame["albedo"], alpha_frame["normal"])
+        expected = direct.denoise(one, alpha_frame["albedo"], alpha_frame["normal"])
+        rgb = direct.denoise(
+            np.repeat(one, 3, axis=2), alpha_frame["albedo"], alpha_frame["normal"]
+        )
     assert alpha.shape == alpha_frame["rgba"][:, :, 3:].shape
-    np.testing.assert_allclose(alpha[:, :, 0], np.clip(expected.mean(axis=2), 0, 1), atol=1e-6)
+    np.testing.assert_array_equal(alpha, np.clip(expected, 0, 1))
+    # a one-channel image is denoised as its RGB replica, the channels' mean written (where
+    # the LDR output's clamp to 0..1 leaves the channels as they were)
+    inside = ((rgb > 0) & (rgb < 1)).all(axis=2)
+    assert inside.sum() > 500  # the fractional pixels (the others are clamped to 0 or 1)
+    np.testing.assert_allclose(alpha[inside, 0], rgb.mean(axis=2)[inside], atol=1e-6)
