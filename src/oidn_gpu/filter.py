@@ -384,16 +384,25 @@ class Denoiser:
             albedo = normal = None
         images = validate_images(color, albedo, normal)
         out = check_output(output, images)
-        if alpha == "denoise" and images.alpha is not None:
-            # the same checked host arrays: the albedo and normal are read once for both
-            denoised = filter_alpha.denoise_alpha(
-                self._alpha_denoiser(), images.alpha, images.albedo, images.normal
-            )
-            images = dataclasses.replace(images, alpha=denoised)
+        # the alpha from the same checked host arrays: the albedo and normal read once
+        alpha_too = alpha == "denoise" and images.alpha is not None and images.height > 0
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
+            if alpha_too:  # from the frame's own albedo and normal, not the prefiltered
+                denoised = filter_alpha.denoise_alpha(
+                    self._alpha_denoiser(), images.alpha, images.albedo, images.normal
+                )
+                images = dataclasses.replace(images, alpha=denoised)
             return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
         destination = output_destination(images, out)
-        result = self._frames.run(images, progress, destination=destination, scratch=out is None)
+        frame = self._frames.plan(images) if alpha_too and images.width > 0 else None
+        result = self._frames.run(
+            images, progress, destination=destination, scratch=out is None, frame=frame
+        )
+        if frame is not None:  # after the colour: its device copies of the aux, if kept
+            denoised = filter_alpha.denoise_frame_alpha(
+                self._alpha_denoiser(), images, frame.runner
+            )
+            images = dataclasses.replace(images, alpha=denoised)
         return store_result(result, images, out, destination)
 
     def _denoise_prefiltered(
@@ -412,9 +421,10 @@ class Denoiser:
             for index, name in enumerate(stages):
                 sub = self._prefilter_denoiser(name)
                 part = scaled_progress(progress, index / total, 1 / total)
-                clean = sub.denoise(
-                    **{name: images.albedo if name == "albedo" else images.normal}, progress=part
-                )
+                if name == "albedo":
+                    clean = sub.denoise(albedo=images.albedo, progress=part)
+                else:
+                    clean = sub.denoise(normal=images.normal, progress=part)
                 if name == "albedo":
                     albedo = clean
                 else:

@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from oidn_gpu.backends.runners import HostInputsRunner
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.image.checks import Images
 
 ALPHA_MODES = ("copy", "denoise")
 
@@ -83,6 +85,26 @@ def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None, normal: Any = N
     one = np.clip(plane, 0.0, 1.0)[:, :, None]
     denoised = np.asarray(denoiser.denoise(one, albedo, normal), dtype=np.float32)
     return np.clip(denoised[:, :, 0], 0.0, 1.0).reshape(values.shape)
+
+
+def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarray:
+    """The alpha of host ``images`` (`Images` with an alpha) denoised by ``denoiser``
+    after the colour ran on ``runner``: where the runner keeps the device copies of the
+    frame's images (`HostInputsRunner`, cuda), only the alpha is uploaded and the albedo
+    and normal are read where they are; else from the host arrays (`denoise_alpha`)."""
+    assert images.alpha is not None
+    shared = runner.host_inputs() if isinstance(runner, HostInputsRunner) else {}
+    given = {"albedo": images.albedo, "normal": images.normal}
+    if "main" not in shared or any(
+        (role in shared) != (image is not None) for role, image in given.items()
+    ):
+        return denoise_alpha(denoiser, images.alpha, images.albedo, images.normal)
+    main = shared["main"]
+    plane = np.clip(np.asarray(images.alpha, dtype=np.float32), 0.0, 1.0)
+    alpha = main.new_tensor(plane[:, :, None]).float()  # one channel uploaded
+    denoised = denoiser.denoise(alpha, shared.get("albedo"), shared.get("normal"))
+    values = denoised[:, :, 0].float().cpu().numpy()
+    return np.clip(values, 0.0, 1.0).astype(np.float32, copy=False)
 
 
 def denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any, normal: Any) -> Any:

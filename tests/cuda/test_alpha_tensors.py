@@ -41,3 +41,23 @@ def test_the_alpha_is_denoised_on_the_device_as_on_the_numpy_path(dtype, rng):
         actual[:, :, 3].double().numpy(), expected[:, :, 3].astype(np.float64), atol=tolerance
     )
     np.testing.assert_array_equal(actual[:, :, :3].numpy(), expected[:, :, :3])
+
+
+def test_numpy_images_share_the_colour_s_device_copies_of_the_aux(rng):
+    """NumPy images: the colour's upload of the albedo and normal is what the alpha's
+    denoiser reads on the device (it stages no host buffer); the alpha is the one the
+    alpha's denoiser gives the host arrays."""
+    color, albedo, normal = (a.astype(np.float32) for a in _images(rng, 24, 32, None, 4))
+    with _denoiser(hdr=True) as den:
+        actual = den.denoise(color, albedo, normal, alpha="denoise")
+        helper = den._alpha_denoiser()
+        _stayed_on_device(helper)
+        (engine,) = den._engines.values()
+        shared = engine.runner.host_inputs()
+        assert sorted(shared) == ["albedo", "main", "normal"]
+        np.testing.assert_array_equal(shared["albedo"].numpy(), albedo)
+        expected = helper.denoise(np.clip(color[:, :, 3:], 0, 1), albedo, normal)
+        den.denoise(*(torch.from_numpy(a) for a in (color, albedo, normal)))  # device call:
+        assert engine.runner.host_inputs() == {}  # the copies are forgotten
+    np.testing.assert_allclose(actual[:, :, 3], np.clip(expected[:, :, 0], 0, 1), atol=1e-6)
+    assert np.abs(actual[:, :, 3] - color[:, :, 3]).max() > 0.01
