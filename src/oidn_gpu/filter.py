@@ -384,8 +384,8 @@ class Denoiser:
             albedo = normal = None
         images = validate_images(color, albedo, normal)
         out = check_output(output, images)
-        # the alpha from the same checked host arrays: the albedo and normal read once
-        alpha_too = alpha == "denoise" and images.alpha is not None and images.height > 0
+        # the alpha denoised from the same checked host arrays as the colour
+        alpha_too = alpha == "denoise" and images.alpha is not None and images.alpha.size > 0
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
             if alpha_too:  # from the frame's own albedo and normal, not the prefiltered
                 denoised = filter_alpha.denoise_alpha(
@@ -394,7 +394,7 @@ class Denoiser:
                 images = dataclasses.replace(images, alpha=denoised)
             return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
         destination = output_destination(images, out)
-        frame = self._frames.plan(images) if alpha_too and images.width > 0 else None
+        frame = self._frames.plan(images) if alpha_too else None
         result = self._frames.run(
             images, progress, destination=destination, scratch=out is None, frame=frame
         )
@@ -422,13 +422,9 @@ class Denoiser:
                 sub = self._prefilter_denoiser(name)
                 part = scaled_progress(progress, index / total, 1 / total)
                 if name == "albedo":
-                    clean = sub.denoise(albedo=images.albedo, progress=part)
+                    albedo = sub.denoise(albedo=images.albedo, progress=part)
                 else:
-                    clean = sub.denoise(normal=images.normal, progress=part)
-                if name == "albedo":
-                    albedo = clean
-                else:
-                    normal = clean
+                    normal = sub.denoise(normal=images.normal, progress=part)
             progress = scaled_progress(progress, len(stages) / total, 1 / total)
         clean_images = validate_images(color, albedo, normal)
         # The aux images are clean now (prefiltered, or declared clean by "fast"):
@@ -579,7 +575,8 @@ def denoise(
     alpha: str = "copy",
     **options: Any,
 ) -> Any:
-    """Denoise one image in one call; options as for `Denoiser`, images as `Denoiser.denoise`.
+    """Denoise one image in one call; options as for `Denoiser`, images (and ``alpha``) as
+    `Denoiser.denoise`.
 
     Calls with the same options reuse a warm `Denoiser` from a small process-wide cache
     (`oidn_gpu.filter_cache`): the second call is as fast as a kept denoiser's, with the
