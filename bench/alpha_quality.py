@@ -1,15 +1,15 @@
 """How much denoising lowers an alpha channel's error, by weights, auxiliary images and kind
 of coverage noise.
 
-Each frame's noisy alpha (4 spp) is denoised as `oidn_gpu.filter_alpha.denoise_alpha` does
-it (a one-channel linear LDR image, clipped to 0..1) with each of `OPTIONS`; the score is the
-RMS error of the noisy alpha against the converged one divided by that of the denoised
-alpha (higher is better). Options: the fast (``rt_ldr_alb_nrm_small``, ``alpha="denoise"``)
-or high (``rt_ldr_alb_nrm``) weights; with the albedo and normal, albedo only or no
-auxiliary image; the albedo and normal prefiltered first (OIDN's ``prefilter="accurate"``:
-``rt_alb`` and ``rt_nrm``, then the ``calb_cnrm`` weights, or the albedo-only weights with
-the prefiltered albedo); the denoised colour's luminance (scaled to 0..1) as the albedo;
-HDR instead of linear LDR.
+Each frame's noisy alpha (4 spp) is denoised as a one-channel LDR image, clipped to 0..1,
+with each of `OPTIONS`; the score is the RMS error of the noisy alpha against the converged
+one divided by that of the denoised alpha (higher is better). Options: the fast or high
+weights; with the albedo and normal, albedo only or no auxiliary image; the alpha scaled
+by 0.75 on its way in (OIDN's ``inputScale``; ``alpha="denoise"``, scored through
+`oidn_gpu.filter_alpha.denoise_alpha`, is the fast weights with the albedo so); the albedo
+and normal prefiltered first (OIDN's ``prefilter="accurate"``: ``rt_alb`` and ``rt_nrm``,
+then the ``calb_cnrm`` weights, or the albedo-only weights with the prefiltered albedo);
+the denoised colour's luminance (scaled to 0..1) as the albedo; HDR instead of LDR.
 
 Frames: ``test`` is ``tests/data/aovs/alpha.exr`` (box pixel filter: coverage noise on
 one-pixel silhouettes; its albedo and normal are rendered apart at 64 spp). With
@@ -39,7 +39,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "aovs"
 OPTIONS = {
-    'fast, albedo+normal (`alpha="denoise"`)': dict(quality="fast", aux="an"),
+    'fast, albedo, scale 0.75 (`alpha="denoise"`)': dict(quality="fast", aux="a"),
+    "fast, albedo+normal": dict(quality="fast", aux="an"),
+    "fast, albedo+normal, scale 0.75": dict(quality="fast", aux="an", input_scale=0.75),
     "fast, albedo": dict(quality="fast", aux="a"),
     "fast, no aux": dict(quality="fast", aux=""),
     "fast, prefiltered albedo+normal": dict(quality="fast", aux="AN", clean_aux=True),
@@ -172,8 +174,9 @@ def _aux(frame: dict[str, np.ndarray], backend: str) -> dict[str, np.ndarray | N
 def score(frame: dict[str, np.ndarray], backend: str) -> dict[str, float]:
     """The noisy alpha's RMS error over the denoised one's, for each of `OPTIONS`."""
     import oidn_gpu
-    from oidn_gpu.filter_alpha import denoise_alpha
+    from oidn_gpu.filter_alpha import alpha_config, denoise_alpha
 
+    config = alpha_config(oidn_gpu.Denoiser(backend=backend).config)
     alpha, reference = frame["alpha"], frame["ref"]
     aux = _aux(frame, backend)
     noisy_error = np.sqrt(np.mean((alpha - reference) ** 2))
@@ -183,8 +186,13 @@ def score(frame: dict[str, np.ndarray], backend: str) -> dict[str, float]:
         letters = option.pop("aux")
         albedo = next((aux[c] for c in letters if c in "aAL"), None)
         normal = next((aux[c] for c in letters if c in "nN"), None)
-        with oidn_gpu.Denoiser(backend=backend, **option) as den:
-            denoised = denoise_alpha(den, alpha, albedo, normal)
+        if "alpha=" in name:  # the shipped denoise
+            with oidn_gpu.Denoiser.from_config(config) as den:
+                denoised = denoise_alpha(den, alpha, albedo)
+        else:
+            with oidn_gpu.Denoiser(backend=backend, **option) as den:
+                one = np.clip(alpha, 0, 1)[:, :, None].astype(np.float32)
+                denoised = np.clip(np.asarray(den.denoise(one, albedo, normal))[:, :, 0], 0, 1)
         scores[name] = float(noisy_error / np.sqrt(np.mean((denoised - reference) ** 2)))
     return scores
 

@@ -319,7 +319,7 @@ class Denoiser:
                 ``output`` untouched.
             alpha: what becomes of the color's alpha (a 4th channel): ``"copy"`` passes
                 it through, as Intel OIDN does; ``"denoise"`` denoises it once more with
-                the fast LDR weights and the same albedo and normal (`oidn_gpu.filter_alpha`).
+                the fast LDR weights and the same albedo (`oidn_gpu.filter_alpha`).
 
         Returns:
             The denoised image: ``output`` if given, else of the main input's type, shape
@@ -387,9 +387,9 @@ class Denoiser:
         # the alpha denoised from the same checked host arrays as the colour
         alpha_too = alpha == "denoise" and images.alpha is not None and images.alpha.size > 0
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
-            if alpha_too:  # from the frame's own albedo and normal, not the prefiltered
+            if alpha_too:  # with the frame's own albedo, not the prefiltered one
                 denoised = filter_alpha.denoise_alpha(
-                    self._alpha_denoiser(), images.alpha, images.albedo, images.normal
+                    self._alpha_denoiser(), images.alpha, images.albedo
                 )
                 images = dataclasses.replace(images, alpha=denoised)
             return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
@@ -398,7 +398,7 @@ class Denoiser:
         result = self._frames.run(
             images, progress, destination=destination, scratch=out is None, frame=frame
         )
-        if frame is not None:  # after the colour: its device copies of the aux, if kept
+        if frame is not None:  # after the colour: its device copy of the albedo, if kept
             denoised = filter_alpha.denoise_frame_alpha(
                 self._alpha_denoiser(), images, frame.runner
             )

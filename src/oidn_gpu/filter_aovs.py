@@ -117,9 +117,7 @@ def denoise_aovs(
         for name, part in zip(names, parts, strict=True):
             denoised[name] = np.concatenate([part, denoised[name][:, :, colour:]], axis=2)
     if alpha == "denoise" and image.shape[2] == 4:
-        denoised_beauty[:, :, 3] = denoise_alpha(
-            denoiser._alpha_denoiser(), image[:, :, 3], albedo, normal
-        )
+        denoised_beauty[:, :, 3] = denoise_alpha(denoiser._alpha_denoiser(), image[:, :, 3], albedo)
     shapes = {name: np.asarray(passes[name]).shape for name in images}
     return AovResult(
         beauty=denoised_beauty.reshape(np.asarray(beauty).shape),

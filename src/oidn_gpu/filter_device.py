@@ -60,7 +60,7 @@ class _LazyScale:
 def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None, alpha: str) -> Any:
     """Denoise ``call`` on ``den``'s device (holding its lock): the caller's answer, or
     None when the call takes the NumPy path. ``alpha="denoise"`` denoises the color's
-    alpha there too, from the decoded albedo and normal (`filter_alpha`)."""
+    alpha there too, with the decoded albedo (`filter_alpha`)."""
     frames = den.frames
     frames.check_open()
     options = den.options
@@ -91,9 +91,7 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None, alpha: s
     decoded = validate_images(color_d, albedo_d, normal_d, check=split_alpha)
     result = _prefiltered(den, decoded, progress) if prefilter else _run(frames, decoded, progress)
     if alpha == "denoise" and decoded.alpha is not None:
-        denoised = denoise_alpha_tensor(
-            den._alpha_denoiser(), decoded.alpha, decoded.albedo, decoded.normal
-        )
+        denoised = denoise_alpha_tensor(den._alpha_denoiser(), decoded.alpha, decoded.albedo)
         decoded = dataclasses.replace(decoded, alpha=denoised)
     return call.finish(_with_alpha(result, decoded))
 

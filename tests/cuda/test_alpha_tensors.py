@@ -1,8 +1,8 @@
 """`Denoiser.denoise(..., alpha="denoise")` on tensors of the cuda backend's device.
 
 Without a GPU the cuda backend runs on the CPU (tests/cuda/conftest.py), so CPU torch
-tensors take the device path: the alpha is replicated and denoised there from the decoded
-albedo and normal, and neither denoiser stages a host buffer. The NumPy path of the same
+tensors take the device path: the alpha is denoised there with the decoded albedo, and
+neither denoiser stages a host buffer. The NumPy path of the same
 denoiser is the reference (the colour bit for bit, the alpha to float32 rounding of the
 channels' mean).
 """
@@ -44,8 +44,8 @@ def test_the_alpha_is_denoised_on_the_device_as_on_the_numpy_path(dtype, rng):
 
 
 def test_numpy_images_share_the_colour_s_device_copies_of_the_aux(rng):
-    """NumPy images: the colour's upload of the albedo and normal is what the alpha's
-    denoiser reads on the device (it stages no host buffer); the alpha is the one the
+    """NumPy images: the colour's upload of the albedo is what the alpha's denoiser reads
+    on the device (it stages no host buffer); the alpha is the one the
     alpha's denoiser gives the host arrays."""
     color, albedo, normal = (a.astype(np.float32) for a in _images(rng, 24, 32, None, 4))
     with _denoiser(hdr=True) as den:
@@ -56,7 +56,7 @@ def test_numpy_images_share_the_colour_s_device_copies_of_the_aux(rng):
         shared = engine.runner.host_inputs()
         assert sorted(shared) == ["albedo", "main", "normal"]
         np.testing.assert_array_equal(shared["albedo"].numpy(), albedo)
-        expected = helper.denoise(np.clip(color[:, :, 3:], 0, 1), albedo, normal)
+        expected = helper.denoise(np.clip(color[:, :, 3:], 0, 1), albedo)
         den.denoise(*(torch.from_numpy(a) for a in (color, albedo, normal)))  # device call:
         assert engine.runner.host_inputs() == {}  # the copies are forgotten
     np.testing.assert_allclose(actual[:, :, 3], np.clip(expected[:, :, 0], 0, 1), atol=1e-6)

@@ -2,9 +2,9 @@
 
 On the Mitsuba frame of tests/data/aovs (an object over a transparent background, 4 spp)
 with the reference backend: the colour is the one ``alpha="copy"`` gives, the alpha the
-one `filter_alpha.denoise_alpha` gives with the fast LDR weights and the same albedo and
-normal, for float and integer images, a given output, the one-call API and with the aux
-images prefiltered; the oidn backend (Intel OIDN 2.5.1) gives what pyoidn gives.
+one `filter_alpha.denoise_alpha` gives with the fast LDR weights and the same albedo, for
+float and integer images, a given output, the one-call API and with the aux images
+prefiltered; the oidn backend (Intel OIDN 2.5.1) gives what pyoidn gives.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ def frame() -> dict[str, np.ndarray]:
     }
 
 
-def _expected_alpha(alpha: np.ndarray, albedo: np.ndarray, normal: np.ndarray) -> np.ndarray:
+def _expected_alpha(alpha: np.ndarray, albedo: np.ndarray) -> np.ndarray:
     config = alpha_config(oidn_gpu.Denoiser(backend="reference").config)
     with oidn_gpu.Denoiser.from_config(config) as den:
-        return denoise_alpha(den, alpha, albedo, normal)
+        return denoise_alpha(den, alpha, albedo)
 
 
 def test_the_alpha_is_denoised_and_the_colour_is_as_with_copy(frame) -> None:
@@ -45,11 +45,11 @@ def test_the_alpha_is_denoised_and_the_colour_is_as_with_copy(frame) -> None:
     assert denoised.shape == rgba.shape and denoised.dtype == np.float32
     np.testing.assert_array_equal(denoised[:, :, :3], copied[:, :, :3])
     np.testing.assert_array_equal(copied[:, :, 3], rgba[:, :, 3])
-    expected = _expected_alpha(rgba[:, :, 3], albedo, normal)
+    expected = _expected_alpha(rgba[:, :, 3], albedo)
     np.testing.assert_array_equal(denoised[:, :, 3], expected)
     noisy_error = np.sqrt(np.mean((rgba[:, :, 3] - frame["ref"]) ** 2))
     error = np.sqrt(np.mean((denoised[:, :, 3] - frame["ref"]) ** 2))
-    assert noisy_error / error > 1.5  # 1.68x measured (docs/benchmarks.md)
+    assert noisy_error / error > 1.6  # 1.72x measured (docs/benchmarks.md)
 
 
 def test_integer_images_get_the_denoised_alpha_rounded(frame) -> None:
@@ -57,7 +57,7 @@ def test_integer_images_get_the_denoised_alpha_rounded(frame) -> None:
     with oidn_gpu.Denoiser(backend="reference") as den:
         denoised = den.denoise(rgba8, frame["albedo"], frame["normal"], alpha="denoise")
     assert denoised.dtype == np.uint8 and denoised.shape == rgba8.shape
-    alpha = _expected_alpha(rgba8[:, :, 3] / np.float32(255), frame["albedo"], frame["normal"])
+    alpha = _expected_alpha(rgba8[:, :, 3] / np.float32(255), frame["albedo"])
     step = np.abs(denoised[:, :, 3].astype(np.int32) - np.round(alpha * 255).astype(np.int32))
     assert step.max() <= 1  # the float result and the encoding's rounding
 
@@ -77,7 +77,7 @@ def test_prefiltered_aux_leave_the_alpha_to_the_frame_s_own(frame) -> None:
     rgba, albedo, normal = frame["rgba"], frame["albedo"], frame["normal"]
     with oidn_gpu.Denoiser(backend="reference", hdr=True, prefilter="accurate") as den:
         denoised = den.denoise(rgba, albedo, normal, alpha="denoise")
-    expected = _expected_alpha(rgba[:, :, 3], albedo, normal)
+    expected = _expected_alpha(rgba[:, :, 3], albedo)
     np.testing.assert_array_equal(denoised[:, :, 3], expected)
 
 
@@ -109,9 +109,9 @@ def test_the_oidn_backend_gives_pyoidn_s_alpha(frame) -> None:
         denoised = den.denoise(rgba, albedo, normal, alpha="denoise")
     colour = oidn_denoise(np.ascontiguousarray(rgba[:, :, :3]), albedo, normal, hdr=True)
     one = np.ascontiguousarray(np.clip(rgba[:, :, 3:], 0, 1))
-    alpha = oidn_denoise(one, albedo, normal, quality="fast")
+    alpha = oidn_denoise(one, albedo, quality="fast", input_scale=0.75)
     np.testing.assert_array_equal(denoised[:, :, :3], colour)
     np.testing.assert_array_equal(denoised[:, :, 3], np.clip(alpha[:, :, 0], 0, 1))
     # and the reference backend's alpha within float32 arithmetic
-    reference = _expected_alpha(rgba[:, :, 3], albedo, normal)
+    reference = _expected_alpha(rgba[:, :, 3], albedo)
     np.testing.assert_allclose(denoised[:, :, 3], reference, atol=2e-3)

@@ -4,7 +4,7 @@
 One `Denoiser` (HDR, the colour with albedo and normal, ``--quality``, default high) on
 ``--backend`` denoises random images of ``--size``: an RGB colour, and the same colour with
 an alpha channel and ``alpha="denoise"`` (the colour once more, then the alpha with the fast
-LDR weights and the same albedo and normal). The two calls alternate, run after run, so a
+LDR weights and the same albedo). The two calls alternate, run after run, so a
 machine's load weighs on both alike; each row gives the median wall milliseconds per call
 (after the GPU is idle, on a CUDA device) and their ratio. The rows: NumPy arrays in and
 out, and, where the backend denoises torch tensors on their device (cuda), tensors on it.

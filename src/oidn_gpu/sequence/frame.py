@@ -329,7 +329,7 @@ def _with_alpha(frame: LoadedFrame, pool: DenoiserPool, output: OutputOptions) -
     """The frame with its alpha denoised when ``output.alpha`` says so (and it has one)."""
     if output.alpha != "denoise" or frame.alpha is None:
         return frame
-    alpha = denoise_alpha(pool.alpha(), frame.alpha, frame.albedo, frame.normal)
+    alpha = denoise_alpha(pool.alpha(), frame.alpha, frame.albedo)
     return dataclasses.replace(frame, alpha=alpha)
 
 
