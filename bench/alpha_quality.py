@@ -40,6 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "aovs"
 OPTIONS = {
     'fast, albedo, scale 0.75 (`alpha="denoise"`)': dict(quality="fast", aux="a"),
+    "fast, prefiltered albedo, scale 0.75 (with `prefilter`)": dict(
+        quality="fast", aux="A", input_scale=0.75
+    ),
     "fast, albedo+normal": dict(quality="fast", aux="an"),
     "fast, albedo+normal, scale 0.75": dict(quality="fast", aux="an", input_scale=0.75),
     "fast, albedo": dict(quality="fast", aux="a"),

@@ -387,12 +387,9 @@ class Denoiser:
         # the alpha denoised from the same checked host arrays as the colour
         alpha_too = alpha == "denoise" and images.alpha is not None and images.alpha.size > 0
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
-            if alpha_too:  # with the frame's own albedo, not the prefiltered one
-                denoised = filter_alpha.denoise_alpha(
-                    self._alpha_denoiser(), images.alpha, images.albedo
-                )
-                images = dataclasses.replace(images, alpha=denoised)
-            return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
+            return self._denoise_prefiltered(
+                images, color, albedo, normal, out, progress, alpha_too
+            )
         destination = output_destination(images, out)
         frame = self._frames.plan(images) if alpha_too else None
         result = self._frames.run(
@@ -413,8 +410,10 @@ class Denoiser:
         normal: Any,
         out: np.ndarray | None,
         progress: Progress | None,
+        alpha_too: bool = False,
     ) -> np.ndarray:
-        """Blender-style prefiltering of noisy aux images, then clean-aux color denoising."""
+        """Blender-style prefiltering of noisy aux images, then clean-aux color denoising
+        (``alpha_too``: then the alpha, with the albedo the colour was denoised with)."""
         if self.options.prefilter == "accurate":
             stages = [n for n, a in (("albedo", albedo), ("normal", normal)) if a is not None]
             total = len(stages) + 1
@@ -429,7 +428,13 @@ class Denoiser:
         clean_images = validate_images(color, albedo, normal)
         # The aux images are clean now (prefiltered, or declared clean by "fast"):
         # `FramePath.clean_aux`.
-        result = self._frames.run(clean_images, progress)
+        frame = self._frames.plan(clean_images)
+        result = self._frames.run(clean_images, progress, frame=frame)
+        if alpha_too:  # the prefiltered albedo guides the alpha too, at no extra cost
+            denoised = filter_alpha.denoise_frame_alpha(
+                self._alpha_denoiser(), clean_images, frame.runner
+            )
+            images = dataclasses.replace(images, alpha=denoised)
         return store_result(result, images, out)
 
     def _alpha_denoiser(self) -> Denoiser:

@@ -61,3 +61,14 @@ def test_numpy_images_share_the_colour_s_device_copies_of_the_aux(rng):
         assert engine.runner.host_inputs() == {}  # the copies are forgotten
     np.testing.assert_allclose(actual[:, :, 3], np.clip(expected[:, :, 0], 0, 1), atol=1e-6)
     assert np.abs(actual[:, :, 3] - color[:, :, 3]).max() > 0.01
+
+
+def test_a_prefiltered_frame_s_alpha_on_the_device_as_on_the_numpy_path(rng):
+    color, albedo, normal = (a.astype(np.float32) for a in _images(rng, 24, 32, None, 4))
+    tensors = [torch.from_numpy(a) for a in (color, albedo, normal)]
+    with _denoiser(hdr=True, prefilter="accurate") as den:
+        actual = den.denoise(*tensors, alpha="denoise")
+        _stayed_on_device(den._alpha_denoiser())
+        expected = den.denoise(color, albedo, normal, alpha="denoise")
+    assert isinstance(actual, torch.Tensor)
+    np.testing.assert_allclose(actual[:, :, 3].numpy(), expected[:, :, 3], atol=1e-5)
