@@ -12,7 +12,8 @@ one-channel image is OIDN's own case: the filter reads it as RGB (the value thre
 and writes the mean of the three channels it computes, so only one channel moves in and
 out of a GPU.
 
-`Denoiser.denoise` denoises a frame's alpha with the albedo it denoised the colour with:
+`Denoiser.denoise` denoises a frame's alpha with the albedo it denoised the colour with (the
+prefiltered one with ``prefilter="accurate"``):
 on the host path from the decoded host arrays (read and checked once for both), with the
 device copy of the albedo a `HostInputsRunner` kept (cuda: the alpha plane alone is
 uploaded), on the device path (`filter_device`) from the decoded tensors where they are.
