@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu import filter_aovs, filter_device, filter_temporal
+from oidn_gpu import filter_alpha, filter_aovs, filter_device, filter_temporal
 from oidn_gpu.backends.base import (
     AUTO,
     BackendOptions,
@@ -201,6 +201,8 @@ class Denoiser:
         self._lock = self._frames.lock
         self._models: ModelCache = self._frames.models
         self._engines: dict[str, Engine] = self._frames.engines
+        # Sub-denoisers, closed with this one: the aux prefilters by image name, and
+        # "alpha" (`filter_alpha.alpha_denoiser`).
         self._prefilters: dict[str, Denoiser] = {}
         self._running = False
 
@@ -294,6 +296,7 @@ class Denoiser:
         *,
         output: Any = None,
         progress: Progress | None = None,
+        alpha: str = "copy",
     ) -> Any:
         """Denoise one image; see the class docstring for the options.
 
@@ -314,6 +317,9 @@ class Denoiser:
             progress: called with the finished fraction (0..1) before the first and after
                 every tile; returning ``False`` cancels with `CancelledError` and leaves
                 ``output`` untouched.
+            alpha: what becomes of the color's alpha (a 4th channel): ``"copy"`` passes
+                it through, as Intel OIDN does; ``"denoise"`` denoises it once more with
+                the fast LDR weights and the same albedo (`oidn_gpu.filter_alpha`).
 
         Returns:
             The denoised image: ``output`` if given, else of the main input's type, shape
@@ -327,11 +333,12 @@ class Denoiser:
             WeightsNotFoundError: a large weights file is not installed.
             CancelledError: ``progress`` returned False.
         """
+        alpha = filter_alpha.check_alpha_mode(alpha)
         lightmap = self.options.filter_type == "RTLightmap"
         hdr = self.options.hdr or lightmap
         device_call = tensors.as_device_call(color, albedo, normal, output, hdr=hdr)
         if device_call is not None:
-            answer = self._denoise_device(device_call, progress)
+            answer = self._denoise_device(device_call, progress, alpha)
             if answer is not None:
                 return answer
         call = arrays.as_call(color, albedo, normal, output, hdr=hdr)
@@ -339,20 +346,22 @@ class Denoiser:
             self._check_not_running("denoise")
             self._running = True
             try:
-                result = self._denoise(call.color, call.albedo, call.normal, call.output, progress)
+                result = self._denoise(
+                    call.color, call.albedo, call.normal, call.output, progress, alpha
+                )
             finally:
                 self._running = False
         return call.finish(result)
 
     denoise_aovs = filter_aovs.denoise_aovs  # light-path passes that sum to the beauty
 
-    def _denoise_device(self, call: Any, progress: Progress | None) -> Any:
+    def _denoise_device(self, call: Any, progress: Progress | None, alpha: str) -> Any:
         """The call on the backend's device (`filter_device`), or None: the host path."""
         with self._lock:
             self._check_not_running("denoise")
             self._running = True
             try:
-                return filter_device.denoise(self, call, progress)
+                return filter_device.denoise(self, call, progress, alpha)
             finally:
                 self._running = False
 
@@ -363,6 +372,7 @@ class Denoiser:
         normal: Any,
         output: Any,
         progress: Progress | None,
+        alpha: str = "copy",
     ) -> np.ndarray:
         self._frames.check_open()
         options = self.options
@@ -374,10 +384,22 @@ class Denoiser:
             albedo = normal = None
         images = validate_images(color, albedo, normal)
         out = check_output(output, images)
+        # the alpha denoised from the same checked host arrays as the colour
+        alpha_too = alpha == "denoise" and images.alpha is not None and images.alpha.size > 0
         if options.filter_type == "RT" and images.color is not None and options.prefilter != "none":
-            return self._denoise_prefiltered(images, color, albedo, normal, out, progress)
+            return self._denoise_prefiltered(
+                images, color, albedo, normal, out, progress, alpha_too
+            )
         destination = output_destination(images, out)
-        result = self._frames.run(images, progress, destination=destination, scratch=out is None)
+        frame = self._frames.plan(images) if alpha_too else None
+        result = self._frames.run(
+            images, progress, destination=destination, scratch=out is None, frame=frame
+        )
+        if frame is not None:  # after the colour: its device copy of the albedo, if kept
+            denoised = filter_alpha.denoise_frame_alpha(
+                self._alpha_denoiser(), images, frame.runner
+            )
+            images = dataclasses.replace(images, alpha=denoised)
         return store_result(result, images, out, destination)
 
     def _denoise_prefiltered(
@@ -388,27 +410,36 @@ class Denoiser:
         normal: Any,
         out: np.ndarray | None,
         progress: Progress | None,
+        alpha_too: bool = False,
     ) -> np.ndarray:
-        """Blender-style prefiltering of noisy aux images, then clean-aux color denoising."""
+        """Blender-style prefiltering of noisy aux images, then clean-aux color denoising
+        (``alpha_too``: then the alpha, with the albedo the colour was denoised with)."""
         if self.options.prefilter == "accurate":
             stages = [n for n, a in (("albedo", albedo), ("normal", normal)) if a is not None]
             total = len(stages) + 1
             for index, name in enumerate(stages):
                 sub = self._prefilter_denoiser(name)
                 part = scaled_progress(progress, index / total, 1 / total)
-                clean = sub.denoise(
-                    **{name: images.albedo if name == "albedo" else images.normal}, progress=part
-                )
                 if name == "albedo":
-                    albedo = clean
+                    albedo = sub.denoise(albedo=images.albedo, progress=part)
                 else:
-                    normal = clean
+                    normal = sub.denoise(normal=images.normal, progress=part)
             progress = scaled_progress(progress, len(stages) / total, 1 / total)
         clean_images = validate_images(color, albedo, normal)
         # The aux images are clean now (prefiltered, or declared clean by "fast"):
         # `FramePath.clean_aux`.
-        result = self._frames.run(clean_images, progress)
+        frame = self._frames.plan(clean_images)
+        result = self._frames.run(clean_images, progress, frame=frame)
+        if alpha_too:  # the prefiltered albedo guides the alpha too, at no extra cost
+            denoised = filter_alpha.denoise_frame_alpha(
+                self._alpha_denoiser(), clean_images, frame.runner
+            )
+            images = dataclasses.replace(images, alpha=denoised)
         return store_result(result, images, out)
+
+    def _alpha_denoiser(self) -> Denoiser:
+        """The denoiser of this one's alpha channels (`filter_alpha.alpha_config`)."""
+        return filter_alpha.alpha_denoiser(self._prefilters, self)
 
     def _prefilter_denoiser(self, name: str) -> Denoiser:
         if name not in self._prefilters:
@@ -546,9 +577,11 @@ def denoise(
     *,
     output: Any = None,
     progress: Progress | None = None,
+    alpha: str = "copy",
     **options: Any,
 ) -> Any:
-    """Denoise one image in one call; options as for `Denoiser`, images as `Denoiser.denoise`.
+    """Denoise one image in one call; options as for `Denoiser`, images (and ``alpha``) as
+    `Denoiser.denoise`.
 
     Calls with the same options reuse a warm `Denoiser` from a small process-wide cache
     (`oidn_gpu.filter_cache`): the second call is as fast as a kept denoiser's, with the
@@ -564,5 +597,7 @@ def denoise(
     return CACHE.run(
         options,
         lambda: Denoiser(**options),
-        lambda den: den.denoise(color, albedo, normal, output=output, progress=progress),
+        lambda den: den.denoise(
+            color, albedo, normal, output=output, progress=progress, alpha=alpha
+        ),
     )

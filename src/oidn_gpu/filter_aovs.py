@@ -1,34 +1,26 @@
 """Composable AOVs: a beauty and its light-path passes denoised so that the passes still add
-up to the beauty (`Denoiser.denoise_aovs`), and an alpha channel denoised (`denoise_alpha`).
+up to the beauty (`Denoiser.denoise_aovs`), with the beauty's alpha copied or denoised.
 
 Every pass is denoised with the beauty's albedo and normal, in one `Denoiser.denoise_many`
 sequence with the beauty (overlapped on the wgpu backend); then the passes of the sum are
 adjusted by the sum rule (`oidn_gpu.image.aov_sum.reconcile`, docs/aovs.md). Passes not in
 the sum (utility passes: depth, masks) are denoised and left as they are.
 
-An alpha channel is denoised as a one-channel LDR image: replicated to RGB and denoised once
-with the fast (``quality="fast"``) LDR weights, the frame's albedo and normal as auxiliary
-images; the channels' mean, clipped to 0..1, is the denoised alpha.
+With ``alpha="denoise"`` the beauty's alpha is denoised as `Denoiser.denoise` does it
+(`oidn_gpu.filter_alpha`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.filter_alpha import check_alpha_mode, denoise_alpha
 from oidn_gpu.image.aov_sum import reconcile
-
-ALPHA_MODES = ("copy", "denoise")
-
-# The alpha denoiser of each denoiser, made on first use and dropped with it.
-_ALPHA_DENOISERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -38,51 +30,6 @@ class AovResult:
 
     beauty: np.ndarray
     passes: dict[str, np.ndarray]
-
-
-def alpha_config(config: DenoiserConfig) -> DenoiserConfig:
-    """The config that denoises an alpha channel: the backend of ``config``, the ``RT``
-    filter on linear LDR with the fast weights (no custom weights, no prefilter)."""
-    fast = dataclasses.replace(
-        config.filter,
-        filter_type="RT",
-        hdr=False,
-        srgb=False,
-        clean_aux=False,
-        quality="fast",
-        input_scale=None,
-        directional=False,
-        prefilter="none",
-        weights=None,
-    )
-    return dataclasses.replace(config, filter=fast)
-
-
-def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None, normal: Any = None) -> np.ndarray:
-    """``alpha`` (``H x W`` or ``H x W x 1``) denoised by ``denoiser`` (one made from
-    `alpha_config`): replicated to RGB, denoised once, the mean of the channels clipped to
-    0..1; returned float32 in the shape given."""
-    values = np.asarray(alpha, dtype=np.float32)
-    if values.ndim == 3 and values.shape[2] == 1:
-        plane = values[:, :, 0]
-    elif values.ndim == 2:
-        plane = values
-    else:
-        raise InvalidArgumentError(
-            f"the alpha image is {values.shape}; expected H x W or H x W x 1"
-        )
-    rgb = np.repeat(np.clip(plane, 0.0, 1.0)[:, :, None], 3, axis=2)
-    denoised = np.asarray(denoiser.denoise(rgb, albedo, normal), dtype=np.float32)
-    result = np.clip(denoised.mean(axis=2), 0.0, 1.0).astype(np.float32)
-    return result.reshape(values.shape)
-
-
-def _alpha_denoiser(denoiser: Any) -> Any:
-    made = _ALPHA_DENOISERS.get(denoiser)
-    if made is None:
-        made = type(denoiser).from_config(alpha_config(denoiser.config))
-        _ALPHA_DENOISERS[denoiser] = made
-    return made
 
 
 def _image(name: str, value: Any) -> np.ndarray:
@@ -129,7 +76,7 @@ def denoise_aovs(
         summed: the names of the passes whose sum is the beauty (None: all of them);
             the others (utility passes) are denoised and not adjusted.
         alpha: ``"copy"`` passes the beauty's alpha through, as `Denoiser.denoise` does;
-            ``"denoise"`` denoises it (`denoise_alpha`, the fast LDR weights).
+            ``"denoise"`` denoises it (`oidn_gpu.filter_alpha`, the fast LDR weights).
 
     Returns:
         `AovResult`: the denoised beauty and passes; the ``summed`` passes add up to the
@@ -140,8 +87,7 @@ def denoise_aovs(
             sizes, or a summed pass whose colour channels are not the beauty's; and the
             errors of `Denoiser.denoise`.
     """
-    if alpha not in ALPHA_MODES:
-        raise InvalidArgumentError(f"alpha is {alpha!r}; expected one of {ALPHA_MODES}")
+    check_alpha_mode(alpha)
     if not isinstance(passes, Mapping):
         raise InvalidArgumentError(
             f"the passes are a {type(passes).__name__}; expected a mapping of name to image"
@@ -171,9 +117,7 @@ def denoise_aovs(
         for name, part in zip(names, parts, strict=True):
             denoised[name] = np.concatenate([part, denoised[name][:, :, colour:]], axis=2)
     if alpha == "denoise" and image.shape[2] == 4:
-        denoised_beauty[:, :, 3] = denoise_alpha(
-            _alpha_denoiser(denoiser), image[:, :, 3], albedo, normal
-        )
+        denoised_beauty[:, :, 3] = denoise_alpha(denoiser._alpha_denoiser(), image[:, :, 3], albedo)
     shapes = {name: np.asarray(passes[name]).shape for name in images}
     return AovResult(
         beauty=denoised_beauty.reshape(np.asarray(beauty).shape),

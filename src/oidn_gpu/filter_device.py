@@ -16,12 +16,14 @@ A CUDA tensor on another device than the runner's is an error, never copied.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from oidn_gpu.backends.base import DeviceRunner
 from oidn_gpu.backends.host_runner import report_progress
 from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.filter_alpha import denoise_alpha_tensor
 from oidn_gpu.filter_frame import FramePath
 from oidn_gpu.filter_images import (
     Progress,
@@ -55,9 +57,10 @@ class _LazyScale:
         return value
 
 
-def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
+def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None, alpha: str) -> Any:
     """Denoise ``call`` on ``den``'s device (holding its lock): the caller's answer, or
-    None when the call takes the NumPy path."""
+    None when the call takes the NumPy path. ``alpha="denoise"`` denoises the color's
+    alpha there too, with the decoded albedo (`filter_alpha`)."""
     frames = den.frames
     frames.check_open()
     options = den.options
@@ -86,7 +89,13 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None) -> Any:
         for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))
     )
     decoded = validate_images(color_d, albedo_d, normal_d, check=split_alpha)
-    result = _prefiltered(den, decoded, progress) if prefilter else _run(frames, decoded, progress)
+    if prefilter:
+        result, guide = _prefiltered(den, decoded, progress)
+    else:
+        result, guide = _run(frames, decoded, progress), decoded.albedo
+    if alpha == "denoise" and decoded.alpha is not None:  # with the colour's albedo
+        denoised = denoise_alpha_tensor(den._alpha_denoiser(), decoded.alpha, guide)
+        decoded = dataclasses.replace(decoded, alpha=denoised)
     return call.finish(_with_alpha(result, decoded))
 
 
@@ -131,9 +140,10 @@ def _run(frames: FramePath, images: Images, progress: Progress | None) -> Any:
     return result
 
 
-def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> Any:
+def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> tuple[Any, Any]:
     """`Denoiser._denoise_prefiltered` on the device: aux images denoised first
-    (``accurate``) or declared clean (``fast``), then the color."""
+    (``accurate``) or declared clean (``fast``), then the color; ``(result, the albedo
+    it was denoised with)``."""
     import torch
 
     albedo, normal = images.albedo, images.normal
@@ -161,7 +171,7 @@ def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> An
     # afterwards).
     # The aux images are clean now: `FramePath.clean_aux`.
     clean_images = validate_images(images.color, albedo, normal, check=split_alpha)
-    return _run(den.frames, clean_images, progress)
+    return _run(den.frames, clean_images, progress), clean_images.albedo
 
 
 def _with_alpha(result: Any, images: Images) -> Any:

@@ -15,7 +15,7 @@ import pytest
 
 import oidn_gpu
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.filter_aovs import alpha_config, denoise_alpha
+from oidn_gpu.filter_alpha import alpha_config, denoise_alpha
 from oidn_gpu.image.aov_sum import reconcile
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "aovs"
@@ -206,14 +206,20 @@ def test_alpha_denoise_lowers_the_alpha_error(alpha_frame) -> None:
 
 def test_alpha_is_denoised_once_with_the_fast_ldr_weights(alpha_frame) -> None:
     config = alpha_config(oidn_gpu.Denoiser(backend="reference", hdr=True, quality="high").config)
+    scale = 0.75  # `filter_alpha.ALPHA_INPUT_SCALE`
     assert (config.filter.hdr, config.filter.quality) == (False, "fast")
+    assert config.filter.input_scale == scale
     with oidn_gpu.Denoiser.from_config(config) as den:
-        alpha = denoise_alpha(
-            den, alpha_frame["rgba"][:, :, 3:], alpha_frame["albedo"], alpha_frame["normal"]
-        )
-        assert "rt_ldr_alb_nrm_small" in den.info().weights
-    rgb = np.repeat(alpha_frame["rgba"][:, :, 3:], 3, axis=2)
-    with oidn_gpu.Denoiser(backend="reference", quality="fast") as direct:
-        expected = direct.denoise(rgb, alpha_frame["albedo"], alpha_frame["normal"])
+        alpha = denoise_alpha(den, alpha_frame["rgba"][:, :, 3:], alpha_frame["albedo"])
+        assert "rt_ldr_alb_small" in den.info().weights  # the albedo alone
+    one = np.clip(alpha_frame["rgba"][:, :, 3:], 0, 1)
+    with oidn_gpu.Denoiser(backend="reference", quality="fast", input_scale=scale) as direct:
+        expected = direct.denoise(one, alpha_frame["albedo"])
+        rgb = direct.denoise(np.repeat(one, 3, axis=2), alpha_frame["albedo"])
     assert alpha.shape == alpha_frame["rgba"][:, :, 3:].shape
-    np.testing.assert_allclose(alpha[:, :, 0], np.clip(expected.mean(axis=2), 0, 1), atol=1e-6)
+    np.testing.assert_array_equal(alpha, np.clip(expected, 0, 1))
+    # a one-channel image is denoised as its RGB replica, the channels' mean written (where
+    # the LDR output's clamp to 0..1, before the output scale, leaves them as they were)
+    inside = ((rgb > 0) & (rgb < 1 / scale)).all(axis=2) & (rgb.mean(axis=2) < 1)
+    assert inside.sum() > 500  # the fractional pixels (the others are clamped to 0 or 1)
+    np.testing.assert_allclose(alpha[inside, 0], rgb.mean(axis=2)[inside], atol=1e-6)

@@ -51,6 +51,7 @@ from oidn_gpu.backends.options import precision_choices as precision_choices
 from oidn_gpu.backends.runners import AutoexposureRunner as AutoexposureRunner
 from oidn_gpu.backends.runners import DenoiseImages as DenoiseImages
 from oidn_gpu.backends.runners import DeviceRunner as DeviceRunner
+from oidn_gpu.backends.runners import HostInputsRunner as HostInputsRunner
 from oidn_gpu.backends.runners import Progress as Progress
 from oidn_gpu.backends.runners import SequenceRunner as SequenceRunner
 from oidn_gpu.backends.runners import TileRunner as TileRunner

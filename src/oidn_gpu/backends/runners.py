@@ -118,6 +118,19 @@ class DeviceRunner(Protocol):
 
 
 @runtime_checkable
+class HostInputsRunner(Protocol):
+    """A `DeviceRunner` that keeps the device copies of its last NumPy frame's images
+    (cuda): a second denoise on its device reads them there instead of uploading them
+    again (`Denoiser.denoise` with ``alpha="denoise"``: the alpha's albedo and normal)."""
+
+    def host_inputs(self) -> dict[str, Any]:
+        """The last NumPy frame's images on the device by role (``"main"``,
+        ``"albedo"``, ``"normal"``), valid until the runner's next call; empty when its
+        last call was not a NumPy frame."""
+        ...
+
+
+@runtime_checkable
 class SequenceRunner(Protocol):
     """A `TileRunner` that overlaps consecutive frames of one plan (wgpu): `run_many`
     submits frame ``i + 1`` before it returns frame ``i``."""

@@ -32,7 +32,7 @@ from oidn_gpu.backends.benchmark import (
     default_benchmark,
     load_benchmark,
 )
-from oidn_gpu.cli import bench_api, bench_cold, bench_sequence, bench_temporal
+from oidn_gpu.cli import bench_alpha, bench_api, bench_cold, bench_sequence, bench_temporal
 from oidn_gpu.cli.json_output import STDOUT
 from oidn_gpu.errors import InvalidArgumentError, OIDNGPUError
 from oidn_gpu.filter import Denoiser
@@ -92,7 +92,8 @@ def _run_to_stdout(benchmark: Any, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str]) -> int:
     """``oidn-gpu bench [--backend NAME] ...``: the named backend's benchmark (default: the
     one `default_benchmark` names); with ``--temporal SEQUENCE ...`` temporal mode's
-    quality report (`bench_temporal`)."""
+    quality report (`bench_temporal`); with ``--alpha denoise`` a frame with its alpha
+    denoised against its RGB denoise (`bench_alpha`)."""
     if any(arg == "--temporal" or arg.startswith("--temporal=") for arg in argv):
         try:
             return bench_temporal.main(argv)
@@ -101,6 +102,12 @@ def main(argv: Sequence[str]) -> int:
             return (
                 EXIT_USAGE if isinstance(err, (InvalidArgumentError, OSError)) else (EXIT_FAILURE)
             )
+    if any(arg == "--alpha" or arg.startswith("--alpha=") for arg in argv):
+        try:
+            return bench_alpha.main(argv)
+        except OIDNGPUError as err:
+            _LOG.error("%s", err)
+            return EXIT_USAGE if isinstance(err, InvalidArgumentError) else EXIT_FAILURE
     name, rest = _split_backend(argv)
     named = name is not None and name != AUTO
     try:

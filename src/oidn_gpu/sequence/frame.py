@@ -17,7 +17,7 @@ import numpy as np
 from oidn_gpu import filter as facade  # Denoiser looked up at call time: tests substitute a fake
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError, NonFiniteInputWarning, NonFiniteOutputWarning
-from oidn_gpu.filter_aovs import alpha_config, denoise_alpha
+from oidn_gpu.filter_alpha import alpha_config, denoise_alpha
 from oidn_gpu.image import aov_sum, aovs, color, exr, io, process
 from oidn_gpu.image.preview import write_side_by_side
 from oidn_gpu.sequence.load import FrameNote, LoadedFrame, layer_label, load_frame, resolve_mode
@@ -47,7 +47,7 @@ class DenoiserPool:
         return self._denoisers[key]
 
     def alpha(self) -> Any:
-        """The Denoiser of alpha channels (`oidn_gpu.filter_aovs.alpha_config`)."""
+        """The Denoiser of alpha channels (`oidn_gpu.filter_alpha.alpha_config`)."""
         key = ("alpha", False)
         if key not in self._denoisers:
             config = alpha_config(self.config)
@@ -329,7 +329,7 @@ def _with_alpha(frame: LoadedFrame, pool: DenoiserPool, output: OutputOptions) -
     """The frame with its alpha denoised when ``output.alpha`` says so (and it has one)."""
     if output.alpha != "denoise" or frame.alpha is None:
         return frame
-    alpha = denoise_alpha(pool.alpha(), frame.alpha, frame.albedo, frame.normal)
+    alpha = denoise_alpha(pool.alpha(), frame.alpha, frame.albedo)
     return dataclasses.replace(frame, alpha=alpha)
 
 

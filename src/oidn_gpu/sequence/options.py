@@ -70,7 +70,7 @@ class OutputOptions:
             denoised with the beauty's albedo and normal, then adjusted to add up to the
             denoised beauty (`oidn_gpu.image.aov_sum`); they need not be in ``aovs``.
         alpha: ``"copy"`` passes the beauty's alpha through; ``"denoise"`` denoises it
-            (`oidn_gpu.filter_aovs.denoise_alpha`).
+            (`oidn_gpu.filter_alpha.denoise_alpha`).
     """
 
     layer_name: str | None = None

@@ -119,6 +119,10 @@ class CudaTileRunner:
         result = self._denoise(images, plan, progress, autoexposure=True, staged=True)
         return result, self.denoiser.last_input_scale()
 
+    def host_inputs(self) -> dict[str, Any]:
+        """`HostInputsRunner.host_inputs`: the device copies of the last NumPy frame."""
+        return self.denoiser.host_inputs()
+
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for the Triton kernels compiling behind the cuDNN bridge."""
         return bool(self.denoiser.wait_compiled(timeout))

@@ -83,6 +83,7 @@ class HostImages:
             by its next call. With ``autoexposure`` the scale is `last_input_scale`.
         """
         self._check_open()
+        self._uploaded = {}  # its copies overwrite the NumPy frame's
         # Triton launches and graph captures go to the current device: make it ours.
         with self._torch.cuda.device(self.device) if self._cuda else contextlib.nullcontext():
             return self._denoise_staged(

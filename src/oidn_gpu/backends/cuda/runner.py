@@ -165,6 +165,7 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
         self._host: dict[str, Any] = {}  # pinned host buffers by role
         self._results = PinnedResults(self._torch, pinned=self._cuda)  # NumPy results
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
+        self._uploaded: dict[str, Any] = {}  # the last host frame's device copies by role
         self._bridge = CompileBridge(self)  # frames on cuDNN while Triton compiles
         self._last_stream: Any = None  # the stream of the last staged call
         self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
@@ -294,6 +295,7 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
             ``out``, or a new float32 tensor. Nothing is synchronized: the work is
             queued on the current stream, as torch operations are.
         """
+        self._uploaded = {}  # the device call may not leave the NumPy frame's copies
         self._check_open()
         tensors, options = (main, albedo, normal, out), (mode, plan, out_channels, autoexposure)
         request = self._last_request.find(tensors, options)
@@ -503,7 +505,14 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
     def _upload_frame(self, frame: HostFrame, slot: str) -> list[DeviceImage]:
         self._follow(self._stream())
         tensors = self._upload(list(frame.arrays))
+        self._uploaded = dict(zip(frame.roles, tensors, strict=True))
         return [describe(t, role) for t, role in zip(tensors, frame.roles, strict=True)]
+
+    def host_inputs(self) -> dict[str, Any]:
+        """The device copies of the last NumPy frame's images by role (``"main"``,
+        ``"albedo"``, ``"normal"``: ``[H, W, C]`` tensors on the current stream), valid
+        until this denoiser's next call; empty before one or after a device call."""
+        return dict(self._uploaded)
 
     def _output_image(self, frame: HostFrame, slot: str) -> DeviceImage:
         out = self._buffer(self._dev, "out", frame.shape, np.float32, pinned=False)
@@ -554,6 +563,7 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
         self._last_key = (None, None, None)
         self._replay = None
         self._host.clear()
+        self._uploaded = {}
         self._results.clear()
         self._dev.clear()
 

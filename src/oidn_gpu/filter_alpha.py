@@ -1,0 +1,121 @@
+"""An alpha channel denoised beside the colour (``alpha="denoise"``).
+
+Intel OIDN passes a colour's alpha through with its noise (``alpha="copy"``, the default).
+With ``alpha="denoise"`` the alpha is denoised once as a one-channel LDR image with the fast
+LDR weights and the frame's albedo as its auxiliary image (`alpha_config`:
+``rt_ldr_alb_small``, `ALPHA_INPUT_SCALE`), and clipped to 0..1. The normal is left out and
+the alpha scaled by 0.75 on its way in (and back on its way out): against the albedo and
+normal unscaled, that lowers the error of coverage noise on the frames of
+``bench/alpha_quality.py`` (13% on their geometric mean, up to 59% with depth of field or
+thin blades; none worse by more than 0.3%), at the same cost (docs/benchmarks.md). A
+one-channel image is OIDN's own case: the filter reads it as RGB (the value three times)
+and writes the mean of the three channels it computes, so only one channel moves in and
+out of a GPU.
+
+`Denoiser.denoise` denoises a frame's alpha with the albedo it denoised the colour with (the
+prefiltered one with ``prefilter="accurate"``):
+on the host path from the decoded host arrays (read and checked once for both), with the
+device copy of the albedo a `HostInputsRunner` kept (cuda: the alpha plane alone is
+uploaded), on the device path (`filter_device`) from the decoded tensors where they are.
+The alpha's denoiser is a second `Denoiser` of the same backend and device, made on first
+use and closed with the first (`alpha_denoiser`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from oidn_gpu.backends.runners import HostInputsRunner
+from oidn_gpu.config import DenoiserConfig
+from oidn_gpu.errors import InvalidArgumentError
+from oidn_gpu.image.checks import Images
+
+ALPHA_MODES = ("copy", "denoise")
+# The alpha's input scale (OIDN's inputScale: the output is divided by it): chosen on the
+# frames of bench/alpha_quality.py, where 0.6 to 0.85 all beat 1 on every frame.
+ALPHA_INPUT_SCALE = 0.75
+
+
+def check_alpha_mode(alpha: Any) -> str:
+    """``alpha`` if it is one of `ALPHA_MODES`.
+
+    Raises:
+        InvalidArgumentError: another value.
+    """
+    if not isinstance(alpha, str) or alpha not in ALPHA_MODES:
+        raise InvalidArgumentError(f"alpha is {alpha!r}; expected one of {ALPHA_MODES}")
+    return alpha
+
+
+def alpha_config(config: DenoiserConfig) -> DenoiserConfig:
+    """The config that denoises an alpha channel: the backend of ``config``, the ``RT``
+    filter on LDR with the fast weights and `ALPHA_INPUT_SCALE` (no custom weights, no
+    prefilter)."""
+    fast = dataclasses.replace(
+        config.filter,
+        filter_type="RT",
+        hdr=False,
+        srgb=False,
+        clean_aux=False,
+        quality="fast",
+        input_scale=ALPHA_INPUT_SCALE,
+        directional=False,
+        prefilter="none",
+        weights=None,
+    )
+    return dataclasses.replace(config, filter=fast)
+
+
+def alpha_denoiser(helpers: dict[str, Any], denoiser: Any) -> Any:
+    """The alpha's denoiser of ``denoiser``, kept in ``helpers`` (the denoiser's
+    sub-denoisers, closed with it) under ``"alpha"``; made on first use."""
+    made = helpers.get("alpha")
+    if made is None:
+        made = helpers["alpha"] = type(denoiser).from_config(alpha_config(denoiser.config))
+    return made
+
+
+def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None) -> np.ndarray:
+    """``alpha`` (``H x W`` or ``H x W x 1``) denoised by ``denoiser`` (one made from
+    `alpha_config`) with the frame's ``albedo``: clipped to 0..1, denoised once as a
+    one-channel image and clipped to 0..1 again; returned float32 in the shape given."""
+    values = np.asarray(alpha, dtype=np.float32)
+    if values.ndim == 3 and values.shape[2] == 1:
+        plane = values[:, :, 0]
+    elif values.ndim == 2:
+        plane = values
+    else:
+        raise InvalidArgumentError(
+            f"the alpha image is {values.shape}; expected H x W or H x W x 1"
+        )
+    one = np.clip(plane, 0.0, 1.0)[:, :, None]
+    denoised = np.asarray(denoiser.denoise(one, albedo), dtype=np.float32)
+    return np.clip(denoised[:, :, 0], 0.0, 1.0).reshape(values.shape)
+
+
+def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarray:
+    """The alpha of host ``images`` (`Images` with an alpha) denoised by ``denoiser``
+    after the colour ran on ``runner``: where the runner keeps the device copies of the
+    frame's images (`HostInputsRunner`, cuda), only the alpha is uploaded and the albedo
+    is read where it is; else from the host arrays (`denoise_alpha`)."""
+    assert images.alpha is not None
+    shared = runner.host_inputs() if isinstance(runner, HostInputsRunner) else {}
+    if "main" not in shared or ("albedo" in shared) != (images.albedo is not None):
+        return denoise_alpha(denoiser, images.alpha, images.albedo)
+    main = shared["main"]
+    plane = np.clip(np.asarray(images.alpha, dtype=np.float32), 0.0, 1.0)
+    alpha = main.new_tensor(plane[:, :, None]).float()  # one channel uploaded
+    denoised = denoiser.denoise(alpha, shared.get("albedo"))
+    values = denoised[:, :, 0].float().cpu().numpy()
+    return np.clip(values, 0.0, 1.0).astype(np.float32, copy=False)
+
+
+def denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any) -> Any:
+    """`denoise_alpha` of an ``H x W`` torch tensor with the frame's (decoded) albedo
+    tensor, on their device: the float32 ``H x W`` denoised alpha, a tensor there."""
+    one = alpha.float().clamp(0.0, 1.0).unsqueeze(2)
+    denoised = denoiser.denoise(one, albedo)
+    return denoised[:, :, 0].float().clamp(0.0, 1.0)
