@@ -1,12 +1,14 @@
 """``oidn-gpu bench --alpha denoise ...``: the time of a frame whose alpha is denoised
 (`Denoiser.denoise` with ``alpha="denoise"``) beside the same frame's RGB denoise.
 
-One `Denoiser` (HDR, the colour with albedo and normal, ``--quality``, default high) on
-``--backend`` denoises random images of ``--size``: an RGB colour, and the same colour with
-an alpha channel and ``alpha="denoise"`` (the colour once more, then the alpha with the fast
-LDR weights and the same albedo). The two calls alternate, run after run, so a
-machine's load weighs on both alike; each row gives the median wall milliseconds per call
-(after the GPU is idle, on a CUDA device) and their ratio. The rows: NumPy arrays in and
+Two `Denoiser`s of the same options (HDR, the colour with albedo and normal,
+``--quality``, default high) on ``--backend`` denoise random images of ``--size``: one an
+RGB colour, the other the same colour with an alpha channel and ``alpha="denoise"`` (the
+colour once more, then the alpha with the fast LDR weights and the same albedo), each
+keeping its own buffers as a renderer's sequence of RGB or of RGBA frames does. The two
+calls alternate, run after run, so a machine's load weighs on both alike; each row gives
+the median wall milliseconds per call (after the GPU is idle, on a CUDA device) and their
+ratio. The rows: NumPy arrays in and
 out, and, where the backend denoises torch tensors on their device (cuda), tensors on it.
 """
 
@@ -55,7 +57,7 @@ def _images(height: int, width: int) -> dict[str, np.ndarray]:
 
 
 def _alternating_medians(
-    den: Denoiser,
+    dens: tuple[Denoiser, Denoiser],
     calls: Sequence[Callable[[], Any]],
     idle: Callable[[], None],
     runs: int,
@@ -66,8 +68,9 @@ def _alternating_medians(
     for _ in range(warmup):
         for call in calls:
             call()
-    den.wait_compiled()
-    den._alpha_denoiser().wait_compiled()
+    for den in dens:
+        den.wait_compiled()
+    dens[1]._alpha_denoiser().wait_compiled()
     for call in calls:
         call()
     idle()
@@ -85,10 +88,13 @@ def _takes_tensors(den: Denoiser) -> bool:
     return any(isinstance(e.runner, DeviceRunner) for e in den._engines.values())
 
 
-def _tensor_row(den: Denoiser, images: dict[str, np.ndarray], args: Any) -> list[float]:
+def _tensor_row(
+    dens: tuple[Denoiser, Denoiser], images: dict[str, np.ndarray], args: Any
+) -> list[float]:
     import torch  # only for a backend that takes tensors
 
-    runner = next(iter(den._engines.values())).runner
+    rgb, rgba = dens
+    runner = next(iter(rgb._engines.values())).runner
     device = runner.device
     on = {name: torch.from_numpy(a).to(device) for name, a in images.items()}
 
@@ -97,10 +103,10 @@ def _tensor_row(den: Denoiser, images: dict[str, np.ndarray], args: Any) -> list
             torch.cuda.synchronize(device)
 
     return _alternating_medians(
-        den,
+        dens,
         [
-            lambda: den.denoise(on["rgb"], on["albedo"], on["normal"]),
-            lambda: den.denoise(on["rgba"], on["albedo"], on["normal"], alpha="denoise"),
+            lambda: rgb.denoise(on["rgb"], on["albedo"], on["normal"]),
+            lambda: rgba.denoise(on["rgba"], on["albedo"], on["normal"], alpha="denoise"),
         ],
         idle,
         args.runs,
@@ -114,12 +120,13 @@ def run(args: argparse.Namespace) -> list[tuple[str, float, float]]:
     images = _images(height, width)
     options = backend_options(args)
     rows = []
-    with Denoiser(hdr=True, quality=args.quality, backend=args.backend, **options) as den:
+    settings = dict(hdr=True, quality=args.quality, backend=args.backend, **options)
+    with Denoiser(**settings) as rgb, Denoiser(**settings) as rgba:
         numpy_row = _alternating_medians(
-            den,
+            (rgb, rgba),
             [
-                lambda: den.denoise(images["rgb"], images["albedo"], images["normal"]),
-                lambda: den.denoise(
+                lambda: rgb.denoise(images["rgb"], images["albedo"], images["normal"]),
+                lambda: rgba.denoise(
                     images["rgba"], images["albedo"], images["normal"], alpha="denoise"
                 ),
             ],
@@ -128,9 +135,9 @@ def run(args: argparse.Namespace) -> list[tuple[str, float, float]]:
             args.warmup,
         )
         rows.append(("NumPy arrays", *numpy_row))
-        if _takes_tensors(den):
-            rows.append(("torch tensors on the device", *_tensor_row(den, images, args)))
-        info = den.info()
+        if _takes_tensors(rgb):
+            rows.append(("torch tensors on the device", *_tensor_row((rgb, rgba), images, args)))
+        info = rgb.info()
     print(
         f'a frame with alpha="denoise" against its RGB denoise: {info.backend} on '
         f"{info.device}, {width}x{height}, quality {args.quality}, median of {args.runs} "
