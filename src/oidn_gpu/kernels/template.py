@@ -9,7 +9,9 @@ between call sites is data. A missing variable is an error.
 
 `render` prepends, in this order: the header comment (first line, naming the
 generator and its spec), ``enable`` directives, and a block of named ``const``
-declarations printed from a Python dict. Output is deterministic.
+declarations printed from a Python dict. Output is deterministic. The text of a render
+whose arguments were rendered ahead and shipped (`shipped_texts`: the default
+configurations' kernels) is taken from there, without jinja2.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError, require
+from oidn_gpu.kernels import shipped_texts
 
 WGSL_DIR = Path(__file__).resolve().parent / "wgsl"
 
@@ -94,6 +97,10 @@ def render(
     """
     if "\n" in header:
         raise InvalidArgumentError("shader header must be a single line")
+    digest = shipped_texts.arguments_digest(template, header, consts, enables, context)
+    shipped = shipped_texts.lookup(digest)
+    if shipped is not None:
+        return shipped
     lines = [f"// {header}"]
     lines += [f"enable {e};" for e in enables]
     if consts:
@@ -104,4 +111,5 @@ def render(
     # normalise runs of blank lines so the output stays tidy and stable
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
+    shipped_texts.rendered(digest, text)
     return text
