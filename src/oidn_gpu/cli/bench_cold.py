@@ -41,7 +41,8 @@ ROWS = (
     ("import_torch_s", "import torch + CUDA init"),
     ("import_s", "import the denoiser"),
     ("first_denoise_s", "first denoise"),
-    ("device_s", "  in it: open the device"),
+    ("probe_s", "  in it: import wgpu, find a GPU adapter"),
+    ("device_s", "  open the device"),
     ("kernels_s", "  choose and generate the kernels"),
     ("weights_s", "  pack and upload the weights"),
     ("network_s", "  in it: build the network"),
@@ -58,6 +59,7 @@ ROWS = (
 )
 # Logged phases (`backends.phases.log_phase`: the wgpu and cuda backends') -> their rows.
 PHASE_ROWS = {
+    "find a GPU adapter": "probe_s",
     "open the device": "device_s",
     "choose and generate the kernels": "kernels_s",
     "pack and upload the weights": "weights_s",
