@@ -9,7 +9,7 @@ ships, for the header of the wgpu-py release the ``wgpu`` extra pins and one cff
 in ``backends/wgpu/shipped/cffi-VERSION-DIGEST.pickle`` (DIGEST: the start of the header's
 SHA-256), and `import_wgpu_native` imports wgpu-py's backend with cffi's parse of exactly
 that header replaced by the shipped state. The same file holds the parsed form of the C
-types a first image names (`IMPORT_TYPES` and `ffi_types.FIRST_IMAGE_TYPES`, each of
+types a first image names (`IMPORT_TYPES` and `FIRST_IMAGE_TYPES`, each of
 which cffi would otherwise parse with every typedef of the header: about 10 ms a type),
 pickled together with the declarations so that they share their structs; the parser
 answers those types from it (`shipped_types`).
@@ -42,6 +42,55 @@ _TRANSIENT = ("_options", "_structnode2type")
 # The C types wgpu-py names while its backend is imported (its log callback, its strings).
 IMPORT_TYPES = ("void(WGPULogLevel, WGPUStringView, void *)", "WGPUStringView *")
 _SHIPPED_TYPES = "_oidn_gpu_shipped_types"  # the parser's attribute holding them
+
+# The C types a first denoise names, in the order wgpu-py 0.32 names them (instance,
+# adapter, device, buffers, shader modules and pipelines, commands, bind groups, mapping).
+FIRST_IMAGE_TYPES = (
+    "WGPUInstanceExtras *",
+    "WGPUInstanceDescriptor *",
+    "WGPUChainedStruct *",
+    "WGPUChainedStruct * ",
+    "WGPURequestAdapterOptions *",
+    "void(WGPURequestAdapterStatus, WGPUAdapter, WGPUStringView, void *, void *)",
+    "WGPURequestAdapterCallbackInfo *",
+    "WGPUAdapterInfo *",
+    "WGPUNativeLimits *",
+    "WGPULimits *",
+    "char []",
+    "WGPUQueueDescriptor *",
+    "WGPUDeviceExtras *",
+    "void(WGPUDevice const *, WGPUDeviceLostReason, WGPUStringView, void *, void *)",
+    "WGPUDeviceLostCallbackInfo *",
+    "void(WGPUDevice const *, WGPUErrorType, WGPUStringView, void *, void *)",
+    "WGPUUncapturedErrorCallbackInfo *",
+    "WGPUFeatureName[]",
+    "WGPUDeviceDescriptor *",
+    "void(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void *, void *)",
+    "WGPURequestDeviceCallbackInfo *",
+    "WGPUBufferDescriptor *",
+    "intptr_t",
+    "uintptr_t",
+    "WGPUShaderSourceWGSL *",
+    "WGPUShaderModuleDescriptor *",
+    "WGPUComputeState *",
+    "WGPUComputePipelineDescriptor *",
+    "WGPUCommandEncoderDescriptor *",
+    "WGPUCommandBufferDescriptor *",
+    "WGPUCommandBuffer[]",
+    "WGPUBindGroupEntry *",
+    "WGPUBindGroupEntry[]",
+    "WGPUBindGroupDescriptor *",
+    "WGPUComputePassDescriptor *",
+    "WGPUPassTimestampWrites *",
+    "WGPUQuerySetDescriptor *",
+    "uint32_t []",
+    "uint8_t []",
+    "uint8_t *",
+    "void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)",
+    "WGPUBufferMapCallbackInfo *",
+    "void(WGPUQueueWorkDoneStatus, WGPUStringView, void *, void *)",
+    "WGPUQueueWorkDoneCallbackInfo *",
+)
 _lock = threading.Lock()
 
 
@@ -144,8 +193,6 @@ def _import_with_state(parser_class: Any, header: str, state: dict[str, Any]) ->
 
 def main() -> int:
     """Write the state of the installed wgpu-py's header under the installed cffi."""
-    from oidn_gpu.backends.wgpu.ffi_types import FIRST_IMAGE_TYPES
-
     header = header_text()
     path = state_path(header)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,54 +22,8 @@ from typing import Any
 
 from oidn_gpu.backends.wgpu import ffi_header
 
-# The C types a first denoise names, in the order wgpu-py 0.32 names them (instance,
-# adapter, device, buffers, shader modules and pipelines, commands, bind groups, mapping).
-FIRST_IMAGE_TYPES = (
-    "WGPUInstanceExtras *",
-    "WGPUInstanceDescriptor *",
-    "WGPUChainedStruct *",
-    "WGPUChainedStruct * ",
-    "WGPURequestAdapterOptions *",
-    "void(WGPURequestAdapterStatus, WGPUAdapter, WGPUStringView, void *, void *)",
-    "WGPURequestAdapterCallbackInfo *",
-    "WGPUAdapterInfo *",
-    "WGPUNativeLimits *",
-    "WGPULimits *",
-    "char []",
-    "WGPUQueueDescriptor *",
-    "WGPUDeviceExtras *",
-    "void(WGPUDevice const *, WGPUDeviceLostReason, WGPUStringView, void *, void *)",
-    "WGPUDeviceLostCallbackInfo *",
-    "void(WGPUDevice const *, WGPUErrorType, WGPUStringView, void *, void *)",
-    "WGPUUncapturedErrorCallbackInfo *",
-    "WGPUFeatureName[]",
-    "WGPUDeviceDescriptor *",
-    "void(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void *, void *)",
-    "WGPURequestDeviceCallbackInfo *",
-    "WGPUBufferDescriptor *",
-    "intptr_t",
-    "uintptr_t",
-    "WGPUShaderSourceWGSL *",
-    "WGPUShaderModuleDescriptor *",
-    "WGPUComputeState *",
-    "WGPUComputePipelineDescriptor *",
-    "WGPUCommandEncoderDescriptor *",
-    "WGPUCommandBufferDescriptor *",
-    "WGPUCommandBuffer[]",
-    "WGPUBindGroupEntry *",
-    "WGPUBindGroupEntry[]",
-    "WGPUBindGroupDescriptor *",
-    "WGPUComputePassDescriptor *",
-    "WGPUPassTimestampWrites *",
-    "WGPUQuerySetDescriptor *",
-    "uint32_t []",
-    "uint8_t []",
-    "uint8_t *",
-    "void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)",
-    "WGPUBufferMapCallbackInfo *",
-    "void(WGPUQueueWorkDoneStatus, WGPUStringView, void *, void *)",
-    "WGPUQueueWorkDoneCallbackInfo *",
-)
+# The C types a first denoise names (wgpu-py 0.32; they ship parsed with the header).
+FIRST_IMAGE_TYPES = ffi_header.FIRST_IMAGE_TYPES
 
 
 def wgpu_ffi() -> Any:
