@@ -17,7 +17,9 @@ configurations' kernels) is taken from there, without jinja2.
 from __future__ import annotations
 
 import functools
+import logging
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ from oidn_gpu.errors import InvalidArgumentError, require
 from oidn_gpu.kernels import shipped_texts
 
 WGSL_DIR = Path(__file__).resolve().parent / "wgsl"
+_LOG = logging.getLogger("oidn_gpu.kernels")
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ def render(
     shipped = shipped_texts.lookup(digest)
     if shipped is not None:
         return shipped
+    started = time.perf_counter()
     lines = [f"// {header}"]
     lines += [f"enable {e};" for e in enables]
     if consts:
@@ -112,4 +116,12 @@ def render(
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     shipped_texts.rendered(digest, text)
+    elapsed_ms = (time.perf_counter() - started) * 1e3
+    # a phase record (`oidn-gpu bench --cold` counts the kernels rendered, not shipped)
+    _LOG.debug(
+        "rendered %s in %.1f ms",
+        template,
+        elapsed_ms,
+        extra={"phase": "render", "elapsed_ms": elapsed_ms},
+    )
     return text
