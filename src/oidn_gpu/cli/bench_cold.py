@@ -41,8 +41,10 @@ ROWS = (
     ("import_torch_s", "import torch + CUDA init"),
     ("import_s", "import the denoiser"),
     ("first_denoise_s", "first denoise"),
-    ("device_s", "  in it: open the device"),
+    ("probe_s", "  in it: import wgpu, find a GPU adapter"),
+    ("device_s", "  open the device"),
     ("kernels_s", "  choose and generate the kernels"),
+    ("rendered", "  kernels rendered, not shipped (count)"),
     ("weights_s", "  pack and upload the weights"),
     ("network_s", "  in it: build the network"),
     ("triton_import_s", "  import Triton and the kernel modules"),
@@ -58,6 +60,7 @@ ROWS = (
 )
 # Logged phases (`backends.phases.log_phase`: the wgpu and cuda backends') -> their rows.
 PHASE_ROWS = {
+    "find a GPU adapter": "probe_s",
     "open the device": "device_s",
     "choose and generate the kernels": "kernels_s",
     "pack and upload the weights": "weights_s",
@@ -66,6 +69,7 @@ PHASE_ROWS = {
     "load the compiled kernels": "loaded_s",
     "prepare the frame's launches": "launches_s",
 }
+COUNT_ROWS = ("pipelines", "rendered")  # counts, not seconds
 # The driver caches a fresh process must not find (they would hold compiled pipelines).
 DRIVER_CACHE_VARIABLES = (
     "__GL_SHADER_DISK_CACHE_PATH",
@@ -134,7 +138,7 @@ class ColdResult:
 def _cell(value: float | None, key: str) -> str:
     if value is None:
         return f"{'':>24}"
-    return f"{value:>24.0f}" if key == "pipelines" else f"{value:>24.3f}"
+    return f"{value:>24.0f}" if key in COUNT_ROWS else f"{value:>24.3f}"
 
 
 def _child_env(home: str, cache: str) -> dict[str, str]:
@@ -307,14 +311,18 @@ class _PhaseLog(logging.Handler):
         """Seconds per `PHASE_ROWS` phase, and the compiles' count, sum and span."""
         rows: dict[str, float] = {}
         compiles: list[tuple[float, float]] = []  # (start, end), wall-clock seconds
+        rendered = 0  # WGSL kernels rendered from the templates (not found shipped)
         for record in self.records:
             seconds = float(record.elapsed_ms) / 1e3  # type: ignore[attr-defined]
             phase = record.phase  # type: ignore[attr-defined]
-            if phase == "compile":
+            if phase == "render":
+                rendered += 1
+            elif phase == "compile":
                 compiles.append((record.created - seconds, record.created))
             elif phase in PHASE_ROWS:
                 rows[PHASE_ROWS[phase]] = rows.get(PHASE_ROWS[phase], 0.0) + seconds
-        if compiles:
+        if compiles:  # a WGSL backend's
+            rows["rendered"] = rendered
             rows["pipelines"] = len(compiles)
             rows["compile_sum_s"] = sum(end - begin for begin, end in compiles)
             rows["compile_span_s"] = max(e for _, e in compiles) - min(b for b, _ in compiles)

@@ -9,13 +9,17 @@ between call sites is data. A missing variable is an error.
 
 `render` prepends, in this order: the header comment (first line, naming the
 generator and its spec), ``enable`` directives, and a block of named ``const``
-declarations printed from a Python dict. Output is deterministic.
+declarations printed from a Python dict. Output is deterministic. The text of a render
+whose arguments were rendered ahead and shipped (`shipped_texts`: the default
+configurations' kernels) is taken from there, without jinja2.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from oidn_gpu.errors import InvalidArgumentError, require
+from oidn_gpu.kernels import shipped_texts
 
 WGSL_DIR = Path(__file__).resolve().parent / "wgsl"
+_LOG = logging.getLogger("oidn_gpu.kernels")
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,11 @@ def render(
     """
     if "\n" in header:
         raise InvalidArgumentError("shader header must be a single line")
+    digest = shipped_texts.arguments_digest(template, header, consts, enables, context)
+    shipped = shipped_texts.lookup(digest)
+    if shipped is not None:
+        return shipped
+    started = time.perf_counter()
     lines = [f"// {header}"]
     lines += [f"enable {e};" for e in enables]
     if consts:
@@ -104,4 +115,13 @@ def render(
     # normalise runs of blank lines so the output stays tidy and stable
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
+    shipped_texts.rendered(digest, text)
+    elapsed_ms = (time.perf_counter() - started) * 1e3
+    # a phase record (`oidn-gpu bench --cold` counts the kernels rendered, not shipped)
+    _LOG.debug(
+        "rendered %s in %.1f ms",
+        template,
+        elapsed_ms,
+        extra={"phase": "render", "elapsed_ms": elapsed_ms},
+    )
     return text

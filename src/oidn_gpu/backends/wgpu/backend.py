@@ -15,6 +15,8 @@ import dataclasses
 import functools
 import importlib.util
 import json
+import logging
+import time
 from typing import Any
 
 from oidn_gpu.backends.base import (
@@ -25,10 +27,12 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
+from oidn_gpu.backends.phases import log_phase
 from oidn_gpu.backends.wgpu import icd
 from oidn_gpu.backends.wgpu.options import KERNELS, PRECISIONS, WgpuOptions
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
 
+_LOG = logging.getLogger("oidn_gpu.wgpu")
 # Adapter features worth naming in `oidn-gpu info`.
 REPORTED_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
 
@@ -138,6 +142,15 @@ class WgpuBackend:
     benchmark = "oidn_gpu.backends.wgpu.backend:BENCHMARK"
 
     def probe(self) -> Availability:
+        """Whether the backend runs here (a phase of a first denoise: where a GPU's driver
+        is installed, it imports wgpu and asks for an adapter)."""
+        started = time.perf_counter()
+        try:
+            return self._probe()
+        finally:
+            log_phase(_LOG, "find a GPU adapter", started)
+
+    def _probe(self) -> Availability:
         # On Linux, Vulkan's driver manifests and the device nodes can rule a GPU out
         # without importing wgpu (which takes about a second): see `icd`.
         reason = icd.no_gpu_reason()

@@ -533,9 +533,9 @@ def _restrict_instance_backends() -> None:
     with _instance_lock:
         if _instance_restricted:
             return
+        ffi_types.parse_ahead()  # imports wgpu-py's backend first (`ffi_header`)
         from wgpu.backends.wgpu_native.extras import set_instance_extras
 
-        ffi_types.parse_ahead()
         # RuntimeError: the instance already exists
         with contextlib.suppress(RuntimeError), _native_stderr_silenced():
             set_instance_extras(backends=INSTANCE_BACKENDS)

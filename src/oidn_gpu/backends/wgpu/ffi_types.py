@@ -6,7 +6,8 @@ typedef for each of wgpu's ~900 declarations along with the one type: about 10 m
 on a 2.6 GHz Xeon core. A process's first image names about 40 types (opening the device,
 compiling, binding, submitting, mapping), so it spends 0.4-0.5 s parsing C declarations.
 `parse_ahead` parses those types in one pass (one pycparser run, about 20 ms) and stores
-each where cffi looks first, so none is parsed again.
+each where cffi looks first, so none is parsed again; where the header's parse shipped
+(`ffi_header`), those types shipped with it and none is parsed at all.
 
 This reaches into cffi's parser (the private ``_lock``, ``_parser``, ``_parsed_types`` and
 ``_get_cached_btype`` of cffi 1.x and 2.x, used as ``FFI._typeof_locked`` uses them).
@@ -19,58 +20,16 @@ from __future__ import annotations
 
 from typing import Any
 
-# The C types a first denoise names, in the order wgpu-py 0.32 names them (instance,
-# adapter, device, buffers, shader modules and pipelines, commands, bind groups, mapping).
-FIRST_IMAGE_TYPES = (
-    "WGPUInstanceExtras *",
-    "WGPUInstanceDescriptor *",
-    "WGPUChainedStruct *",
-    "WGPUChainedStruct * ",
-    "WGPURequestAdapterOptions *",
-    "void(WGPURequestAdapterStatus, WGPUAdapter, WGPUStringView, void *, void *)",
-    "WGPURequestAdapterCallbackInfo *",
-    "WGPUAdapterInfo *",
-    "WGPUNativeLimits *",
-    "WGPULimits *",
-    "char []",
-    "WGPUQueueDescriptor *",
-    "WGPUDeviceExtras *",
-    "void(WGPUDevice const *, WGPUDeviceLostReason, WGPUStringView, void *, void *)",
-    "WGPUDeviceLostCallbackInfo *",
-    "void(WGPUDevice const *, WGPUErrorType, WGPUStringView, void *, void *)",
-    "WGPUUncapturedErrorCallbackInfo *",
-    "WGPUFeatureName[]",
-    "WGPUDeviceDescriptor *",
-    "void(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void *, void *)",
-    "WGPURequestDeviceCallbackInfo *",
-    "WGPUBufferDescriptor *",
-    "intptr_t",
-    "uintptr_t",
-    "WGPUShaderSourceWGSL *",
-    "WGPUShaderModuleDescriptor *",
-    "WGPUComputeState *",
-    "WGPUComputePipelineDescriptor *",
-    "WGPUCommandEncoderDescriptor *",
-    "WGPUCommandBufferDescriptor *",
-    "WGPUCommandBuffer[]",
-    "WGPUBindGroupEntry *",
-    "WGPUBindGroupEntry[]",
-    "WGPUBindGroupDescriptor *",
-    "WGPUComputePassDescriptor *",
-    "WGPUPassTimestampWrites *",
-    "WGPUQuerySetDescriptor *",
-    "uint32_t []",
-    "uint8_t []",
-    "uint8_t *",
-    "void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)",
-    "WGPUBufferMapCallbackInfo *",
-    "void(WGPUQueueWorkDoneStatus, WGPUStringView, void *, void *)",
-    "WGPUQueueWorkDoneCallbackInfo *",
-)
+from oidn_gpu.backends.wgpu import ffi_header
+
+# The C types a first denoise names (wgpu-py 0.32; they ship parsed with the header).
+FIRST_IMAGE_TYPES = ffi_header.FIRST_IMAGE_TYPES
 
 
 def wgpu_ffi() -> Any:
-    """wgpu-py's cffi ``FFI`` object (of its wgpu-native backend)."""
+    """wgpu-py's cffi ``FFI`` object (of its wgpu-native backend, imported with its header's
+    shipped parse where there is one: `ffi_header`)."""
+    ffi_header.import_wgpu_native()
     from wgpu.backends.wgpu_native import ffi
 
     return ffi
@@ -86,9 +45,13 @@ def parse_ahead(ffi: Any = None, types: tuple[str, ...] = FIRST_IMAGE_TYPES) -> 
             missing = [cdecl for cdecl in dict.fromkeys(types) if cdecl not in ffi._parsed_types]
             if not missing:
                 return 0
-            parsed = _parse_types(ffi, missing)
-            ffi._parsed_types.update(parsed)
-            return len(parsed)
+            shipped = ffi_header.shipped_types(ffi._parser)
+            for cdecl in missing:
+                if cdecl in shipped:  # parsed ahead and shipped: no parse
+                    ffi._typeof_locked(cdecl)
+            rest = [cdecl for cdecl in missing if cdecl not in shipped]
+            ffi._parsed_types.update(_parse_types(ffi, rest) if rest else {})
+            return len(missing)
     except Exception:  # cffi's internals differ, or a name is unknown: parse on first use
         return 0
 
