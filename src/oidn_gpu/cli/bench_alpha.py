@@ -99,7 +99,7 @@ def _tensor_row(
     on = {name: torch.from_numpy(a).to(device) for name, a in images.items()}
 
     def idle() -> None:
-        if device.type == "cuda":
+        if device.type != "cpu":  # a CUDA device (the CPU under the interpreter)
             torch.cuda.synchronize(device)
 
     return _alternating_medians(
