@@ -65,6 +65,7 @@ from oidn_gpu.filter_images import (
 from oidn_gpu.filter_models import CUSTOM_WEIGHTS, ModelCache
 from oidn_gpu.image import arrays, process, tensors
 from oidn_gpu.image.checks import MAX_IMAGE_DIM, Images, validate_images
+from oidn_gpu.image.result_pool import ResultPool
 
 __all__ = [  # and, for older imports, what moved to `config` and `filter_models`
     "CUSTOM_WEIGHTS",
@@ -204,6 +205,8 @@ class Denoiser:
         # Sub-denoisers, closed with this one: the aux prefilters by image name, and
         # "alpha" (`filter_alpha.alpha_denoiser`).
         self._prefilters: dict[str, Denoiser] = {}
+        # Arrays for results with alpha, reused once the caller drops them (`ResultPool`).
+        self._results = ResultPool()
         self._running = False
 
     @property
@@ -390,7 +393,7 @@ class Denoiser:
             return self._denoise_prefiltered(
                 images, color, albedo, normal, out, progress, alpha_too
             )
-        destination = output_destination(images, out)
+        destination = output_destination(images, out, self._results)
         frame = self._frames.plan(images) if alpha_too else None
         result = self._frames.run(
             images, progress, destination=destination, scratch=out is None, frame=frame

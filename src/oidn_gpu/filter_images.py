@@ -18,6 +18,7 @@ import numpy as np
 from oidn_gpu.backends.base import DenoiseImages
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image.checks import Images
+from oidn_gpu.image.result_pool import ResultPool
 
 Progress = Callable[[float], Any]
 
@@ -75,19 +76,23 @@ def make_runner_images(
     )
 
 
-def output_destination(images: Images, out: np.ndarray | None) -> np.ndarray | None:
+def output_destination(
+    images: Images, out: np.ndarray | None, pool: ResultPool | None = None
+) -> np.ndarray | None:
     """Where a runner may write the result itself (`DenoiseImages.output`): the output
     array (``HxWxC``), else for float16 inputs a new float16 array, so the result is
-    converted while it is copied out; None when the color has alpha (appended afterwards)
-    and for float32 inputs without an output array (the runner makes the result: the cuda
-    backend's come from a pool of pinned arrays, `backends.cuda.host_results`)."""
+    converted while it is copied out; for a color with alpha and no output array an array
+    of ``pool`` with room for the alpha (the runner writes the color channels, `store_result`
+    the alpha), None without a pool (the alpha is appended afterwards); None for float32
+    inputs without an output array (the runner makes the result: the cuda backend's come
+    from a pool of pinned arrays, `backends.cuda.host_results`)."""
+    shape = (images.height, images.width, images.main_channels)
     if images.alpha is not None:
-        return None
+        return pool.take(shape, images.dtype) if out is None and pool is not None else None
     if out is None:
         if images.dtype == np.float32:
             return None
-        channels = images.main_channels
-        return np.empty((images.height, images.width, channels), images.dtype)
+        return np.empty(shape, images.dtype)
     return out if out.ndim == 3 else out[:, :, None]
 
 
@@ -160,6 +165,8 @@ def store_result(
     """Write the result (plus alpha) into ``out`` or a new array of the input's dtype;
     a result the runner already wrote into ``destination`` (see `output_destination`) is final."""
     if destination is not None and result is destination:
+        if images.alpha is not None and out is None:  # the runner wrote the color channels
+            result[:, :, -1] = images.alpha
         return out if out is not None else result
     if images.alpha is not None:
         result = np.concatenate([result, images.alpha[:, :, None].astype(np.float32)], axis=2)

@@ -69,8 +69,11 @@ class HostTileRunner:
             kept = result[
                 :, tile.src_y : tile.src_y + tile.out_h, tile.src_x : tile.src_x + tile.out_w
             ]
-            output[tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
-                process.finish_output(kept, mode, images.out_channels)
+            rows = slice(tile.out_y, tile.out_y + tile.out_h)
+            columns = slice(tile.out_x, tile.out_x + tile.out_w)
+            # the output's channels past the result's (an alpha) are left untouched
+            output[rows, columns, : images.out_channels] = process.finish_output(
+                kept, mode, images.out_channels
             )
             report_progress(progress, done / total)
         return output

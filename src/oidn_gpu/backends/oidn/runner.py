@@ -168,7 +168,8 @@ class OidnRunner:
             kept.append(array)
         given = images.output
         if given is not None and images.output_is_scratch:
-            out = given
+            # the channels past the result's (an alpha) are left untouched
+            out = given[:, :, : images.out_channels] if given.ndim == 3 else given
         else:
             dtype = np.float32 if given is None else given.dtype
             out = np.empty((plan.height, plan.width, images.out_channels), dtype)
@@ -183,7 +184,7 @@ class OidnRunner:
             out_array = buffers.read(descs["output"], out_array)
         if out_array is not out:  # OIDN wrote a dense copy (an odd output layout)
             out[...] = out_array.reshape(out.shape)
-        return out
+        return given if given is not None and images.output_is_scratch else out
 
     @staticmethod
     def _inputs(images: DenoiseImages) -> dict[str, Any]:
