@@ -84,6 +84,11 @@ class CudaTileRunner:
                 "tile_limits('cuda') plans within them"
             )
         entry = self.denoiser.denoise_staged if staged else self.denoiser.denoise
+        # A scratch destination (a result with room for the alpha, a float16 result) is
+        # written in place; the caller's own array only through the result, so a failed
+        # frame leaves it as it was.
+        into = images.output if not staged and images.output_is_scratch else None
+        given = {} if into is None else {"output": into}
         # The denoiser's buffers are updated in place every frame: never inference tensors,
         # also when the caller runs under torch.inference_mode.
         with self.denoiser._torch.inference_mode(False):
@@ -95,6 +100,7 @@ class CudaTileRunner:
                 plan=plan.tiles,
                 out_channels=images.out_channels,
                 autoexposure=autoexposure,
+                **given,
             )
         report_progress(progress, 1.0)
         return result
