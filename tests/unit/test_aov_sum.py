@@ -176,8 +176,8 @@ def test_bad_arguments_are_refused(denoiser, groups) -> None:
 # --- alpha ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def alpha_frame() -> dict[str, np.ndarray]:
+def alpha_images() -> dict[str, np.ndarray]:
+    """The alpha test frame: its RGBA colour, albedo, normal and converged alpha."""
     noisy = read_exr("alpha.exr")
     return {
         "rgba": layer(noisy, "", "RGBA"),
@@ -185,6 +185,11 @@ def alpha_frame() -> dict[str, np.ndarray]:
         "normal": layer(noisy, "N", "XYZ"),
         "ref": read_exr("alpha_ref.exr")["A"],
     }
+
+
+@pytest.fixture(scope="module")
+def alpha_frame() -> dict[str, np.ndarray]:
+    return alpha_images()
 
 
 def test_alpha_denoise_lowers_the_alpha_error(alpha_frame) -> None:

@@ -18,18 +18,12 @@ from oidn_gpu.backends import probe
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.filter_alpha import alpha_config, denoise_alpha
 from tests.oracle import oidn_denoise
-from tests.unit.test_aov_sum import layer, read_exr
+from tests.unit.test_aov_sum import alpha_images
 
 
 @pytest.fixture(scope="module")
 def frame() -> dict[str, np.ndarray]:
-    noisy = read_exr("alpha.exr")
-    return {
-        "rgba": layer(noisy, "", "RGBA"),
-        "albedo": layer(noisy, "albedo"),
-        "normal": layer(noisy, "N", "XYZ"),
-        "ref": read_exr("alpha_ref.exr")["A"],
-    }
+    return alpha_images()
 
 
 def _expected_alpha(alpha: np.ndarray, albedo: np.ndarray) -> np.ndarray:
