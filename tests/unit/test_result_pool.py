@@ -40,8 +40,6 @@ def test_large_or_empty_shapes_are_not_pooled():
 
 @pytest.mark.parametrize("backend", ["reference", "oidn"])
 def test_rgba_results_keep_the_colour_and_alpha_of_each_call(backend):
-    if backend == "oidn":
-        pytest.importorskip("pyoidn")
     rng = np.random.default_rng(7)
     height, width = 24, 32
     colour = (rng.random((height, width, 3)) * 4).astype(np.float32)
