@@ -6,10 +6,13 @@ with each of `OPTIONS`; the score is the RMS error of the noisy alpha against th
 one divided by that of the denoised alpha (higher is better). Options: the fast or high
 weights; with the albedo and normal, albedo only or no auxiliary image; the alpha scaled
 by 0.75 on its way in (OIDN's ``inputScale``; ``alpha="denoise"``, scored through
-`oidn_gpu.filter_alpha.denoise_alpha`, is the fast weights with the albedo so); the albedo
+`oidn_gpu.filter_alpha.denoise_alpha`, is the coverage fit, then the fast weights with the
+albedo so); the albedo
 and normal prefiltered first (OIDN's ``prefilter="accurate"``: ``rt_alb`` and ``rt_nrm``,
 then the ``calb_cnrm`` weights, or the albedo-only weights with the prefiltered albedo);
-the denoised colour's luminance (scaled to 0..1) as the albedo; HDR instead of LDR.
+the denoised colour's luminance (scaled to 0..1) as the albedo; HDR instead of LDR; the
+alpha fitted to the coverage the albedo shows (`oidn_gpu.image.coverage`, a guided filter)
+alone.
 
 Frames: ``test`` is ``tests/data/aovs/alpha.exr`` (box pixel filter: coverage noise on
 one-pixel silhouettes; its albedo and normal are rendered apart at 64 spp). With
@@ -39,9 +42,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "aovs"
 OPTIONS = {
-    'fast, albedo, scale 0.75 (`alpha="denoise"`)': dict(quality="fast", aux="a"),
-    "fast, prefiltered albedo, scale 0.75 (with `prefilter`)": dict(
-        quality="fast", aux="A", input_scale=0.75
+    'coverage fit, then fast, albedo, scale 0.75 (`alpha="denoise"`)': dict(
+        shipped=True, aux="a"
+    ),
+    "coverage fit alone": dict(fit_only=True, aux="a"),
+    "fast, albedo, scale 0.75": dict(quality="fast", aux="a", input_scale=0.75),
+    "coverage fit, then fast, prefiltered albedo, scale 0.75 (with `prefilter`)": dict(
+        shipped=True, aux="A"
     ),
     "fast, albedo+normal": dict(quality="fast", aux="an"),
     "fast, albedo+normal, scale 0.75": dict(quality="fast", aux="an", input_scale=0.75),
@@ -178,6 +185,7 @@ def score(frame: dict[str, np.ndarray], backend: str) -> dict[str, float]:
     """The noisy alpha's RMS error over the denoised one's, for each of `OPTIONS`."""
     import oidn_gpu
     from oidn_gpu.filter_alpha import alpha_config, denoise_alpha
+    from oidn_gpu.image.coverage import fit_coverage
 
     config = alpha_config(oidn_gpu.Denoiser(backend=backend).config)
     alpha, reference = frame["alpha"], frame["ref"]
@@ -189,9 +197,11 @@ def score(frame: dict[str, np.ndarray], backend: str) -> dict[str, float]:
         letters = option.pop("aux")
         albedo = next((aux[c] for c in letters if c in "aAL"), None)
         normal = next((aux[c] for c in letters if c in "nN"), None)
-        if "alpha=" in name:  # the shipped denoise
+        if option.pop("shipped", False):  # `alpha="denoise"`
             with oidn_gpu.Denoiser.from_config(config) as den:
                 denoised = denoise_alpha(den, alpha, albedo)
+        elif option.pop("fit_only", False):
+            denoised = np.clip(fit_coverage(np.clip(alpha, 0, 1), albedo), 0, 1)
         else:
             with oidn_gpu.Denoiser(backend=backend, **option) as den:
                 one = np.clip(alpha, 0, 1)[:, :, None].astype(np.float32)

@@ -1,9 +1,13 @@
 """An alpha channel denoised beside the colour (``alpha="denoise"``).
 
 Intel OIDN passes a colour's alpha through with its noise (``alpha="copy"``, the default).
-With ``alpha="denoise"`` the alpha is denoised once as a one-channel LDR image with the fast
-LDR weights and the frame's albedo as its auxiliary image (`alpha_config`:
-``rt_ldr_alb_small``, `ALPHA_INPUT_SCALE`), and clipped to 0..1. The normal is left out and
+With ``alpha="denoise"`` the alpha is first fitted to the coverage the frame's albedo shows
+(`oidn_gpu.image.coverage`: a guided filter; where the albedo was rendered with more samples
+than the alpha, as denoising passes are, that removes most of the coverage noise), then
+denoised once as a one-channel LDR image with the fast LDR weights and the albedo as its
+auxiliary image (`alpha_config`: ``rt_ldr_alb_small``, `ALPHA_INPUT_SCALE`), and clipped to
+0..1. Where the albedo shares the alpha's samples the fit returns the alpha as it is, and
+the network does what it can alone (docs/benchmarks.md). The normal is left out and
 the alpha scaled by 0.75 on its way in (and back on its way out): against the albedo and
 normal unscaled, that lowers the error of coverage noise on the frames of
 ``bench/alpha_quality.py`` (13% on their geometric mean, up to 59% with depth of field or
@@ -32,6 +36,7 @@ from oidn_gpu.backends.runners import HostInputsRunner
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image.checks import Images
+from oidn_gpu.image.coverage import fit_coverage, fit_coverage_tensor
 
 ALPHA_MODES = ("copy", "denoise")
 # The alpha's input scale (OIDN's inputScale: the output is divided by it): chosen on the
@@ -80,8 +85,9 @@ def alpha_denoiser(helpers: dict[str, Any], denoiser: Any) -> Any:
 
 def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None) -> np.ndarray:
     """``alpha`` (``H x W`` or ``H x W x 1``) denoised by ``denoiser`` (one made from
-    `alpha_config`) with the frame's ``albedo``: clipped to 0..1, denoised once as a
-    one-channel image and clipped to 0..1 again; returned float32 in the shape given."""
+    `alpha_config`) with the frame's ``albedo``: clipped to 0..1, fitted to the albedo's
+    coverage (`fit_coverage`, with an albedo), denoised once as a one-channel image and
+    clipped to 0..1 again; returned float32 in the shape given."""
     values = np.asarray(alpha, dtype=np.float32)
     if values.ndim == 3 and values.shape[2] == 1:
         plane = values[:, :, 0]
@@ -91,8 +97,10 @@ def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None) -> np.ndarray:
         raise InvalidArgumentError(
             f"the alpha image is {values.shape}; expected H x W or H x W x 1"
         )
-    one = np.clip(plane, 0.0, 1.0)[:, :, None]
-    denoised = np.asarray(denoiser.denoise(one, albedo), dtype=np.float32)
+    one = np.clip(plane, 0.0, 1.0)
+    if albedo is not None:
+        one = np.clip(fit_coverage(one, albedo), 0.0, 1.0)
+    denoised = np.asarray(denoiser.denoise(one[:, :, None], albedo), dtype=np.float32)
     return np.clip(denoised[:, :, 0], 0.0, 1.0).reshape(values.shape)
 
 
@@ -105,10 +113,12 @@ def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarra
     shared = runner.host_inputs() if isinstance(runner, HostInputsRunner) else {}
     if "main" not in shared or ("albedo" in shared) != (images.albedo is not None):
         return denoise_alpha(denoiser, images.alpha, images.albedo)
-    main = shared["main"]
+    main, albedo = shared["main"], shared.get("albedo")
     plane = np.clip(np.asarray(images.alpha, dtype=np.float32), 0.0, 1.0)
-    alpha = main.new_tensor(plane[:, :, None]).float()  # one channel uploaded
-    denoised = denoiser.denoise(alpha, shared.get("albedo"))
+    alpha = main.new_tensor(plane).float()  # one channel uploaded
+    if albedo is not None:
+        alpha = fit_coverage_tensor(alpha, albedo).clamp(0.0, 1.0)
+    denoised = denoiser.denoise(alpha.unsqueeze(2), albedo)
     values = denoised[:, :, 0].float().cpu().numpy()
     return np.clip(values, 0.0, 1.0).astype(np.float32, copy=False)
 
@@ -116,6 +126,8 @@ def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarra
 def denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any) -> Any:
     """`denoise_alpha` of an ``H x W`` torch tensor with the frame's (decoded) albedo
     tensor, on their device: the float32 ``H x W`` denoised alpha, a tensor there."""
-    one = alpha.float().clamp(0.0, 1.0).unsqueeze(2)
-    denoised = denoiser.denoise(one, albedo)
+    one = alpha.float().clamp(0.0, 1.0)
+    if albedo is not None:
+        one = fit_coverage_tensor(one, albedo).clamp(0.0, 1.0)
+    denoised = denoiser.denoise(one.unsqueeze(2), albedo)
     return denoised[:, :, 0].float().clamp(0.0, 1.0)

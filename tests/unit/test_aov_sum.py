@@ -17,6 +17,7 @@ import oidn_gpu
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.filter_alpha import alpha_config, denoise_alpha
 from oidn_gpu.image.aov_sum import reconcile
+from oidn_gpu.image.coverage import fit_coverage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "aovs"
 SUM_REL = 1e-5  # the passes' sum against the denoised beauty, relative to its largest value
@@ -209,7 +210,7 @@ def test_alpha_denoise_lowers_the_alpha_error(alpha_frame) -> None:
     assert error * 1.5 <= noisy_error, (error, noisy_error)
 
 
-def test_alpha_is_denoised_once_with_the_fast_ldr_weights(alpha_frame) -> None:
+def test_alpha_is_fitted_then_denoised_once_with_the_fast_ldr_weights(alpha_frame) -> None:
     config = alpha_config(oidn_gpu.Denoiser(backend="reference", hdr=True, quality="high").config)
     scale = 0.75  # `filter_alpha.ALPHA_INPUT_SCALE`
     assert (config.filter.hdr, config.filter.quality) == (False, "fast")
@@ -217,7 +218,10 @@ def test_alpha_is_denoised_once_with_the_fast_ldr_weights(alpha_frame) -> None:
     with oidn_gpu.Denoiser.from_config(config) as den:
         alpha = denoise_alpha(den, alpha_frame["rgba"][:, :, 3:], alpha_frame["albedo"])
         assert "rt_ldr_alb_small" in den.info().weights  # the albedo alone
-    one = np.clip(alpha_frame["rgba"][:, :, 3:], 0, 1)
+    # fitted to the albedo's coverage first (tests/unit/test_coverage.py)
+    one = np.clip(
+        fit_coverage(np.clip(alpha_frame["rgba"][:, :, 3], 0, 1), alpha_frame["albedo"]), 0, 1
+    )[:, :, None]
     with oidn_gpu.Denoiser(backend="reference", quality="fast", input_scale=scale) as direct:
         expected = direct.denoise(one, alpha_frame["albedo"])
         rgb = direct.denoise(np.repeat(one, 3, axis=2), alpha_frame["albedo"])
