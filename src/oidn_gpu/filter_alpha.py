@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.runners import HostInputsRunner
+from oidn_gpu.backends.runners import CoverageRunner, HostInputsRunner
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image.checks import Images
@@ -117,17 +117,24 @@ def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarra
     plane = np.clip(np.asarray(images.alpha, dtype=np.float32), 0.0, 1.0)
     alpha = main.new_tensor(plane).float()  # one channel uploaded
     if albedo is not None:
-        alpha = fit_coverage_tensor(alpha, albedo).clamp(0.0, 1.0)
+        alpha = _tensor_fit(runner)(alpha, albedo).clamp(0.0, 1.0)
     denoised = denoiser.denoise(alpha.unsqueeze(2), albedo)
     values = denoised[:, :, 0].float().cpu().numpy()
     return np.clip(values, 0.0, 1.0).astype(np.float32, copy=False)
 
 
-def denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any) -> Any:
+def _tensor_fit(runner: Any) -> Any:
+    """The coverage fit of tensors on ``runner``'s device: its own (`CoverageRunner`), else
+    `fit_coverage_tensor`."""
+    return runner.fit_coverage if isinstance(runner, CoverageRunner) else fit_coverage_tensor
+
+
+def denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any, runner: Any = None) -> Any:
     """`denoise_alpha` of an ``H x W`` torch tensor with the frame's (decoded) albedo
-    tensor, on their device: the float32 ``H x W`` denoised alpha, a tensor there."""
+    tensor, on their device (``runner``: the colour's, whose coverage fit is used where it
+    has one): the float32 ``H x W`` denoised alpha, a tensor there."""
     one = alpha.float().clamp(0.0, 1.0)
     if albedo is not None:
-        one = fit_coverage_tensor(one, albedo).clamp(0.0, 1.0)
+        one = _tensor_fit(runner)(one, albedo).clamp(0.0, 1.0)
     denoised = denoiser.denoise(one.unsqueeze(2), albedo)
     return denoised[:, :, 0].float().clamp(0.0, 1.0)

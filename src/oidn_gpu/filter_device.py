@@ -94,7 +94,8 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None, alpha: s
     else:
         result, guide = _run(frames, decoded, progress), decoded.albedo
     if alpha == "denoise" and decoded.alpha is not None:  # with the colour's albedo
-        denoised = denoise_alpha_tensor(den._alpha_denoiser(), decoded.alpha, guide)
+        runner = frames.engine(key, model).runner
+        denoised = denoise_alpha_tensor(den._alpha_denoiser(), decoded.alpha, guide, runner)
         decoded = dataclasses.replace(decoded, alpha=denoised)
     return call.finish(_with_alpha(result, decoded))
 

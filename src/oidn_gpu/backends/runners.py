@@ -131,6 +131,17 @@ class HostInputsRunner(Protocol):
 
 
 @runtime_checkable
+class CoverageRunner(Protocol):
+    """A `DeviceRunner` with its own form of `image.coverage.fit_coverage_tensor` (cuda:
+    two Triton kernels instead of some twenty torch ones)."""
+
+    def fit_coverage(self, alpha: Any, guide: Any) -> Any:
+        """The ``H x W`` alpha tensor fitted to the ``H x W x C`` guide tensor on the
+        runner's device: a float32 ``H x W`` tensor there."""
+        ...
+
+
+@runtime_checkable
 class SequenceRunner(Protocol):
     """A `TileRunner` that overlaps consecutive frames of one plan (wgpu): `run_many`
     submits frame ``i + 1`` before it returns frame ``i``."""

@@ -129,6 +129,12 @@ class CudaTileRunner:
         """`HostInputsRunner.host_inputs`: the device copies of the last NumPy frame."""
         return self.denoiser.host_inputs()
 
+    def fit_coverage(self, alpha: Any, guide: Any) -> Any:
+        """`CoverageRunner.fit_coverage`: `coverage_kernels.fit_coverage`."""
+        from oidn_gpu.backends.cuda import coverage_kernels  # Triton: on first use
+
+        return coverage_kernels.fit_coverage(alpha, guide)
+
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for the Triton kernels compiling behind the cuDNN bridge."""
         return bool(self.denoiser.wait_compiled(timeout))
