@@ -42,9 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "aovs"
 OPTIONS = {
-    'coverage fit, then fast, albedo, scale 0.75 (`alpha="denoise"`)': dict(
-        shipped=True, aux="a"
-    ),
+    'coverage fit, then fast, albedo, scale 0.75 (`alpha="denoise"`)': dict(shipped=True, aux="a"),
     "coverage fit alone": dict(fit_only=True, aux="a"),
     "fast, albedo, scale 0.75": dict(quality="fast", aux="a", input_scale=0.75),
     "coverage fit, then fast, prefiltered albedo, scale 0.75 (with `prefilter`)": dict(

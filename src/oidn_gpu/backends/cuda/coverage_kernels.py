@@ -4,7 +4,7 @@
 
 The torch form of the fit (`image.coverage.fit_coverage_tensor`) launches some twenty
 kernels over 13 planes of the image: 2.7 ms at 1080p on an H100, more than the colour's
-denoise. Here one kernel computes every window's affine fit straight from the alpha and
+denoise; these two take 0.35 ms. Here one kernel computes every window's affine fit straight from the alpha and
 the albedo (the 13 window means summed in registers, the 3 x 3 system solved by its
 adjugate) and a second averages the fits over each pixel's window and applies them: the
 same arithmetic, in the same order of terms per window, as the NumPy and torch forms.
@@ -23,7 +23,9 @@ import triton.language as tl
 
 from oidn_gpu.image.coverage import CENTRE, COVERAGE_EPS, COVERAGE_RADIUS
 
-BLOCK_H, BLOCK_W = 8, 64  # pixels of one program
+# Pixels of one program and its warps: the fastest of 15 shapes and 2, 4 or 8 warps on an
+# H100 at 1080p (0.35 ms for both kernels; 8 x 64 with 4 warps 0.60 ms; docs/benchmarks.md).
+BLOCK_H, BLOCK_W, WARPS = 4, 128, 8
 
 
 @triton.jit
@@ -188,6 +190,7 @@ def fit_coverage(alpha: Any, guide: Any) -> Any:
         RADIUS=radius,
         BH=BLOCK_H,
         BW=BLOCK_W,
+        num_warps=WARPS,
     )
     grid = (triton.cdiv(height, BLOCK_H), triton.cdiv(width, BLOCK_W))
     _apply_fits[grid](
@@ -203,5 +206,6 @@ def fit_coverage(alpha: Any, guide: Any) -> Any:
         RADIUS=radius,
         BH=BLOCK_H,
         BW=BLOCK_W,
+        num_warps=WARPS,
     )
     return out
