@@ -4,13 +4,13 @@
 
 The torch form of the fit (`image.coverage.fit_coverage_tensor`) launches some twenty
 kernels over 13 planes of the image: 2.7 ms at 1080p on an H100, more than the colour's
-denoise; these two take 0.35 ms. Here one kernel computes every window's affine fit straight from the alpha and
-the albedo (the 13 window means summed in registers, the 3 x 3 system solved by its
-adjugate) and a second averages the fits over each pixel's window and applies them: the
-same arithmetic, in the same order of terms per window, as the NumPy and torch forms.
-Coordinates outside the image read its nearest edge pixel (the edge extension of those
-forms). The kernels are not part of a frame's recorded kernels (`kernel_specs`): Triton
-compiles them on a process's first fitted alpha and keeps them in its cache.
+denoise; these two take 0.35 ms. The first computes every window's affine fit straight
+from the alpha and the albedo (the 13 window means summed in registers, the 3 x 3 system
+solved by its adjugate), the second averages the fits over each pixel's window and applies
+them: the arithmetic of the NumPy and torch forms. Coordinates outside the image read its
+nearest edge pixel (the edge extension of those forms). The kernels are not part of a
+frame's recorded kernels (`kernel_specs`): Triton compiles them on a process's first
+fitted alpha and keeps them in its cache.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from oidn_gpu.image.coverage import CENTRE, COVERAGE_EPS, COVERAGE_RADIUS
 BLOCK_H, BLOCK_W, WARPS = 4, 128, 8
 
 
-@triton.jit
+# Sizes and strides are runtime arguments: a new image size compiles nothing.
+@triton.jit(do_not_specialize=["height", "width", "s_ah", "s_aw", "s_gh", "s_gw", "s_gc"])
 def _fit_windows(
     alpha_ptr,
     guide_ptr,
@@ -118,7 +119,7 @@ def _fit_windows(
     tl.store(at + 3 * plane, b, mask=inside)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["height", "width", "s_gh", "s_gw", "s_gc"])
 def _apply_fits(
     ab_ptr,
     guide_ptr,
