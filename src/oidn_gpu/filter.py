@@ -321,8 +321,9 @@ class Denoiser:
                 every tile; returning ``False`` cancels with `CancelledError` and leaves
                 ``output`` untouched.
             alpha: what becomes of the color's alpha (a 4th channel): ``"copy"`` passes
-                it through, as Intel OIDN does; ``"denoise"`` denoises it once more with
-                the fast LDR weights and the same albedo (`oidn_gpu.filter_alpha`).
+                it through, as Intel OIDN does; ``"denoise"`` fits it to the coverage the
+                albedo shows, then denoises it once more with the fast LDR weights and the
+                same albedo (`oidn_gpu.filter_alpha`).
 
         Returns:
             The denoised image: ``output`` if given, else of the main input's type, shape

@@ -4,7 +4,8 @@
 Two `Denoiser`s of the same options (HDR, the colour with albedo and normal,
 ``--quality``, default high) on ``--backend`` denoise random images of ``--size``: one an
 RGB colour, the other the same colour with an alpha channel and ``alpha="denoise"`` (the
-colour once more, then the alpha with the fast LDR weights and the same albedo), each
+colour once more, then the alpha fitted to the albedo's coverage and denoised with the
+fast LDR weights and the same albedo), each
 keeping its own buffers as a renderer's sequence of RGB or of RGBA frames does. The two
 calls alternate, run after run, so a machine's load weighs on both alike; each row gives
 the median wall milliseconds per call (after the GPU is idle, on a CUDA device) and their

@@ -143,7 +143,7 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
         choices=("copy", "denoise"),
         default="copy",
         help="the beauty's alpha channel: copied through (default, as Intel OIDN) or "
-        "denoised with the fast LDR weights and the albedo",
+        "fitted to the albedo's coverage, then denoised with the fast LDR weights and the albedo",
     )
     aux.add_argument(
         "--temporal",
