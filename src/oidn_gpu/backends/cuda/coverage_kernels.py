@@ -53,19 +53,11 @@ def _fit_windows(
     ext_w = width + 2 * RADIUS
     ys = tl.program_id(0) * BH + tl.arange(0, BH)[:, None]
     xs = tl.program_id(1) * BW + tl.arange(0, BW)[None, :]
-    g0 = tl.zeros((BH, BW), tl.float32)
-    g1 = tl.zeros((BH, BW), tl.float32)
-    g2 = tl.zeros((BH, BW), tl.float32)
-    p = tl.zeros((BH, BW), tl.float32)
-    gp0 = tl.zeros((BH, BW), tl.float32)
-    gp1 = tl.zeros((BH, BW), tl.float32)
-    gp2 = tl.zeros((BH, BW), tl.float32)
-    s00 = tl.zeros((BH, BW), tl.float32)
-    s01 = tl.zeros((BH, BW), tl.float32)
-    s02 = tl.zeros((BH, BW), tl.float32)
-    s11 = tl.zeros((BH, BW), tl.float32)
-    s12 = tl.zeros((BH, BW), tl.float32)
-    s22 = tl.zeros((BH, BW), tl.float32)
+    zero = tl.zeros((BH, BW), tl.float32)
+    # window sums: the guide, the alpha, guide x alpha, guide x guide (`_PAIRS`)
+    g0, g1, g2, p = zero, zero, zero, zero
+    gp0, gp1, gp2 = zero, zero, zero
+    s00, s01, s02, s11, s12, s22 = zero, zero, zero, zero, zero, zero
     for dy in tl.static_range(2 * RADIUS + 1):
         iy = tl.minimum(tl.maximum(ys + dy - 2 * RADIUS, 0), height - 1)
         for dx in tl.static_range(2 * RADIUS + 1):
@@ -141,10 +133,8 @@ def _apply_fits(
     ys = tl.program_id(0) * BH + tl.arange(0, BH)[:, None]
     xs = tl.program_id(1) * BW + tl.arange(0, BW)[None, :]
     inside = (ys < height) & (xs < width)
-    m0 = tl.zeros((BH, BW), tl.float32)
-    m1 = tl.zeros((BH, BW), tl.float32)
-    m2 = tl.zeros((BH, BW), tl.float32)
-    mb = tl.zeros((BH, BW), tl.float32)
+    zero = tl.zeros((BH, BW), tl.float32)
+    m0, m1, m2, mb = zero, zero, zero, zero
     for dy in tl.static_range(2 * RADIUS + 1):
         for dx in tl.static_range(2 * RADIUS + 1):
             at = ab_ptr + (ys + dy) * ext_w + (xs + dx)
