@@ -133,7 +133,7 @@ class HostInputsRunner(Protocol):
 @runtime_checkable
 class CoverageRunner(Protocol):
     """A `DeviceRunner` with its own form of `image.coverage.fit_coverage_tensor` (cuda:
-    two Triton kernels instead of some twenty torch ones)."""
+    two Triton kernels instead of dozens of torch ones)."""
 
     def fit_coverage(self, alpha: Any, guide: Any) -> Any:
         """The ``H x W`` alpha tensor fitted to the ``H x W x C`` guide tensor on the

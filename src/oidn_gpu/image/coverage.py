@@ -152,7 +152,7 @@ def _fit_tiles(p: np.ndarray, g: np.ndarray, tiles: np.ndarray, result: np.ndarr
 def fit_coverage_tensor(alpha: Any, guide: Any) -> Any:
     """`fit_coverage` of torch tensors (``H x W`` alpha, ``H x W x C`` guide) on their
     device: a float32 ``H x W`` tensor (the whole image fitted; float64 for a float64
-    alpha). The arithmetic of `_fit_planes`, on stacked planes (a few kernels a step)."""
+    alpha). Where the runner has its own kernels (`CoverageRunner`) they are used instead."""
     import torch
     import torch.nn.functional as F  # noqa: N812 - torch's usual alias
 
@@ -160,40 +160,10 @@ def fit_coverage_tensor(alpha: Any, guide: Any) -> Any:
     dtype = torch.float64 if alpha.dtype == torch.float64 else torch.float32
     g = _guide3(guide.to(dtype)).permute(2, 0, 1) - CENTRE
     p = alpha.to(dtype)[None] - CENTRE
-    rows, cols = _PAIR_INDEX
-    stacked = torch.cat([g, p, g * p, g[rows] * g[cols]])[None]
+    products = [g[i : i + 1] * g[j : j + 1] for i, j in _PAIRS]
+    stacked = torch.cat([g, p, g * p, *products])[None]
     stacked = F.pad(stacked, (halo, halo, halo, halo), mode="replicate")
     means = F.avg_pool2d(stacked, k, stride=1)[0]
-    mg, mp, mgp = means[0:3], means[3:4], means[4:7]
-    cov = means[7:13] - mg[rows] * mg[cols]  # the six of `_PAIRS`
-    cov[_DIAGONAL] += COVERAGE_EPS
-    m = cov[_FULL]  # the 3 x 3 matrix, row-major
-    adjugate = m[_ADJ[0]] * m[_ADJ[1]] - m[_ADJ[2]] * m[_ADJ[3]]
-    det = (m[0:3] * adjugate[0:9:3]).sum(0)
-    c = mgp - mg * mp
-    a = (adjugate.view(3, 3, *c.shape[1:]) * c[None]).sum(1) / det
-    b = mp - (a * mg).sum(0, keepdim=True)
-    ab = F.avg_pool2d(torch.cat([a, b])[None], k, stride=1)[0]
+    a, b = _fit_planes(list(means), COVERAGE_EPS)
+    ab = F.avg_pool2d(torch.stack([*a, b])[None], k, stride=1)[0]
     return (ab[:3] * g).sum(0) + ab[3] + CENTRE
-
-
-# Index lists of `fit_coverage_tensor`: `_PAIRS` as two lists, the diagonal's places among
-# them, the symmetric matrix's nine entries row-major, and the adjugate's factors (entry
-# (i, j) is the cofactor of (j, i): m[j+1][i+1] m[j+2][i+2] - m[j+1][i+2] m[j+2][i+1],
-# indices mod 3).
-_PAIR_INDEX = ([i for i, _ in _PAIRS], [j for _, j in _PAIRS])
-_DIAGONAL = [_PAIRS.index((i, i)) for i in range(3)]
-_FULL = [_PAIRS.index((min(i, j), max(i, j))) for i in range(3) for j in range(3)]
-
-
-def _adjugate_factors() -> tuple[list[int], ...]:
-    factors: tuple[list[int], ...] = ([], [], [], [])
-    for i in range(3):
-        for j in range(3):
-            j1, j2, i1, i2 = (j + 1) % 3, (j + 2) % 3, (i + 1) % 3, (i + 2) % 3
-            for place, (r, c) in enumerate(((j1, i1), (j2, i2), (j1, i2), (j2, i1))):
-                factors[place].append(3 * r + c)
-    return factors
-
-
-_ADJ = _adjugate_factors()

@@ -2,7 +2,7 @@
 """`image.coverage`'s fit of an alpha to its albedo in two Triton kernels (the cuda runner's
 `fit_coverage`).
 
-The torch form of the fit (`image.coverage.fit_coverage_tensor`) launches some twenty
+The torch form of the fit (`image.coverage.fit_coverage_tensor`) launches dozens of
 kernels over 13 planes of the image: 2.7 ms at 1080p on an H100, more than the colour's
 denoise; these two take 0.35 ms. The first computes every window's affine fit straight
 from the alpha and the albedo (the 13 window means summed in registers, the 3 x 3 system
