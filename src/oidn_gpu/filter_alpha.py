@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.runners import CoverageRunner, HostInputsRunner
+from oidn_gpu.backends.runners import BesideRunner, CoverageRunner, HostInputsRunner
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image.checks import Images
@@ -129,10 +129,22 @@ def _tensor_fit(runner: Any) -> Any:
     return runner.fit_coverage if isinstance(runner, CoverageRunner) else fit_coverage_tensor
 
 
-def denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any, runner: Any = None) -> Any:
+def denoise_alpha_tensor(
+    denoiser: Any, alpha: Any, albedo: Any, runner: Any = None, start: Any = None
+) -> Any:
     """`denoise_alpha` of an ``H x W`` torch tensor with the frame's (decoded) albedo
     tensor, on their device (``runner``: the colour's, whose coverage fit is used where it
-    has one): the float32 ``H x W`` denoised alpha, a tensor there."""
+    has one): the float32 ``H x W`` denoised alpha, a tensor there. Where the runner runs
+    work beside other work (`BesideRunner`, cuda) the alpha is queued beside the work the
+    device queued after ``start`` (a `BesideRunner.queued` mark from before the colour's
+    network: the two networks then share the GPU)."""
+    if not isinstance(runner, BesideRunner):
+        return _denoise_alpha_tensor(denoiser, alpha, albedo, runner)
+    with runner.beside(start) as handed_back:
+        return handed_back(_denoise_alpha_tensor(denoiser, alpha, albedo, runner))
+
+
+def _denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any, runner: Any) -> Any:
     one = alpha.float().clamp(0.0, 1.0)
     if albedo is not None:
         one = _tensor_fit(runner)(one, albedo).clamp(0.0, 1.0)

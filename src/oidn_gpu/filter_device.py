@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from oidn_gpu.backends.base import DeviceRunner
 from oidn_gpu.backends.host_runner import report_progress
+from oidn_gpu.backends.runners import BesideRunner
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.filter_alpha import denoise_alpha_tensor
 from oidn_gpu.filter_frame import FramePath
@@ -89,13 +90,17 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None, alpha: s
         for n, keep in (("color", color), ("albedo", albedo), ("normal", normal))
     )
     decoded = validate_images(color_d, albedo_d, normal_d, check=split_alpha)
-    if prefilter:
+    alpha_too = alpha == "denoise" and decoded.alpha is not None
+    runner = frames.engine(key, model).runner
+    # the alpha runs beside the colour's network where the runner can (`BesideRunner`)
+    start = runner.queued() if alpha_too and isinstance(runner, BesideRunner) else None
+    if prefilter:  # the alpha waits for the prefiltered albedo
         result, guide = _prefiltered(den, decoded, progress)
+        start = None
     else:
         result, guide = _run(frames, decoded, progress), decoded.albedo
-    if alpha == "denoise" and decoded.alpha is not None:  # with the colour's albedo
-        runner = frames.engine(key, model).runner
-        denoised = denoise_alpha_tensor(den._alpha_denoiser(), decoded.alpha, guide, runner)
+    if alpha_too:  # with the colour's albedo
+        denoised = denoise_alpha_tensor(den._alpha_denoiser(), decoded.alpha, guide, runner, start)
         decoded = dataclasses.replace(decoded, alpha=denoised)
     return call.finish(_with_alpha(result, decoded))
 

@@ -116,6 +116,27 @@ def test_side_streams_and_fresh_tensors(rng):
         assert torch.equal(result, expected)
 
 
+def test_an_alpha_denoised_beside_the_colour_is_the_numpy_path_s(rng):
+    """``alpha="denoise"`` on CUDA tensors queues the alpha's fit and network on a side
+    stream beside the colour's network: the colour is the RGB call's bits and the alpha the
+    NumPy path's (which queues it after the colour), also for fresh tensors dropped at once
+    (their memory handed back while the side stream may still read it)."""
+    color, albedo, normal = _host_images(rng)
+    alpha = rng.random((*SIZE, 1)).astype(np.float32)
+    rgba = np.concatenate([color, alpha], axis=2)
+    images = [torch.from_numpy(a).cuda() for a in (rgba, albedo, normal)]
+    with oidn_gpu.Denoiser(hdr=True, backend="cuda", engine="triton") as den:
+        expected = den.denoise(rgba, albedo, normal, alpha="denoise")
+        rgb = den.denoise(images[0][:, :, :3].contiguous(), *images[1:]).cpu().numpy()
+        results = [den.denoise(*[t.clone() for t in images], alpha="denoise") for _ in range(4)]
+        torch.cuda.synchronize()
+    np.testing.assert_array_equal(expected[:, :, :3], rgb)
+    assert np.abs(expected[:, :, 3] - alpha[:, :, 0]).max() > 0.01  # the alpha was denoised
+    for result in results:
+        np.testing.assert_array_equal(result[:, :, :3].cpu().numpy(), rgb)
+        np.testing.assert_allclose(result[:, :, 3].cpu().numpy(), expected[:, :, 3], atol=1e-6)
+
+
 class _ArrayInterface:
     """Another library's CUDA array, seen only through ``__cuda_array_interface__``."""
 

@@ -49,6 +49,8 @@ from oidn_gpu.backends.options import precision_choices as precision_choices
 
 # The tile runners' protocols (what `Backend.create_runner` makes).
 from oidn_gpu.backends.runners import AutoexposureRunner as AutoexposureRunner
+from oidn_gpu.backends.runners import BesideRunner as BesideRunner
+from oidn_gpu.backends.runners import CoverageRunner as CoverageRunner
 from oidn_gpu.backends.runners import DenoiseImages as DenoiseImages
 from oidn_gpu.backends.runners import DeviceRunner as DeviceRunner
 from oidn_gpu.backends.runners import HostInputsRunner as HostInputsRunner

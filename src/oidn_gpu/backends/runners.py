@@ -1,11 +1,12 @@
 """The tile runners' part of the backend seam (re-exported by `backends.base`): the
 images of one denoise (`DenoiseImages`) and what a `Backend.create_runner` makes: a
 `TileRunner`, and the optional abilities a runner may add (`AutoexposureRunner`,
-`DeviceRunner`, `SequenceRunner`)."""
+`DeviceRunner`, `HostInputsRunner`, `CoverageRunner`, `BesideRunner`, `SequenceRunner`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -138,6 +139,24 @@ class CoverageRunner(Protocol):
     def fit_coverage(self, alpha: Any, guide: Any) -> Any:
         """The ``H x W`` alpha tensor fitted to the ``H x W x C`` guide tensor on the
         runner's device: a float32 ``H x W`` tensor there."""
+        ...
+
+
+@runtime_checkable
+class BesideRunner(Protocol):
+    """A `DeviceRunner` whose device runs work beside other work it queued (cuda: on a side
+    stream), as `Denoiser.denoise` runs an alpha's fit and network beside the colour's
+    network."""
+
+    def queued(self) -> Any:
+        """A mark of the work the runner's device has queued so far (for `beside`)."""
+        ...
+
+    def beside(self, start: Any = None) -> AbstractContextManager[Callable[[Any], Any]]:
+        """A context in which device work is queued beside other work: it starts once the
+        work before ``start`` (a `queued` mark; default: all work queued so far) is done,
+        and work queued after the context waits for it. It gives a function to pass each
+        tensor made inside and used after it (the tensor, then safe to use and free)."""
         ...
 
 

@@ -14,6 +14,8 @@ import importlib.util
 import logging
 import os
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,9 @@ _LOG = logging.getLogger(__name__)
 
 
 class CudaTileRunner:
-    """The cuda `TileRunner` (and `AutoexposureRunner`, `DeviceRunner`): a whole frame (all
-    tiles) per call on `CudaDenoiser`, from NumPy arrays or from tensors on its device.
+    """The cuda `TileRunner` (and `AutoexposureRunner`, `DeviceRunner`, `HostInputsRunner`,
+    `CoverageRunner`, `BesideRunner`): a whole frame (all tiles) per call on `CudaDenoiser`,
+    from NumPy arrays or from tensors on its device.
 
     A frame is one CUDA graph replay, so ``progress`` hears 1.0 when it is done (and
     0.0 from the filter before it); returning False then still leaves the caller's
@@ -128,6 +131,14 @@ class CudaTileRunner:
     def host_inputs(self) -> dict[str, Any]:
         """`HostInputsRunner.host_inputs`: the device copies of the last NumPy frame."""
         return self.denoiser.host_inputs()
+
+    def queued(self) -> Any:
+        """`BesideRunner.queued`: an event on the current stream."""
+        return self.denoiser.queued()
+
+    def beside(self, start: Any = None) -> AbstractContextManager[Callable[[Any], Any]]:
+        """`BesideRunner.beside`: a side stream (`CudaDenoiser.beside`)."""
+        return self.denoiser.beside(start)
 
     def fit_coverage(self, alpha: Any, guide: Any) -> Any:
         """`CoverageRunner.fit_coverage`: `coverage_kernels.fit_coverage`."""

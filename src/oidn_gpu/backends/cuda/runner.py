@@ -51,10 +51,11 @@ denoiser's own buffers (`host_images.HostImages`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,6 +169,7 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
         self._uploaded: dict[str, Any] = {}  # the last host frame's device copies by role
         self._bridge = CompileBridge(self)  # frames on cuDNN while Triton compiles
         self._last_stream: Any = None  # the stream of the last staged call
+        self._side: Any = None  # the stream of `beside`, made on first use
         self._last_scale: DeviceScalar | None = None  # its autoexposure, read on demand
         self._last_request = LastRequest()  # the last denoise_tensors call, checked
         self._last_key: tuple[Any, Any, Any] = (None, None, None)  # its request, engine, key
@@ -514,6 +516,40 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
         until this denoiser's next call; empty before one or after a device call."""
         return dict(self._uploaded)
 
+    def queued(self) -> Any:
+        """`BesideRunner.queued`: an event recorded on the current stream (None on the
+        CPU)."""
+        if not self._cuda:
+            return None
+        event = self._torch.cuda.Event()
+        event.record(self._torch.cuda.current_stream(self.device))
+        return event
+
+    @contextlib.contextmanager
+    def beside(self, start: Any = None) -> Iterator[Callable[[Any], Any]]:
+        """`BesideRunner.beside`: the block's work queued on a side stream of the device
+        that starts at ``start`` (an event of `queued`; default: after all the current
+        stream has queued); the current stream waits for it after the block. The function
+        given marks a tensor made inside as used on the current stream (so that its memory
+        is not reused before that use)."""
+        if not self._cuda:
+            yield _same
+            return
+        torch = self._torch
+        current = torch.cuda.current_stream(self.device)
+        if self._side is None:
+            self._side = torch.cuda.Stream(self.device)
+        side = self._side
+        if start is None:
+            side.wait_stream(current)
+        else:
+            side.wait_event(start)
+        try:
+            with torch.cuda.stream(side):
+                yield lambda tensor: _used_on(tensor, current)
+        finally:
+            current.wait_stream(side)
+
     def _output_image(self, frame: HostFrame, slot: str) -> DeviceImage:
         out = self._buffer(self._dev, "out", frame.shape, np.float32, pinned=False)
         return describe(out, "output")
@@ -586,3 +622,13 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for background Triton compiles; True when none is left running."""
         return self._bridge.wait(timeout)
+
+
+def _same(tensor: Any) -> Any:
+    return tensor
+
+
+def _used_on(tensor: Any, stream: Any) -> Any:
+    """``tensor``, its memory kept until the work ``stream`` has queued is done."""
+    tensor.record_stream(stream)
+    return tensor
