@@ -20,9 +20,8 @@ import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from oidn_gpu.backends.base import DeviceRunner
+from oidn_gpu.backends.base import BesideRunner, DeviceRunner
 from oidn_gpu.backends.host_runner import report_progress
-from oidn_gpu.backends.runners import BesideRunner
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.filter_alpha import denoise_alpha_tensor
 from oidn_gpu.filter_frame import FramePath
@@ -92,11 +91,13 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None, alpha: s
     decoded = validate_images(color_d, albedo_d, normal_d, check=split_alpha)
     alpha_too = alpha == "denoise" and decoded.alpha is not None
     runner = frames.engine(key, model).runner
-    # the alpha runs beside the colour's network where the runner can (`BesideRunner`)
-    start = runner.queued() if alpha_too and isinstance(runner, BesideRunner) else None
-    if prefilter:  # the alpha waits for the prefiltered albedo
+    # the alpha runs beside the colour's network where the runner can (`BesideRunner`);
+    # after a prefilter it waits for the prefiltered albedo
+    start = None
+    if alpha_too and not prefilter and isinstance(runner, BesideRunner):
+        start = runner.queued()
+    if prefilter:
         result, guide = _prefiltered(den, decoded, progress)
-        start = None
     else:
         result, guide = _run(frames, decoded, progress), decoded.albedo
     if alpha_too:  # with the colour's albedo

@@ -28,7 +28,7 @@ from oidn_gpu.backends.bench_result import parse_size
 from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
 from oidn_gpu.filter import Denoiser
 
-SEED = 7  # the random images' seed: every run times the same images
+SEED = 7  # NumPy's generator seed for the images: every run times the same images
 
 
 def build_parser() -> argparse.ArgumentParser:
