@@ -40,6 +40,7 @@ import numpy as np
 from oidn_gpu import filter_alpha, filter_aovs, filter_device, filter_temporal
 from oidn_gpu.backends.base import (
     AUTO,
+    AlphaRunner,
     BackendOptions,
     DenoiseImages,
     SequenceRunner,
@@ -394,8 +395,10 @@ class Denoiser:
             return self._denoise_prefiltered(
                 images, color, albedo, normal, out, progress, alpha_too
             )
-        destination = output_destination(images, out, self._results)
         frame = self._frames.plan(images) if alpha_too else None
+        if frame is not None and isinstance(frame.runner, AlphaRunner):
+            return self._denoise_with_alpha(images, out, progress, frame)
+        destination = output_destination(images, out, self._results)
         result = self._frames.run(
             images, progress, destination=destination, scratch=out is None, frame=frame
         )
@@ -405,6 +408,20 @@ class Denoiser:
             )
             images = dataclasses.replace(images, alpha=denoised)
         return store_result(result, images, out, destination)
+
+    def _denoise_with_alpha(
+        self, images: Images, out: np.ndarray | None, progress: Progress | None, frame: PlannedFrame
+    ) -> np.ndarray:
+        """A colour and its alpha denoised as one frame on the device of an `AlphaRunner`
+        (cuda): the alpha computed there beside the colour (`filter_alpha.alpha_on_device`),
+        the result read back with its alpha."""
+        alpha = filter_alpha.alpha_on_device(self._alpha_denoiser(), frame.runner)
+        whole = dataclasses.replace(images, alpha=None)  # the result carries its alpha
+        destination = output_destination(whole, out)
+        result = self._frames.run(
+            images, progress, destination=destination, scratch=out is None, frame=frame, alpha=alpha
+        )
+        return store_result(result, whole, out, destination)
 
     def _denoise_prefiltered(
         self,

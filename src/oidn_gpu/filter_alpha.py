@@ -18,9 +18,12 @@ out of a GPU.
 
 `Denoiser.denoise` denoises a frame's alpha with the albedo it denoised the colour with (the
 prefiltered one with ``prefilter="accurate"``):
-on the host path from the decoded host arrays (read and checked once for both), with the
-device copy of the albedo a `HostInputsRunner` kept (cuda: the alpha plane alone is
-uploaded), on the device path (`filter_device`) from the decoded tensors where they are.
+on the host path from the decoded host arrays (read and checked once for both); where the
+runner takes a colour with its alpha as one frame (`AlphaRunner`, cuda) the RGBA image goes
+to the device once and the alpha is computed there beside the colour's network
+(`alpha_on_device`); with a prefilter, with the device copy of the albedo a
+`HostInputsRunner` kept (the alpha plane alone is uploaded); on the device path
+(`filter_device`) from the decoded tensors where they are.
 The alpha's denoiser is a second `Denoiser` of the same backend and device, made on first
 use and closed with the first (`alpha_denoiser`).
 """
@@ -28,11 +31,17 @@ use and closed with the first (`alpha_denoiser`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.runners import BesideRunner, CoverageRunner, HostInputsRunner
+from oidn_gpu.backends.runners import (
+    BesideRunner,
+    CoverageRunner,
+    HostCoverageRunner,
+    HostInputsRunner,
+)
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image.checks import Images
@@ -83,11 +92,14 @@ def alpha_denoiser(helpers: dict[str, Any], denoiser: Any) -> Any:
     return made
 
 
-def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None) -> np.ndarray:
+def denoise_alpha(
+    denoiser: Any, alpha: Any, albedo: Any = None, fit: Callable[[Any, Any], Any] = fit_coverage
+) -> np.ndarray:
     """``alpha`` (``H x W`` or ``H x W x 1``) denoised by ``denoiser`` (one made from
     `alpha_config`) with the frame's ``albedo``: clipped to 0..1, fitted to the albedo's
-    coverage (`fit_coverage`, with an albedo), denoised once as a one-channel image and
-    clipped to 0..1 again; returned float32 in the shape given."""
+    coverage (``fit``: `fit_coverage` or a runner's form of it, with an albedo), denoised
+    once as a one-channel image and clipped to 0..1 again; returned float32 in the shape
+    given."""
     values = np.asarray(alpha, dtype=np.float32)
     if values.ndim == 3 and values.shape[2] == 1:
         plane = values[:, :, 0]
@@ -99,7 +111,7 @@ def denoise_alpha(denoiser: Any, alpha: Any, albedo: Any = None) -> np.ndarray:
         )
     one = np.clip(plane, 0.0, 1.0)
     if albedo is not None:
-        one = np.clip(fit_coverage(one, albedo), 0.0, 1.0)
+        one = np.clip(fit(one, albedo), 0.0, 1.0)
     denoised = np.asarray(denoiser.denoise(one[:, :, None], albedo), dtype=np.float32)
     return np.clip(denoised[:, :, 0], 0.0, 1.0).reshape(values.shape)
 
@@ -108,11 +120,13 @@ def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarra
     """The alpha of host ``images`` (`Images` with an alpha) denoised by ``denoiser``
     after the colour ran on ``runner``: where the runner keeps the device copies of the
     frame's images (`HostInputsRunner`, cuda), only the alpha is uploaded and the albedo
-    is read where it is; else from the host arrays (`denoise_alpha`)."""
+    is read where it is; else from the host arrays (`denoise_alpha`, fitted on the
+    runner's device where it can: `HostCoverageRunner`, wgpu)."""
     assert images.alpha is not None
     shared = runner.host_inputs() if isinstance(runner, HostInputsRunner) else {}
     if "main" not in shared or ("albedo" in shared) != (images.albedo is not None):
-        return denoise_alpha(denoiser, images.alpha, images.albedo)
+        fit = runner.fit_coverage_host if isinstance(runner, HostCoverageRunner) else fit_coverage
+        return denoise_alpha(denoiser, images.alpha, images.albedo, fit)
     main, albedo = shared["main"], shared.get("albedo")
     plane = np.clip(np.asarray(images.alpha, dtype=np.float32), 0.0, 1.0)
     alpha = main.new_tensor(plane).float()  # one channel uploaded
@@ -121,6 +135,14 @@ def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarra
     denoised = denoiser.denoise(alpha.unsqueeze(2), albedo)
     values = denoised[:, :, 0].float().cpu().numpy()
     return np.clip(values, 0.0, 1.0).astype(np.float32, copy=False)
+
+
+def alpha_on_device(denoiser: Any, runner: Any) -> Callable[[Any, Any], Any]:
+    """How an `AlphaRunner` computes a frame's alpha on its device: ``(plane, albedo) ->
+    alpha`` of its tensors there (the alpha plane of the uploaded colour, the uploaded
+    albedo or None), `denoise_alpha_tensor`'s work with ``denoiser`` (one made from
+    `alpha_config`), queued where the runner calls it (beside the colour's network)."""
+    return lambda plane, albedo: _denoise_alpha_tensor(denoiser, plane, albedo, runner)
 
 
 def _tensor_fit(runner: Any) -> Any:

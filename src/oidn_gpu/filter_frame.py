@@ -21,6 +21,7 @@ with the denoiser's other calls without reading the `Denoiser` itself.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import threading
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from oidn_gpu.backends.base import (
+    AlphaRunner,
     AutoexposureRunner,
     BackendOptions,
     NetworkExecutor,
@@ -252,11 +254,17 @@ class FramePath:
         destination: np.ndarray | None = None,
         scratch: bool = True,
         frame: PlannedFrame | None = None,
+        alpha: Callable[[Any, Any], Any] | None = None,
     ) -> np.ndarray:
         """Denoise validated host images; returns HxWxC float32 (C = main channels sans
         alpha), or ``destination`` when the runner wrote the result into it
         (``scratch``: it is a new array, not the caller's, `DenoiseImages.output_is_scratch`;
-        ``frame``: the images' `plan` already made)."""
+        ``frame``: the images' `plan` already made).
+
+        ``alpha``: the colour's alpha comes back too (C = main channels), computed on the
+        device of ``frame``'s runner (an `AlphaRunner`) by ``alpha(plane, albedo)`` of its
+        tensors there (`filter_alpha.alpha_on_device`).
+        """
         h, w = images.height, images.width
         out_channels = images.main_channels - (1 if images.alpha is not None else 0)
         if h == 0 or w == 0:
@@ -267,7 +275,17 @@ class FramePath:
         runner_images = make_runner_images(images, out_channels, destination, scratch=scratch)
         report_progress(progress, 0.0)
         input_scale = frame.input_scale
-        if frame.autoexposes:
+        if alpha is not None:
+            runner = frame.runner
+            assert isinstance(runner, AlphaRunner) and images.rgba is not None
+            runner_images = dataclasses.replace(runner_images, main=images.rgba)
+            result, scale = runner.run_with_alpha(
+                runner_images, frame.plan, alpha, progress, autoexposure=frame.autoexposes
+            )
+            if frame.autoexposes:
+                input_scale = scale
+                process.warn_if_autoexposure_blackens(runner_images.main, scale)
+        elif frame.autoexposes:
             runner = frame.runner
             assert isinstance(runner, AutoexposureRunner)
             result, input_scale = runner.run_autoexposed(runner_images, frame.plan, progress)

@@ -48,11 +48,13 @@ from oidn_gpu.backends.options import check_precision as check_precision
 from oidn_gpu.backends.options import precision_choices as precision_choices
 
 # The tile runners' protocols (what `Backend.create_runner` makes).
+from oidn_gpu.backends.runners import AlphaRunner as AlphaRunner
 from oidn_gpu.backends.runners import AutoexposureRunner as AutoexposureRunner
 from oidn_gpu.backends.runners import BesideRunner as BesideRunner
 from oidn_gpu.backends.runners import CoverageRunner as CoverageRunner
 from oidn_gpu.backends.runners import DenoiseImages as DenoiseImages
 from oidn_gpu.backends.runners import DeviceRunner as DeviceRunner
+from oidn_gpu.backends.runners import HostCoverageRunner as HostCoverageRunner
 from oidn_gpu.backends.runners import HostInputsRunner as HostInputsRunner
 from oidn_gpu.backends.runners import Progress as Progress
 from oidn_gpu.backends.runners import SequenceRunner as SequenceRunner

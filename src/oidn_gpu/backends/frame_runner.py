@@ -13,7 +13,9 @@ images goes, in this order:
    launched: `run_frame` queues the per-frame passes before the network (the
    autoexposure), every tile's input pass, network and output pass, and reports
    progress after each tile (a False from ``progress`` cancels);
-4. the backend's read back (queued; `FrameRunner._result` waits for it).
+4. work a caller queues beside the network (``beside``: cuda computes an alpha channel
+   there, on a side stream, into the output's 4th channel);
+5. the backend's read back (queued; `FrameRunner._result` waits for it).
 
 What a backend supplies are the abstract primitives of `FrameRunner` and the
 two passes of `TilePasses`; nothing here knows wgpu or torch.
@@ -59,16 +61,20 @@ class HostFrame:
     """The checked host images of one frame.
 
     Attributes:
-        arrays: ``[H, W, C]`` float16/float32 views (C 1..3), the main image first.
+        arrays: ``[H, W, C]`` float16/float32 views (C 1..3; the main image's C is 4 with
+            ``with_alpha``), the main image first.
         roles: the `ROLES` of the arrays (``"main"`` first).
-        out_channels: channels of the result (1..3).
-        output: the caller's destination (``[H, W, >= out_channels]``), or None.
+        out_channels: channels of the result (1..3), the alpha's not counted.
+        output: the caller's destination (``[H, W, >= channels of shape]``), or None.
+        with_alpha: the main image's 4th channel is an alpha that the result carries too
+            (after its ``out_channels``), computed by work queued beside the network.
     """
 
     arrays: tuple[np.ndarray, ...]
     roles: tuple[str, ...]
     out_channels: int
     output: np.ndarray | None = None
+    with_alpha: bool = False
 
     @property
     def height(self) -> int:
@@ -80,13 +86,13 @@ class HostFrame:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        """The result's ``(H, W, out_channels)``."""
-        return self.height, self.width, self.out_channels
+        """The result's ``(H, W, C)``: ``out_channels``, and the alpha with ``with_alpha``."""
+        return self.height, self.width, self.out_channels + int(self.with_alpha)
 
     @property
     def target(self) -> np.ndarray | None:
         """The channels of `output` the result is written into (None without one)."""
-        return None if self.output is None else self.output[:, :, : self.out_channels]
+        return None if self.output is None else self.output[:, :, : self.shape[2]]
 
 
 def host_frame(
@@ -95,6 +101,7 @@ def host_frame(
     out_channels: int | None = None,
     output: Any = None,
     convert: bool = True,
+    with_alpha: bool = False,
 ) -> HostFrame:
     """Check the host images of a frame: ``(main, albedo, normal)``, None where absent.
 
@@ -102,9 +109,11 @@ def host_frame(
         images: the main image, then the optional albedo and normal (``HxW`` or
             ``HxWxC``, C 1..3).
         out_channels: channels of the result (default: the main image's).
-        output: an ``[H, W, C]`` float16/float32 array (C at least ``out_channels``; the
-            channels past them are left untouched) the result is written into.
+        output: an ``[H, W, C]`` float16/float32 array (C at least ``out_channels``,
+            plus one with ``with_alpha``; the channels past them are left untouched) the
+            result is written into.
         convert: read dtypes other than float16/float32 as float32 (else reject them).
+        with_alpha: the main image is ``HxWx4``, a colour and its alpha (`HostFrame`).
 
     Raises:
         InvalidArgumentError: a missing main image, a bad shape, dtype or size, a bad
@@ -117,7 +126,16 @@ def host_frame(
     given = [(role, image) for role, image in zip(ROLES, images, strict=False) if image is not None]
     if not given or given[0][0] != ROLES[0]:
         raise InvalidArgumentError("the main image is missing; it comes first, then albedo, normal")
+    if with_alpha:
+        main = given[0][1]
+        if not isinstance(main, np.ndarray) or main.ndim != 3 or main.shape[2] != 4:
+            raise InvalidArgumentError(
+                f"main image has shape {np.shape(main)}; expected HxWx4 (a colour and its alpha)"
+            )
+        given[0] = ("main", main[:, :, :3])
     arrays = tuple(_as_hwc(image, role, convert) for role, image in given)
+    if with_alpha:
+        arrays = (main if main.dtype in HOST_DTYPES else main.astype(np.float32), *arrays[1:])
     height, width = arrays[0].shape[:2]
     for array in arrays[1:]:
         if array.shape[:2] != (height, width):
@@ -125,11 +143,11 @@ def host_frame(
                 f"image size {array.shape[0]}x{array.shape[1]} differs from the main "
                 f"input's {height}x{width}"
             )
-    channels = out_channels if out_channels is not None else int(arrays[0].shape[2])
+    channels = out_channels if out_channels is not None else min(3, int(arrays[0].shape[2]))
     check_out_channels(channels)
     if output is not None:
-        check_destination(output, (height, width, channels))
-    return HostFrame(arrays, tuple(role for role, _ in given), channels, output)
+        check_destination(output, (height, width, channels + int(with_alpha)))
+    return HostFrame(arrays, tuple(role for role, _ in given), channels, output, with_alpha)
 
 
 def check_out_channels(channels: int) -> None:
@@ -299,6 +317,16 @@ class FrameRunner(ABC, Generic[ImageT, FrameT, PendingT]):
     def _result(self, pending: PendingT) -> np.ndarray:
         """Wait for a read back and return the result (the destination, when given)."""
 
+    def _mark(self) -> Any:
+        """A mark of the work queued so far, for `_queue_beside` (taken before the
+        frame's network is queued)."""
+        return None
+
+    def _queue_beside(self, work: Callable[[], None], mark: Any) -> None:
+        """Queue ``work`` beside the frame's network: from ``mark`` on, before the read
+        back (this form: after the network)."""
+        work()
+
     # ------------------------------------------------------------------ the frame order
 
     def _submit_host(
@@ -310,8 +338,14 @@ class FrameRunner(ABC, Generic[ImageT, FrameT, PendingT]):
         autoexposure: bool,
         progress: Progress | None,
         slot: str = "",
+        beside: Callable[[list[ImageT], ImageT], None] | None = None,
     ) -> PendingT:
-        """Upload, run and read back one host frame (`_result` waits for it)."""
+        """Upload, run and read back one host frame (`_result` waits for it).
+
+        ``beside(images, output)`` queues work on the device images (by `HostFrame.roles`)
+        and output beside the frame's network, before the read back (`_queue_beside`):
+        with `HostFrame.with_alpha` it writes the output's alpha channel.
+        """
         start = time.perf_counter()
         images = self._upload_frame(frame, slot)
         uploaded = time.perf_counter()
@@ -319,7 +353,10 @@ class FrameRunner(ABC, Generic[ImageT, FrameT, PendingT]):
         request = FrameRequest(
             tuple(images), frame.roles, output, frame.out_channels, mode, plan, autoexposure
         )
+        mark = self._mark() if beside is not None else None
         self._run_device(request, progress)
+        if beside is not None:
+            self._queue_beside(lambda: beside(images, output), mark)
         submitted = time.perf_counter()
         upload_ms, submit_ms = (uploaded - start) * 1e3, (submitted - uploaded) * 1e3
         return self._read_back(frame, output, slot, upload_ms, submit_ms)

@@ -1,7 +1,8 @@
 """The tile runners' part of the backend seam (re-exported by `backends.base`): the
 images of one denoise (`DenoiseImages`) and what a `Backend.create_runner` makes: a
 `TileRunner`, and the optional abilities a runner may add (`AutoexposureRunner`,
-`DeviceRunner`, `HostInputsRunner`, `CoverageRunner`, `BesideRunner`, `SequenceRunner`)."""
+`DeviceRunner`, `HostInputsRunner`, `CoverageRunner`, `HostCoverageRunner`,
+`BesideRunner`, `AlphaRunner`, `SequenceRunner`)."""
 
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ class DeviceRunner(Protocol):
 class HostInputsRunner(Protocol):
     """A `DeviceRunner` that keeps the device copies of its last NumPy frame's images
     (cuda): a second denoise on its device reads them there instead of uploading them
-    again (`Denoiser.denoise` with ``alpha="denoise"``: the alpha's albedo and normal)."""
+    again (`Denoiser.denoise` with ``alpha="denoise"`` and a prefilter: the alpha's albedo)."""
 
     def host_inputs(self) -> dict[str, Any]:
         """The last NumPy frame's images on the device by role (``"main"``,
@@ -143,6 +144,17 @@ class CoverageRunner(Protocol):
 
 
 @runtime_checkable
+class HostCoverageRunner(Protocol):
+    """A `TileRunner` that computes `image.coverage.fit_coverage` of host arrays on its
+    device (wgpu: two compute passes instead of NumPy on the host's cores)."""
+
+    def fit_coverage_host(self, alpha: Any, guide: Any) -> Any:
+        """The ``H x W`` alpha array fitted to the ``H x W x C`` guide array: a float32
+        ``H x W`` NumPy array."""
+        ...
+
+
+@runtime_checkable
 class BesideRunner(Protocol):
     """A `DeviceRunner` whose device runs work beside other work it queued (cuda: on a side
     stream), as `Denoiser.denoise` runs an alpha's fit and network beside the colour's
@@ -157,6 +169,30 @@ class BesideRunner(Protocol):
         work before ``start`` (a `queued` mark; default: all work queued so far) is done,
         and work queued after the context waits for it. It gives a function to pass each
         tensor made inside and used after it (the tensor, then safe to use and free)."""
+        ...
+
+
+@runtime_checkable
+class AlphaRunner(Protocol):
+    """A `TileRunner` that denoises a colour and its alpha as one frame of host images
+    (cuda): the ``H x W x 4`` image goes to the device at once, the alpha is computed there
+    beside the colour's network, and the four channels come back at once."""
+
+    def run_with_alpha(
+        self,
+        images: DenoiseImages,
+        plan: DenoisePlan,
+        alpha: Callable[[Any, Any], Any],
+        progress: Progress | None = None,
+        *,
+        autoexposure: bool = False,
+    ) -> tuple[Any, Any]:
+        """``(denoised H x W x 4 image, input scale)``: ``images.main`` is the colour with
+        its alpha (``H x W x 4``), ``images.output`` None or an ``H x W x 4`` array, and
+        the result's alpha is ``alpha(plane, albedo)`` of the alpha plane and the albedo
+        (or None) as the runner's tensors on its device; it returns an ``H x W`` float32
+        tensor there. ``autoexposure``: the scale is the colour's autoexposure computed on
+        the device (`AutoexposureRunner`), else ``plan.mode.input_scale``."""
         ...
 
 

@@ -16,7 +16,11 @@ MAX_IMAGE_DIM = 65536
 
 @dataclass(frozen=True)
 class Images:
-    """Validated inputs: float32 RGB-broadcastable arrays, plus the color's alpha."""
+    """Validated inputs: float32 RGB-broadcastable arrays, plus the color's alpha.
+
+    ``rgba`` is the main image as given (``H x W x 4``) where it had an alpha, else None:
+    ``color`` and ``alpha`` are its views.
+    """
 
     color: np.ndarray | None
     albedo: np.ndarray | None
@@ -26,6 +30,7 @@ class Images:
     height: int
     width: int
     dtype: np.dtype
+    rgba: Any = None
 
 
 def check_image(name: str, image: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -87,4 +92,5 @@ def validate_images(color: Any, albedo: Any, normal: Any, check: Any = check_ima
         height=h,
         width=w,
         dtype=given[main_name].dtype,
+        rgba=given[main_name] if alpha is not None else None,
     )

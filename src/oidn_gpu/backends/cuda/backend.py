@@ -68,6 +68,21 @@ class CudaTileRunner:
         result = self._denoise(images, plan, progress, autoexposure=True)
         return result, self.denoiser.input_scale()
 
+    def run_with_alpha(
+        self,
+        images: DenoiseImages,
+        plan: DenoisePlan,
+        alpha: Callable[[Any, Any], Any],
+        progress: Progress | None = None,
+        *,
+        autoexposure: bool = False,
+    ) -> tuple[np.ndarray, Any]:
+        """`AlphaRunner.run_with_alpha`: one upload of the RGBA image, the alpha queued on a
+        side stream beside the colour's CUDA graph, one read back (`CudaDenoiser.denoise`)."""
+        result = self._denoise(images, plan, progress, autoexposure=autoexposure, alpha=alpha)
+        scale = self.denoiser.input_scale() if autoexposure else plan.mode.input_scale
+        return result, scale
+
     def _denoise(
         self,
         images: DenoiseImages,
@@ -76,9 +91,11 @@ class CudaTileRunner:
         *,
         autoexposure: bool,
         staged: bool = False,
+        alpha: Callable[[Any, Any], Any] | None = None,
     ) -> Any:
-        """One frame: NumPy images through `CudaDenoiser.denoise`, or device tensors
-        (``staged``) through `CudaDenoiser.denoise_staged`."""
+        """One frame: NumPy images through `CudaDenoiser.denoise` (``alpha``: with the
+        alpha computed beside), or device tensors (``staged``) through
+        `CudaDenoiser.denoise_staged`."""
         if not TILE_LIMITS.fits(*plan.tile_shape):
             tile_h, tile_w = plan.tile_shape
             raise InvalidArgumentError(
@@ -91,7 +108,9 @@ class CudaTileRunner:
         # written in place; the caller's own array only through the result, so a failed
         # frame leaves it as it was.
         into = images.output if not staged and images.output_is_scratch else None
-        given = {} if into is None else {"output": into}
+        given: dict[str, Any] = {} if into is None else {"output": into}
+        if alpha is not None:
+            given["alpha"] = alpha
         # The denoiser's buffers are updated in place every frame: never inference tensors,
         # also when the caller runs under torch.inference_mode.
         with self.denoiser._torch.inference_mode(False):

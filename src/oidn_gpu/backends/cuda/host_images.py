@@ -12,11 +12,12 @@ than the copies themselves (bench/cuda_host_copies.py, docs/benchmarks.md).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from oidn_gpu.backends.cuda.images import DeviceScalar, host_copy, staged_source
+from oidn_gpu.backends.cuda.images import DeviceImage, DeviceScalar, host_copy, staged_source
 from oidn_gpu.backends.frame_runner import host_frame
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image.tiling import TilePlan
@@ -40,6 +41,7 @@ class HostImages:
         out_channels: int | None = None,
         autoexposure: bool = False,
         output: np.ndarray | None = None,
+        alpha: Callable[[Any, Any], Any] | None = None,
     ) -> np.ndarray:
         """Denoise host images; returns ``[H, W, out_channels]`` float32 (or fills ``output``).
 
@@ -49,12 +51,25 @@ class HostImages:
         (torch's CPU thread count, ``torch.set_num_threads``, sets the copy rate).
         ``output`` (float32 or float16) may be one of the inputs (in place) and may have
         a 4th channel, left untouched.
+
+        With ``alpha``, ``main`` is ``[H, W, 4]``, a colour and its alpha, uploaded as one
+        image, and the result is ``[H, W, out_channels + 1]``: its last channel is
+        ``alpha(plane, albedo)`` of the uploaded alpha plane (an ``[H, W]`` tensor) and
+        albedo (a tensor, or None), a float32 ``[H, W]`` tensor computed on the device
+        beside the colour's network (queued on a side stream), read back with the colour.
         """
         self._check_open()
         host = host_frame(
-            (main, albedo, normal), out_channels=out_channels, output=output, convert=False
+            (main, albedo, normal),
+            out_channels=out_channels,
+            output=output,
+            convert=False,
+            with_alpha=alpha is not None,
         )
-        pending = self._submit_host(host, mode, plan, autoexposure=autoexposure, progress=None)
+        beside = None if alpha is None else _alpha_into_output(host.roles, alpha)
+        pending = self._submit_host(
+            host, mode, plan, autoexposure=autoexposure, progress=None, beside=beside
+        )
         return self._result(pending)
 
     def denoise_staged(
@@ -202,3 +217,18 @@ class HostImages:
             if self._cuda:
                 events[index].synchronize()
             host_copy(target[y0:y1], host[y0:y1])
+
+
+def _alpha_into_output(
+    roles: tuple[str, ...], alpha: Callable[[Any, Any], Any]
+) -> Callable[[list[DeviceImage], DeviceImage], None]:
+    """The work `HostImages.denoise` queues beside a frame with an alpha: ``alpha`` of
+    the main image's 4th channel and the albedo, written into the output's last channel."""
+
+    def write(images: list[DeviceImage], output: DeviceImage) -> None:
+        by_role = dict(zip(roles, images, strict=True))
+        albedo = by_role.get("albedo")
+        plane = by_role["main"].tensor[:, :, 3]
+        output.tensor[:, :, -1].copy_(alpha(plane, None if albedo is None else albedo.tensor))
+
+    return write

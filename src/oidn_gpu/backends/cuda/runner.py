@@ -550,6 +550,15 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
         finally:
             current.wait_stream(side)
 
+    def _mark(self) -> Any:
+        return self.queued()
+
+    def _queue_beside(self, work: Callable[[], None], mark: Any) -> None:
+        """On a side stream from ``mark`` (`beside`): ``work`` writes only into buffers
+        of the denoiser, which the current stream waits for before it reads them."""
+        with self.beside(mark):
+            work()
+
     def _output_image(self, frame: HostFrame, slot: str) -> DeviceImage:
         out = self._buffer(self._dev, "out", frame.shape, np.float32, pinned=False)
         return describe(out, "output")

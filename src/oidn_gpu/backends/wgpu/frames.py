@@ -5,7 +5,8 @@ channels read or written). `TileSet` is the device frame of one configuration
 (images, output, mode passes, frame uniform, tile plan): every tile's params
 uniforms and input/output bind groups, built once, and `TileSet.submit`, which
 encodes one tile (input pass, network, output pass) into one submission.
-`PendingFrame` is a submitted host frame waiting for its read back.
+`PendingFrame` is a submitted host frame waiting for its read back; `frame_of_item`
+checks the host frame of one item of a sequence of frames.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from oidn_gpu.backends.frame_runner import HostFrame
+from oidn_gpu.backends.frame_runner import HostFrame, host_frame
 from oidn_gpu.backends.gpu_device import BufferUsage
 from oidn_gpu.backends.wgpu.resources import BUFFER
 from oidn_gpu.errors import InvalidArgumentError
@@ -237,3 +238,14 @@ class TileSet:
             label=f"{label}/output",
         )
         self.device.submit([encoder.finish()])
+
+
+def frame_of_item(images: tuple[Any, ...], out_channels: int | None) -> HostFrame:
+    """The checked host frame of a `GpuDenoiser.denoise_many` item: ``(main, albedo,
+    normal)``, optionally followed by an ``output`` array."""
+    if len(images) > 4:
+        raise InvalidArgumentError(
+            f"a frame has {len(images)} arrays; expected (main, albedo, normal[, output])"
+        )
+    padded = (*images, None, None, None)[:4]
+    return host_frame(padded[:3], out_channels=out_channels, output=padded[3])

@@ -64,6 +64,7 @@ from oidn_gpu.backends.frame_runner import (
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease
 from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
 from oidn_gpu.backends.wgpu.autoexposure import AutoexposurePass
+from oidn_gpu.backends.wgpu.coverage import CoverageFit
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
 from oidn_gpu.backends.wgpu.frames import (
     F32_BYTES,
@@ -73,6 +74,7 @@ from oidn_gpu.backends.wgpu.frames import (
     PendingFrame,
     TileRect,
     TileSet,
+    frame_of_item,
 )
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.backends.wgpu.staging import StagingBuffers
@@ -138,6 +140,7 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         self._autoexposure = AutoexposurePass(
             self._device, executor, self._resources, self._staging, self._retire
         )
+        self._coverage = CoverageFit(self._device, executor, self._staging)
         self._prelude: Callable[[Any], None] | None = None  # encoded before the next tile
         self._uploads: list[Any] = []  # upload buffers of the frame being submitted
         self.last_input_scale: float | None = None
@@ -364,7 +367,7 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
             with self._device.queue_lock:
                 self._check_open()
                 submitted = self._submit_host(
-                    _frame_of(tuple(images), out_channels),
+                    frame_of_item(tuple(images), out_channels),
                     mode,
                     plan,
                     autoexposure=autoexposure,
@@ -376,6 +379,12 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
             pending = submitted
         if pending is not None:
             yield self._finish_locked(pending)
+
+    @_queue_turn
+    def fit_coverage_host(self, alpha: np.ndarray, guide: np.ndarray) -> np.ndarray:
+        """`HostCoverageRunner.fit_coverage_host`: `CoverageFit.fit_coverage` on this device."""
+        self._check_open()
+        return self._coverage.fit_coverage(alpha, guide)
 
     def _finish_locked(self, frame: PendingFrame) -> np.ndarray:
         with self._device.queue_lock:
@@ -573,6 +582,7 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         self._staging.close()
         self._passes.clear()
         self._autoexposure.clear()
+        self._coverage.clear()
         self._frame = None
         self._resources.release_all()
 
@@ -688,13 +698,3 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         # int(): on NumPy 1.x, round() of a NumPy float (plan sizes may be NumPy ints) is a float
         units = int(round(edge / TILE_ALIGNMENT))  # noqa: RUF046 - see above
         self.interactive_edge = units * TILE_ALIGNMENT
-
-
-def _frame_of(images: tuple[Any, ...], out_channels: int | None) -> HostFrame:
-    """The checked host frame of a `GpuDenoiser.denoise_many` item."""
-    if len(images) > 4:
-        raise InvalidArgumentError(
-            f"a frame has {len(images)} arrays; expected (main, albedo, normal[, output])"
-        )
-    padded = (*images, None, None, None)[:4]
-    return host_frame(padded[:3], out_channels=out_channels, output=padded[3])
