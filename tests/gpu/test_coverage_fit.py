@@ -17,6 +17,11 @@ from oidn_gpu.image.coverage import fit_coverage
 pytestmark = pytest.mark.gpu
 
 ATOL = 1e-4
+# A silhouette's windows, where the albedo follows the alpha, are nearly singular: float32
+# sums in another order (a driver's compiler may reassociate them, as WGSL allows) move the
+# fit by up to 7e-5 there on lavapipe, against 1e-5 on random images, and NumPy's fit is
+# itself about 1e-3 from a float64 fit (tests/unit/test_coverage.py).
+SILHOUETTE_ATOL = 3e-4
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +33,11 @@ def runner(gpu, tiny_models):
     executor.close()
 
 
-def _fits_as_numpy(runner, alpha: np.ndarray, guide: np.ndarray) -> None:
+def _fits_as_numpy(runner, alpha: np.ndarray, guide: np.ndarray, atol: float = ATOL) -> None:
     fitted = runner.fit_coverage_host(alpha, guide)
     assert fitted.dtype == np.float32 and fitted.shape == alpha.shape[:2]
     expected = fit_coverage(alpha.reshape(alpha.shape[:2]), guide.astype(np.float32))
-    np.testing.assert_allclose(fitted, expected, atol=ATOL)
+    np.testing.assert_allclose(fitted, expected, atol=atol)
 
 
 def _disc(size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -57,11 +62,11 @@ def test_random_alpha_and_albedo(runner, rng) -> None:
 
 def test_a_soft_disc_s_silhouette(runner, rng) -> None:
     alpha, albedo = _disc(64, rng)
-    _fits_as_numpy(runner, alpha, albedo)
+    _fits_as_numpy(runner, alpha, albedo, SILHOUETTE_ATOL)
     # an alpha of one channel's shape, and an RGBA view's alpha
     rgba = np.concatenate([albedo, alpha[:, :, None]], axis=2)
-    _fits_as_numpy(runner, rgba[:, :, 3:], albedo)
-    _fits_as_numpy(runner, rgba[:, :, 3], rgba)  # the guide's first three channels
+    _fits_as_numpy(runner, rgba[:, :, 3:], albedo, SILHOUETTE_ATOL)
+    _fits_as_numpy(runner, rgba[:, :, 3], rgba, SILHOUETTE_ATOL)  # the guide's first three channels
 
 
 @pytest.mark.parametrize("shape", ["H x W", "H x W x 1", "H x W x 2"])
@@ -92,10 +97,10 @@ def test_a_one_channel_guide_of_the_silhouette(runner, rng) -> None:
 
 def test_a_float16_guide(runner, rng) -> None:
     alpha, albedo = _disc(40, rng)
-    _fits_as_numpy(runner, alpha, albedo.astype(np.float16))
+    _fits_as_numpy(runner, alpha, albedo.astype(np.float16), SILHOUETTE_ATOL)
     rgba = np.ones((45, 43, 4), np.float16)
     rgba[5:, 3:, :3] = albedo
-    _fits_as_numpy(runner, alpha, rgba[5:, 3:, :3])  # a strided view
+    _fits_as_numpy(runner, alpha, rgba[5:, 3:, :3], SILHOUETTE_ATOL)  # a strided view
     _fits_as_numpy(runner, alpha[:1, :1], albedo[:1, :1].astype(np.float16))  # half a word
 
 
