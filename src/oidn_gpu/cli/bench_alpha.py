@@ -28,7 +28,7 @@ from oidn_gpu.backends.bench_result import parse_size
 from oidn_gpu.cli.backend_flags import add_backend_flags, backend_options
 from oidn_gpu.filter import Denoiser
 
-SEED = 7  # NumPy's generator seed for the images: every run times the same images
+IMAGES_STATE = 7  # numpy.random.default_rng(IMAGES_STATE): every run times the same images
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _images(height: int, width: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(IMAGES_STATE)
     colour = (rng.random((height, width, 3)) * 4).astype(np.float32)
     alpha = rng.random((height, width, 1)).astype(np.float32)
     return {
