@@ -3,15 +3,19 @@ loaded once (`ModelCache`); custom ``weights=`` are loaded when the denoiser is 
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
+from oidn_gpu.backends.phases import timed_phase
 from oidn_gpu.config import FilterOptions
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, WeightsNotFoundError
 from oidn_gpu.image.checks import Images
 from oidn_gpu.model import unet, weights
 from oidn_gpu.model.unet import ValidatedModel
+
+_LOG = logging.getLogger(__name__)
 
 
 def _load_custom_weights(source: Any) -> ValidatedModel:
@@ -76,7 +80,8 @@ class ModelCache:
             return CUSTOM_WEIGHTS, self._custom(images)
         assert name is not None
         if name not in self._models:
-            self._models[name] = weights.load_builtin(name, options.weights_dir)
+            with timed_phase(_LOG, "read the weights"):
+                self._models[name] = weights.load_builtin(name, options.weights_dir)
         return name, self._models[name]
 
     def _custom(self, images: Images) -> ValidatedModel:

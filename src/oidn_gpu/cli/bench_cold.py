@@ -41,6 +41,7 @@ ROWS = (
     ("import_torch_s", "import torch + CUDA init"),
     ("import_s", "import the denoiser"),
     ("first_denoise_s", "first denoise"),
+    ("read_weights_s", "  in it: read the weights"),
     ("probe_s", "  in it: import wgpu, find a GPU adapter"),
     ("device_s", "  open the device"),
     ("kernels_s", "  choose and generate the kernels"),
@@ -58,8 +59,9 @@ ROWS = (
     ("new_size_second_s", "second denoise at the second size"),
     ("script_wall_s", "script wall (spawn to exit)"),
 )
-# Logged phases (`backends.phases.log_phase`: the wgpu and cuda backends') -> their rows.
+# Logged phases (`backends.phases`: the wgpu and cuda backends', the weights') -> their rows.
 PHASE_ROWS = {
+    "read the weights": "read_weights_s",
     "find a GPU adapter": "probe_s",
     "open the device": "device_s",
     "choose and generate the kernels": "kernels_s",

@@ -13,7 +13,6 @@ import dataclasses
 import importlib.util
 import logging
 import os
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -35,7 +34,7 @@ from oidn_gpu.backends.cuda import available, kernel_specs
 from oidn_gpu.backends.cuda.options import ENGINES, PRECISIONS, TILE_LIMITS, CudaOptions
 from oidn_gpu.backends.cuda.placement import cuda_device_for_gpu
 from oidn_gpu.backends.host_runner import report_progress
-from oidn_gpu.backends.phases import log_phase
+from oidn_gpu.backends.phases import timed_phase
 from oidn_gpu.backends.plan import DenoisePlan
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
 
@@ -325,12 +324,10 @@ class CudaBackend:
         from oidn_gpu.backends.cuda.torch_cache import ensure_torch_kernel_cache
         from oidn_gpu.backends.cuda.torch_ops import torch
 
-        started = time.perf_counter()
         ensure_torch_kernel_cache()  # before PyTorch's first run-time compiled kernel
-        with torch.inference_mode(False):  # its buffers are written in place (see the runner)
-            executor = CudaExecutor(model, options=options)
-        log_phase(_LOG, "build the network", started)
-        return executor
+        # its buffers are written in place (see the runner)
+        with timed_phase(_LOG, "build the network"), torch.inference_mode(False):
+            return CudaExecutor(model, options=options)
 
     def create_runner(self, executor: NetworkExecutor) -> TileRunner:
         from oidn_gpu.backends.cuda.runner import CudaDenoiser

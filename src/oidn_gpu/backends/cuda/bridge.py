@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from oidn_gpu.backends.cuda import compile_job, kernel_specs
 from oidn_gpu.backends.cuda.images import DeviceImage, describe
 from oidn_gpu.backends.cuda.triton_loader import CompileStopped, interpreting, kernels
-from oidn_gpu.backends.phases import log_phase
+from oidn_gpu.backends.phases import log_phase, paused_gc
 from oidn_gpu.errors import InvalidOperationError
 from oidn_gpu.image.tiling import TilePlan
 
@@ -218,16 +218,17 @@ class CompileBridge:
             return False
         start = time.perf_counter()
         try:
-            key = self._spec_key(config)
-            if key is None:
-                return False
-            kernel_specs.install_shipped(key.triton, key.capability)
-            records = kernel_specs.load(key)
-            if not kernel_specs.in_cache(records):
-                return False
-            with kernel_specs.recording() as seen:
-                count = kernel_specs.load_into_process(records)
-            kernel_specs.save(key, seen)
+            with paused_gc():
+                key = self._spec_key(config)
+                if key is None:
+                    return False
+                kernel_specs.install_shipped(key.triton, key.capability)
+                records = kernel_specs.load(key)
+                if not kernel_specs.in_cache(records):
+                    return False
+                with kernel_specs.recording() as seen:
+                    count = kernel_specs.load_into_process(records)
+                kernel_specs.save(key, seen)
         except Exception as err:  # a kernel list this Triton cannot load: compile instead
             _LOG.info("cuda: compiled kernels not loaded (%s: %s)", type(err).__name__, err)
             return False

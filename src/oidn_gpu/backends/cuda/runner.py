@@ -54,7 +54,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import time
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -87,7 +86,7 @@ from oidn_gpu.backends.frame_runner import (
     run_frame,
 )
 from oidn_gpu.backends.host_runner import report_progress
-from oidn_gpu.backends.phases import log_phase
+from oidn_gpu.backends.phases import timed_phase
 from oidn_gpu.backends.plan import WHOLE_IMAGE, plan_tiles
 from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image.tiling import TilePlan
@@ -467,9 +466,8 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
                 (height, width, request.out_channels), dtype=torch.float32, device=self.device
             )
             target = describe(owned, "output")
-        started = time.perf_counter()
-        prepared = self.executor.prepare(plan.tile_h, plan.tile_w, engine)
-        log_phase(_LOG, "prepare the frame's launches", started)
+        with timed_phase(_LOG, "prepare the frame's launches"):
+            prepared = self.executor.prepare(plan.tile_h, plan.tile_w, engine)
         output = target
 
         def run() -> None:

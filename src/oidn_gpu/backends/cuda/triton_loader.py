@@ -8,10 +8,9 @@ import importlib.util
 import logging
 import os
 import threading
-import time
 from typing import Any
 
-from oidn_gpu.backends.phases import log_phase
+from oidn_gpu.backends.phases import timed_phase
 
 _LOG = logging.getLogger(__name__)
 
@@ -30,15 +29,14 @@ def kernels() -> Any:
     global _KERNELS
     with _KERNELS_LOCK:
         if _KERNELS is None:
-            started = time.perf_counter()
-            import oidn_gpu.backends.cuda.fused_kernels as fused_kernels
-            import oidn_gpu.backends.cuda.io_kernels as io_kernels
-            import oidn_gpu.backends.cuda.row_kernels as row_kernels
-            import oidn_gpu.backends.cuda.triton_kernels as triton_kernels
+            with timed_phase(_LOG, "import Triton and the kernel modules"):
+                import oidn_gpu.backends.cuda.fused_kernels as fused_kernels
+                import oidn_gpu.backends.cuda.io_kernels as io_kernels
+                import oidn_gpu.backends.cuda.row_kernels as row_kernels
+                import oidn_gpu.backends.cuda.triton_kernels as triton_kernels
 
             _MORE_KERNELS.update(fused=fused_kernels, rows=row_kernels, io=io_kernels)
             _KERNELS = triton_kernels
-            log_phase(_LOG, "import Triton and the kernel modules", started)
         return _KERNELS
 
 

@@ -27,7 +27,7 @@ from oidn_gpu.backends.base import (
 )
 from oidn_gpu.backends.bench_result import JSON_HELP, parse_size, write_bench_json
 from oidn_gpu.backends.benchmark import add_cold_arguments, run_cold_start
-from oidn_gpu.backends.phases import log_phase
+from oidn_gpu.backends.phases import log_phase, paused_gc
 from oidn_gpu.backends.wgpu import icd
 from oidn_gpu.backends.wgpu.options import KERNELS, PRECISIONS, WgpuOptions
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
@@ -146,7 +146,8 @@ class WgpuBackend:
         is installed, it imports wgpu and asks for an adapter)."""
         started = time.perf_counter()
         try:
-            return self._probe()
+            with paused_gc():
+                return self._probe()
         finally:
             log_phase(_LOG, "find a GPU adapter", started)
 

@@ -43,7 +43,6 @@ parts: `nodes` (kernels and packed weights), `plan_cache` (per-shape plans),
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -59,7 +58,7 @@ from oidn_gpu.backends.base import (
     check_network_input,
 )
 from oidn_gpu.backends.gpu_device import CommandEncoder, GpuDevice
-from oidn_gpu.backends.phases import log_phase
+from oidn_gpu.backends.phases import timed_phase
 from oidn_gpu.backends.wgpu import kernel_choice, nodes
 from oidn_gpu.backends.wgpu.device import open_device, shader_checks_forced
 from oidn_gpu.backends.wgpu.options import WgpuOptions
@@ -221,9 +220,8 @@ class WgpuExecutor(ExecutorBase):
         # compiles on the thread that first needs it, in a fixed order: the recorder's).
         self.compiles_ahead = bool(prepare)
         self._closed = True  # until construction succeeds
-        started = time.perf_counter()
-        self._device = open_device(device)
-        log_phase(_LOG, "open the device", started)
+        with timed_phase(_LOG, "open the device"):
+            self._device = open_device(device)
         self._owns_device = self._device.owned and device is None
         self.precision = resolve_precision(self._device, options.precision)
         self.kernel_setting = options.kernel
@@ -277,23 +275,21 @@ class WgpuExecutor(ExecutorBase):
         def compile_ahead(kernel: Kernel) -> None:
             self._cache.prepare([kernel], shader_checks=self.shader_checks, wait=False)
 
-        started = time.perf_counter()
         # Each kernel compiles while the next ones are generated and the weights uploaded.
-        self._nodes = nodes.build_nodes(
-            self.graph,
-            self._device.capabilities,
-            precision=self.precision,
-            kernel=self.kernel_setting,
-            gemm=self._gemm,
-            on_kernel=compile_ahead if prepare else None,
-        )
-        log_phase(_LOG, "choose and generate the kernels", started)
+        with timed_phase(_LOG, "choose and generate the kernels"):
+            self._nodes = nodes.build_nodes(
+                self.graph,
+                self._device.capabilities,
+                precision=self.precision,
+                kernel=self.kernel_setting,
+                gemm=self._gemm,
+                on_kernel=compile_ahead if prepare else None,
+            )
         self._warn_forced_fallbacks(self.options.gemm)
-        started = time.perf_counter()
-        nodes.upload_weights(
-            self._nodes, self._model.convs, self._device, self.precision, self._track
-        )
-        log_phase(_LOG, "pack and upload the weights", started)
+        with timed_phase(_LOG, "pack and upload the weights"):
+            nodes.upload_weights(
+                self._nodes, self._model.convs, self._device, self.precision, self._track
+            )
         self._plans = ShapePlanCache(
             self._device,
             self.graph,
