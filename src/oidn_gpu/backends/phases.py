@@ -10,7 +10,8 @@ kernels, a network's layers, the kernels' texts): each few hundred of them start
 collection, and in a process that has imported torch an older generation's collection
 walks its millions of objects. So the phases run with the collector paused
 (`paused_gc`): importing Triton 3.9 after torch took 0.15-0.18 s with it and 0.06 s
-without on this project's CPU machine (2026-12-07, docs/benchmarks.md).
+without on this project's CPU machine; with Triton 3.6 on an H100 host the first denoise
+showed no difference we could measure (2026-12-07, docs/benchmarks.md).
 """
 
 from __future__ import annotations
