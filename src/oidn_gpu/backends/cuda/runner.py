@@ -568,6 +568,8 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
     ) -> np.ndarray:
         stream = self._stream()
         pooled = None
+        # A pooled result and a staged read back are pinned each from its own second use
+        # (`pinned_for`): a first frame's read back takes neither.
         if frame.output is None and self.pinned_for(("result", frame.shape)):
             pooled = self._results.take(frame.shape)
         if pooled is not None:  # straight into a pinned result array: no second copy
