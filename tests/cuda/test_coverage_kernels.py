@@ -1,7 +1,8 @@
 """`backends.cuda.coverage_kernels`: the coverage fit of `image.coverage` in two Triton
 kernels (through Triton's interpreter without a GPU): the NumPy fit's values to float32
-rounding, for edge-sized images, a float16 albedo and strided tensors, and the fit the
-cuda backend's runner gives `alpha="denoise"`."""
+rounding, for edge-sized images, an image of many strips of rows (the kernels' running
+sums start afresh in each), a float16 albedo and strided tensors, and the fit the cuda
+backend's runner gives `alpha="denoise"`."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _on(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(array).to(DEVICE)
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (5, 7), (37, 70)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (5, 7), (37, 70), (131, 3)], ids=str)
 def test_the_kernels_fit_as_numpy(shape, rng) -> None:
     alpha = rng.random(shape, dtype=np.float32)
     alpha[: shape[0] // 2] = 1.0  # a constant part too
