@@ -131,7 +131,7 @@ def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarra
     plane = np.clip(np.asarray(images.alpha, dtype=np.float32), 0.0, 1.0)
     alpha = main.new_tensor(plane).float()  # one channel uploaded
     if albedo is not None:
-        alpha = _tensor_fit(runner)(alpha, albedo).clamp(0.0, 1.0)
+        alpha = _clipped_fit(runner, alpha, albedo)
     denoised = denoiser.denoise(alpha.unsqueeze(2), albedo)
     values = denoised[:, :, 0].float().cpu().numpy()
     return np.clip(values, 0.0, 1.0).astype(np.float32, copy=False)
@@ -145,10 +145,13 @@ def alpha_on_device(denoiser: Any, runner: Any) -> Callable[[Any, Any], Any]:
     return lambda plane, albedo: _denoise_alpha_tensor(denoiser, plane, albedo, runner)
 
 
-def _tensor_fit(runner: Any) -> Any:
-    """The coverage fit of tensors on ``runner``'s device: its own (`CoverageRunner`), else
-    `fit_coverage_tensor`."""
-    return runner.fit_coverage if isinstance(runner, CoverageRunner) else fit_coverage_tensor
+def _clipped_fit(runner: Any, alpha: Any, albedo: Any) -> Any:
+    """The alpha tensor clipped to 0..1, fitted to the albedo's coverage and clipped again,
+    on ``runner``'s device: in its own kernels (`CoverageRunner`, which clip as they read
+    and write), else by `fit_coverage_tensor`."""
+    if isinstance(runner, CoverageRunner):
+        return runner.fit_coverage(alpha, albedo, clip=True)
+    return fit_coverage_tensor(alpha.float().clamp(0.0, 1.0), albedo).clamp(0.0, 1.0)
 
 
 def denoise_alpha_tensor(
@@ -167,8 +170,6 @@ def denoise_alpha_tensor(
 
 
 def _denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any, runner: Any) -> Any:
-    one = alpha.float().clamp(0.0, 1.0)
-    if albedo is not None:
-        one = _tensor_fit(runner)(one, albedo).clamp(0.0, 1.0)
+    one = alpha.float().clamp(0.0, 1.0) if albedo is None else _clipped_fit(runner, alpha, albedo)
     denoised = denoiser.denoise(one.unsqueeze(2), albedo)
     return denoised[:, :, 0].float().clamp(0.0, 1.0)

@@ -52,3 +52,13 @@ def test_the_cuda_runner_fits_with_the_kernels(rng) -> None:
         fitted = runner.fit_coverage(_on(alpha), _on(guide))
     expected = coverage_kernels.fit_coverage(_on(alpha), _on(guide))
     assert torch.equal(fitted, expected)
+
+
+def test_clip_clips_the_alpha_read_and_the_fit(rng) -> None:
+    alpha = rng.random((21, 34), dtype=np.float32) * 1.6 - 0.3  # outside 0..1 in places
+    guide = rng.random((21, 34, 3), dtype=np.float32)
+    clipped = coverage_kernels.fit_coverage(_on(alpha), _on(guide), clip=True).cpu().numpy()
+    expected = np.clip(fit_coverage(np.clip(alpha, 0.0, 1.0), guide), 0.0, 1.0)
+    assert clipped.min() >= 0.0 and clipped.max() <= 1.0
+    assert np.abs(fit_coverage(alpha, guide) - expected).max() > 0.1  # the clips matter
+    np.testing.assert_allclose(clipped, expected, atol=2e-4)

@@ -137,9 +137,10 @@ class CoverageRunner(Protocol):
     """A `DeviceRunner` with its own form of `image.coverage.fit_coverage_tensor` (cuda:
     two Triton kernels instead of dozens of torch ones)."""
 
-    def fit_coverage(self, alpha: Any, guide: Any) -> Any:
+    def fit_coverage(self, alpha: Any, guide: Any, *, clip: bool = False) -> Any:
         """The ``H x W`` alpha tensor fitted to the ``H x W x C`` guide tensor on the
-        runner's device: a float32 ``H x W`` tensor there."""
+        runner's device: a float32 ``H x W`` tensor there; with ``clip`` the fit of the
+        alpha clipped to 0..1, clipped to 0..1 itself."""
         ...
 
 

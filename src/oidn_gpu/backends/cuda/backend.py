@@ -158,11 +158,11 @@ class CudaTileRunner:
         """`BesideRunner.beside`: a side stream (`CudaDenoiser.beside`)."""
         return self.denoiser.beside(start)
 
-    def fit_coverage(self, alpha: Any, guide: Any) -> Any:
+    def fit_coverage(self, alpha: Any, guide: Any, *, clip: bool = False) -> Any:
         """`CoverageRunner.fit_coverage`: `coverage_kernels.fit_coverage`."""
         from oidn_gpu.backends.cuda import coverage_kernels  # Triton: on first use
 
-        return coverage_kernels.fit_coverage(alpha, guide)
+        return coverage_kernels.fit_coverage(alpha, guide, clip=clip)
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for the Triton kernels compiling behind the cuDNN bridge."""

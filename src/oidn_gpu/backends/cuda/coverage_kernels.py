@@ -28,7 +28,7 @@ import triton.language as tl
 from oidn_gpu.image.coverage import CENTRE, COVERAGE_EPS, COVERAGE_RADIUS
 
 # Rows of a program's strip, its columns and warps.
-ROWS, BLOCK_W, WARPS = 16, 128, 4
+ROWS, BLOCK_W, WARPS = 16, 64, 2
 
 
 @triton.jit
@@ -47,10 +47,11 @@ def _row_change(
     s_gc,
     centre,
     RADIUS: tl.constexpr,
+    CLIP: tl.constexpr,
 ):
     """The 13 sums of `_fit_windows` over the ``2 * RADIUS + 1`` pixels of row ``enter``
     of the image extended by ``2 * RADIUS`` (columns from ``xs``), minus those of row
-    ``leave`` (none for a negative ``leave``)."""
+    ``leave`` (none for a negative ``leave``); with ``CLIP`` the alpha clipped to 0..1."""
     # the rows' tests as blocks (Triton's interpreter takes no scalar in a mask)
     leaves = xs * 0 + leave >= 0
     iy = tl.minimum(tl.maximum(enter - 2 * RADIUS, 0), height - 1)
@@ -61,14 +62,19 @@ def _row_change(
     s00, s01, s02, s11, s12, s22 = zero, zero, zero, zero, zero, zero
     for dx in tl.static_range(2 * RADIUS + 1):
         ix = tl.minimum(tl.maximum(xs + dx - 2 * RADIUS, 0), width - 1)
-        va = tl.load(alpha_ptr + iy * s_ah + ix * s_aw).to(tl.float32) - centre
+        va = tl.load(alpha_ptr + iy * s_ah + ix * s_aw).to(tl.float32)
         at = guide_ptr + iy * s_gh + ix * s_gw
         v0 = tl.load(at).to(tl.float32) - centre
         v1 = tl.load(at + s_gc).to(tl.float32) - centre
         v2 = tl.load(at + 2 * s_gc).to(tl.float32) - centre
         # the leaving row: centred values of 0 where none leaves
         la = tl.load(alpha_ptr + ly * s_ah + ix * s_aw, mask=leaves, other=centre)
-        la = la.to(tl.float32) - centre
+        la = la.to(tl.float32)
+        if CLIP:
+            va = tl.minimum(tl.maximum(va, 0.0), 1.0)
+            la = tl.minimum(tl.maximum(la, 0.0), 1.0)
+        va -= centre
+        la -= centre
         at = guide_ptr + ly * s_gh + ix * s_gw
         l0 = tl.load(at, mask=leaves, other=centre).to(tl.float32) - centre
         l1 = tl.load(at + s_gc, mask=leaves, other=centre).to(tl.float32) - centre
@@ -106,9 +112,11 @@ def _fit_windows(
     RADIUS: tl.constexpr,
     ROWS: tl.constexpr,
     BW: tl.constexpr,
+    CLIP: tl.constexpr,
 ):
     """The fit ``(a0, a1, a2, b)`` of every window centred on the image extended by
-    ``RADIUS`` (``4 x (H + 2R) x (W + 2R)`` float32 at ``ab_ptr``)."""
+    ``RADIUS`` (``4 x (H + 2R) x (W + 2R)`` float32 at ``ab_ptr``; with ``CLIP``, of the
+    alpha clipped to 0..1)."""
     ext_h = height + 2 * RADIUS
     ext_w = width + 2 * RADIUS
     plane = ext_h * ext_w
@@ -138,6 +146,7 @@ def _fit_windows(
             s_gc,
             centre,
             RADIUS,
+            CLIP,
         )
         g0 += d0
         g1 += d1
@@ -219,9 +228,10 @@ def _apply_fits(
     RADIUS: tl.constexpr,
     ROWS: tl.constexpr,
     BW: tl.constexpr,
+    CLIP: tl.constexpr,
 ):
     """The fitted alpha (``H x W`` float32 at ``out_ptr``): the fits of the windows that
-    hold a pixel averaged, applied to its guide."""
+    hold a pixel averaged, applied to its guide (with ``CLIP``, clipped to 0..1)."""
     ext_h = height + 2 * RADIUS
     ext_w = width + 2 * RADIUS
     plane = ext_h * ext_w
@@ -255,15 +265,21 @@ def _apply_fits(
             v1 = tl.load(at + s_gc, mask=inside, other=0.0).to(tl.float32) - centre
             v2 = tl.load(at + 2 * s_gc, mask=inside, other=0.0).to(tl.float32) - centre
             fitted = (m0 * n) * v0 + (m1 * n) * v1 + (m2 * n) * v2 + mb * n + centre
+            if CLIP:
+                fitted = tl.minimum(tl.maximum(fitted, 0.0), 1.0)
             tl.store(out_ptr + y * width + xs, fitted, mask=inside)
 
 
 def fit_coverage(
-    alpha: Any, guide: Any, rows: int = ROWS, block_w: int = BLOCK_W, warps: int = WARPS
+    alpha: Any, guide: Any, *, clip: bool = False, shape: tuple[int, int, int] | None = None
 ) -> Any:
     """`image.coverage.fit_coverage_tensor` of an ``H x W`` alpha and an ``H x W x C``
     (or ``H x W``) guide on the GPU: a float32 ``H x W`` tensor. A guide of fewer than
-    three channels is read as its first channel three times."""
+    three channels is read as its first channel three times. ``clip``: the alpha clipped
+    to 0..1 as it is read, and the result too (`alpha="denoise"`'s fit, without the two
+    passes over the image that clipping them apart would take). ``shape``: a program's
+    rows, columns and warps (default `ROWS`, `BLOCK_W`, `WARPS`)."""
+    rows, block_w, warps = shape or (ROWS, BLOCK_W, WARPS)
     height, width = alpha.shape
     if guide.ndim == 2:
         guide = guide[:, :, None]
@@ -290,6 +306,7 @@ def fit_coverage(
         RADIUS=radius,
         ROWS=rows,
         BW=block_w,
+        CLIP=clip,
         num_warps=warps,
     )
     grid = (triton.cdiv(height, rows), triton.cdiv(width, block_w))
@@ -306,6 +323,7 @@ def fit_coverage(
         RADIUS=radius,
         ROWS=rows,
         BW=block_w,
+        CLIP=clip,
         num_warps=warps,
     )
     return out
