@@ -6,8 +6,7 @@ without it a cuDNN path through torch runs, and ``info()`` says so), both in the
 
 - `executor.CudaExecutor`: the network executor (`backends.base.NetworkExecutor`).
 - `runner.CudaDenoiser`: whole denoises with device-side I/O (torch tensors in
-  and out without host copies, NumPy through pinned buffers from a size's second
-  frame on), GPU autoexposure,
+  and out without host copies, NumPy through pinned buffers), GPU autoexposure,
   one CUDA graph per input shape.
 - `bench`: the benchmark engine (its command line: ``oidn-gpu bench --backend cuda``).
 

@@ -4,8 +4,7 @@
 each image is copied into a pinned host buffer by torch's CPU threads and
 uploaded asynchronously while the next one is copied; the frame graph runs on
 the device copies, and the result comes back in row bands, each copied out by
-torch's CPU threads while the next band transfers. The first frame of its sizes
-copies from and to pageable memory instead (`pinned_for`). Torch's copies run in its
+torch's CPU threads while the next band transfers. Torch's copies run in its
 native thread pool: Python copy threads cost more in wake-ups and GIL hand-offs
 than the copies themselves (bench/cuda_host_copies.py, docs/benchmarks.md).
 """
@@ -24,7 +23,6 @@ from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.image.tiling import TilePlan
 
 DOWNLOAD_BANDS = 4  # the result comes back in this many row bands
-TRANSFERS_KEPT = 64  # transfers `HostImages.pinned_for` remembers
 
 
 class HostImages:
@@ -178,22 +176,6 @@ class HostImages:
             store[role] = buf
         return buf
 
-    def pinned_for(self, transfer: Any) -> bool:
-        """Whether ``transfer`` (its direction and sizes) goes through pinned host
-        memory: with ``host_transfer="staged"``, from its second time on. Pinning costs
-        about 0.55 ms a MB (an H100 host, docs/benchmarks.md), far more than the copy from
-        pageable memory it makes faster, so a process that denoises one image of a size
-        pins nothing; a sequence pins its buffers on its second frame and reuses them."""
-        if self.host_transfer != "staged":
-            return False
-        seen = self._transfers_seen
-        if transfer in seen:
-            return True
-        if len(seen) >= TRANSFERS_KEPT:  # a long run of sizes never seen twice
-            seen.clear()
-        seen.add(transfer)
-        return False
-
     def _upload(self, arrays: list[np.ndarray]) -> list[Any]:
         """The device copies of the images, queued on the current stream: each upload
         overlaps the host copy of the next image."""
@@ -202,7 +184,7 @@ class HostImages:
             self._buffer(self._dev, f"in{i}", a.shape, a.dtype, pinned=False)
             for i, a in enumerate(arrays)
         ]
-        if not self.pinned_for(("upload", *((a.shape, a.dtype.str) for a in arrays))):
+        if self.host_transfer == "direct":
             for dev, array in zip(devs, arrays, strict=True):
                 array = np.ascontiguousarray(array)
                 dev.copy_(torch.from_numpy(array if array.flags.writeable else array.copy()))
@@ -217,7 +199,7 @@ class HostImages:
         """Read ``dev`` back into ``target`` in row bands: each band's copy-out overlaps
         the transfer of the next."""
         torch = self._torch
-        if not self.pinned_for(("download", tuple(dev.shape))):
+        if self.host_transfer == "direct":
             target[...] = dev.cpu().numpy()
             return
         height = dev.shape[0]

@@ -136,9 +136,8 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
     Args:
         executor: the network executor; its device runs everything.
         use_graphs: capture each frame as a CUDA graph (default on a GPU).
-        host_transfer: ``"staged"`` (pinned buffers from the second frame of the same
-            sizes on: `HostImages.pinned_for`) or ``"direct"`` (CUDA's own copies from
-            pageable memory, for comparison).
+        host_transfer: ``"staged"`` (pinned buffers) or ``"direct"`` (CUDA's own
+            copies from pageable memory, for comparison).
     """
 
     closed_message = "the cuda denoiser is closed"
@@ -164,7 +163,6 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
         self._scale = self._torch.ones(1, dtype=self._torch.float32, device=self.device)
         self._pool = self._torch.cuda.graph_pool_handle() if self.use_graphs else None
         self._host: dict[str, Any] = {}  # pinned host buffers by role
-        self._transfers_seen: set[Any] = set()  # `pinned_for`'s transfers seen once
         self._results = PinnedResults(self._torch, pinned=self._cuda)  # NumPy results
         self._dev: dict[str, Any] = {}  # device copies of NumPy inputs by role
         self._uploaded: dict[str, Any] = {}  # the last host frame's device copies by role
@@ -568,9 +566,7 @@ class CudaDenoiser(HostImages, FrameRunner[DeviceImage, _Frame, np.ndarray]):
     ) -> np.ndarray:
         stream = self._stream()
         pooled = None
-        # A pooled result and a staged read back are pinned each from its own second use
-        # (`pinned_for`): a first frame's read back takes neither.
-        if frame.output is None and self.pinned_for(("result", frame.shape)):
+        if frame.output is None and self.host_transfer == "staged":
             pooled = self._results.take(frame.shape)
         if pooled is not None:  # straight into a pinned result array: no second copy
             tensor, result = pooled
