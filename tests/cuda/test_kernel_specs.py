@@ -258,3 +258,23 @@ def test_the_shipped_kernels_were_compiled_from_these_kernel_sources():
     for folder in kernel_specs.shipped_folders():
         recorded = (folder / kernel_specs.SOURCES_FILE).read_text("utf-8").strip()
         assert recorded == kernel_specs.source_fingerprint(), folder
+
+
+def test_installed_group_files_name_their_files_where_they_were_installed(tmp_path):
+    cache, fresh = tmp_path / "cache", tmp_path / "fresh"
+    entry = cache / "E1"
+    entry.mkdir(parents=True)
+    files = {"k.cubin": b"1", "k.json": b"{}", "k.ptx": b"not shipped"}
+    for name, data in files.items():
+        (entry / name).write_bytes(data)
+    group = f"{kernel_specs.GROUP_PREFIX}k.json"
+    (entry / group).write_text(json.dumps({"child_paths": {n: str(entry / n) for n in files}}))
+    archive = kernel_specs.shipped_archive("7.9.0", 90, tmp_path / "ship")
+    assert kernel_specs.pack_cache_entries(cache, ["E1"], archive) == 1
+    assert kernel_specs.install_shipped("7.9.0", 90, cache_dir=fresh, shipped=tmp_path / "ship")
+    installed = fresh / "E1"
+    assert sorted(p.name for p in installed.iterdir()) == sorted([group, "k.cubin", "k.json"])
+    assert json.loads((installed / group).read_text()) == {
+        "child_paths": {"k.cubin": str(installed / "k.cubin"), "k.json": str(installed / "k.json")}
+    }
+    assert (installed / "k.cubin").read_bytes() == b"1"

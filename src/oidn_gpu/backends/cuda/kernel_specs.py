@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+import gzip
 import hashlib
 import importlib
 import importlib.util
@@ -481,7 +482,6 @@ class StoppedError(Exception):
 
 _INSTALLED: set[tuple[str, int]] = set()
 # only plain files and folders inside the destination (where tarfile can check it)
-_SAFE: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
 _INSTALL_LOCK = threading.Lock()
 
 
@@ -555,23 +555,46 @@ def _safe_name(name: Any) -> str:
 
 def _unpack_missing(archive: Path, target: Path) -> tuple[int, set[str]]:
     """Unpack the entries of ``archive`` that ``target`` lacks; ``(how many were copied,
-    the archive's entry names)``."""
+    the archive's entry names)``. The archive is read into memory at once (about 1.5 MB)
+    and each entry's regular files are written as they are, with their group files pointed
+    (`_write_entry`): about 10 ms less than `tarfile`'s extraction and a second pass over
+    the group files (docs/benchmarks.md)."""
     copied = 0
     target.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "r:gz") as tar:
-        members = [m for m in tar.getmembers() if m.isfile()]
-        wanted: set[str] = {e for e in (_entry(m.name) for m in members) if e is not None}
-        missing = {e for e in wanted if not (target / e).exists()}
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive.read_bytes()))) as tar:
+        by_entry: dict[str, list[tarfile.TarInfo]] = {}
+        for member in tar.getmembers():
+            entry = _entry(member.name) if member.isfile() else None
+            if entry is not None:
+                by_entry.setdefault(entry, []).append(member)
+        missing = sorted(e for e in by_entry if not (target / e).exists())
         if not missing:
-            return 0, wanted
+            return 0, set(by_entry)
         with tempfile.TemporaryDirectory(prefix=".oidn-gpu-", dir=target) as tmp:
-            tar.extractall(tmp, members=[m for m in members if _entry(m.name) in missing], **_SAFE)
-            for entry in sorted(missing):
-                _point_groups(Path(tmp) / entry, target / entry)
+            for entry in missing:
+                files = {}
+                for member in by_entry[entry]:
+                    reader = tar.extractfile(member)
+                    assert reader is not None  # a regular file
+                    files[Path(member.name).name] = reader.read()
+                _write_entry(Path(tmp) / entry, target / entry, files)
                 with contextlib.suppress(OSError):  # another process was first
                     os.rename(Path(tmp) / entry, target / entry)
                     copied += 1
-    return copied, wanted
+    return copied, set(by_entry)
+
+
+def _write_entry(folder: Path, final: Path, files: dict[str, bytes]) -> None:
+    """Write one cache entry's ``files`` (by name) into ``folder``, its group files pointed
+    at the files' paths in ``final``, where it is renamed to (Triton reads a kernel's
+    files through the absolute paths of its group file)."""
+    folder.mkdir()
+    for name, data in files.items():
+        if name.startswith(GROUP_PREFIX):
+            children = json.loads(data).get("child_paths") or {}
+            pointed = {c: str(final / Path(p).name) for c, p in children.items()}
+            data = _group({c: p for c, p in pointed.items() if Path(p).name in files})
+        (folder / name).write_bytes(data)
 
 
 def _entry(name: str) -> str | None:
@@ -621,17 +644,6 @@ GROUP_PREFIX = "__grp__"  # Triton's group files: the paths of one kernel's file
 
 def _group(children: dict[str, str]) -> bytes:
     return json.dumps({"child_paths": children}).encode("utf-8")
-
-
-def _point_groups(folder: Path, final: Path) -> None:
-    """Point the group files of an unpacked entry at its files' final paths (Triton reads
-    a kernel's files through the absolute paths of its group file)."""
-    for group in folder.glob(f"{GROUP_PREFIX}*"):
-        children = json.loads(group.read_text("utf-8")).get("child_paths") or {}
-        paths = {c: str(final / Path(p).name) for c, p in children.items()}
-        group.write_bytes(
-            _group({c: p for c, p in paths.items() if (folder / Path(p).name).exists()})
-        )
 
 
 def export(
