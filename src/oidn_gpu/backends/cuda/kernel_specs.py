@@ -481,7 +481,6 @@ class StoppedError(Exception):
 # ---------------------------------------------------------------------- shipped kernels
 
 _INSTALLED: set[tuple[str, int]] = set()
-# only plain files and folders inside the destination (where tarfile can check it)
 _INSTALL_LOCK = threading.Lock()
 
 
@@ -563,9 +562,9 @@ def _unpack_missing(archive: Path, target: Path) -> tuple[int, set[str]]:
     target.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive.read_bytes()))) as tar:
         by_entry: dict[str, list[tarfile.TarInfo]] = {}
-        for member in tar.getmembers():
+        for member in tar.getmembers():  # plain files, one folder deep, nothing else
             entry = _entry(member.name) if member.isfile() else None
-            if entry is not None:
+            if entry is not None and Path(member.name).name not in (".", ".."):
                 by_entry.setdefault(entry, []).append(member)
         missing = sorted(e for e in by_entry if not (target / e).exists())
         if not missing:
@@ -574,9 +573,9 @@ def _unpack_missing(archive: Path, target: Path) -> tuple[int, set[str]]:
             for entry in missing:
                 files = {}
                 for member in by_entry[entry]:
-                    reader = tar.extractfile(member)
-                    assert reader is not None  # a regular file
-                    files[Path(member.name).name] = reader.read()
+                    reader = tar.extractfile(member)  # a plain file's: never None
+                    if reader is not None:
+                        files[Path(member.name).name] = reader.read()
                 _write_entry(Path(tmp) / entry, target / entry, files)
                 with contextlib.suppress(OSError):  # another process was first
                     os.rename(Path(tmp) / entry, target / entry)
