@@ -273,16 +273,12 @@ def _apply_fits(
             tl.store(out_ptr + y * width + xs, fitted, mask=inside)
 
 
-def fit_coverage(
-    alpha: Any, guide: Any, *, clip: bool = False, shape: tuple[int, int, int] | None = None
-) -> Any:
+def fit_coverage(alpha: Any, guide: Any, *, clip: bool = False) -> Any:
     """`image.coverage.fit_coverage_tensor` of an ``H x W`` alpha and an ``H x W x C``
     (or ``H x W``) guide on the GPU: a float32 ``H x W`` tensor. A guide of fewer than
     three channels is read as its first channel three times. ``clip``: the alpha clipped
     to 0..1 as it is read, and the result too (`alpha="denoise"`'s fit, without the two
-    passes over the image that clipping them apart would take). ``shape``: a program's
-    rows, columns and warps (default `ROWS`, `BLOCK_W`, `WARPS`)."""
-    rows, block_w, warps = shape or (ROWS, BLOCK_W, WARPS)
+    passes over the image that clipping them apart would take)."""
     height, width = alpha.shape
     if guide.ndim == 2:
         guide = guide[:, :, None]
@@ -292,7 +288,7 @@ def fit_coverage(
         (4, height + 2 * radius, width + 2 * radius), dtype=torch.float32, device=alpha.device
     )
     out = torch.empty((height, width), dtype=torch.float32, device=alpha.device)
-    grid = (triton.cdiv(height + 2 * radius, rows), triton.cdiv(width + 2 * radius, block_w))
+    grid = (triton.cdiv(height + 2 * radius, ROWS), triton.cdiv(width + 2 * radius, BLOCK_W))
     _fit_windows[grid](
         alpha,
         guide,
@@ -307,12 +303,12 @@ def fit_coverage(
         COVERAGE_EPS,
         CENTRE,
         RADIUS=radius,
-        ROWS=rows,
-        BW=block_w,
+        ROWS=ROWS,
+        BW=BLOCK_W,
         CLIP=clip,
-        num_warps=warps,
+        num_warps=WARPS,
     )
-    grid = (triton.cdiv(height, rows), triton.cdiv(width, block_w))
+    grid = (triton.cdiv(height, ROWS), triton.cdiv(width, BLOCK_W))
     _apply_fits[grid](
         ab,
         guide,
@@ -324,9 +320,9 @@ def fit_coverage(
         s_gc,
         CENTRE,
         RADIUS=radius,
-        ROWS=rows,
-        BW=block_w,
+        ROWS=ROWS,
+        BW=BLOCK_W,
         CLIP=clip,
-        num_warps=warps,
+        num_warps=WARPS,
     )
     return out
