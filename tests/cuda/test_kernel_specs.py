@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import inspect
 import json
-import shutil
 import subprocess
 import sys
-import tarfile
 import threading
 from pathlib import Path
 
@@ -129,95 +127,6 @@ def _path_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")}
 
 
-def _shipped(tmp_path: Path, version: str, capability: int) -> Path:
-    """A shipped-kernels folder: one kernel list and a cache archive of two entries (and
-    a member that would escape the cache folder)."""
-    shipped = tmp_path / "shipped"
-    folder = shipped / f"triton-{version}" / f"sm{capability}"
-    folder.mkdir(parents=True)
-    (folder / "abc.jsonl").write_text(
-        f"{_record('spec-1', 'ENTRYA')}\nnot a record\n{_record('spec-2', 'ENTRYB')}\n"
-    )
-    source = tmp_path / "source"
-    for entry in ("ENTRYA", "ENTRYB"):
-        (source / entry).mkdir(parents=True)
-        (source / entry / "k.cubin").write_bytes(entry.encode())
-    with tarfile.open(folder / kernel_specs.ARCHIVE_NAME, "w:gz") as tar:
-        tar.add(source / "ENTRYA", arcname="ENTRYA")
-        tar.add(source / "ENTRYB", arcname="ENTRYB")
-        evil = tmp_path / "evil"
-        evil.write_bytes(b"x")
-        tar.add(evil, arcname="../evil2")
-    return shipped
-
-
-def test_shipped_kernels_are_used_for_their_gpu_and_triton_only(tmp_path):
-    shipped = _shipped(tmp_path, "7.7.1", 90)
-    cache = tmp_path / "cache"
-    (cache / "ENTRYB").mkdir(parents=True)  # already there (another process): kept
-    (cache / "ENTRYB" / "k.cubin").write_bytes(b"mine")
-    # another GPU architecture or Triton version: nothing shipped for it
-    assert kernel_specs.install_shipped("7.7.1", 89, cache_dir=cache, shipped=shipped) == 0
-    assert kernel_specs.install_shipped("7.7.2", 90, cache_dir=cache, shipped=shipped) == 0
-    assert kernel_specs.load(SpecKey("7.7.1", 89, "abc"), root=tmp_path, shipped=shipped) == []
-    # its own: the missing entry copied whole, the existing one untouched, nothing outside
-    assert kernel_specs.install_shipped("7.7.1", 90, cache_dir=cache, shipped=shipped) == 1
-    assert (cache / "ENTRYA" / "k.cubin").read_bytes() == b"ENTRYA"
-    assert (cache / "ENTRYB" / "k.cubin").read_bytes() == b"mine"
-    entries = sorted(p.name for p in cache.iterdir() if not p.name.startswith("."))
-    assert not (tmp_path / "evil2").exists() and entries == ["ENTRYA", "ENTRYB"]
-    key = SpecKey("7.7.1", 90, "abc")
-    records = kernel_specs.load(key, root=tmp_path, shipped=shipped)
-    assert kernel_specs.spec_texts(records) == ["spec-1", "spec-2"]  # the bad line skipped
-    assert kernel_specs.in_cache(records, cache)
-    assert not kernel_specs.in_cache(records, tmp_path / "empty")
-    assert not kernel_specs.in_cache([_record("spec-3")], cache)  # no entry recorded
-
-
-def test_a_later_process_finds_the_shipped_entries_by_their_stamp(tmp_path, monkeypatch):
-    shipped = _shipped(tmp_path, "7.7.3", 90)
-    cache = tmp_path / "cache"
-    assert kernel_specs.install_shipped("7.7.3", 90, cache_dir=cache, shipped=shipped) == 2
-    (stamp,) = cache.glob(f"{kernel_specs.STAMP_PREFIX}*")
-    assert json.loads(stamp.read_text()) == ["ENTRYA", "ENTRYB"]
-
-    def unreadable(*args, **kwargs):
-        raise AssertionError("the archive was opened")
-
-    # another process (nothing installed in it yet): the stamp says all is there
-    monkeypatch.setattr(kernel_specs, "_INSTALLED", set())
-    monkeypatch.setattr(kernel_specs.tarfile, "open", unreadable)
-    assert kernel_specs.install_shipped("7.7.3", 90, cache_dir=cache, shipped=shipped) == 0
-    # an entry removed since (a cleaned cache): the archive is read again
-    monkeypatch.undo()
-    monkeypatch.setattr(kernel_specs, "_INSTALLED", set())
-    shutil.rmtree(cache / "ENTRYA")
-    assert kernel_specs.install_shipped("7.7.3", 90, cache_dir=cache, shipped=shipped) == 1
-    assert (cache / "ENTRYA" / "k.cubin").read_bytes() == b"ENTRYA"
-    # a stamp naming a path outside the cache is not trusted
-    monkeypatch.setattr(kernel_specs, "_INSTALLED", set())
-    stamp.write_text(json.dumps(["../../etc"]))
-    assert kernel_specs.install_shipped("7.7.3", 90, cache_dir=cache, shipped=shipped) == 0
-    assert json.loads(stamp.read_text()) == ["ENTRYA", "ENTRYB"]
-
-
-def test_export_writes_what_install_reads(tmp_path):
-    root, cache = tmp_path / "root", tmp_path / "cache"
-    key = SpecKey("7.8.0", 80, "d1")
-    kernel_specs.save(key, [_record("s1", "E1")], root=root)
-    (cache / "E1").mkdir(parents=True)
-    (cache / "E1" / "k.cubin").write_bytes(b"1")
-    lines = kernel_specs.export("7.8.0", 80, tmp_path / "ship", root=root, cache_dir=cache)
-    assert "1 kernel lists and 1 Triton cache entries" in lines[0]
-    sources = tmp_path / "ship" / "triton-7.8.0" / "sm80" / kernel_specs.SOURCES_FILE
-    assert sources.read_text("utf-8").strip() == kernel_specs.source_fingerprint()
-    fresh = tmp_path / "fresh"
-    assert kernel_specs.install_shipped("7.8.0", 80, cache_dir=fresh, shipped=tmp_path / "ship")
-    assert (fresh / "E1" / "k.cubin").read_bytes() == b"1"
-    found = kernel_specs.load(key, root=tmp_path / "other", shipped=tmp_path / "ship")
-    assert kernel_specs.spec_texts(found) == ["s1"]
-
-
 def test_recording_keeps_this_packages_kernels_of_the_calling_thread():
     import triton
 
@@ -248,33 +157,3 @@ def test_compile_processes(monkeypatch):
     with pytest.raises(ValueError, match="OIDN_GPU_CUDA_COMPILE_PROCESSES must be an integer"):
         kernel_specs.process_count(4)
     assert kernel_specs.shares(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
-
-
-def test_the_shipped_kernels_were_compiled_from_these_kernel_sources():
-    """An edit of a kernel module (a comment too) changes the kernels' cache keys: the
-    shipped kernels must then be made again on the GPU (``oidn-gpu prepare --inputs hdr
-    srgb --export src/oidn_gpu/backends/cuda/shipped`` with empty caches), else a fresh
-    process runs the cuDNN bridge while Triton compiles."""
-    for folder in kernel_specs.shipped_folders():
-        recorded = (folder / kernel_specs.SOURCES_FILE).read_text("utf-8").strip()
-        assert recorded == kernel_specs.source_fingerprint(), folder
-
-
-def test_installed_group_files_name_their_files_where_they_were_installed(tmp_path):
-    cache, fresh = tmp_path / "cache", tmp_path / "fresh"
-    entry = cache / "E1"
-    entry.mkdir(parents=True)
-    files = {"k.cubin": b"1", "k.json": b"{}", "k.ptx": b"not shipped"}
-    for name, data in files.items():
-        (entry / name).write_bytes(data)
-    group = f"{kernel_specs.GROUP_PREFIX}k.json"
-    (entry / group).write_text(json.dumps({"child_paths": {n: str(entry / n) for n in files}}))
-    archive = kernel_specs.shipped_archive("7.9.0", 90, tmp_path / "ship")
-    assert kernel_specs.pack_cache_entries(cache, ["E1"], archive) == 1
-    assert kernel_specs.install_shipped("7.9.0", 90, cache_dir=fresh, shipped=tmp_path / "ship")
-    installed = fresh / "E1"
-    assert sorted(p.name for p in installed.iterdir()) == sorted([group, "k.cubin", "k.json"])
-    assert json.loads((installed / group).read_text()) == {
-        "child_paths": {"k.cubin": str(installed / "k.cubin"), "k.json": str(installed / "k.json")}
-    }
-    assert (installed / "k.cubin").read_bytes() == b"1"

@@ -299,6 +299,8 @@ class CudaBackend:
         ``TRITON_CACHE_DIR`` so that it holds only these kernels)."""
         import torch
 
+        from oidn_gpu.backends.cuda import shipped_kernels
+
         version = kernel_specs.triton_version()
         if version is None:
             raise MissingDependencyError(
@@ -306,7 +308,7 @@ class CudaBackend:
             )
         major, minor = torch.cuda.get_device_capability()
         capability = major * 10 + minor
-        return kernel_specs.export(version, capability, Path(destination))
+        return shipped_kernels.export(version, capability, Path(destination))
 
     def describe(self) -> tuple[str, ...]:
         try:

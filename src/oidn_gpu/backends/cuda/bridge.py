@@ -21,7 +21,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from oidn_gpu.backends.cuda import compile_job, kernel_specs
+from oidn_gpu.backends.cuda import compile_job, kernel_specs, shipped_kernels
 from oidn_gpu.backends.cuda.images import DeviceImage, describe
 from oidn_gpu.backends.cuda.triton_loader import CompileStopped, interpreting, kernels
 from oidn_gpu.backends.phases import log_phase, paused_gc
@@ -222,7 +222,7 @@ class CompileBridge:
                 key = self._spec_key(config)
                 if key is None:
                     return False
-                kernel_specs.install_shipped(key.triton, key.capability)
+                shipped_kernels.install_shipped(key.triton, key.capability)
                 records = kernel_specs.load(key)
                 if not kernel_specs.in_cache(records):
                     return False
@@ -274,7 +274,7 @@ class CompileBridge:
         """Fill Triton's disk cache with the frame's kernels, out of this process: the
         shipped entries copied in, then the known specializations compiled by several
         processes at once; a configuration never seen runs its frame in one child."""
-        copied = kernel_specs.install_shipped(key.triton, key.capability)
+        copied = shipped_kernels.install_shipped(key.triton, key.capability)
         texts = kernel_specs.load(key)
         known = bool(texts)
         if not known:  # a new configuration: its convolutions are most likely known

@@ -55,6 +55,7 @@ from oidn_gpu.backends.cuda import (
     kernel_report,
     layout,
     row_conv,
+    shipped_kernels,
     torch_ops,
     triton_loader,
 )
@@ -199,6 +200,11 @@ class CudaExecutor(ExecutorBase):
         self.device = self._pick_device(device)
         on_gpu = self.device.type == "cuda"
         tune = self._pick_engine(engine, tune, bridge)
+        self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
+        if self.bridge and self._capability is not None and not interpreting():
+            # the shipped kernels unpack into Triton's cache while the network is built
+            major, minor = self._capability
+            shipped_kernels.install_shipped_soon(major * 10 + minor)
         self.last_engine: str | None = None  # the engine of the last frame
         self.precision = precision
         self.model = model  # a background compile rebuilds the network from it
@@ -225,7 +231,6 @@ class CudaExecutor(ExecutorBase):
         self._weights: dict[str, tuple[Any, Any]] = {}
         self._torch_net = None
         self._lock = threading.Lock()  # the prepared shapes (a bridge compiles in a thread)
-        self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
         if self.engine == "triton":
             self._pack_weights(model.convs)
         self._torch_net_lock = threading.Lock()
