@@ -55,10 +55,10 @@ from oidn_gpu.backends.cuda import (
     kernel_report,
     layout,
     row_conv,
-    shipped_kernels,
     torch_ops,
     triton_loader,
 )
+from oidn_gpu.backends.cuda.engine_choice import pick_device, pick_engine
 from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.options import CudaOptions
@@ -66,7 +66,6 @@ from oidn_gpu.backends.cuda.triton_loader import (
     CompileStopped,
     interpreting,
     kernels,
-    triton_status,
 )
 from oidn_gpu.backends.cuda.tuning import (
     RowsConfig,
@@ -81,9 +80,8 @@ from oidn_gpu.backends.cuda.tuning import (
     shipped_config,
     shipped_rows,
     signature,
-    tuning_enabled,
 )
-from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError, MissingDependencyError
+from oidn_gpu.errors import InvalidArgumentError, InvalidOperationError
 from oidn_gpu.graph.passes import optimize
 from oidn_gpu.graph.plan import Plan, plan, size_alignment
 from oidn_gpu.image.tiling import TILE_OVERLAP_BASE
@@ -197,14 +195,11 @@ class CudaExecutor(ExecutorBase):
         device, precision, engine = options.device, options.compute_precision, options.engine
         if shape_cache_size < 1:
             raise InvalidArgumentError(f"shape_cache_size {shape_cache_size} must be at least 1")
-        self.device = self._pick_device(device)
+        self.device = pick_device(torch, device)
         on_gpu = self.device.type == "cuda"
-        tune = self._pick_engine(engine, tune, bridge)
         self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
-        if self.bridge and self._capability is not None and not interpreting():
-            # the shipped kernels unpack into Triton's cache while the network is built
-            major, minor = self._capability
-            shipped_kernels.install_shipped_soon(major * 10 + minor)
+        choice = pick_engine(self.device, engine, tune, bridge, self._capability)
+        self.engine, self.fallback, self.bridge = choice.engine, choice.fallback, choice.bridge
         self.last_engine: str | None = None  # the engine of the last frame
         self.precision = precision
         self.model = model  # a background compile rebuilds the network from it
@@ -238,32 +233,11 @@ class CudaExecutor(ExecutorBase):
         if self.engine == "cudnn":  # a bridge builds it for its first frame (`_torch_network`)
             self._torch_network()
         self._dummy = torch.ones(1, dtype=torch.float32, device=self.device)
-        self._tune_tiles = bool(tune)
+        self._tune_tiles = choice.tune
         # The tuning cache is read whenever it exists (``oidn-gpu tune`` writes it).
         self._tuner = Tuner(self._device_key()) if self.engine == "triton" else None
 
     # ------------------------------------------------------------------ setup
-
-    def _pick_engine(self, engine: str, tune: bool | None, bridge: bool | None) -> bool:
-        """Set ``engine``, ``fallback`` and ``bridge`` from the asked engine and what
-        this device and Triton allow; returns whether tiles are tuned."""
-        on_gpu = self.device.type == "cuda"
-        if tune is None:
-            tune = on_gpu and tuning_enabled()
-        if bridge is None:
-            bridge = engine == "auto" and on_gpu and not tune
-        # Triton is only looked up when the bridge can serve frames while it imports.
-        missing = triton_status(load=not bridge)
-        if self.device.type != "cuda" and not interpreting():
-            missing = missing or "Triton kernels need a CUDA device (or TRITON_INTERPRET=1)"
-        if engine == "triton" and missing:
-            raise MissingDependencyError(
-                f"engine 'triton' is unavailable: {missing}; pip install 'oidn-gpu[cuda]'"
-            )
-        self.engine = "cudnn" if engine == "cudnn" or missing else "triton"
-        self.fallback = missing if (self.engine == "cudnn" and engine != "cudnn") else None
-        self.bridge = bool(bridge) and self.engine == "triton"
-        return bool(tune)
 
     def _pack_weights(self, convs: Any) -> None:
         """The Triton kernels' weights and biases on the device (and the fused tail's
@@ -282,24 +256,6 @@ class CudaExecutor(ExecutorBase):
                 torch.as_tensor(proj, device=self.device).to(self.dtype).contiguous(),
                 self._weights[final.name][1],
             )
-
-    def _pick_device(self, device: Any) -> Any:
-        torch = self._torch
-        if device is not None:
-            device = torch.device(device if not isinstance(device, int) else f"cuda:{device}")
-            if device.type == "cuda" and not torch.cuda.is_available():
-                raise InvalidArgumentError("no CUDA device is available to torch")
-            if device.type == "cuda" and device.index is None:
-                device = torch.device("cuda", torch.cuda.current_device())
-            return device
-        if torch.cuda.is_available():
-            return torch.device("cuda", torch.cuda.current_device())
-        if interpreting():
-            return torch.device("cpu")
-        raise InvalidArgumentError(
-            "no CUDA device is available to torch (set TRITON_INTERPRET=1 to run the "
-            "Triton kernels on the CPU interpreter)"
-        )
 
     def _device_key(self) -> str:
         # The Triton version without importing Triton (which a bridge does off the
