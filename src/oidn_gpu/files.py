@@ -147,6 +147,40 @@ def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
+def remove_temporaries_of(
+    destinations: Iterable[str | os.PathLike[str]], since: float
+) -> list[Path]:
+    """Remove the temporary files of writes into ``destinations`` that began at ``since``
+    (a `time.time` value) or later, whichever process made them: what writers stopped
+    outright left (a farm's workers, killed when its driver is interrupted; call it once
+    they are gone). Files of other destinations, and older ones, are left alone.
+
+    Returns:
+        The files removed.
+    """
+    by_folder: dict[Path, set[str]] = {}
+    for destination in destinations:
+        path = Path(destination)
+        by_folder.setdefault(path.parent, set()).add(_temp_suffix(path))
+    removed = []
+    for folder, suffixes in by_folder.items():
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            match = _TEMP_NAME.match(entry.name)
+            # ``.oidn-gpu-tmp-PID-RANDOM-NAME``: mkstemp's RANDOM has no "-"
+            tail = entry.name[match.end() :] if match is not None else ""
+            if "-" not in tail or tail[tail.index("-") :] not in suffixes:
+                continue
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime >= since:
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+    return removed
+
+
 def _describe_folder_problem(folder: Path) -> str | None:
     """Why files cannot be created in ``folder`` (None when they can, as far as we can tell)."""
     probe = folder

@@ -124,6 +124,30 @@ def test_stale_temporaries_of_dead_runs_are_removed_on_the_next_write(tmp_path) 
     )
 
 
+def test_temporaries_of_a_runs_destinations_are_removed_whoever_wrote_them(tmp_path) -> None:
+    since = time.time() - 60
+    out, other = tmp_path / "out", tmp_path / "other"
+    out.mkdir()
+    other.mkdir()
+    ours = out / f"{TEMP_PREFIX}{os.getpid()}-abcd1234-f01.exr"  # a live writer's too
+    dead = out / f"{TEMP_PREFIX}{_unused_pid()}-efgh5678-f02.exr"
+    older = out / f"{TEMP_PREFIX}{_unused_pid()}-ijkl9012-f01.exr"  # before the run
+    elsewhere = out / f"{TEMP_PREFIX}{_unused_pid()}-mnop3456-f09.exr"  # not a destination
+    similar = out / f"{TEMP_PREFIX}{_unused_pid()}-qrst7890-xf01.exr"
+    same_name = other / f"{TEMP_PREFIX}{_unused_pid()}-uvwx1234-f01.exr"  # another folder
+    plain = out / "f02.exr"
+    for path in (ours, dead, older, elsewhere, similar, same_name, plain):
+        path.write_bytes(b"partial")
+    _age(older)
+    destinations = [out / "f01.exr", out / "f02.exr", tmp_path / "missing" / "f03.exr"]
+    removed = files.remove_temporaries_of(destinations, since)
+    assert sorted(removed) == sorted([ours, dead])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        p.name for p in (older, elsewhere, similar, plain)
+    )
+    assert same_name.exists()
+
+
 _WRITER = """
 import sys, time
 from oidn_gpu import files

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, TextIO
 
 from oidn_gpu.backends.base import AUTO, get_backend
@@ -25,6 +26,7 @@ from oidn_gpu.errors import InvalidArgumentError, UnsupportedDeviceError
 from oidn_gpu.farm.logs import LOGGER_NAME
 from oidn_gpu.farm.scheduler import FarmFrameResult, FarmSummary, Report, Scheduler
 from oidn_gpu.farm.worker import FrameWorker, import_ray
+from oidn_gpu.files import remove_temporaries_of
 from oidn_gpu.sequence import AuxSource, FrameJob, SequenceOptions
 
 DEFAULT_RETRIES = 2
@@ -204,6 +206,8 @@ def denoise_sequence(
     handles: list[Any] = []
     scheduler = None
     start = time.perf_counter()
+    # the earliest a worker's temporary file can date from (a file server's clock may lag)
+    since = time.time() - TEMPORARY_CLOCK_SLACK_S
     try:
         handles = _plan_and_start(ray, config, options, farm_options, worker_class, report)
         scheduler = Scheduler(
@@ -225,11 +229,36 @@ def denoise_sequence(
         if scheduler is not None:
             summary.results.extend(sorted(scheduler.results, key=lambda r: r.index))
         report.close()
-        for handle in handles:
-            ray.kill(handle)
+        _stop_workers(ray, handles)
         if started:
             ray.shutdown()
+        # a worker stopped while it wrote leaves its temporary file; none is written now
+        remove_temporaries_of(_destinations(jobs), since)
     return summary
+
+
+TEMPORARY_CLOCK_SLACK_S = 60.0
+WORKER_STOP_TIMEOUT_S = 30.0
+
+
+def _stop_workers(ray: Any, handles: list[Any]) -> None:
+    """Kill the workers and wait until each is gone (a call to it then fails), at most
+    `WORKER_STOP_TIMEOUT_S`: none writes a file after this returns."""
+    for handle in handles:
+        ray.kill(handle)
+    calls = [handle.ready.remote() for handle in handles]
+    deadline = time.monotonic() + WORKER_STOP_TIMEOUT_S
+    for call in calls:
+        with contextlib.suppress(Exception):  # RayActorError: gone, as asked
+            ray.get(call, timeout=max(0.0, deadline - time.monotonic()))
+
+
+def _destinations(jobs: Sequence[FrameJob]) -> Iterator[Path]:
+    """Every file the jobs write."""
+    for job in jobs:
+        yield job.output
+        if job.side_by_side is not None:
+            yield job.side_by_side
 
 
 def _plan_and_start(
