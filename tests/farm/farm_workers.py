@@ -81,3 +81,26 @@ class LoggingWorker(FrameWorker):
         logger.debug("below the driver's level")
         logger.warning("worker saw %s in pid %d", job.color.name, os.getpid())
         return super().denoise(job, skip_existing)
+
+
+def interrupting_writer(frame_name: str, marker: Path, driver_pid: int) -> type[FrameWorker]:
+    """A worker that, the first time it gets the frame, starts writing its output (the
+    temporary file is there), sends SIGINT to the driver (Ctrl-C at that very moment) and
+    waits inside the write until the driver kills it."""
+
+    class InterruptingWriter(FrameWorker):
+        def denoise(self, job: FrameJob, skip_existing: bool = False) -> FrameOutcome:
+            if _first_time(job, frame_name, marker, self):
+                import signal
+                import time
+
+                from oidn_gpu import files
+
+                with files.atomic_write(job.output) as tmp:
+                    tmp.file.write(b"partial")
+                    tmp.file.flush()
+                    os.kill(driver_pid, signal.SIGINT)
+                    time.sleep(120)
+            return super().denoise(job, skip_existing)
+
+    return InterruptingWriter

@@ -21,11 +21,13 @@ from farm_workers import (
     UnstartableWorker,
     crashing_worker,
     flaky_worker,
+    interrupting_writer,
     leaving_worker,
 )
 
 from oidn_gpu import DenoiserConfig, FilterOptions, farm, sequence
 from oidn_gpu.cli import main
+from oidn_gpu.files import TEMP_PREFIX
 from oidn_gpu.image import io
 
 pytestmark = pytest.mark.usefixtures("ray_instance")
@@ -275,3 +277,17 @@ def test_a_worker_s_log_records_reach_the_driver_naming_worker_and_frame(
         assert f"pid {match[2]}" in match[3] and int(match[2]) != os.getpid()
         assert record.levelno == logging.WARNING and record.name == "oidn_gpu.sequence"
     assert not [r for r in caplog.records if "below the driver's level" in r.getMessage()]
+
+
+def test_an_interrupted_run_leaves_no_temporary_file_of_a_worker_killed_mid_write(
+    frames: list[Path], tmp_path: Path
+) -> None:
+    out, marker = tmp_path / "out", tmp_path / "marker"
+    worker = interrupting_writer(frames[0].name, marker, os.getpid())
+    with pytest.raises(KeyboardInterrupt):
+        _run(jobs_for(frames, out), worker_class=worker)
+    assert marker.exists()  # the worker was inside the write when the driver stopped it
+    left = [p.name for p in out.iterdir() if p.name.startswith(TEMP_PREFIX)]
+    assert left == []
+    for path in out.iterdir():  # whatever was written is whole
+        assert sequence.output_is_complete(sequence.FrameJob(frames[0].parent / path.name, path))
