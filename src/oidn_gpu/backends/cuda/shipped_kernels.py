@@ -6,9 +6,9 @@ their kernels into ``shipped/triton-VERSION/smNN/`` (`export`: the spec files,
 CPython version they were made with, the launchers; ``sources``, the fingerprint of the
 kernel modules they were compiled from). `install_shipped` copies the entries a user's
 Triton cache lacks into it, so a fresh process loads those kernels without a compiler;
-`install_shipped_soon` starts that on a thread while the network is built (the unpacking
-is mostly decompression and file writes, which leave Python's lock to the frame's
-thread), so a first frame finds the entries there.
+`install_shipped_soon` starts that on a thread before the executor builds the network, so
+the copy runs beside the build and a first frame mostly finds the entries there (it waits
+for the thread where it loads them; docs/benchmarks.md has the timings).
 """
 
 from __future__ import annotations
