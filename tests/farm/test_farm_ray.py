@@ -11,6 +11,7 @@ import io as stdio
 import logging
 import os
 import re
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -284,8 +285,13 @@ def test_an_interrupted_run_leaves_no_temporary_file_of_a_worker_killed_mid_writ
 ) -> None:
     out, marker = tmp_path / "out", tmp_path / "marker"
     worker = interrupting_writer(frames[0].name, marker, os.getpid())
-    with pytest.raises(KeyboardInterrupt):
-        _run(jobs_for(frames, out), worker_class=worker)
+    # Ctrl-C as in a terminal, also where the tests run with SIGINT ignored (a background job)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _run(jobs_for(frames, out), worker_class=worker)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert marker.exists()  # the worker was inside the write when the driver stopped it
     left = [p.name for p in out.iterdir() if p.name.startswith(TEMP_PREFIX)]
     assert left == []

@@ -229,12 +229,20 @@ def denoise_sequence(
         if scheduler is not None:
             summary.results.extend(sorted(scheduler.results, key=lambda r: r.index))
         report.close()
-        _stop_workers(ray, handles)
-        if started:
-            ray.shutdown()
-        # a worker stopped while it wrote leaves its temporary file; none is written now
-        remove_temporaries_of(_destinations(jobs), since)
+        _stop_run(ray, handles, started, jobs, since)
     return summary
+
+
+def _stop_run(
+    ray: Any, handles: list[Any], started: bool, jobs: Sequence[FrameJob], since: float
+) -> None:
+    """The end of a run, finished or not: the workers stopped, Ray shut down where the run
+    started it, and the temporary files of the jobs' outputs made since ``since`` removed (a
+    worker stopped while it wrote leaves its own; none is written any more)."""
+    _stop_workers(ray, handles)
+    if started:
+        ray.shutdown()
+    remove_temporaries_of(_destinations(jobs), since)
 
 
 TEMPORARY_CLOCK_SLACK_S = 60.0
