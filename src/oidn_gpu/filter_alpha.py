@@ -128,13 +128,8 @@ def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarra
         fit = runner.fit_coverage_host if isinstance(runner, HostCoverageRunner) else fit_coverage
         return denoise_alpha(denoiser, images.alpha, images.albedo, fit)
     main, albedo = shared["main"], shared.get("albedo")
-    plane = np.clip(np.asarray(images.alpha, dtype=np.float32), 0.0, 1.0)
-    alpha = main.new_tensor(plane).float()  # one channel uploaded
-    if albedo is not None:
-        alpha = _clipped_fit(runner, alpha, albedo)
-    denoised = denoiser.denoise(alpha.unsqueeze(2), albedo)
-    values = denoised[:, :, 0].float().cpu().numpy()
-    return np.clip(values, 0.0, 1.0).astype(np.float32, copy=False)
+    alpha = main.new_tensor(np.asarray(images.alpha, dtype=np.float32))  # one channel uploaded
+    return _denoise_alpha_tensor(denoiser, alpha, albedo, runner).cpu().numpy()
 
 
 def alpha_on_device(denoiser: Any, runner: Any) -> Callable[[Any, Any], Any]:
