@@ -7,9 +7,7 @@ with or without the bridge, from the options asked for and what this machine has
 - `pick_engine`: ``"auto"`` is Triton where it imports and a GPU (or the interpreter)
   runs it, else cuDNN with the reason kept (`EngineChoice.fallback`); on a GPU and without
   tile tuning it has the cuDNN *bridge* (frames on cuDNN while Triton's kernels compile),
-  and Triton is then only looked up, not imported. A bridged Triton engine starts copying
-  the shipped kernels into Triton's cache at once (`shipped_kernels.install_shipped_soon`),
-  so that the copy runs while the executor builds the network.
+  and Triton is then only looked up, not imported.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oidn_gpu.backends.cuda import shipped_kernels
 from oidn_gpu.backends.cuda.triton_loader import interpreting, triton_status
 from oidn_gpu.backends.cuda.tuning import tuning_enabled
 from oidn_gpu.errors import InvalidArgumentError, MissingDependencyError
@@ -64,11 +61,9 @@ def pick_device(torch: Any, device: Any) -> Any:
     )
 
 
-def pick_engine(
-    device: Any, engine: str, tune: bool | None, bridge: bool | None, capability: Any
-) -> EngineChoice:
-    """The engine for the ``engine`` option on ``device`` (of compute ``capability``, a
-    ``(major, minor)`` pair; None off a GPU); ``tune`` and ``bridge`` None: their defaults.
+def pick_engine(device: Any, engine: str, tune: bool | None, bridge: bool | None) -> EngineChoice:
+    """The engine for the ``engine`` option on ``device``; ``tune`` and ``bridge`` None:
+    their defaults.
 
     Raises:
         MissingDependencyError: ``engine="triton"`` where Triton does not run.
@@ -88,8 +83,4 @@ def pick_engine(
         )
     chosen = "cudnn" if engine == "cudnn" or missing else "triton"
     fallback = missing if (chosen == "cudnn" and engine != "cudnn") else None
-    bridged = bool(bridge) and chosen == "triton"
-    if bridged and capability is not None and not interpreting():
-        # the shipped kernels unpack into Triton's cache while the network is built
-        shipped_kernels.install_shipped_soon(capability[0] * 10 + capability[1])
-    return EngineChoice(chosen, fallback, bridged, bool(tune))
+    return EngineChoice(chosen, fallback, bool(bridge) and chosen == "triton", bool(tune))

@@ -55,6 +55,7 @@ from oidn_gpu.backends.cuda import (
     kernel_report,
     layout,
     row_conv,
+    shipped_kernels,
     torch_ops,
     triton_loader,
 )
@@ -198,8 +199,12 @@ class CudaExecutor(ExecutorBase):
         self.device = pick_device(torch, device)
         on_gpu = self.device.type == "cuda"
         self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
-        choice = pick_engine(self.device, engine, tune, bridge, self._capability)
+        choice = pick_engine(self.device, engine, tune, bridge)
         self.engine, self.fallback, self.bridge = choice.engine, choice.fallback, choice.bridge
+        if self.bridge and self._capability is not None and not interpreting():
+            # the shipped kernels unpack into Triton's cache while the network is built
+            major, minor = self._capability
+            shipped_kernels.install_shipped_soon(major * 10 + minor)
         self.last_engine: str | None = None  # the engine of the last frame
         self.precision = precision
         self.model = model  # a background compile rebuilds the network from it
