@@ -245,10 +245,11 @@ class Denoiser:
         """
         with self._lock:
             self._check_not_running("close")
-            self._frames.close()
+            # sub-denoisers first: the alpha's may run on this one's device (wgpu)
             for sub in self._prefilters.values():
                 sub.close()
             self._prefilters.clear()
+            self._frames.close()
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for the kernels the backend compiles in the background (cuda: Triton's,
@@ -413,9 +414,11 @@ class Denoiser:
         self, images: Images, out: np.ndarray | None, progress: Progress | None, frame: PlannedFrame
     ) -> np.ndarray:
         """A colour and its alpha denoised as one frame on the device of an `AlphaRunner`
-        (cuda): the alpha computed there beside the colour (`filter_alpha.alpha_on_device`),
-        the result read back with its alpha."""
-        alpha = filter_alpha.alpha_on_device(self._alpha_denoiser(), frame.runner)
+        (cuda, wgpu): the alpha computed there with the colour
+        (`filter_alpha.alpha_on_device`), the result read back with its alpha."""
+        alpha = filter_alpha.alpha_on_device(
+            self._alpha_denoiser(frame.runner), frame.runner, images
+        )
         whole = dataclasses.replace(images, alpha=None)  # the result carries its alpha
         destination = output_destination(whole, out)
         result = self._frames.run(
@@ -458,9 +461,10 @@ class Denoiser:
             images = dataclasses.replace(images, alpha=denoised)
         return store_result(result, images, out)
 
-    def _alpha_denoiser(self) -> Denoiser:
-        """The denoiser of this one's alpha channels (`filter_alpha.alpha_config`)."""
-        return filter_alpha.alpha_denoiser(self._prefilters, self)
+    def _alpha_denoiser(self, runner: Any = None) -> Denoiser:
+        """The denoiser of this one's alpha channels (`filter_alpha.alpha_config`; on the
+        device of the colour's ``runner`` where it must be: `filter_alpha.alpha_denoiser`)."""
+        return filter_alpha.alpha_denoiser(self._prefilters, self, runner)
 
     def _prefilter_denoiser(self, name: str) -> Denoiser:
         if name not in self._prefilters:

@@ -19,13 +19,15 @@ out of a GPU.
 `Denoiser.denoise` denoises a frame's alpha with the albedo it denoised the colour with (the
 prefiltered one with ``prefilter="accurate"``):
 on the host path from the decoded host arrays (read and checked once for both); where the
-runner takes a colour with its alpha as one frame (`AlphaRunner`, cuda) the RGBA image goes
-to the device once and the alpha is computed there beside the colour's network
+runner takes a colour with its alpha as one frame (`AlphaRunner`: cuda, wgpu) the RGBA
+image goes to the device once and the alpha is computed there beside (cuda) or after
+(wgpu, one queue) the colour's network, from the albedo uploaded for the colour
 (`alpha_on_device`); with a prefilter, with the device copy of the albedo a
 `HostInputsRunner` kept (the alpha plane alone is uploaded); on the device path
 (`filter_device`) from the decoded tensors where they are.
 The alpha's denoiser is a second `Denoiser` of the same backend and device, made on first
-use and closed with the first (`alpha_denoiser`).
+use and closed with the first (`alpha_denoiser`; on wgpu made on the colour runner's
+device, whose buffers its runner reads).
 """
 
 from __future__ import annotations
@@ -38,13 +40,14 @@ import numpy as np
 
 from oidn_gpu.backends.runners import (
     BesideRunner,
+    BufferAlphaRunner,
     CoverageRunner,
     HostCoverageRunner,
     HostInputsRunner,
 )
 from oidn_gpu.config import DenoiserConfig
 from oidn_gpu.errors import InvalidArgumentError
-from oidn_gpu.image.checks import Images
+from oidn_gpu.image.checks import Images, validate_images
 from oidn_gpu.image.coverage import fit_coverage, fit_coverage_tensor
 
 ALPHA_MODES = ("copy", "denoise")
@@ -83,12 +86,20 @@ def alpha_config(config: DenoiserConfig) -> DenoiserConfig:
     return dataclasses.replace(config, filter=fast)
 
 
-def alpha_denoiser(helpers: dict[str, Any], denoiser: Any) -> Any:
+def alpha_denoiser(helpers: dict[str, Any], denoiser: Any, runner: Any = None) -> Any:
     """The alpha's denoiser of ``denoiser``, kept in ``helpers`` (the denoiser's
-    sub-denoisers, closed with it) under ``"alpha"``; made on first use."""
-    made = helpers.get("alpha")
+    sub-denoisers, closed with it) under ``"alpha"``; made on first use. ``runner``: the
+    colour's runner where the alpha runs on its device as a second runner
+    (`BufferAlphaRunner`, wgpu): the alpha's denoiser is made on that device, one per
+    device."""
+    config, key = alpha_config(denoiser.config), "alpha"
+    if isinstance(runner, BufferAlphaRunner):
+        options = runner.on_device(config.backend_options)
+        config = dataclasses.replace(config, backend_options=options)
+        key = f"alpha@{id(options.device)}"  # kept alive by the denoiser's options
+    made = helpers.get(key)
     if made is None:
-        made = helpers["alpha"] = type(denoiser).from_config(alpha_config(denoiser.config))
+        made = helpers[key] = type(denoiser).from_config(config)
     return made
 
 
@@ -132,12 +143,30 @@ def denoise_frame_alpha(denoiser: Any, images: Images, runner: Any) -> np.ndarra
     return _denoise_alpha_tensor(denoiser, alpha, albedo, runner).cpu().numpy()
 
 
-def alpha_on_device(denoiser: Any, runner: Any) -> Callable[[Any, Any], Any]:
-    """How an `AlphaRunner` computes a frame's alpha on its device: ``(plane, albedo) ->
-    alpha`` of its tensors there (the alpha plane of the uploaded colour, the uploaded
-    albedo or None), `denoise_alpha_tensor`'s work with ``denoiser`` (one made from
-    `alpha_config`), queued where the runner calls it (beside the colour's network)."""
-    return lambda plane, albedo: _denoise_alpha_tensor(denoiser, plane, albedo, runner)
+def alpha_on_device(denoiser: Any, runner: Any, images: Images) -> Callable[[Any, Any], Any]:
+    """How an `AlphaRunner` computes the alpha of host ``images`` on its device:
+    ``(plane, albedo) -> alpha`` of its images there (the alpha plane of the uploaded
+    colour, the uploaded albedo or None), queued where the runner calls it (beside or
+    after the colour's network). ``denoiser``: one made from `alpha_config` (on the
+    runner's device: `alpha_denoiser` with the runner). On torch tensors (cuda)
+    `denoise_alpha_tensor`'s work; on buffers (`BufferAlphaRunner`, wgpu) the runner's
+    clipped fit, then the network on the alpha denoiser's runner into a plane of the
+    runner's, which the runner clips into the result."""
+    if not isinstance(runner, BufferAlphaRunner):
+        return lambda plane, albedo: _denoise_alpha_tensor(denoiser, plane, albedo, runner)
+    assert images.alpha is not None
+    frame = denoiser._frames.plan(validate_images(images.alpha, images.albedo, None))
+    return lambda plane, albedo: _denoise_alpha_buffers(frame, runner, plane, albedo)
+
+
+def _denoise_alpha_buffers(frame: Any, runner: Any, plane: Any, albedo: Any) -> Any:
+    """The alpha's fit on ``runner`` and its network on ``frame``'s runner (the alpha
+    denoiser's planned frame), queued; returns the network's plane (not yet clipped)."""
+    fitted = runner.fit_alpha(plane, albedo)
+    denoised = runner.plane("alpha-denoised", plane.height, plane.width)
+    inputs = [fitted] if albedo is None else [fitted, albedo]
+    frame.runner.denoise_buffers(inputs, denoised, mode=frame.plan.mode, plan=frame.plan.tiles)
+    return denoised
 
 
 def _clipped_fit(runner: Any, alpha: Any, albedo: Any) -> Any:

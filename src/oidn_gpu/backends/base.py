@@ -51,6 +51,7 @@ from oidn_gpu.backends.options import precision_choices as precision_choices
 from oidn_gpu.backends.runners import AlphaRunner as AlphaRunner
 from oidn_gpu.backends.runners import AutoexposureRunner as AutoexposureRunner
 from oidn_gpu.backends.runners import BesideRunner as BesideRunner
+from oidn_gpu.backends.runners import BufferAlphaRunner as BufferAlphaRunner
 from oidn_gpu.backends.runners import CoverageRunner as CoverageRunner
 from oidn_gpu.backends.runners import DenoiseImages as DenoiseImages
 from oidn_gpu.backends.runners import DeviceRunner as DeviceRunner

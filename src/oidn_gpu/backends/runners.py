@@ -2,7 +2,7 @@
 images of one denoise (`DenoiseImages`) and what a `Backend.create_runner` makes: a
 `TileRunner`, and the optional abilities a runner may add (`AutoexposureRunner`,
 `DeviceRunner`, `HostInputsRunner`, `CoverageRunner`, `HostCoverageRunner`,
-`BesideRunner`, `AlphaRunner`, `SequenceRunner`)."""
+`BesideRunner`, `AlphaRunner`, `BufferAlphaRunner`, `SequenceRunner`)."""
 
 from __future__ import annotations
 
@@ -194,6 +194,27 @@ class AlphaRunner(Protocol):
         (or None) as the runner's tensors on its device; it returns an ``H x W`` float32
         tensor there. ``autoexposure``: the scale is the colour's autoexposure computed on
         the device (`AutoexposureRunner`), else ``plan.mode.input_scale``."""
+        ...
+
+
+@runtime_checkable
+class BufferAlphaRunner(Protocol):
+    """An `AlphaRunner` whose device images are buffers (wgpu's `GpuImage`): the alpha's
+    network runs on a runner of the alpha's denoiser made on this runner's device
+    (`on_device`), between this runner's fit (`fit_alpha`) and the clip of its result."""
+
+    def on_device(self, options: Any) -> Any:
+        """The backend ``options`` of a denoiser that runs on this runner's device."""
+        ...
+
+    def fit_alpha(self, plane: Any, albedo: Any) -> Any:
+        """The alpha ``plane`` (one channel of the uploaded image) clipped to 0..1, fitted
+        to the ``albedo`` image's coverage and clipped again (None: clipped only): a
+        dense ``H x W x 1`` float32 image on the device; queued, not waited for."""
+        ...
+
+    def plane(self, name: str, height: int, width: int) -> Any:
+        """A dense float32 ``H x W x 1`` image of this runner's buffer ``name``."""
         ...
 
 

@@ -71,7 +71,8 @@ def _alternating_medians(
             call()
     for den in dens:
         den.wait_compiled()
-    dens[1]._alpha_denoiser().wait_compiled()
+    for helper in dens[1]._prefilters.values():  # the alpha's denoiser, on its device
+        helper.wait_compiled()
     for call in calls:
         call()
     idle()

@@ -22,7 +22,11 @@ The alpha is ``array<f32>``; the guide ``array<f32>``, or float16 pairs in ``arr
 (widened exactly, as the input pass reads them). Each image has an offset, a pixel and a
 row stride (in elements) and a channel count in the params (`COVERAGE_PARAMS`): a guide
 read with ``channels`` 3 gives its first three values, with 1 its first value three times
-(`image.coverage`'s one-channel guide). Both kernels keep wgpu's bounds checks.
+(`image.coverage`'s one-channel guide). With ``clip`` (1 in the params) the fit reads the
+alpha clipped to 0..1 and the apply writes the fitted alpha clipped to 0..1, as
+``alpha="denoise"`` fits it; 0 fits the values as they are. Both kernels keep wgpu's
+bounds checks. `generate_clip` clips one plane into another (an alpha with no albedo to
+fit to, the alpha's denoised plane into a result's fourth channel).
 """
 
 from __future__ import annotations
@@ -43,6 +47,16 @@ _IMAGE_FIELDS = ("offset", "pixel_stride", "row_stride", "channels")
 COVERAGE_PARAMS = ParamsLayout(
     (
         *(ParamField(f"{image}_{f}") for image in ("alpha", "guide") for f in _IMAGE_FIELDS),
+        ParamField("height"),
+        ParamField("width"),
+        ParamField("clip"),
+    )
+)
+# `generate_clip`'s: the source and destination planes, then the size.
+_PLANE_FIELDS = ("offset", "pixel_stride", "row_stride")
+CLIP_PARAMS = ParamsLayout(
+    (
+        *(ParamField(f"{plane}_{f}") for plane in ("src", "dst") for f in _PLANE_FIELDS),
         ParamField("height"),
         ParamField("width"),
     )
@@ -117,6 +131,33 @@ def generate_apply(dtype: str = "float32") -> Kernel:
         ],
         [_guide(dtype)],
     )
+
+
+def generate_clip() -> Kernel:
+    """One float32 plane clipped to 0..1 into another (``alpha-clip``): pixel (y, x) of
+    ``src_image`` (offset, pixel and row stride in `CLIP_PARAMS`) clamped to 0..1 and
+    written to the same pixel of ``dst_image``; both may be a channel of a wider image.
+    Grid over ``(H, W)``.
+
+    Bindings: ``src_image``, ``dst_image``, ``params``.
+    """
+    key = "alpha-clip"
+    bindings, decls = _common.make_bindings(
+        [
+            ("src_image", BindingKind.STORAGE_READ, "f32"),
+            ("dst_image", BindingKind.STORAGE_READ_WRITE, "f32"),
+            ("params", BindingKind.UNIFORM, ""),
+        ]
+    )
+    source = render(
+        "alpha_clip.wgsl",
+        header=f"oidn_gpu.kernels.coverage {key}",
+        consts={"WG": WG},
+        params_struct=CLIP_PARAMS.wgsl(),
+        bindings=decls,
+    )
+    grid = _common.pixel_grid(WG, WG)
+    return Kernel(key, key, source, "main", (WG, WG, 1), bindings, grid, params=CLIP_PARAMS)
 
 
 def _kernel(

@@ -43,9 +43,9 @@ image, section 6.3).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
-import math
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
@@ -62,7 +62,8 @@ from oidn_gpu.backends.frame_runner import (
     run_frame,
 )
 from oidn_gpu.backends.gpu_device import STORAGE_USAGE, BufferUsage, DeferredRelease
-from oidn_gpu.backends.plan import DenoiseOptions, DenoisePlan, plan_tiles
+from oidn_gpu.backends.plan import DenoisePlan
+from oidn_gpu.backends.wgpu import alpha_frame, interactive
 from oidn_gpu.backends.wgpu.autoexposure import AutoexposurePass
 from oidn_gpu.backends.wgpu.coverage import CoverageFit
 from oidn_gpu.backends.wgpu.executor import WgpuExecutor
@@ -78,18 +79,13 @@ from oidn_gpu.backends.wgpu.frames import (
 )
 from oidn_gpu.backends.wgpu.resources import BUFFER, ResourceTracker
 from oidn_gpu.backends.wgpu.staging import StagingBuffers
-from oidn_gpu.errors import CancelledError, InvalidArgumentError
+from oidn_gpu.errors import InvalidArgumentError
 from oidn_gpu.image.host_copy import parallel_copyto
 from oidn_gpu.kernels import io_passes
 from oidn_gpu.kernels.spec import FRAME_PARAMS, Kernel, Precision
-from oidn_gpu.model import unet
 
 __all__ = ["GpuDenoiser", "GpuImage", "TileRect"]
 
-TILE_ALIGNMENT = unet.DEFAULT_TILE_ALIGNMENT
-MIN_INTERACTIVE_EDGE = 256  # px; below this the overlap dominates the work
-MAX_INTERACTIVE_EDGE = 4096
-DEFAULT_INTERACTIVE_EDGE = 512
 # (buffers, plan) combinations whose per-tile bind groups a denoiser keeps.
 TILE_SET_CACHE_SIZE = 4
 # The frame uniform (input and output scale), also written by the autoexposure kernel.
@@ -150,7 +146,7 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         # the mapped result into the array), "remap" (requesting the upload buffers'
         # mapping for the next frame).
         self.last_host_ms: dict[str, float] = {}
-        self.interactive_edge = DEFAULT_INTERACTIVE_EDGE
+        self.interactive_edge = interactive.DEFAULT_INTERACTIVE_EDGE
 
     # ------------------------------------------------------------------ kernels
 
@@ -381,6 +377,46 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
             yield self._finish_locked(pending)
 
     @_queue_turn
+    def run_with_alpha(
+        self,
+        images: DenoiseImages,
+        plan: DenoisePlan,
+        alpha: Callable[[Any, Any], Any],
+        progress: Progress | None = None,
+        *,
+        autoexposure: bool = False,
+    ) -> tuple[np.ndarray, float]:
+        """`AlphaRunner.run_with_alpha`: one upload of the RGBA image, the alpha's work
+        queued after the colour's network, its result clipped into the fourth channel,
+        one read back (`alpha_frame.run_with_alpha`)."""
+        self._check_open()
+        return alpha_frame.run_with_alpha(self, images, plan, alpha, progress, autoexposure)
+
+    def on_device(self, options: Any) -> Any:
+        """`BufferAlphaRunner.on_device`: ``options`` with this runner's device."""
+        return dataclasses.replace(options, device=self._device.device)
+
+    def fit_alpha(self, plane: GpuImage, albedo: GpuImage | None) -> GpuImage:
+        """`BufferAlphaRunner.fit_alpha`: the clipped fit (`CoverageFit.fit_images`), or
+        the alpha clipped into a plane of its own without an albedo; queued."""
+        if albedo is not None:
+            return self._coverage.fit_images(plane, albedo, clip=True)
+        clipped = self.plane("alpha-clipped", plane.height, plane.width)
+        self._coverage.clip(plane, clipped)
+        return clipped
+
+    def plane(self, name: str, height: int, width: int) -> GpuImage:
+        """`BufferAlphaRunner.plane`: a dense float32 ``H x W x 1`` image of the buffer
+        ``name`` (kept between calls of one size)."""
+        return GpuImage(
+            self._staging.get(name, max(height * width, 1) * F32_BYTES), height, width, 1
+        )
+
+    def clip_into(self, source: GpuImage, destination: GpuImage) -> None:
+        """Queue the plane ``source`` clipped to 0..1 into the plane ``destination``."""
+        self._coverage.clip(source, destination)
+
+    @_queue_turn
     def fit_coverage_host(self, alpha: np.ndarray, guide: np.ndarray) -> np.ndarray:
         """`HostCoverageRunner.fit_coverage_host`: `CoverageFit.fit_coverage` on this device."""
         self._check_open()
@@ -394,24 +430,28 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
 
     def _upload_frame(self, frame: HostFrame, slot: str) -> list[GpuImage]:
         self._uploads = []
-        return [
+        images = [
             self._staging.upload(f"input-{role}{slot}", array, self._uploads)
             for array, role in zip(frame.arrays, frame.roles, strict=True)
         ]
+        if frame.with_alpha:  # the network reads the colour; the alpha stays in its pixels
+            images[0] = dataclasses.replace(images[0], channels=images[0].channels - 1)
+        return images
 
     def _output_image(self, frame: HostFrame, slot: str) -> GpuImage:
         height, width, channels = frame.shape
         out_bytes = height * width * channels * F32_BYTES
         # The frame's scales are copied behind the pixels, so one readback brings both.
         buffer = self._staging.get(f"output{slot}", out_bytes + SCALE_BYTES)
-        return GpuImage(buffer, height, width, channels)
+        # with an alpha, the colour's channels of pixels that hold the alpha after them
+        return GpuImage(buffer, height, width, frame.out_channels, pixel_stride=channels)
 
     def _read_back(
         self, frame: HostFrame, output: GpuImage, slot: str, upload_ms: float, submit_ms: float
     ) -> PendingFrame:
         """Submit the copy of the result (and scales) into a mapped readback buffer kept
         across frames: one copy from it into the result."""
-        out_bytes = output.height * output.width * output.channels * F32_BYTES
+        out_bytes = output.height * output.width * output.pixel_stride_elems * F32_BYTES
         readback = self._staging.get(
             f"readback{slot}", out_bytes + SCALE_BYTES, BufferUsage.MAP_READ | BufferUsage.COPY_DST
         )
@@ -508,7 +548,8 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         cancel: Callable[[], bool] | None = None,
         target_tile_ms: float | None = None,
     ) -> np.ndarray:
-        """Denoise with at most one tile in flight, reporting each finished rectangle.
+        """Denoise with at most one tile in flight, reporting each finished rectangle
+        (`interactive.denoise_interactive`).
 
         Args:
             plan: a `TilePlan`; None plans tiles of edge `interactive_edge`.
@@ -524,43 +565,9 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         """
         self._check_open()
         host = host_frame((main, albedo, normal), out_channels=out_channels)
-        height, width, channels = host.shape
-        if plan is None:
-            plan = self._interactive_plan(height, width)
-        gpu_images = [
-            self._staging.upload(f"input-{role}", array)
-            for array, role in zip(host.arrays, host.roles, strict=True)
-        ]
-        out_bytes = height * width * channels * F32_BYTES
-        output = GpuImage(self._staging.get("output", out_bytes), height, width, channels)
-        result = np.zeros((height, width, channels), np.float32)
-        times: list[float] = []
-        count = len(plan.tiles)
-        tile_set = self._device_frame(
-            FrameRequest(tuple(gpu_images), host.roles, output, channels, mode, plan)
+        return interactive.denoise_interactive(
+            self, host, mode, plan, on_tile=on_tile, cancel=cancel, target_tile_ms=target_tile_ms
         )
-        # One tile in flight: submit, then wait for its rectangle.
-        for index, tile in enumerate(plan.tiles):
-            if cancel is not None and cancel():
-                raise CancelledError("execution was cancelled")
-            start = time.perf_counter()
-            tile_set.submit(index)
-            row_bytes = width * channels * F32_BYTES
-            raw = self._device.read_buffer(  # waits: one tile in flight at most
-                output.buffer, tile.out_y * row_bytes, tile.out_h * row_bytes
-            )
-            elapsed = (time.perf_counter() - start) * 1e3
-            times.append(elapsed)
-            rows = np.frombuffer(raw, np.float32).reshape(tile.out_h, width, channels)
-            result[tile.out_y : tile.out_y + tile.out_h, tile.out_x : tile.out_x + tile.out_w] = (
-                rows[:, tile.out_x : tile.out_x + tile.out_w]
-            )
-            rect = TileRect(index, count, tile.out_y, tile.out_x, tile.out_h, tile.out_w, elapsed)
-            if on_tile is not None and on_tile(rect, result) is False:
-                raise CancelledError("execution was cancelled by the tile callback")
-        if target_tile_ms is not None and times:
-            self._adapt_edge(plan, float(np.median(times)), target_tile_ms)
-        return result
 
     # ------------------------------------------------------------------ lifetime
 
@@ -685,16 +692,3 @@ class GpuDenoiser(FrameRunner[GpuImage, TileSet, PendingFrame]):
         """`TilePasses.tile_pass`: one submission (after the frame's prelude, if any)."""
         prelude, self._prelude = self._prelude, None
         frame.submit(index, prelude)
-
-    def _interactive_plan(self, height: int, width: int) -> Any:
-        options = DenoiseOptions(tile_size=self.interactive_edge)
-        return plan_tiles(self.executor.model, height, width, options)
-
-    def _adapt_edge(self, plan: Any, measured_ms: float, target_ms: float) -> None:
-        if measured_ms <= 0 or target_ms <= 0:
-            return
-        edge = max(plan.tile_h, plan.tile_w) * math.sqrt(target_ms / measured_ms)
-        edge = min(max(edge, MIN_INTERACTIVE_EDGE), MAX_INTERACTIVE_EDGE)
-        # int(): on NumPy 1.x, round() of a NumPy float (plan sizes may be NumPy ints) is a float
-        units = int(round(edge / TILE_ALIGNMENT))  # noqa: RUF046 - see above
-        self.interactive_edge = units * TILE_ALIGNMENT

@@ -5,6 +5,15 @@
 
 {% include "image_read.wgsl" %}
 
+// The alpha's element e, clipped to 0..1 with `params.clip`.
+fn clipped_alpha(e: u32) -> f32 {
+  let a = load_alpha(e);
+  if (params.clip != 0u) {
+    return clamp(a, 0.0, 1.0);
+  }
+  return a;
+}
+
 // Tap d (0 .. 2 RADIUS) of the window centred on the extended image's coordinate c: the
 // image's coordinate c + d - 2 RADIUS, clamped to its `size` pixels (the nearest edge pixel).
 fn clamped(c: u32, d: u32, size: u32) -> u32 {
@@ -39,7 +48,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var dy = 0u; dy < SIDE; dy = dy + 1u) {
       let y = clamped(id.y, dy, params.height);
       let v = read_guide(y, x) - vec3<f32>(CENTRE);
-      let a = load_alpha(alpha_column + y * params.alpha_row_stride) - CENTRE;
+      let a = clipped_alpha(alpha_column + y * params.alpha_row_stride) - CENTRE;
       column_g = column_g + v;
       column_p = column_p + a;
       column_gp = column_gp + v * a;
