@@ -176,7 +176,7 @@ class BesideRunner(Protocol):
 @runtime_checkable
 class AlphaRunner(Protocol):
     """A `TileRunner` that denoises a colour and its alpha as one frame of host images
-    (cuda): the ``H x W x 4`` image goes to the device at once, the alpha is computed there
+    (cuda, wgpu): the ``H x W x 4`` image goes to the device at once, the alpha is computed there
     beside the colour's network, and the four channels come back at once."""
 
     def run_with_alpha(
