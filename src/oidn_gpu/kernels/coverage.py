@@ -52,11 +52,10 @@ COVERAGE_PARAMS = ParamsLayout(
         ParamField("clip"),
     )
 )
-# `generate_clip`'s: the source and destination planes, then the size.
-_PLANE_FIELDS = ("offset", "pixel_stride", "row_stride")
+# `generate_clip`'s: the source and destination planes (their channels are 1), then the size.
 CLIP_PARAMS = ParamsLayout(
     (
-        *(ParamField(f"{plane}_{f}") for plane in ("src", "dst") for f in _PLANE_FIELDS),
+        *(ParamField(f"{plane}_{f}") for plane in ("src", "dst") for f in _IMAGE_FIELDS),
         ParamField("height"),
         ParamField("width"),
     )

@@ -28,6 +28,9 @@ from oidn_gpu.kernels.coverage import CLIP_PARAMS
 from oidn_gpu.kernels.spec import Kernel
 
 AB_BYTES = 4 * F32_BYTES  # a window's fit (a0, a1, a2, b)
+# Clip bind groups kept: a frame clips at most twice (an alpha without albedo, then the
+# result), so a few cover one size's frames.
+CLIP_GROUPS_KEPT = 4
 PARAMS_USAGE = BufferUsage.UNIFORM | BufferUsage.COPY_DST
 READBACK_USAGE = BufferUsage.MAP_READ | BufferUsage.COPY_DST
 
@@ -106,8 +109,8 @@ class CoverageFit:
             params,
             0,
             kernel.pack_params(
-                **_plane_params("src", source),
-                **_plane_params("dst", destination),
+                **_plane("src", source).params("src"),
+                **_plane("dst", destination).params("dst"),
                 height=source.height,
                 width=source.width,
             ),
@@ -118,7 +121,9 @@ class CoverageFit:
             group = self._device.create_bind_group(
                 "oidn/alpha-clip", pipeline, [source.buffer, destination.buffer, params]
             )
-            self._clip_groups = {key: group}  # the last one (a frame's buffers repeat)
+            if len(self._clip_groups) >= CLIP_GROUPS_KEPT:  # buffers of an earlier size
+                self._clip_groups.clear()
+            self._clip_groups[key] = group
         encoder = self._device.create_command_encoder("oidn/alpha-clip")
         encoder.dispatch(
             pipeline, group, kernel.grid(0, source.height, source.width), label="oidn/alpha-clip"
@@ -191,18 +196,14 @@ class CoverageFit:
         self._clip_groups = {}
 
 
-def _plane_params(prefix: str, image: GpuImage) -> dict[str, int]:
-    """`CLIP_PARAMS`' fields of one plane (``src`` or ``dst``)."""
+def _plane(what: str, image: GpuImage) -> GpuImage:
+    """``image``, checked to be one float32 channel (`CoverageFit.clip`'s planes)."""
     if image.channels != 1 or image.dtype != "float32":
         raise InvalidArgumentError(
-            f"the plane to clip has {image.channels} {image.dtype} channels; expected one "
-            "float32 channel"
+            f"the {what} plane to clip has {image.channels} {image.dtype} channels; "
+            "expected one float32 channel"
         )
-    return {
-        f"{prefix}_offset": image.offset,
-        f"{prefix}_pixel_stride": image.pixel_stride_elems,
-        f"{prefix}_row_stride": image.row_stride_elems,
-    }
+    return image
 
 
 def _host_images(alpha: Any, guide: Any) -> tuple[np.ndarray, np.ndarray]:
