@@ -5,6 +5,8 @@ fast LDR weights as the reference backend denoises it, the colour as with
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,31 @@ def test_an_rgba_frame_in_tiles_into_a_float16_destination() -> None:
     assert result is out
     np.testing.assert_array_equal(out[:, :, :3], copied[:, :, :3].astype(np.float16))
     np.testing.assert_allclose(out[:, :, 3], reference[:, :, 3], atol=1e-3)  # float16 rounding
+
+
+def test_an_rgba_frame_with_its_alpha_denoised_is_read_back_as_often_as_an_rgb_frame(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/aovs.md: on wgpu the four channels come back in one read back, as an RGB
+    frame's do (the alpha's fit and network read no image back of their own)."""
+    from oidn_gpu.backends.wgpu.device import WgpuDevice
+
+    reads: list[str] = []
+    for name in ("read_buffer", "read_mapped", "read_mapped_with"):
+        original = getattr(WgpuDevice, name)
+
+        def counted(self: Any, *args: Any, _original: Any = original, _name: str = name) -> Any:
+            reads.append(_name)
+            return _original(self, *args)
+
+        monkeypatch.setattr(WgpuDevice, name, counted)
+    rgba, albedo, normal = _random_frame(40, 56)
+    with oidn_gpu.Denoiser(backend="wgpu", hdr=True, precision="fp32") as den:
+        den.denoise(rgba, albedo, normal, alpha="denoise")  # first frame: kernels, weights
+        den.denoise(rgba[:, :, :3], albedo, normal)
+        reads.clear()
+        den.denoise(rgba[:, :, :3], albedo, normal)
+        rgb_reads = list(reads)
+        reads.clear()
+        den.denoise(rgba, albedo, normal, alpha="denoise")
+        assert rgb_reads and reads == rgb_reads
