@@ -208,3 +208,21 @@ def test_a_damaged_archive_on_the_thread_is_logged_not_raised(tmp_path, monkeypa
     assert raised == []
     assert "shipped kernels not installed" in caplog.text
     assert not any((tmp_path / "cache").glob("ENTRY*"))
+
+
+def test_a_kernel_s_files_are_read_from_the_package_then_triton_s_cache_and_never_copied(
+    tmp_path,
+):
+    shipped = _shipped(tmp_path, "7.7.4", 90)
+    cache = tmp_path / "cache"
+    (cache / "ENTRYC").mkdir(parents=True)  # compiled by an earlier process of this user
+    (cache / "ENTRYC" / "k.cubin").write_bytes(b"compiled")
+    (cache / "ENTRYC" / "k.ttir").write_bytes(b"not read")
+    files = shipped_kernels.entry_files("7.7.4", 90, cache_dir=cache, shipped=shipped)
+    assert files("ENTRYA") == {"k.cubin": b"ENTRYA"}
+    assert files("ENTRYC") == {"k.cubin": b"compiled"}
+    assert files("ENTRYD") is None and files("../evil2") is None
+    # another GPU architecture: only Triton's cache
+    other = shipped_kernels.entry_files("7.7.4", 89, cache_dir=cache, shipped=shipped)
+    assert other("ENTRYA") is None and other("ENTRYC") == {"k.cubin": b"compiled"}
+    assert sorted(p.name for p in cache.iterdir()) == ["ENTRYC"]  # nothing copied in

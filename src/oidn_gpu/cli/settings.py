@@ -62,6 +62,7 @@ SETTINGS = (
     Setting("cuda_rows", _SWITCH, "cuda row kernel"),
     Setting("cuda_row_balance", _SWITCH, "cuda row kernel's rows balanced per GPU"),
     Setting("cuda_compile_processes", _NUMBER, "processes compiling cuda kernels"),
+    Setting("cuda_driver_launch", _SWITCH, "cuda compiled kernels launched without Triton"),
 )
 BY_KEY = {s.key: s for s in SETTINGS}
 

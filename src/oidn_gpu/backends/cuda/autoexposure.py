@@ -13,7 +13,7 @@ from typing import Any
 
 from oidn_gpu.backends.cuda import torch_ops
 from oidn_gpu.backends.cuda.images import DeviceImage, hwc_view
-from oidn_gpu.backends.cuda.triton_loader import io_kernels
+from oidn_gpu.backends.cuda.triton_loader import launchers
 from oidn_gpu.image import autoexposure as ae
 
 # Launch shapes timed on an NVIDIA H200 (docs/benchmarks.md: both
@@ -31,7 +31,7 @@ def autoexposure(color: DeviceImage, scale_out: Any, engine: str) -> None:
     if engine != "triton":
         _torch_autoexposure(color, scale_out)
         return
-    torch, tk = torch_ops.torch, io_kernels()
+    torch, tk = torch_ops.torch, launchers("io")
     nb_h = math.ceil(color.height / ae.MAX_BIN_SIZE)
     nb_w = math.ceil(color.width / ae.MAX_BIN_SIZE)
     bins = torch.empty(nb_h * nb_w, dtype=torch.float32, device=scale_out.device)

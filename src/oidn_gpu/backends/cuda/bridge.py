@@ -21,7 +21,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from oidn_gpu.backends.cuda import compile_job, kernel_specs, shipped_kernels
+from oidn_gpu.backends.cuda import compile_job, driver_launch, kernel_specs, shipped_kernels
+from oidn_gpu.backends.cuda.cuda_driver import CudaDriverError
 from oidn_gpu.backends.cuda.images import DeviceImage, describe
 from oidn_gpu.backends.cuda.triton_loader import CompileStopped, interpreting, kernels
 from oidn_gpu.backends.phases import log_phase, paused_gc
@@ -214,7 +215,11 @@ class CompileBridge:
         Triton's disk cache (compiled by an earlier process of this user, `oidn-gpu
         prepare`, or shipped with the package): its frames then run on Triton from the
         first, which loading costs less than a first cuDNN frame."""
-        if not self._cuda or interpreting() or kernels().UNAVAILABLE:
+        if not self._cuda or interpreting():
+            return False
+        if driver_launch.enabled() and self._load_through_driver(config):
+            return True
+        if kernels().UNAVAILABLE:
             return False
         start = time.perf_counter()
         try:
@@ -234,6 +239,32 @@ class CompileBridge:
             return False
         _LOG.info(
             "cuda: %d Triton kernels loaded from the disk cache in %.2f s",
+            count,
+            time.perf_counter() - start,
+        )
+        log_phase(_LOG, "load the compiled kernels", start)
+        return True
+
+    def _load_through_driver(self, config: tuple[Any, ...]) -> bool:
+        """Load a configuration's compiled kernels with the CUDA driver (`driver_launch`:
+        from the shipped package or Triton's disk cache, without importing Triton) when
+        all of them are there; False (nothing loaded) otherwise, or where the driver
+        refuses one."""
+        start = time.perf_counter()
+        try:
+            with paused_gc():
+                key = self._spec_key(config)
+                records = kernel_specs.load(key) if key is not None else []
+                if key is None or not records:
+                    return False
+                files = shipped_kernels.entry_files(key.triton, key.capability)
+                index = self.device.index if self.device.index is not None else 0
+                count = driver_launch.LAUNCHES.serve(records, files, index)
+        except (ValueError, KeyError, OSError, CudaDriverError) as err:
+            _LOG.info("cuda: compiled kernels not loaded by the driver (%s)", err)
+            return False
+        _LOG.info(
+            "cuda: %d compiled kernels loaded by the CUDA driver in %.3f s",
             count,
             time.perf_counter() - start,
         )

@@ -51,6 +51,7 @@ from oidn_gpu.backends.base import (
     check_network_input,
 )
 from oidn_gpu.backends.cuda import (
+    driver_launch,
     fusion,
     kernel_report,
     layout,
@@ -63,11 +64,7 @@ from oidn_gpu.backends.cuda.engine_choice import pick_device, pick_engine
 from oidn_gpu.backends.cuda.fusion import FusedTail
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.options import CudaOptions
-from oidn_gpu.backends.cuda.triton_loader import (
-    CompileStopped,
-    interpreting,
-    kernels,
-)
+from oidn_gpu.backends.cuda.triton_loader import CompileStopped, interpreting
 from oidn_gpu.backends.cuda.tuning import (
     RowsConfig,
     TailConfig,
@@ -201,10 +198,15 @@ class CudaExecutor(ExecutorBase):
         self._capability = torch.cuda.get_device_capability(self.device) if on_gpu else None
         choice = pick_engine(self.device, engine, tune, bridge)
         self.engine, self.fallback, self.bridge = choice.engine, choice.fallback, choice.bridge
+        launched_by_driver = driver_launch.enabled()
         if self.bridge and self._capability is not None and not interpreting():
-            # the shipped kernels unpack into Triton's cache while the network is built
+            # the shipped kernels are read (for `driver_launch`) or unpacked into Triton's
+            # cache (where Triton loads them) while the network is built
             major, minor = self._capability
-            shipped_kernels.install_shipped_soon(major * 10 + minor)
+            if launched_by_driver:
+                shipped_kernels.read_shipped_soon(major * 10 + minor)
+            else:
+                shipped_kernels.install_shipped_soon(major * 10 + minor)
         self.last_engine: str | None = None  # the engine of the last frame
         self.precision = precision
         self.model = model  # a background compile rebuilds the network from it
@@ -386,12 +388,12 @@ class CudaExecutor(ExecutorBase):
             fusion.tune_tail(self, prep, target)
 
     def fused_kernels(self) -> Any:
-        """The `fused_kernels` module (imported with `triton_kernels`, by `kernels`)."""
-        return triton_loader.fused_kernels()
+        """The `fused_kernels` module's kernels (`triton_loader.launchers`)."""
+        return triton_loader.launchers("fused")
 
     def row_kernels(self) -> Any:
-        """The `row_kernels` module (imported with `triton_kernels`, by `kernels`)."""
-        return triton_loader.row_kernels()
+        """The `row_kernels` module's kernels (`triton_loader.launchers`)."""
+        return triton_loader.launchers("rows")
 
     def set_tail_config(self, prep: Prepared, config: TailConfig) -> None:
         """Use ``config`` for the ``tail`` fusion of ``prep`` (`fusion.set_tail_config`)."""
@@ -533,7 +535,7 @@ class CudaExecutor(ExecutorBase):
             out = prep.views[launch.value]
             final_args = (self._dummy, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             flags = dict(OUTPUT_PASS=False, TRANSFER=0, HDR=True, SNORM=False, OUT_CHANNELS=3)
-        kernels().conv3x3_kernel[grid](
+        triton_loader.launchers("triton").conv3x3_kernel[grid](
             a,
             b,
             weight,

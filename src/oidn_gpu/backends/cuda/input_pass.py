@@ -9,7 +9,7 @@ from typing import Any
 
 from oidn_gpu.backends.cuda.executor import transfer_id
 from oidn_gpu.backends.cuda.images import DeviceImage
-from oidn_gpu.backends.cuda.triton_loader import io_kernels
+from oidn_gpu.backends.cuda.triton_loader import launchers
 
 INPUT_BLOCK = 128  # pixels per program of the input pass
 
@@ -31,7 +31,7 @@ def input_pass(
     alb = images[1] if len(images) > 1 else main
     nrm = images[2] if len(images) > 2 else main
     height, width, channels = (int(v) for v in out.shape)
-    io_kernels().input_pass_kernel[(-(-height * width // block),)](
+    launchers("io").input_pass_kernel[(-(-height * width // block),)](
         main.tensor,
         main.offset,
         main.pixel_stride,

@@ -262,6 +262,14 @@ def recording() -> Iterator[list[str]]:
             outer.extend(texts)
 
 
+def note_launched(record: str) -> None:
+    """Record a kernel-list line where the calling thread records (`recording`): a kernel
+    launched through the CUDA driver (`driver_launch`), which Triton's hook never sees."""
+    texts = getattr(_RECORDING, "texts", None)
+    if texts is not None:
+        texts.append(record)
+
+
 def in_cache(records: list[str], cache_dir: Path | None = None) -> bool:
     """Whether every kernel of ``records`` is in Triton's disk cache (their entries were
     recorded and are there), so that loading them compiles nothing."""

@@ -17,6 +17,7 @@ import os
 from typing import Any
 
 from oidn_gpu.backends.cuda import layout
+from oidn_gpu.backends.cuda.driver_launch import DriverKernel
 from oidn_gpu.backends.cuda.layout import ConvLaunch
 from oidn_gpu.backends.cuda.tuning import RowsConfig
 from oidn_gpu.errors import InvalidArgumentError
@@ -148,13 +149,20 @@ def gpu_limits(
     """``(programs one multiprocessor holds, multiprocessors)`` for ``conv``'s launch on the
     executor's GPU: the kernel is compiled (not run) to read its registers and shared
     memory. None where this Triton does not tell them."""
-    from triton.runtime import driver
-
     torch = ex._torch
     index = ex.device.index if ex.device.index is not None else torch.cuda.current_device()
     grid, args, options = _launch_args(ex, prep, conv, config, project)
+    kernel = ex.row_kernels().conv_rows_kernel
+    found = kernel.find(index, args, options) if isinstance(kernel, DriverKernel) else None
+    if found is not None:  # loaded through the driver: its registers without Triton
+        registers, shared = kernel.launches.registers(found, index)
+        properties = kernel.launches.device_properties(index)
+        resident = resident_programs(registers, shared, config.num_warps, properties)
+        return resident, properties["multiprocessor_count"]
+    from triton.runtime import driver
+
     with torch.cuda.device(index):  # Triton compiles for, and loads onto, the current GPU
-        compiled = ex.row_kernels().conv_rows_kernel.warmup(*args, grid=grid, **options)
+        compiled = kernel.warmup(*args, grid=grid, **options)
         try:
             properties = driver.active.utils.get_device_properties(index)
             compiled._init_handles()

@@ -8,7 +8,11 @@ kernel modules they were compiled from). `install_shipped` copies the entries a 
 Triton cache lacks into it, so a fresh process loads those kernels without a compiler;
 `install_shipped_soon` starts that on a thread before the executor builds the network, so
 the copy runs beside the build and a first frame mostly finds the entries there (it waits
-for the thread where it loads them; docs/benchmarks.md has the timings).
+for the thread where it loads them; docs/benchmarks.md has the timings). Where the kernels
+are launched through the CUDA driver (`driver_launch`, the default) nothing is copied:
+`entry_files` reads an entry's compiled code and metadata from the archive, read into
+memory once (`shipped_entries`, on a thread beside the build: `read_shipped_soon`), or
+from Triton's cache.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import shutil
 import tarfile
 import tempfile
 import threading
-from collections.abc import Iterable
+import zlib
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +119,27 @@ def install_shipped_soon(capability: int, *, shipped: Path = SHIPPED) -> threadi
     return thread
 
 
+def read_shipped_soon(capability: int, *, shipped: Path = SHIPPED) -> threading.Thread | None:
+    """Start reading the shipped archive of the installed Triton and ``capability`` into
+    memory (`shipped_entries`) on a thread, beside the network's build; None where there is
+    none. A reader of `shipped_entries` waits for it."""
+    version = triton_version()
+    if version is None:
+        return None
+    archive = shipped_archive(version, capability, shipped)
+    if not archive.is_file() or archive in _ENTRIES:
+        return None
+    thread = threading.Thread(
+        target=_read_logged, args=(archive,), name="oidn-gpu-shipped-kernels", daemon=True
+    )
+    thread.start()
+    return thread
+
+
+def _read_logged(archive: Path) -> None:
+    shipped_entries(archive)  # what fails is logged there
+
+
 def _install_logged(version: str, capability: int, target: Path, shipped: Path) -> None:
     """`install_shipped` on `install_shipped_soon`'s thread: what fails is logged (the
     frame that needs the kernels then compiles them), never raised on a thread."""
@@ -169,6 +195,66 @@ def _unpack_missing(archive: Path, target: Path) -> tuple[int, set[str]]:
                     os.rename(Path(tmp) / entry, target / entry)
                     copied += 1
     return copied, set(by_entry)
+
+
+_ENTRIES: dict[Path, dict[str, dict[str, bytes]]] = {}  # archive -> entry -> file -> bytes
+_ENTRIES_LOCK = threading.Lock()
+LOADED_SUFFIXES = (".cubin", ".json")  # what a kernel's load reads of its entry
+
+
+def shipped_entries(archive: Path) -> dict[str, dict[str, bytes]]:
+    """The compiled code and metadata files of each entry of a shipped archive, by entry
+    and file name (read once per process; empty when there is no archive)."""
+    with _ENTRIES_LOCK:
+        known = _ENTRIES.get(archive)
+        if known is not None:
+            return known
+        found: dict[str, dict[str, bytes]] = {}
+        try:
+            if archive.is_file():
+                found = _read_entries(archive)
+        except (OSError, EOFError, tarfile.TarError, zlib.error) as err:
+            _LOG.info("cuda: shipped kernels not read from %s (%s)", archive, err)
+        _ENTRIES[archive] = found
+        return found
+
+
+def _read_entries(archive: Path) -> dict[str, dict[str, bytes]]:
+    found: dict[str, dict[str, bytes]] = {}
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive.read_bytes()))) as tar:
+        for member in tar.getmembers():
+            entry = _entry(member.name) if member.isfile() else None
+            name = Path(member.name).name
+            if entry is None or not name.endswith(LOADED_SUFFIXES):
+                continue
+            reader = tar.extractfile(member)
+            if reader is not None:
+                found.setdefault(entry, {})[name] = reader.read()
+    return found
+
+
+def entry_files(
+    version: str, capability: int, *, cache_dir: Path | None = None, shipped: Path = SHIPPED
+) -> Callable[[str], dict[str, bytes] | None]:
+    """``files(entry)``: the compiled code and metadata of a compiled kernel's cache entry
+    (by file name), from the shipped archive of ``version`` and ``capability``, else from
+    Triton's cache (``cache_dir``, default `kernel_specs.triton_cache_dir`); None where
+    neither has it. Nothing is copied into Triton's cache."""
+    archive = shipped_archive(version, capability, shipped)
+
+    def files(entry: str) -> dict[str, bytes] | None:
+        if _entry(f"{entry}/x") != entry:
+            return None
+        found = shipped_entries(archive).get(entry)
+        if found is not None:
+            return found
+        folder = (cache_dir if cache_dir is not None else triton_cache_dir()) / entry
+        try:
+            return {p.name: p.read_bytes() for p in folder.iterdir() if p.suffix in LOADED_SUFFIXES}
+        except OSError:
+            return None
+
+    return files
 
 
 def _write_entry(folder: Path, final: Path, files: dict[str, bytes]) -> None:

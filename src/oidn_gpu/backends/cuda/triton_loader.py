@@ -10,6 +10,7 @@ import os
 import threading
 from typing import Any
 
+from oidn_gpu.backends.cuda import driver_launch
 from oidn_gpu.backends.phases import timed_phase
 
 _LOG = logging.getLogger(__name__)
@@ -74,6 +75,33 @@ def row_kernels() -> Any:
     """The `row_kernels` module (imported with `triton_kernels`, by `kernels`)."""
     kernels()
     return _MORE_KERNELS["rows"]
+
+
+# The kernel modules a frame launches from, by the short names of `launchers`.
+KERNEL_MODULES = {
+    "triton": ("oidn_gpu.backends.cuda.triton_kernels", kernels),
+    "io": ("oidn_gpu.backends.cuda.io_kernels", io_kernels),
+    "rows": ("oidn_gpu.backends.cuda.row_kernels", row_kernels),
+    "fused": ("oidn_gpu.backends.cuda.fused_kernels", fused_kernels),
+}
+_NAMESPACES: dict[str, Any] = {}
+
+
+def launchers(module: str) -> Any:
+    """The kernels of a kernel module (`KERNEL_MODULES`: ``"triton"``, ``"io"``,
+    ``"rows"``, ``"fused"``) as a frame launches them, ``launchers("io").input_pass_kernel[
+    grid](...)``: once compiled kernels are loaded through the CUDA driver
+    (`driver_launch`), its kernels there launch without Triton (and without importing
+    it); else the module itself."""
+    if not driver_launch.LAUNCHES.serving():
+        return KERNEL_MODULES[module][1]()
+    with _KERNELS_LOCK:
+        namespace = _NAMESPACES.get(module)
+        if namespace is None:
+            name, accessor = KERNEL_MODULES[module]
+            namespace = driver_launch.KernelNamespace(driver_launch.LAUNCHES, name, accessor)
+            _NAMESPACES[module] = namespace
+        return namespace
 
 
 class CompileStopped(Exception):  # noqa: N818 - a signal between threads, not an error
