@@ -268,3 +268,63 @@ def test_a_kernel_launched_through_the_driver_is_recorded_where_a_compile_record
     assert json.loads(json.loads(record)["spec"])["key"] == spec["key"]
     kernel[(1,)](*args, **kwargs)  # not recording: nothing kept
     assert len(texts) == 1
+
+
+_FRESH_PROCESS = """
+import hashlib, json, sys
+import numpy as np, torch
+import oidn_gpu
+from oidn_gpu.backends.cuda import driver_launch
+rng = np.random.default_rng(5)
+images = [rng.random((720, 1280, 3), dtype=np.float32) for _ in range(3)]
+images[0] *= 4
+images[2] = images[2] * 2 - 1
+den = oidn_gpu.Denoiser(hdr=True, backend="cuda")
+first = den.denoise(*images)
+triton_first = "triton" in sys.modules
+second = den.denoise(*images)
+print(json.dumps({
+    "digests": [hashlib.sha256(a.tobytes()).hexdigest() for a in (first, second)],
+    "triton_imported": triton_first,
+    "handed_to_triton": sum(c[1] for c in driver_launch.LAUNCHES.counts.values()),
+    "through_driver": sum(c[0] for c in driver_launch.LAUNCHES.counts.values()),
+    "device": den.info().device,
+}))
+"""
+
+
+@pytest.mark.cuda_device
+def test_a_fresh_process_gives_the_same_image_with_the_kernels_launched_by_the_driver(tmp_path):
+    """README: the shipped kernels loaded and launched through the CUDA driver give Triton's
+    own bits, and a first frame so never imports Triton (compute capability 9.0, whose
+    kernels ship; fresh Triton and oidn-gpu caches for each process)."""
+    import os
+    import subprocess
+    import sys
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the package ships compiled kernels for compute capability 9.0 only")
+    answers = {}
+    for switch in ("on", "off"):
+        env = {
+            **os.environ,
+            "TRITON_CACHE_DIR": str(tmp_path / switch / "triton"),
+            "OIDN_GPU_CACHE_DIR": str(tmp_path / switch / "oidn-gpu"),
+            driver_launch.DRIVER_LAUNCH_ENV_VAR: switch,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", _FRESH_PROCESS],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        answers[switch] = json.loads(done.stdout.strip().splitlines()[-1])
+    on, off = answers["on"], answers["off"]
+    assert on["digests"] == off["digests"]
+    assert not on["triton_imported"] and off["triton_imported"]
+    assert on["through_driver"] > 0 and on["handed_to_triton"] == 0
+    assert off["through_driver"] == 0
+    assert "cudnn" not in on["device"] and "cudnn" not in off["device"]
