@@ -237,10 +237,19 @@ def test_an_entry_that_needs_triton_s_launcher_is_refused():
     launches, _, spec = _served_launches()
     record = json.dumps({"entry": "E", "spec": json.dumps(spec)})
     short = spec["name"].rsplit(".", 1)[-1]
-    metadata = {"name": short, "num_warps": 4, "shared": 0, "launch_pdl": True}
-    files = {f"{short}.json": json.dumps(metadata).encode(), f"{short}.cubin": b"\0"}
+    metadata = {"name": short, "num_warps": 4, "shared": 0, "triton_version": "3.6.0"}
+
+    def files(**more: Any) -> Any:
+        data = json.dumps(metadata | more).encode()
+        return lambda entry: {f"{short}.json": data, f"{short}.cubin": b"\0"}
+
     with pytest.raises(ValueError, match="launch_pdl"):
-        launches.serve([record], lambda entry: files, 0)
+        launches.serve([record], files(launch_pdl=True), 0)
+    with pytest.raises(ValueError, match="global_scratch_size"):
+        launches.serve([record], files(global_scratch_size=64), 0)
+    # another Triton's launcher may pass other arguments after the kernel's
+    with pytest.raises(ValueError, match=r"Triton 3\.7 need Triton's launcher"):
+        launches.serve([record], files(triton_version="3.7.0"), 0)
     with pytest.raises(ValueError, match="no compiled code"):
         launches.serve([record], lambda entry: None, 0)
 

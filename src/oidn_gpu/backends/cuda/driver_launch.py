@@ -8,12 +8,13 @@ constexpr's value; the warps and stages). Importing Triton, decorating the kerne
 functions and loading the kernels through Triton cost a fresh process's first frame about
 0.2 s (docs/benchmarks.md). `DriverLaunches.serve` instead reads the entries' compiled
 code (cubin) and metadata, loads them with the CUDA driver (`cuda_driver`) and keeps them
-by specialization; a launch through `namespace`'s kernels computes its specialization as
-Triton does and, where a loaded kernel has it, launches it with the arguments Triton's
-launcher passes (Triton 3.6: the non-constexpr arguments, then the global and profile
-scratch pointers, null for kernels that use none); any other launch goes to the Triton
-kernel itself, as before. The same compiled code runs either way, so the images are the
-same bits.
+by specialization; a launch through a `KernelNamespace`'s kernels computes its
+specialization as Triton does and, where a loaded kernel has it, launches it with the
+arguments Triton's launcher passes (Triton 3.6: the non-constexpr arguments, then the
+global and profile scratch pointers, null for kernels that use none; kernels compiled by
+other Triton versions are left to Triton); any other launch goes to the Triton kernel
+itself, as before. The same compiled code runs either way, so the images are the same
+bits.
 
 ``OIDN_GPU_CUDA_DRIVER_LAUNCH=off`` leaves every launch to Triton.
 """
@@ -61,7 +62,11 @@ PLAIN_LAUNCH = {
 }
 ARGUMENT_TYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "u64": ctypes.c_uint64}
 ARGUMENT_TYPES["fp32"] = ctypes.c_float
-SCRATCH_POINTERS = 2  # Triton 3.6's launcher: global_scratch, profile_scratch
+# The pointers Triton's launcher passes after a kernel's arguments, by the Triton version
+# (major.minor) that compiled it: 3.6's launcher (triton/backends/nvidia/driver.py,
+# make_launcher) passes global_scratch and profile_scratch. Kernels of other versions are
+# left to Triton.
+SCRATCH_POINTERS = {"3.6": 2}
 
 
 def enabled(value: str | None = None) -> bool:
@@ -129,6 +134,7 @@ class Variant:
     num_warps: int
     shared: int  # dynamic shared memory bytes
     arguments: tuple[Any, ...]  # a ctypes type per argument passed (None: a pointer)
+    scratch: int  # null pointers passed after the arguments
 
 
 Key = tuple[tuple[tuple[str, Any], ...], int, int]  # specialization, warps, stages
@@ -229,7 +235,7 @@ def pack_arguments(variant: Variant, key_args: list[Any]) -> Any:
     holders: list[Any] = []
     for value, kind in zip(key_args, variant.arguments, strict=True):
         holders.append(ctypes.c_uint64(value.data_ptr()) if kind is None else kind(value))
-    holders += [ctypes.c_uint64(0) for _ in range(SCRATCH_POINTERS)]
+    holders += [ctypes.c_uint64(0) for _ in range(variant.scratch)]
     params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
     params._keep = holders  # type: ignore[attr-defined]
     return params
@@ -256,6 +262,9 @@ def _variant(
     if f"{short}.json" not in files or f"{short}.cubin" not in files:
         raise ValueError(f"entry {entry} lacks {short}'s compiled code or metadata")
     metadata = json.loads(files[f"{short}.json"])
+    version = ".".join(str(metadata.get("triton_version", "")).split(".")[:2])
+    if version not in SCRATCH_POINTERS:
+        raise ValueError(f"kernels of Triton {version or 'unknown'} need Triton's launcher")
     for field, plain in PLAIN_LAUNCH.items():
         if metadata.get(field, plain) != plain:
             raise ValueError(f"{field}={metadata.get(field)!r} needs Triton's launcher")
@@ -280,6 +289,7 @@ def _variant(
         num_warps=int(metadata["num_warps"]),
         shared=int(metadata["shared"]),
         arguments=tuple(arguments),
+        scratch=SCRATCH_POINTERS[version],
     )
 
 
