@@ -147,8 +147,9 @@ def gpu_limits(
     ex: Any, prep: Any, conv: ConvLaunch, config: RowsConfig, project: bool
 ) -> tuple[int, int] | None:
     """``(programs one multiprocessor holds, multiprocessors)`` for ``conv``'s launch on the
-    executor's GPU: the kernel is compiled (not run) to read its registers and shared
-    memory. None where this Triton does not tell them."""
+    executor's GPU, from the kernel's registers and shared memory: read from the CUDA
+    driver where the kernel is loaded through it (`driver_launch`), else by having Triton
+    compile (not run) it. None where this Triton does not tell them."""
     torch = ex._torch
     index = ex.device.index if ex.device.index is not None else torch.cuda.current_device()
     grid, args, options = _launch_args(ex, prep, conv, config, project)
