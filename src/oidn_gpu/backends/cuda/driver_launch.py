@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from oidn_gpu.backends.cuda import cuda_driver, kernel_specs
 from oidn_gpu.errors import InvalidArgumentError
@@ -196,9 +196,12 @@ def specialize(value: Any) -> tuple[str, Any] | None:
     return kind, "D" if value.data_ptr() % DIVISOR == 0 else ""
 
 
-def launch_key(signature: Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Key | None:
-    """The `Key` of a launch ``kernel[grid](*args, **kwargs)``; None where an argument is
-    missing (a default this launcher does not know), unknown, or not one it passes."""
+def bind(
+    signature: Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Key, list[Any]] | None:
+    """The `Key` of a launch ``kernel[grid](*args, **kwargs)`` and the values it passes
+    (the non-constexpr arguments in order); None where an argument is missing (a default
+    this launcher does not know), unknown, or not one it passes."""
     names = signature.names
     if len(args) > len(names):
         return None
@@ -216,6 +219,7 @@ def launch_key(signature: Signature, args: tuple[Any, ...], kwargs: dict[str, An
     if len(values) != len(names):
         return None
     parts = []
+    passed = []
     for name, kind in zip(names, signature.types, strict=True):
         value = values[name]
         if kind == "constexpr":
@@ -225,7 +229,14 @@ def launch_key(signature: Signature, args: tuple[Any, ...], kwargs: dict[str, An
         if part is None:
             return None
         parts.append((part[0], None) if name in signature.unspecialized else part)
-    return tuple(parts), warps, stages
+        passed.append(value)
+    return (tuple(parts), warps, stages), passed
+
+
+def launch_key(signature: Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Key | None:
+    """The `Key` of a launch ``kernel[grid](*args, **kwargs)`` (`bind`'s)."""
+    bound = bind(signature, args, kwargs)
+    return None if bound is None else bound[0]
 
 
 def pack_arguments(variant: Variant, key_args: list[Any]) -> Any:
@@ -291,6 +302,13 @@ def _variant(
         arguments=tuple(arguments),
         scratch=SCRATCH_POINTERS[version],
     )
+
+
+class Found(NamedTuple):
+    """A launch's loaded variant and the values it passes (`DriverLaunches.find`)."""
+
+    variant: Variant
+    passed: list[Any]
 
 
 @dataclass
@@ -378,34 +396,23 @@ class DriverLaunches:
 
     def find(
         self, qualified: str, device: int, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[Variant, Signature] | None:
+    ) -> Found | None:
         """The variant of kernel ``qualified`` loaded on ``device`` that this launch's
-        arguments select."""
+        arguments select, with the values they pass."""
         kernel = self._kernels.get(qualified)
-        if kernel is None:
+        bound = bind(kernel.signature, args, kwargs) if kernel is not None else None
+        if kernel is None or bound is None:
             return None
-        key = launch_key(kernel.signature, args, kwargs)
-        variant = kernel.variants.get((device, key)) if key is not None else None
-        return None if variant is None else (variant, kernel.signature)
+        variant = kernel.variants.get((device, bound[0]))
+        return None if variant is None else Found(variant, bound[1])
 
-    def launch(
-        self,
-        found: tuple[Variant, Signature],
-        grid: tuple[int, int, int],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        device: int,
-        stream: int,
-    ) -> None:
+    def launch(self, found: Found, grid: tuple[int, int, int], device: int, stream: int) -> None:
         """Launch a `find` result on ``stream`` of ``device`` (nothing for an empty grid, as
         Triton)."""
-        variant, signature = found
+        variant = found.variant
         if grid[0] * grid[1] * grid[2] == 0:
             return
-        values = dict(zip(signature.names, args, strict=False)) | kwargs
-        kinds = zip(signature.names, signature.types, strict=True)
-        passed = [values[n] for n, k in kinds if k != "constexpr"]
-        params = pack_arguments(variant, passed)
+        params = pack_arguments(variant, found.passed)
         with self._lock:
             function, _ = self._function(device, variant)
         driver = self._driver()
@@ -430,9 +437,9 @@ class DriverLaunches:
             ),
         }
 
-    def registers(self, found: tuple[Variant, Signature], device: int) -> tuple[int, int]:
+    def registers(self, found: Found, device: int) -> tuple[int, int]:
         """``(registers per thread, dynamic shared memory bytes)`` of a `find` result."""
-        variant, _ = found
+        variant = found.variant
         with self._lock:
             _, registers = self._function(device, variant)
         return registers, variant.shared
@@ -464,7 +471,7 @@ class DriverKernel:
             self._triton_kernel()[grid](*args, **kwargs)
             return
         stream = torch.cuda.current_stream(device).cuda_stream
-        self.launches.launch(found, dims, args, kwargs, device, stream)
+        self.launches.launch(found, dims, device, stream)
 
     def find(self, device: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The variant loaded on ``device`` that these arguments launch (None: the Triton

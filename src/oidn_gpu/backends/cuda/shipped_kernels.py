@@ -168,32 +168,22 @@ def _safe_name(name: Any) -> str:
 
 def _unpack_missing(archive: Path, target: Path) -> tuple[int, set[str]]:
     """Unpack the entries of ``archive`` that ``target`` lacks; ``(how many were copied,
-    the archive's entry names)``. The archive is read into memory at once (about 1.5 MB)
-    and each entry's regular files are written as they are, with their group files pointed
-    (`_write_entry`): about 10 ms less than `tarfile`'s extraction and a second pass over
-    the group files (docs/benchmarks.md)."""
+    the archive's entry names)``. The archive is read into memory at once (about 1.5 MB,
+    `_read_entries`) and each entry's regular files are written as they are, with their
+    group files pointed (`_write_entry`): about 10 ms less than `tarfile`'s extraction and
+    a second pass over the group files (docs/benchmarks.md)."""
     copied = 0
     target.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive.read_bytes()))) as tar:
-        by_entry: dict[str, list[tarfile.TarInfo]] = {}
-        for member in tar.getmembers():  # plain files, one folder deep, nothing else
-            entry = _entry(member.name) if member.isfile() else None
-            if entry is not None and Path(member.name).name not in (".", ".."):
-                by_entry.setdefault(entry, []).append(member)
-        missing = sorted(e for e in by_entry if not (target / e).exists())
-        if not missing:
-            return 0, set(by_entry)
-        with tempfile.TemporaryDirectory(prefix=".oidn-gpu-", dir=target) as tmp:
-            for entry in missing:
-                files = {}
-                for member in by_entry[entry]:
-                    reader = tar.extractfile(member)  # a plain file's: never None
-                    if reader is not None:
-                        files[Path(member.name).name] = reader.read()
-                _write_entry(Path(tmp) / entry, target / entry, files)
-                with contextlib.suppress(OSError):  # another process was first
-                    os.rename(Path(tmp) / entry, target / entry)
-                    copied += 1
+    by_entry = _read_entries(archive)
+    missing = sorted(e for e in by_entry if not (target / e).exists())
+    if not missing:
+        return 0, set(by_entry)
+    with tempfile.TemporaryDirectory(prefix=".oidn-gpu-", dir=target) as tmp:
+        for entry in missing:
+            _write_entry(Path(tmp) / entry, target / entry, by_entry[entry])
+            with contextlib.suppress(OSError):  # another process was first
+                os.rename(Path(tmp) / entry, target / entry)
+                copied += 1
     return copied, set(by_entry)
 
 
@@ -212,22 +202,28 @@ def shipped_entries(archive: Path) -> dict[str, dict[str, bytes]]:
         found: dict[str, dict[str, bytes]] = {}
         try:
             if archive.is_file():
-                found = _read_entries(archive)
+                found = _read_entries(archive, LOADED_SUFFIXES)
         except (OSError, EOFError, tarfile.TarError, zlib.error) as err:
             _LOG.info("cuda: shipped kernels not read from %s (%s)", archive, err)
         _ENTRIES[archive] = found
         return found
 
 
-def _read_entries(archive: Path) -> dict[str, dict[str, bytes]]:
+def _read_entries(
+    archive: Path, suffixes: tuple[str, ...] | None = None
+) -> dict[str, dict[str, bytes]]:
+    """The regular files of each entry of ``archive`` (one folder deep, nothing else), by
+    entry and file name; only those ending in ``suffixes`` where given."""
     found: dict[str, dict[str, bytes]] = {}
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive.read_bytes()))) as tar:
         for member in tar.getmembers():
             entry = _entry(member.name) if member.isfile() else None
             name = Path(member.name).name
-            if entry is None or not name.endswith(LOADED_SUFFIXES):
+            if entry is None or name in (".", ".."):
                 continue
-            reader = tar.extractfile(member)
+            if suffixes is not None and not name.endswith(suffixes):
+                continue
+            reader = tar.extractfile(member)  # a plain file's: never None
             if reader is not None:
                 found.setdefault(entry, {})[name] = reader.read()
     return found
