@@ -10,6 +10,8 @@ deselects them (tests/conftest.py).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -47,3 +49,18 @@ class DlpackArray:
 
     def __array_namespace__(self):
         return self._namespace
+
+
+def run_script(script: str, env: dict[str, str], *args: str, timeout: float = 300) -> str:
+    """Run ``script`` in a fresh Python process with ``env``; its standard output (the test
+    fails with the end of its standard error where it exits with an error)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout

@@ -18,7 +18,7 @@ from oidn_gpu.backends.cuda.executor import CudaExecutor
 from oidn_gpu.backends.cuda.runner import CudaDenoiser
 from oidn_gpu.image import process
 from oidn_gpu.model.unet import load_model
-from tests.cuda.conftest import HAS_CUDA, rel_l2
+from tests.cuda.conftest import HAS_CUDA, rel_l2, run_script
 
 
 @pytest.fixture(scope="module")
@@ -172,9 +172,6 @@ def test_close_stops_a_running_compile(small_model, device, rng):
 @pytest.mark.cuda_device
 def test_a_script_may_exit_while_triton_compiles(tmp_path):
     """One denoise, then exit at once: the compiler thread is stopped, the exit code is 0."""
-    import subprocess
-    import sys
-
     script = (
         "import numpy as np, oidn_gpu\n"
         "x = np.random.default_rng(0).random((256, 256, 3), dtype=np.float32)\n"
@@ -183,16 +180,7 @@ def test_a_script_may_exit_while_triton_compiles(tmp_path):
         "print(den.info().device)\n"
     )
     env = {**__import__("os").environ, "TRITON_CACHE_DIR": str(tmp_path / "triton")}
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "cudnn, while Triton compiles" in done.stdout
+    assert "cudnn, while Triton compiles" in run_script(script, env)
 
 
 def test_the_compile_worker_runs_a_frame_in_a_child_process(small_model, device):
