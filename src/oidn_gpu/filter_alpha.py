@@ -195,5 +195,5 @@ def denoise_alpha_tensor(
 
 def _denoise_alpha_tensor(denoiser: Any, alpha: Any, albedo: Any, runner: Any) -> Any:
     one = alpha.float().clamp(0.0, 1.0) if albedo is None else _clipped_fit(runner, alpha, albedo)
-    denoised = denoiser.denoise(one.unsqueeze(2), albedo)
-    return denoised[:, :, 0].float().clamp(0.0, 1.0)
+    denoised = denoiser.denoise(one.unsqueeze(2), albedo)  # a new tensor: clipped in place
+    return denoised[:, :, 0].float().clamp_(0.0, 1.0)

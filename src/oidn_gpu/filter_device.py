@@ -16,7 +16,6 @@ A CUDA tensor on another device than the runner's is an error, never copied.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -100,10 +99,14 @@ def denoise(den: Denoiser, call: DeviceCall, progress: Progress | None, alpha: s
         result, guide = _prefiltered(den, decoded, progress)
     else:
         result, guide = _run(frames, decoded, progress), decoded.albedo
+    alpha_plane = decoded.alpha
+    if alpha_plane is None:
+        return call.finish(result)  # the runner's buffer: copied by `finish`
     if alpha_too:  # with the colour's albedo
-        denoised = denoise_alpha_tensor(den._alpha_denoiser(), decoded.alpha, guide, runner, start)
-        decoded = dataclasses.replace(decoded, alpha=denoised)
-    return call.finish(_with_alpha(result, decoded))
+        alpha_denoiser = den._alpha_denoiser()
+        alpha_plane = denoise_alpha_tensor(alpha_denoiser, alpha_plane, guide, runner, start)
+    # a new tensor (the runner's buffer copied once, by the concatenation): not copied again
+    return call.finish(_with_alpha(result, alpha_plane), owned=True)
 
 
 def _takes(runner: Any, call: DeviceCall) -> bool:
@@ -181,11 +184,9 @@ def _prefiltered(den: Denoiser, images: Images, progress: Progress | None) -> tu
     return _run(den.frames, clean_images, progress), clean_images.albedo
 
 
-def _with_alpha(result: Any, images: Images) -> Any:
-    """The result with the color's alpha appended as float32 (as the NumPy path does)."""
-    if images.alpha is None:
-        return result
+def _with_alpha(result: Any, alpha: Any) -> Any:
+    """A new float32 tensor: the result with ``alpha`` (an ``H x W`` tensor) appended as
+    float32 (as the NumPy path does)."""
     import torch
 
-    alpha: Any = images.alpha  # a tensor on this path
     return torch.cat([result, alpha.to(torch.float32).unsqueeze(2)], dim=2)

@@ -75,3 +75,23 @@ def test_a_prefiltered_frame_s_alpha_on_the_device_as_on_the_numpy_path(rng):
         expected = den.denoise(color, albedo, normal, alpha="denoise")
     assert isinstance(actual, torch.Tensor)
     np.testing.assert_allclose(actual[:, :, 3].numpy(), expected[:, :, 3], atol=1e-5)
+
+
+@pytest.mark.parametrize("alpha", ["copy", "denoise"])
+def test_each_rgba_result_is_the_caller_s_own(alpha, rng):
+    """A float32 RGBA result is answered without a further copy: it must still be a tensor
+    of the call's own, which the next call (other images) leaves as it was."""
+    first_images, second_images = (_images(rng, 24, 32, None, 4) for _ in range(2))
+    first_tensors = [torch.from_numpy(a.astype(np.float32)) for a in first_images]
+    second_tensors = [torch.from_numpy(a.astype(np.float32)) for a in second_images]
+    with _denoiser(hdr=True) as den:
+        first = den.denoise(*first_tensors, alpha=alpha)
+        kept = first.clone()
+        second = den.denoise(*second_tensors, alpha=alpha)
+        expected = den.denoise(*[t.numpy() for t in second_tensors], alpha=alpha)
+    assert first.dtype == torch.float32 and first.shape == (24, 32, 4)
+    assert first.data_ptr() != second.data_ptr()
+    assert all(first.data_ptr() != t.data_ptr() for t in first_tensors)
+    assert torch.equal(first, kept)
+    np.testing.assert_array_equal(second[:, :, :3].numpy(), expected[:, :, :3])
+    np.testing.assert_allclose(second[:, :, 3].numpy(), expected[:, :, 3], atol=1e-6)

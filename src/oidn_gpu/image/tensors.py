@@ -138,22 +138,23 @@ class DeviceRestore:
     signed: bool = False
     from_dlpack: Callable[[Any], Any] | None = None
 
-    def pixels(self, result: Any) -> Any:
-        """``result`` in the caller's dtype: a new tensor, the arithmetic of
-        `arrays.Restore.pixels`."""
+    def pixels(self, result: Any, *, owned: bool = False) -> Any:
+        """``result`` in the caller's dtype: a new tensor (``owned``: ``result`` itself
+        where it has that dtype already), the arithmetic of `arrays.Restore.pixels`."""
         import torch
 
         if self.integer_max is None:
-            return result.to(self.dtype, copy=True)
+            return result.to(self.dtype, copy=not owned)
         scaled = torch.nan_to_num(result.to(torch.float32), nan=0.0)
         if self.signed:
             scaled = (scaled + 1.0) * 0.5
         top = float(self.integer_max)
         return torch.clamp(torch.round(scaled * top), 0.0, top).to(self.dtype)
 
-    def __call__(self, result: Any) -> Any:
-        """A new object of the caller's type holding ``result``."""
-        tensor = self.pixels(result).reshape(self.shape)
+    def __call__(self, result: Any, *, owned: bool = False) -> Any:
+        """A new object of the caller's type holding ``result`` (``owned``: a tensor
+        nothing else holds, answered as it is where it has the caller's dtype)."""
+        tensor = self.pixels(result, owned=owned).reshape(self.shape)
         return tensor if self.from_dlpack is None else self.from_dlpack(tensor)
 
     def write(self, result: Any, target: Any) -> None:
@@ -235,11 +236,12 @@ class DeviceCall:
         tensor = getattr(self, name)
         return None if tensor is None else decode(tensor, self.images_restore[name])
 
-    def finish(self, result: Any) -> Any:
+    def finish(self, result: Any, *, owned: bool = False) -> Any:
         """The float32 ``HxWxC`` result (alpha appended) in the caller's type, or written
-        into its output."""
+        into its output. ``owned``: ``result`` is a tensor nothing else holds (not a
+        runner's buffer), answered without a copy where the caller's dtype is float32."""
         if self.target is None:
-            return self.restore(result)
+            return self.restore(result, owned=owned)
         target = self.output if self.output.dim() == 3 else self.output.unsqueeze(2)
         self.restore.write(result, target)
         return self.target
