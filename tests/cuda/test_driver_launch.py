@@ -130,9 +130,15 @@ SIGNATURE = driver_launch.Signature(
 )
 
 
+def launch_key(signature: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The `Key` `driver_launch.bind` gives a launch, or None where it binds none."""
+    bound = driver_launch.bind(signature, args, kwargs)
+    return None if bound is None else bound[0]
+
+
 def test_a_launch_key_follows_triton_s_specialization():
     src, out = FakeTensor(torch.float16, 256), FakeTensor(torch.float32, 264)
-    key = driver_launch.launch_key(SIGNATURE, (src, out, 1088, 1920, 0.5), {"BLOCK": 64})
+    key = launch_key(SIGNATURE, (src, out, 1088, 1920, 0.5), {"BLOCK": 64})
     assert key == (
         (
             ("*fp16", "D"),
@@ -145,9 +151,9 @@ def test_a_launch_key_follows_triton_s_specialization():
         driver_launch.DEFAULT_WARPS,
         driver_launch.DEFAULT_STAGES,
     )
-    big = driver_launch.launch_key(SIGNATURE, (src, out, 1, 2**40, 0.5), {"BLOCK": 64})
+    big = launch_key(SIGNATURE, (src, out, 1, 2**40, 0.5), {"BLOCK": 64})
     assert big is not None and big[0][3] == ("i64", "D")
-    wide = driver_launch.launch_key(SIGNATURE, (src, out, 1, 2**63 + 16, 0.5), {"BLOCK": 64})
+    wide = launch_key(SIGNATURE, (src, out, 1, 2**63 + 16, 0.5), {"BLOCK": 64})
     assert wide is not None and wide[0][3] == ("u64", "D")
 
 
@@ -161,7 +167,7 @@ def test_a_launch_key_follows_triton_s_specialization():
     ],
 )
 def test_a_launch_the_driver_does_not_pass_has_no_key(args, kwargs, why):
-    assert driver_launch.launch_key(SIGNATURE, args, kwargs) is None, why
+    assert launch_key(SIGNATURE, args, kwargs) is None, why
 
 
 def test_a_tensor_off_the_gpu_has_no_key():

@@ -233,12 +233,6 @@ def bind(
     return (tuple(parts), warps, stages), passed
 
 
-def launch_key(signature: Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Key | None:
-    """The `Key` of a launch ``kernel[grid](*args, **kwargs)`` (`bind`'s)."""
-    bound = bind(signature, args, kwargs)
-    return None if bound is None else bound[0]
-
-
 def pack_arguments(variant: Variant, key_args: list[Any]) -> Any:
     """The ctypes array of pointers to the launch's argument values (``key_args``: the
     non-constexpr values in order), then the null scratch pointers; the values are kept

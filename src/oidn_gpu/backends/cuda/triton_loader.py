@@ -95,6 +95,9 @@ def launchers(module: str) -> Any:
     it); else the module itself."""
     if not driver_launch.LAUNCHES.serving():
         return KERNEL_MODULES[module][1]()
+    namespace = _NAMESPACES.get(module)  # a launch's path: no lock once it is made
+    if namespace is not None:
+        return namespace
     with _KERNELS_LOCK:
         namespace = _NAMESPACES.get(module)
         if namespace is None:
